@@ -1,0 +1,34 @@
+# The two commands: `make demo` and `make test`. Each builds .venv on a fresh clone.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo demo-quick test lint install clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# torch is pinned and installed first: an unpinned torch pulls a CUDA build.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/robustvlm demo --out demo_out
+
+demo-quick: $(STAMP)
+	$(BIN)/robustvlm demo --quick --out demo_out
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+
+clean:
+	rm -rf $(VENV) demo_out

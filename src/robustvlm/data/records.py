@@ -1,0 +1,65 @@
+"""The one record type for instruction data, and the log of skipped records."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from robustvlm.errors import DataError
+
+SPLITS = ("train", "test", "val")
+
+
+@dataclass
+class Example:
+    """One instruction-following example.
+
+    Attributes:
+        id: unique id within the dataset.
+        image: an absolute image path, the encoded bytes of an image file, or None (text-only).
+        instruction: the user's question or instruction (no image placeholder).
+        target: the reference answer.
+        env: environment name (task type, domain, source...).
+        split: "train", "val" or "test".
+        ood: True when the environment is held out of training (out-of-domain).
+        source: file (and line) the record came from, for error messages.
+    """
+
+    id: str
+    image: str | bytes | None
+    instruction: str
+    target: str
+    env: str
+    split: str = "train"
+    ood: bool = False
+    source: str = ""
+
+    def to_json(self) -> dict:
+        """A JSON-safe dict (image bytes are not inlined)."""
+        d = asdict(self)
+        if isinstance(self.image, bytes):
+            d["image"] = f"<{len(self.image)} bytes>"
+        return d
+
+
+@dataclass
+class SkipLog:
+    """Records skipped under `on_bad_record: skip`; written to the run's `skipped.jsonl`."""
+
+    rows: list[dict] = field(default_factory=list)
+
+    def add(self, error: DataError) -> None:
+        self.rows.append(
+            {"source": error.source, "record": error.record, "reason": error.message}
+        )
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def write(self, path: str | Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as f:
+            for row in self.rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")

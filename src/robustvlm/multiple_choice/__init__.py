@@ -1,0 +1,1 @@
+"""robustvlm.multiple_choice"""

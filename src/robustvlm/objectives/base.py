@@ -1,0 +1,89 @@
+"""The objective interface: one class per method, hyperparameters declared once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+
+from robustvlm.models.outputs import AnswerOutputs
+
+
+@dataclass(frozen=True)
+class HParam:
+    """A hyperparameter: its default, a search range for sweeps, and what it means."""
+
+    default: Any
+    search: tuple | None = None
+    help: str = ""
+
+
+@dataclass
+class LossParts:
+    """What one objective step returns.
+
+    Attributes:
+        loss: scalar tensor to back-propagate.
+        risk: R_emp, the empirical risk (detached float).
+        penalty: R_inv, the invariance penalty before weighting (detached float; 0 for ERM).
+        weight: lambda, the penalty weight used at this step.
+        env_risks: per-environment mean answer-token cross-entropy, by environment name.
+        extras: anything else worth logging (e.g. GroupDRO weights as `q/<env>`).
+    """
+
+    loss: torch.Tensor
+    risk: float
+    penalty: float = 0.0
+    weight: float = 0.0
+    env_risks: dict[str, float] = field(default_factory=dict)
+    extras: dict[str, float] = field(default_factory=dict)
+
+    def log_row(self) -> dict[str, float]:
+        """Flat row for train_log.jsonl: R_emp, R_inv, lambda, P, risk/<env>, extras."""
+        row = {
+            "loss": float(self.loss.detach()),
+            "R_emp": self.risk,
+            "R_inv": self.penalty,
+            "lambda": self.weight,
+            "P": self.weight * self.penalty,
+        }
+        row.update({f"risk/{k}": v for k, v in self.env_risks.items()})
+        row.update(self.extras)
+        return row
+
+
+class Objective:
+    """Base class. Subclasses set `name` and `hparams` and implement `__call__`.
+
+    Args:
+        env_names: training environment names; env id i in AnswerOutputs.env is env_names[i].
+        **hparams: overrides of the declared hyperparameters (unknown names are an error).
+    """
+
+    name: ClassVar[str]
+    hparams: ClassVar[dict[str, HParam]] = {}
+
+    def __init__(self, env_names: list[str], **hparams: Any):
+        unknown = set(hparams) - set(self.hparams)
+        if unknown:
+            raise ValueError(
+                f"method '{self.name}' has no hyperparameter(s) {sorted(unknown)}; "
+                f"known: {sorted(self.hparams)}"
+            )
+        self.env_names = list(env_names)
+        self.hp = {k: hparams.get(k, p.default) for k, p in self.hparams.items()}
+
+    def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
+        raise NotImplementedError
+
+    def resets_optimizer_at(self, step: int) -> bool:
+        """True when the optimizer should be re-created before this step (IRM anneal)."""
+        return False
+
+    def state_dict(self) -> dict[str, Any]:
+        """Controller state saved in checkpoints (JSON-safe)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what `state_dict` returned."""
