@@ -1,14 +1,31 @@
-"""Image loading: every image enters robustvlm through `load_image`."""
+"""Image loading: every image enters robustvlm through `load_image`.
+
+`load_image` refuses what it cannot use with a `DataError` (missing, empty, truncated or
+non-image files, images over the pixel limit) and returns every usable image as 8-bit RGB:
+
+| mode | conversion |
+|---|---|
+| RGBA, LA, PA, P with transparency | composited on a white background |
+| L, P, 1, CMYK, YCbCr, ... | PIL's `convert("RGB")` |
+| I;16 (and I;16B/L/N) | value / 257, so 65535 -> 255 |
+| I (32-bit integer) | taken as 16-bit data (how 16-bit files decode): clipped to 0..65535, / 257 |
+| F (float) | values in [0, 1] scaled by 255 when the maximum is <= 1, else clipped to 0..255 |
+"""
 
 from __future__ import annotations
 
 import io
+import os
+import warnings
 
-from PIL import Image
+import numpy as np
+from PIL import Image, UnidentifiedImageError
 
 from robustvlm.errors import DataError
 
 DEFAULT_MAX_PIXELS = 40_000_000
+
+_WHITE = (255, 255, 255, 255)
 
 
 def load_image(
@@ -18,17 +35,61 @@ def load_image(
     record: str | int | None = None,
     max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> Image.Image:
-    """Open an image path or encoded bytes as an RGB PIL image.
+    """Open an image path or encoded bytes, fully decoded, as an 8-bit RGB PIL image.
 
-    Raises DataError naming `source` and `record` when the image cannot be used.
+    The pixel count (width x height) is checked against `max_pixels` from the header,
+    before any pixel data is decoded. Raises DataError naming `source` and `record`
+    when the image cannot be used.
     """
+    name = "<bytes>" if isinstance(ref, bytes) else str(ref)
+
+    def fail(reason: str) -> DataError:
+        return DataError(f"image {name}: {reason}", source or None, record)
+
+    if isinstance(ref, bytes):
+        if not ref:
+            raise fail("empty image data")
+    elif not os.path.isfile(ref):
+        raise fail("file not found")
+    elif os.path.getsize(ref) == 0:
+        raise fail("file is empty (0 bytes)")
+
     try:
-        img = Image.open(io.BytesIO(ref) if isinstance(ref, bytes) else ref)
-        if img.width * img.height > max_pixels:
-            raise DataError(f"image is {img.width}x{img.height}, over the {max_pixels}-pixel limit", source, record)
-        img.load()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(ref) if isinstance(ref, bytes) else ref)
+            if img.width * img.height > max_pixels:
+                raise fail(f"{img.width}x{img.height} pixels is over the {max_pixels}-pixel limit")
+            img.load()
     except DataError:
         raise
-    except Exception as exc:  # PIL raises many types
-        raise DataError(f"cannot read image {ref if isinstance(ref, str) else '<bytes>'}: {exc}", source, record) from exc
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise fail(f"refused as a possible decompression bomb ({exc})") from exc
+    except UnidentifiedImageError as exc:
+        raise fail("not an image file (unknown format)") from exc
+    except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError... on broken data
+        raise fail(f"cannot decode ({type(exc).__name__}: {exc}); the file may be truncated") from exc
+    return to_rgb(img)
+
+
+def to_rgb(img: Image.Image) -> Image.Image:
+    """Convert any PIL mode to 8-bit RGB (see the module docstring for the rules)."""
+    if img.mode == "RGB":
+        return img
+    if img.mode.startswith("I") or img.mode == "F":
+        return Image.fromarray(_to_uint8(np.asarray(img), img.mode)).convert("RGB")
+    has_alpha = img.mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in img.info
+    if has_alpha:
+        rgba = img.convert("RGBA")
+        return Image.alpha_composite(Image.new("RGBA", rgba.size, _WHITE), rgba).convert("RGB")
     return img.convert("RGB")
+
+
+def _to_uint8(pixels: np.ndarray, mode: str) -> np.ndarray:
+    """Scale one channel of 16-bit, 32-bit integer or float pixels to uint8 (shape kept)."""
+    values = pixels.astype(np.float64)
+    if mode == "F":
+        values = np.nan_to_num(values)
+        scale = 255.0 if values.size and values.max() <= 1.0 else 1.0
+        return np.clip(np.rint(values * scale), 0, 255).astype(np.uint8)
+    return np.rint(np.clip(values, 0, 65535) / 257.0).astype(np.uint8)

@@ -1,0 +1,423 @@
+"""Load instruction data into `Example`s: JSONL, JSON / LLaVA conversations, parquet, HF datasets
+and image-folder domain layouts.
+
+Every format is read as a stream of raw records (dicts) with their location; every record is then
+converted, given its environment and checked the same way. A record is either *flat*
+(`id, image, instruction, target, env, split, ood`) or a *conversation* (`id, image,
+conversations: [{from: human|gpt, value}], data_source`), whose every human/gpt pair becomes one
+Example with id `"{id}#{turn}"`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from PIL import Image
+
+from robustvlm.data.environments import EnvMap, assign_task_type, format_env_counts, load_env_map
+from robustvlm.data.images import DEFAULT_MAX_PIXELS, load_image
+from robustvlm.data.records import SPLITS, Example, SkipLog
+from robustvlm.errors import ConfigError, DataError
+
+FORMATS = ("auto", "jsonl", "json", "llava", "parquet", "hf", "folder")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+_SPLIT_ALIASES = {"validation": "val", "valid": "val", "dev": "val"}
+_HF_MARKERS = ("dataset_info.json", "dataset_dict.json", "state.json")
+
+
+def load_examples(
+    path: str | Path,
+    *,
+    fmt: str = "auto",
+    split: str | None = None,
+    env_column: str | None = None,
+    env_map: str | Path | Mapping | None = None,
+    task_rules: bool = False,
+    instruction_template: str = "What is shown in this image?",
+    on_bad_record: str = "error",
+    skip_log: SkipLog | None = None,
+    validate_images: bool = True,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    verbose: bool = True,
+) -> list[Example]:
+    """Read a dataset into Examples, in file order.
+
+    Args:
+        path: a data file (`.jsonl`, `.json`, `.parquet`), a directory (holding `data.jsonl`, a
+            saved HF dataset, parquet files, or images as `ROOT/DOMAIN/CLASS/*.png|jpg|jpeg`),
+            or `hf:NAME[:CONFIG]` for `datasets.load_dataset` (needs a network).
+        fmt: one of FORMATS; "auto" detects it from `path`. "json" and "llava" are one reader.
+        split: keep only this split ("train", "val", "test"); for `hf:` also the split loaded
+            (default "train").
+        env_column: the record field naming the environment (default `env`, else `data_source`;
+            image folders use the domain directory).
+        env_map: YAML file or dict mapping source names to environments (see `environments`);
+            records of `ood: true` environments get `ood=True` and split "test".
+        task_rules: take the environment from `assign_task_type(instruction)`; with `env_map`
+            the task type is the source name looked up in the map.
+        instruction_template: the instruction of image-folder records; `{domain}` is replaced.
+        on_bad_record: "error" raises the first DataError; "skip" drops bad records and counts
+            each in `skip_log`. A file that cannot be read at all always raises.
+        validate_images: fully decode every image once (see `load_image`) to find bad ones.
+        max_pixels: images with more pixels are bad records.
+        verbose: print the per-environment counts table (and the number skipped).
+    """
+    if on_bad_record not in ("error", "skip"):
+        raise ConfigError(f"on_bad_record must be 'error' or 'skip', not {on_bad_record!r}")
+    log = skip_log if skip_log is not None else SkipLog()
+    already_skipped = len(log)
+
+    def on_error(error: DataError) -> None:
+        if on_bad_record == "error":
+            raise error
+        log.add(error)
+
+    examples = read_examples(
+        path, on_error, fmt=fmt, split=split, env_column=env_column, env_map=env_map,
+        task_rules=task_rules, instruction_template=instruction_template,
+        validate_images=validate_images, max_pixels=max_pixels,
+    )
+    if verbose:
+        print(format_env_counts(examples))
+        if len(log) > already_skipped:
+            print(f"skipped {len(log) - already_skipped} bad record(s)")
+    return examples
+
+
+def read_examples(
+    path: str | Path,
+    on_error: Callable[[DataError], None],
+    *,
+    fmt: str = "auto",
+    split: str | None = None,
+    env_column: str | None = None,
+    env_map: str | Path | Mapping | None = None,
+    task_rules: bool = False,
+    instruction_template: str = "What is shown in this image?",
+    validate_images: bool = True,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+) -> list[Example]:
+    """`load_examples` without printing: every bad record is passed to `on_error` and dropped."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown data format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if split is not None and split not in SPLITS:
+        raise ConfigError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+    mapping = load_env_map(env_map) if env_map is not None else None
+    examples: list[Example] = []
+    first_seen: dict[str, str] = {}
+    for row in _rows(path, fmt, split, instruction_template):
+        try:
+            if isinstance(row, DataError):
+                raise row
+            label = _env_label(row.data, env_column)
+            candidates = _examples_of(row)
+        except DataError as error:
+            on_error(error)
+            continue
+        for ex in candidates:
+            try:
+                ex = _with_env(ex, label, mapping, task_rules, env_column, row)
+                _check_text(ex, row)
+                if split is not None and ex.split != split:
+                    continue
+                if validate_images and ex.image is not None:
+                    load_image(ex.image, source=row.file, record=row.ref_for(ex.id), max_pixels=max_pixels)
+                if ex.id in first_seen:
+                    raise row.error(f"duplicate id {ex.id!r} (first at {first_seen[ex.id]})", ex.id)
+            except DataError as error:
+                on_error(error)
+                continue
+            first_seen[ex.id] = ex.source
+            examples.append(ex)
+    return examples
+
+
+@dataclass
+class _Row:
+    """One raw record and where it came from."""
+
+    data: object
+    file: str
+    ref: int | str  # the 1-based line number, or the record id / position
+    base_dir: Path | None  # relative image paths are taken from here
+
+    def ref_for(self, example_id: str | None) -> int | str:
+        """The line number when known, else the example's id."""
+        return self.ref if isinstance(self.ref, int) or example_id is None else example_id
+
+    def error(self, message: str, example_id: str | None = None) -> DataError:
+        return DataError(message, self.file, self.ref_for(example_id))
+
+    @property
+    def location(self) -> str:
+        return f"{self.file}:{self.ref}" if isinstance(self.ref, int) else self.file
+
+
+# ---------------------------------------------------------------- readers: path -> raw records
+
+
+def _rows(path: str | Path, fmt: str, split: str | None, template: str) -> Iterator[_Row | DataError]:
+    """Raw records of any format; unreadable lines come as DataErrors, unreadable files raise."""
+    if isinstance(path, str) and path.startswith("hf:"):
+        yield from _hub_rows(path, split)
+        return
+    path = Path(path)
+    if not path.exists():
+        raise DataError("data file or directory not found", str(path))
+    fmt = _detect_format(path) if fmt == "auto" else fmt
+    if fmt == "jsonl":
+        yield from _jsonl_rows(path / "data.jsonl" if path.is_dir() else path)
+    elif fmt in ("json", "llava"):
+        yield from _json_rows(path)
+    elif fmt == "parquet":
+        yield from _parquet_rows(path)
+    elif fmt == "hf":
+        yield from _saved_dataset_rows(path)
+    else:
+        yield from _folder_rows(path, template)
+
+
+def _detect_format(path: Path) -> str:
+    if path.is_dir():
+        if (path / "data.jsonl").is_file():
+            return "jsonl"
+        if any((path / marker).is_file() for marker in _HF_MARKERS):
+            return "hf"
+        if any(path.rglob("*.parquet")):
+            return "parquet"
+        return "folder"
+    formats = {".jsonl": "jsonl", ".json": "json", ".parquet": "parquet"}
+    if path.suffix.lower() not in formats:
+        raise DataError("cannot tell the data format from the name; pass fmt=", str(path))
+    return formats[path.suffix.lower()]
+
+
+def _jsonl_rows(path: Path) -> Iterator[_Row | DataError]:
+    file = str(path)
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise DataError(f"cannot read data file ({exc.strerror})", file) from exc
+    with handle:
+        for line_no, raw in enumerate(handle, 1):
+            try:
+                text = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                yield DataError(f"not valid UTF-8 text (byte {exc.start} of the line)", file, line_no)
+                continue
+            if not text.strip():
+                continue
+            try:
+                yield _Row(json.loads(text), file, line_no, path.parent)
+            except json.JSONDecodeError as exc:
+                yield DataError(f"invalid JSON ({exc.msg}, column {exc.colno})", file, line_no)
+
+
+def _json_rows(path: Path) -> Iterator[_Row]:
+    file = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read data file ({exc.strerror})", file) from exc
+    try:
+        records = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise DataError("not valid UTF-8 text", file, raw[: exc.start].count(b"\n") + 1) from exc
+    except json.JSONDecodeError as exc:
+        raise DataError(f"invalid JSON ({exc.msg}, column {exc.colno})", file, exc.lineno) from exc
+    if not isinstance(records, list):
+        raise DataError("expected a JSON list of records", file)
+    for index, record in enumerate(records):
+        yield _Row(record, file, _position(record, index), path.parent)
+
+
+def _parquet_rows(path: Path) -> Iterator[_Row]:
+    import pyarrow.parquet as pq
+
+    for file in sorted(path.rglob("*.parquet")) if path.is_dir() else [path]:
+        try:
+            index = 0
+            for batch in pq.ParquetFile(file).iter_batches(batch_size=256):
+                for record in batch.to_pylist():
+                    yield _Row(record, str(file), _position(record, index), file.parent)
+                    index += 1
+        except (OSError, ValueError) as exc:  # pyarrow's errors derive from these
+            raise DataError(f"cannot read parquet file ({exc})", str(file)) from exc
+
+
+def _hub_rows(spec: str, split: str | None) -> Iterator[_Row]:
+    """`hf:NAME[:CONFIG]` through `datasets.load_dataset` (downloads; not used offline)."""
+    import datasets
+
+    name, _, config = spec[len("hf:"):].partition(":")
+    hf_split = {"val": "validation"}.get(split, split) if split else "train"
+    try:
+        dataset = datasets.load_dataset(name, config or None, split=hf_split)
+    except Exception as exc:  # network, missing dataset or config, ...
+        raise DataError(f"cannot load dataset ({exc})", spec) from exc
+    yield from _dataset_rows(dataset, spec, hf_split)
+
+
+def _saved_dataset_rows(path: Path) -> Iterator[_Row]:
+    """A directory written by `Dataset.save_to_disk` or `DatasetDict.save_to_disk`."""
+    import datasets
+
+    try:
+        loaded = datasets.load_from_disk(str(path))
+    except Exception as exc:  # datasets raises FileNotFoundError, ValueError, ...
+        raise DataError(f"cannot load saved dataset ({exc})", str(path)) from exc
+    if isinstance(loaded, datasets.DatasetDict):
+        for split_name, dataset in loaded.items():
+            yield from _dataset_rows(dataset, str(path), split_name)
+    else:
+        yield from _dataset_rows(loaded, str(path), str(loaded.split or "train"))
+
+
+def _dataset_rows(dataset, source: str, split_name: str) -> Iterator[_Row]:
+    """Rows of one `datasets.Dataset`; images stay encoded (the Image feature is not decoded)."""
+    import datasets
+
+    if isinstance(dataset.features.get("image"), datasets.Image):
+        dataset = dataset.cast_column("image", datasets.Image(decode=False))
+    for index, record in enumerate(dataset):
+        record.setdefault("split", split_name)
+        yield _Row(record, source, _position(record, index), None)
+
+
+def _folder_rows(root: Path, template: str) -> Iterator[_Row]:
+    """`ROOT/DOMAIN/CLASS/*.png|jpg|jpeg`: env = domain, target = class (underscores -> spaces)."""
+    files = sorted(p for p in root.glob("*/*/*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+    if not files:
+        raise DataError("no images found; expected ROOT/DOMAIN/CLASS/*.png|jpg|jpeg", str(root))
+    for file in files:
+        domain, label = file.parent.parent.name, file.parent.name
+        rel = file.relative_to(root).as_posix()
+        record = {
+            "id": rel,
+            "image": str(file),
+            "instruction": template.replace("{domain}", domain),
+            "target": label.replace("_", " "),
+            "env": domain,
+        }
+        yield _Row(record, str(root), rel, root)
+
+
+def _position(record: object, index: int) -> str:
+    """How errors name a record without a line number: its id, else its position."""
+    if isinstance(record, dict) and record.get("id") not in (None, ""):
+        return str(record["id"])
+    return f"record {index + 1}"
+
+
+# ---------------------------------------------------------------- raw record -> Examples
+
+
+def _examples_of(row: _Row) -> list[Example]:
+    """The Examples of one flat or conversation record (environment not assigned yet)."""
+    data = row.data
+    if not isinstance(data, dict):
+        raise row.error("record is not a JSON object")
+    record_id = data.get("id")
+    if record_id in (None, ""):
+        raise row.error("missing field 'id'")
+    split = data.get("split") or "train"
+    split = _SPLIT_ALIASES.get(split, split)
+    if split not in SPLITS:
+        raise row.error(f"split {split!r} is not one of {', '.join(SPLITS)}")
+    ood = data.get("ood", False)
+    if not isinstance(ood, bool):
+        raise row.error(f"field 'ood' must be true or false, not {ood!r}")
+    shared = {"image": _image_ref(data.get("image"), row), "env": "", "split": split, "ood": ood,
+              "source": row.location}
+    if "conversations" in data:
+        return [
+            Example(id=f"{record_id}#{turn}", instruction=_without_placeholder(question),
+                    target=answer, **shared)
+            for turn, (question, answer) in enumerate(_turn_pairs(data["conversations"], row))
+        ]
+    return [Example(id=str(record_id), instruction=_text(data, "instruction", row),
+                    target=_text(data, "target", row), **shared)]
+
+
+def _text(data: dict, key: str, row: _Row) -> str:
+    value = data.get(key)
+    if value is None:
+        raise row.error(f"missing field {key!r}")
+    if not isinstance(value, str):
+        raise row.error(f"field {key!r} must be a string, not {type(value).__name__}")
+    return value
+
+
+def _turn_pairs(conversations: object, row: _Row) -> list[tuple[str, str]]:
+    """(question, answer) pairs of a conversation alternating human and gpt turns."""
+    turns = conversations if isinstance(conversations, list) else []
+    roles = [turn.get("from") if isinstance(turn, dict) else None for turn in turns]
+    if not turns or len(turns) % 2 or roles != ["human", "gpt"] * (len(turns) // 2):
+        raise row.error("'conversations' must alternate 'human' and 'gpt' turns, starting with 'human'")
+    values = [turn.get("value") for turn in turns]
+    if not all(isinstance(value, str) for value in values):
+        raise row.error("every conversation turn needs a string 'value'")
+    return list(zip(values[::2], values[1::2]))
+
+
+def _without_placeholder(text: str) -> str:
+    """The instruction with `<image>` placeholders and the whitespace around them removed."""
+    return re.sub(r"\s*<image>\s*", " ", text).strip()
+
+
+def _image_ref(value: object, row: _Row) -> str | bytes | None:
+    """An absolute path or encoded bytes from a path, bytes, HF image dict or PIL image."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        path = Path(value)
+        return str(path if path.is_absolute() or row.base_dir is None else (row.base_dir / path).absolute())
+    if isinstance(value, dict):
+        return _image_ref(value.get("bytes") or value.get("path"), row)
+    if isinstance(value, Image.Image):
+        buffer = io.BytesIO()
+        value.save(buffer, format="PNG")
+        return buffer.getvalue()
+    raise row.error(f"field 'image' must be a path, bytes or an image, not {type(value).__name__}")
+
+
+# ---------------------------------------------------------------- environments and checks
+
+
+def _env_label(data: object, env_column: str | None) -> str | None:
+    """The record's environment name: `env_column`, else `env`, else `data_source`."""
+    if not isinstance(data, dict):
+        return None
+    value = data.get(env_column) if env_column else (data.get("env") or data.get("data_source"))
+    return None if value is None or value == "" else str(value)
+
+
+def _with_env(ex: Example, label: str | None, env_map: EnvMap | None, task_rules: bool,
+              env_column: str | None, row: _Row) -> Example:
+    if task_rules:
+        label = assign_task_type(ex.instruction)
+    if label is None:
+        field = repr(env_column) if env_column else "'env' or 'data_source'"
+        raise row.error(f"missing environment (no {field} field)", ex.id)
+    if env_map is None:
+        return replace(ex, env=label)
+    env = env_map.env_of.get(label)
+    if env is None:
+        raise row.error(f"environment source {label!r} is not in the env map", ex.id)
+    if env in env_map.ood:
+        return replace(ex, env=env, ood=True, split="test")
+    return replace(ex, env=env)
+
+
+def _check_text(ex: Example, row: _Row) -> None:
+    if not ex.instruction.strip():
+        raise row.error("empty instruction", ex.id)
+    if not ex.target.strip():
+        raise row.error("empty target", ex.id)

@@ -1,0 +1,125 @@
+"""Built-in synthetic benchmarks: generated offline, deterministic for a seed.
+
+    synthesize("tasks", "out/tasks", seed=0)  ->  Path("out/tasks/manifest.json")
+
+`tasks`, `spurious` and `digits` are instruction benchmarks (OUT/data.jsonl,
+OUT/images/, OUT/manifest.json); `domains` is an image-folder suite
+(OUT/{shapes,digits}/DOMAIN/CLASS/*.png, OUT/manifest.json).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from robustvlm.data.synth import digits, domains, spurious, tasks
+from robustvlm.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A registered benchmark: what it is, and the entries it writes under OUT."""
+
+    name: str
+    summary: str
+    build: Callable[[Path, int, int | None], Path]
+    outputs: tuple[str, ...]
+
+
+_INSTRUCTION_OUTPUTS = ("data.jsonl", "images", "manifest.json")
+
+BENCHMARKS: dict[str, Benchmark] = {
+    b.name: b
+    for b in (
+        Benchmark(
+            "tasks",
+            "task-type environments (general, reasoning, doc-chart; OOD OCR), 128x128",
+            tasks.build,
+            _INSTRUCTION_OUTPUTS,
+        ),
+        Benchmark(
+            "spurious",
+            "ColoredMNIST-style shapes: 25% label noise, colour agreement 0.9/0.8/0.1/0.5, 64x64",
+            spurious.build,
+            _INSTRUCTION_OUTPUTS,
+        ),
+        Benchmark(
+            "digits",
+            "ColoredMNIST construction on sklearn's handwritten digits (small vs large), 64x64",
+            digits.build,
+            _INSTRUCTION_OUTPUTS,
+        ),
+        Benchmark(
+            "domains",
+            "image folders SUITE/DOMAIN/CLASS: shapes in 4 styles, digits under 4 transforms, 64x64",
+            domains.build,
+            ("shapes", "digits", "manifest.json"),
+        ),
+    )
+}
+
+
+def synthesize(
+    name: str, out_dir: str | Path, *, seed: int = 0, n_per_env: int | None = None
+) -> Path:
+    """Generate benchmark `name` into `out_dir` and return the path of its manifest.json.
+
+    Args:
+        name: a key of BENCHMARKS.
+        out_dir: an empty (or missing) folder, or one holding an earlier synthetic
+            benchmark, whose files are replaced.
+        seed: non-negative int; the same seed gives byte-identical files.
+        n_per_env: training examples per in-domain environment (val/test scale with it);
+            for `domains`, images per class per domain. None: the benchmark's default.
+
+    Raises:
+        ConfigError: unknown name, bad seed or n_per_env, or an unsafe out_dir.
+    """
+    if name not in BENCHMARKS:
+        raise ConfigError(
+            f"unknown synthetic benchmark {name!r}; choose one of {sorted(BENCHMARKS)}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+    if n_per_env is not None and (
+        isinstance(n_per_env, bool) or not isinstance(n_per_env, int) or n_per_env < 1
+    ):
+        raise ConfigError(f"n_per_env must be a positive integer, got {n_per_env!r}")
+    out = Path(out_dir)
+    _clear_previous(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return BENCHMARKS[name].build(out, seed, n_per_env)
+
+
+def _clear_previous(out: Path) -> None:
+    """Remove an earlier synthetic benchmark from `out`; refuse any folder holding other files."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ConfigError(f"output path {out} exists and is not a folder")
+    if not any(out.iterdir()):
+        return
+    manifest = out / "manifest.json"
+    try:
+        previous = json.loads(manifest.read_text(encoding="utf-8")).get("benchmark")
+    except (OSError, ValueError, AttributeError):
+        previous = None
+    if previous not in BENCHMARKS:
+        raise ConfigError(
+            f"output folder {out} is not empty and holds no synthetic benchmark; choose an empty folder"
+        )
+    owned = set(BENCHMARKS[previous].outputs)
+    strangers = sorted(p.name for p in out.iterdir() if p.name not in owned)
+    if strangers:
+        raise ConfigError(
+            f"output folder {out} holds files that are not part of a synthetic benchmark: {strangers[:5]}"
+        )
+    for entry in owned:
+        path = out / entry
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
