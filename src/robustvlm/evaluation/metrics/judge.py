@@ -1,0 +1,288 @@
+"""CEE score: five rule-based LLM judges per sample, majority vote (TinyLVLM-eHub's CEE idea).
+
+The judge is any OpenAI-compatible chat-completions endpoint (the paper used
+Qwen2.5-32B-Instruct). Requests run with bounded concurrency and retry with exponential
+backoff on 429, 5xx and connection errors. Every reply is appended to a JSONL cache as it
+arrives, keyed by a hash of (prompt text, model, question, reference, prediction,
+temperature, max_tokens), so an interrupted run resumes and a repeated run sends nothing.
+The API key is read from the environment variable named in the config at call time; it is
+never logged, cached or returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import itertools
+import json
+import logging
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+from tqdm.auto import tqdm
+
+from robustvlm.errors import ConfigError, DataError, RobustVLMError
+from robustvlm.evaluation.metrics.judge_prompts import (
+    CASE_TEMPLATE,
+    PROMPTS,
+    VERDICT_INSTRUCTION,
+    JudgePrompt,
+    parse_verdict,
+)
+
+logger = logging.getLogger(__name__)
+
+CACHE_FILE = "cee_verdicts.jsonl"
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class JudgeError(RobustVLMError):
+    """The judge endpoint failed for good (after retries, or with a non-retryable status)."""
+
+
+class JudgeConfig(BaseModel):
+    """Where and how to ask the judge model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str = Field(description="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
+    model: str = Field(description="model name sent in each request, e.g. Qwen/Qwen2.5-32B-Instruct")
+    temperature: float = Field(0.0, ge=0.0)
+    max_tokens: int = Field(64, gt=0, description="reply length limit per verdict")
+    api_key_env: str | None = Field(None, description="NAME of the env variable holding the key")
+    timeout_s: float = Field(60.0, gt=0.0, description="seconds per HTTP request")
+    max_concurrency: int = Field(8, ge=1, description="requests in flight at once")
+    max_retries: int = Field(5, ge=0, description="retries after the first attempt")
+    backoff_s: float = Field(1.0, ge=0.0, description="first retry delay; doubles each retry")
+
+
+@dataclass
+class CEEResult:
+    """Per-sample verdicts and their summary.
+
+    samples[i]: {"score": 1.0 | 0.0 | None, "votes": {prompt_id: 1 | 0 | None},
+    "unparsed": int, "tie": bool}; score is None on a tie or when no verdict was readable.
+    summary: {"cee": mean score over decided samples (None if none), "n_samples",
+    "n_decided", "n_ties", "n_no_verdict", "n_unparsed" (unreadable verdicts in all)}.
+    """
+
+    samples: list[dict]
+    summary: dict
+
+
+def majority_vote(votes: dict[str, int | None]) -> dict:
+    """One sample's score from its judges' verdicts (None = unparsed, left out of the vote)."""
+    ones = sum(v == 1 for v in votes.values())
+    zeros = sum(v == 0 for v in votes.values())
+    tie = ones == zeros and ones > 0
+    score = None if ones == zeros else float(ones > zeros)
+    return {"score": score, "votes": dict(votes), "unparsed": len(votes) - ones - zeros, "tie": tie}
+
+
+def summarize(samples: Sequence[dict]) -> dict:
+    """Mean CEE score over decided samples and the counts of what was not decided."""
+    decided = [s["score"] for s in samples if s["score"] is not None]
+    n_ties = sum(s["tie"] for s in samples)
+    return {
+        "cee": sum(decided) / len(decided) if decided else None,
+        "n_samples": len(samples),
+        "n_decided": len(decided),
+        "n_ties": n_ties,
+        "n_no_verdict": len(samples) - len(decided) - n_ties,
+        "n_unparsed": sum(s["unparsed"] for s in samples),
+    }
+
+
+class CEEJudge:
+    """Scores predictions with the five CEE judges.
+
+    Args:
+        config: endpoint, model and request settings.
+        cache_dir: folder of the verdict cache (created if missing).
+    """
+
+    def __init__(self, config: JudgeConfig, cache_dir: str | Path):
+        self.config = config
+        self.cache = _ReplyCache(Path(cache_dir) / CACHE_FILE)
+        self.client = _ChatClient(config)
+
+    def score(
+        self, questions: Sequence[str], references: Sequence[str], predictions: Sequence[str]
+    ) -> CEEResult:
+        """Judge N predictions; every (sample, prompt) reply not cached yet is requested."""
+        _check_inputs(questions, references, predictions)
+        cases = list(zip(questions, references, predictions))
+        keys = [{p.id: self._key(p, *case) for p in PROMPTS} for case in cases]
+        todo = {}
+        for case, case_keys in zip(cases, keys):
+            for prompt in PROMPTS:
+                key = case_keys[prompt.id]
+                if key not in self.cache and key not in todo:
+                    todo[key] = prompt.messages(*case)
+        if todo:
+            self.client.check_key()
+            self._request_all(todo)
+        samples = [
+            majority_vote({pid: parse_verdict(self.cache[k]) for pid, k in case_keys.items()})
+            for case_keys in keys
+        ]
+        return CEEResult(samples=samples, summary=summarize(samples))
+
+    def _key(self, prompt: JudgePrompt, question: str, reference: str, prediction: str) -> str:
+        fields = [
+            prompt.id, prompt.rules, VERDICT_INSTRUCTION, CASE_TEMPLATE, self.config.model,
+            question, reference, prediction, self.config.temperature, self.config.max_tokens,
+        ]
+        return hashlib.sha256(json.dumps(fields).encode("utf-8")).hexdigest()
+
+    def _request_all(self, todo: dict[str, list[dict]]) -> None:
+        """Requests every reply in ``todo``, caching each as it arrives.
+
+        On a failure no new request starts; those already in flight finish and are cached,
+        then the first failure is raised.
+        """
+        failure: RobustVLMError | None = None
+        with ThreadPoolExecutor(max_workers=self.config.max_concurrency) as pool:
+            futures = {pool.submit(self.client.complete, msgs): key for key, msgs in todo.items()}
+            for future in tqdm(as_completed(futures), total=len(futures), desc="CEE judge"):
+                if future.cancelled():
+                    continue
+                try:
+                    self.cache.add(futures[future], future.result())
+                except RobustVLMError as err:
+                    failure = failure or err
+                    for pending in futures:
+                        pending.cancel()
+        if failure is not None:
+            raise failure
+
+
+class _ChatClient:
+    """POSTs chat-completions requests with retries; returns the reply text."""
+
+    def __init__(self, config: JudgeConfig):
+        self.config = config
+        self.url = config.base_url.rstrip("/") + "/chat/completions"
+
+    def check_key(self) -> None:
+        name = self.config.api_key_env
+        if name is not None and not os.environ.get(name):
+            raise ConfigError(f"judge API key variable {name} is not set in the environment")
+
+    def complete(self, messages: list[dict]) -> str:
+        body = json.dumps({
+            "model": self.config.model,
+            "messages": messages,
+            "temperature": self.config.temperature,
+            "max_tokens": self.config.max_tokens,
+        }).encode("utf-8")
+        for attempt in itertools.count():
+            try:
+                return self._post(body)
+            except _Retryable as err:
+                if attempt == self.config.max_retries:
+                    raise JudgeError(
+                        f"judge request to {self.url} failed after "
+                        f"{attempt + 1} attempts: {err.reason}"
+                    ) from None
+                delay = max(self.config.backoff_s * 2**attempt, err.retry_after)
+                logger.warning("judge request failed (%s); retry %d/%d in %.2fs",
+                               err.reason, attempt + 1, self.config.max_retries, delay)
+                time.sleep(delay)
+
+    def _post(self, body: bytes) -> str:
+        headers = {"Content-Type": "application/json"}
+        if self.config.api_key_env is not None:
+            self.check_key()
+            headers["Authorization"] = f"Bearer {os.environ[self.config.api_key_env]}"
+        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.config.timeout_s) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as err:
+            if err.code in RETRY_STATUS:
+                raise _Retryable(f"HTTP {err.code}", _retry_after(err.headers)) from None
+            detail = err.read(300).decode("utf-8", "replace")
+            raise JudgeError(f"judge endpoint {self.url} answered HTTP {err.code}: {detail}") from None
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
+            raise _Retryable(f"{type(err).__name__}: {getattr(err, 'reason', err)}") from None
+        try:
+            content = json.loads(payload)["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError) as err:
+            raise JudgeError(
+                f"judge endpoint {self.url} returned no chat completion ({type(err).__name__}): "
+                f"{payload[:200].decode('utf-8', 'replace')}"
+            ) from None
+        return content or ""
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str, retry_after: float = 0.0):
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+def _retry_after(headers) -> float:
+    """Seconds from a numeric Retry-After header (capped at 60), else 0."""
+    try:
+        return min(float(headers.get("Retry-After", 0)), 60.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+class _ReplyCache:
+    """Append-only JSONL of judge replies, keyed by request hash; safe across threads."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lock = threading.Lock()
+        self.replies: dict[str, str] = {}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        with self.path.open(encoding="utf-8") as f:
+            for line_no, line in enumerate(f, start=1):
+                try:
+                    row = json.loads(line)
+                    self.replies[row["key"]] = row["reply"]
+                except (ValueError, KeyError, TypeError):
+                    logger.warning("%s:%d: unreadable cache line ignored (asked again)",
+                                   self.path, line_no)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.replies
+
+    def __getitem__(self, key: str) -> str:
+        return self.replies[key]
+
+    def add(self, key: str, reply: str) -> None:
+        with self.lock:
+            self.replies[key] = reply
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps({"key": key, "reply": reply}) + "\n")
+
+
+def _check_inputs(
+    questions: Sequence[str], references: Sequence[str], predictions: Sequence[str]
+) -> None:
+    n = len(predictions)
+    if len(questions) != n or len(references) != n:
+        raise DataError(
+            f"CEE judge needs one question and one reference per prediction: got "
+            f"{len(questions)} questions, {len(references)} references, {n} predictions"
+        )
+    for i, case in enumerate(zip(questions, references, predictions)):
+        if not all(isinstance(x, str) for x in case):
+            kinds = ", ".join(type(x).__name__ for x in case)
+            raise DataError(f"CEE judge takes strings, got ({kinds})", source="CEE input", record=i)
