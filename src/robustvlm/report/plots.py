@@ -1,0 +1,134 @@
+"""Small plotting helpers shared by the report pages (matplotlib, Agg canvas, PNG files).
+
+Figures are built with `matplotlib.figure.Figure` (no pyplot), so nothing here touches the
+global backend or leaks open figures; `save_figure` writes them as PNG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from robustvlm.errors import DataError
+
+DPI = 150
+#: Accuracies (in %) offered as tick positions on transformed axes.
+PERCENT_TICKS = (0.1, 0.5, 1, 2, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 98, 99, 99.5, 99.9)
+
+
+def new_figure(nrows: int = 1, ncols: int = 1, *, size: tuple[float, float] = (6.0, 4.5)):
+    """A Figure with an (nrows, ncols) grid of axes; returns (fig, axes), axes squeezed."""
+    fig = Figure(figsize=size, layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=True)
+    return fig, axes
+
+
+def save_figure(fig: Figure, path: str | Path) -> Path:
+    """Write `fig` as a PNG at `path` (parent folders are created); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, format="png")
+    return path
+
+
+def percent_axis(
+    ax: Axes,
+    which: str,
+    forward: Callable[[np.ndarray], np.ndarray],
+    limits: tuple[float, float],
+    *,
+    label: str = "",
+) -> None:
+    """Label a transformed accuracy axis with percentages.
+
+    Data on `ax` is plotted in transformed units (e.g. probit); ticks are placed at
+    `forward(p)` for the accuracies p in PERCENT_TICKS that fall within `limits` (fractions),
+    or at three evenly spaced percentages when fewer than three of those fit.
+
+    Args:
+        which: "x" or "y".
+        forward: the accuracy transform, fractions -> plotted units.
+        limits: (lo, hi) accuracy fractions shown on the axis.
+    """
+    lo, hi = limits
+    percents = [p for p in PERCENT_TICKS if lo <= p / 100 <= hi]
+    if len(percents) < 3:  # a narrow range: evenly spaced round percentages instead
+        percents = sorted(set(np.round(np.linspace(lo, hi, 5)[1:-1] * 100, 1).tolist()))
+    positions = forward(np.asarray(percents) / 100)
+    span = forward(np.asarray([lo, hi]))
+    labels = [f"{p:g}%" for p in percents]
+    if which == "x":
+        ax.set_xlim(*span)
+        ax.set_xticks(positions, labels)
+        ax.set_xlabel(label)
+    else:
+        ax.set_ylim(*span)
+        ax.set_yticks(positions, labels)
+        ax.set_ylabel(label)
+
+
+def plot_series(
+    rows: Sequence[Mapping[str, float]],
+    keys: Sequence[str],
+    path: str | Path,
+    title: str,
+    *,
+    x_key: str = "step",
+    log_keys: Sequence[str] = (),
+) -> Path:
+    """One panel per key of a quantity logged over steps (e.g. train_log.jsonl rows).
+
+    Rows without a key (e.g. evaluation rows in a training log) are not part of that key's
+    curve; a key that no row carries is an error. Panels share the x axis; keys in
+    `log_keys` get a logarithmic y axis (for quantities such as lambda that span decades).
+    """
+    fig, axes = new_figure(len(keys), 1, size=(7.0, 2.2 * len(keys) + 0.6))
+    axes = np.atleast_1d(axes)
+    for ax, key in zip(axes, keys):
+        points = [(r[x_key], r[key]) for r in rows if key in r and x_key in r]
+        if not points:
+            raise DataError(f"no row has both {x_key!r} and {key!r} to plot")
+        xs, ys = zip(*points)
+        ax.plot(xs, ys, linewidth=1.2)
+        ax.set_ylabel(key)
+        if key in log_keys:
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+    for ax in axes[:-1]:
+        ax.sharex(axes[-1])
+        ax.tick_params(labelbottom=False)
+    axes[-1].set_xlabel(x_key)
+    fig.suptitle(title)
+    return save_figure(fig, path)
+
+
+def bar_with_ci(
+    labels: Sequence[str],
+    means: Sequence[float],
+    los: Sequence[float],
+    his: Sequence[float],
+    path: str | Path,
+    title: str,
+    *,
+    ylabel: str = "",
+) -> Path:
+    """Bars at `means` with error bars from `los` to `his` (absolute limits, not offsets)."""
+    means_arr, los_arr, his_arr = (np.asarray(v, dtype=float) for v in (means, los, his))
+    if not len(labels) == means_arr.size == los_arr.size == his_arr.size:
+        raise DataError("bar_with_ci needs one label, mean, lo and hi per bar")
+    if np.any(los_arr > means_arr) or np.any(his_arr < means_arr):
+        raise DataError("every interval [lo, hi] must contain its mean")
+    fig, ax = new_figure(size=(max(4.0, 0.8 * len(labels) + 2), 4.0))
+    positions = np.arange(len(labels))
+    yerr = np.vstack([means_arr - los_arr, his_arr - means_arr])
+    ax.bar(positions, means_arr, yerr=yerr, capsize=4, color="#4C72B0", alpha=0.85)
+    tilt = len(labels) > 4
+    ax.set_xticks(positions, labels, rotation=30 if tilt else 0, ha="right" if tilt else "center")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    return save_figure(fig, path)
