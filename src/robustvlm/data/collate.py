@@ -1,0 +1,156 @@
+"""Turn Examples into model batches: chat template, processor, answer-only labels, env ids.
+
+A training sequence is the processor's encoding of the prompt (user turn + assistant
+generation prompt, exactly what the model sees at generation time) followed by the tokens of
+the assistant's reply as the chat template writes it, cut after its end-of-turn token (the EOS
+token is appended when the template writes none). Only the reply tokens carry labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from PIL import Image
+
+from robustvlm.data.images import load_image
+from robustvlm.data.records import Example
+from robustvlm.errors import ConfigError, DataError
+
+IGNORE_INDEX = -100
+
+
+class VLMCollator:
+    """Collate `Example`s for a processor's model family (Idefics3/SmolVLM, LLaVA, Qwen2-VL, ...).
+
+    Args:
+        processor: the model's processor, with a chat template.
+        env_ids: environment name -> id; an environment not listed gets id -1.
+        train: True: right padding and `labels`; False: left padding, prompt only (generation).
+        max_length: longest sequence in tokens; longer answers are cut, a longer prompt is a
+            DataError (cutting it would cut image tokens).
+        image_loader: `load_image`-compatible callable (ref, source=, record=) -> PIL image.
+
+    Returns (from `__call__`): a dict with the processor's model inputs (`input_ids` [B, T],
+    `attention_mask` [B, T], `pixel_values`, and family extras such as `pixel_attention_mask`,
+    `image_grid_thw`, `mm_token_type_ids`), `labels` [B, T] in train mode (-100 except answer
+    tokens and the end-of-turn token), `env` LongTensor [B] and `ids` list[str].
+    """
+
+    def __init__(
+        self,
+        processor: Any,
+        env_ids: dict[str, int],
+        *,
+        train: bool = True,
+        max_length: int | None = None,
+        image_loader: Callable[..., Image.Image] = load_image,
+    ):
+        if getattr(processor, "chat_template", None) is None:
+            raise ConfigError(f"{type(processor).__name__} has no chat template; VLMCollator needs one")
+        self.processor = processor
+        self.tokenizer = processor.tokenizer
+        self.env_ids = dict(env_ids)
+        self.train = train
+        self.max_length = max_length
+        self.image_loader = image_loader
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else self.tokenizer.eos_token_id
+        if self.pad_id is None:
+            raise ConfigError(f"{type(self.tokenizer).__name__} has neither a pad nor an eos token")
+
+    def __call__(self, examples: list[Example]) -> dict[str, Any]:
+        if not examples:
+            raise DataError("cannot collate an empty batch")
+        prompts = [self._render(ex, with_answer=False) for ex in examples]
+        encoded = self._encode_prompts(examples, prompts)
+        mask = encoded.pop("attention_mask").bool()
+        token_keys = [k for k, v in encoded.items() if torch.is_tensor(v) and v.shape == mask.shape]
+        rows = [{k: encoded[k][i][mask[i]] for k in token_keys} for i in range(len(examples))]
+        for ex, row in zip(examples, rows):
+            self._check_prompt_length(ex, len(row["input_ids"]))
+        labels = None
+        if self.train:
+            replies = [self._reply_ids(ex, prompt) for ex, prompt in zip(examples, prompts)]
+            labels = [self._append_reply(row, reply) for row, reply in zip(rows, replies)]
+        side = "right" if self.train else "left"
+        batch: dict[str, Any] = {k: v for k, v in encoded.items() if k not in token_keys}
+        for key in token_keys:
+            batch[key] = _pad([r[key] for r in rows], self.pad_id if key == "input_ids" else 0, side)
+        lengths = [len(r["input_ids"]) for r in rows]
+        batch["attention_mask"] = _pad([torch.ones(n, dtype=torch.long) for n in lengths], 0, side)
+        if labels is not None:
+            batch["labels"] = _pad(labels, IGNORE_INDEX, side)
+        batch["env"] = torch.tensor([self.env_ids.get(ex.env, -1) for ex in examples], dtype=torch.long)
+        batch["ids"] = [ex.id for ex in examples]
+        return batch
+
+    def _encode_prompts(self, examples: list[Example], prompts: list[str]) -> dict[str, Any]:
+        """The processor's padded encoding of the prompts with their images (one or none each)."""
+        images = [
+            [self.image_loader(ex.image, source=ex.source, record=ex.id)] if ex.image is not None else []
+            for ex in examples
+        ]
+        return self.processor(
+            text=prompts, images=images if any(images) else None, padding=True, return_tensors="pt"
+        )
+
+    def _render(self, ex: Example, *, with_answer: bool) -> str:
+        """The chat-template text of the user turn, then the reply or the generation prompt."""
+        user = [{"type": "text", "text": ex.instruction}]
+        if ex.image is not None:
+            user.insert(0, {"type": "image"})
+        messages = [{"role": "user", "content": user}]
+        if with_answer:
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": ex.target}]})
+        return self.processor.apply_chat_template(
+            messages, add_generation_prompt=not with_answer, tokenize=False
+        )
+
+    def _reply_ids(self, ex: Example, prompt: str) -> list[int]:
+        """Token ids of the assistant reply up to and including its end-of-turn token."""
+        full = self._render(ex, with_answer=True)
+        if not full.startswith(prompt):
+            raise ConfigError(
+                "the chat template does not render the conversation as prompt + reply "
+                f"(record {ex.id}); cannot locate the answer tokens"
+            )
+        ids = self.tokenizer(full[len(prompt):].rstrip(), add_special_tokens=False)["input_ids"]
+        if not ids or ids[-1] not in self.tokenizer.all_special_ids:
+            if self.tokenizer.eos_token_id is None:
+                raise ConfigError("the chat template ends a reply with no end token and there is no eos token")
+            ids.append(self.tokenizer.eos_token_id)
+        return ids
+
+    def _check_prompt_length(self, ex: Example, n_prompt: int) -> None:
+        room = 1 if self.train else 0  # a training sequence needs at least one answer token
+        if self.max_length is not None and n_prompt + room > self.max_length:
+            raise DataError(
+                f"prompt is {n_prompt} tokens (with image tokens), over max_length {self.max_length}",
+                ex.source,
+                ex.id,
+            )
+
+    def _append_reply(self, row: dict[str, torch.Tensor], reply: list[int]) -> torch.Tensor:
+        """Extend the row's token tensors by the reply in place; return the row's labels."""
+        n_prompt = len(row["input_ids"])
+        if self.max_length is not None:
+            reply = reply[: self.max_length - n_prompt]
+        reply_ids = torch.tensor(reply, dtype=row["input_ids"].dtype)
+        for key, values in row.items():
+            extra = reply_ids if key == "input_ids" else torch.zeros(len(reply), dtype=values.dtype)
+            row[key] = torch.cat([values, extra])
+        return torch.cat([torch.full((n_prompt,), IGNORE_INDEX, dtype=torch.long), reply_ids.long()])
+
+
+def _pad(rows: list[torch.Tensor], value: int, side: str) -> torch.Tensor:
+    """Stack 1-D tensors into [B, max length], filling with `value` on `side`."""
+    width = max(len(r) for r in rows)
+    out = torch.full((len(rows), width), value, dtype=rows[0].dtype)
+    for i, r in enumerate(rows):
+        if side == "right":
+            out[i, : len(r)] = r
+        else:
+            out[i, width - len(r):] = r
+    return out

@@ -1,0 +1,59 @@
+"""Turn a `data:` config section into records: synthesise a built-in benchmark or load a path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from robustvlm.config import DataConfig
+from robustvlm.data.records import Example, SkipLog
+
+
+def materialize(cfg: DataConfig, work_dir: Path) -> Path:
+    """The data path of this config; a built-in benchmark is synthesised once into `work_dir/data`."""
+    if cfg.path is not None:
+        return Path(cfg.path) if not cfg.path.startswith("hf:") else cfg.path  # type: ignore[return-value]
+    from robustvlm.data.synth import synthesize
+
+    target = Path(work_dir) / "data"
+    manifest = target / "manifest.json"
+    if manifest.is_file():
+        info = json.loads(manifest.read_text(encoding="utf-8"))
+        if info.get("benchmark") == cfg.benchmark and info.get("seed") == cfg.seed:
+            return target
+    synthesize(cfg.benchmark, target, seed=cfg.seed, n_per_env=cfg.n_per_env)
+    return target
+
+
+def load_from_config(
+    cfg: DataConfig, work_dir: Path, skip_log: SkipLog | None = None, verbose: bool = True
+) -> list[Example]:
+    """All records of the configured dataset (every split), with environments assigned."""
+    from robustvlm.data.loaders import load_examples
+
+    return load_examples(
+        materialize(cfg, work_dir),
+        fmt=cfg.format,
+        env_column=cfg.env_column,
+        env_map=cfg.env_map,
+        task_rules=cfg.task_rules,
+        instruction_template=cfg.instruction_template,
+        on_bad_record=cfg.on_bad_record,
+        skip_log=skip_log,
+        max_pixels=cfg.max_pixels,
+        verbose=verbose,
+    )
+
+
+def training_examples(examples: list[Example], max_per_env: int | None = None) -> list[Example]:
+    """In-domain training records, optionally capped per environment (first N in file order)."""
+    kept: list[Example] = []
+    seen: dict[str, int] = {}
+    for ex in examples:
+        if ex.split != "train" or ex.ood:
+            continue
+        if max_per_env is not None and seen.get(ex.env, 0) >= max_per_env:
+            continue
+        seen[ex.env] = seen.get(ex.env, 0) + 1
+        kept.append(ex)
+    return kept

@@ -1,0 +1,54 @@
+"""Load a VLM and its processor by hub name, local folder, or `tiny:<kind>`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from transformers import AutoModelForImageTextToText, AutoProcessor, PreTrainedModel, ProcessorMixin
+
+from robustvlm.errors import ConfigError
+from robustvlm.models.tiny import FAMILIES, build_tiny_vlm
+
+TINY_PREFIX = "tiny:"
+
+
+def load_vlm(
+    name_or_path: str,
+    *,
+    dtype: torch.dtype | None = None,
+    trust_remote_code: bool = False,
+    tiny_options: dict | None = None,
+    corpus: list[str] | None = None,
+) -> tuple[PreTrainedModel, ProcessorMixin]:
+    """Load an image-text-to-text model and its processor.
+
+    Args:
+        name_or_path: a hub name (e.g. "HuggingFaceTB/SmolVLM-256M-Instruct"), a folder written by
+            `save_pretrained`, or "tiny:idefics3" / "tiny:llava" (built offline, random weights).
+        dtype: parameter dtype (None: the library default for hub models, float32 for tiny).
+        trust_remote_code: passed to transformers only when True.
+        tiny_options: keyword arguments of `build_tiny_vlm` (tiny models only).
+        corpus: tokenizer training text for tiny models (ignored otherwise: hub tokenizers are fixed).
+
+    Returns:
+        (model, processor). Raises ConfigError when the model cannot be loaded.
+    """
+    if name_or_path.startswith(TINY_PREFIX):
+        kind = name_or_path[len(TINY_PREFIX):]
+        if kind not in FAMILIES:
+            raise ConfigError(f"unknown tiny model '{name_or_path}'; known: "
+                              f"{[TINY_PREFIX + k for k in sorted(FAMILIES)]}")
+        model, processor = build_tiny_vlm(kind, corpus=corpus, **(tiny_options or {}))
+        return (model.to(dtype) if dtype is not None else model), processor
+    if tiny_options:
+        raise ConfigError(f"tiny_options apply to 'tiny:' models only, not '{name_or_path}'")
+    kwargs: dict[str, Any] = {"trust_remote_code": True} if trust_remote_code else {}
+    try:
+        processor = AutoProcessor.from_pretrained(name_or_path, **kwargs)
+        if dtype is not None:
+            kwargs["dtype"] = dtype
+        model = AutoModelForImageTextToText.from_pretrained(name_or_path, **kwargs)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(f"cannot load image-text-to-text model '{name_or_path}': {exc}") from exc
+    return model, processor

@@ -1,0 +1,143 @@
+"""Choose which parts of a VLM train: paper setup (frozen vision encoder), full, or LoRA."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from peft import LoraConfig, PeftModel, get_peft_model
+from torch import nn
+
+from robustvlm.errors import ConfigError
+
+# Attribute names of the parts in transformers 5.x image-text-to-text models:
+# Idefics3/SmolVLM/Idefics2: vision_model, connector, text_model;
+# LLaVA/LLaVA-NeXT/Gemma3/PaliGemma/InternVL: vision_tower, multi_modal_projector, language_model;
+# Qwen2-VL/Qwen2.5-VL: visual (its `merger` is the projector), language_model.
+VISION_NAMES = ("vision_model", "vision_tower", "visual")
+PROJECTOR_NAMES = ("connector", "multi_modal_projector", "merger")
+DECODER_NAMES = ("text_model", "language_model")
+DECODER_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+MODES = ("paper", "full", "lora")
+LORA_DEFAULTS: dict[str, Any] = {
+    "r": 16,
+    "alpha": 32,
+    "dropout": 0.05,
+    "target_modules": DECODER_PROJECTIONS,
+    "modules_to_save": None,
+}
+
+
+@dataclass
+class VLMParts:
+    """The parts of a VLM and their dotted paths inside it (paths feed LoRA patterns)."""
+
+    vision: nn.Module
+    projector: nn.Module
+    decoder: nn.Module
+    lm_head: nn.Module
+    decoder_path: str
+
+
+def unwrap_peft(model: nn.Module) -> nn.Module:
+    """The transformers model inside a PEFT wrapper (the model itself otherwise)."""
+    return model.get_base_model() if isinstance(model, PeftModel) else model
+
+
+def find_parts(model: nn.Module) -> VLMParts:
+    """Locate vision encoder, projector, text decoder and LM head by attribute name.
+
+    Raises ConfigError naming the attributes looked for when a part is missing.
+    """
+    model = unwrap_peft(model)
+    roots = [("model", model.model)] if isinstance(getattr(model, "model", None), nn.Module) else []
+    roots.append(("", model))
+    vision = _find(roots, VISION_NAMES)
+    decoder = _find(roots, DECODER_NAMES)
+    projector = _find(roots + ([vision] if vision else []), PROJECTOR_NAMES)
+    lm_head = model.get_output_embeddings()
+    missing = [
+        f"{what} (one of {names})"
+        for what, names, found in (
+            ("vision encoder", VISION_NAMES, vision),
+            ("projector", PROJECTOR_NAMES, projector),
+            ("text decoder", DECODER_NAMES, decoder),
+            ("LM head", ("lm_head",), lm_head),
+        )
+        if found is None
+    ]
+    if missing:
+        raise ConfigError(f"{type(model).__name__}: cannot locate {', '.join(missing)}")
+    return VLMParts(vision[1], projector[1], decoder[1], lm_head, decoder_path=decoder[0])
+
+
+def _find(roots: list[tuple[str, nn.Module]], names: tuple[str, ...]) -> tuple[str, nn.Module] | None:
+    for path, root in roots:
+        for name in names:
+            module = getattr(root, name, None)
+            if isinstance(module, nn.Module):
+                return (f"{path}.{name}" if path else name), module
+    return None
+
+
+def configure_trainable(model: nn.Module, *, mode: str = "paper", lora: dict | None = None) -> nn.Module:
+    """Set `requires_grad` for a training mode and return the model to train.
+
+    Modes:
+        paper: vision encoder frozen; projector, text decoder and LM head trained (and any module
+            outside the vision encoder). The Dynamic BIRM paper's setup.
+        full: every parameter trained.
+        lora: PEFT LoRA adapters on the text decoder, everything else frozen. `lora` keys (read
+            in this mode only; None keeps a default): r (16), alpha (32), dropout (0.05),
+            target_modules (a list of module names inside the text decoder, default its
+            attention and MLP projections; or a regex string over full module paths, PEFT
+            semantics), modules_to_save (None; e.g. ["connector"]).
+
+    Returns the model itself for paper/full, a `PeftModel` wrapping it for lora.
+    """
+    if mode not in MODES:
+        raise ConfigError(f"unknown trainable mode '{mode}'; known: {list(MODES)}")
+    if isinstance(model, PeftModel):
+        raise ConfigError("configure_trainable expects a model without PEFT adapters")
+    if mode == "lora":
+        return _apply_lora(model, _lora_options(lora or {}))
+    model.requires_grad_(True)
+    if mode == "paper":
+        parts = find_parts(model)
+        parts.vision.requires_grad_(False)
+        parts.projector.requires_grad_(True)  # Qwen2-VL keeps its projector inside `visual`
+    return model
+
+
+def _lora_options(options: dict) -> dict[str, Any]:
+    """The defaults updated by `options` (a None value keeps the default)."""
+    unknown = set(options) - set(LORA_DEFAULTS)
+    if unknown:
+        raise ConfigError(f"unknown lora option(s) {sorted(unknown)}; known: {sorted(LORA_DEFAULTS)}")
+    return {**LORA_DEFAULTS, **{k: v for k, v in options.items() if v is not None}}
+
+
+def _apply_lora(model: nn.Module, options: dict[str, Any]) -> PeftModel:
+    targets = options["target_modules"]
+    if not isinstance(targets, str):
+        decoder_path = find_parts(model).decoder_path
+        names = "|".join(re.escape(name) for name in targets)
+        targets = rf"{re.escape(decoder_path)}\..*\.({names})"
+    config = LoraConfig(
+        r=options["r"],
+        lora_alpha=options["alpha"],
+        lora_dropout=options["dropout"],
+        target_modules=targets,
+        modules_to_save=options["modules_to_save"],
+    )
+    try:
+        return get_peft_model(model, config)
+    except ValueError as exc:
+        raise ConfigError(f"LoRA could not be applied to {type(model).__name__}: {exc}") from exc
+
+
+def count_parameters(model: nn.Module) -> tuple[int, int]:
+    """(trainable, total) parameter counts; tied parameters are counted once."""
+    params = list(model.parameters())  # nn.Module.parameters() yields a shared tensor once
+    return sum(p.numel() for p in params if p.requires_grad), sum(p.numel() for p in params)
