@@ -1,0 +1,170 @@
+"""Typed run configuration: YAML files plus `key=value` overrides, validated with pydantic.
+
+A wrong key or a value of the wrong type raises ConfigError naming the key, e.g.
+`train.lr: Input should be a valid number (got 'fast')`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from robustvlm.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+class LoraConfig(_Section):
+    """PEFT LoRA settings (used when `model.trainable: lora`)."""
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: list[str] | str | None = None
+
+
+class ModelConfig(_Section):
+    """Which VLM to fine-tune and which parts train.
+
+    `name` is a hub name (e.g. HuggingFaceTB/SmolVLM-Base), a local path, or
+    `tiny:idefics3` / `tiny:llava` (built offline, tokenizer trained on the training text).
+    """
+
+    name: str = "tiny:idefics3"
+    trust_remote_code: bool = False
+    trainable: Literal["paper", "full", "lora"] = "paper"
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+    tiny: dict[str, Any] = Field(default_factory=dict)
+
+
+class DataConfig(_Section):
+    """Where the records come from and how environments are assigned.
+
+    Give `path` (a data dir/JSONL/LLaVA JSON/parquet/`hf:NAME[:CONFIG]`/image folder) or
+    `benchmark` (a built-in synthetic benchmark, generated into the run directory).
+    """
+
+    path: str | None = None
+    benchmark: str | None = None
+    seed: int = 0
+    n_per_env: int | None = None
+    format: str = "auto"
+    env_column: str | None = None
+    env_map: str | None = None
+    task_rules: bool = False
+    instruction_template: str = "What is shown in this image?"
+    on_bad_record: Literal["error", "skip"] = "error"
+    max_pixels: int = 40_000_000
+    max_train_per_env: int | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DataConfig:
+        if (self.path is None) == (self.benchmark is None):
+            raise ValueError("give exactly one of data.path or data.benchmark")
+        return self
+
+
+class TrainConfig(_Section):
+    """Optimisation settings (defaults follow the Dynamic BIRM paper where it states them)."""
+
+    steps: int | None = None
+    epochs: float = 1.0
+    lr: float = 3e-5
+    weight_decay: float = 0.0
+    batch_size: int = 4
+    grad_accum: int = 1
+    warmup_ratio: float = 0.1
+    clip_norm: float = 1.0
+    seed: int = 0
+    bf16: Literal["auto", True, False] = "auto"
+    sampler: Literal["balanced", "shuffle"] = "balanced"
+    save_every: int = 100
+    keep_checkpoints: int = 2
+    log_every: int = 1
+    cpu_threads: int | None = None
+
+
+class EvalConfig(_Section):
+    """Generation and scoring settings (paper: greedy, 128 new tokens, repetition penalty 1.15)."""
+
+    split: str = "test"
+    batch_size: int = 8
+    max_new_tokens: int = 128
+    repetition_penalty: float = 1.15
+    max_per_env: int | None = None
+
+
+class RunConfig(_Section):
+    """A training run: model, data, method (+ its hyperparameters), training and evaluation."""
+
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    data: DataConfig
+    method: str = "erm"
+    method_args: dict[str, Any] = Field(default_factory=dict)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+
+
+def apply_overrides(raw: dict, overrides: list[str]) -> dict:
+    """Apply `a.b.c=value` overrides (values parsed as YAML) to a nested dict, in place."""
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override '{item}' is not of the form key=value")
+        key, value = item.split("=", 1)
+        node = raw
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"override '{key}': '{part}' is not a section")
+            node = child
+        node[parts[-1]] = yaml.safe_load(value)
+    return raw
+
+
+def _describe(err: ValidationError, source: str) -> str:
+    lines = [f"{source}: invalid configuration"]
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        got = (
+            f" (got {e['input']!r})"
+            if e["type"] != "extra_forbidden" and "input" in e and not isinstance(e["input"], dict)
+            else ""
+        )
+        lines.append(f"  {key}: {msg}{got}")
+    return "\n".join(lines)
+
+
+def validate_config(raw: dict, source: str = "config") -> RunConfig:
+    """Validate a nested dict as a RunConfig; ConfigError names every bad key."""
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as err:
+        raise ConfigError(_describe(err, source)) from None
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:
+    """Read a YAML config, apply overrides, validate."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    return validate_config(apply_overrides(raw, overrides or []), str(path))
+
+
+def dump_config(cfg: BaseModel, path: str | Path) -> None:
+    """Write the fully resolved config (every default filled in) as YAML."""
+    Path(path).write_text(
+        yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), encoding="utf-8"
+    )

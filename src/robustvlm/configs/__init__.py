@@ -1,0 +1,1 @@
+"""Configs that ship with the package (the demo)."""

@@ -1,0 +1,144 @@
+"""Evaluate a fine-tuned model: generate for every test record, score, summarise per environment.
+
+Writes in `out_dir`:
+  predictions.jsonl  one row per example as it is generated (id, env, ood, instruction, prediction,
+                     target, per-sample scores); a re-run with resume=True skips finished ids
+  metrics.json       per-environment means, the in-domain mean `id` and out-of-domain mean `ood`
+                     (macro averages over environments), all on the 0-1 scale
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from robustvlm.config import EvalConfig
+from robustvlm.data.collate import VLMCollator
+from robustvlm.data.records import Example
+from robustvlm.evaluation.generate import generate_batch
+from robustvlm.evaluation.metrics.chrf import chrf_scores
+from robustvlm.models.loading import load_vlm
+
+
+def select_examples(
+    examples: list[Example], split: str, max_per_env: int | None = None
+) -> list[Example]:
+    """Records of `split`, optionally the first `max_per_env` of each environment."""
+    seen: dict[str, int] = {}
+    picked = []
+    for ex in examples:
+        if ex.split != split or (max_per_env is not None and seen.get(ex.env, 0) >= max_per_env):
+            continue
+        seen[ex.env] = seen.get(ex.env, 0) + 1
+        picked.append(ex)
+    return picked
+
+
+def read_predictions(path: Path) -> list[dict]:
+    """Rows of a predictions file; a torn last line (killed run) is dropped and the file rewritten."""
+    if not path.is_file():
+        return []
+    rows, torn = [], False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            torn = True
+    if torn:
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return rows
+
+
+def summarize(rows: list[dict], metric_names: list[str]) -> dict:
+    """Per-environment means and the in-domain / out-of-domain macro means of each metric."""
+    per_env: dict[str, dict] = {}
+    for row in rows:
+        env = per_env.setdefault(row["env"], {"n": 0, "ood": bool(row["ood"]), "_sums": {}})
+        env["n"] += 1
+        for m in metric_names:
+            if row["scores"].get(m) is not None:
+                s = env["_sums"].setdefault(m, [0.0, 0])
+                s[0] += row["scores"][m]
+                s[1] += 1
+    for env in per_env.values():
+        for m, (total, n) in env.pop("_sums").items():
+            env[m] = total / n
+    groups = {}
+    for name, ood in (("id", False), ("ood", True)):
+        envs = [e for e in per_env.values() if e["ood"] == ood]
+        groups[name] = {
+            m: (
+                sum(e[m] for e in envs if m in e) / sum(m in e for e in envs)
+                if any(m in e for e in envs)
+                else None
+            )
+            for m in metric_names
+        }
+    return {"n": len(rows), "scale": "0-1", "per_env": dict(sorted(per_env.items())), **groups}
+
+
+def evaluate(
+    model_dir: str | Path,
+    examples: list[Example],
+    out_dir: str | Path,
+    *,
+    cfg: EvalConfig | None = None,
+    resume: bool = False,
+    progress: bool = True,
+) -> dict:
+    """Generate, score with chrF and write predictions.jsonl + metrics.json; returns the metrics."""
+    cfg = cfg or EvalConfig()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pred_path = out_dir / "predictions.jsonl"
+    todo = select_examples(examples, cfg.split, cfg.max_per_env)
+    done_rows = read_predictions(pred_path) if resume else []
+    if not resume:
+        pred_path.unlink(missing_ok=True)
+    finished = {r["id"] for r in done_rows}
+    pending = [ex for ex in todo if ex.id not in finished]
+
+    if pending:
+        model, processor = load_vlm(str(model_dir))
+        model.eval()
+        collator = VLMCollator(processor, {}, train=False)
+        bar = tqdm(
+            total=len(todo),
+            initial=len(todo) - len(pending),
+            disable=not progress,
+            desc="eval",
+            unit="ex",
+        )
+        with pred_path.open("a", encoding="utf-8") as f:
+            for start in range(0, len(pending), cfg.batch_size):
+                chunk = pending[start : start + cfg.batch_size]
+                preds = generate_batch(
+                    model,
+                    processor,
+                    collator(chunk),
+                    max_new_tokens=cfg.max_new_tokens,
+                    repetition_penalty=cfg.repetition_penalty,
+                )
+                chrf = chrf_scores(preds, [ex.target for ex in chunk])
+                for ex, pred, score in zip(chunk, preds, chrf):
+                    row = {
+                        "id": ex.id,
+                        "env": ex.env,
+                        "ood": ex.ood,
+                        "instruction": ex.instruction,
+                        "prediction": pred,
+                        "target": ex.target,
+                        "scores": {"chrf": score},
+                    }
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    done_rows.append(row)
+                f.flush()
+                bar.update(len(chunk))
+        bar.close()
+
+    wanted = {ex.id for ex in todo}
+    metrics = summarize([r for r in done_rows if r["id"] in wanted], ["chrf"])
+    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    return metrics

@@ -1,0 +1,53 @@
+"""Config loading: YAML + overrides, and errors that name the key."""
+
+import pytest
+import yaml
+
+from robustvlm.config import apply_overrides, dump_config, load_config, validate_config
+from robustvlm.errors import ConfigError
+
+
+def write(tmp_path, data):
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_defaults_and_overrides(tmp_path):
+    path = write(tmp_path, {"data": {"benchmark": "tasks"}, "train": {"lr": 1e-3}})
+    cfg = load_config(path, ["train.batch_size=16", "method=vrex", "method_args.lambda=2.5"])
+    assert cfg.train.lr == 1e-3 and cfg.train.batch_size == 16
+    assert cfg.method == "vrex" and cfg.method_args == {"lambda": 2.5}
+    assert cfg.eval.max_new_tokens == 128 and cfg.eval.repetition_penalty == 1.15
+    assert cfg.model.trust_remote_code is False
+
+
+def test_unknown_key_is_named(tmp_path):
+    path = write(tmp_path, {"data": {"benchmark": "tasks"}, "train": {"learning_rate": 1e-3}})
+    with pytest.raises(ConfigError, match=r"train\.learning_rate: unknown key"):
+        load_config(path)
+
+
+def test_wrong_type_is_named(tmp_path):
+    path = write(tmp_path, {"data": {"benchmark": "tasks"}})
+    with pytest.raises(ConfigError, match=r"train\.lr: .*'fast'"):
+        load_config(path, ["train.lr=fast"])
+
+
+def test_data_needs_exactly_one_source():
+    with pytest.raises(ConfigError, match="exactly one of data.path or data.benchmark"):
+        validate_config({"data": {"path": "x", "benchmark": "tasks"}})
+
+
+def test_bad_override_and_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="key=value"):
+        apply_overrides({}, ["train.lr"])
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "absent.yaml")
+
+
+def test_resolved_config_round_trips(tmp_path):
+    cfg = validate_config({"data": {"benchmark": "spurious"}, "method": "irm"})
+    dump_config(cfg, tmp_path / "resolved.yaml")
+    again = load_config(tmp_path / "resolved.yaml")
+    assert again == cfg

@@ -1,0 +1,117 @@
+"""End-to-end training and evaluation on built-in data, including resume after a real kill."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from safetensors.torch import load_file
+
+from robustvlm.config import validate_config
+from robustvlm.data.from_config import load_from_config
+from robustvlm.errors import ConfigError
+from robustvlm.evaluation import runner
+from robustvlm.evaluation.runner import evaluate
+from robustvlm.training.trainer import train
+
+RAW = {
+    "model": {"name": "tiny:idefics3", "trainable": "full",
+              "tiny": {"hidden_size": 32, "vocab_size": 300}},
+    "data": {"benchmark": "spurious", "n_per_env": 24},
+    "method": "erm",
+    "train": {"steps": 40, "lr": 3e-3, "batch_size": 4, "save_every": 4, "cpu_threads": 1,
+              "keep_checkpoints": 3},
+    "eval": {"batch_size": 8, "max_new_tokens": 6, "max_per_env": 4},
+}
+
+
+def final_weights(run: Path) -> dict:
+    return load_file(str(run / "final" / "model.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    run = tmp_path_factory.mktemp("full")
+    result = train(validate_config(RAW), run, progress=False)
+    return run, result
+
+
+def test_run_outputs(uninterrupted):
+    run, result = uninterrupted
+    assert result.steps == 40 and result.env_names == ["train-0.8", "train-0.9"]
+    rows = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == list(range(1, 41))
+    assert {"loss", "R_emp", "R_inv", "lambda", "P", "lr", "seconds", "risk/train-0.9"} <= set(rows[0])
+    assert rows[-1]["loss"] < rows[0]["loss"]  # it learns something
+    assert rows[3]["lr"] > rows[0]["lr"] and rows[-1]["lr"] < rows[20]["lr"]  # warm-up, then cosine decay
+    resolved = yaml.safe_load((run / "config.resolved.yaml").read_text())
+    assert resolved["train"]["steps"] == 40 and resolved["eval"]["repetition_penalty"] == 1.15
+    assert (run / "final" / "config.json").is_file()
+    assert len(list((run / "checkpoints").glob("step-*"))) == 3
+
+
+def test_refuses_to_overwrite_a_run_without_resume(uninterrupted):
+    run, _ = uninterrupted
+    with pytest.raises(ConfigError, match="--resume"):
+        train(validate_config(RAW), run, progress=False)
+
+
+def test_resume_after_kill_matches_uninterrupted_run(uninterrupted, tmp_path):
+    full_run, _ = uninterrupted
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump(RAW))
+    run = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "robustvlm.cli", "train", str(config), "--out", str(run)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.time() + 240
+    while time.time() < deadline and not list((run / "checkpoints").glob("step-*")):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (run / "final").exists(), "the run finished before it could be killed"
+    killed_at = max(int(p.name.split("-")[1]) for p in (run / "checkpoints").glob("step-*"))
+    assert killed_at < 40
+
+    train(validate_config(RAW), run, resume=True, progress=False)
+    a, b = final_weights(full_run), final_weights(run)
+    assert a.keys() == b.keys()
+    for name in a:
+        assert (a[name] == b[name]).all(), f"{name} differs after resume"
+    steps = [json.loads(line)["step"] for line in (run / "train_log.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, 41))
+
+
+def test_evaluate_writes_metrics_and_resumes(uninterrupted, tmp_path, monkeypatch):
+    run, result = uninterrupted
+    cfg = validate_config(RAW)
+    examples = load_from_config(cfg.data, run, verbose=False)
+    out = tmp_path / "eval"
+    metrics = evaluate(result.final_dir, examples, out, cfg=cfg.eval, progress=False)
+    assert metrics["n"] == 16 and set(metrics["per_env"]) == {
+        "train-0.9", "train-0.8", "test-reversed", "test-nocolour"}
+    assert metrics["per_env"]["test-reversed"]["ood"] is True
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert {"id", "env", "ood", "prediction", "target", "scores"} <= set(rows[0])
+    id_envs = [v["chrf"] for v in metrics["per_env"].values() if not v["ood"]]
+    assert metrics["id"]["chrf"] == pytest.approx(sum(id_envs) / len(id_envs))
+
+    # Simulate a kill: keep 10 rows and a torn line; a resumed run generates only the 6 missing.
+    lines = (out / "predictions.jsonl").read_text().splitlines()
+    (out / "predictions.jsonl").write_text("\n".join(lines[:10]) + '\n{"id": "tor')
+    generated = []
+    real = runner.generate_batch
+
+    def counting(model, processor, batch, **kw):
+        generated.extend(batch["ids"])
+        return real(model, processor, batch, **kw)
+
+    monkeypatch.setattr(runner, "generate_batch", counting)
+    again = evaluate(result.final_dir, examples, out, cfg=cfg.eval, resume=True, progress=False)
+    assert len(generated) == 6
+    assert again == metrics
