@@ -68,8 +68,46 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _mc_build(args: argparse.Namespace) -> int:
+    from robustvlm.data.loaders import load_examples
+    from robustvlm.multiple_choice import build_questions, write_questions
+
+    examples = load_examples(args.data)
+    questions = build_questions(
+        examples, k=args.k, distractors=args.distractors, n=args.n, seed=args.seed,
+        class_subset=args.class_subset, class_names=args.class_names, prompt=args.prompt,
+        circular=args.circular,
+    )
+    write_questions(questions, args.out)
+    print(f"wrote {len(questions)} questions to {args.out}")
+    return 0
+
+
+def _robustness_fit(args: argparse.Namespace) -> int:
+    from robustvlm.report.robustness import fit_from_results
+
+    fit = fit_from_results(args.results, ref=args.ref, shift=args.shift, baseline=args.baseline,
+                           transform=args.transform, out_dir=args.out)
+    line = fit["fit"]
+    print(f"{args.transform} line: slope {line['slope']:.3f}, intercept {line['intercept']:.3f}, "
+          f"r2 {line['r2']:.3f} over {line['n']} models; wrote {args.out}/fit.json, scatter.png")
+    return 0
+
+
+def _robustness_simulate(args: argparse.Namespace) -> int:
+    from robustvlm.report.robustness import simulate_to_dir
+
+    result = simulate_to_dir(args.out, seed=args.seed)
+    print(f"fitted slope {result['fit_test']['slope']:.3f}, predicted {result['predicted']['slope']:.3f}; "
+          f"wrote {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="robustvlm", description=__doc__.split(":")[0] + ".")
+    parser = argparse.ArgumentParser(
+        prog="robustvlm",
+        description="Measure and improve how vision-language models hold up under distribution shift.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     data = sub.add_parser("data", help="check datasets and synthesise the built-in benchmarks")
@@ -120,6 +158,36 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--quick", action="store_true", help="a smaller run (about 2 minutes)")
     dm.add_argument("--out", default="demo_out")
     dm.set_defaults(func=_demo)
+
+    mc = sub.add_parser("mc", help="multiple-choice benchmarks with hard distractors")
+    mc_sub = mc.add_subparsers(dest="mc_command", required=True)
+    mb = mc_sub.add_parser("build", help="turn labelled images into K-way questions")
+    mb.add_argument("--data", required=True, help="labelled images (any loader; e.g. ROOT/DOMAIN/CLASS)")
+    mb.add_argument("--out", required=True, help="questions JSONL")
+    mb.add_argument("--k", type=int, default=5)
+    mb.add_argument("--distractors", default="random", choices=["random", "wordnet", "text", "visual"])
+    mb.add_argument("--n", type=int, default=None, help="number of questions (stratified by class)")
+    mb.add_argument("--seed", type=int, default=0)
+    mb.add_argument("--class-subset", help="class list or {dataset_class: reference_class} mapping file")
+    mb.add_argument("--class-names", help="file mapping class keys (e.g. WordNet ids) to names")
+    mb.add_argument("--prompt", type=int, default=0, help="prompt formulation 0-4")
+    mb.add_argument("--circular", action="store_true", help="add every rotation of the options")
+    mb.set_defaults(func=_mc_build)
+
+    rb = sub.add_parser("robustness", help="accuracy-on-the-line fits and effective robustness")
+    rb_sub = rb.add_subparsers(dest="robustness_command", required=True)
+    fit = rb_sub.add_parser("fit", help="fit the line of a baseline family; effective robustness")
+    fit.add_argument("results", help="CSV with columns model, family, bench, accuracy, n")
+    fit.add_argument("--ref", required=True, help="reference benchmark")
+    fit.add_argument("--shift", required=True, help="shifted benchmark")
+    fit.add_argument("--baseline", help="family whose models define the line (default: all)")
+    fit.add_argument("--transform", default="probit", choices=["probit", "logit"])
+    fit.add_argument("--out", default="robustness_fit")
+    fit.set_defaults(func=_robustness_fit)
+    sim = rb_sub.add_parser("simulate", help="the Gaussian location model behind accuracy on the line")
+    sim.add_argument("--out", default="robustness_simulate")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.set_defaults(func=_robustness_simulate)
     return parser
 
 

@@ -1,0 +1,56 @@
+"""The command line: subcommands, exit codes, and errors without tracebacks."""
+
+import csv
+
+import pytest
+
+from robustvlm.cli import build_parser, main
+
+
+def test_help_lists_subcommands(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for name in ("data", "train", "eval", "demo", "mc", "robustness"):
+        assert name in out
+
+
+def test_bad_config_is_one_line_error(tmp_path, capsys):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("data: {benchmark: tasks}\ntrain: {lr: fast}\n")
+    assert main(["train", str(cfg), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "train.lr" in err and "Traceback" not in err
+
+
+def test_data_check_exit_status(tmp_path, capsys):
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"id": "a", "image": null, "instruction": "q", "target": "t", "env": "e"}\n')
+    assert main(["data", "check", str(good)]) == 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "image": null, "instruction": "", "target": "t", "env": "e"}\nnot json\n')
+    assert main(["data", "check", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "bad.jsonl:1" in out and "bad.jsonl:2" in out
+
+
+def test_robustness_fit_from_cli(tmp_path, capsys):
+    path = tmp_path / "results.csv"
+    rows = []
+    for i, (ref, shift) in enumerate([(0.5, 0.35), (0.6, 0.42), (0.7, 0.5), (0.8, 0.6)]):
+        rows += [{"model": f"m{i}", "family": "vlm", "bench": "ref", "accuracy": ref, "n": 500},
+                 {"model": f"m{i}", "family": "vlm", "bench": "shift", "accuracy": shift, "n": 500}]
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    out = tmp_path / "fit"
+    assert main(["robustness", "fit", str(path), "--ref", "ref", "--shift", "shift", "--out", str(out)]) == 0
+    assert (out / "fit.json").is_file() and (out / "scatter.png").is_file()
+    assert main(["robustness", "fit", str(path), "--ref", "ref", "--shift", "absent", "--out", str(out)]) == 2
+    assert "absent" in capsys.readouterr().err
+
+
+def test_parser_defaults_follow_the_paper():
+    args = build_parser().parse_args(["eval", "--model", "m", "--data", "d", "--out", "o"])
+    assert args.max_new_tokens == 128 and args.repetition_penalty == 1.15
