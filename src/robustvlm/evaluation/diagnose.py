@@ -1,0 +1,241 @@
+"""Measure the three gaps of `analysis.diagnosis` on a VLM and an image-folder domain dataset.
+
+    visual    `vision_features` (mean-pooled last hidden state of the frozen vision encoder)
+              -> `linear_probe_accuracy` within each domain
+    semantic  `semantic_accuracy`: text-only questions "which class name matches this
+              description?" (WordNet glosses, or given descriptions), scored by the
+              log-likelihood of each class name as the answer (`option_logliks`)
+    mapping   zero-shot and k-shot accuracy from `evaluation.icl.evaluate_icl`
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from robustvlm.analysis.diagnosis import diagnose_table, linear_probe_accuracy
+from robustvlm.data.images import load_image
+from robustvlm.data.records import Example
+from robustvlm.errors import ConfigError, DataError
+from robustvlm.evaluation.icl import ZERO_SHOT, evaluate_icl, load_model_for
+from robustvlm.models import find_parts
+from robustvlm.report.tables import fmt, markdown_table
+
+
+@torch.no_grad()
+def vision_features(
+    model: torch.nn.Module, processor: Any, examples: Sequence[Example], *, batch_size: int = 16
+) -> np.ndarray:
+    """Mean-pooled last hidden state of the vision encoder, one row per example: [N, D].
+
+    Images the processor splits into several crops (Idefics3 image splitting) are averaged over
+    their crops; all-zero padding crops are left out.
+    """
+    vision = find_parts(model).vision
+    param = next(vision.parameters())
+    rows = []
+    for start in range(0, len(examples), batch_size):
+        chunk = examples[start : start + batch_size]
+        images = [[load_image(ex.image, source=ex.source, record=ex.id)] for ex in chunk]
+        pixels = processor.image_processor(images, return_tensors="pt")["pixel_values"]
+        if pixels.ndim == 4:  # [B, 3, H, W]: one crop per image
+            pixels = pixels[:, None]
+        real = pixels.flatten(2).ne(0).any(-1)  # [B, n_crops]
+        try:
+            hidden = vision(pixel_values=pixels[real].to(param.device, param.dtype)).last_hidden_state
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"{type(vision).__name__}: cannot run the vision encoder on pixel_values alone ({exc})"
+            ) from exc
+        crops = hidden.float().mean(1).cpu()  # [M, D]
+        owner = torch.arange(len(chunk))[:, None].expand_as(real)[real]
+        sums = torch.zeros(len(chunk), crops.shape[1]).index_add_(0, owner, crops)
+        rows.append(sums / real.sum(1, keepdim=True))
+    return torch.cat(rows).numpy()
+
+
+def class_descriptions(
+    class_names: Sequence[str], descriptions: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """A description per class: the given one, else the gloss of its WordNet noun synset.
+
+    Raises DataError naming a class with neither (or ConfigError when WordNet is needed but
+    not installed).
+    """
+    from robustvlm.multiple_choice.wordnet import class_synset, open_wordnet
+
+    given = dict(descriptions or {})
+    out = {}
+    for name in class_names:
+        if name in given:
+            out[name] = given[name]
+            continue
+        try:
+            out[name] = class_synset(name, open_wordnet()).definition()
+        except DataError as exc:
+            raise DataError(f"{exc.message}; or give its description in `descriptions`") from exc
+    return out
+
+
+@torch.no_grad()
+def option_logliks(
+    model: torch.nn.Module, processor: Any, messages: list[dict], options: Sequence[str]
+) -> np.ndarray:
+    """Summed log-probability (nats) of each option as the assistant's reply to a text-only
+    conversation: [n_options]. Prompt and option are tokenised separately and concatenated."""
+    tok = processor.tokenizer
+    prompt = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+    rows = [prompt_ids + tok(o, add_special_tokens=False)["input_ids"] for o in options]
+    width = max(map(len, rows))
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
+    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
+    logits = model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device)).logits
+    logp = torch.log_softmax(logits[:, :-1].float(), -1).gather(-1, ids[:, 1:, None].to(model.device))[..., 0]
+    positions = torch.arange(1, width)[None]
+    scored = (positions >= len(prompt_ids)) & mask[:, 1:].bool()
+    return (logp.cpu() * scored).sum(1).numpy()
+
+
+def semantic_question(description: str, options: Sequence[str]) -> list[dict]:
+    """Text-only conversation asking which class name matches a description."""
+    text = (f"Which of these names matches the description \"{description}\"? "
+            f"Options: {', '.join(options)}. Answer with the name.")
+    return [{"role": "user", "content": [{"type": "text", "text": text}]}]
+
+
+def semantic_accuracy(
+    model: torch.nn.Module,
+    processor: Any,
+    descriptions: Mapping[str, str],
+    *,
+    n_orders: int = 2,
+    seed: int = 0,
+) -> tuple[float, list[dict]]:
+    """Share of (class, option order) questions whose most likely answer is the class name.
+
+    Each class is asked `n_orders` times with the options in a seeded random order.
+    Returns (accuracy, one record per question).
+    """
+    names = sorted(descriptions)
+    rng = np.random.default_rng([seed, 31337])
+    records = []
+    for name in names:
+        for _ in range(n_orders):
+            options = [names[i] for i in rng.permutation(len(names))]
+            scores = option_logliks(model, processor, semantic_question(descriptions[name], options), options)
+            records.append({"class": name, "options": options, "answer": options[int(np.argmax(scores))],
+                            "logliks": scores.tolist()})
+    return float(np.mean([r["answer"] == r["class"] for r in records])), records
+
+
+def measure_domains(
+    model: torch.nn.Module,
+    processor: Any,
+    examples: Sequence[Example],
+    *,
+    descriptions: Mapping[str, str] | None = None,
+    shots: int = 4,
+    icl_policy: str = "same-domain",
+    n_per_domain: int = 20,
+    seed: int = 0,
+    probe_test_fraction: float = 0.5,
+) -> tuple[list[dict], dict[str, Any]]:
+    """The three measurements per domain, as the input rows of `diagnose_table`.
+
+    Returns (rows {domain, n_classes, n_images, probe_acc, semantic_acc, zero_shot_acc, icl_acc},
+    details {icl_rows, semantic_records}). icl_acc is None when shots == 0.
+    """
+    by_domain: dict[str, list[Example]] = defaultdict(list)
+    for ex in examples:
+        by_domain[ex.env].append(ex)
+    icl_rows = evaluate_icl(model, processor, examples, shots=sorted({0, shots}), policies=(icl_policy,),
+                            n_per_domain=n_per_domain, seed=seed)
+    accuracy = {(r["policy"], r["domain"]): r["accuracy"] for r in icl_rows}
+    semantic: dict[tuple[str, ...], tuple[float, list[dict]]] = {}
+    rows = []
+    for domain in sorted(by_domain):
+        group = by_domain[domain]
+        classes = tuple(sorted({ex.target for ex in group}))
+        if classes not in semantic:
+            semantic[classes] = semantic_accuracy(
+                model, processor, class_descriptions(classes, descriptions), seed=seed
+            )
+        features = vision_features(model, processor, group)
+        rows.append({
+            "domain": domain,
+            "n_classes": len(classes),
+            "n_images": len(group),
+            "probe_acc": linear_probe_accuracy(features, [ex.target for ex in group],
+                                               test_fraction=probe_test_fraction, seed=seed),
+            "semantic_acc": semantic[classes][0],
+            "zero_shot_acc": accuracy[(ZERO_SHOT, domain)],
+            "icl_acc": accuracy[(icl_policy, domain)] if shots else None,
+        })
+    details = {"icl_rows": icl_rows,
+               "semantic_records": [r for _, recs in semantic.values() for r in recs]}
+    return rows, details
+
+
+def diagnosis_markdown(rows: Sequence[Mapping]) -> str:
+    """Markdown table of `diagnose_table` rows."""
+    body = [
+        [str(r["domain"]), str(r["n_classes"]), fmt(r["probe_acc"]), fmt(r["semantic_acc"]),
+         fmt(r["zero_shot_acc"]), fmt(r.get("icl_acc")), fmt(r["icl_gain"]), r["verdict"]]
+        for r in rows
+    ]
+    return markdown_table(["domain", "classes", "linear probe", "text-only semantics", "zero-shot",
+                           "in-context", "ICL gain", "verdict"], body)
+
+
+def run_diagnosis(
+    model_name: str,
+    data_root: str | Path,
+    out_dir: str | Path,
+    *,
+    descriptions: Mapping[str, str] | None = None,
+    shots: int = 4,
+    icl_policy: str = "same-domain",
+    n_per_domain: int = 20,
+    seed: int = 0,
+    probe_test_fraction: float = 0.5,
+    visual_min_skill: float = 0.5,
+    semantic_min_skill: float = 0.5,
+    mapping_min_skill: float = 0.5,
+) -> dict:
+    """Load the model and ROOT/DOMAIN/CLASS/*.png data, measure, diagnose, and write
+    diagnosis.json ({config, rows, icl_rows, semantic_records}) and diagnosis.md to `out_dir`.
+
+    Returns the dict written to diagnosis.json. Thresholds: see `diagnose_table`.
+    """
+    from robustvlm.data.loaders import load_examples
+
+    examples = load_examples(data_root, fmt="folder", verbose=False)
+    if not examples:
+        raise DataError("no images found (expected ROOT/DOMAIN/CLASS/*.png)", str(data_root))
+    model, processor = load_model_for(model_name, examples)
+    measured, details = measure_domains(
+        model, processor, examples, descriptions=descriptions, shots=shots, icl_policy=icl_policy,
+        n_per_domain=n_per_domain, seed=seed, probe_test_fraction=probe_test_fraction,
+    )
+    rows = diagnose_table(measured, visual_min_skill=visual_min_skill,
+                          semantic_min_skill=semantic_min_skill, mapping_min_skill=mapping_min_skill)
+    config = {"model": model_name, "data": str(data_root), "shots": shots, "icl_policy": icl_policy,
+              "n_per_domain": n_per_domain, "seed": seed, "probe_test_fraction": probe_test_fraction,
+              "visual_min_skill": visual_min_skill, "semantic_min_skill": semantic_min_skill,
+              "mapping_min_skill": mapping_min_skill}
+    result = {"config": config, "rows": rows, **details}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "diagnosis.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    (out / "diagnosis.md").write_text(
+        f"# Failure diagnosis\n\nmodel: `{model_name}`\n\n{diagnosis_markdown(rows)}\n", encoding="utf-8"
+    )
+    return result

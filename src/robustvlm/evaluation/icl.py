@@ -1,0 +1,350 @@
+"""In-context (k-shot) classification across domains: demo selection, prompts, evaluation loop.
+
+A k-shot prompt is a conversation: k demonstration turn pairs (user: image + question,
+assistant: the demo's class name), then the query's user turn and the generation prompt, so
+the processor receives k + 1 images in order. Demo policies (all seeded, the query itself and
+every other query never used as a demo):
+
+    random        any demo from the pool, any domain
+    same-domain   demos from the query's domain only
+    cross-domain  demos from the other domains only
+    label-shift   demos from a few classes only (`skew_classes` drawn once per run)
+    spurious      demos whose domain predicts their label: each domain is tied to one class
+                  (drawn once per run) and only examples with target == class(domain) serve
+
+Accuracy is exact match of the generated answer against the class name after normalisation
+(lower case, punctuation and surrounding articles removed).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from robustvlm.data.images import load_image
+from robustvlm.data.records import Example
+from robustvlm.errors import ConfigError, DataError
+from robustvlm.evaluation.generate import generate_batch
+from robustvlm.report.tables import fmt, markdown_table
+
+POLICIES = ("random", "same-domain", "cross-domain", "label-shift", "spurious")
+ZERO_SHOT = "zero-shot"  # the policy name of 0-shot rows (no demos, so no policy applies)
+ALL_DOMAINS = "all"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Run-level choices of the shifted policies, drawn once from the seed.
+
+    Attributes:
+        skew_classes: the classes `label-shift` demos come from.
+        spurious_label: domain -> the class its `spurious` demos carry.
+    """
+
+    skew_classes: tuple[str, ...]
+    spurious_label: dict[str, str]
+
+
+def make_plan(examples: Sequence[Example], *, seed: int = 0, n_skew_classes: int = 2) -> RunPlan:
+    """Draw the label-shift classes and the spurious domain -> class ties.
+
+    Domains get distinct classes while there are enough classes (then classes repeat).
+    """
+    classes = sorted({ex.target for ex in examples})
+    domains = sorted({ex.env for ex in examples})
+    if not 1 <= n_skew_classes <= len(classes):
+        raise ConfigError(f"n_skew_classes must lie in [1, {len(classes)}], got {n_skew_classes}")
+    rng = np.random.default_rng([seed, 7919])
+    skew = tuple(sorted(rng.choice(classes, size=n_skew_classes, replace=False).tolist()))
+    order = rng.permutation(len(classes)).tolist()
+    tied = {d: classes[order[i % len(classes)]] for i, d in enumerate(domains)}
+    return RunPlan(skew, tied)
+
+
+def candidate_demos(query: Example, pool: Sequence[Example], policy: str, plan: RunPlan) -> list[Example]:
+    """The pool examples `policy` allows as demos for `query` (the query itself excluded)."""
+    rules: dict[str, Callable[[Example], bool]] = {
+        "random": lambda ex: True,
+        "same-domain": lambda ex: ex.env == query.env,
+        "cross-domain": lambda ex: ex.env != query.env,
+        "label-shift": lambda ex: ex.target in plan.skew_classes,
+        "spurious": lambda ex: plan.spurious_label.get(ex.env) == ex.target,
+    }
+    if policy not in rules:
+        raise ConfigError(f"unknown demo policy {policy!r}; choose from {', '.join(POLICIES)}")
+    return [ex for ex in pool if ex.id != query.id and rules[policy](ex)]
+
+
+def select_demos(
+    query: Example, pool: Sequence[Example], k: int, policy: str, plan: RunPlan, rng: np.random.Generator
+) -> list[Example]:
+    """k distinct demos drawn uniformly (without replacement, random order) from the allowed ones.
+
+    Raises DataError when the policy leaves fewer than k candidates.
+    """
+    allowed = candidate_demos(query, pool, policy, plan)
+    if len(allowed) < k:
+        raise DataError(
+            f"policy {policy!r} leaves {len(allowed)} demo candidates for query {query.id!r} "
+            f"(domain {query.env!r}), fewer than k={k}; use more data or fewer shots",
+            query.source,
+            query.id,
+        )
+    return [allowed[i] for i in rng.choice(len(allowed), size=k, replace=False)]
+
+
+def question(ex: Example, class_names: Sequence[str]) -> str:
+    """The user text of a classification turn: the instruction and the allowed answers."""
+    return f"{ex.instruction} Answer with one of: {', '.join(class_names)}."
+
+
+def build_messages(query: Example, demos: Sequence[Example], class_names: Sequence[str]) -> list[dict]:
+    """Chat messages: one user/assistant pair per demo, then the query's user turn."""
+    messages: list[dict] = []
+    for ex in [*demos, query]:
+        messages.append({"role": "user", "content": [
+            {"type": "image"}, {"type": "text", "text": question(ex, class_names)}
+        ]})
+        if ex is not query:
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": ex.target}]})
+    return messages
+
+
+def encode_prompts(
+    processor: Any,
+    items: Sequence[tuple[Example, Sequence[Example]]],
+    class_names: Sequence[str],
+    *,
+    image_loader: Callable[..., Any] = load_image,
+) -> dict[str, Any]:
+    """Left-padded generation batch for (query, demos) pairs; row i gets len(demos_i) + 1 images."""
+    texts, images = [], []
+    for query, demos in items:
+        messages = build_messages(query, demos, class_names)
+        texts.append(processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False))
+        images.append([image_loader(ex.image, source=ex.source, record=ex.id) for ex in [*demos, query]])
+    return processor(text=texts, images=images, padding=True, padding_side="left", return_tensors="pt")
+
+
+def check_multi_image(processor: Any) -> None:
+    """Raise ConfigError unless the processor expands two images in one prompt into two images.
+
+    Compares prompt lengths with 0, 1 and 2 image entries: each image must add the same
+    positive number of tokens.
+    """
+    blank = Image.new("RGB", (32, 32))
+    lengths = []
+    for n in range(3):
+        content = [{"type": "image"}] * n + [{"type": "text", "text": "x"}]
+        text = processor.apply_chat_template(
+            [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
+        )
+        try:
+            enc = processor(text=[text], images=[[blank] * n] if n else None, return_tensors="pt")
+        except (ValueError, TypeError, RuntimeError) as exc:
+            raise ConfigError(
+                f"{type(processor).__name__} cannot take {n} images in one prompt ({exc}); "
+                "in-context evaluation needs a model that accepts several images"
+            ) from exc
+        lengths.append(enc["input_ids"].shape[1])
+    per_image = lengths[1] - lengths[0]
+    if per_image <= 0 or lengths[2] - lengths[1] != per_image:
+        raise ConfigError(
+            f"{type(processor).__name__} does not expand several images in one prompt (prompt "
+            f"lengths with 0/1/2 images: {lengths}); in-context evaluation needs a multi-image model"
+        )
+
+
+def normalise(answer: str) -> str:
+    """Lower case, punctuation to spaces, leading article dropped, whitespace collapsed."""
+    words = re.sub(r"[^\w\s]", " ", answer.lower()).split()
+    if words and words[0] in ("a", "an", "the"):
+        words = words[1:]
+    return " ".join(words)
+
+
+def sample_queries(examples: Sequence[Example], n_per_domain: int, seed: int) -> list[Example]:
+    """Up to n_per_domain queries per domain, drawn without replacement (domains sorted)."""
+    if n_per_domain < 1:
+        raise ConfigError(f"n_per_domain must be positive, got {n_per_domain}")
+    by_domain: dict[str, list[Example]] = defaultdict(list)
+    for ex in examples:
+        by_domain[ex.env].append(ex)
+    rng = np.random.default_rng([seed, 104729])
+    queries = []
+    for domain in sorted(by_domain):
+        group = by_domain[domain]
+        picks = rng.choice(len(group), size=min(n_per_domain, len(group)), replace=False)
+        queries += [group[i] for i in sorted(picks)]
+    return queries
+
+
+def evaluate_icl(
+    model: torch.nn.Module,
+    processor: Any,
+    examples: Sequence[Example],
+    *,
+    shots: Sequence[int] = (0, 1, 2, 4),
+    policies: Sequence[str] = POLICIES,
+    n_per_domain: int = 20,
+    seed: int = 0,
+    n_skew_classes: int = 2,
+    batch_size: int = 8,
+    max_new_tokens: int = 8,
+    predictions: list[dict] | None = None,
+) -> list[dict]:
+    """Per-domain accuracy of k-shot classification for every (shots, policy).
+
+    Queries are `n_per_domain` examples per domain; demos come from the remaining examples.
+    0 shots is evaluated once, under policy "zero-shot". Demo draws are seeded per
+    (seed, policy, k, query), so results do not depend on batch size or on which other cells run.
+
+    Returns rows {shots, policy, domain, n, correct, accuracy} (domain "all" pools the domains),
+    completed by `icl_summary` with gain and cost. Per-query records go to `predictions` if given.
+    """
+    _check_shots_policies(shots, policies)
+    if any(k > 0 for k in shots):
+        check_multi_image(processor)
+    class_names = sorted({ex.target for ex in examples})
+    queries = sample_queries(examples, n_per_domain, seed)
+    query_ids = {q.id for q in queries}
+    pool = [ex for ex in examples if ex.id not in query_ids]
+    plan = make_plan(examples, seed=seed, n_skew_classes=n_skew_classes)
+    cells = [(0, ZERO_SHOT)] if 0 in shots else []
+    cells += [(k, p) for k in shots if k > 0 for p in policies]
+    rows: list[dict] = []
+    model.eval()
+    for k, policy in cells:
+        items = [
+            (q, select_demos(q, pool, k, policy, plan, _demo_rng(seed, policy, k, i)) if k else [])
+            for i, q in enumerate(queries)
+        ]
+        answers: list[str] = []
+        for start in range(0, len(items), batch_size):
+            batch = encode_prompts(processor, items[start : start + batch_size], class_names)
+            answers += generate_batch(model, processor, batch, max_new_tokens=max_new_tokens)
+        records = [
+            {"shots": k, "policy": policy, "id": q.id, "domain": q.env, "target": q.target,
+             "answer": a, "correct": normalise(a) == normalise(q.target),
+             "demos": [[d.id, d.env, d.target] for d in demos]}
+            for (q, demos), a in zip(items, answers)
+        ]
+        if predictions is not None:
+            predictions.extend(records)
+        rows += _accuracy_rows(k, policy, records)
+    return icl_summary(rows)
+
+
+def _check_shots_policies(shots: Sequence[int], policies: Sequence[str]) -> None:
+    if not shots or any(isinstance(k, bool) or not isinstance(k, int) or k < 0 for k in shots):
+        raise ConfigError(f"shots must be non-negative integers, got {list(shots)}")
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown or (not policies and any(k > 0 for k in shots)):
+        raise ConfigError(f"unknown or missing demo policies {unknown}; choose from {', '.join(POLICIES)}")
+
+
+def _demo_rng(seed: int, policy: str, k: int, query_index: int) -> np.random.Generator:
+    return np.random.default_rng([seed, POLICIES.index(policy), k, query_index])
+
+
+def _accuracy_rows(k: int, policy: str, records: list[dict]) -> list[dict]:
+    groups: dict[str, list[bool]] = defaultdict(list)
+    for r in records:
+        groups[r["domain"]].append(r["correct"])
+        groups[ALL_DOMAINS].append(r["correct"])
+    return [
+        {"shots": k, "policy": policy, "domain": d, "n": len(c), "correct": int(sum(c)),
+         "accuracy": sum(c) / len(c)}
+        for d, c in sorted(groups.items())
+    ]
+
+
+def icl_summary(rows: Sequence[Mapping]) -> list[dict]:
+    """Add to each row `gain` (accuracy minus the domain's 0-shot accuracy) and `cost`
+    (accuracy of `random` demos at the same shots minus this row's accuracy: positive when the
+    shifted policy hurts). A value is None when its reference row is missing (and for 0 shots)."""
+    zero = {r["domain"]: r["accuracy"] for r in rows if r["shots"] == 0}
+    rand = {(r["shots"], r["domain"]): r["accuracy"] for r in rows if r["policy"] == "random"}
+    out = []
+    for r in rows:
+        k, d, acc = r["shots"], r["domain"], r["accuracy"]
+        gain = acc - zero[d] if k > 0 and d in zero else None
+        cost = rand[(k, d)] - acc if k > 0 and (k, d) in rand else None
+        out.append({**r, "gain": gain, "cost": cost})
+    return out
+
+
+def icl_markdown(rows: Sequence[Mapping]) -> str:
+    """Markdown table: one line per (shots, policy, domain) with accuracy, gain and cost."""
+    body = [
+        [str(r["shots"]), r["policy"], r["domain"], str(r["n"]), fmt(r["accuracy"]),
+         fmt(r["gain"]), fmt(r["cost"])]
+        for r in rows
+    ]
+    return markdown_table(["shots", "policy", "domain", "n", "accuracy", "gain vs 0-shot",
+                           "cost vs random"], body)
+
+
+def write_icl_results(out_dir: str | Path, rows: Sequence[Mapping], config: Mapping,
+                      predictions: Sequence[Mapping] = ()) -> Path:
+    """Write icl_results.json ({config, rows}), icl_results.md and icl_predictions.jsonl."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "icl_results.json"
+    path.write_text(json.dumps({"config": dict(config), "rows": list(rows)}, indent=2), encoding="utf-8")
+    (out / "icl_results.md").write_text(
+        f"# In-context evaluation\n\nmodel: `{config.get('model')}`\n\n{icl_markdown(rows)}\n",
+        encoding="utf-8",
+    )
+    with (out / "icl_predictions.jsonl").open("w", encoding="utf-8") as f:
+        for rec in predictions:
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    return path
+
+
+def load_model_for(model_name: str, examples: Sequence[Example]) -> tuple[torch.nn.Module, Any]:
+    """`load_vlm` in eval mode; a `tiny:` model's tokenizer is trained on the task's text."""
+    from robustvlm.models import load_vlm
+
+    corpus = sorted({ex.instruction for ex in examples} | {ex.target for ex in examples})
+    model, processor = load_vlm(model_name, corpus=corpus if model_name.startswith("tiny:") else None)
+    return model.eval(), processor
+
+
+def run_icl(
+    model_name: str,
+    data_root: str | Path,
+    out_dir: str | Path,
+    *,
+    shots: Sequence[int] = (0, 1, 2, 4),
+    policies: Sequence[str] = POLICIES,
+    n_per_domain: int = 20,
+    seed: int = 0,
+) -> dict:
+    """Load the model and an image-folder domain dataset (ROOT/DOMAIN/CLASS/*.png), run
+    `evaluate_icl`, write icl_results.json/.md and icl_predictions.jsonl under `out_dir`.
+
+    Returns {"config": ..., "rows": ...} as written to icl_results.json.
+    """
+    from robustvlm.data.loaders import load_examples
+
+    examples = load_examples(data_root, fmt="folder", verbose=False)
+    if not examples:
+        raise DataError("no images found (expected ROOT/DOMAIN/CLASS/*.png)", str(data_root))
+    model, processor = load_model_for(model_name, examples)
+    predictions: list[dict] = []
+    rows = evaluate_icl(model, processor, examples, shots=shots, policies=policies,
+                        n_per_domain=n_per_domain, seed=seed, predictions=predictions)
+    config = {"model": model_name, "data": str(data_root), "shots": list(shots),
+              "policies": list(policies), "n_per_domain": n_per_domain, "seed": seed}
+    write_icl_results(out_dir, rows, config, predictions)
+    return {"config": config, "rows": rows}
