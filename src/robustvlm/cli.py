@@ -74,8 +74,14 @@ def _mc_build(args: argparse.Namespace) -> int:
 
     examples = load_examples(args.data)
     questions = build_questions(
-        examples, k=args.k, distractors=args.distractors, n=args.n, seed=args.seed,
-        class_subset=args.class_subset, class_names=args.class_names, prompt=args.prompt,
+        examples,
+        k=args.k,
+        distractors=args.distractors,
+        n=args.n,
+        seed=args.seed,
+        class_subset=args.class_subset,
+        class_names=args.class_names,
+        prompt=args.prompt,
         circular=args.circular,
     )
     write_questions(questions, args.out)
@@ -86,11 +92,19 @@ def _mc_build(args: argparse.Namespace) -> int:
 def _robustness_fit(args: argparse.Namespace) -> int:
     from robustvlm.report.robustness import fit_from_results
 
-    fit = fit_from_results(args.results, ref=args.ref, shift=args.shift, baseline=args.baseline,
-                           transform=args.transform, out_dir=args.out)
+    fit = fit_from_results(
+        args.results,
+        ref=args.ref,
+        shift=args.shift,
+        baseline=args.baseline,
+        transform=args.transform,
+        out_dir=args.out,
+    )
     line = fit["fit"]
-    print(f"{args.transform} line: slope {line['slope']:.3f}, intercept {line['intercept']:.3f}, "
-          f"r2 {line['r2']:.3f} over {line['n']} models; wrote {args.out}/fit.json, scatter.png")
+    print(
+        f"{args.transform} line: slope {line['slope']:.3f}, intercept {line['intercept']:.3f}, "
+        f"r2 {line['r2']:.3f} over {line['n']} models; wrote {args.out}/fit.json, scatter.png"
+    )
     return 0
 
 
@@ -98,8 +112,48 @@ def _robustness_simulate(args: argparse.Namespace) -> int:
     from robustvlm.report.robustness import simulate_to_dir
 
     result = simulate_to_dir(args.out, seed=args.seed)
-    print(f"fitted slope {result['fit_test']['slope']:.3f}, predicted {result['predicted']['slope']:.3f}; "
-          f"wrote {args.out}")
+    print(
+        f"fitted slope {result['fit_test']['slope']:.3f}, predicted {result['predicted']['slope']:.3f}; "
+        f"wrote {args.out}"
+    )
+    return 0
+
+
+def _icl_eval(args: argparse.Namespace) -> int:
+    from robustvlm.evaluation.icl import run_icl
+
+    shots = tuple(int(k) for k in args.shots.split(","))
+    run_icl(
+        args.model,
+        args.data,
+        args.out,
+        shots=shots,
+        policies=tuple(args.demos.split(",")),
+        n_per_domain=args.n_per_domain,
+        seed=args.seed,
+    )
+    print(f"wrote {args.out}/icl_results.json and icl_results.md")
+    return 0
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    import yaml
+
+    from robustvlm.evaluation.diagnose import run_diagnosis
+
+    descriptions = (
+        yaml.safe_load(Path(args.descriptions).read_text()) if args.descriptions else None
+    )
+    run_diagnosis(
+        args.model,
+        args.data,
+        args.out,
+        descriptions=descriptions,
+        shots=args.shots,
+        n_per_domain=args.n_per_domain,
+        seed=args.seed,
+    )
+    print((Path(args.out) / "diagnosis.md").read_text())
     return 0
 
 
@@ -153,22 +207,30 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--task-rules", action="store_true")
     ev.set_defaults(func=_eval)
 
-    dm = sub.add_parser("demo", help="built-in data -> fine-tune a tiny VLM -> evaluate ID vs OOD")
+    dm = sub.add_parser(
+        "demo", help="built-in data -> ERM, BIRM, Dynamic BIRM on a tiny VLM -> ID vs OOD"
+    )
     dm.add_argument("overrides", nargs="*", help="key=value overrides of the demo config")
-    dm.add_argument("--quick", action="store_true", help="a smaller run (about 2 minutes)")
+    dm.add_argument("--quick", action="store_true", help="a smaller run (a few minutes)")
     dm.add_argument("--out", default="demo_out")
     dm.set_defaults(func=_demo)
 
     mc = sub.add_parser("mc", help="multiple-choice benchmarks with hard distractors")
     mc_sub = mc.add_subparsers(dest="mc_command", required=True)
     mb = mc_sub.add_parser("build", help="turn labelled images into K-way questions")
-    mb.add_argument("--data", required=True, help="labelled images (any loader; e.g. ROOT/DOMAIN/CLASS)")
+    mb.add_argument(
+        "--data", required=True, help="labelled images (any loader; e.g. ROOT/DOMAIN/CLASS)"
+    )
     mb.add_argument("--out", required=True, help="questions JSONL")
     mb.add_argument("--k", type=int, default=5)
-    mb.add_argument("--distractors", default="random", choices=["random", "wordnet", "text", "visual"])
+    mb.add_argument(
+        "--distractors", default="random", choices=["random", "wordnet", "text", "visual"]
+    )
     mb.add_argument("--n", type=int, default=None, help="number of questions (stratified by class)")
     mb.add_argument("--seed", type=int, default=0)
-    mb.add_argument("--class-subset", help="class list or {dataset_class: reference_class} mapping file")
+    mb.add_argument(
+        "--class-subset", help="class list or {dataset_class: reference_class} mapping file"
+    )
     mb.add_argument("--class-names", help="file mapping class keys (e.g. WordNet ids) to names")
     mb.add_argument("--prompt", type=int, default=0, help="prompt formulation 0-4")
     mb.add_argument("--circular", action="store_true", help="add every rotation of the options")
@@ -184,10 +246,38 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--transform", default="probit", choices=["probit", "logit"])
     fit.add_argument("--out", default="robustness_fit")
     fit.set_defaults(func=_robustness_fit)
-    sim = rb_sub.add_parser("simulate", help="the Gaussian location model behind accuracy on the line")
+    sim = rb_sub.add_parser(
+        "simulate", help="the Gaussian location model behind accuracy on the line"
+    )
     sim.add_argument("--out", default="robustness_simulate")
     sim.add_argument("--seed", type=int, default=0)
     sim.set_defaults(func=_robustness_simulate)
+
+    icl = sub.add_parser("icl", help="zero-shot and in-context (k-shot) evaluation across domains")
+    icl_sub = icl.add_subparsers(dest="icl_command", required=True)
+    ie = icl_sub.add_parser("eval", help="k-shot accuracy per domain and demo policy")
+    ie.add_argument("--model", required=True)
+    ie.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/*.png")
+    ie.add_argument("--out", required=True)
+    ie.add_argument("--shots", default="0,1,2,4", help="comma-separated shot counts")
+    ie.add_argument(
+        "--demos",
+        default="random",
+        help="comma-separated: random, same-domain, cross-domain, label-shift, spurious",
+    )
+    ie.add_argument("--n-per-domain", type=int, default=20)
+    ie.add_argument("--seed", type=int, default=0)
+    ie.set_defaults(func=_icl_eval)
+
+    dg = sub.add_parser("diagnose", help="is a failure visual, semantic or a mapping failure?")
+    dg.add_argument("--model", required=True)
+    dg.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/*.png")
+    dg.add_argument("--out", required=True)
+    dg.add_argument("--descriptions", help="YAML {class: description} (default: WordNet glosses)")
+    dg.add_argument("--shots", type=int, default=4)
+    dg.add_argument("--n-per-domain", type=int, default=20)
+    dg.add_argument("--seed", type=int, default=0)
+    dg.set_defaults(func=_diagnose)
     return parser
 
 

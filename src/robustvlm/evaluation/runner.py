@@ -21,6 +21,21 @@ from robustvlm.evaluation.generate import generate_batch
 from robustvlm.evaluation.metrics.chrf import chrf_scores
 from robustvlm.models.loading import load_vlm
 
+METRICS = ["chrf", "exact"]
+
+
+def normalize_answer(text: str) -> str:
+    """Lower-case, punctuation dropped, whitespace collapsed: the form exact match compares."""
+    kept = "".join(ch if ch.isalnum() or ch.isspace() else " " for ch in text.lower())
+    return " ".join(kept.split())
+
+
+def exact_match(predictions: list[str], references: list[str]) -> list[float]:
+    """1.0 where the normalised prediction equals the normalised reference, else 0.0."""
+    return [
+        float(normalize_answer(p) == normalize_answer(r)) for p, r in zip(predictions, references)
+    ]
+
 
 def select_examples(
     examples: list[Example], split: str, max_per_env: int | None = None
@@ -88,7 +103,7 @@ def evaluate(
     resume: bool = False,
     progress: bool = True,
 ) -> dict:
-    """Generate, score with chrF and write predictions.jsonl + metrics.json; returns the metrics."""
+    """Generate, score (chrF, exact match), write predictions.jsonl + metrics.json; return metrics."""
     cfg = cfg or EvalConfig()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -121,8 +136,9 @@ def evaluate(
                     max_new_tokens=cfg.max_new_tokens,
                     repetition_penalty=cfg.repetition_penalty,
                 )
-                chrf = chrf_scores(preds, [ex.target for ex in chunk])
-                for ex, pred, score in zip(chunk, preds, chrf):
+                refs = [ex.target for ex in chunk]
+                chrf, exact = chrf_scores(preds, refs), exact_match(preds, refs)
+                for ex, pred, score, hit in zip(chunk, preds, chrf, exact):
                     row = {
                         "id": ex.id,
                         "env": ex.env,
@@ -130,7 +146,7 @@ def evaluate(
                         "instruction": ex.instruction,
                         "prediction": pred,
                         "target": ex.target,
-                        "scores": {"chrf": score},
+                        "scores": {"chrf": score, "exact": hit},
                     }
                     f.write(json.dumps(row, ensure_ascii=False) + "\n")
                     done_rows.append(row)
@@ -139,6 +155,6 @@ def evaluate(
         bar.close()
 
     wanted = {ex.id for ex in todo}
-    metrics = summarize([r for r in done_rows if r["id"] in wanted], ["chrf"])
+    metrics = summarize([r for r in done_rows if r["id"] in wanted], METRICS)
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     return metrics

@@ -72,7 +72,7 @@ def percent_axis(
 
 
 def plot_series(
-    rows: Sequence[Mapping[str, float]],
+    rows: Sequence[Mapping[str, float]] | Mapping[str, Sequence[Mapping[str, float]]],
     keys: Sequence[str],
     path: str | Path,
     title: str,
@@ -82,22 +82,30 @@ def plot_series(
 ) -> Path:
     """One panel per key of a quantity logged over steps (e.g. train_log.jsonl rows).
 
+    `rows` is one run's rows, or a mapping {label: rows} to overlay several runs with a legend.
     Rows without a key (e.g. evaluation rows in a training log) are not part of that key's
     curve; a key that no row carries is an error. Panels share the x axis; keys in
     `log_keys` get a logarithmic y axis (for quantities such as lambda that span decades).
     """
+    runs = dict(rows) if isinstance(rows, Mapping) else {"": rows}
     fig, axes = new_figure(len(keys), 1, size=(7.0, 2.2 * len(keys) + 0.6))
     axes = np.atleast_1d(axes)
     for ax, key in zip(axes, keys):
-        points = [(r[x_key], r[key]) for r in rows if key in r and x_key in r]
-        if not points:
+        drawn = 0
+        for label, run in runs.items():
+            points = [(r[x_key], r[key]) for r in run if key in r and x_key in r]
+            if points:
+                xs, ys = zip(*points)
+                ax.plot(xs, ys, linewidth=1.2, label=label or None)
+                drawn += 1
+        if not drawn:
             raise DataError(f"no row has both {x_key!r} and {key!r} to plot")
-        xs, ys = zip(*points)
-        ax.plot(xs, ys, linewidth=1.2)
         ax.set_ylabel(key)
         if key in log_keys:
-            ax.set_yscale("log")
+            ax.set_yscale("symlog", linthresh=1e-3)
         ax.grid(alpha=0.3)
+        if len(runs) > 1:
+            ax.legend(fontsize=8)
     for ax in axes[:-1]:
         ax.sharex(axes[-1])
         ax.tick_params(labelbottom=False)
