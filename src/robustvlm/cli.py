@@ -89,6 +89,48 @@ def _mc_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _mc_eval(args: argparse.Namespace) -> int:
+    from robustvlm.multiple_choice.evaluate import evaluate_models
+
+    csv_path = evaluate_models(
+        args.model,
+        args.bench,
+        args.out,
+        method=args.method,
+        circular=args.circular,
+        resume=args.resume,
+        batch_size=args.batch_size,
+        normalize=not args.sum,
+    )
+    print(Path(csv_path).read_text())
+    return 0
+
+
+def _mc_stability(args: argparse.Namespace) -> int:
+    import json
+
+    from robustvlm.errors import DataError
+    from robustvlm.multiple_choice.stability import accuracy_vs_size
+    from robustvlm.report.tables import markdown_table
+
+    correct = []
+    for n, line in enumerate(Path(args.predictions).read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            correct.append(bool(json.loads(line)["correct"]))
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            raise DataError(
+                f"not a per-question row with a 'correct' field ({err})", args.predictions, n
+            ) from None
+    rows = accuracy_vs_size(correct, n_draws=args.draws, seed=args.seed)
+    print(
+        markdown_table(
+            ["questions", "mean", "std", "lo", "hi"],
+            [[str(r["size"])] + [f"{r[k]:.4f}" for k in ("mean", "std", "lo", "hi")] for r in rows],
+        )
+    )
+    return 0
+
+
 def _robustness_fit(args: argparse.Namespace) -> int:
     from robustvlm.report.robustness import fit_from_results
 
@@ -235,6 +277,33 @@ def build_parser() -> argparse.ArgumentParser:
     mb.add_argument("--prompt", type=int, default=0, help="prompt formulation 0-4")
     mb.add_argument("--circular", action="store_true", help="add every rotation of the options")
     mb.set_defaults(func=_mc_build)
+
+    me = mc_sub.add_parser("eval", help="score models on question files; results.csv with CIs")
+    me.add_argument("--model", action="append", required=True, help="repeat for several models")
+    me.add_argument("--bench", action="append", required=True, help="questions JSONL; repeatable")
+    me.add_argument("--out", required=True)
+    me.add_argument(
+        "--method",
+        default="loglik",
+        choices=["loglik", "generate"],
+        help="option log-likelihood (shared prefix) or generation + answer extraction",
+    )
+    me.add_argument(
+        "--circular", action="store_true", help="count a question only if every rotation is right"
+    )
+    me.add_argument(
+        "--sum",
+        action="store_true",
+        help="rank options by summed, not length-normalised, log-likelihood",
+    )
+    me.add_argument("--batch-size", type=int, default=8)
+    me.add_argument("--resume", action="store_true", help="skip questions already scored")
+    me.set_defaults(func=_mc_eval)
+    ms = mc_sub.add_parser("stability", help="accuracy against the number of sampled questions")
+    ms.add_argument("predictions", help="per-question JSONL written by mc eval")
+    ms.add_argument("--draws", type=int, default=50)
+    ms.add_argument("--seed", type=int, default=0)
+    ms.set_defaults(func=_mc_stability)
 
     rb = sub.add_parser("robustness", help="accuracy-on-the-line fits and effective robustness")
     rb_sub = rb.add_subparsers(dest="robustness_command", required=True)

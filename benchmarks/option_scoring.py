@@ -1,0 +1,76 @@
+"""Shared-prefix option scoring vs K full sequences, measured side by side in one run.
+
+A tiny random Idefics3 (text width 384, 4 layers by default; 128x128 images = 64 image tokens) scores
+K = 5 options of the same questions both ways: `score_options` (image + question once, cache
+repeated K times) and `score_options_separately` (K full sequences as one batch, the harness
+way). Reports the median time per question of each, their ratio and the largest absolute
+difference of the option log-likelihoods. One CPU thread for stable timing.
+
+    python benchmarks/option_scoring.py [--repeats 5] [--questions 4] [--width 384] [--layers 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import statistics
+import time
+
+import torch
+from PIL import Image
+
+from robustvlm.models import build_tiny_vlm
+from robustvlm.multiple_choice.build import MCQuestion
+from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
+from robustvlm.multiple_choice.score import encode_prefix, score_options, score_options_separately
+
+OPTIONS = ["golden retriever", "tabby cat", "red fox", "grey wolf", "brown bear"]
+
+
+def make_question(i: int) -> MCQuestion:
+    buf = io.BytesIO()
+    Image.effect_noise((128, 128), 40 + i).convert("RGB").save(buf, format="PNG")
+    options = OPTIONS[i:] + OPTIONS[:i]
+    return MCQuestion(id=f"q{i}", image=buf.getvalue(), question="", options=options, answer=0,
+                      source="bench", dataset_class="x", prompt=GENERATIVE_PROMPTS[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--questions", type=int, default=4)
+    parser.add_argument("--width", type=int, default=384, help="text decoder width")
+    parser.add_argument("--layers", type=int, default=4, help="text decoder depth")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    model, processor = build_tiny_vlm(
+        "idefics3", hidden_size=args.width, num_layers=args.layers, image_size=128, corpus=OPTIONS, vision_hidden_size=128,
+        vision_intermediate_size=256,
+    )
+    model.eval()
+    questions = [make_question(i % len(OPTIONS)) for i in range(args.questions)]
+    n_prefix = encode_prefix(processor, questions[0])["input_ids"].shape[1]
+    n_image = int((encode_prefix(processor, questions[0])["input_ids"] == model.config.image_token_id).sum())
+    timings: dict[str, list[float]] = {"shared": [], "separate": []}
+    max_diff = 0.0
+    for q in questions:  # warm-up and accuracy check
+        shared, separate = score_options(model, processor, q), score_options_separately(model, processor, q)
+        max_diff = max(max_diff, *(abs(a - b) for a, b in zip(shared.sum, separate.sum)))
+    for _ in range(args.repeats):
+        for name, fn in (("shared", score_options), ("separate", score_options_separately)):
+            start = time.perf_counter()
+            for q in questions:
+                fn(model, processor, q)
+            timings[name].append((time.perf_counter() - start) / len(questions))
+    shared_s, separate_s = statistics.median(timings["shared"]), statistics.median(timings["separate"])
+    params = sum(p.numel() for p in model.parameters())
+    print(f"model: tiny idefics3, {params / 1e6:.1f}M parameters; prefix {n_prefix} tokens "
+          f"({n_image} image tokens); K = {len(OPTIONS)} options")
+    print(f"shared prefix : {shared_s * 1000:.1f} ms/question (median of {args.repeats})")
+    print(f"separate (K x): {separate_s * 1000:.1f} ms/question")
+    print(f"speed-up      : {separate_s / shared_s:.2f}x")
+    print(f"max |loglik difference| : {max_diff:.2e} nats")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,287 @@
+"""Score many models on multiple-choice benchmarks: results.csv plus per-question JSONL, resumable.
+
+Layout of `out_dir`:
+- `results.csv`: one row per (model, bench): model, family, bench, accuracy, n, ci_lo, ci_hi
+  (95% Clopper-Pearson), unparsed. Rows of earlier runs for other (model, bench) pairs are kept.
+- `<model-slug>/<bench-stem>.jsonl`: one line per scored question, appended as it goes:
+  id, rotation, answer, prediction (option index, null = unparsed), correct, scores (the K
+  option scores: log-likelihoods in nats, cosine similarities, or null for generation), plus
+  `response` (generation) or `n_tokens` (log-likelihood).
+
+Families: "vlm" (generative: `method` "loglik" or "generate", see `score`), "clip" and
+"siglip" (dual encoders: template-ensemble similarity, see `dual_encoder`; `method` does not
+apply). Circular evaluation scores every rotation of each question (a file built with
+`circular=True` already holds them) and counts a question right only if all its rotations are.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+from transformers import AutoConfig, AutoModel, AutoProcessor
+
+from robustvlm.analysis.stats import clopper_pearson
+from robustvlm.errors import ConfigError, DataError
+from robustvlm.models.loading import TINY_PREFIX, load_vlm
+from robustvlm.models.tiny_clip import build_tiny_dual_encoder
+from robustvlm.multiple_choice.build import MCQuestion, circular_correct, read_questions, rotations
+from robustvlm.multiple_choice.dual_encoder import DualEncoderScorer
+from robustvlm.multiple_choice.score import extract_choice, generate_answers, score_options
+
+FAMILIES = ("vlm", "clip", "siglip")
+METHODS = ("loglik", "generate")
+RESULT_COLUMNS = ("model", "family", "bench", "accuracy", "n", "ci_lo", "ci_hi", "unparsed")
+
+ModelSpec = str | Mapping[str, str]
+# questions -> one JSONL row (without id/rotation/answer/correct) per question
+Scorer = Callable[[list[MCQuestion]], list[dict[str, Any]]]
+
+
+def infer_family(name: str) -> str:
+    """"clip", "siglip" or "vlm" from the model's config type ("tiny:clip" / "tiny:siglip" are
+    the offline dual encoders, other "tiny:" names VLMs)."""
+    if name.startswith(TINY_PREFIX):
+        kind = name[len(TINY_PREFIX):]
+        return kind if kind in ("clip", "siglip") else "vlm"
+    try:
+        model_type = str(AutoConfig.from_pretrained(name).model_type)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(f"cannot read the config of model '{name}' to infer its family: {exc}") from exc
+    for family in ("siglip", "clip"):
+        if model_type.startswith(family):
+            return family
+    return "vlm"
+
+
+def model_slug(name: str) -> str:
+    """A folder name for a model: "org/model-7b" -> "org_model-7b"."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
+
+
+def _model_spec(spec: ModelSpec) -> tuple[str, str]:
+    """(name, family) of a model given as a name or {"name": ..., "family": ...}."""
+    if isinstance(spec, str):
+        return spec, infer_family(spec)
+    unknown = set(spec) - {"name", "family"}
+    if "name" not in spec or unknown:
+        raise ConfigError(f"a model is a name or {{'name', 'family'}}, got {dict(spec)}")
+    family = spec.get("family") or infer_family(spec["name"])
+    if family not in FAMILIES:
+        raise ConfigError(f"model '{spec['name']}': family must be one of {FAMILIES}, got '{family}'")
+    return spec["name"], family
+
+
+def load_model(name: str, family: str) -> tuple[torch.nn.Module, Any]:
+    """(model in eval mode, processor) for a family; dual encoders via AutoModel."""
+    if family == "vlm":
+        model, processor = load_vlm(name)
+    elif name.startswith(TINY_PREFIX):
+        model, processor = build_tiny_dual_encoder(name[len(TINY_PREFIX):])
+    else:
+        try:
+            model, processor = AutoModel.from_pretrained(name), AutoProcessor.from_pretrained(name)
+        except (OSError, ValueError, KeyError) as exc:
+            raise ConfigError(f"cannot load dual encoder '{name}': {exc}") from exc
+    return model.eval(), processor
+
+
+def make_scorer(model: torch.nn.Module, processor: Any, family: str, *, method: str, normalize: bool) -> Scorer:
+    """The per-batch scoring function of a loaded model."""
+    if family in ("clip", "siglip"):
+        dual = DualEncoderScorer(model, processor)
+
+        def by_similarity(questions: list[MCQuestion]) -> list[dict[str, Any]]:
+            return [{"prediction": max(range(len(s)), key=s.__getitem__), "scores": s} for s in dual.score(questions)]
+
+        return by_similarity
+    if method == "generate":
+        def by_generation(questions: list[MCQuestion]) -> list[dict[str, Any]]:
+            replies = generate_answers(model, processor, questions)
+            return [{"prediction": extract_choice(r, q.options), "scores": None, "response": r}
+                    for q, r in zip(questions, replies)]
+
+        return by_generation
+
+    def by_loglik(questions: list[MCQuestion]) -> list[dict[str, Any]]:
+        rows = []
+        for q in questions:
+            scores = score_options(model, processor, q)
+            rows.append({"prediction": scores.prediction(normalize),
+                         "scores": scores.mean if normalize else scores.sum, "n_tokens": scores.n_tokens})
+        return rows
+
+    return by_loglik
+
+
+# --- per-question JSONL ------------------------------------------------------------------
+
+def read_scored(path: Path) -> list[dict[str, Any]]:
+    """Rows of a per-question JSONL. A torn last line (a killed run: no newline after it, not
+    valid JSON) is dropped and the file rewritten without it, so appending continues cleanly."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    complete, last = lines[:-1], lines[-1]  # `last` is "" when the file ends with a newline
+    rows = []
+    for number, line in enumerate(complete, start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path} line {number} is not valid JSON: {exc}", str(path), number) from exc
+    if last.strip():
+        try:
+            rows.append(json.loads(last))
+        except json.JSONDecodeError:
+            pass  # torn by an interrupted write
+        path.write_text("".join(f"{json.dumps(r)}\n" for r in rows), encoding="utf-8")
+    return rows
+
+
+def _question_key(row: Mapping[str, Any]) -> tuple[str, int]:
+    return str(row["id"]), int(row["rotation"])
+
+
+def _questions(bench: Path, circular: bool) -> list[MCQuestion]:
+    questions = read_questions(bench)
+    if circular and all(q.rotation == 0 for q in questions):
+        questions = [r for q in questions for r in rotations(q)]
+    seen: set[tuple[str, int]] = set()
+    for q in questions:
+        key = (q.id, q.rotation)
+        if key in seen:
+            raise DataError(f"{bench}: question id {q.id!r} rotation {q.rotation} occurs twice", str(bench), q.id)
+        seen.add(key)
+    return questions
+
+
+class _LazyScorer:
+    """Loads the model on first use, so a fully resumed model is never loaded."""
+
+    def __init__(self, name: str, family: str, *, method: str, normalize: bool):
+        self.name, self.family, self.method, self.normalize = name, family, method, normalize
+        self._scorer: Scorer | None = None
+
+    def __call__(self) -> Scorer:
+        if self._scorer is None:
+            model, processor = load_model(self.name, self.family)
+            self._scorer = make_scorer(model, processor, self.family, method=self.method, normalize=self.normalize)
+        return self._scorer
+
+
+def score_bench(
+    scorer: Callable[[], Scorer], questions: list[MCQuestion], path: Path, *, resume: bool, batch_size: int
+) -> list[dict[str, Any]]:
+    """Score the questions not yet in `path` (all unless `resume`), appending one line per question;
+    returns the rows of all `questions`. `scorer` is called (to load the model) only if work is left."""
+    done = {_question_key(r): r for r in read_scored(path)} if resume else {}
+    todo = [q for q in questions if (q.id, q.rotation) not in done]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if todo:
+        score = scorer()
+        with path.open("a" if resume else "w", encoding="utf-8") as f:
+            for start in tqdm(range(0, len(todo), batch_size), desc=path.stem, unit="batch"):
+                batch = todo[start : start + batch_size]
+                for q, result in zip(batch, score(batch)):
+                    row = {"id": q.id, "rotation": q.rotation, "answer": q.answer, **result}
+                    row["correct"] = row["prediction"] == q.answer
+                    done[(q.id, q.rotation)] = row
+                    f.write(json.dumps(row) + "\n")
+                f.flush()
+    elif not resume:
+        path.write_text("", encoding="utf-8")
+    return [done[(q.id, q.rotation)] for q in questions]
+
+
+def summarize(rows: Sequence[Mapping[str, Any]], *, circular: bool) -> dict[str, Any]:
+    """accuracy, n, Clopper-Pearson ci_lo / ci_hi and the unparsed count of scored rows
+    (circular: n counts question ids, each right only if all its rotations are)."""
+    if circular:
+        by_id: dict[str, list[bool]] = {}
+        for r in rows:
+            by_id.setdefault(str(r["id"]), []).append(bool(r["correct"]))
+        outcomes = [circular_correct(v) for v in by_id.values()]
+    else:
+        outcomes = [bool(r["correct"]) for r in rows]
+    if not outcomes:
+        raise DataError("no scored questions to summarize")
+    k, n = sum(outcomes), len(outcomes)
+    lo, hi = clopper_pearson(k, n)
+    unparsed = sum(r["prediction"] is None for r in rows)
+    return {"accuracy": k / n, "n": n, "ci_lo": lo, "ci_hi": hi, "unparsed": unparsed}
+
+
+def _write_results(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Write results.csv: earlier rows of other (model, bench) pairs kept, these replacing theirs."""
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    if path.exists():
+        with path.open(newline="", encoding="utf-8") as f:
+            for old in csv.DictReader(f):
+                merged[(old["model"], old["bench"])] = old
+    for row in rows:
+        merged[(row["model"], row["bench"])] = row
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=RESULT_COLUMNS)
+        writer.writeheader()
+        writer.writerows(merged.values())
+
+
+def evaluate_models(
+    models: Sequence[ModelSpec],
+    benches: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    method: str = "loglik",
+    circular: bool = False,
+    resume: bool = False,
+    batch_size: int = 8,
+    normalize: bool = True,
+) -> Path:
+    """Score every model on every benchmark (question JSONL files from `write_questions`).
+
+    Args:
+        models: hub names / local folders / "tiny:..." names, or {"name", "family"} dicts
+            (family "vlm", "clip" or "siglip"; inferred from the config when not given).
+        benches: question files; their stems name them in the outputs and must differ.
+        out_dir: output folder (see the module docstring).
+        method: generative VLMs only: "loglik" (option log-likelihood) or "generate".
+        circular: score all rotations; a question counts only if all are right.
+        resume: keep rows already in the per-question JSONL and score only the missing questions.
+        batch_size: questions per scoring call (generation and dual encoders batch them;
+            log-likelihood runs one question, K options, at a time).
+        normalize: log-likelihood prediction by the per-token mean (True) or the sum.
+
+    Returns:
+        the path of results.csv.
+    """
+    if method not in METHODS:
+        raise ConfigError(f"method must be one of {METHODS}, got '{method}'")
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    paths = [Path(b) for b in benches]
+    stems = [p.stem for p in paths]
+    if not paths or len(set(stems)) != len(stems):
+        raise ConfigError(f"need at least one benchmark, with distinct file names, got {[str(p) for p in paths]}")
+    specs = [_model_spec(m) for m in models]
+    if not specs:
+        raise ConfigError("need at least one model")
+    out = Path(out_dir)
+    question_sets = {p.stem: _questions(p, circular) for p in paths}
+    results = []
+    for name, family in specs:
+        scorer = _LazyScorer(name, family, method=method, normalize=normalize)
+        for bench, questions in question_sets.items():
+            jsonl = out / model_slug(name) / f"{bench}.jsonl"
+            rows = score_bench(scorer, questions, jsonl, resume=resume, batch_size=batch_size)
+            results.append({"model": name, "family": family, "bench": bench, **summarize(rows, circular=circular)})
+    out.mkdir(parents=True, exist_ok=True)
+    _write_results(out / "results.csv", results)
+    return out / "results.csv"

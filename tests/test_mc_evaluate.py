@@ -1,0 +1,157 @@
+"""The multiple-choice runner (results.csv, per-question JSONL, resume, circular) and stability."""
+
+import csv
+import io
+import json
+import math
+from itertools import combinations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from robustvlm.analysis.stats import clopper_pearson
+from robustvlm.errors import DataError
+from robustvlm.models.tiny_clip import build_tiny_clip
+from robustvlm.multiple_choice import evaluate as ev
+from robustvlm.multiple_choice.build import MCQuestion, write_questions
+from robustvlm.multiple_choice.stability import accuracy_vs_size
+
+torch.set_num_threads(1)
+
+CLASSES = ["dog", "cat", "bird", "fish", "star"]
+
+
+def _png(i: int) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 64), (40 * i % 256, 90, 255 - 30 * i % 256)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture
+def bench(tmp_path):
+    questions = [
+        MCQuestion(id=f"img{i}", image=_png(i), question="", options=CLASSES[i % 5:] + CLASSES[: i % 5],
+                   answer=i % 3, source="test", dataset_class="x", prompt="What type of object is in this photo?")
+        for i in range(6)
+    ]
+    path = tmp_path / "shapes.jsonl"
+    write_questions(questions, path)
+    return path
+
+
+def _csv(path):
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _jsonl(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_results_match_per_question_rows(bench, tmp_path):
+    out = tmp_path / "out"
+    results = ev.evaluate_models(["tiny:idefics3", {"name": "tiny:clip"}], [bench], out, batch_size=4)
+    rows = _csv(results)
+    assert list(rows[0]) == list(ev.RESULT_COLUMNS)
+    assert [(r["model"], r["family"], r["bench"]) for r in rows] == [
+        ("tiny:idefics3", "vlm", "shapes"), ("tiny:clip", "clip", "shapes")]
+    for row in rows:
+        scored = _jsonl(out / ev.model_slug(row["model"]) / "shapes.jsonl")
+        assert [r["id"] for r in scored] == [f"img{i}" for i in range(6)]
+        correct = [r["prediction"] == r["answer"] for r in scored]
+        assert [r["correct"] for r in scored] == correct
+        assert all(r["prediction"] == int(np.argmax(r["scores"])) for r in scored)
+        assert int(row["n"]) == 6 and float(row["accuracy"]) == pytest.approx(sum(correct) / 6)
+        lo, hi = clopper_pearson(sum(correct), 6)
+        assert (float(row["ci_lo"]), float(row["ci_hi"])) == pytest.approx((lo, hi))
+        assert row["unparsed"] == "0"
+
+
+def test_resume_scores_only_missing_questions(bench, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    first = _csv(ev.evaluate_models(["tiny:idefics3"], [bench], out))
+    jsonl = out / "tiny_idefics3" / "shapes.jsonl"
+    lines = jsonl.read_text().splitlines(keepends=True)
+    jsonl.write_text("".join(lines[:2]) + lines[2][:25])  # two rows kept, a torn third
+    scored = []
+    original = ev.score_options
+
+    def counting(model, processor, question):
+        scored.append(question.id)
+        return original(model, processor, question)
+
+    monkeypatch.setattr(ev, "score_options", counting)
+    again = _csv(ev.evaluate_models(["tiny:idefics3"], [bench], out, resume=True))
+    assert scored == [f"img{i}" for i in range(2, 6)]
+    assert again == first
+    assert [r["id"] for r in _jsonl(jsonl)] == [f"img{i}" for i in range(6)]
+    scored.clear()
+    ev.evaluate_models(["tiny:idefics3"], [bench], out, resume=True)
+    assert scored == []
+
+
+def test_bad_complete_line_is_an_error(bench, tmp_path):
+    jsonl = tmp_path / "out" / "tiny_clip" / "shapes.jsonl"
+    jsonl.parent.mkdir(parents=True)
+    jsonl.write_text("{not json\n")
+    with pytest.raises(DataError, match="line 1"):
+        ev.evaluate_models(["tiny:clip"], [bench], tmp_path / "out", resume=True)
+
+
+def test_circular_counts_a_question_only_if_all_rotations_are_right(bench, tmp_path):
+    out = tmp_path / "out"
+    rows = _csv(ev.evaluate_models(["tiny:clip"], [bench], out, circular=True))
+    scored = _jsonl(out / "tiny_clip" / "shapes.jsonl")
+    assert len(scored) == 6 * 5 and {r["rotation"] for r in scored} == set(range(5))
+    by_id = {}
+    for r in scored:
+        by_id.setdefault(r["id"], []).append(r["correct"])
+    expected = sum(all(v) for v in by_id.values()) / 6
+    assert int(rows[0]["n"]) == 6 and float(rows[0]["accuracy"]) == pytest.approx(expected)
+
+
+def test_generation_counts_unparsed_replies(bench, tmp_path, monkeypatch):
+    replies = iter(["B", "no idea", "Answer: (C)", "cat", "zzz", "A. dog"])
+    monkeypatch.setattr(ev, "generate_answers", lambda m, p, qs: [next(replies) for _ in qs])
+    out = tmp_path / "out"
+    row = _csv(ev.evaluate_models(["tiny:idefics3"], [bench], out, method="generate", batch_size=4))[0]
+    scored = _jsonl(out / "tiny_idefics3" / "shapes.jsonl")
+    assert [r["prediction"] for r in scored] == [1, None, 2, 3, None, 0]  # "cat" is option D of img3
+    assert row["unparsed"] == "2"
+    assert float(row["accuracy"]) == pytest.approx(sum(r["correct"] for r in scored) / 6)
+
+
+def test_family_inferred_from_saved_config(tmp_path):
+    model, _ = build_tiny_clip()
+    model.config.save_pretrained(tmp_path / "clip")
+    assert ev.infer_family(str(tmp_path / "clip")) == "clip"
+    assert ev.infer_family("tiny:siglip") == "siglip"
+    assert ev.infer_family("tiny:llava") == "vlm"
+
+
+def _hypergeometric_std(n_correct: int, n: int, m: int) -> float:
+    p = n_correct / n
+    return math.sqrt(p * (1 - p) / m * (n - m) / (n - 1))
+
+
+def test_accuracy_vs_size_matches_hypergeometric_spread():
+    rng = np.random.default_rng(1)
+    correct = rng.random(400) < 0.7
+    rows = accuracy_vs_size(correct, sizes=(50, 200, 1000), n_draws=4000, seed=3)
+    assert [r["size"] for r in rows] == [50, 200, 400]
+    for row in rows[:2]:
+        std = _hypergeometric_std(int(correct.sum()), 400, row["size"])
+        assert row["std"] == pytest.approx(std, rel=0.06)
+        assert row["mean"] == pytest.approx(correct.mean(), abs=3 * std / math.sqrt(4000))
+        assert row["lo"] < row["mean"] < row["hi"]
+    assert rows[-1] == {"size": 400, "mean": correct.mean(), "std": 0.0, "lo": correct.mean(), "hi": correct.mean()}
+
+
+def test_accuracy_vs_size_small_case_by_brute_force():
+    correct = [True, False, True, True, False, False, True]
+    exact = [np.mean([correct[i] for i in subset]) for subset in combinations(range(7), 3)]
+    row = accuracy_vs_size(correct, sizes=(3,), n_draws=20000, seed=0)[0]
+    assert row["mean"] == pytest.approx(np.mean(exact), abs=0.01)
+    assert row["std"] == pytest.approx(np.std(exact), rel=0.03)
