@@ -5,9 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from robustvlm.objectives.base import HParam, LossParts, Objective
+from robustvlm.objectives.birm import BIRM
+from robustvlm.objectives.dynamic_birm import DynamicBIRM
 from robustvlm.objectives.erm import ERM
+from robustvlm.objectives.groupdro import GroupDRO
+from robustvlm.objectives.irm import IRM
+from robustvlm.objectives.vrex import VREx
 
-REGISTRY: dict[str, type[Objective]] = {cls.name: cls for cls in (ERM,)}
+REGISTRY: dict[str, type[Objective]] = {
+    cls.name: cls for cls in (ERM, IRM, VREx, GroupDRO, BIRM, DynamicBIRM)
+}
 
 
 def build_objective(method: str, env_names: list[str], hparams: dict[str, Any] | None = None) -> Objective:

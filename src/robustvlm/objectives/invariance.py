@@ -1,0 +1,76 @@
+"""Shared pieces of the penalised objectives: the annealed weight and the loss assembly.
+
+Loss = R_emp + lambda * R_inv, where R_emp is the mean of the risks of the environments
+present in the (global) batch and R_inv the method's invariance penalty.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from robustvlm.errors import ConfigError
+from robustvlm.objectives.base import HParam, LossParts, Objective
+from robustvlm.objectives.env_stats import EnvRisks
+
+
+def anneal_hparams(
+    *, weight: float, weight_before: float, anneal_steps: int, reset_optimizer: bool
+) -> dict[str, HParam]:
+    """The hyperparameters of a penalty weight that switches value after an anneal period."""
+    return {
+        "lambda": HParam(weight, ("log", 1e-1, 1e5), "penalty weight from step `anneal_steps` on"),
+        "lambda_before": HParam(weight_before, None, "penalty weight before `anneal_steps`"),
+        "anneal_steps": HParam(anneal_steps, ("int_log", 1, 10_000), "steps before the switch"),
+        "reset_optimizer_at_anneal": HParam(
+            reset_optimizer, None, "re-create the optimizer at the switch (its moments are stale)"
+        ),
+    }
+
+
+def require(condition: bool, method: str, message: str) -> None:
+    """Raise ConfigError naming the method when a hyperparameter is invalid."""
+    if not condition:
+        raise ConfigError(f"method '{method}': {message}")
+
+
+class AnnealedObjective(Objective):
+    """An objective whose penalty weight is `lambda_before` until `anneal_steps`, then `lambda`.
+
+    As in DomainBed, the optimizer may be re-created at the switch (`resets_optimizer_at`).
+    """
+
+    def __init__(self, env_names: list[str], **hparams: Any):
+        super().__init__(env_names, **hparams)
+        require(self.hp["anneal_steps"] >= 0, self.name, "anneal_steps must be >= 0")
+
+    def penalty_weight(self, step: int) -> float:
+        """lambda at this step (0-based)."""
+        return float(self.hp["lambda" if step >= self.hp["anneal_steps"] else "lambda_before"])
+
+    def resets_optimizer_at(self, step: int) -> bool:
+        """True at the switch step when `reset_optimizer_at_anneal` is set."""
+        return bool(self.hp["reset_optimizer_at_anneal"]) and step == self.hp["anneal_steps"] > 0
+
+
+def penalised_parts(
+    risks: EnvRisks,
+    penalty: torch.Tensor,
+    weight: float,
+    env_names: list[str],
+    extras: dict[str, float] | None = None,
+) -> LossParts:
+    """LossParts for loss = R_emp + weight * penalty (weight a constant, no gradient).
+
+    With weight 0 the penalty stays out of the graph, so its backward costs nothing.
+    """
+    r_emp = risks.empirical_risk()
+    return LossParts(
+        loss=r_emp + weight * penalty if weight else r_emp,
+        risk=float(r_emp.detach()),
+        penalty=float(penalty.detach()),
+        weight=weight,
+        env_risks=risks.named(env_names),
+        extras=extras or {},
+    )

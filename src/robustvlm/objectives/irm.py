@@ -1,0 +1,78 @@
+"""IRMv1: the squared gradient of each environment's risk w.r.t. a dummy scale on the logits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from robustvlm.models.outputs import AnswerOutputs
+from robustvlm.objectives.base import HParam, LossParts
+from robustvlm.objectives.env_stats import (
+    check_env_ids,
+    group_count,
+    group_sum,
+    reduce_env_stats,
+    split_examples_in_halves,
+    stats_dtype,
+)
+from robustvlm.objectives.invariance import (
+    AnnealedObjective,
+    anneal_hparams,
+    penalised_parts,
+    require,
+)
+from robustvlm.objectives.scale_grad import ce_and_scale_grads
+
+
+class IRM(AnnealedObjective):
+    """IRMv1 (Arjovsky et al.; DomainBed's schedule): R_emp + lambda * R_inv.
+
+    R_inv over the environments present: the square of dR^e/dw at w = 1, where R^e is the
+    mean answer-token cross-entropy of environment e with its logits scaled by w; summed or
+    averaged over environments (`penalty_reduction`). With `unbiased`, the square is
+    replaced by the product of the gradients of the two halves of the environment's
+    *examples* (alternate examples; all tokens of an example stay in one half), an unbiased
+    estimate of the squared gradient; an environment with one example falls back to the
+    square. R_emp is the mean of the environment risks present in the batch.
+    """
+
+    name = "irm"
+    hparams = {
+        **anneal_hparams(weight=1e2, weight_before=1.0, anneal_steps=500, reset_optimizer=True),
+        "penalty_reduction": HParam("mean", ("choice", "mean", "sum"), "over environments"),
+        "unbiased": HParam(True, ("choice", True, False), "product of two halves' gradients"),
+    }
+
+    def __init__(self, env_names: list[str], **hparams: Any):
+        super().__init__(env_names, **hparams)
+        require(
+            self.hp["penalty_reduction"] in ("mean", "sum"),
+            self.name,
+            f"penalty_reduction must be 'mean' or 'sum', got {self.hp['penalty_reduction']!r}",
+        )
+
+    def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
+        num_envs = len(self.env_names)
+        check_env_ids(out.env, num_envs)
+        no_draws = torch.empty(out.logits.shape[0], 0, dtype=stats_dtype(out), device=out.logits.device)
+        ce, grads = ce_and_scale_grads(out.logits, out.targets, no_draws)
+        grads = grads[:, 0]  # [N] dCE/dw at w = 1
+        if self.hp["unbiased"]:
+            half, examples = split_examples_in_halves(out, num_envs)
+        else:
+            half, examples = torch.zeros_like(out.env), None
+        cell = out.env * 2 + half  # (environment, half) of each token
+        risks, (grad_sum, token_count) = reduce_env_stats(
+            out, num_envs, group_sum(grads, cell, 2 * num_envs),
+            group_count(cell, 2 * num_envs, grads.dtype), token_ce=ce,
+        )
+        grad_sum, token_count = grad_sum.view(num_envs, 2), token_count.view(num_envs, 2)
+        env_grad = grad_sum.sum(1) / token_count.sum(1).clamp(min=1)  # dR^e/dw
+        per_env = env_grad.square()
+        if examples is not None:
+            half_grad = grad_sum / token_count.clamp(min=1)
+            per_env = torch.where(examples >= 2, half_grad[:, 0] * half_grad[:, 1], per_env)
+        per_env = per_env[risks.present]
+        penalty = per_env.mean() if self.hp["penalty_reduction"] == "mean" else per_env.sum()
+        return penalised_parts(risks, penalty, self.penalty_weight(step), self.env_names)

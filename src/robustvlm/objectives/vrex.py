@@ -1,0 +1,25 @@
+"""V-REx: the variance of the environment risks."""
+
+from __future__ import annotations
+
+from robustvlm.models.outputs import AnswerOutputs
+from robustvlm.objectives.base import LossParts
+from robustvlm.objectives.env_stats import reduce_env_stats
+from robustvlm.objectives.invariance import AnnealedObjective, anneal_hparams, penalised_parts
+
+
+class VREx(AnnealedObjective):
+    """V-REx (Krueger et al.; DomainBed's schedule): R_emp + lambda * Var_e(R^e).
+
+    The variance is the population variance over the environments present in the batch
+    (0 when only one is present); R_emp is the mean of those environment risks.
+    """
+
+    name = "vrex"
+    hparams = anneal_hparams(weight=1e1, weight_before=1.0, anneal_steps=500, reset_optimizer=True)
+
+    def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
+        risks, _ = reduce_env_stats(out, len(self.env_names))
+        present = risks.risks[risks.present]
+        penalty = (present - present.mean()).square().mean()
+        return penalised_parts(risks, penalty, self.penalty_weight(step), self.env_names)

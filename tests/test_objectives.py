@@ -1,0 +1,377 @@
+"""Invariance objectives checked against independent computations (autograd, numpy, recurrences)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from robustvlm.errors import ConfigError, DataError
+from robustvlm.models.outputs import AnswerOutputs
+from robustvlm.objectives import REGISTRY, build_objective, scale_grad
+from robustvlm.objectives.birm import BayesianScalePenalty
+from robustvlm.objectives.dynamic_birm import LambdaController
+from robustvlm.objectives.scale_grad import ce_and_scale_grads, vocab_scale_grad_sums
+
+ENVS = ["general", "reasoning", "ocr"]
+V = 11
+
+
+def make_outputs(seed: int = 0, dtype=torch.float64, tokens=(3, 1, 2, 4, 2, 3, 1, 2), envs=(0, 1, 0, 2, 1, 0, 2, 1)):
+    """A batch of examples with uneven answer lengths; logits are a leaf tensor."""
+    g = torch.Generator().manual_seed(seed)
+    example = torch.repeat_interleave(torch.arange(len(tokens)), torch.tensor(tokens))
+    n = int(example.numel())
+    logits = (2.0 * torch.randn(n, V, generator=g, dtype=dtype)).requires_grad_()
+    return AnswerOutputs(
+        logits=logits,
+        targets=torch.randint(0, V, (n,), generator=g),
+        example=example,
+        env=torch.tensor(envs)[example],
+        hidden=torch.zeros(n, 1),
+        classifier=torch.zeros(V, 1),
+    )
+
+
+def risk_at_scale(out: AnswerOutputs, mask: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Reference R(w): mean CE of the masked tokens with logits scaled by w (scalar or [V])."""
+    return F.cross_entropy(w * out.logits[mask], out.targets[mask])
+
+
+def autograd_dw(out: AnswerOutputs, mask: torch.Tensor, w0) -> torch.Tensor:
+    """Reference dR/dw at w0 by autograd, kept differentiable w.r.t. the logits."""
+    w = torch.as_tensor(w0, dtype=out.logits.dtype).clone().requires_grad_()
+    return torch.autograd.grad(risk_at_scale(out, mask, w), w, create_graph=True)[0]
+
+
+def env_mask(out: AnswerOutputs, e: int) -> torch.Tensor:
+    return out.env == e
+
+
+def example_halves(out: AnswerOutputs, e: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token masks of the even- and odd-positioned examples of environment e (batch order)."""
+    examples = sorted(set(out.example[out.env == e].tolist()))
+    first = torch.isin(out.example, torch.tensor(examples[0::2]))
+    second = torch.isin(out.example, torch.tensor(examples[1::2]))
+    return first, second
+
+
+def logit_grad(loss: torch.Tensor, out: AnswerOutputs) -> torch.Tensor:
+    return torch.autograd.grad(loss, out.logits)[0]
+
+
+# ---------------------------------------------------------------- closed forms vs autograd
+
+
+@pytest.mark.parametrize("chunk", [1 << 21, 7])
+def test_ce_and_scale_grads_match_autograd(monkeypatch, chunk):
+    monkeypatch.setattr(scale_grad, "CHUNK_ELEMENTS", chunk)
+    out = make_outputs()
+    n = out.logits.shape[0]
+    scales = 1.0 + 0.3 * torch.randn(n, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    ce, grads = ce_and_scale_grads(out.logits, out.targets, scales)
+    at = torch.cat([torch.ones(n, 1, dtype=torch.float64), scales], dim=1)
+    reference = torch.stack(
+        [torch.stack([autograd_dw(out, torch.arange(n) == i, at[i, s]) for s in range(4)]) for i in range(n)]
+    )
+    reference_ce = F.cross_entropy(out.logits, out.targets, reduction="none")
+    torch.testing.assert_close(grads, reference, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(ce, reference_ce, rtol=1e-12, atol=1e-12)
+    g = torch.Generator().manual_seed(2)
+    upstream = torch.randn(n, 4, generator=g, dtype=torch.float64)
+    upstream_ce = torch.randn(n, generator=g, dtype=torch.float64)
+    torch.testing.assert_close(
+        logit_grad((grads * upstream).sum() + (ce * upstream_ce).sum(), out),
+        logit_grad((reference * upstream).sum() + (reference_ce * upstream_ce).sum(), out),
+        rtol=1e-10,
+        atol=1e-12,
+    )
+
+
+@pytest.mark.parametrize("chunk", [1 << 21, 30])
+def test_vocab_scale_grad_sums_match_autograd(monkeypatch, chunk):
+    monkeypatch.setattr(scale_grad, "CHUNK_ELEMENTS", chunk)
+    out = make_outputs(seed=3)
+    scales = 1.0 + 0.3 * torch.randn(3, 2, V, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    closed = vocab_scale_grad_sums(out.logits, out.targets, out.env, scales)
+    reference = torch.zeros(3, 2, V, dtype=torch.float64)
+    for i in range(out.logits.shape[0]):
+        e = int(out.env[i])
+        for s in range(2):
+            reference[e, s] = reference[e, s] + autograd_dw(out, torch.arange(len(out.env)) == i, scales[e, s])
+    torch.testing.assert_close(closed, reference, rtol=1e-12, atol=1e-12)
+    upstream = torch.randn(3, 2, V, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    torch.testing.assert_close(
+        logit_grad((closed * upstream).sum(), out),
+        logit_grad((reference * upstream).sum(), out),
+        rtol=1e-10,
+        atol=1e-12,
+    )
+
+
+def test_closed_forms_pass_gradcheck():
+    out = make_outputs(seed=6, tokens=(2, 1, 2), envs=(0, 1, 0))
+    z = out.logits.detach().clone().requires_grad_()
+    scales = torch.tensor([[1.0, 0.7], [1.2, 1.0], [0.9, 1.1], [1.0, 1.3], [1.05, 0.95]], dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda x: ce_and_scale_grads(x, out.targets, scales), (z,))
+    vocab = 1.0 + 0.2 * torch.randn(2, 2, V, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda x: vocab_scale_grad_sums(x, out.targets, out.env, vocab), (z,))
+
+
+# ---------------------------------------------------------------- IRMv1
+
+
+def test_irm_biased_penalty_is_squared_autograd_gradient():
+    out = make_outputs()
+    for reduction in ("mean", "sum"):
+        obj = build_objective("irm", ENVS, {"unbiased": False, "penalty_reduction": reduction})
+        parts = obj(out, step=10_000)
+        squares = torch.stack([autograd_dw(out, env_mask(out, e), 1.0) ** 2 for e in range(3)])
+        penalty = squares.mean() if reduction == "mean" else squares.sum()
+        risks = torch.stack([risk_at_scale(out, env_mask(out, e), 1.0) for e in range(3)])
+        reference = risks.mean() + 100.0 * penalty
+        assert parts.penalty == pytest.approx(float(penalty.detach()), rel=1e-12)
+        assert parts.weight == 100.0
+        torch.testing.assert_close(parts.loss, reference, rtol=1e-12, atol=0)
+        torch.testing.assert_close(logit_grad(parts.loss, out), logit_grad(reference, out), rtol=1e-10, atol=1e-12)
+
+
+def test_irm_unbiased_penalty_is_product_of_half_gradients_with_single_example_fallback():
+    # env 2 has a single example -> plain square; envs 0 and 1 have 3 and 2 examples.
+    out = make_outputs(envs=(0, 1, 0, 2, 1, 0, 0, 1))
+    parts = build_objective("irm", ENVS, {"penalty_reduction": "sum"})(out, step=10_000)
+    per_env = []
+    for e in range(3):
+        first, second = example_halves(out, e)
+        if second.any():
+            per_env.append(autograd_dw(out, first, 1.0) * autograd_dw(out, second, 1.0))
+        else:
+            per_env.append(autograd_dw(out, env_mask(out, e), 1.0) ** 2)
+    penalty = torch.stack(per_env).sum()
+    risks = torch.stack([risk_at_scale(out, env_mask(out, e), 1.0) for e in range(3)])
+    assert parts.penalty == pytest.approx(float(penalty.detach()), rel=1e-12)
+    reference = risks.mean() + 100.0 * penalty
+    torch.testing.assert_close(logit_grad(parts.loss, out), logit_grad(reference, out), rtol=1e-10, atol=1e-12)
+
+
+def test_irm_unbiased_split_keeps_examples_whole():
+    # one environment, two examples of very different lengths: a split by token would differ.
+    out = make_outputs(tokens=(5, 1), envs=(0, 0))
+    parts = build_objective("irm", ["only"])(out, step=10_000)
+    first, second = example_halves(out, 0)
+    expected = autograd_dw(out, first, 1.0) * autograd_dw(out, second, 1.0)
+    assert parts.penalty == pytest.approx(float(expected.detach()), rel=1e-12)
+
+
+def test_annealed_weight_and_optimizer_reset():
+    obj = build_objective("irm", ENVS, {"lambda": 50.0, "lambda_before": 2.0, "anneal_steps": 3})
+    assert [obj.penalty_weight(s) for s in range(5)] == [2.0, 2.0, 2.0, 50.0, 50.0]
+    assert [obj.resets_optimizer_at(s) for s in range(5)] == [False, False, False, True, False]
+    quiet = build_objective("vrex", ENVS, {"anneal_steps": 3, "reset_optimizer_at_anneal": False})
+    assert not any(quiet.resets_optimizer_at(s) for s in range(5))
+
+
+# ---------------------------------------------------------------- V-REx
+
+
+def numpy_env_risks(out: AnswerOutputs) -> np.ndarray:
+    z = out.logits.detach().numpy()
+    log_p = z - np.log(np.exp(z - z.max(1, keepdims=True)).sum(1, keepdims=True)) - z.max(1, keepdims=True)
+    ce = -log_p[np.arange(len(z)), out.targets.numpy()]
+    env = out.env.numpy()
+    return np.array([ce[env == e].mean() if (env == e).any() else np.nan for e in range(3)])
+
+
+def test_vrex_is_variance_of_env_risks():
+    out = make_outputs(seed=8)
+    parts = build_objective("vrex", ENVS)(out, step=0)
+    risks = numpy_env_risks(out)
+    assert parts.penalty == pytest.approx(np.var(risks), rel=1e-10)
+    assert parts.risk == pytest.approx(risks.mean(), rel=1e-12)
+    assert parts.weight == 1.0
+    assert float(parts.loss.detach()) == pytest.approx(risks.mean() + np.var(risks), rel=1e-12)
+    assert parts.env_risks == pytest.approx(dict(zip(ENVS, risks)), rel=1e-12)
+
+
+def test_absent_environment_is_left_out():
+    out = make_outputs(seed=9, envs=(0, 2, 0, 2, 0, 2, 0, 2))
+    parts = build_objective("vrex", ENVS)(out, step=10_000)
+    risks = numpy_env_risks(out)[[0, 2]]
+    assert set(parts.env_risks) == {"general", "ocr"}
+    assert parts.penalty == pytest.approx(np.var(risks), rel=1e-10)
+
+
+# ---------------------------------------------------------------- GroupDRO
+
+
+def test_groupdro_weights_follow_exponentiated_gradient():
+    eta = 0.5
+    obj = build_objective("groupdro", ENVS, {"eta": eta})
+    q = np.full(3, 1 / 3)
+    for seed in range(3):
+        out = make_outputs(seed=seed)
+        parts = obj(out, step=seed)
+        risks = numpy_env_risks(out)
+        q = q * np.exp(eta * risks)
+        q = q / q.sum()
+        assert [parts.extras[f"q/{e}"] for e in ENVS] == pytest.approx(q, rel=1e-12)
+        assert float(parts.loss.detach()) == pytest.approx(float(q @ risks), rel=1e-12)
+    restored = build_objective("groupdro", ENVS, {"eta": eta})
+    restored.load_state_dict(obj.state_dict())
+    out = make_outputs(seed=5)
+    assert float(restored(out, 3).loss.detach()) == pytest.approx(float(obj(out, 3).loss.detach()), rel=1e-15)
+
+
+# ---------------------------------------------------------------- BIRM
+
+
+def fresh_draws(hp: dict, vocab: int) -> torch.Tensor:
+    """The scales a fresh BIRM objective with these hyperparameters draws on its first call."""
+    full = {**{k: p.default for k, p in REGISTRY["birm"].hparams.items()}, **hp}
+    return BayesianScalePenalty("birm", 3, full).draw(vocab)
+
+
+@pytest.mark.parametrize("scope", ["scalar", "vocab"])
+def test_birm_penalty_is_mean_squared_gradient_over_draws(scope):
+    hp = {"scope": scope, "n_samples": 4, "prior_sd": 0.2, "seed": 3}
+    out = make_outputs(seed=10)
+    parts = build_objective("birm", ENVS, hp)(out, step=10_000)
+    draws = fresh_draws(hp, V)
+    penalty = sum(
+        torch.stack([autograd_dw(out, env_mask(out, e), draws[e, s]).square().sum() for s in range(4)]).mean()
+        for e in range(3)
+    )
+    risks = torch.stack([risk_at_scale(out, env_mask(out, e), 1.0) for e in range(3)])
+    assert parts.penalty == pytest.approx(float(penalty.detach()), rel=1e-12)
+    reference = risks.mean() + 10.0 * penalty
+    torch.testing.assert_close(logit_grad(parts.loss, out), logit_grad(reference, out), rtol=1e-10, atol=1e-12)
+
+
+def test_birm_draws_are_seeded_and_follow_the_prior():
+    hp = {"n_samples": 2000, "prior_sd": 0.1}
+    draws = fresh_draws(hp, V)
+    assert torch.equal(draws, fresh_draws(hp, V))
+    assert not torch.equal(draws, fresh_draws({**hp, "seed": 1}, V))
+    assert float(draws.mean()) == pytest.approx(1.0, abs=0.01)
+    assert float(draws.std()) == pytest.approx(0.1, rel=0.05)
+
+
+@pytest.mark.parametrize("method", ["birm", "dynamic_birm", "groupdro"])
+def test_state_dict_round_trip_continues_identically(method):
+    hp = {"k_skip": 1} if method == "dynamic_birm" else {}
+    batches = [make_outputs(seed=s) for s in range(4)]
+    straight = build_objective(method, ENVS, hp)
+    expected = [straight(b, step).log_row() for step, b in enumerate(batches)]
+    first = build_objective(method, ENVS, hp)
+    got = [first(b, step).log_row() for step, b in enumerate(batches[:2])]
+    resumed = build_objective(method, ENVS, hp)
+    resumed.load_state_dict(first.state_dict())
+    got += [resumed(b, step).log_row() for step, b in enumerate(batches[2:], start=2)]
+    assert got == expected
+
+
+# ---------------------------------------------------------------- Dynamic BIRM
+
+
+def manual_lambdas(rows, *, gamma, alpha, p_min, k_skip, lambda_max, eps=1e-8):
+    lam, out = 0.0, []
+    for step, (r_emp, r_inv) in enumerate(rows):
+        if step < k_skip:
+            out.append((0.0, 0))
+            continue
+        lam = alpha * lam + (1 - alpha) * max(gamma * r_emp, p_min) / max(r_inv, eps)
+        capped = lambda_max is not None and lam > lambda_max
+        lam = min(lam, lambda_max) if capped else lam
+        out.append((lam, int(capped)))
+    return out
+
+
+def test_dynamic_birm_lambda_follows_the_recurrence():
+    # gamma 0.02 puts gamma * R_emp (about 0.04-0.08) on both sides of P_min = 0.05.
+    # logit scales that make R_inv shrink and rebound, so lambda climbs into the cap and back.
+    hp = {"gamma": 0.02, "alpha": 0.6, "p_min": 0.05, "k_skip": 2, "lambda_max": 3.0, "prior_sd": 0.3}
+    obj = build_objective("dynamic_birm", ENVS, hp)
+    rows, logged = [], []
+    for step, scale in enumerate([1.0, 1.0, 0.8, 0.3, 0.1, 0.05, 0.6, 0.02]):
+        out = make_outputs(seed=step)
+        with torch.no_grad():
+            out.logits.mul_(scale)
+        parts = obj(out, step)
+        rows.append((parts.risk, parts.penalty))
+        logged.append((parts.weight, int(parts.extras["lambda_capped"])))
+        assert float(parts.loss.detach()) == pytest.approx(parts.risk + parts.weight * parts.penalty, rel=1e-12)
+    expected = manual_lambdas(rows, gamma=0.02, alpha=0.6, p_min=0.05, k_skip=2, lambda_max=3.0)
+    assert [w for w, _ in logged] == pytest.approx([w for w, _ in expected], rel=1e-12)
+    assert [c for _, c in logged] == [c for _, c in expected]
+    assert {c for _, c in logged} == {0, 1}, "the test should see the cap both bind and not"
+    assert any(0.02 * r < 0.05 for r, _ in rows[2:]) and any(0.02 * r > 0.05 for r, _ in rows[2:])
+
+
+def test_lambda_controller_guards_a_vanishing_penalty():
+    ctl = LambdaController(gamma=0.15, alpha=0.8, p_min=0.05, k_skip=0, eps=1e-6, lambda_max=None)
+    lam, target, capped = ctl.update(0, r_emp=1.0, r_inv=0.0)
+    assert target == pytest.approx(0.15 / 1e-6) and lam == pytest.approx(0.2 * 0.15 / 1e-6)
+    assert math.isfinite(lam) and not capped
+
+
+def test_dynamic_birm_lambda_carries_no_gradient():
+    out = make_outputs()
+    parts = build_objective("dynamic_birm", ENVS, {"k_skip": 0})(out, step=0)
+    risks = torch.stack([risk_at_scale(out, env_mask(out, e), 1.0) for e in range(3)])
+    draws = fresh_draws({}, V)
+    penalty = sum(
+        torch.stack([autograd_dw(out, env_mask(out, e), draws[e, s]) ** 2 for s in range(10)]).mean()
+        for e in range(3)
+    )
+    reference = risks.mean() + parts.weight * penalty  # lambda as a constant
+    torch.testing.assert_close(logit_grad(parts.loss, out), logit_grad(reference, out), rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------- registry and errors
+
+
+@pytest.mark.parametrize("method", sorted(REGISTRY))
+def test_every_method_trains_a_tiny_model(method):
+    torch.manual_seed(0)
+    head = torch.nn.Linear(4, V)
+    features = torch.randn(32, 4)
+    out = make_outputs(dtype=torch.float32)
+    obj = build_objective(method, ENVS, {"k_skip": 0} if method == "dynamic_birm" else {})
+    for step in range(3):
+        out.logits = head(features[: out.logits.shape[0]])
+        parts = obj(out, step=step + 1000)
+        head.zero_grad()
+        parts.loss.backward()
+        assert all(torch.isfinite(p.grad).all() for p in head.parameters())
+        assert head.weight.grad.abs().sum() > 0
+        row = parts.log_row()
+        assert all(math.isfinite(v) for v in row.values())
+    for name, hp in REGISTRY[method].hparams.items():
+        assert hp.help, f"{method}.{name} lacks a help text"
+
+
+@pytest.mark.parametrize(
+    ("method", "hp"),
+    [
+        ("irm", {"penalty_reduction": "max"}),
+        ("birm", {"scope": "layer"}),
+        ("birm", {"n_samples": 0}),
+        ("dynamic_birm", {"alpha": 1.0}),
+        ("dynamic_birm", {"lambda_max": -1.0}),
+        ("groupdro", {"eta": -0.1}),
+    ],
+)
+def test_invalid_hyperparameters_raise_config_error(method, hp):
+    with pytest.raises(ConfigError, match=method):
+        build_objective(method, ENVS, hp)
+
+
+@pytest.mark.parametrize("method", sorted(set(REGISTRY) - {"erm"}))
+@pytest.mark.parametrize("bad_env", [3, -1])
+def test_environment_id_out_of_range_is_a_data_error(method, bad_env):
+    out = make_outputs(envs=(0, 1, 0, bad_env, 1, 0, 2, 1))
+    with pytest.raises(DataError, match="environment ids"):
+        build_objective(method, ENVS)(out, step=0)
