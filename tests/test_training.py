@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 from safetensors.torch import load_file
 
@@ -115,3 +116,28 @@ def test_evaluate_writes_metrics_and_resumes(uninterrupted, tmp_path, monkeypatc
     again = evaluate(result.final_dir, examples, out, cfg=cfg.eval, resume=True, progress=False)
     assert len(generated) == 6
     assert again == metrics
+
+
+@pytest.mark.distributed
+def test_two_processes_match_one_process(tmp_path):
+    """torchrun with 2 CPU processes x 4 examples == 1 process x 8 (same global batches)."""
+    raw = {**RAW, "method": "dynamic_birm", "method_args": {"k_skip": 2},
+           "train": {**RAW["train"], "steps": 6, "save_every": 6, "batch_size": 8}}
+    single = tmp_path / "single"
+    train(validate_config(raw), single, progress=False)
+
+    config = tmp_path / "two.yaml"
+    config.write_text(yaml.safe_dump({**raw, "train": {**raw["train"], "batch_size": 4}}))
+    launcher = Path(sys.executable).with_name("torchrun")
+    proc = subprocess.run([str(launcher), "--nproc_per_node", "2", "-m", "robustvlm.cli", "train",
+                           str(config), "--out", str(tmp_path / "two")], capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600)
+    assert proc.returncode == 0, "\n".join(line for line in proc.stderr.splitlines() if "error" in line.lower())[-3000:]
+    one_log = [json.loads(x) for x in (single / "train_log.jsonl").read_text().splitlines()]
+    two_log = [json.loads(x) for x in (tmp_path / "two" / "train_log.jsonl").read_text().splitlines()]
+    for a, b in zip(one_log, two_log, strict=True):
+        for key in ("R_emp", "R_inv", "lambda", "P"):
+            assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), (a["step"], key)
+    wa, wb = final_weights(single), final_weights(tmp_path / "two")
+    for name in wa:
+        assert torch.allclose(wa[name], wb[name], atol=1e-5), name

@@ -27,7 +27,7 @@ from transformers import get_cosine_schedule_with_warmup
 
 from robustvlm.config import RunConfig, dump_config
 from robustvlm.data.collate import VLMCollator
-from robustvlm.data.from_config import load_from_config, training_examples
+from robustvlm.data.from_config import load_from_config, materialize, training_examples
 from robustvlm.data.records import Example, SkipLog
 from robustvlm.errors import ConfigError
 from robustvlm.models.answer import AnswerModel
@@ -139,7 +139,10 @@ def train(
 ) -> TrainResult:
     """Fine-tune `cfg.model` with `cfg.method` on the in-domain training records; see module doc."""
     out_dir = Path(out_dir)
-    accelerator = Accelerator(mixed_precision="bf16" if _use_bf16(cfg.train.bf16) else "no")
+    # cpu=True lets Accelerate see a torchrun launch as multi-process on a machine without a GPU.
+    accelerator = Accelerator(
+        mixed_precision="bf16" if _use_bf16(cfg.train.bf16) else "no", cpu=not torch.cuda.is_available()
+    )
     if cfg.train.cpu_threads and accelerator.device.type == "cpu":
         torch.set_num_threads(cfg.train.cpu_threads)
     is_main = accelerator.is_main_process
@@ -150,6 +153,7 @@ def train(
                 f"{out_dir} already holds checkpoints: pass --resume or choose another --out"
             )
         dump_config(cfg, out_dir / "config.resolved.yaml")
+        materialize(cfg.data, out_dir)  # a built-in benchmark is written once, by one process
     accelerator.wait_for_everyone()
 
     skips = SkipLog()
