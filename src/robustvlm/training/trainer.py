@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -54,20 +55,24 @@ def _use_bf16(setting: Any) -> bool:
     return bool(setting)
 
 
-def _base_model(
-    cfg: RunConfig, out_dir: Path, train: list[Example], is_main: bool, accelerator: Accelerator
-):
-    """Load the model to fine-tune; a tiny model is built once into `out_dir/base` and reused."""
+def _base_model(cfg: RunConfig, out_dir: Path, train: list[Example], is_main: bool, accelerator: Accelerator):
+    """Load the model to fine-tune; a tiny model is built once into `out_dir/base` and reused.
+
+    The base folder is written under a temporary name and renamed, so a killed run never leaves a
+    half-written one; every process waits for it before loading.
+    """
     name = cfg.model.name
     if name.startswith("tiny:"):
         base = out_dir / "base"
-        if not (base / "config.json").is_file():
-            if is_main:
-                corpus = [t for ex in train for t in (ex.instruction, ex.target)]
-                model, processor = load_vlm(name, tiny_options=cfg.model.tiny, corpus=corpus)
-                model.save_pretrained(base)
-                processor.save_pretrained(base)
-            accelerator.wait_for_everyone()
+        if is_main and not base.is_dir():
+            corpus = [t for ex in train for t in (ex.instruction, ex.target)]
+            model, processor = load_vlm(name, tiny_options=cfg.model.tiny, corpus=corpus)
+            tmp = out_dir / ".base-tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            model.save_pretrained(tmp)
+            processor.save_pretrained(tmp)
+            tmp.rename(base)
+        accelerator.wait_for_everyone()
         name = str(base)
     return load_vlm(name, trust_remote_code=cfg.model.trust_remote_code)
 
