@@ -32,7 +32,7 @@ demo-quick: install
 	$(BIN)/robustvlm demo --quick --out demo_out
 
 test: install
-	$(BIN)/python -m pytest tests -q -p no:cacheprovider
+	$(BIN)/python -m pytest tests -p no:cacheprovider
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
