@@ -62,6 +62,11 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.overrides[:1] == ["robustness"]:
+        from robustvlm.demo_robustness import run_robustness_demo
+
+        run_robustness_demo("demo_robustness" if args.out == "demo_out" else args.out, quick=args.quick)
+        return 0
     from robustvlm.demo import run_demo
 
     run_demo(args.out, quick=args.quick, overrides=args.overrides)
@@ -252,7 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     dm = sub.add_parser(
         "demo", help="built-in data -> ERM, BIRM, Dynamic BIRM on a tiny VLM -> ID vs OOD"
     )
-    dm.add_argument("overrides", nargs="*", help="key=value overrides of the demo config")
+    dm.add_argument("overrides", nargs="*",
+                    help="key=value overrides of the demo config; or `robustness` for the "
+                         "accuracy-on-the-line demo (a family of tiny models, probit fits)")
     dm.add_argument("--quick", action="store_true", help="a smaller run (a few minutes)")
     dm.add_argument("--out", default="demo_out")
     dm.set_defaults(func=_demo)
