@@ -19,11 +19,23 @@ pytestmark = pytest.mark.distributed
 
 @pytest.fixture(scope="module")
 def two_process_results(tmp_path_factory):
-    if importlib.util.find_spec("torch.distributed.run") is None or not torch.distributed.is_available():
+    if (
+        importlib.util.find_spec("torch.distributed.run") is None
+        or not torch.distributed.is_available()
+    ):
         pytest.skip("torchrun (torch.distributed.run) is not available")
     path = tmp_path_factory.mktemp("dist") / "results.pt"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(WORKER), str(path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(WORKER),
+        str(path),
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return torch.load(path)
@@ -47,4 +59,6 @@ def test_local_halves_alone_would_differ():
     single = run_all(rank=0, world_size=1)
     half = run_all(rank=0, world_size=2)  # rank 0's half, no process group: no all-reduce
     for label in ("irm", "vrex", "birm"):
-        assert half[label][0]["row"]["R_inv"] != pytest.approx(single[label][0]["row"]["R_inv"], rel=1e-3)
+        assert half[label][0]["row"]["R_inv"] != pytest.approx(
+            single[label][0]["row"]["R_inv"], rel=1e-3
+        )

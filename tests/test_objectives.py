@@ -20,7 +20,12 @@ ENVS = ["general", "reasoning", "ocr"]
 V = 11
 
 
-def make_outputs(seed: int = 0, dtype=torch.float64, tokens=(3, 1, 2, 4, 2, 3, 1, 2), envs=(0, 1, 0, 2, 1, 0, 2, 1)):
+def make_outputs(
+    seed: int = 0,
+    dtype=torch.float64,
+    tokens=(3, 1, 2, 4, 2, 3, 1, 2),
+    envs=(0, 1, 0, 2, 1, 0, 2, 1),
+):
     """A batch of examples with uneven answer lengths; logits are a leaf tensor."""
     g = torch.Generator().manual_seed(seed)
     example = torch.repeat_interleave(torch.arange(len(tokens)), torch.tensor(tokens))
@@ -71,11 +76,16 @@ def test_ce_and_scale_grads_match_autograd(monkeypatch, chunk):
     monkeypatch.setattr(scale_grad, "CHUNK_ELEMENTS", chunk)
     out = make_outputs()
     n = out.logits.shape[0]
-    scales = 1.0 + 0.3 * torch.randn(n, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    scales = 1.0 + 0.3 * torch.randn(
+        n, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64
+    )
     ce, grads = ce_and_scale_grads(out.logits, out.targets, scales)
     at = torch.cat([torch.ones(n, 1, dtype=torch.float64), scales], dim=1)
     reference = torch.stack(
-        [torch.stack([autograd_dw(out, torch.arange(n) == i, at[i, s]) for s in range(4)]) for i in range(n)]
+        [
+            torch.stack([autograd_dw(out, torch.arange(n) == i, at[i, s]) for s in range(4)])
+            for i in range(n)
+        ]
     )
     reference_ce = F.cross_entropy(out.logits, out.targets, reduction="none")
     torch.testing.assert_close(grads, reference, rtol=1e-12, atol=1e-12)
@@ -95,13 +105,17 @@ def test_ce_and_scale_grads_match_autograd(monkeypatch, chunk):
 def test_vocab_scale_grad_sums_match_autograd(monkeypatch, chunk):
     monkeypatch.setattr(scale_grad, "CHUNK_ELEMENTS", chunk)
     out = make_outputs(seed=3)
-    scales = 1.0 + 0.3 * torch.randn(3, 2, V, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    scales = 1.0 + 0.3 * torch.randn(
+        3, 2, V, generator=torch.Generator().manual_seed(4), dtype=torch.float64
+    )
     closed = vocab_scale_grad_sums(out.logits, out.targets, out.env, scales)
     reference = torch.zeros(3, 2, V, dtype=torch.float64)
     for i in range(out.logits.shape[0]):
         e = int(out.env[i])
         for s in range(2):
-            reference[e, s] = reference[e, s] + autograd_dw(out, torch.arange(len(out.env)) == i, scales[e, s])
+            reference[e, s] = reference[e, s] + autograd_dw(
+                out, torch.arange(len(out.env)) == i, scales[e, s]
+            )
     torch.testing.assert_close(closed, reference, rtol=1e-12, atol=1e-12)
     upstream = torch.randn(3, 2, V, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
     torch.testing.assert_close(
@@ -115,10 +129,16 @@ def test_vocab_scale_grad_sums_match_autograd(monkeypatch, chunk):
 def test_closed_forms_pass_gradcheck():
     out = make_outputs(seed=6, tokens=(2, 1, 2), envs=(0, 1, 0))
     z = out.logits.detach().clone().requires_grad_()
-    scales = torch.tensor([[1.0, 0.7], [1.2, 1.0], [0.9, 1.1], [1.0, 1.3], [1.05, 0.95]], dtype=torch.float64)
+    scales = torch.tensor(
+        [[1.0, 0.7], [1.2, 1.0], [0.9, 1.1], [1.0, 1.3], [1.05, 0.95]], dtype=torch.float64
+    )
     assert torch.autograd.gradcheck(lambda x: ce_and_scale_grads(x, out.targets, scales), (z,))
-    vocab = 1.0 + 0.2 * torch.randn(2, 2, V, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
-    assert torch.autograd.gradcheck(lambda x: vocab_scale_grad_sums(x, out.targets, out.env, vocab), (z,))
+    vocab = 1.0 + 0.2 * torch.randn(
+        2, 2, V, generator=torch.Generator().manual_seed(7), dtype=torch.float64
+    )
+    assert torch.autograd.gradcheck(
+        lambda x: vocab_scale_grad_sums(x, out.targets, out.env, vocab), (z,)
+    )
 
 
 # ---------------------------------------------------------------- IRMv1
@@ -136,7 +156,9 @@ def test_irm_biased_penalty_is_squared_autograd_gradient():
         assert parts.penalty == pytest.approx(float(penalty.detach()), rel=1e-12)
         assert parts.weight == 100.0
         torch.testing.assert_close(parts.loss, reference, rtol=1e-12, atol=0)
-        torch.testing.assert_close(logit_grad(parts.loss, out), logit_grad(reference, out), rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(
+            logit_grad(parts.loss, out), logit_grad(reference, out), rtol=1e-10, atol=1e-12
+        )
 
 
 def test_irm_unbiased_penalty_is_product_of_half_gradients_with_single_example_fallback():
@@ -154,7 +176,9 @@ def test_irm_unbiased_penalty_is_product_of_half_gradients_with_single_example_f
     risks = torch.stack([risk_at_scale(out, env_mask(out, e), 1.0) for e in range(3)])
     assert parts.penalty == pytest.approx(float(penalty.detach()), rel=1e-12)
     reference = risks.mean() + 100.0 * penalty
-    torch.testing.assert_close(logit_grad(parts.loss, out), logit_grad(reference, out), rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(
+        logit_grad(parts.loss, out), logit_grad(reference, out), rtol=1e-10, atol=1e-12
+    )
 
 
 def test_irm_unbiased_split_keeps_examples_whole():
@@ -179,7 +203,11 @@ def test_annealed_weight_and_optimizer_reset():
 
 def numpy_env_risks(out: AnswerOutputs) -> np.ndarray:
     z = out.logits.detach().numpy()
-    log_p = z - np.log(np.exp(z - z.max(1, keepdims=True)).sum(1, keepdims=True)) - z.max(1, keepdims=True)
+    log_p = (
+        z
+        - np.log(np.exp(z - z.max(1, keepdims=True)).sum(1, keepdims=True))
+        - z.max(1, keepdims=True)
+    )
     ce = -log_p[np.arange(len(z)), out.targets.numpy()]
     env = out.env.numpy()
     return np.array([ce[env == e].mean() if (env == e).any() else np.nan for e in range(3)])
@@ -222,7 +250,9 @@ def test_groupdro_weights_follow_exponentiated_gradient():
     restored = build_objective("groupdro", ENVS, {"eta": eta})
     restored.load_state_dict(obj.state_dict())
     out = make_outputs(seed=5)
-    assert float(restored(out, 3).loss.detach()) == pytest.approx(float(obj(out, 3).loss.detach()), rel=1e-15)
+    assert float(restored(out, 3).loss.detach()) == pytest.approx(
+        float(obj(out, 3).loss.detach()), rel=1e-15
+    )
 
 
 # ---------------------------------------------------------------- BIRM
@@ -241,13 +271,17 @@ def test_birm_penalty_is_mean_squared_gradient_over_draws(scope):
     parts = build_objective("birm", ENVS, hp)(out, step=10_000)
     draws = fresh_draws(hp, V)
     penalty = sum(
-        torch.stack([autograd_dw(out, env_mask(out, e), draws[e, s]).square().sum() for s in range(4)]).mean()
+        torch.stack(
+            [autograd_dw(out, env_mask(out, e), draws[e, s]).square().sum() for s in range(4)]
+        ).mean()
         for e in range(3)
     )
     risks = torch.stack([risk_at_scale(out, env_mask(out, e), 1.0) for e in range(3)])
     assert parts.penalty == pytest.approx(float(penalty.detach()), rel=1e-12)
     reference = risks.mean() + 10.0 * penalty
-    torch.testing.assert_close(logit_grad(parts.loss, out), logit_grad(reference, out), rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(
+        logit_grad(parts.loss, out), logit_grad(reference, out), rtol=1e-10, atol=1e-12
+    )
 
 
 def test_birm_draws_are_seeded_and_follow_the_prior():
@@ -292,7 +326,14 @@ def manual_lambdas(rows, *, gamma, alpha, p_min, k_skip, lambda_max, eps=1e-8):
 def test_dynamic_birm_lambda_follows_the_recurrence():
     # gamma 0.02 puts gamma * R_emp (about 0.04-0.08) on both sides of P_min = 0.05.
     # logit scales that make R_inv shrink and rebound, so lambda climbs into the cap and back.
-    hp = {"gamma": 0.02, "alpha": 0.6, "p_min": 0.05, "k_skip": 2, "lambda_max": 3.0, "prior_sd": 0.3}
+    hp = {
+        "gamma": 0.02,
+        "alpha": 0.6,
+        "p_min": 0.05,
+        "k_skip": 2,
+        "lambda_max": 3.0,
+        "prior_sd": 0.3,
+    }
     obj = build_objective("dynamic_birm", ENVS, hp)
     rows, logged = [], []
     for step, scale in enumerate([1.0, 1.0, 0.8, 0.3, 0.1, 0.05, 0.6, 0.02]):
@@ -302,7 +343,9 @@ def test_dynamic_birm_lambda_follows_the_recurrence():
         parts = obj(out, step)
         rows.append((parts.risk, parts.penalty))
         logged.append((parts.weight, int(parts.extras["lambda_capped"])))
-        assert float(parts.loss.detach()) == pytest.approx(parts.risk + parts.weight * parts.penalty, rel=1e-12)
+        assert float(parts.loss.detach()) == pytest.approx(
+            parts.risk + parts.weight * parts.penalty, rel=1e-12
+        )
     expected = manual_lambdas(rows, gamma=0.02, alpha=0.6, p_min=0.05, k_skip=2, lambda_max=3.0)
     assert [w for w, _ in logged] == pytest.approx([w for w, _ in expected], rel=1e-12)
     assert [c for _, c in logged] == [c for _, c in expected]
@@ -323,11 +366,15 @@ def test_dynamic_birm_lambda_carries_no_gradient():
     risks = torch.stack([risk_at_scale(out, env_mask(out, e), 1.0) for e in range(3)])
     draws = fresh_draws({}, V)
     penalty = sum(
-        torch.stack([autograd_dw(out, env_mask(out, e), draws[e, s]) ** 2 for s in range(10)]).mean()
+        torch.stack(
+            [autograd_dw(out, env_mask(out, e), draws[e, s]) ** 2 for s in range(10)]
+        ).mean()
         for e in range(3)
     )
     reference = risks.mean() + parts.weight * penalty  # lambda as a constant
-    torch.testing.assert_close(logit_grad(parts.loss, out), logit_grad(reference, out), rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(
+        logit_grad(parts.loss, out), logit_grad(reference, out), rtol=1e-10, atol=1e-12
+    )
 
 
 # ---------------------------------------------------------------- registry and errors

@@ -64,7 +64,10 @@ def test_plan_is_deterministic_per_seed_and_epoch():
 
 @pytest.mark.parametrize(
     "make",
-    [lambda: balanced(envs_per_batch=2, seed=3), lambda: ShuffleBatchSampler(50, batch_size=8, seed=3)],
+    [
+        lambda: balanced(envs_per_batch=2, seed=3),
+        lambda: ShuffleBatchSampler(50, batch_size=8, seed=3),
+    ],
 )
 def test_resume_mid_epoch_reproduces_the_remaining_batches(make):
     straight = make()

@@ -12,7 +12,12 @@ from robustvlm.models.outputs import AnswerOutputs
 
 @dataclass(frozen=True)
 class HParam:
-    """A hyperparameter: its default, a search range for sweeps, and what it means."""
+    """A hyperparameter: its default, a search range for sweeps, and what it means.
+
+    `search` is a sampling rule for random sweeps (None: not swept): ("log", low, high)
+    log-uniform, ("int_log", low, high) log-uniform rounded to an integer, ("uniform", low, high),
+    or ("choice", value, ...).
+    """
 
     default: Any
     search: tuple | None = None

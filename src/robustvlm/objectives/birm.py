@@ -26,8 +26,14 @@ from robustvlm.objectives.scale_grad import ce_and_scale_grads, vocab_scale_grad
 
 SCALE_HPARAMS: dict[str, HParam] = {
     "n_samples": HParam(10, ("choice", 5, 10, 20), "classifier-scale draws per environment"),
-    "prior_sd": HParam(0.025, ("log", 1e-3, 0.5), "standard deviation of the N(1, sd^2) draws"),
-    "scope": HParam("scalar", ("choice", "scalar", "vocab"), "one scale per env, or per vocab entry"),
+    "prior_sd": HParam(
+        0.025,
+        ("log", 1e-3, 0.5),
+        "sd of the N(1, sd^2) draws (official BIRM: prior_sd_coef / data_num = 50 / 2000)",
+    ),
+    "scope": HParam(
+        "scalar", ("choice", "scalar", "vocab"), "one scale per env, or per vocab entry"
+    ),
     "seed": HParam(0, None, "seed of the draws (each call draws afresh from (seed, call index))"),
 }
 """The hyperparameters of the Bayesian penalty, shared by `birm` and `dynamic_birm`."""
@@ -50,7 +56,11 @@ class BayesianScalePenalty:
     def __init__(self, method: str, num_envs: int, hp: dict[str, Any]):
         require(hp["n_samples"] >= 1, method, "n_samples must be >= 1")
         require(hp["prior_sd"] >= 0, method, "prior_sd must be >= 0")
-        require(hp["scope"] in ("scalar", "vocab"), method, f"scope must be 'scalar' or 'vocab', got {hp['scope']!r}")
+        require(
+            hp["scope"] in ("scalar", "vocab"),
+            method,
+            f"scope must be 'scalar' or 'vocab', got {hp['scope']!r}",
+        )
         self.num_envs = num_envs
         self.n_samples = int(hp["n_samples"])
         self.prior_sd = float(hp["prior_sd"])

@@ -48,6 +48,7 @@ class DynamicBIRM(Objective):
     computed from detached R_emp and R_inv (no gradient flows through it). Logged extras:
     `lambda_target` and `lambda_capped` (1 when `lambda_max` bound at this step, else 0).
     The controller state and the draw counter are in `state_dict`, so resuming is exact.
+    The controller advances once per call (with gradient accumulation: once per micro-batch).
     """
 
     name = "dynamic_birm"
@@ -67,11 +68,16 @@ class DynamicBIRM(Objective):
         require(0.0 <= hp["alpha"] < 1.0, self.name, "alpha must be in [0, 1)")
         require(hp["eps"] > 0, self.name, "eps must be > 0")
         require(hp["k_skip"] >= 0, self.name, "k_skip must be >= 0")
-        require(hp["lambda_max"] is None or hp["lambda_max"] > 0, self.name, "lambda_max must be > 0")
+        require(
+            hp["lambda_max"] is None or hp["lambda_max"] > 0, self.name, "lambda_max must be > 0"
+        )
         self.penalty = BayesianScalePenalty(self.name, len(self.env_names), hp)
         self.controller = LambdaController(
-            gamma=float(hp["gamma"]), alpha=float(hp["alpha"]), p_min=float(hp["p_min"]),
-            k_skip=int(hp["k_skip"]), eps=float(hp["eps"]),
+            gamma=float(hp["gamma"]),
+            alpha=float(hp["alpha"]),
+            p_min=float(hp["p_min"]),
+            k_skip=int(hp["k_skip"]),
+            eps=float(hp["eps"]),
             lambda_max=None if hp["lambda_max"] is None else float(hp["lambda_max"]),
         )
 

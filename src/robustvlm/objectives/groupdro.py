@@ -51,7 +51,8 @@ class GroupDRO(Objective):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore the environment weights."""
         require(
-            len(state["q"]) == len(self.env_names), self.name,
+            len(state["q"]) == len(self.env_names),
+            self.name,
             f"checkpoint holds {len(state['q'])} environment weights, expected {len(self.env_names)}",
         )
         self.q = torch.tensor(state["q"], dtype=torch.float64)

@@ -55,7 +55,9 @@ class IRM(AnnealedObjective):
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
         num_envs = len(self.env_names)
         check_env_ids(out.env, num_envs)
-        no_draws = torch.empty(out.logits.shape[0], 0, dtype=stats_dtype(out), device=out.logits.device)
+        no_draws = torch.empty(
+            out.logits.shape[0], 0, dtype=stats_dtype(out), device=out.logits.device
+        )
         ce, grads = ce_and_scale_grads(out.logits, out.targets, no_draws)
         grads = grads[:, 0]  # [N] dCE/dw at w = 1
         if self.hp["unbiased"]:
@@ -64,8 +66,11 @@ class IRM(AnnealedObjective):
             half, examples = torch.zeros_like(out.env), None
         cell = out.env * 2 + half  # (environment, half) of each token
         risks, (grad_sum, token_count) = reduce_env_stats(
-            out, num_envs, group_sum(grads, cell, 2 * num_envs),
-            group_count(cell, 2 * num_envs, grads.dtype), token_ce=ce,
+            out,
+            num_envs,
+            group_sum(grads, cell, 2 * num_envs),
+            group_count(cell, 2 * num_envs, grads.dtype),
+            token_ce=ce,
         )
         grad_sum, token_count = grad_sum.view(num_envs, 2), token_count.view(num_envs, 2)
         env_grad = grad_sum.sum(1) / token_count.sum(1).clamp(min=1)  # dR^e/dw

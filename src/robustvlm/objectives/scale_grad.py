@@ -23,7 +23,7 @@ import torch
 from torch.autograd.function import FunctionCtx, once_differentiable
 
 CHUNK_ELEMENTS = 1 << 21
-"""Upper bound on the elements of one [rows, draws, V] working buffer (8 MiB in float32)."""
+"""Upper bound on the elements of one working buffer (8 MiB in float32)."""
 
 
 def _row_chunks(n_rows: int, per_row: int) -> Iterator[slice]:
@@ -38,11 +38,6 @@ def _work_dtype(logits: torch.Tensor) -> torch.dtype:
     return torch.promote_types(logits.dtype, torch.float32)
 
 
-def _scaled_softmax(z: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """[r, S, V] softmax(w_s z) for rows z [r, V] and scales w [r, S]."""
-    return torch.softmax(w.unsqueeze(-1) * z.unsqueeze(1), dim=-1)
-
-
 class _CEAndScaleGrads(torch.autograd.Function):
     """Token cross-entropy and g[i, s] = d/dw CE(w * z_i, y_i) at w = 1 and at w = scales[i, s].
 
@@ -52,7 +47,8 @@ class _CEAndScaleGrads(torch.autograd.Function):
     Backward: dg/dz_j = p_j (1 + w (z_j - mu)) - 1[j = y] and dCE/dz_j = p_j - 1[j = y] at w = 1,
     so the gradient is sum_s p_s (a_s + b_s z) - (sum_s c_s + d) 1[j = y] with
     a_s = c_s (1 - w_s mu_s) (+ d for s = 0) and b_s = c_s w_s, for upstream c_s (of g_s) and
-    d (of CE): one batched matmul over the columns.
+    d (of CE). Columns are processed one at a time over row chunks: the working buffers are
+    [rows, V] whatever the number of draws.
     """
 
     @staticmethod
@@ -63,11 +59,13 @@ class _CEAndScaleGrads(torch.autograd.Function):
         scales = torch.cat([scales.new_ones(scales.shape[0], 1), scales], dim=1).to(dtype)
         mean_z = torch.empty(scales.shape, dtype=dtype, device=logits.device)
         top_p = torch.empty(scales.shape[0], dtype=dtype, device=logits.device)
-        for rows in _row_chunks(logits.shape[0], (scales.shape[1] + 1) * logits.shape[1]):
+        for rows in _row_chunks(logits.shape[0], logits.shape[1]):
             z = logits[rows].to(dtype)  # [r, V]
-            p = _scaled_softmax(z, scales[rows])  # [r, S, V]
-            top_p[rows] = p[:, 0].amax(-1)
-            mean_z[rows] = (p * z.unsqueeze(1)).sum(-1)
+            for s in range(scales.shape[1]):
+                p = torch.softmax(z * scales[rows, s, None], dim=-1)
+                if s == 0:
+                    top_p[rows] = p.amax(-1)
+                mean_z[rows, s] = p.mul_(z).sum(-1)
         ctx.save_for_backward(logits, targets, scales, mean_z)
         target_logit = logits.gather(1, targets[:, None]).to(dtype)  # [N, 1]
         ce = logits.amax(1).to(dtype) - top_p.log() - target_logit[:, 0]
@@ -81,13 +79,17 @@ class _CEAndScaleGrads(torch.autograd.Function):
         grad_ce, grad_g = grad_ce.to(dtype), grad_g.to(dtype)
         coef_a = grad_g * (1.0 - scales * mean_z)  # [N, S]
         coef_a[:, 0] += grad_ce
-        coef = torch.stack([coef_a, grad_g * scales], dim=1)  # [N, 2, S]
+        coef_b = grad_g * scales
         at_target = -(grad_g.sum(1) + grad_ce).unsqueeze(1)  # [N, 1]
         grad_logits = torch.empty_like(logits)
-        for rows in _row_chunks(logits.shape[0], (scales.shape[1] + 1) * logits.shape[1]):
+        for rows in _row_chunks(logits.shape[0], logits.shape[1]):
             z = logits[rows].to(dtype)
-            parts = torch.bmm(coef[rows], _scaled_softmax(z, scales[rows]))  # [r, 2, V]
-            block = torch.addcmul(parts[:, 0], z, parts[:, 1])
+            part_a, part_b = torch.zeros_like(z), torch.zeros_like(z)
+            for s in range(scales.shape[1]):
+                p = torch.softmax(z * scales[rows, s, None], dim=-1)
+                part_a.addcmul_(p, coef_a[rows, s, None])
+                part_b.addcmul_(p, coef_b[rows, s, None])
+            block = part_b.mul_(z).add_(part_a)
             block.scatter_add_(1, targets[rows, None], at_target[rows])
             grad_logits[rows] = block.to(logits.dtype)
         return grad_logits, None, None
