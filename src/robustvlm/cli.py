@@ -43,19 +43,29 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    import yaml
+    from pydantic import ValidationError
+
     from robustvlm.config import EvalConfig
     from robustvlm.data.loaders import load_examples
+    from robustvlm.errors import ConfigError
     from robustvlm.evaluation.runner import evaluate
     from robustvlm.report.tables import env_table
 
+    judge = yaml.safe_load(Path(args.judge).read_text(encoding="utf-8")) if args.judge else None
+    try:
+        cfg = EvalConfig(
+            split=args.split,
+            batch_size=args.batch_size,
+            max_new_tokens=args.max_new_tokens,
+            repetition_penalty=args.repetition_penalty,
+            max_per_env=args.max_per_env,
+            metrics=args.metrics.split(","),
+            judge=judge,
+        )
+    except ValidationError as err:
+        raise ConfigError(f"eval options: {err}") from None
     examples = load_examples(args.data, env_map=args.env_map, task_rules=args.task_rules)
-    cfg = EvalConfig(
-        split=args.split,
-        batch_size=args.batch_size,
-        max_new_tokens=args.max_new_tokens,
-        repetition_penalty=args.repetition_penalty,
-        max_per_env=args.max_per_env,
-    )
     metrics = evaluate(args.model, examples, args.out, cfg=cfg, resume=args.resume)
     print(env_table(metrics, "chrf"))
     return 0
@@ -65,7 +75,9 @@ def _demo(args: argparse.Namespace) -> int:
     if args.overrides[:1] == ["robustness"]:
         from robustvlm.demo_robustness import run_robustness_demo
 
-        run_robustness_demo("demo_robustness" if args.out == "demo_out" else args.out, quick=args.quick)
+        run_robustness_demo(
+            "demo_robustness" if args.out == "demo_out" else args.out, quick=args.quick
+        )
         return 0
     from robustvlm.demo import run_demo
 
@@ -250,6 +262,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--max-new-tokens", type=int, default=128)
     ev.add_argument("--repetition-penalty", type=float, default=1.15)
     ev.add_argument("--max-per-env", type=int, default=None)
+    ev.add_argument(
+        "--metrics", default="chrf,exact", help="comma-separated: chrf, exact, bertscore, cee"
+    )
+    ev.add_argument(
+        "--judge", help="YAML with the judge endpoint for cee: base_url, model, api_key_env, ..."
+    )
     ev.add_argument("--env-map")
     ev.add_argument("--task-rules", action="store_true")
     ev.set_defaults(func=_eval)
@@ -257,9 +275,12 @@ def build_parser() -> argparse.ArgumentParser:
     dm = sub.add_parser(
         "demo", help="built-in data -> ERM, BIRM, Dynamic BIRM on a tiny VLM -> ID vs OOD"
     )
-    dm.add_argument("overrides", nargs="*",
-                    help="key=value overrides of the demo config; or `robustness` for the "
-                         "accuracy-on-the-line demo (a family of tiny models, probit fits)")
+    dm.add_argument(
+        "overrides",
+        nargs="*",
+        help="key=value overrides of the demo config; or `robustness` for the "
+        "accuracy-on-the-line demo (a family of tiny models, probit fits)",
+    )
     dm.add_argument("--quick", action="store_true", help="a smaller run (a few minutes)")
     dm.add_argument("--out", default="demo_out")
     dm.set_defaults(func=_demo)

@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from robustvlm.errors import ConfigError
+from robustvlm.evaluation.metrics.judge import JudgeConfig
 
 
 class _Section(BaseModel):
@@ -89,9 +90,27 @@ class TrainConfig(_Section):
     cpu_threads: int | None = None
 
 
-class EvalConfig(_Section):
-    """Generation and scoring settings (paper: greedy, 128 new tokens, repetition penalty 1.15)."""
+class BERTScoreConfig(_Section):
+    """BERTScore encoder: any HF encoder name/path and layer (default: offline all-MiniLM-L6-v2)."""
 
+    model: str | None = None
+    layer: int | None = None
+    idf: bool = False
+    batch_size: int = 32
+
+
+class EvalConfig(_Section):
+    """Generation and scoring settings (paper: greedy, 128 new tokens, repetition penalty 1.15).
+
+    chrF and exact match are always computed; `metrics` may add `bertscore` and `cee` (the
+    LLM-judge ensemble, which needs `judge`: an OpenAI-compatible endpoint).
+    """
+
+    metrics: list[Literal["chrf", "exact", "bertscore", "cee"]] = Field(
+        default_factory=lambda: ["chrf", "exact"]
+    )
+    bertscore: BERTScoreConfig = Field(default_factory=BERTScoreConfig)
+    judge: JudgeConfig | None = None
     split: str = "test"
     batch_size: int = 8
     max_new_tokens: int = 128

@@ -4,7 +4,10 @@ Writes in `out_dir`:
   predictions.jsonl  one row per example as it is generated (id, env, ood, instruction, prediction,
                      target, per-sample scores); a re-run with resume=True skips finished ids
   metrics.json       per-environment means, the in-domain mean `id` and out-of-domain mean `ood`
-                     (macro averages over environments), all on the 0-1 scale
+                     (macro averages over environments), all on the 0-1 scale; with CEE, the
+                     counts of undecided samples (ties, no readable verdict), which are left out
+                     of the means rather than counted as wrong
+  judge_cache/       the CEE judge's verdict cache (no API key is ever written)
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.evaluation.generate import generate_batch
 from robustvlm.evaluation.metrics.chrf import chrf_scores
+from robustvlm.evaluation.reference_scores import add_reference_scores, cee_counts
 from robustvlm.models.loading import load_vlm
 
 METRICS = ["chrf", "exact"]
@@ -155,6 +159,15 @@ def evaluate(
         bar.close()
 
     wanted = {ex.id for ex in todo}
-    metrics = summarize([r for r in done_rows if r["id"] in wanted], METRICS)
+    rows = [r for r in done_rows if r["id"] in wanted]
+    if add_reference_scores(rows, cfg, out_dir / "judge_cache"):
+        tmp = pred_path.with_suffix(".tmp")
+        tmp.write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done_rows), encoding="utf-8"
+        )
+        tmp.replace(pred_path)
+    metrics = summarize(rows, METRICS + [m for m in cfg.metrics if m not in METRICS])
+    if "cee" in cfg.metrics:
+        metrics["cee_counts"] = cee_counts(rows)
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     return metrics
