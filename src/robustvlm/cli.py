@@ -71,6 +71,13 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _study(args: argparse.Namespace) -> int:
+    from robustvlm.study import run_study
+
+    run_study(args.config, args.out or Path("studies") / Path(args.config).stem)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     if args.overrides[:1] == ["robustness"]:
         from robustvlm.demo_robustness import run_robustness_demo

@@ -1,0 +1,313 @@
+"""The study report: report.md (PNG links) and a self-contained report.html (PNGs inlined as base64).
+
+Both pages are rendered from one list of blocks, so they always say the same thing:
+Table 1 (methods x ID/OOD metrics as mean ± std [95% CI]), the significance table against the
+baseline, a per-environment heatmap, ID vs OOD bars with CIs, lambda / penalty trajectories of the
+first seed, and qualitative OOD examples.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from robustvlm.report.plots import bar_with_ci, new_figure, plot_series, save_figure
+from robustvlm.report.tables import fmt, markdown_table
+
+TITLES = {"chrf": "chrF", "exact": "exact", "bertscore": "BERTScore", "judge": "judge"}
+TRAJECTORY_KEYS = ["lambda", "R_inv", "P"]
+EXAMPLES_PER_ENV = 3
+
+
+@dataclass
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass
+class Paragraph:
+    text: str
+
+
+@dataclass
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class Image:
+    file: str
+    alt: str
+
+
+Block = Heading | Paragraph | Table | Image
+
+
+def cell(entry: Mapping | None) -> str:
+    """'mean ± std [lo, hi]' of one summary entry; '—' where the metric was not computed."""
+    if not entry or entry.get("mean") is None:
+        return "—"
+    text = fmt(entry["mean"])
+    if entry.get("std") is not None:
+        text += f" ± {fmt(entry['std'])}"
+    if entry.get("ci"):
+        text += f" [{fmt(entry['ci'][0])}, {fmt(entry['ci'][1])}]"
+    return text
+
+
+def table1(results: Mapping) -> Table:
+    """Rows = methods; columns = ID then OOD for each configured metric."""
+    metrics = results["metrics"]
+    header = ["method"] + [f"{g.upper()} {TITLES[m]}" for g in ("id", "ood") for m in metrics]
+    rows = [
+        [label] + [cell(info["summary"][g].get(m)) for g in ("id", "ood") for m in metrics]
+        for label, info in results["methods"].items()
+    ]
+    return Table(header, rows)
+
+
+def significance_table(results: Mapping) -> Table:
+    """One row per (method, group, metric): delta vs the baseline, its CI, p-value, n."""
+    rows = []
+    for label, groups in results["significance"].items():
+        for group, by_metric in groups.items():
+            for metric, test in by_metric.items():
+                if test is None:
+                    rows.append([label, group.upper(), TITLES[metric], "—", "—", "—", "0"])
+                    continue
+                rows.append(
+                    [
+                        label,
+                        group.upper(),
+                        TITLES[metric],
+                        f"{test['delta']:+.3f}",
+                        f"[{test['ci'][0]:+.3f}, {test['ci'][1]:+.3f}]",
+                        f"{test['p_value']:.4f}",
+                        str(test["n"]),
+                    ]
+                )
+    return Table(
+        ["method", "split", "metric", f"Δ vs {results['baseline']}", "95% CI", "p", "n"], rows
+    )
+
+
+def heatmap(results: Mapping, metric: str, path: Path) -> Path | None:
+    """Methods x environments heatmap of one metric (OOD environments marked); None if unscored."""
+    labels = list(results["methods"])
+    envs = sorted({e for info in results["methods"].values() for e in info["per_env"]})
+    grid = np.array(
+        [
+            [
+                np.nan
+                if results["methods"][m]["per_env"].get(e, {}).get(metric) is None
+                else results["methods"][m]["per_env"][e][metric]
+                for e in envs
+            ]
+            for m in labels
+        ],
+        dtype=float,
+    )
+    if np.isnan(grid).all():
+        return None
+    ood = {
+        e for info in results["methods"].values() for e, v in info["per_env"].items() if v["ood"]
+    }
+    fig, ax = new_figure(size=(1.1 * len(envs) + 2.5, 0.6 * len(labels) + 1.8))
+    image = ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+    ax.set_xticks(range(len(envs)), [f"{e}\n(OOD)" if e in ood else e for e in envs])
+    ax.set_yticks(range(len(labels)), labels)
+    for i in range(len(labels)):
+        for j in range(len(envs)):
+            if not np.isnan(grid[i, j]):
+                ax.text(
+                    j,
+                    i,
+                    f"{grid[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    color="black" if grid[i, j] > 0.6 else "white",
+                    fontsize=8,
+                )
+    fig.colorbar(image, ax=ax, label=TITLES[metric])
+    ax.set_title(f"{TITLES[metric]} per environment (mean over seeds)")
+    return save_figure(fig, path)
+
+
+def id_ood_bars(results: Mapping, metric: str, path: Path) -> Path | None:
+    """ID and OOD bars per method with their bootstrap CIs; None if the metric is unscored."""
+    labels, means, los, his = [], [], [], []
+    for label, info in results["methods"].items():
+        for group in ("id", "ood"):
+            entry = info["summary"][group].get(metric) or {}
+            if entry.get("mean") is None:
+                continue
+            labels.append(f"{label} {group.upper()}")
+            means.append(entry["mean"])
+            # A percentile interval can miss the point estimate in degenerate resamples; widen to it.
+            los.append(min(entry["ci"][0], entry["mean"]))
+            his.append(max(entry["ci"][1], entry["mean"]))
+    if not labels:
+        return None
+    return bar_with_ci(
+        labels,
+        means,
+        los,
+        his,
+        path,
+        f"ID vs OOD {TITLES[metric]} (95% bootstrap CI)",
+        ylabel=TITLES[metric],
+    )
+
+
+def qualitative(
+    predictions: Mapping[str, Sequence[dict]], per_env: int = EXAMPLES_PER_ENV
+) -> list[Block]:
+    """The first `per_env` examples of each OOD environment with every method's output."""
+    by_method = {label: {r["id"]: r for r in rows} for label, rows in predictions.items()}
+    first = next(iter(predictions.values()), [])
+    blocks: list[Block] = []
+    for env in sorted({r["env"] for r in first if r["ood"]}):
+        picked = [r for r in first if r["env"] == env][:per_env]
+        blocks.append(Heading(f"OOD environment `{env}`", 3))
+        for r in picked:
+            rows = [["instruction", r["instruction"]], ["reference", r["target"]]]
+            rows += [
+                [label, rows_by_id[r["id"]]["prediction"] if r["id"] in rows_by_id else "—"]
+                for label, rows_by_id in by_method.items()
+            ]
+            blocks.append(Table(["", f"example `{r['id']}`"], [[k, _one_line(v)] for k, v in rows]))
+    return blocks
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|") or "(empty)"
+
+
+def build_blocks(
+    results: Mapping,
+    out_dir: Path,
+    logs: Mapping[str, Sequence[dict]],
+    predictions: Mapping[str, Sequence[dict]],
+) -> list[Block]:
+    """Draw the figures into `out_dir` and return the report's blocks."""
+    seeds = results.get("seeds", [])
+    blocks: list[Block] = [
+        Heading("robustvlm study", 1),
+        Paragraph(
+            f"Methods: {', '.join(results['methods'])}; seeds: {seeds}. Scores on the 0-1 scale, "
+            "macro-averaged over the environments of each split. Cells: mean ± std over seeds "
+            "[95% percentile bootstrap CI; resampled units are the (seed, example) rows of the split "
+            "pooled over seeds, statistic the macro mean]. — marks a metric that was not configured "
+            "or not computed."
+        ),
+        Heading("Table 1: in-domain vs out-of-domain"),
+        table1(results),
+        Heading(f"Significance against {results['baseline']}"),
+        Paragraph(
+            "Paired bootstrap (10,000 resamples) on per-example scores averaged over seeds, paired by "
+            "example id; Δ = method − baseline; two-sided p for a zero mean difference."
+        ),
+        significance_table(results),
+        Heading("Per-environment scores and ID vs OOD"),
+    ]
+    for metric in results["metrics"]:
+        for name, draw in (("heatmap", heatmap), ("bars", id_ood_bars)):
+            path = draw(results, metric, out_dir / f"{name}_{metric}.png")
+            if path is not None:
+                blocks.append(Image(path.name, f"{name} {TITLES[metric]}"))
+    keys = [k for k in TRAJECTORY_KEYS if any(k in r for rows in logs.values() for r in rows)]
+    if keys:
+        plot_series(
+            dict(logs),
+            keys,
+            out_dir / "trajectories.png",
+            f"penalty weight and penalty, seed {seeds[0] if seeds else ''}",
+            log_keys=["lambda"],
+        )
+        blocks += [
+            Heading("Lambda and penalty trajectories (first seed)"),
+            Image("trajectories.png", "trajectories"),
+        ]
+    blocks += [Heading("Qualitative OOD examples (first seed)")] + qualitative(predictions)
+    return blocks
+
+
+def to_markdown(blocks: Sequence[Block]) -> str:
+    """Markdown page; images are linked by file name (relative to the report)."""
+    parts = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            parts.append("#" * b.level + " " + b.text)
+        elif isinstance(b, Paragraph):
+            parts.append(b.text)
+        elif isinstance(b, Table):
+            parts.append(markdown_table(b.header, b.rows))
+        else:
+            parts.append(f"![{b.alt}]({b.file})")
+    return "\n\n".join(parts) + "\n"
+
+
+def to_html(blocks: Sequence[Block], image_dir: Path) -> str:
+    """A standalone HTML page; each image is embedded as a base64 data URI."""
+    body = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            body.append(f"<h{b.level}>{_inline(b.text)}</h{b.level}>")
+        elif isinstance(b, Paragraph):
+            body.append(f"<p>{_inline(b.text)}</p>")
+        elif isinstance(b, Table):
+            head = "".join(f"<th>{_inline(h)}</th>" for h in b.header)
+            rows = "".join(
+                "<tr>"
+                + "".join(f"<td>{_inline(c.replace(chr(92) + '|', '|'))}</td>" for c in row)
+                + "</tr>"
+                for row in b.rows
+            )
+            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        else:
+            data = base64.b64encode((image_dir / b.file).read_bytes()).decode("ascii")
+            body.append(f'<img alt="{html.escape(b.alt)}" src="data:image/png;base64,{data}">')
+    style = (
+        "body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px}"
+        "img{max-width:100%}"
+    )
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>robustvlm study</title>'
+        f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
+
+
+def _inline(text: str) -> str:
+    """Escape text for HTML and render `code` spans."""
+    pieces = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(pieces))
+
+
+def write_study_report(
+    results: Mapping,
+    out_dir: str | Path,
+    *,
+    logs: Mapping[str, Sequence[dict]],
+    predictions: Mapping[str, Sequence[dict]],
+) -> tuple[Path, Path]:
+    """Write the figures, report.md and report.html into `out_dir`; returns (md, html) paths.
+
+    Args:
+        results: `robustvlm.study.run_study`'s results (metrics, baseline, methods, significance).
+        logs: {method label: train_log.jsonl rows of its first seed}.
+        predictions: {method label: predictions.jsonl rows of its first seed}.
+    """
+    out_dir = Path(out_dir)
+    blocks = build_blocks(results, out_dir, logs, predictions)
+    md_path, html_path = out_dir / "report.md", out_dir / "report.html"
+    md_path.write_text(to_markdown(blocks), encoding="utf-8")
+    html_path.write_text(to_html(blocks, out_dir), encoding="utf-8")
+    return md_path, html_path

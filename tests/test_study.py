@@ -1,0 +1,217 @@
+"""The study runner: methods x seeds end to end on a tiny model, resume, and the pure aggregation."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import robustvlm.study as study
+from robustvlm.analysis.stats import paired_bootstrap_test
+from robustvlm.errors import ConfigError
+from robustvlm.report.study_report import table1
+
+torch.set_num_threads(1)
+
+CONFIG = {
+    "base": {
+        "model": {
+            "name": "tiny:idefics3",
+            "trainable": "full",
+            "tiny": {"hidden_size": 32, "vocab_size": 300},
+        },
+        "data": {"benchmark": "spurious", "n_per_env": 24},
+        "train": {"steps": 6, "lr": 3e-3, "batch_size": 4, "save_every": 3, "cpu_threads": 1},
+        "eval": {"batch_size": 16, "max_new_tokens": 4, "max_per_env": 4},
+    },
+    "methods": {"erm": {"method": "erm"}, "dynamic_birm": {"method": "dynamic_birm", "k_skip": 2}},
+    "seeds": [0, 1],
+    "metrics": ["chrf", "exact"],
+}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    out = tmp_path_factory.mktemp("study")
+    return out, study.run_study(CONFIG, out, progress=False)
+
+
+def test_outputs_and_results_structure(finished):
+    out, results = finished
+    for name in (
+        "results.json",
+        "report.md",
+        "report.html",
+        "heatmap_chrf.png",
+        "bars_exact.png",
+        "trajectories.png",
+    ):
+        assert (out / name).is_file(), name
+    assert json.loads((out / "results.json").read_text()) == json.loads(json.dumps(results))
+    assert results["baseline"] == "erm" and results["seeds"] == [0, 1]
+    for label in ("erm", "dynamic_birm"):
+        info = results["methods"][label]
+        assert set(info["runs"]) == {"0", "1"}
+        for seed in (0, 1):
+            run_dir = out / "runs" / label / f"seed-{seed}"
+            assert (run_dir / "config.hash").is_file() and (run_dir / "train" / "final").is_dir()
+        ood = info["summary"]["ood"]["chrf"]
+        seed_scores = [info["runs"][s]["metrics"]["ood"]["chrf"] for s in ("0", "1")]
+        assert ood["mean"] == pytest.approx(np.mean(seed_scores))
+        assert ood["std"] == pytest.approx(np.std(seed_scores, ddof=1))
+        assert ood["seeds"] == 2 and ood["n"] == 2 * 2 * 4  # seeds x OOD envs x max_per_env
+    dyn_args = results["methods"]["dynamic_birm"]["method_args"]
+    assert dyn_args == {"seed": 0, "k_skip": 2}
+    assert set(results["significance"]["dynamic_birm"]) == {"id", "ood"}
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 5 and "heatmap_chrf.png" not in html
+    assert "](heatmap_chrf.png)" in (out / "report.md").read_text()
+
+
+def test_second_run_reuses_everything(finished, monkeypatch):
+    out, results = finished
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a finished run was recomputed")
+
+    monkeypatch.setattr(study, "train", fail)
+    monkeypatch.setattr(study, "evaluate", fail)
+    again = study.run_study(CONFIG, out, progress=False)
+    assert again["methods"]["erm"]["summary"] == results["methods"]["erm"]["summary"]
+
+
+def test_interrupted_run_resumes_only_what_is_missing(finished, monkeypatch):
+    out, results = finished
+    run_dir = out / "runs" / "dynamic_birm" / "seed-1"
+    pred_path = run_dir / "eval" / "predictions.jsonl"
+    lines = pred_path.read_text().splitlines()
+    pred_path.write_text("\n".join(lines[:-3]) + "\n")  # killed mid-evaluation
+    (run_dir / "eval" / "metrics.json").unlink()
+    calls = []
+    real_train = study.train
+    monkeypatch.setattr(
+        study, "train", lambda cfg, d, **k: calls.append(d) or real_train(cfg, d, **k)
+    )
+    again = study.run_study(CONFIG, out, progress=False)
+    assert calls == [run_dir / "train"]
+    assert len(pred_path.read_text().splitlines()) == len(lines)
+    assert again["methods"]["dynamic_birm"]["runs"]["1"]["metrics"]["n"] == len(lines)
+
+
+def test_changed_config_in_same_out_dir_is_an_error(finished, monkeypatch):
+    out, _ = finished
+    monkeypatch.setattr(
+        study, "train", lambda *a, **k: pytest.fail("trained despite a hash mismatch")
+    )
+    changed = copy.deepcopy(CONFIG)
+    changed["base"]["train"]["lr"] = 1e-3
+    with pytest.raises(ConfigError, match="new --out"):
+        study.run_study(changed, out, progress=False)
+
+
+@pytest.mark.parametrize(
+    ("edit", "key"),
+    [
+        (lambda c: c.update(metrics=["bleu"]), "metrics"),
+        (lambda c: c.update(seeds=[0, 0]), "seeds"),
+        (lambda c: c["methods"].update(bad={"lambda": 1}), "methods.bad"),
+        (lambda c: c["methods"].update(bad={"method": "nope"}), "methods.bad.method"),
+        (lambda c: c["base"]["train"].update(lr="fast"), "train.lr"),
+        (lambda c: c.update(extra=1), "unknown key"),
+    ],
+)
+def test_bad_study_config_names_the_key(edit, key):
+    cfg = copy.deepcopy(CONFIG)
+    edit(cfg)
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        study.study_runs(cfg)
+
+
+def _row(ex_id, env, ood, chrf, exact=None):
+    scores = {"chrf": chrf} if exact is None else {"chrf": chrf, "exact": exact}
+    return {
+        "id": ex_id,
+        "env": env,
+        "ood": ood,
+        "scores": scores,
+        "prediction": "p",
+        "target": "t",
+        "instruction": "q",
+    }
+
+
+# Two seeds; ID envs a (2 examples) and b (1 example); OOD env c (2 examples).
+SEED_ROWS = {
+    0: [
+        _row("a1", "a", False, 0.2),
+        _row("a2", "a", False, 0.4),
+        _row("b1", "b", False, 0.9),
+        _row("c1", "c", True, 0.1),
+        _row("c2", "c", True, 0.5),
+    ],
+    1: [
+        _row("a1", "a", False, 0.6),
+        _row("a2", "a", False, 0.0),
+        _row("b1", "b", False, 0.5),
+        _row("c1", "c", True, 0.3),
+        _row("c2", "c", True, 0.3),
+    ],
+}
+
+
+def test_summary_matches_a_hand_computation():
+    summary = study.summarize_method(SEED_ROWS, ["chrf", "exact"], n_boot=300, seed=4)
+    # seed 0: ID macro = (0.3 + 0.9) / 2 = 0.6; seed 1: (0.3 + 0.5) / 2 = 0.4
+    assert summary["id"]["chrf"]["mean"] == pytest.approx(0.5)
+    assert summary["id"]["chrf"]["std"] == pytest.approx(np.sqrt(0.02))
+    assert summary["ood"]["chrf"]["mean"] == pytest.approx(0.3)
+    assert summary["ood"]["chrf"]["std"] == pytest.approx(0.0)
+    assert summary["id"]["exact"] == {"mean": None, "std": None, "ci": None, "seeds": 0, "n": 0}
+    # Brute-force bootstrap: the 6 pooled ID rows resampled with the same generator draws.
+    scores = np.array([0.2, 0.4, 0.9, 0.6, 0.0, 0.5])
+    envs = np.array(list("aabaab"))
+    rng = np.random.default_rng(4)
+    boots = []
+    for _ in range(300):
+        idx = rng.integers(0, 6, 6)
+        s, e = scores[idx], envs[idx]
+        boots.append(np.mean([s[e == k].mean() for k in sorted(set(e))]))
+    assert summary["id"]["chrf"]["ci"] == pytest.approx(list(np.quantile(boots, [0.025, 0.975])))
+    per_env = study.per_env_means(SEED_ROWS, ["chrf"])
+    assert per_env["a"]["chrf"] == pytest.approx(0.3) and per_env["b"]["chrf"] == pytest.approx(0.7)
+    assert per_env["c"] == {"ood": True, "chrf": pytest.approx(0.3)}
+
+
+def test_paired_test_matches_direct_call_on_matched_ids():
+    other = {
+        seed: [
+            dict(r, scores={"chrf": r["scores"]["chrf"] + 0.1 * (i % 3)})
+            for i, r in enumerate(rows)
+        ]
+        for seed, rows in SEED_ROWS.items()
+    }
+    other[1] = list(reversed(other[1]))  # order must not matter: pairing is by id
+    tests = study.paired_tests(
+        {"erm": SEED_ROWS, "new": other}, "erm", ["chrf"], n_boot=500, seed=2
+    )
+    ids = ["a1", "a2", "b1"]
+    base = {"a1": 0.4, "a2": 0.2, "b1": 0.7}
+    new = {"a1": 0.4, "a2": 0.3, "b1": 0.9}  # seed 0 adds 0, .1, .2; seed 1 adds 0, .1, .2
+    direct = paired_bootstrap_test(
+        [new[i] for i in ids], [base[i] for i in ids], n_boot=500, seed=2
+    )
+    got = tests["new"]["id"]["chrf"]
+    assert got["delta"] == pytest.approx(direct["delta"]) and got["p_value"] == direct["p_value"]
+    assert got["ci"] == pytest.approx(list(direct["ci"])) and got["n"] == 3
+    assert "erm" not in tests
+
+
+def test_table1_shows_absent_metrics_as_dash():
+    results = study.aggregate_study({"erm": SEED_ROWS}, ["chrf", "bertscore"])
+    table = table1(results)
+    assert table.header == ["method", "ID chrF", "ID BERTScore", "OOD chrF", "OOD BERTScore"]
+    row = table.rows[0]
+    assert row[2] == "—" and row[4] == "—" and row[1].startswith("0.500 ± 0.141 [")
