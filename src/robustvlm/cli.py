@@ -279,6 +279,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--task-rules", action="store_true")
     ev.set_defaults(func=_eval)
 
+    st = sub.add_parser("study", help="methods x seeds -> train -> evaluate -> Table-1 report (resumable)")
+    st.add_argument("config", help="study YAML: base, methods, seeds, metrics")
+    st.add_argument("--out", help="study directory (default studies/<config name>)")
+    st.set_defaults(func=_study)
+
     dm = sub.add_parser(
         "demo", help="built-in data -> ERM, BIRM, Dynamic BIRM on a tiny VLM -> ID vs OOD"
     )
