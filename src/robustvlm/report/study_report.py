@@ -121,7 +121,9 @@ def heatmap(results: Mapping, metric: str, path: Path) -> Path | None:
     }
     fig, ax = new_figure(size=(1.1 * len(envs) + 2.5, 0.6 * len(labels) + 1.8))
     image = ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-    ax.set_xticks(range(len(envs)), [f"{e}\n(OOD)" if e in ood else e for e in envs])
+    ax.set_xticks(
+        range(len(envs)), [f"{e} (OOD)" if e in ood else e for e in envs], rotation=30, ha="right"
+    )
     ax.set_yticks(range(len(labels)), labels)
     for i in range(len(labels)):
         for j in range(len(envs)):
