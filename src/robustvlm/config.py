@@ -6,6 +6,7 @@ A wrong key or a value of the wrong type raises ConfigError naming the key, e.g.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any, Literal
 
@@ -127,6 +128,15 @@ class RunConfig(_Section):
     method_args: dict[str, Any] = Field(default_factory=dict)
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
+
+
+def deep_merge(base: dict, extra: dict) -> dict:
+    """A copy of `base` with `extra` merged in: values of `extra` win; nested mappings merge."""
+    out = copy.deepcopy(base)
+    for key, value in extra.items():
+        both_dicts = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = deep_merge(out[key], value) if both_dicts else value
+    return out
 
 
 def apply_overrides(raw: dict, overrides: list[str]) -> dict:

@@ -5,7 +5,6 @@ Every run resumes: re-running the demo reuses finished trainings and evaluations
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from importlib import resources
@@ -13,24 +12,12 @@ from pathlib import Path
 
 import yaml
 
-from robustvlm.config import RunConfig, apply_overrides, validate_config
+from robustvlm.config import RunConfig, apply_overrides, deep_merge, validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.evaluation.runner import evaluate
 from robustvlm.report.plots import plot_series
 from robustvlm.report.tables import env_table, fmt, markdown_table
 from robustvlm.training.trainer import train
-
-
-def _merge(base: dict, extra: dict) -> dict:
-    """Deep merge: values of `extra` win; nested mappings merge."""
-    out = copy.deepcopy(base)
-    for key, value in extra.items():
-        out[key] = (
-            _merge(out[key], value)
-            if isinstance(value, dict) and isinstance(out.get(key), dict)
-            else value
-        )
-    return out
 
 
 def demo_runs(
@@ -42,9 +29,9 @@ def demo_runs(
     runs = []
     for bench, bench_cfg in spec["benchmarks"].items():
         for method, hparams in spec["methods"].items():
-            raw = _merge(_merge(spec["base"], bench_cfg), quick_spec.get(bench, {}))
+            raw = deep_merge(deep_merge(spec["base"], bench_cfg), quick_spec.get(bench, {}))
             raw["method"] = method
-            raw["method_args"] = _merge(hparams, quick_spec.get("methods", {}).get(method, {}))
+            raw["method_args"] = deep_merge(hparams, quick_spec.get("methods", {}).get(method, {}))
             apply_overrides(raw, overrides or [])
             runs.append((bench, method, validate_config(raw, f"demo ({bench}, {method})")))
     return runs

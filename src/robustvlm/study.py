@@ -26,9 +26,8 @@ import numpy as np
 import yaml
 
 from robustvlm.analysis.stats import bootstrap_ci, mean_std, paired_bootstrap_test
-from robustvlm.config import RunConfig, validate_config
+from robustvlm.config import RunConfig, deep_merge, validate_config
 from robustvlm.data.from_config import load_from_config
-from robustvlm.demo import _merge
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation.runner import evaluate, read_predictions
 from robustvlm.objectives import REGISTRY
@@ -114,7 +113,7 @@ def study_runs(
         runs[str(label)] = {}
         for seed in seeds:
             seeded = {"seed": seed, **args} if "seed" in REGISTRY[name].hparams else args
-            raw = _merge(base, {"train": {"seed": seed}, "method": name, "method_args": seeded})
+            raw = deep_merge(base, {"train": {"seed": seed}, "method": name, "method_args": seeded})
             runs[str(label)][seed] = validate_config(
                 raw, f"{source} (methods.{label}, seed {seed})"
             )
