@@ -15,7 +15,13 @@ if TYPE_CHECKING:
     from robustvlm.evaluation.metrics.bertscore import BERTScorer
 
 __all__ = [
-    "BERTScorer", "CEEJudge", "CEEResult", "JudgeConfig", "JudgeError", "chrf_scores", "corpus_chrf",
+    "BERTScorer",
+    "CEEJudge",
+    "CEEResult",
+    "JudgeConfig",
+    "JudgeError",
+    "chrf_scores",
+    "corpus_chrf",
 ]
 
 

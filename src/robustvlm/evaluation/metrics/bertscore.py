@@ -31,7 +31,8 @@ from pathlib import Path
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from robustvlm.errors import ConfigError, DataError
+from robustvlm.errors import ConfigError
+from robustvlm.evaluation.metrics.inputs import check_text_columns
 
 # Pairs per chunk: embeddings of one chunk's sentences are held at once, bounding memory.
 PAIRS_PER_CHUNK = 1024
@@ -75,7 +76,9 @@ class BERTScorer:
     ):
         source = str(model_name_or_path or default_encoder_path())
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+            self.tokenizer = AutoTokenizer.from_pretrained(
+                source, trust_remote_code=trust_remote_code
+            )
             self.model = AutoModel.from_pretrained(source, trust_remote_code=trust_remote_code)
         except (OSError, ValueError) as err:
             raise ConfigError(f"BERTScore encoder {source!r} cannot be loaded: {err}") from err
@@ -87,7 +90,9 @@ class BERTScorer:
         if batch_size < 1:
             raise ConfigError(f"BERTScore batch_size must be >= 1, got {batch_size}")
         if baseline is not None and (len(baseline) != 3 or any(b >= 1 for b in baseline)):
-            raise ConfigError(f"BERTScore baseline must be 3 values (P, R, F1) below 1, got {baseline}")
+            raise ConfigError(
+                f"BERTScore baseline must be 3 values (P, R, F1) below 1, got {baseline}"
+            )
         self.idf = idf
         self.batch_size = batch_size
         self.device = device
@@ -109,7 +114,7 @@ class BERTScorer:
             ``{"precision": [N], "recall": [N], "f1": [N]}``, floats (cosine scale,
             about 0-1 for real encoders; rescaled when a baseline is set).
         """
-        _check_pairs(candidates, references)
+        check_text_columns("BERTScore", {"candidates": candidates, "references": references})
         ids = {s: self._token_ids(s) for s in {*candidates, *references}}
         weight = self._weight_fn([ids[r] for r in references])
         rows = []
@@ -163,22 +168,6 @@ class BERTScorer:
             for i, s in enumerate(batch):
                 out[s] = hidden[i, : lengths[i]]
         return out
-
-
-def _check_pairs(candidates: Sequence[str], references: Sequence[str]) -> None:
-    if len(candidates) != len(references):
-        raise DataError(
-            f"BERTScore needs one reference per candidate: got {len(candidates)} candidates "
-            f"and {len(references)} references"
-        )
-    for i, (c, r) in enumerate(zip(candidates, references)):
-        if not isinstance(c, str) or not isinstance(r, str):
-            raise DataError(
-                f"BERTScore takes strings: candidate is {type(c).__name__}, "
-                f"reference is {type(r).__name__}",
-                source="BERTScore input",
-                record=i,
-            )
 
 
 def _length_sorted_batches(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from sacrebleu.metrics import CHRF
 
 from robustvlm.errors import DataError
+from robustvlm.evaluation.metrics.inputs import check_text_columns
 
 CHAR_ORDER = 6
 BETA = 2
@@ -22,22 +23,6 @@ def _metric(word_order: int) -> CHRF:
     if word_order < 0:
         raise DataError(f"chrF word_order must be >= 0, got {word_order}")
     return CHRF(char_order=CHAR_ORDER, word_order=word_order, beta=BETA)
-
-
-def _check_pairs(predictions: Sequence[str], references: Sequence[str]) -> None:
-    if len(predictions) != len(references):
-        raise DataError(
-            f"chrF needs one reference per prediction: got {len(predictions)} predictions "
-            f"and {len(references)} references"
-        )
-    for i, (pred, ref) in enumerate(zip(predictions, references)):
-        if not isinstance(pred, str) or not isinstance(ref, str):
-            raise DataError(
-                f"chrF takes strings: prediction is {type(pred).__name__}, "
-                f"reference is {type(ref).__name__}",
-                source="chrF input",
-                record=i,
-            )
 
 
 def chrf_scores(
@@ -53,7 +38,7 @@ def chrf_scores(
     Returns:
         N scores on the 0-1 scale (sacrebleu's 0-100 value divided by 100).
     """
-    _check_pairs(predictions, references)
+    check_text_columns("chrF", {"predictions": predictions, "references": references})
     metric = _metric(word_order)
     return [metric.sentence_score(p, [r]).score / 100.0 for p, r in zip(predictions, references)]
 
@@ -66,7 +51,7 @@ def corpus_chrf(
     Returns:
         One score on the 0-1 scale (not the mean of the sentence-level scores).
     """
-    _check_pairs(predictions, references)
+    check_text_columns("chrF", {"predictions": predictions, "references": references})
     if not predictions:
         raise DataError("corpus chrF needs at least one prediction/reference pair")
     return _metric(word_order).corpus_score(list(predictions), [list(references)]).score / 100.0

@@ -29,7 +29,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
-from robustvlm.errors import ConfigError, DataError, RobustVLMError
+from robustvlm.errors import ConfigError, RobustVLMError
+from robustvlm.evaluation.metrics.inputs import check_text_columns
 from robustvlm.evaluation.metrics.judge_prompts import (
     CASE_TEMPLATE,
     PROMPTS,
@@ -54,7 +55,9 @@ class JudgeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     base_url: str = Field(description="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
-    model: str = Field(description="model name sent in each request, e.g. Qwen/Qwen2.5-32B-Instruct")
+    model: str = Field(
+        description="model name sent in each request, e.g. Qwen/Qwen2.5-32B-Instruct"
+    )
     temperature: float = Field(0.0, ge=0.0)
     max_tokens: int = Field(64, gt=0, description="reply length limit per verdict")
     api_key_env: str | None = Field(None, description="NAME of the env variable holding the key")
@@ -118,7 +121,10 @@ class CEEJudge:
         self, questions: Sequence[str], references: Sequence[str], predictions: Sequence[str]
     ) -> CEEResult:
         """Judge N predictions; every (sample, prompt) reply not cached yet is requested."""
-        _check_inputs(questions, references, predictions)
+        check_text_columns(
+            "CEE judge",
+            {"questions": questions, "references": references, "predictions": predictions},
+        )
         cases = list(zip(questions, references, predictions))
         keys = [{p.id: self._key(p, *case) for p in PROMPTS} for case in cases]
         todo = {}
@@ -138,8 +144,16 @@ class CEEJudge:
 
     def _key(self, prompt: JudgePrompt, question: str, reference: str, prediction: str) -> str:
         fields = [
-            prompt.id, prompt.rules, VERDICT_INSTRUCTION, CASE_TEMPLATE, self.config.model,
-            question, reference, prediction, self.config.temperature, self.config.max_tokens,
+            prompt.id,
+            prompt.rules,
+            VERDICT_INSTRUCTION,
+            CASE_TEMPLATE,
+            self.config.model,
+            question,
+            reference,
+            prediction,
+            self.config.temperature,
+            self.config.max_tokens,
         ]
         return hashlib.sha256(json.dumps(fields).encode("utf-8")).hexdigest()
 
@@ -178,12 +192,14 @@ class _ChatClient:
             raise ConfigError(f"judge API key variable {name} is not set in the environment")
 
     def complete(self, messages: list[dict]) -> str:
-        body = json.dumps({
-            "model": self.config.model,
-            "messages": messages,
-            "temperature": self.config.temperature,
-            "max_tokens": self.config.max_tokens,
-        }).encode("utf-8")
+        body = json.dumps(
+            {
+                "model": self.config.model,
+                "messages": messages,
+                "temperature": self.config.temperature,
+                "max_tokens": self.config.max_tokens,
+            }
+        ).encode("utf-8")
         for attempt in itertools.count():
             try:
                 return self._post(body)
@@ -194,8 +210,13 @@ class _ChatClient:
                         f"{attempt + 1} attempts: {err.reason}"
                     ) from None
                 delay = max(self.config.backoff_s * 2**attempt, err.retry_after)
-                logger.warning("judge request failed (%s); retry %d/%d in %.2fs",
-                               err.reason, attempt + 1, self.config.max_retries, delay)
+                logger.warning(
+                    "judge request failed (%s); retry %d/%d in %.2fs",
+                    err.reason,
+                    attempt + 1,
+                    self.config.max_retries,
+                    delay,
+                )
                 time.sleep(delay)
 
     def _post(self, body: bytes) -> str:
@@ -211,7 +232,9 @@ class _ChatClient:
             if err.code in RETRY_STATUS:
                 raise _Retryable(f"HTTP {err.code}", _retry_after(err.headers)) from None
             detail = err.read(300).decode("utf-8", "replace")
-            raise JudgeError(f"judge endpoint {self.url} answered HTTP {err.code}: {detail}") from None
+            raise JudgeError(
+                f"judge endpoint {self.url} answered HTTP {err.code}: {detail}"
+            ) from None
         except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
             raise _Retryable(f"{type(err).__name__}: {getattr(err, 'reason', err)}") from None
         try:
@@ -257,8 +280,9 @@ class _ReplyCache:
                     row = json.loads(line)
                     self.replies[row["key"]] = row["reply"]
                 except (ValueError, KeyError, TypeError):
-                    logger.warning("%s:%d: unreadable cache line ignored (asked again)",
-                                   self.path, line_no)
+                    logger.warning(
+                        "%s:%d: unreadable cache line ignored (asked again)", self.path, line_no
+                    )
 
     def __contains__(self, key: str) -> bool:
         return key in self.replies
@@ -271,18 +295,3 @@ class _ReplyCache:
             self.replies[key] = reply
             with self.path.open("a", encoding="utf-8") as f:
                 f.write(json.dumps({"key": key, "reply": reply}) + "\n")
-
-
-def _check_inputs(
-    questions: Sequence[str], references: Sequence[str], predictions: Sequence[str]
-) -> None:
-    n = len(predictions)
-    if len(questions) != n or len(references) != n:
-        raise DataError(
-            f"CEE judge needs one question and one reference per prediction: got "
-            f"{len(questions)} questions, {len(references)} references, {n} predictions"
-        )
-    for i, case in enumerate(zip(questions, references, predictions)):
-        if not all(isinstance(x, str) for x in case):
-            kinds = ", ".join(type(x).__name__ for x in case)
-            raise DataError(f"CEE judge takes strings, got ({kinds})", source="CEE input", record=i)
