@@ -44,11 +44,21 @@ class ModelConfig(_Section):
     tiny: dict[str, Any] = Field(default_factory=dict)
 
 
+class SplitSizes(_Section):
+    """Records per environment carved into disjoint train / test sets (see `data.carve`)."""
+
+    train: int | None = Field(default=None, ge=1)
+    test: int = Field(ge=1)
+
+
 class DataConfig(_Section):
     """Where the records come from and how environments are assigned.
 
     Give `path` (a data dir/JSONL/LLaVA JSON/parquet/`hf:NAME[:CONFIG]`/image folder) or
     `benchmark` (a built-in synthetic benchmark, generated into the run directory).
+    `subsets` loads several hub configs of one `hf:NAME` dataset (each record's `subset` field
+    names its config), `max_rows_per_subset` samples each before images are read, and
+    `split_per_env` re-splits every environment into fixed-size train / test sets (seed `seed`).
     """
 
     path: str | None = None
@@ -63,11 +73,17 @@ class DataConfig(_Section):
     on_bad_record: Literal["error", "skip"] = "error"
     max_pixels: int = 40_000_000
     max_train_per_env: int | None = None
+    subsets: list[str] = Field(default_factory=list)
+    max_rows_per_subset: int | None = Field(default=None, ge=1)
+    split_per_env: SplitSizes | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> DataConfig:
         if (self.path is None) == (self.benchmark is None):
             raise ValueError("give exactly one of data.path or data.benchmark")
+        on_hub = self.path is not None and self.path.startswith("hf:")
+        if (self.subsets or self.max_rows_per_subset is not None) and not on_hub:
+            raise ValueError("subsets and max_rows_per_subset need data.path: hf:NAME")
         return self
 
 

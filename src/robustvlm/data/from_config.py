@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from robustvlm.config import DataConfig
+from robustvlm.data.carve import carve_per_env, short_environments
 from robustvlm.data.records import Example, SkipLog
 
 
@@ -28,10 +29,13 @@ def materialize(cfg: DataConfig, work_dir: Path) -> Path:
 def load_from_config(
     cfg: DataConfig, work_dir: Path, skip_log: SkipLog | None = None, verbose: bool = True
 ) -> list[Example]:
-    """All records of the configured dataset (every split), with environments assigned."""
-    from robustvlm.data.loaders import load_examples
+    """All records of the configured dataset (every split), with environments assigned and,
+    with `split_per_env`, each environment carved into its train / test sets."""
+    from robustvlm.data.environments import format_env_counts
+    from robustvlm.data.loaders import HubSelection, load_examples
 
-    return load_examples(
+    on_hub = cfg.path is not None and cfg.path.startswith("hf:")
+    examples = load_examples(
         materialize(cfg, work_dir),
         fmt=cfg.format,
         env_column=cfg.env_column,
@@ -41,8 +45,18 @@ def load_from_config(
         on_bad_record=cfg.on_bad_record,
         skip_log=skip_log,
         max_pixels=cfg.max_pixels,
-        verbose=verbose,
+        hub=HubSelection(tuple(cfg.subsets), cfg.max_rows_per_subset, cfg.seed) if on_hub else None,
+        verbose=verbose and cfg.split_per_env is None,
     )
+    if cfg.split_per_env is None:
+        return examples
+    sizes = cfg.split_per_env
+    examples, counts = carve_per_env(examples, train=sizes.train, test=sizes.test, seed=cfg.seed)
+    if verbose:
+        print(format_env_counts(examples))
+        for line in short_environments(counts):
+            print(f"warning: {line}")
+    return examples
 
 
 def training_examples(examples: list[Example], max_per_env: int | None = None) -> list[Example]:

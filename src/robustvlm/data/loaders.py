@@ -43,6 +43,7 @@ def load_examples(
     skip_log: SkipLog | None = None,
     validate_images: bool = True,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    hub: HubSelection | None = None,
     verbose: bool = True,
 ) -> list[Example]:
     """Read a dataset into Examples, in file order.
@@ -65,6 +66,8 @@ def load_examples(
             each in `skip_log`. A file that cannot be read at all always raises.
         validate_images: fully decode every image once (see `load_image`) to find bad ones.
         max_pixels: images with more pixels are bad records.
+        hub: for `hf:NAME`, several hub configs (subsets) to load and a seeded row sample of
+            each; each record carries its subset name in a `subset` field.
         verbose: print the per-environment counts table (and the number skipped).
     """
     if on_bad_record not in ("error", "skip"):
@@ -80,7 +83,7 @@ def load_examples(
     examples = read_examples(
         path, on_error, fmt=fmt, split=split, env_column=env_column, env_map=env_map,
         task_rules=task_rules, instruction_template=instruction_template,
-        validate_images=validate_images, max_pixels=max_pixels,
+        validate_images=validate_images, max_pixels=max_pixels, hub=hub,
     )
     if verbose:
         print(format_env_counts(examples))
@@ -101,6 +104,7 @@ def read_examples(
     instruction_template: str = "What is shown in this image?",
     validate_images: bool = True,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    hub: HubSelection | None = None,
 ) -> list[Example]:
     """`load_examples` without printing: every bad record is passed to `on_error` and dropped."""
     if fmt not in FORMATS:
@@ -110,7 +114,9 @@ def read_examples(
     mapping = load_env_map(env_map) if env_map is not None else None
     examples: list[Example] = []
     first_seen: dict[str, str] = {}
-    for row in _rows(path, fmt, split, instruction_template):
+    if hub is not None and not (isinstance(path, str) and path.startswith("hf:")):
+        raise ConfigError(f"{path}: hub subsets and row sampling apply only to hf:NAME datasets")
+    for row in _rows(path, fmt, split, instruction_template, hub):
         try:
             if isinstance(row, DataError):
                 raise row
@@ -161,10 +167,12 @@ class _Row:
 # ---------------------------------------------------------------- readers: path -> raw records
 
 
-def _rows(path: str | Path, fmt: str, split: str | None, template: str) -> Iterator[_Row | DataError]:
+def _rows(
+    path: str | Path, fmt: str, split: str | None, template: str, hub: HubSelection | None = None
+) -> Iterator[_Row | DataError]:
     """Raw records of any format; unreadable lines come as DataErrors, unreadable files raise."""
     if isinstance(path, str) and path.startswith("hf:"):
-        yield from _hub_rows(path, split)
+        yield from _hub_rows(path, split, hub or HubSelection())
         return
     path = Path(path)
     if not path.exists():
@@ -250,17 +258,49 @@ def _parquet_rows(path: Path) -> Iterator[_Row]:
             raise DataError(f"cannot read parquet file ({exc})", str(file)) from exc
 
 
-def _hub_rows(spec: str, split: str | None) -> Iterator[_Row]:
-    """`hf:NAME[:CONFIG]` through `datasets.load_dataset` (downloads; not used offline)."""
+@dataclass(frozen=True)
+class HubSelection:
+    """What to take from an `hf:NAME` dataset.
+
+    Attributes:
+        subsets: hub configs to load one after another (e.g. LLaVA-OneVision's
+            "chartqa(cauldron,llava_format)"); empty = the config in the spec, or the default.
+        max_rows: per subset, keep a seeded random sample of at most this many rows, chosen
+            before any image is read (None = every row).
+        seed: seed of that sample.
+    """
+
+    subsets: tuple[str, ...] = ()
+    max_rows: int | None = None
+    seed: int = 0
+
+
+def _hub_rows(spec: str, split: str | None, hub: HubSelection) -> Iterator[_Row]:
+    """`hf:NAME[:CONFIG]` (or NAME with `hub.subsets`) through `datasets.load_dataset`."""
     import datasets
 
     name, _, config = spec[len("hf:"):].partition(":")
+    if hub.subsets and config:
+        raise ConfigError(f"{spec}: give the hub config in the path or as subsets, not both")
     hf_split = {"val": "validation"}.get(split, split) if split else "train"
-    try:
-        dataset = datasets.load_dataset(name, config or None, split=hf_split)
-    except Exception as exc:  # network, missing dataset or config, ...
-        raise DataError(f"cannot load dataset ({exc})", spec) from exc
-    yield from _dataset_rows(dataset, spec, hf_split)
+    for subset in hub.subsets or (config or None,):
+        source = f"hf:{name}:{subset}" if subset else spec
+        try:
+            dataset = datasets.load_dataset(name, subset, split=hf_split)
+        except Exception as exc:  # network, missing dataset or config, ...
+            raise DataError(f"cannot load dataset ({exc})", source) from exc
+        if hub.max_rows is not None and len(dataset) > hub.max_rows:
+            dataset = dataset.shuffle(seed=hub.seed).select(range(hub.max_rows))
+        rows = _dataset_rows(dataset, source, hf_split)
+        yield from rows if subset is None else _tagged(rows, subset)
+
+
+def _tagged(rows: Iterator[_Row], subset: str) -> Iterator[_Row]:
+    """The rows with `subset` set (where the record has no such field), for env assignment."""
+    for row in rows:
+        if isinstance(row.data, dict):
+            row.data.setdefault("subset", subset)
+        yield row
 
 
 def _saved_dataset_rows(path: Path) -> Iterator[_Row]:
