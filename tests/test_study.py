@@ -215,3 +215,50 @@ def test_table1_shows_absent_metrics_as_dash():
     assert table.header == ["method", "ID chrF", "ID BERTScore", "OOD chrF", "OOD BERTScore"]
     row = table.rows[0]
     assert row[2] == "—" and row[4] == "—" and row[1].startswith("0.500 ± 0.141 [")
+
+
+def test_runs_compute_the_tabulated_metrics_and_cee_needs_a_judge():
+    cfg = copy.deepcopy(CONFIG)
+    del cfg["metrics"]  # default: the paper's chrF, BERTScore, CEE
+    runs, _, metrics = study.study_runs(cfg)
+    assert metrics == ["chrf", "bertscore", "cee"]
+    assert runs["erm"][0].eval.metrics == ["chrf", "exact", "bertscore"]
+    assert study.absent_metrics(metrics, runs["erm"][0].eval.metrics) == {
+        "cee": "no judge configured (set eval.judge to an OpenAI-compatible endpoint)"
+    }
+    cfg["base"]["eval"]["judge"] = {"base_url": "http://127.0.0.1:1/v1", "model": "judge"}
+    runs, _, _ = study.study_runs(cfg)
+    assert runs["erm"][1].eval.metrics == ["chrf", "exact", "bertscore", "cee"]
+
+
+def test_study_with_bertscore_and_cee_against_the_stub_judge(tmp_path, monkeypatch):
+    """Table 1's three metrics end to end: BERTScore offline, CEE from the stub judge server."""
+    from stub_judge_server import StubJudgeServer
+
+    monkeypatch.setenv("STUDY_JUDGE_KEY", "k")
+    cfg = copy.deepcopy(CONFIG)
+    cfg.update(seeds=[0], metrics=["chrf", "bertscore", "cee"])
+    cfg["base"]["eval"]["max_per_env"] = 2
+    with StubJudgeServer() as server:
+        cfg["base"]["eval"]["judge"] = {
+            "base_url": server.url, "model": "stub", "api_key_env": "STUDY_JUDGE_KEY"
+        }
+        results = study.run_study(cfg, tmp_path, progress=False)
+    assert results["absent"] == {}
+    distinct = 0
+    for label, info in results["methods"].items():
+        rows = [json.loads(line) for line in
+                (tmp_path / "runs" / label / "seed-0" / "eval" / "predictions.jsonl").open()]
+        distinct += len({(r["instruction"], r["target"], r["prediction"]) for r in rows})
+        for group, ood in (("id", False), ("ood", True)):
+            for metric in ("bertscore", "cee"):
+                by_env: dict[str, list[float]] = {}
+                for r in rows:
+                    if r["ood"] == ood and r["scores"][metric] is not None:
+                        by_env.setdefault(r["env"], []).append(r["scores"][metric])
+                expected = np.mean([np.mean(v) for v in by_env.values()])
+                assert info["summary"][group][metric]["mean"] == pytest.approx(expected)
+        assert info["cee_counts"]["n_judged"] == len(rows)
+    assert server.requests == 5 * distinct  # 5 prompts per distinct case, each run's cache
+    report = (tmp_path / "report.md").read_text()
+    assert "ID CEE" in report and "unreadable verdicts" in report and "Shown as —" not in report

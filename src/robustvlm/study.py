@@ -6,7 +6,9 @@ Study config (YAML or dict):
             the baseline of the significance tests (normally ERM)
   seeds:    [0, 1, 2]: each sets train.seed and, for methods with a `seed` hyperparameter (BIRM
             draws), that seed too unless the method entry fixes it; data stay the same for all
-  metrics:  which per-example scores to tabulate (default [chrf, exact])
+  metrics:  which per-example scores to tabulate (default [chrf, bertscore, cee], the paper's
+            Table 1); each is added to the runs' eval.metrics, except CEE when eval.judge is not
+            set: it is then listed as absent in the report, never scored 0
 
 Layout of OUT: runs/<label>/seed-<s>/{config.hash, train/, eval/}, results.json, report.md,
 report.html and the PNGs. A run whose config.hash matches and that has train/final and
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +33,10 @@ from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation.runner import evaluate, read_predictions
 from robustvlm.objectives import REGISTRY
-from robustvlm.report.study_report import write_study_report
+from robustvlm.report.study_report import TITLES, write_study_report
 from robustvlm.training.trainer import train
 
-#: Metrics a study can tabulate, with their column titles; absent scores show as "—".
-KNOWN_METRICS = {"chrf": "chrF", "exact": "exact", "bertscore": "BERTScore", "judge": "judge"}
+DEFAULT_METRICS = ["chrf", "bertscore", "cee"]
 GROUPS = ("id", "ood")
 N_BOOT = 2000
 
@@ -92,11 +93,12 @@ def study_runs(
         raise ConfigError(
             f"{source}: seeds: a non-empty list of distinct integers is required (got {seeds!r})"
         )
-    metrics = spec.get("metrics", ["chrf", "exact"])
-    if not isinstance(metrics, list) or not metrics or any(m not in KNOWN_METRICS for m in metrics):
+    metrics = spec.get("metrics", DEFAULT_METRICS)
+    if not isinstance(metrics, list) or not metrics or any(m not in TITLES for m in metrics):
         raise ConfigError(
-            f"{source}: metrics: a non-empty list from {list(KNOWN_METRICS)} (got {metrics!r})"
+            f"{source}: metrics: a non-empty list from {list(TITLES)} (got {metrics!r})"
         )
+    eval_metrics = computed_metrics(base, metrics)
 
     runs: dict[str, dict[int, RunConfig]] = {}
     for label, entry in methods.items():
@@ -113,11 +115,32 @@ def study_runs(
         runs[str(label)] = {}
         for seed in seeds:
             seeded = {"seed": seed, **args} if "seed" in REGISTRY[name].hparams else args
-            raw = deep_merge(base, {"train": {"seed": seed}, "method": name, "method_args": seeded})
+            raw = deep_merge(base, {
+                "train": {"seed": seed}, "method": name, "method_args": seeded,
+                "eval": {"metrics": eval_metrics},
+            })
             runs[str(label)][seed] = validate_config(
                 raw, f"{source} (methods.{label}, seed {seed})"
             )
     return runs, list(seeds), list(metrics)
+
+
+def computed_metrics(base: Mapping, metrics: Sequence[str]) -> list[str]:
+    """The runs' eval.metrics: base's own plus the study's, less CEE when no judge is set."""
+    base_eval = base.get("eval") or {}
+    wanted = list(base_eval.get("metrics", ["chrf", "exact"]))
+    wanted += [m for m in metrics if m not in wanted]
+    return [m for m in wanted if m != "cee" or base_eval.get("judge")]
+
+
+def absent_metrics(metrics: Sequence[str], computed: Sequence[str]) -> dict[str, str]:
+    """{metric: why the report shows it as absent} for tabulated metrics no run computes."""
+    return {
+        m: "no judge configured (set eval.judge to an OpenAI-compatible endpoint)"
+        if m == "cee" else "not computed"
+        for m in metrics
+        if m not in computed
+    }
 
 
 def config_hash(cfg: RunConfig) -> str:
@@ -170,6 +193,12 @@ def run_dir_of(out_dir: Path, label: str, seed: int) -> Path:
     return out_dir / "runs" / label / f"seed-{seed}"
 
 
+def sum_cee_counts(run_metrics: Iterable[Mapping]) -> dict[str, int] | None:
+    """The CEE judge's undecided / unreadable counts summed over a method's runs (None: no CEE)."""
+    counts = [m["cee_counts"] for m in run_metrics if "cee_counts" in m]
+    return {k: sum(c[k] for c in counts) for k in counts[0]} if counts else None
+
+
 def _jsonl(path: Path) -> list[dict]:
     return [
         json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
@@ -199,10 +228,18 @@ def run_study(config: str | Path | Mapping, out_dir: str | Path, *, progress: bo
                 "run_dir": str(run_dir),
                 "metrics": run_metrics,
             }
-    results = {"seeds": seeds, **aggregate_study(rows, metrics)}
+    first = runs[next(iter(runs))][seeds[0]]
+    results = {
+        "seeds": seeds,
+        **aggregate_study(rows, metrics),
+        "absent": absent_metrics(metrics, first.eval.metrics),
+    }
     for label, info in run_info.items():
         cfg = runs[label][seeds[0]]
-        results["methods"][label].update(method=cfg.method, method_args=cfg.method_args, runs=info)
+        results["methods"][label].update(
+            method=cfg.method, method_args=cfg.method_args, runs=info,
+            cee_counts=sum_cee_counts(run["metrics"] for run in info.values()),
+        )
     (out_dir / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     write_study_report(
         results,

@@ -19,7 +19,8 @@ import numpy as np
 from robustvlm.report.plots import bar_with_ci, new_figure, plot_series, save_figure
 from robustvlm.report.tables import fmt, markdown_table
 
-TITLES = {"chrf": "chrF", "exact": "exact", "bertscore": "BERTScore", "judge": "judge"}
+#: The metrics a study can tabulate, with their column titles.
+TITLES = {"chrf": "chrF", "exact": "exact", "bertscore": "BERTScore", "cee": "CEE"}
 TRAJECTORY_KEYS = ["lambda", "R_inv", "P"]
 EXAMPLES_PER_ENV = 3
 
@@ -71,6 +72,33 @@ def table1(results: Mapping) -> Table:
         for label, info in results["methods"].items()
     ]
     return Table(header, rows)
+
+
+def absent_note(results: Mapping) -> list[Block]:
+    """One paragraph naming each tabulated metric no run computed, and why."""
+    absent = results.get("absent") or {}
+    if not absent:
+        return []
+    reasons = "; ".join(f"{TITLES[m]}: {why}" for m, why in absent.items())
+    return [Paragraph(f"Shown as — because they were not computed: {reasons}.")]
+
+
+def cee_counts_table(results: Mapping) -> list[Block]:
+    """Per method, the samples the CEE judges left undecided (summed over seeds), if CEE ran."""
+    rows = [
+        [label, *(str(c[k]) for k in ("n_judged", "n_ties", "n_no_verdict", "n_unparsed_verdicts"))]
+        for label, info in results["methods"].items()
+        if (c := info.get("cee_counts"))
+    ]
+    if not rows:
+        return []
+    return [
+        Paragraph(
+            "CEE: samples judged, majority ties and samples without any readable verdict (both left "
+            "out of the CEE means, not counted wrong), and unreadable single verdicts; summed over seeds."
+        ),
+        Table(["method", "judged", "ties", "no verdict", "unreadable verdicts"], rows),
+    ]
 
 
 def significance_table(results: Mapping) -> Table:
@@ -211,6 +239,8 @@ def build_blocks(
         ),
         Heading("Table 1: in-domain vs out-of-domain"),
         table1(results),
+        *absent_note(results),
+        *cee_counts_table(results),
         Heading(f"Significance against {results['baseline']}"),
         Paragraph(
             "Paired bootstrap (10,000 resamples) on per-example scores averaged over seeds, paired by "
