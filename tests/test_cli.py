@@ -54,3 +54,40 @@ def test_robustness_fit_from_cli(tmp_path, capsys):
 def test_parser_defaults_follow_the_paper():
     args = build_parser().parse_args(["eval", "--model", "m", "--data", "d", "--out", "o"])
     assert args.max_new_tokens == 128 and args.repetition_penalty == 1.15
+
+
+def test_mc_build_visual_distractors_use_the_vision_model(tmp_path, capsys):
+    from robustvlm.data.loaders import load_examples
+    from robustvlm.multiple_choice import build_questions, read_questions
+    from robustvlm.multiple_choice.image_embedder import load_image_embedder
+
+    data = tmp_path / "synth"
+    assert main(["data", "synth", "--benchmark", "domains", "--out", str(data), "--n-per-env", "1"]) == 0
+    out = tmp_path / "visual.jsonl"
+    base = ["mc", "build", "--data", str(data / "shapes"), "--out", str(out), "--k", "3", "--seed", "4"]
+    assert main([*base, "--distractors", "visual", "--vision-model", "tiny:clip"]) == 0
+    expected = build_questions(load_examples(data / "shapes"), k=3, distractors="visual", seed=4,
+                               image_embedder=load_image_embedder("tiny:clip"))
+    assert read_questions(out) == expected
+    assert read_questions(out) != build_questions(load_examples(data / "shapes"), k=3, seed=4)
+    capsys.readouterr()
+    assert main([*base, "--distractors", "visual"]) == 2
+    assert main([*base, "--distractors", "random", "--vision-model", "tiny:clip"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("--distractors visual needs --vision-model") == 2 and "Traceback" not in err
+
+
+def test_icl_eval_resume_flag(tmp_path, capsys):
+    data = tmp_path / "synth"
+    assert main(["data", "synth", "--benchmark", "domains", "--out", str(data), "--n-per-env", "1"]) == 0
+    base = ["icl", "eval", "--model", "tiny:idefics3", "--data", str(data / "shapes"), "--out",
+            str(tmp_path / "icl"), "--shots", "0,1", "--n-per-domain", "1", "--batch-size", "2"]
+    assert main(base) == 0
+    log = tmp_path / "icl" / "icl_predictions.jsonl"
+    first = log.read_text()
+    log.write_text("".join(first.splitlines(keepends=True)[:3]))
+    assert main([*base, "--resume"]) == 0
+    assert log.read_text() == first
+    capsys.readouterr()
+    assert main([*base, "--resume", "--seed", "1"]) == 2
+    assert "differs in ['seed']" in capsys.readouterr().err

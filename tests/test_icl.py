@@ -13,6 +13,7 @@ from robustvlm.data.loaders import load_examples
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation import icl
+from robustvlm.evaluation.generate import generate_batch
 from robustvlm.models import load_vlm
 
 torch.set_num_threads(1)
@@ -198,3 +199,73 @@ def test_run_icl_writes_results(tmp_path, examples):
     assert "| 1 | same-domain |" in (tmp_path / "out" / "icl_results.md").read_text()
     lines = (tmp_path / "out" / "icl_predictions.jsonl").read_text().splitlines()
     assert len(lines) == 2 * 4  # two cells x four domains x one query
+
+
+class _Killed(Exception):
+    """Stands in for a kill in the middle of a run."""
+
+
+def _counting_generate(monkeypatch, calls: list[int], kill_on_call: int | None = None):
+    """Patch icl.generate_batch to record the number of prompts of each call (and die on one)."""
+    def generate(model, processor, batch, **kwargs):
+        if kill_on_call is not None and len(calls) + 1 == kill_on_call:
+            raise _Killed
+        calls.append(int(batch["input_ids"].shape[0]))
+        return generate_batch(model, processor, batch, **kwargs)
+
+    monkeypatch.setattr(icl, "generate_batch", generate)
+
+
+def test_killed_run_resumes_without_recomputing(tmp_path, monkeypatch):
+    root = tmp_path / "data"
+    synthesize("domains", root, n_per_env=2)
+    kwargs = dict(shots=(0, 1), policies=("random", "same-domain"), n_per_domain=2, seed=0,
+                  batch_size=4, progress=False)
+    n_records = 3 * 4 * 2  # three cells x four domains x two queries
+
+    whole: list[int] = []
+    _counting_generate(monkeypatch, whole)
+    expected = icl.run_icl("tiny:idefics3", root / "shapes", tmp_path / "whole", **kwargs)
+    assert sum(whole) == n_records
+
+    out = tmp_path / "killed"
+    _counting_generate(monkeypatch, [], kill_on_call=3)
+    with pytest.raises(_Killed):
+        icl.run_icl("tiny:idefics3", root / "shapes", out, **kwargs)
+    log = out / icl.PREDICTIONS_FILE
+    kept = log.read_text().splitlines()
+    assert len(kept) == 8  # two batches of four were written before the kill
+    with log.open("a") as f:  # and the kill tore the next line
+        f.write(json.dumps({"shots": 1, "policy": "random", "id": "x", "answer": "circ"})[:30])
+
+    resumed: list[int] = []
+    _counting_generate(monkeypatch, resumed)
+    result = icl.run_icl("tiny:idefics3", root / "shapes", out, resume=True, **kwargs)
+    assert sum(resumed) == n_records - len(kept)
+    assert result == expected
+    assert (out / "icl_results.json").read_text() == (tmp_path / "whole" / "icl_results.json").read_text()
+    assert log.read_text() == (tmp_path / "whole" / icl.PREDICTIONS_FILE).read_text()
+
+    again: list[int] = []  # a finished run resumes to the same results with no generation at all
+    _counting_generate(monkeypatch, again)
+    assert icl.run_icl("tiny:idefics3", root / "shapes", out, resume=True, **kwargs) == expected
+    assert again == []
+
+
+def test_resume_refuses_other_settings(tmp_path):
+    out = tmp_path / "out"
+    config = {"model": "tiny:idefics3", "data": str(tmp_path / "absent"), "shots": [0, 1], "policies": ["random"],
+              "n_per_domain": 2, "seed": 0}
+    icl.check_saved_config(out, config, resume=False)
+    icl.check_saved_config(out, config, resume=True)  # same settings: fine
+    with pytest.raises(ConfigError, match=r"differs in \['seed', 'shots'\]"):
+        icl.check_saved_config(out, {**config, "seed": 1, "shots": [0, 2]}, resume=True)
+    (out / icl.CONFIG_FILE).unlink()
+    (out / icl.PREDICTIONS_FILE).write_text("{}\n")
+    with pytest.raises(ConfigError, match="settings are unknown"):
+        icl.check_saved_config(out, config, resume=True)
+    (out / icl.PREDICTIONS_FILE).write_text('{"shots": 0}\nnot json\n{"shots": 0}\n')
+    icl.check_saved_config(out, config, resume=False)  # a fresh run may overwrite
+    with pytest.raises(DataError, match="line 2 is not valid JSON"):  # only a torn *last* line is dropped
+        icl.run_icl("tiny:idefics3", tmp_path / "absent", out, shots=(0, 1), policies=("random",),
+                    n_per_domain=2, resume=True)

@@ -235,3 +235,35 @@ def test_visual_needs_an_embedder_and_images_of_every_class(tmp_path: Path):
     with pytest.raises(ConfigError, match="shape"):
         choose_distractors("visual", pool_of(["red", "blue"], images), ["red"], 1,
                            image_embedder=lambda imgs: np.zeros(3))
+
+
+def test_visual_distractors_from_a_clip_vision_tower_match_brute_force(tmp_path: Path):
+    import torch
+
+    from robustvlm.data.images import load_image
+    from robustvlm.data.loaders import load_examples
+    from robustvlm.data.synth import synthesize
+    from robustvlm.multiple_choice.image_embedder import load_image_embedder
+
+    synthesize("domains", tmp_path, n_per_env=1)  # 4 domains x 8 shape classes x 1 image
+    examples = load_examples(tmp_path / "shapes", fmt="folder", verbose=False)
+    names = sorted({ex.target for ex in examples})
+    images = {name: [ex.image for ex in examples if ex.target == name] for name in names}
+    embedder = load_image_embedder("tiny:clip")
+    means = []
+    for name in names:  # each image alone through the model's own get_image_features
+        vectors = []
+        for ref in images[name]:
+            pixels = embedder.image_processor(images=[load_image(ref)], return_tensors="pt")["pixel_values"]
+            with torch.no_grad():
+                out = embedder.model.get_image_features(pixel_values=pixels)
+            vector = (out if torch.is_tensor(out) else out.pooler_output)[0].double().numpy()
+            vectors.append(vector / np.linalg.norm(vector))
+        means.append(np.mean(vectors, axis=0))
+    similarity = brute_force_cosine(np.stack(means))
+    off_diagonal = np.sort(similarity[~np.eye(len(names), dtype=bool)])
+    assert np.diff(off_diagonal[::2]).min() > 1e-6  # no near-ties (each pair appears twice)
+    pool = pool_of(names, images)
+    for answer in names:
+        chosen = choose_distractors("visual", pool, [answer], 3, image_embedder=embedder)[0]
+        assert_nearest(chosen, answer, names, similarity)

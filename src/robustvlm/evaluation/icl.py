@@ -14,6 +14,12 @@ every other query never used as a demo):
 
 Accuracy is exact match of the generated answer against the class name after normalisation
 (lower case, punctuation and surrounding articles removed).
+
+`run_icl` writes in its output folder: config.resolved.yaml (the run's settings),
+icl_predictions.jsonl (one line per (shots, policy, query), appended and flushed as each batch
+finishes, put in evaluation order at the end), icl_results.json and icl_results.md. With
+`resume=True` it keeps the finished lines (a torn last line from a killed run is dropped),
+evaluates only the missing queries, and refuses a folder whose saved settings differ.
 """
 
 from __future__ import annotations
@@ -24,21 +30,27 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import torch
+import yaml
 from PIL import Image
+from tqdm.auto import tqdm
 
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation.generate import generate_batch
+from robustvlm.multiple_choice.evaluate import read_scored
 from robustvlm.report.tables import fmt, markdown_table
 
 POLICIES = ("random", "same-domain", "cross-domain", "label-shift", "spurious")
 ZERO_SHOT = "zero-shot"  # the policy name of 0-shot rows (no demos, so no policy applies)
 ALL_DOMAINS = "all"
+CONFIG_FILE = "config.resolved.yaml"
+PREDICTIONS_FILE = "icl_predictions.jsonl"
+RecordKey = tuple[int, str, str]  # (shots, policy, query id): one per-query record
 
 
 @dataclass(frozen=True)
@@ -201,6 +213,9 @@ def evaluate_icl(
     batch_size: int = 8,
     max_new_tokens: int = 8,
     predictions: list[dict] | None = None,
+    finished: Mapping[RecordKey, Mapping] | None = None,
+    on_records: Callable[[list[dict]], None] | None = None,
+    progress: bool = True,
 ) -> list[dict]:
     """Per-domain accuracy of k-shot classification for every (shots, policy).
 
@@ -208,12 +223,20 @@ def evaluate_icl(
     0 shots is evaluated once, under policy "zero-shot". Demo draws are seeded per
     (seed, policy, k, query), so results do not depend on batch size or on which other cells run.
 
+    Per-query records {shots, policy, id, domain, target, answer, correct, demos} already in
+    `finished` (keyed by `record_key`) are reused, not recomputed; each batch of new records is
+    passed to `on_records` as soon as it is generated. A progress bar counts queries.
+
     Returns rows {shots, policy, domain, n, correct, accuracy} (domain "all" pools the domains),
-    completed by `icl_summary` with gain and cost. Per-query records go to `predictions` if given.
+    completed by `icl_summary` with gain and cost. All per-query records, finished and new, go
+    to `predictions` if given, in evaluation order.
     """
     _check_shots_policies(shots, policies)
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
     if any(k > 0 for k in shots):
         check_multi_image(processor)
+    finished = finished or {}
     class_names = sorted({ex.target for ex in examples})
     queries = sample_queries(examples, n_per_domain, seed)
     query_ids = {q.id for q in queries}
@@ -221,6 +244,8 @@ def evaluate_icl(
     plan = make_plan(examples, seed=seed, n_skew_classes=n_skew_classes)
     cells = [(0, ZERO_SHOT)] if 0 in shots else []
     cells += [(k, p) for k in shots if k > 0 for p in policies]
+    n_done = sum((k, p, q.id) in finished for k, p in cells for q in queries)
+    bar = tqdm(total=len(cells) * len(queries), initial=n_done, disable=not progress, desc="icl", unit="query")
     rows: list[dict] = []
     model.eval()
     for k, policy in cells:
@@ -228,20 +253,34 @@ def evaluate_icl(
             (q, select_demos(q, pool, k, policy, plan, _demo_rng(seed, policy, k, i)) if k else [])
             for i, q in enumerate(queries)
         ]
-        answers: list[str] = []
-        for start in range(0, len(items), batch_size):
-            batch = encode_prompts(processor, items[start : start + batch_size], class_names)
-            answers += generate_batch(model, processor, batch, max_new_tokens=max_new_tokens)
-        records = [
-            {"shots": k, "policy": policy, "id": q.id, "domain": q.env, "target": q.target,
-             "answer": a, "correct": normalise(a) == normalise(q.target),
-             "demos": [[d.id, d.env, d.target] for d in demos]}
-            for (q, demos), a in zip(items, answers)
-        ]
+        pending = [(q, demos) for q, demos in items if (k, policy, q.id) not in finished]
+        new: dict[RecordKey, dict] = {}
+        for start in range(0, len(pending), batch_size):
+            chunk = pending[start : start + batch_size]
+            batch = encode_prompts(processor, chunk, class_names)
+            answers = generate_batch(model, processor, batch, max_new_tokens=max_new_tokens)
+            records = [_record(k, policy, q, demos, a) for (q, demos), a in zip(chunk, answers)]
+            if on_records is not None:
+                on_records(records)
+            new.update((record_key(r), r) for r in records)
+            bar.update(len(chunk))
+        records = [dict(finished.get((k, policy, q.id)) or new[(k, policy, q.id)]) for q in queries]
         if predictions is not None:
             predictions.extend(records)
         rows += _accuracy_rows(k, policy, records)
+    bar.close()
     return icl_summary(rows)
+
+
+def record_key(record: Mapping) -> RecordKey:
+    """(shots, policy, query id) of a per-query record."""
+    return int(record["shots"]), str(record["policy"]), str(record["id"])
+
+
+def _record(k: int, policy: str, query: Example, demos: Sequence[Example], answer: str) -> dict:
+    return {"shots": k, "policy": policy, "id": query.id, "domain": query.env, "target": query.target,
+            "answer": answer, "correct": normalise(answer) == normalise(query.target),
+            "demos": [[d.id, d.env, d.target] for d in demos]}
 
 
 def _check_shots_policies(shots: Sequence[int], policies: Sequence[str]) -> None:
@@ -296,7 +335,8 @@ def icl_markdown(rows: Sequence[Mapping]) -> str:
 
 def write_icl_results(out_dir: str | Path, rows: Sequence[Mapping], config: Mapping,
                       predictions: Sequence[Mapping] = ()) -> Path:
-    """Write icl_results.json ({config, rows}), icl_results.md and icl_predictions.jsonl."""
+    """Write icl_results.json ({config, rows}), icl_results.md and icl_predictions.jsonl (replaced
+    atomically, so a kill while writing leaves the earlier file whole)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "icl_results.json"
@@ -305,10 +345,36 @@ def write_icl_results(out_dir: str | Path, rows: Sequence[Mapping], config: Mapp
         f"# In-context evaluation\n\nmodel: `{config.get('model')}`\n\n{icl_markdown(rows)}\n",
         encoding="utf-8",
     )
-    with (out / "icl_predictions.jsonl").open("w", encoding="utf-8") as f:
-        for rec in predictions:
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    tmp = out / f"{PREDICTIONS_FILE}.tmp"
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in predictions), encoding="utf-8")
+    tmp.replace(out / PREDICTIONS_FILE)
     return path
+
+
+def check_saved_config(out_dir: Path, config: Mapping, *, resume: bool) -> None:
+    """Save `config` as `out_dir`/config.resolved.yaml. On resume, first raise ConfigError if the
+    saved config differs, or if predictions are there without a saved config."""
+    path, log = out_dir / CONFIG_FILE, out_dir / PREDICTIONS_FILE
+    if resume and path.is_file():
+        saved = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        differ = sorted(key for key in {*saved, *config} if saved.get(key) != config.get(key))
+        if differ:
+            raise ConfigError(
+                f"cannot resume into {out_dir}: its {CONFIG_FILE} differs in {differ} "
+                f"(saved {[saved.get(k) for k in differ]}, now {[config.get(k) for k in differ]}); "
+                "use the same settings or another --out"
+            )
+    elif resume and log.is_file():
+        raise ConfigError(f"cannot resume into {out_dir}: {log.name} is there but {CONFIG_FILE} is not, "
+                          "so its settings are unknown; use another --out")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(dict(config), sort_keys=False), encoding="utf-8")
+
+
+def _append_records(log: IO[str], records: list[dict]) -> None:
+    for r in records:
+        log.write(json.dumps(r, ensure_ascii=False) + "\n")
+    log.flush()
 
 
 def load_model_for(model_name: str, examples: Sequence[Example]) -> tuple[torch.nn.Module, Any]:
@@ -329,22 +395,34 @@ def run_icl(
     policies: Sequence[str] = POLICIES,
     n_per_domain: int = 20,
     seed: int = 0,
+    batch_size: int = 8,
+    resume: bool = False,
+    progress: bool = True,
 ) -> dict:
     """Load the model and an image-folder domain dataset (ROOT/DOMAIN/CLASS/*.png), run
-    `evaluate_icl`, write icl_results.json/.md and icl_predictions.jsonl under `out_dir`.
+    `evaluate_icl` and write its outputs under `out_dir` (see the module docstring).
 
+    With `resume`, finished per-query lines of icl_predictions.jsonl are kept and not recomputed;
+    a folder written with other settings (batch_size aside) is refused with ConfigError.
     Returns {"config": ..., "rows": ...} as written to icl_results.json.
     """
     from robustvlm.data.loaders import load_examples
 
+    out = Path(out_dir)
+    config = {"model": model_name, "data": str(data_root), "shots": list(shots),
+              "policies": list(policies), "n_per_domain": n_per_domain, "seed": seed}
+    check_saved_config(out, config, resume=resume)
+    log_path = out / PREDICTIONS_FILE
+    finished = {record_key(r): r for r in read_scored(log_path)} if resume else {}
     examples = load_examples(data_root, fmt="folder", verbose=False)
     if not examples:
         raise DataError("no images found (expected ROOT/DOMAIN/CLASS/*.png)", str(data_root))
     model, processor = load_model_for(model_name, examples)
     predictions: list[dict] = []
-    rows = evaluate_icl(model, processor, examples, shots=shots, policies=policies,
-                        n_per_domain=n_per_domain, seed=seed, predictions=predictions)
-    config = {"model": model_name, "data": str(data_root), "shots": list(shots),
-              "policies": list(policies), "n_per_domain": n_per_domain, "seed": seed}
-    write_icl_results(out_dir, rows, config, predictions)
+    with log_path.open("a" if resume else "w", encoding="utf-8") as log:
+        rows = evaluate_icl(model, processor, examples, shots=shots, policies=policies,
+                            n_per_domain=n_per_domain, seed=seed, batch_size=batch_size,
+                            predictions=predictions, finished=finished,
+                            on_records=lambda records: _append_records(log, records), progress=progress)
+    write_icl_results(out, rows, config, predictions)
     return {"config": config, "rows": rows}
