@@ -220,14 +220,15 @@ def test_table1_shows_absent_metrics_as_dash():
 def test_runs_compute_the_tabulated_metrics_and_cee_needs_a_judge():
     cfg = copy.deepcopy(CONFIG)
     del cfg["metrics"]  # default: the paper's chrF, BERTScore, CEE
-    runs, _, metrics = study.study_runs(cfg)
+    plan = study.study_runs(cfg)
+    runs, metrics = plan.runs, plan.metrics
     assert metrics == ["chrf", "bertscore", "cee"]
     assert runs["erm"][0].eval.metrics == ["chrf", "exact", "bertscore"]
     assert study.absent_metrics(metrics, runs["erm"][0].eval.metrics) == {
         "cee": "no judge configured (set eval.judge to an OpenAI-compatible endpoint)"
     }
     cfg["base"]["eval"]["judge"] = {"base_url": "http://127.0.0.1:1/v1", "model": "judge"}
-    runs, _, _ = study.study_runs(cfg)
+    runs = study.study_runs(cfg).runs
     assert runs["erm"][1].eval.metrics == ["chrf", "exact", "bertscore", "cee"]
 
 

@@ -74,7 +74,8 @@ def _eval(args: argparse.Namespace) -> int:
 def _study(args: argparse.Namespace) -> int:
     from robustvlm.study import run_study
 
-    run_study(args.config, args.out or Path("studies") / Path(args.config).stem)
+    name = Path(args.config).stem + ("-dry-run" if args.dry_run else "")
+    run_study(args.config, args.out or Path("studies") / name, dry_run=args.dry_run)
     return 0
 
 
@@ -94,9 +95,17 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _mc_build(args: argparse.Namespace) -> int:
     from robustvlm.data.loaders import load_examples
+    from robustvlm.errors import ConfigError
     from robustvlm.multiple_choice import build_questions, write_questions
+    from robustvlm.multiple_choice.image_embedder import load_image_embedder
 
+    if (args.distractors == "visual") != bool(args.vision_model):
+        raise ConfigError(
+            "--distractors visual needs --vision-model (a CLIP/SigLIP or VLM name or folder, "
+            "e.g. tiny:clip), and --vision-model applies only to --distractors visual"
+        )
     examples = load_examples(args.data)
+    image_embedder = load_image_embedder(args.vision_model) if args.vision_model else None
     questions = build_questions(
         examples,
         k=args.k,
@@ -106,6 +115,7 @@ def _mc_build(args: argparse.Namespace) -> int:
         class_subset=args.class_subset,
         class_names=args.class_names,
         prompt=args.prompt,
+        image_embedder=image_embedder,
         circular=args.circular,
     )
     write_questions(questions, args.out)
@@ -197,6 +207,8 @@ def _icl_eval(args: argparse.Namespace) -> int:
         policies=tuple(args.demos.split(",")),
         n_per_domain=args.n_per_domain,
         seed=args.seed,
+        batch_size=args.batch_size,
+        resume=args.resume,
     )
     print(f"wrote {args.out}/icl_results.json and icl_results.md")
     return 0
@@ -280,8 +292,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.set_defaults(func=_eval)
 
     st = sub.add_parser("study", help="methods x seeds -> train -> evaluate -> Table-1 report (resumable)")
-    st.add_argument("config", help="study YAML: base, methods, seeds, metrics")
-    st.add_argument("--out", help="study directory (default studies/<config name>)")
+    st.add_argument("config", help="study YAML: base, methods, seeds, metrics, launch")
+    st.add_argument("--out", help="study directory (default studies/<config name>[-dry-run])")
+    st.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check a real recipe end to end: tiny offline model, built-in data, a few steps, "
+        "first seed, no judge or launcher",
+    )
     st.set_defaults(func=_study)
 
     dm = sub.add_parser(
@@ -306,7 +324,17 @@ def build_parser() -> argparse.ArgumentParser:
     mb.add_argument("--out", required=True, help="questions JSONL")
     mb.add_argument("--k", type=int, default=5)
     mb.add_argument(
-        "--distractors", default="random", choices=["random", "wordnet", "text", "visual"]
+        "--distractors",
+        default="random",
+        choices=["random", "wordnet", "text", "visual"],
+        help="how wrong options are chosen: random classes; nearest in the WordNet tree; nearest "
+        "class-name sentence embeddings; or visual: classes whose mean image embedding under "
+        "--vision-model is nearest",
+    )
+    mb.add_argument(
+        "--vision-model",
+        help="for --distractors visual: a CLIP/SigLIP model or a VLM (its vision tower is "
+        "used) as hub name, local folder or tiny:clip / tiny:siglip / tiny:idefics3",
     )
     mb.add_argument("--n", type=int, default=None, help="number of questions (stratified by class)")
     mb.add_argument("--seed", type=int, default=0)
@@ -376,6 +404,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ie.add_argument("--n-per-domain", type=int, default=20)
     ie.add_argument("--seed", type=int, default=0)
+    ie.add_argument("--batch-size", type=int, default=8, help="prompts per generation batch")
+    ie.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the queries already in OUT/icl_predictions.jsonl and evaluate only the rest "
+        "(refused if OUT was written with other settings)",
+    )
     ie.set_defaults(func=_icl_eval)
 
     dg = sub.add_parser("diagnose", help="is a failure visual, semantic or a mapping failure?")

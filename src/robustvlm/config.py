@@ -67,7 +67,7 @@ class DataConfig(_Section):
     n_per_env: int | None = None
     format: str = "auto"
     env_column: str | None = None
-    env_map: str | None = None
+    env_map: str | dict[str, Any] | None = None  # a YAML file, or the map itself inline
     task_rules: bool = False
     instruction_template: str = "What is shown in this image?"
     on_bad_record: Literal["error", "skip"] = "error"

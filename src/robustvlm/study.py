@@ -6,6 +6,8 @@ Study config (YAML or dict):
             the baseline of the significance tests (normally ERM)
   seeds:    [0, 1, 2]: each sets train.seed and, for methods with a `seed` hyperparameter (BIRM
             draws), that seed too unless the method entry fixes it; data stay the same for all
+  launch:   optional {accelerate_config: PATH, num_processes: N}: each training runs under
+            `accelerate launch` (e.g. DeepSpeed ZeRO-2) in a child process; evaluation stays here
   metrics:  which per-example scores to tabulate (default [chrf, bertscore, cee], the paper's
             Table 1); each is added to the runs' eval.metrics, except CEE when eval.judge is not
             set: it is then listed as absent in the report, never scored 0
@@ -21,11 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
+from pydantic import ValidationError
 
 from robustvlm.analysis.stats import bootstrap_ci, mean_std, paired_bootstrap_test
 from robustvlm.config import RunConfig, deep_merge, validate_config
@@ -34,9 +38,12 @@ from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation.runner import evaluate, read_predictions
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.study_report import TITLES, write_study_report
+from robustvlm.study_dry_run import dry_run_spec
+from robustvlm.training.launch import LaunchConfig, launched_train
 from robustvlm.training.trainer import train
 
 DEFAULT_METRICS = ["chrf", "bertscore", "cee"]
+STUDY_KEYS = {"base", "methods", "seeds", "metrics", "launch"}
 GROUPS = ("id", "ood")
 N_BOOT = 2000
 
@@ -61,15 +68,25 @@ def _read_spec(config: str | Path | Mapping) -> tuple[dict, str]:
     return spec, str(path)
 
 
-def study_runs(
-    config: str | Path | Mapping,
-) -> tuple[dict[str, dict[int, RunConfig]], list[int], list[str]]:
-    """Validate a study config; returns ({label: {seed: RunConfig}}, seeds, metrics)."""
+@dataclass(frozen=True)
+class StudyPlan:
+    """A validated study: {label: {seed: RunConfig}}, seeds, tabulated metrics, launcher."""
+
+    runs: dict[str, dict[int, RunConfig]]
+    seeds: list[int]
+    metrics: list[str]
+    launch: LaunchConfig | None = None
+
+
+def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyPlan:
+    """Validate a study config (with `dry_run`, its tiny local stand-in: see `dry_run_spec`)."""
     spec, source = _read_spec(config)
-    unknown = sorted(set(spec) - {"base", "methods", "seeds", "metrics"})
+    if dry_run:
+        spec, source = dry_run_spec(spec), f"{source} (dry run)"
+    unknown = sorted(set(spec) - STUDY_KEYS)
     if unknown:
         raise ConfigError(
-            f"{source}: unknown key(s) {unknown}; expected base, methods, seeds, metrics"
+            f"{source}: unknown key(s) {unknown}; expected {', '.join(sorted(STUDY_KEYS))}"
         )
     base = spec.get("base")
     if not isinstance(base, dict):
@@ -99,6 +116,10 @@ def study_runs(
             f"{source}: metrics: a non-empty list from {list(TITLES)} (got {metrics!r})"
         )
     eval_metrics = computed_metrics(base, metrics)
+    try:
+        launch = LaunchConfig.model_validate(spec["launch"]) if spec.get("launch") else None
+    except ValidationError as err:
+        raise ConfigError(f"{source}: launch: {err.errors()[0]['msg']} ({err.errors()[0]['loc']})") from None
 
     runs: dict[str, dict[int, RunConfig]] = {}
     for label, entry in methods.items():
@@ -122,7 +143,7 @@ def study_runs(
             runs[str(label)][seed] = validate_config(
                 raw, f"{source} (methods.{label}, seed {seed})"
             )
-    return runs, list(seeds), list(metrics)
+    return StudyPlan(runs, list(seeds), list(metrics), launch)
 
 
 def computed_metrics(base: Mapping, metrics: Sequence[str]) -> list[str]:
@@ -176,15 +197,18 @@ def _is_finished(run_dir: Path) -> bool:
     return (run_dir / "train" / "final").is_dir() and (run_dir / "eval" / "metrics.json").is_file()
 
 
-def _run_one(cfg: RunConfig, run_dir: Path, progress: bool) -> dict:
+def _run_one(cfg: RunConfig, run_dir: Path, progress: bool, launch: LaunchConfig | None) -> dict:
     """Train + evaluate one (method, seed), or reuse its finished outputs; returns its metrics."""
     _claim_run_dir(run_dir, config_hash(cfg))
     if _is_finished(run_dir):
         return json.loads((run_dir / "eval" / "metrics.json").read_text(encoding="utf-8"))
-    result = train(cfg, run_dir / "train", resume=True, progress=progress)
+    if launch is None:
+        final_dir = train(cfg, run_dir / "train", resume=True, progress=progress).final_dir
+    else:
+        final_dir = launched_train(cfg, run_dir / "train", launch)
     examples = load_from_config(cfg.data, run_dir / "train", verbose=False)
     return evaluate(
-        result.final_dir, examples, run_dir / "eval", cfg=cfg.eval, resume=True, progress=progress
+        final_dir, examples, run_dir / "eval", cfg=cfg.eval, resume=True, progress=progress
     )
 
 
@@ -205,14 +229,23 @@ def _jsonl(path: Path) -> list[dict]:
     ]
 
 
-def run_study(config: str | Path | Mapping, out_dir: str | Path, *, progress: bool = True) -> dict:
+def run_study(
+    config: str | Path | Mapping,
+    out_dir: str | Path,
+    *,
+    progress: bool = True,
+    dry_run: bool = False,
+) -> dict:
     """Run every (method, seed) of a study, aggregate, write results.json, report.md/.html.
+
+    With `dry_run`, the study's tiny local stand-in runs instead (see `dry_run_spec`).
 
     Returns the results written to results.json: `aggregate_study`'s dict plus "seeds" and, per
     method, "method", "method_args" (of the first seed) and "runs" {seed: {run_dir, metrics}}.
     """
     out_dir = Path(out_dir)
-    runs, seeds, metrics = study_runs(config)
+    plan = study_runs(config, dry_run=dry_run)
+    runs, seeds, metrics = plan.runs, plan.seeds, plan.metrics
     rows: dict[str, dict[int, list[dict]]] = {}
     run_info: dict[str, dict[str, dict]] = {}
     for label, by_seed in runs.items():
@@ -220,7 +253,7 @@ def run_study(config: str | Path | Mapping, out_dir: str | Path, *, progress: bo
             run_dir = run_dir_of(out_dir, label, seed)
             if progress:
                 print(f"\n=== {label}, seed {seed} ===")
-            run_metrics = _run_one(cfg, run_dir, progress)
+            run_metrics = _run_one(cfg, run_dir, progress, plan.launch)
             rows.setdefault(label, {})[seed] = read_predictions(
                 run_dir / "eval" / "predictions.jsonl"
             )
@@ -230,6 +263,7 @@ def run_study(config: str | Path | Mapping, out_dir: str | Path, *, progress: bo
             }
     first = runs[next(iter(runs))][seeds[0]]
     results = {
+        "dry_run": dry_run,
         "seeds": seeds,
         **aggregate_study(rows, metrics),
         "absent": absent_metrics(metrics, first.eval.metrics),

@@ -229,7 +229,14 @@ def build_blocks(
     """Draw the figures into `out_dir` and return the report's blocks."""
     seeds = results.get("seeds", [])
     blocks: list[Block] = [
-        Heading("robustvlm study", 1),
+        Heading("robustvlm study" + (" — DRY RUN" if results.get("dry_run") else ""), 1),
+        *(
+            [Paragraph(
+                "Dry run: a tiny randomly initialised model on local built-in data for a few steps, "
+                "to check the recipe and the pipeline end to end. These numbers are not results."
+            )]
+            if results.get("dry_run") else []
+        ),
         Paragraph(
             f"Methods: {', '.join(results['methods'])}; seeds: {seeds}. Scores on the 0-1 scale, "
             "macro-averaged over the environments of each split. Cells: mean ± std over seeds "
