@@ -35,7 +35,8 @@ from robustvlm.analysis.stats import bootstrap_ci, mean_std, paired_bootstrap_te
 from robustvlm.config import RunConfig, deep_merge, validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError, DataError
-from robustvlm.evaluation.runner import evaluate, read_predictions
+from robustvlm.evaluation.runner import evaluate
+from robustvlm.jsonl import read_appended_rows
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.study_report import TITLES, write_study_report
 from robustvlm.study_dry_run import dry_run_spec
@@ -254,7 +255,7 @@ def run_study(
             if progress:
                 print(f"\n=== {label}, seed {seed} ===")
             run_metrics = _run_one(cfg, run_dir, progress, plan.launch)
-            rows.setdefault(label, {})[seed] = read_predictions(
+            rows.setdefault(label, {})[seed] = read_appended_rows(
                 run_dir / "eval" / "predictions.jsonl"
             )
             run_info.setdefault(label, {})[str(seed)] = {

@@ -42,7 +42,7 @@ from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation.generate import generate_batch
-from robustvlm.multiple_choice.evaluate import read_scored
+from robustvlm.jsonl import read_appended_rows
 from robustvlm.report.tables import fmt, markdown_table
 
 POLICIES = ("random", "same-domain", "cross-domain", "label-shift", "spurious")
@@ -413,7 +413,7 @@ def run_icl(
               "policies": list(policies), "n_per_domain": n_per_domain, "seed": seed}
     check_saved_config(out, config, resume=resume)
     log_path = out / PREDICTIONS_FILE
-    finished = {record_key(r): r for r in read_scored(log_path)} if resume else {}
+    finished = {record_key(r): r for r in read_appended_rows(log_path)} if resume else {}
     examples = load_examples(data_root, fmt="folder", verbose=False)
     if not examples:
         raise DataError("no images found (expected ROOT/DOMAIN/CLASS/*.png)", str(data_root))

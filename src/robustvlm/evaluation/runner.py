@@ -23,6 +23,7 @@ from robustvlm.data.records import Example
 from robustvlm.evaluation.generate import generate_batch
 from robustvlm.evaluation.metrics.chrf import chrf_scores
 from robustvlm.evaluation.reference_scores import add_reference_scores, cee_counts
+from robustvlm.jsonl import read_appended_rows
 from robustvlm.models.loading import load_vlm
 
 METRICS = ["chrf", "exact"]
@@ -53,21 +54,6 @@ def select_examples(
         seen[ex.env] = seen.get(ex.env, 0) + 1
         picked.append(ex)
     return picked
-
-
-def read_predictions(path: Path) -> list[dict]:
-    """Rows of a predictions file; a torn last line (killed run) is dropped and the file rewritten."""
-    if not path.is_file():
-        return []
-    rows, torn = [], False
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            torn = True
-    if torn:
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return rows
 
 
 def summarize(rows: list[dict], metric_names: list[str]) -> dict:
@@ -113,7 +99,7 @@ def evaluate(
     out_dir.mkdir(parents=True, exist_ok=True)
     pred_path = out_dir / "predictions.jsonl"
     todo = select_examples(examples, cfg.split, cfg.max_per_env)
-    done_rows = read_predictions(pred_path) if resume else []
+    done_rows = read_appended_rows(pred_path) if resume else []
     if not resume:
         pred_path.unlink(missing_ok=True)
     finished = {r["id"] for r in done_rows}

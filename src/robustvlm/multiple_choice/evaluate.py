@@ -29,6 +29,7 @@ from transformers import AutoConfig, AutoModel, AutoProcessor
 
 from robustvlm.analysis.stats import clopper_pearson
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.jsonl import read_appended_rows
 from robustvlm.models.loading import TINY_PREFIX, load_vlm
 from robustvlm.models.tiny_clip import build_tiny_dual_encoder
 from robustvlm.multiple_choice.build import MCQuestion, circular_correct, read_questions, rotations
@@ -122,30 +123,6 @@ def make_scorer(model: torch.nn.Module, processor: Any, family: str, *, method: 
 
 # --- per-question JSONL ------------------------------------------------------------------
 
-def read_scored(path: Path) -> list[dict[str, Any]]:
-    """Rows of a per-question JSONL. A torn last line (a killed run: no newline after it, not
-    valid JSON) is dropped and the file rewritten without it, so appending continues cleanly."""
-    if not path.exists():
-        return []
-    text = path.read_text(encoding="utf-8")
-    lines = text.split("\n")
-    complete, last = lines[:-1], lines[-1]  # `last` is "" when the file ends with a newline
-    rows = []
-    for number, line in enumerate(complete, start=1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path} line {number} is not valid JSON: {exc}", str(path), number) from exc
-    if last.strip():
-        try:
-            rows.append(json.loads(last))
-        except json.JSONDecodeError:
-            pass  # torn by an interrupted write
-        path.write_text("".join(f"{json.dumps(r)}\n" for r in rows), encoding="utf-8")
-    return rows
-
-
 def _question_key(row: Mapping[str, Any]) -> tuple[str, int]:
     return str(row["id"]), int(row["rotation"])
 
@@ -182,7 +159,7 @@ def score_bench(
 ) -> list[dict[str, Any]]:
     """Score the questions not yet in `path` (all unless `resume`), appending one line per question;
     returns the rows of all `questions`. `scorer` is called (to load the model) only if work is left."""
-    done = {_question_key(r): r for r in read_scored(path)} if resume else {}
+    done = {_question_key(r): r for r in read_appended_rows(path)} if resume else {}
     todo = [q for q in questions if (q.id, q.rotation) not in done]
     path.parent.mkdir(parents=True, exist_ok=True)
     if todo:
