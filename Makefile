@@ -29,7 +29,7 @@ demo: install
 	$(BIN)/robustvlm demo --out demo_out
 
 demo-quick: install
-	$(BIN)/robustvlm demo --quick --out demo_out
+	$(BIN)/robustvlm demo --quick --out demo_out_quick
 
 test: install
 	$(BIN)/python -m pytest tests -p no:cacheprovider
@@ -38,4 +38,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 
 clean:
-	rm -rf $(VENV) demo_out
+	rm -rf $(VENV) demo_out demo_out_quick demo_robustness studies

@@ -83,13 +83,12 @@ def _demo(args: argparse.Namespace) -> int:
     if args.overrides[:1] == ["robustness"]:
         from robustvlm.demo_robustness import run_robustness_demo
 
-        run_robustness_demo(
-            "demo_robustness" if args.out == "demo_out" else args.out, quick=args.quick
-        )
+        run_robustness_demo(args.out or "demo_robustness", quick=args.quick)
         return 0
     from robustvlm.demo import run_demo
 
-    run_demo(args.out, quick=args.quick, overrides=args.overrides)
+    run_demo(args.out or ("demo_out_quick" if args.quick else "demo_out"), quick=args.quick,
+             overrides=args.overrides)
     return 0
 
 
@@ -303,7 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     st.set_defaults(func=_study)
 
     dm = sub.add_parser(
-        "demo", help="built-in data -> ERM, BIRM, Dynamic BIRM on a tiny VLM -> ID vs OOD"
+        "demo",
+        help="built-in data -> ERM, BIRM, Dynamic BIRM on a tiny VLM, 3 seeds -> Table 1 study report",
     )
     dm.add_argument(
         "overrides",
@@ -312,7 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
         "accuracy-on-the-line demo (a family of tiny models, probit fits)",
     )
     dm.add_argument("--quick", action="store_true", help="a smaller run (a few minutes)")
-    dm.add_argument("--out", default="demo_out")
+    dm.add_argument(
+        "--out", help="default demo_out (demo_out_quick with --quick; demo_robustness for robustness)"
+    )
     dm.set_defaults(func=_demo)
 
     mc = sub.add_parser("mc", help="multiple-choice benchmarks with hard distractors")
