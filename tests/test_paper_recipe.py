@@ -50,6 +50,7 @@ def test_dry_run_spec_swaps_only_what_cannot_run_here():
     assert dry["base"]["data"] == {"benchmark": "tasks", "n_per_env": 8, "seed": 0,
                                    "split_per_env": {"train": 4, "test": 2}}
     assert dry["base"]["train"]["lr"] == 3e-5 and dry["base"]["train"]["steps"] == 4
+    assert dry["base"]["train"]["bf16"] == "auto"
     assert "judge" not in dry["base"]["eval"] and dry["base"]["eval"]["repetition_penalty"] == 1.15
     assert dry["methods"]["dynamic_birm"]["k_skip"] == 2 and dry["methods"]["dynamic_birm"]["gamma"] == 0.15
     assert dry["methods"]["birm"]["anneal_steps"] == 2

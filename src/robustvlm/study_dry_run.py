@@ -8,7 +8,8 @@ trainable parts, metrics, carving into per-environment train / test sets) and sw
 - data: the built-in `tasks` benchmark (8 in-domain sub-environments, 2 OCR ones held out, like
   the paper's split), 8 records per environment, carved 4 train / 2 test when the recipe carves;
 - training: 4 steps, at most 4 examples per batch, warm-ups (`k_skip`, `anneal_steps`) cut to 2
-  steps so every penalty is active, one CPU thread, no launcher (in process);
+  steps so every penalty is active, bf16 only where a GPU supports it, one CPU thread, no
+  launcher (in process);
 - evaluation: 2 examples per environment, 8 new tokens, BERTScore with the offline default
   encoder, no judge (CEE is reported absent);
 - seeds: the first one.
@@ -23,7 +24,7 @@ from robustvlm.objectives import REGISTRY
 
 DRY_DATA = {"benchmark": "tasks", "n_per_env": 8}
 DRY_SPLIT = {"train": 4, "test": 2}
-DRY_TRAIN = {"steps": 4, "save_every": 2, "grad_accum": 1, "cpu_threads": 1}
+DRY_TRAIN = {"steps": 4, "save_every": 2, "grad_accum": 1, "cpu_threads": 1, "bf16": "auto"}
 DRY_EVAL = {"max_new_tokens": 8, "max_per_env": 2, "batch_size": 8}
 WARMUP_KEYS = ("k_skip", "anneal_steps")
 DRY_WARMUP = 2
