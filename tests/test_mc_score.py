@@ -9,6 +9,7 @@ from PIL import Image
 
 from robustvlm.models import build_tiny_vlm
 from robustvlm.models.tiny_clip import build_tiny_clip, build_tiny_dual_encoder
+from robustvlm.multiple_choice import score
 from robustvlm.multiple_choice.build import MCQuestion
 from robustvlm.multiple_choice.dual_encoder import DualEncoderScorer, ensemble_embedding
 from robustvlm.multiple_choice.score import (
@@ -73,6 +74,32 @@ def test_shared_prefix_equals_separate_sequences(tiny_vlm):
         assert max(abs(a - b) for a, b in zip(got.mean, means)) <= 1e-4
     assert shared.prediction(normalize=False) == max(range(5), key=sums.__getitem__)
     assert shared.prediction(normalize=True) == max(range(5), key=means.__getitem__)
+
+
+def test_repeated_cache_fallback_gives_the_same_scores(tiny_vlm, monkeypatch):
+    """Caches other than plain dynamic layers are repeated K times instead of shared as views."""
+    model, processor = tiny_vlm
+    question = _question()
+    shared = score_options(model, processor, question)
+    monkeypatch.setattr(score, "_PLAIN_LAYERS", ())
+    repeated = score_options(model, processor, question)
+    assert repeated.sum == pytest.approx(shared.sum, abs=1e-5)
+    assert repeated.sum == pytest.approx(_one_by_one(model, processor, question)[0], abs=1e-4)
+
+
+def test_single_token_options_need_no_second_pass(tiny_vlm, monkeypatch):
+    """Options cut to their first token are scored from the prefix's last position alone;
+    checked against that position's log-softmax computed by hand."""
+    model, processor = tiny_vlm
+    question = _question()
+    first_tokens = [ids[0] for ids in option_token_ids(processor, question.options)]
+    monkeypatch.setattr(score, "option_token_ids", lambda *_: [[t] for t in first_tokens])
+    prefix = encode_prefix(processor, question)
+    with torch.no_grad():
+        expected = torch.log_softmax(model(**prefix).logits[0, -1], -1)[first_tokens].tolist()
+    for got in (score_options(model, processor, question), score_options_separately(model, processor, question)):
+        assert got.n_tokens == [1] * len(first_tokens)
+        assert got.sum == pytest.approx(expected, abs=1e-4)
 
 
 def test_continuation_is_letter_and_text():

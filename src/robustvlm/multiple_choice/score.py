@@ -6,12 +6,16 @@ scored as the continuation "<letter>. <option text>" (e.g. "B. golden retriever"
 what the prompt asks for and the text makes the score depend on the class name, not on the
 letter prior alone. The continuation is tokenised on its own (no special tokens, no end-of-turn
 token) and appended to the prompt tokens. Its score is the sum of its tokens' log-probabilities
-given everything before them (nats), and the mean over its tokens (length-normalised).
+given everything before them (nats), and the mean over its tokens (length-normalised). A model
+fine-tuned to be scored this way must learn to reply with this very continuation: tiny models
+trained to reply with the bare class name scored at chance even on their training images.
 
-The image-and-question prefix runs once; its key/value cache is repeated K times and the K
-continuations run as one right-padded batch on top of it (`score_options`). The harness way,
-K full sequences of prompt + continuation (`score_options_separately`), gives the same numbers
-(up to float rounding) at about K times the cost.
+The image-and-question prefix runs once; its last position scores the first token of every
+option, then its key/value cache serves K rows (a view, not K copies) and the K continuations
+run as one right-padded batch on top of it (`score_options`). The harness way, K full sequences of
+prompt + continuation (`score_options_separately`), gives the same numbers (up to float
+rounding) at several times the cost (see BENCHMARKS.md). Both take the log-softmax only at the
+rows that score a token.
 
 Generation. Greedy decoding, then `extract_choice` maps the reply to an option index or None
 (unparsed: counted and reported by the runner, never scored as a guess).
@@ -26,6 +30,7 @@ from typing import Any
 
 import torch
 from PIL import Image
+from transformers.cache_utils import Cache, DynamicLayer, DynamicSlidingWindowLayer
 
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.images import load_image
@@ -108,51 +113,80 @@ def _summarise(token_logprobs: torch.Tensor, mask: torch.Tensor) -> OptionScores
     )
 
 
+def _token_logprobs(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """[K, L] log-probabilities of `targets` under `logits` [K, L, V] (float32), 0 where `mask`
+    is False; the log-softmax runs over the real rows only, not the padding."""
+    out = torch.zeros(targets.shape, dtype=torch.float32, device=logits.device)
+    rows = torch.log_softmax(logits[mask].float(), dim=-1)  # [n_real, V]
+    out[mask] = rows.gather(-1, targets[mask][:, None])[:, 0]
+    return out
+
+
 def _check_options(question: MCQuestion, rows: list[list[int]]) -> None:
     if any(len(r) == 0 for r in rows):
         raise DataError(f"an option of question {question.id!r} tokenises to nothing: {question.options}")
 
 
+# cache layers holding nothing but `keys` / `values`, which their update only concatenates to
+_PLAIN_LAYERS = (DynamicLayer, DynamicSlidingWindowLayer)
+
+
+def _share_cache(cache: Cache, k: int) -> None:
+    """Make a batch-1 cache serve a batch of `k`. Plain dynamic layers get a stride-0 view of
+    their keys/values (no copy: the next update concatenates into fresh [k, ...] tensors); any
+    other cache is repeated K times (`batch_repeat_interleave`)."""
+    if not all(type(layer) in _PLAIN_LAYERS for layer in getattr(cache, "layers", [None])):
+        cache.batch_repeat_interleave(k)
+        return
+    for layer in cache.layers:
+        if layer.is_initialized:
+            layer.keys = layer.keys.expand(k, *layer.keys.shape[1:])
+            layer.values = layer.values.expand(k, *layer.values.shape[1:])
+
+
 @torch.no_grad()
 def score_options(model: torch.nn.Module, processor: Any, question: MCQuestion) -> OptionScores:
-    """Option log-likelihoods with a shared prefix: the image + question run once (batch 1),
-    the cache is repeated K times and the K continuations [K, L] run on top of it."""
+    """Option log-likelihoods with a shared prefix.
+
+    The image + question run once (batch 1); its last position scores every option's first
+    token. Its cache then serves K rows (`_share_cache`) and the continuations minus their last
+    token ([K, L - 1], right-padded; the last token predicts nothing that is scored) run on top
+    of it, scoring tokens 1..L-1. No attention mask is needed there: the prefix has no padding,
+    and a row's padding only follows its real tokens, which the causal mask keeps from seeing it.
+    """
     prefix = {k: v.to(model.device) for k, v in encode_prefix(processor, question).items()}
     rows = option_token_ids(processor, question.options)
     _check_options(question, rows)
-    ids, mask = _pad_right(rows, value=0)
-    ids, mask = ids.to(model.device), mask.to(model.device)
-    k, n_prefix = len(rows), prefix["input_ids"].shape[1]
+    ids, mask = (t.to(model.device) for t in _pad_right(rows, value=0))
     out = model(**prefix, use_cache=True, logits_to_keep=1)
-    first = torch.log_softmax(out.logits[:, -1].float(), dim=-1).expand(k, -1)  # [K, V]: token 0
-    cache = out.past_key_values
-    cache.batch_repeat_interleave(k)
-    attention = torch.ones((k, n_prefix + ids.shape[1]), dtype=torch.long, device=model.device)
-    rest = model(input_ids=ids, attention_mask=attention, past_key_values=cache, use_cache=True).logits
-    logprobs = torch.cat([first[:, None], torch.log_softmax(rest[:, :-1].float(), dim=-1)], dim=1)
-    return _summarise(logprobs.gather(-1, ids[..., None])[..., 0], mask)
+    logprobs = torch.zeros(ids.shape, dtype=torch.float32, device=model.device)
+    logprobs[:, 0] = torch.log_softmax(out.logits[0, -1].float(), dim=-1)[ids[:, 0]]
+    if ids.shape[1] > 1:
+        cache = out.past_key_values
+        _share_cache(cache, len(rows))
+        logits = model(input_ids=ids[:, :-1], past_key_values=cache, use_cache=True).logits
+        logprobs[:, 1:] = _token_logprobs(logits, ids[:, 1:], mask[:, 1:])
+    return _summarise(logprobs, mask)
 
 
 @torch.no_grad()
 def score_options_separately(model: torch.nn.Module, processor: Any, question: MCQuestion) -> OptionScores:
     """Option log-likelihoods the harness way: K full sequences prompt + continuation, as one
-    right-padded batch with the image repeated K times, no cache."""
-    prefix = encode_prefix(processor, question)
+    right-padded batch with the image repeated K times, no cache; logits only at the last
+    L + 1 positions (the ones that predict continuation tokens, and the final one)."""
+    prefix = {k: v.to(model.device) for k, v in encode_prefix(processor, question).items()}
     rows = option_token_ids(processor, question.options)
     _check_options(question, rows)
-    k, n_prefix = len(rows), prefix["input_ids"].shape[1]
-    ids, mask = _pad_right(rows, value=0)
-    full_ids = torch.cat([prefix["input_ids"].expand(k, -1), ids], dim=1)
-    inputs = {name: value.expand(k, *value.shape[1:]) for name, value in prefix.items()}
-    inputs["input_ids"] = full_ids
-    inputs["attention_mask"] = torch.ones_like(full_ids)
+    ids, mask = (t.to(model.device) for t in _pad_right(rows, value=0))
+    inputs = {name: value.expand(len(rows), *value.shape[1:]) for name, value in prefix.items()}
+    inputs["input_ids"] = torch.cat([inputs["input_ids"], ids], dim=1)
+    inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
     for name in ("token_type_ids", "mm_token_type_ids"):
         if name in inputs:
             inputs[name] = torch.cat([inputs[name], torch.zeros_like(ids)], dim=1)
-    logits = model(**{n: v.to(model.device) for n, v in inputs.items()}, use_cache=False).logits
-    predicting = logits[:, n_prefix - 1 : -1].float()  # position t predicts token t + 1
-    token_logprobs = torch.log_softmax(predicting, dim=-1).gather(-1, ids.to(model.device)[..., None])[..., 0]
-    return _summarise(token_logprobs, mask.to(model.device))
+    logits = model(**inputs, use_cache=False, logits_to_keep=ids.shape[1] + 1).logits
+    # kept row t predicts continuation token t (the last kept row predicts nothing scored)
+    return _summarise(_token_logprobs(logits[:, :-1], ids, mask), mask)
 
 
 # --- generation + answer extraction ------------------------------------------------------
