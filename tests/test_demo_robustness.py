@@ -9,15 +9,23 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from robustvlm.data.collate import IGNORE_INDEX, VLMCollator
+from robustvlm.data.loaders import load_examples
 from robustvlm.demo_robustness import (
     QUICK,
     REFERENCE,
     SHIFTS,
     SUITE,
+    Member,
     fit_verdict,
     held_out_indices,
+    member_config,
+    prepare_data,
     run_robustness_demo,
 )
+from robustvlm.models.loading import load_vlm
+from robustvlm.multiple_choice.score import encode_prefix, option_token_ids, score_options
+from robustvlm.training.trainer import train
 
 EPS = 1e-4  # accuracies of exactly 0 or 1 are clipped before the probit
 
@@ -30,6 +38,42 @@ def _probit(acc):
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("robustness")
     return out, run_robustness_demo(out, quick=True)
+
+
+@pytest.fixture(scope="module")
+def demo_data(demo):
+    out, _ = demo
+    return prepare_data(out, QUICK)
+
+
+def test_training_sequence_is_the_scored_sequence(demo, demo_data):
+    """The collator's training sequence of a row = the scorer's prefix + the correct option's
+    continuation (+ the end-of-turn token), so training teaches exactly what is scored."""
+    out, _ = demo
+    _, processor = load_vlm(str(out / "models" / QUICK.members[0].name / "final"))
+    rows = [ex for ex in load_examples(demo_data.data_jsonl, verbose=False) if ex.split == "train"]
+    assert [ex.id for ex in rows] == [q.id for q in demo_data.train_questions]
+    collate = VLMCollator(processor, {}, train=True)
+    for ex, question in list(zip(rows, demo_data.train_questions))[:5]:
+        batch = collate([ex])
+        ids, labels = batch["input_ids"][0], batch["labels"][0]
+        answer = labels[labels != IGNORE_INDEX].tolist()
+        assert answer[:-1] == option_token_ids(processor, question.options)[question.answer]
+        assert answer[-1] == processor.tokenizer.eos_token_id
+        assert ids[labels == IGNORE_INDEX].tolist() == encode_prefix(processor, question)["input_ids"][0].tolist()
+
+
+def test_scorer_recovers_the_trained_answers(demo, demo_data, tmp_path):
+    """A model trained to memorise 16 training questions is scored right on them far above
+    chance (it was at chance when training taught a different answer format)."""
+    n = 16
+    member = Member("memorise", steps=150, seed=0, n_train=n)
+    result = train(member_config(member, demo_data.data_jsonl), tmp_path / "memorise", progress=False)
+    model, processor = load_vlm(str(result.final_dir))
+    model.eval()
+    questions = demo_data.train_questions[:n]
+    correct = [score_options(model, processor, q).prediction(normalize=True) == q.answer for q in questions]
+    assert np.mean(correct) >= 0.8  # chance is 1 / 5
 
 
 def test_outputs_exist(demo):

@@ -1,10 +1,11 @@
 """`robustvlm demo robustness`: accuracy on the line for a family of tiny fine-tuned VLMs.
 
 Built-in `domains` digits suite -> a seeded per-class split of image indices (train / held out)
--> a family of tiny Idefics3 models fine-tuned with ERM on `clean` training images (varying
-steps, seed and training-set size) -> 5-way multiple-choice questions on held-out images of the
-reference domain (`clean`) and of each shifted domain (the same digit scans, other styles) ->
-log-likelihood scoring -> a probit line fit per shift, effective robustness, scatter plots.
+-> a family of tiny Idefics3 models fine-tuned with ERM on `clean` training images posed as
+5-way questions answered "<letter>. <class>" (varying steps, seed and training-set size) ->
+5-way questions on held-out images of the reference domain (`clean`) and of each shifted
+domain (the same digit scans, other styles) -> each option's log-likelihood (`score_options`)
+-> a probit line fit per shift, effective robustness, scatter plots.
 
 Every step resumes: re-running reuses the synthesised data, finished trainings and scores.
 """
@@ -23,8 +24,9 @@ from robustvlm.config import RunConfig, validate_config
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.data.synth import synthesize
-from robustvlm.multiple_choice.build import build_questions, write_questions
+from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
 from robustvlm.multiple_choice.evaluate import evaluate_models
+from robustvlm.multiple_choice.score import continuation, vlm_prompt_text
 from robustvlm.report.robustness import fit_from_results
 from robustvlm.report.tables import fmt, markdown_table
 from robustvlm.training.trainer import train
@@ -63,13 +65,13 @@ FULL = Plan(
     per_class=60,
     test_fraction=0.25,
     members=(
-        Member("erm-s100", 100, 0),
         Member("erm-s200", 200, 0),
         Member("erm-s300", 300, 0),
         Member("erm-s450", 450, 0),
-        Member("erm-s300-seed1", 300, 1),
-        Member("erm-s450-seed2", 450, 2),
-        Member("erm-s450-n150", 450, 0, n_train=150),
+        Member("erm-s600-seed1", 600, 1),
+        Member("erm-s900", 900, 0),
+        Member("erm-s900-seed2", 900, 2),
+        Member("erm-s900-n150", 900, 0, n_train=150),
     ),
 )
 QUICK = Plan(
@@ -139,47 +141,68 @@ def split_examples(
     return train_set, tests
 
 
-def write_data_jsonl(path: Path, train_set: list[Example], reference_test: list[Example]) -> Path:
-    """The reference domain as standard JSONL (image paths relative to the file); training rows
-    in a seeded shuffled order, so `data.max_train_per_env` keeps a random mix of classes.
+def questions_for(examples: list[Example], seed: int) -> list[MCQuestion]:
+    """K-way questions (random distractors, INSTRUCTION as the question) about `examples`, in order."""
+    return build_questions(examples, k=K_OPTIONS, distractors="random", seed=seed, prompt=INSTRUCTION)
 
-    Training instructions are K-way questions in the benchmark's format (their own random
-    options) with the class name as the answer: a tiny model trained on the bare question
-    scored at chance once the options were listed in the prompt."""
-    questions = build_questions(
-        train_set, k=K_OPTIONS, distractors="random", seed=DATA_SEED + 1, prompt=INSTRUCTION
-    )
-    order = np.random.default_rng([DATA_SEED, 99]).permutation(len(train_set))
-    rows = [(train_set[i], "train", questions[i].question) for i in order]
-    rows += [(ex, "test", INSTRUCTION) for ex in reference_test]
+
+def training_questions(train_set: list[Example]) -> list[MCQuestion]:
+    """The training images as K-way questions with their own random options, in a seeded
+    shuffled order (so `data.max_train_per_env` keeps a random mix of classes)."""
+    questions = questions_for(train_set, seed=DATA_SEED + 1)
+    return [questions[i] for i in np.random.default_rng([DATA_SEED, 99]).permutation(len(questions))]
+
+
+def write_data_jsonl(path: Path, train: list[MCQuestion], test: list[MCQuestion]) -> Path:
+    """Questions as standard JSONL rows (image paths relative to the file), `train` then `test`.
+
+    A row's instruction is the prompt `score_options` shows (`vlm_prompt_text`) and its target
+    the continuation it scores for the correct option ("<letter>. <class>"), so training teaches
+    the very sequence that is scored. (Trained on the bare class name as the answer, the models
+    scored at chance even on their own training images.)"""
     lines = [
         json.dumps({
-            "id": ex.id,
-            "image": Path(str(ex.image)).relative_to(path.parent.absolute()).as_posix(),
-            "instruction": instruction,
-            "target": ex.target,
-            "env": ex.env,
+            "id": q.id,
+            "image": Path(str(q.image)).relative_to(path.parent.absolute()).as_posix(),
+            "instruction": vlm_prompt_text(q),
+            "target": continuation(q.answer, q.answer_class),
+            "env": q.source,
             "split": split,
             "ood": False,
         })
-        for ex, split, instruction in rows
+        for split, questions in (("train", train), ("test", test))
+        for q in questions
     ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
-def write_benches(tests: dict[str, list[Example]], out: Path) -> list[Path]:
-    """One K-way question file per domain (random distractors, the training instruction as
-    the question); returns the paths, reference first."""
-    paths = []
-    for domain in (REFERENCE, *SHIFTS):
-        questions = build_questions(
-            tests[domain], k=K_OPTIONS, distractors="random", seed=DATA_SEED, prompt=INSTRUCTION
-        )
-        path = out / f"{domain}.jsonl"
-        write_questions(questions, path)
-        paths.append(path)
-    return paths
+@dataclass(frozen=True)
+class DemoData:
+    """The demo's inputs on disk: the training JSONL (its train rows are `train_questions`, in
+    order) and one question file per domain, reference first."""
+
+    data_jsonl: Path
+    train_questions: list[MCQuestion]
+    benches: list[Path]
+    n_test: int
+
+
+def prepare_data(out: Path, plan: Plan) -> DemoData:
+    """Synthesise the suite (reused when present), split it, write data.jsonl and the benchmarks.
+    Every domain's questions use one seed, so a scan gets the same options in every style."""
+    root = synthesize_suite(out / "data", plan.per_class)
+    examples = load_examples(root, fmt="folder", instruction_template=INSTRUCTION, verbose=False)
+    held_out = held_out_indices(plan.per_class, plan.test_fraction, sorted({ex.target for ex in examples}))
+    train_set, tests = split_examples(examples, held_out)
+    tests_q = {domain: questions_for(tests[domain], seed=DATA_SEED) for domain in (REFERENCE, *SHIFTS)}
+    train_q = training_questions(train_set)
+    benches = []
+    for domain, questions in tests_q.items():
+        benches.append(out / "questions" / f"{domain}.jsonl")
+        write_questions(questions, benches[-1])
+    data_jsonl = write_data_jsonl(out / "data" / "data.jsonl", train_q, tests_q[REFERENCE])
+    return DemoData(data_jsonl, train_q, benches, len(tests_q[REFERENCE]))
 
 
 def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> dict:
@@ -189,20 +212,15 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> dict:
     plan = QUICK if quick else FULL
     out = Path(out_dir).absolute()
     t0 = time.perf_counter()
-    root = synthesize_suite(out / "data", plan.per_class)
-    examples = load_examples(root, fmt="folder", instruction_template=INSTRUCTION, verbose=False)
-    held_out = held_out_indices(plan.per_class, plan.test_fraction, sorted({ex.target for ex in examples}))
-    train_set, tests = split_examples(examples, held_out)
-    data_jsonl = write_data_jsonl(out / "data" / "data.jsonl", train_set, tests[REFERENCE])
-    benches = write_benches(tests, out / "questions")
+    data = prepare_data(out, plan)
 
     paths: dict[str, str] = {}
     for member in plan.members:
         print(f"\n=== {member.name} ===")
-        result = train(member_config(member, data_jsonl), out / "models" / member.name, resume=True)
+        result = train(member_config(member, data.data_jsonl), out / "models" / member.name, resume=True)
         paths[member.name] = str(result.final_dir)
     results_csv = evaluate_models(
-        [{"name": p, "family": "vlm"} for p in paths.values()], benches, out / "scores",
+        [{"name": p, "family": "vlm"} for p in paths.values()], data.benches, out / "scores",
         method="loglik", resume=True,
     )
     name_of = {p: name for name, p in paths.items()}
@@ -224,8 +242,8 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> dict:
         "shifts": list(SHIFTS),
         "k_options": K_OPTIONS,
         "chance": 1 / K_OPTIONS,
-        "n_train_images": len(train_set),
-        "n_questions_per_bench": len(tests[REFERENCE]),
+        "n_train_images": len(data.train_questions),
+        "n_questions_per_bench": data.n_test,
         "members": [asdict(m) for m in plan.members],
         "results_csv": str(results_csv),
         "fits": {
@@ -271,11 +289,13 @@ def render_report(summary: dict, plan: Plan) -> str:
         f"Each is scored by option log-likelihood on {K_OPTIONS}-way multiple-choice questions "
         f"(random distractors; chance = {chance:.0%}) about held-out images: `{REFERENCE}` "
         f"(reference) and the same scans drawn as {', '.join(f'`{s}`' for s in SHIFTS)} "
-        "(shifts). Training questions list their own random options, as the test questions do. For each shift a line is fitted to probit(shifted accuracy) vs "
+        "(shifts). Training questions list their own random options, as the test questions do, "
+        "and the training answer is the scored continuation itself (e.g. \"C. seven\"). "
+        "For each shift a line is fitted to probit(shifted accuracy) vs "
         "probit(reference accuracy) over all models; a model's effective robustness (ER) is its "
         "shifted accuracy minus the line's prediction, in percentage points.",
         "",
-        "What these numbers are: a handful of tiny models trained for seconds, each accuracy "
+        "What these numbers are: a handful of tiny models trained for a minute or less, each accuracy "
         f"measured on {summary['n_questions_per_bench']} questions per domain, with wide confidence intervals (the error bars). Accuracies "
         "near chance carry little signal, and so does a line fitted through them. Because every "
         "model is in the fit, ER averages about zero by construction; it measures scatter "
