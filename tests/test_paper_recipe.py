@@ -70,7 +70,7 @@ def test_dry_run_from_the_cli(tmp_path, capsys):
     log = [json.loads(line) for line in (out / "runs" / "dynamic_birm" / "seed-0" / "train" / "train_log.jsonl").open()]
     assert len(log) == 4 and log[-1]["lambda"] > 0  # past the shortened k_skip: the penalty is on
     report = (out / "report.md").read_text()
-    assert "DRY RUN" in report and "CEE: no judge configured" in report
+    assert "DRY RUN" in report and "CEE: the dry run calls no judge" in report
 
 
 def test_launch_command():

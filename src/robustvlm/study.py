@@ -155,14 +155,15 @@ def computed_metrics(base: Mapping, metrics: Sequence[str]) -> list[str]:
     return [m for m in wanted if m != "cee" or base_eval.get("judge")]
 
 
-def absent_metrics(metrics: Sequence[str], computed: Sequence[str]) -> dict[str, str]:
+def absent_metrics(
+    metrics: Sequence[str], computed: Sequence[str], *, dry_run: bool = False
+) -> dict[str, str]:
     """{metric: why the report shows it as absent} for tabulated metrics no run computes."""
-    return {
-        m: "no judge configured (set eval.judge to an OpenAI-compatible endpoint)"
-        if m == "cee" else "not computed"
-        for m in metrics
-        if m not in computed
-    }
+    no_judge = (
+        "the dry run calls no judge" if dry_run
+        else "no judge configured (set eval.judge to an OpenAI-compatible endpoint)"
+    )
+    return {m: no_judge if m == "cee" else "not computed" for m in metrics if m not in computed}
 
 
 def config_hash(cfg: RunConfig) -> str:
@@ -267,7 +268,7 @@ def run_study(
         "dry_run": dry_run,
         "seeds": seeds,
         **aggregate_study(rows, metrics),
-        "absent": absent_metrics(metrics, first.eval.metrics),
+        "absent": absent_metrics(metrics, first.eval.metrics, dry_run=dry_run),
     }
     for label, info in run_info.items():
         cfg = runs[label][seeds[0]]
