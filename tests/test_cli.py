@@ -91,3 +91,30 @@ def test_icl_eval_resume_flag(tmp_path, capsys):
     capsys.readouterr()
     assert main([*base, "--resume", "--seed", "1"]) == 2
     assert "differs in ['seed']" in capsys.readouterr().err
+
+
+def test_mc_build_text_distractors_take_the_configured_encoder(tmp_path, capsys):
+    """--text-encoder replaces the default MiniLM: here a small random BERT with its tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from robustvlm.data.loaders import load_examples
+    from robustvlm.evaluation.metrics.bertscore import default_encoder_path
+    from robustvlm.multiple_choice import build_questions, read_questions
+
+    encoder = tmp_path / "encoder"
+    AutoTokenizer.from_pretrained(str(default_encoder_path())).save_pretrained(encoder)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64)).save_pretrained(encoder)
+    data = tmp_path / "synth"
+    assert main(["data", "synth", "--benchmark", "domains", "--out", str(data), "--n-per-env", "1"]) == 0
+    out = tmp_path / "text.jsonl"
+    base = ["mc", "build", "--data", str(data / "shapes"), "--out", str(out), "--k", "3", "--seed", "4"]
+    assert main([*base, "--distractors", "text", "--text-encoder", str(encoder)]) == 0
+    examples = load_examples(data / "shapes")
+    assert read_questions(out) == build_questions(examples, k=3, distractors="text", seed=4, encoder=encoder)
+    assert read_questions(out) != build_questions(examples, k=3, distractors="text", seed=4)
+    capsys.readouterr()
+    assert main([*base, "--distractors", "random", "--text-encoder", str(encoder)]) == 2
+    assert "--text-encoder applies only to --distractors text" in capsys.readouterr().err

@@ -103,6 +103,8 @@ def _mc_build(args: argparse.Namespace) -> int:
             "--distractors visual needs --vision-model (a CLIP/SigLIP or VLM name or folder, "
             "e.g. tiny:clip), and --vision-model applies only to --distractors visual"
         )
+    if args.text_encoder and args.distractors != "text":
+        raise ConfigError("--text-encoder applies only to --distractors text")
     examples = load_examples(args.data)
     image_embedder = load_image_embedder(args.vision_model) if args.vision_model else None
     questions = build_questions(
@@ -114,6 +116,7 @@ def _mc_build(args: argparse.Namespace) -> int:
         class_subset=args.class_subset,
         class_names=args.class_names,
         prompt=args.prompt,
+        encoder=args.text_encoder,
         image_embedder=image_embedder,
         circular=args.circular,
     )
@@ -337,6 +340,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--vision-model",
         help="for --distractors visual: a CLIP/SigLIP model or a VLM (its vision tower is "
         "used) as hub name, local folder or tiny:clip / tiny:siglip / tiny:idefics3",
+    )
+    mb.add_argument(
+        "--text-encoder",
+        help="for --distractors text: a sentence encoder (local folder or already-cached hub "
+        "name; default the offline all-MiniLM-L6-v2)",
     )
     mb.add_argument("--n", type=int, default=None, help="number of questions (stratified by class)")
     mb.add_argument("--seed", type=int, default=0)
