@@ -77,12 +77,16 @@ class DataConfig(_Section):
     max_rows_per_subset: int | None = Field(default=None, ge=1)
     split_per_env: SplitSizes | None = None
 
+    @property
+    def on_hub(self) -> bool:
+        """True when `path` names a Hugging Face hub dataset (`hf:NAME[:CONFIG]`)."""
+        return self.path is not None and self.path.startswith("hf:")
+
     @model_validator(mode="after")
     def _one_source(self) -> DataConfig:
         if (self.path is None) == (self.benchmark is None):
             raise ValueError("give exactly one of data.path or data.benchmark")
-        on_hub = self.path is not None and self.path.startswith("hf:")
-        if (self.subsets or self.max_rows_per_subset is not None) and not on_hub:
+        if (self.subsets or self.max_rows_per_subset is not None) and not self.on_hub:
             raise ValueError("subsets and max_rows_per_subset need data.path: hf:NAME")
         return self
 

@@ -32,7 +32,7 @@ import yaml
 from pydantic import ValidationError
 
 from robustvlm.analysis.stats import bootstrap_ci, mean_std, paired_bootstrap_test
-from robustvlm.config import RunConfig, deep_merge, validate_config
+from robustvlm.config import EvalConfig, RunConfig, deep_merge, validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation.runner import evaluate
@@ -150,7 +150,7 @@ def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyP
 def computed_metrics(base: Mapping, metrics: Sequence[str]) -> list[str]:
     """The runs' eval.metrics: base's own plus the study's, less CEE when no judge is set."""
     base_eval = base.get("eval") or {}
-    wanted = list(base_eval.get("metrics", ["chrf", "exact"]))
+    wanted = list(base_eval.get("metrics", EvalConfig().metrics))
     wanted += [m for m in metrics if m not in wanted]
     return [m for m in wanted if m != "cee" or base_eval.get("judge")]
 

@@ -13,7 +13,7 @@ from robustvlm.data.records import Example, SkipLog
 def materialize(cfg: DataConfig, work_dir: Path) -> Path:
     """The data path of this config; a built-in benchmark is synthesised once into `work_dir/data`."""
     if cfg.path is not None:
-        return Path(cfg.path) if not cfg.path.startswith("hf:") else cfg.path  # type: ignore[return-value]
+        return cfg.path if cfg.on_hub else Path(cfg.path)  # type: ignore[return-value]
     from robustvlm.data.synth import synthesize
 
     target = Path(work_dir) / "data"
@@ -34,7 +34,6 @@ def load_from_config(
     from robustvlm.data.environments import format_env_counts
     from robustvlm.data.loaders import HubSelection, load_examples
 
-    on_hub = cfg.path is not None and cfg.path.startswith("hf:")
     examples = load_examples(
         materialize(cfg, work_dir),
         fmt=cfg.format,
@@ -45,7 +44,7 @@ def load_from_config(
         on_bad_record=cfg.on_bad_record,
         skip_log=skip_log,
         max_pixels=cfg.max_pixels,
-        hub=HubSelection(tuple(cfg.subsets), cfg.max_rows_per_subset, cfg.seed) if on_hub else None,
+        hub=HubSelection(tuple(cfg.subsets), cfg.max_rows_per_subset, cfg.seed) if cfg.on_hub else None,
         verbose=verbose and cfg.split_per_env is None,
     )
     if cfg.split_per_env is None:
