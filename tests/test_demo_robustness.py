@@ -25,7 +25,7 @@ from robustvlm.demo_robustness import (
 )
 from robustvlm.models.loading import load_vlm
 from robustvlm.multiple_choice.score import encode_prefix, option_token_ids, score_options
-from robustvlm.training.trainer import train
+from robustvlm.workflows.train import train
 
 EPS = 1e-4  # accuracies of exactly 0 or 1 are clipped before the probit
 

@@ -18,7 +18,7 @@ from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError
 from robustvlm.evaluation import runner
 from robustvlm.evaluation.runner import evaluate
-from robustvlm.training.trainer import train
+from robustvlm.workflows.train import train
 
 RAW = {
     "model": {"name": "tiny:idefics3", "trainable": "full",
@@ -138,9 +138,12 @@ def test_two_processes_match_one_process(tmp_path):
     for a, b in zip(one_log, two_log, strict=True):
         for key in ("R_emp", "R_inv", "lambda", "P"):
             assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), (a["step"], key)
+    # Adam divides by the root of the squared gradients, so the reduce-order rounding of a
+    # near-zero gradient component can move its weight by a visible fraction of one step:
+    # allow 2% of one step (lr) per weight.
     wa, wb = final_weights(single), final_weights(tmp_path / "two")
     for name in wa:
-        assert torch.allclose(wa[name], wb[name], atol=1e-5), name
+        assert torch.allclose(wa[name], wb[name], atol=0.02 * raw["train"]["lr"]), name
 
 
 @pytest.mark.parametrize("method,args", [

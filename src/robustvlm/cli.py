@@ -33,7 +33,7 @@ def _data_synth(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace) -> int:
     from robustvlm.config import load_config
-    from robustvlm.training.trainer import train
+    from robustvlm.workflows.train import train
 
     cfg = load_config(args.config, args.overrides)
     out = Path(args.out or Path("runs") / Path(args.config).stem)

@@ -35,12 +35,15 @@ class ModelConfig(_Section):
 
     `name` is a hub name (e.g. HuggingFaceTB/SmolVLM-Base), a local path, or
     `tiny:idefics3` / `tiny:llava` (built offline, tokenizer trained on the training text).
+    `gradient_checkpointing` recomputes activations in the backward pass instead of storing them
+    (a real 2B VLM with hundreds of image tokens needs it; results are unchanged).
     """
 
     name: str = "tiny:idefics3"
     trust_remote_code: bool = False
     trainable: Literal["paper", "full", "lora"] = "paper"
     lora: LoraConfig = Field(default_factory=LoraConfig)
+    gradient_checkpointing: bool = False
     tiny: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -92,7 +95,11 @@ class DataConfig(_Section):
 
 
 class TrainConfig(_Section):
-    """Optimisation settings (defaults follow the Dynamic BIRM paper where it states them)."""
+    """Optimisation settings (defaults follow the Dynamic BIRM paper where it states them).
+
+    `report_to` names experiment trackers Accelerate logs to besides train_log.jsonl
+    (e.g. [tensorboard], [wandb], [mlflow]; each needs its package installed); off by default.
+    """
 
     steps: int | None = None
     epochs: float = 1.0
@@ -109,6 +116,7 @@ class TrainConfig(_Section):
     keep_checkpoints: int = 2
     log_every: int = 1
     cpu_threads: int | None = None
+    report_to: list[str] = Field(default_factory=list)
 
 
 class BERTScoreConfig(_Section):

@@ -29,7 +29,7 @@ from robustvlm.multiple_choice.evaluate import evaluate_models
 from robustvlm.multiple_choice.score import continuation, vlm_prompt_text
 from robustvlm.report.robustness import fit_from_results
 from robustvlm.report.tables import fmt, markdown_table
-from robustvlm.training.trainer import train
+from robustvlm.workflows.train import train
 
 SUITE = "digits"
 INSTRUCTION = "What digit is shown?"

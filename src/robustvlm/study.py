@@ -41,7 +41,7 @@ from robustvlm.objectives import REGISTRY
 from robustvlm.report.study_report import TITLES, write_study_report
 from robustvlm.study_dry_run import dry_run_spec
 from robustvlm.training.launch import LaunchConfig, launched_train
-from robustvlm.training.trainer import train
+from robustvlm.workflows.train import train
 
 DEFAULT_METRICS = ["chrf", "bertscore", "cee"]
 STUDY_KEYS = {"base", "methods", "seeds", "metrics", "launch"}

@@ -141,3 +141,20 @@ def count_parameters(model: nn.Module) -> tuple[int, int]:
     """(trainable, total) parameter counts; tied parameters are counted once."""
     params = list(model.parameters())  # nn.Module.parameters() yields a shared tensor once
     return sum(p.numel() for p in params if p.requires_grad), sum(p.numel() for p in params)
+
+
+def enable_gradient_checkpointing(model: nn.Module) -> None:
+    """Recompute activations during the backward pass instead of keeping them (less memory,
+    about one more forward pass of time; losses and gradients are unchanged).
+
+    The non-reentrant variant is used: it works with frozen inputs (a frozen vision encoder,
+    LoRA) without making the inputs require gradients. Takes effect in train mode.
+    """
+    inner = unwrap_peft(model)
+    if not getattr(inner, "supports_gradient_checkpointing", False):
+        raise ConfigError(f"{type(inner).__name__} does not support gradient checkpointing")
+    options = {"use_reentrant": False}
+    if hasattr(inner, "activation_checkpointing_enable"):  # the name since transformers 5.x
+        inner.activation_checkpointing_enable(activation_checkpointing_kwargs=options)
+    else:
+        inner.gradient_checkpointing_enable(gradient_checkpointing_kwargs=options)

@@ -1,83 +1,44 @@
-"""Checkpoints that resume a run exactly: trainable weights, optimizer, scheduler, RNG, trainer state.
+"""Checkpoints through Accelerate's state API, so a run resumes exactly on any backend.
 
-Layout of `OUT/checkpoints/step-000120/`:
-  weights.safetensors   trainable parameters only (frozen ones are rebuilt from the base model)
-  optimizer.pt          optimizer state dict (tensors + numbers; loaded with weights_only=True)
-  rng.pt                torch CPU (and CUDA) RNG states (loaded with weights_only=True)
-  state.json            step, scheduler, sampler, objective, python/numpy RNG states
+`accelerator.save_state` / `load_state` write and restore the models, the optimizer and every
+process's RNG states the way each backend needs: plain files for one process or DDP, sharded
+model and optimizer states for DeepSpeed ZeRO and FSDP. Saving `optimizer.state_dict()` by hand,
+as robustvlm once did, is wrong under ZeRO, where each process holds only its shard.
 
-A checkpoint is written to a temporary folder and renamed, so a killed run never leaves a
-half-written checkpoint that looks complete.
+What Accelerate is not given:
+- the trainer's own state (step, elapsed seconds, learning-rate schedule, batch sampler position
+  and the task's state, e.g. an objective's controller) goes into `trainer_state.json` beside
+  Accelerate's files. Accelerate's `register_for_checkpointing` would pickle these objects and
+  load them back with `weights_only=False`; JSON cannot run code when it is read. The schedule is
+  not `prepare`d either: Accelerate's scheduler wrapper steps once per process, while ours counts
+  optimizer steps over the global batch.
+- frozen weights: without sharding, a pre-save hook keeps only the trainable parameters (frozen
+  ones are rebuilt from the base model), so a LoRA or frozen-vision run does not write the
+  whole backbone at every checkpoint; a pre-load hook checks that the file holds nothing the
+  model lacks.
+
+Layout of `OUT/checkpoints/step-000120/`: Accelerate's files (`model.safetensors`,
+`optimizer.bin`, `random_states_<process>.pkl`; DeepSpeed / FSDP folders instead of the first two)
+and `trainer_state.json`. A checkpoint is written under a temporary name and renamed when every
+process has finished, so a killed run never leaves a half-written checkpoint that looks complete.
+Optimizer and RNG files are loaded with `weights_only=True`, weights with safetensors.
 """
 
 from __future__ import annotations
 
 import json
-import random
 import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
-from safetensors.torch import load_file, save_file
+from accelerate import Accelerator
+from accelerate.utils import DistributedType
+from safetensors import safe_open
 
 CKPT_DIR = "checkpoints"
-
-
-def _trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    names = {n for n, p in model.named_parameters() if p.requires_grad}
-    return {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items() if k in names}
-
-
-def _rng_state() -> dict[str, Any]:
-    np_state = np.random.get_state()
-    return {
-        "python": random.getstate(),
-        "numpy": [np_state[0], np_state[1].tolist(), *np_state[2:]],
-    }
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    py = state["python"]
-    random.setstate((py[0], tuple(py[1]), py[2]))
-    np_state = state["numpy"]
-    np.random.set_state((np_state[0], np.array(np_state[1], dtype=np.uint32), *np_state[2:]))
-
-
-def save_checkpoint(
-    out_dir: Path,
-    step: int,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scheduler: Any,
-    trainer_state: dict[str, Any],
-    keep: int = 2,
-) -> Path:
-    """Write checkpoint `step` atomically and delete all but the newest `keep`."""
-    root = Path(out_dir) / CKPT_DIR
-    final = root / f"step-{step:06d}"
-    tmp = root / f".tmp-step-{step:06d}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    save_file(_trainable_state(model), str(tmp / "weights.safetensors"))
-    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-    rng = {"cpu": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        rng["cuda"] = torch.cuda.get_rng_state_all()
-    torch.save(rng, tmp / "rng.pt")
-    state = {
-        "step": step,
-        "scheduler": scheduler.state_dict(),
-        "rng": _rng_state(),
-        **trainer_state,
-    }
-    (tmp / "state.json").write_text(json.dumps(state), encoding="utf-8")
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
-    for old in list_checkpoints(out_dir)[:-keep] if keep > 0 else []:
-        shutil.rmtree(old, ignore_errors=True)
-    return final
+STATE_FILE = "trainer_state.json"
+WEIGHTS_FILE = "model.safetensors"
+_SHARDED = (DistributedType.DEEPSPEED, DistributedType.FSDP)
 
 
 def list_checkpoints(out_dir: Path) -> list[Path]:
@@ -85,27 +46,72 @@ def list_checkpoints(out_dir: Path) -> list[Path]:
     root = Path(out_dir) / CKPT_DIR
     if not root.is_dir():
         return []
-    return sorted(p for p in root.glob("step-*") if (p / "state.json").is_file())
+    return sorted(p for p in root.glob("step-*") if (p / STATE_FILE).is_file())
 
 
-def load_checkpoint(
-    path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any
-) -> dict[str, Any]:
-    """Restore weights, optimizer, scheduler and RNG from `path`; return the state dict."""
+def _trainable_names(model) -> set[str]:
+    return {name for name, p in model.named_parameters() if p.requires_grad}
+
+
+def _keep_trainable(models: list, weights: list[dict], _output_dir: str) -> None:
+    """Accelerate pre-save hook: drop frozen tensors from each model's state dict, in place."""
+    for model, state in zip(models, weights):
+        names = _trainable_names(model)
+        for key in [k for k in state if k not in names]:
+            del state[key]
+
+
+def _check_saved_names(models: list, input_dir: str) -> None:
+    """Accelerate pre-load hook: a checkpoint holding tensors the model lacks is an error."""
+    for i, model in enumerate(models):
+        path = Path(input_dir) / (WEIGHTS_FILE if i == 0 else WEIGHTS_FILE.replace(".", f"_{i}."))
+        if not path.is_file():
+            continue
+        with safe_open(str(path), framework="pt") as f:
+            unknown = set(f.keys()) - set(model.state_dict())
+        if unknown:
+            raise RuntimeError(
+                f"{path}: checkpoint has parameters the model lacks: {sorted(unknown)[:5]}"
+            )
+
+
+def register_checkpoint_hooks(accelerator: Accelerator) -> None:
+    """Save only trainable weights where Accelerate writes whole state dicts (see module doc)."""
+    if accelerator.distributed_type not in _SHARDED:
+        accelerator.register_save_state_pre_hook(_keep_trainable)
+        accelerator.register_load_state_pre_hook(_check_saved_names)
+
+
+def save_checkpoint(
+    accelerator: Accelerator, out_dir: Path, step: int, state: dict[str, Any], *, keep: int = 2
+) -> Path:
+    """Write checkpoint `step` (every process must call this) and keep only the newest `keep`.
+
+    Args:
+        state: JSON-safe trainer state written to trainer_state.json (with the step added).
+    """
+    root = Path(out_dir) / CKPT_DIR
+    final = root / f"step-{step:06d}"
+    tmp = root / f".tmp-step-{step:06d}"
+    if accelerator.is_main_process:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(tmp))
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        (tmp / STATE_FILE).write_text(json.dumps({"step": step, **state}), encoding="utf-8")
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+        for old in list_checkpoints(out_dir)[:-keep] if keep > 0 else []:
+            shutil.rmtree(old, ignore_errors=True)
+    accelerator.wait_for_everyone()
+    return final
+
+
+def load_checkpoint(accelerator: Accelerator, path: Path) -> dict[str, Any]:
+    """Restore models, optimizer and RNG from `path`; return its trainer state."""
     path = Path(path)
-    weights = load_file(str(path / "weights.safetensors"))
-    missing = set(weights) - set(model.state_dict())
-    if missing:
-        raise RuntimeError(
-            f"{path}: checkpoint has parameters the model lacks: {sorted(missing)[:5]}"
-        )
-    model.load_state_dict(weights, strict=False)
-    optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=True))
-    state = json.loads((path / "state.json").read_text(encoding="utf-8"))
-    scheduler.load_state_dict(state["scheduler"])
-    rng = torch.load(path / "rng.pt", weights_only=True)
-    torch.set_rng_state(rng["cpu"])
-    if "cuda" in rng and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(rng["cuda"])
-    _set_rng_state(state["rng"])
-    return state
+    partial = {} if accelerator.distributed_type in _SHARDED else {"strict": False}
+    accelerator.load_state(str(path), **partial)
+    return json.loads((path / STATE_FILE).read_text(encoding="utf-8"))

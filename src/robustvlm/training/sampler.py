@@ -23,7 +23,7 @@ from torch.utils.data import Sampler
 from robustvlm.errors import ConfigError
 
 
-class _ResumableBatchSampler(Sampler[list[int]]):
+class ResumableBatchSampler(Sampler[list[int]]):
     """Epoch/position bookkeeping and rank slicing; subclasses implement `_plan(epoch)`."""
 
     def __init__(self, *, seed: int, rank: int, world_size: int):
@@ -97,7 +97,7 @@ class _ResumableBatchSampler(Sampler[list[int]]):
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
 
 
-class EnvBalancedBatchSampler(_ResumableBatchSampler):
+class EnvBalancedBatchSampler(ResumableBatchSampler):
     """Global batches of `per_env` examples from each of `envs_per_batch` environments.
 
     Each epoch every environment's examples are shuffled and cut into chunks of `per_env`;
@@ -183,7 +183,7 @@ class EnvBalancedBatchSampler(_ResumableBatchSampler):
         return [batches[i] for i in rng.permutation(len(batches))]
 
 
-class ShuffleBatchSampler(_ResumableBatchSampler):
+class ShuffleBatchSampler(ResumableBatchSampler):
     """Shuffled global batches of `batch_size` examples over `n` examples (for plain ERM).
 
     The last global batch may be smaller; if it holds fewer examples than there are

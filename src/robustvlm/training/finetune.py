@@ -1,0 +1,183 @@
+"""Generative fine-tuning with one of the invariance objectives, as a task of the training loop.
+
+The VLM's answer tokens are a sequence of token classifications: `AnswerModel` yields the LM-head
+logits at the answer positions only, and the configured objective (ERM, IRMv1, VREx, GroupDRO,
+BIRM, Dynamic BIRM) turns them into the loss and the log row (R_emp, R_inv, lambda, P,
+risk/<env>). Besides the loop's outputs, the run folder holds:
+  data/           a built-in benchmark, synthesised once (with `data.benchmark`)
+  base/           the initial tiny model + processor (`tiny:` models only: built once, reused
+                  on resume)
+  skipped.jsonl   records skipped under data.on_bad_record: skip
+  final/          the fine-tuned model + processor (save_pretrained format, LoRA merged)
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from accelerate import Accelerator
+
+from robustvlm.config import RunConfig
+from robustvlm.data.collate import VLMCollator
+from robustvlm.data.from_config import load_from_config, materialize, training_examples
+from robustvlm.data.records import SkipLog
+from robustvlm.errors import ConfigError
+from robustvlm.models.answer import AnswerModel
+from robustvlm.models.loading import TINY_PREFIX, load_vlm
+from robustvlm.models.trainable import (
+    configure_trainable,
+    count_parameters,
+    enable_gradient_checkpointing,
+)
+from robustvlm.objectives import Objective, build_objective
+from robustvlm.training.sampler import (
+    EnvBalancedBatchSampler,
+    ResumableBatchSampler,
+    ShuffleBatchSampler,
+)
+from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask
+
+ANSWER_MODEL = "answer"
+
+
+def build_run_objective(cfg: RunConfig, env_names: list[str]) -> Objective:
+    """The configured objective; a bad method or hyperparameter becomes a ConfigError."""
+    try:
+        return build_objective(cfg.method, env_names, cfg.method_args)
+    except ValueError as err:
+        raise ConfigError(f"method/method_args: {err}") from None
+
+
+def make_sampler(
+    sampler: str, envs: list[int], *, global_batch: int, seed: int, accelerator: Accelerator
+) -> ResumableBatchSampler:
+    """`train.sampler` over examples with environment ids `envs`.
+
+    "balanced": every global batch holds the same number of examples from several environments
+    (at least two, at most half the batch); "shuffle": plain shuffled batches.
+    """
+    kw = dict(seed=seed, rank=accelerator.process_index, world_size=accelerator.num_processes)
+    if sampler == "shuffle":
+        return ShuffleBatchSampler(len(envs), batch_size=global_batch, **kw)
+    n_envs = len(set(envs))
+    if n_envs < 2:
+        raise ConfigError(
+            "train.sampler: balanced needs at least two training environments; use shuffle"
+        )
+    envs_per_batch = min(n_envs, max(2, global_batch // 2))
+    if global_batch % envs_per_batch:
+        raise ConfigError(
+            f"train.batch_size: a balanced global batch of {global_batch} cannot hold the same number "
+            f"of examples from {envs_per_batch} environments; pick a multiple of {envs_per_batch}"
+        )
+    return EnvBalancedBatchSampler(
+        envs, per_env=global_batch // envs_per_batch, envs_per_batch=envs_per_batch, **kw
+    )
+
+
+def base_model(cfg: RunConfig, out_dir: Path, corpus: list[str], accelerator: Accelerator):
+    """Load the model to fine-tune; a tiny model is built once into `out_dir/base` and reused.
+
+    The base folder is written under a temporary name and renamed, so a killed run never leaves a
+    half-written one; every process waits for it before loading.
+    """
+    name = cfg.model.name
+    if name.startswith(TINY_PREFIX):
+        base = out_dir / "base"
+        if accelerator.is_main_process and not base.is_dir():
+            model, processor = load_vlm(name, tiny_options=cfg.model.tiny, corpus=corpus)
+            tmp = out_dir / ".base-tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            model.save_pretrained(tmp)
+            processor.save_pretrained(tmp)
+            tmp.rename(base)
+        accelerator.wait_for_everyone()
+        name = str(base)
+    return load_vlm(name, trust_remote_code=cfg.model.trust_remote_code)
+
+
+def save_final(model: torch.nn.Module, processor: Any, final_dir: Path, state_dict=None) -> None:
+    """Save a plain transformers model (LoRA adapters merged) with its processor.
+
+    `state_dict` (gathered weights of a sharded run) replaces the model's own where given; a
+    LoRA model is merged from its own (unsharded) weights.
+    """
+    if hasattr(model, "merge_and_unload"):
+        model, state_dict = model.merge_and_unload(), None
+    model.save_pretrained(final_dir, state_dict=state_dict)
+    processor.save_pretrained(final_dir)
+
+
+class FineTuneTask(TrainingTask):
+    """Fine-tune `cfg.model` with `cfg.method` on the in-domain training records of `cfg.data`."""
+
+    progress_keys = ("loss", "lambda")
+
+    def __init__(self, cfg: RunConfig):
+        self.cfg = cfg
+        self.label = cfg.method
+        self.env_names: list[str] = []
+
+    def prepare_files(self, out_dir: Path) -> None:
+        materialize(self.cfg.data, out_dir)  # a built-in benchmark is written once, by one process
+
+    def setup(self, ctx: SetupContext) -> TaskSetup:
+        cfg = self.cfg
+        skips = SkipLog()
+        examples = load_from_config(cfg.data, ctx.out_dir, skips, verbose=ctx.verbose)
+        train_set = training_examples(examples, cfg.data.max_train_per_env)
+        if not train_set:
+            raise ConfigError("data: no in-domain training records (split 'train', ood false)")
+        if ctx.is_main and len(skips):
+            skips.write(ctx.out_dir / "skipped.jsonl")
+            print(f"skipped {len(skips)} bad record(s): see {ctx.out_dir / 'skipped.jsonl'}")
+        self.env_names = sorted({ex.env for ex in train_set})
+        env_ids = {name: i for i, name in enumerate(self.env_names)}
+        self.objective = build_run_objective(cfg, self.env_names)
+
+        corpus = [t for ex in train_set for t in (ex.instruction, ex.target)]
+        model, self.processor = base_model(cfg, ctx.out_dir, corpus, ctx.accelerator)
+        self.model = configure_trainable(model, mode=cfg.model.trainable, lora=cfg.model.lora.model_dump())
+        if cfg.model.gradient_checkpointing:
+            enable_gradient_checkpointing(self.model)
+        n_trainable, n_total = count_parameters(self.model)
+        sampler = make_sampler(
+            cfg.train.sampler,
+            [env_ids[ex.env] for ex in train_set],
+            global_batch=ctx.global_batch_size,
+            seed=cfg.train.seed,
+            accelerator=ctx.accelerator,
+        )
+        collator = VLMCollator(self.processor, env_ids, train=True)
+        return TaskSetup(
+            models={ANSWER_MODEL: AnswerModel(self.model)},
+            sampler=sampler,
+            collate=lambda indices: collator([train_set[i] for i in indices]),
+            summary=(
+                f"training {cfg.model.name} with {cfg.method}: {n_trainable:,} of {n_total:,} "
+                f"parameters trainable, {len(train_set)} examples in {len(self.env_names)} environments"
+            ),
+        )
+
+    def training_step(self, batch: dict[str, Any], ctx: StepContext) -> dict[str, float]:
+        parts = self.objective(ctx.models[ANSWER_MODEL](batch), ctx.step)
+        ctx.backward(parts.loss)
+        return parts.log_row()
+
+    def resets_optimizer_at(self, step: int) -> bool:
+        return self.objective.resets_optimizer_at(step)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"objective": self.objective.state_dict(), "env_names": self.env_names}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.objective.load_state_dict(state["objective"])
+
+    def save_final(self, final_dir: Path, state_dicts: dict[str, dict[str, torch.Tensor]]) -> None:
+        prefix = "vlm."  # AnswerModel keeps the VLM as its `vlm` attribute
+        weights = {k[len(prefix):]: v for k, v in state_dicts[ANSWER_MODEL].items()}
+        save_final(self.model, self.processor, final_dir, state_dict=weights)
+

@@ -1,0 +1,227 @@
+"""The one training loop: every kind of model trains through `run_training` with a task.
+
+Outputs in the run folder (besides what the task writes):
+  config.resolved.yaml   every setting, defaults filled in (see `robustvlm.runs`)
+  train_log.jsonl        one row per logged optimizer step: `step`, the task's row (`loss`, ...),
+                         `grad_norm`, `lr`, `seconds`
+  checkpoints/step-N/    see `training.checkpoint`
+  final/                 the task's inference format
+  <tracker folders>      with `train.report_to` (e.g. tensorboard/), through Accelerate
+
+The schedule is AdamW with linear warm-up over `train.warmup_ratio` of the steps, then cosine
+decay; gradients are accumulated over `train.grad_accum` micro-batches and clipped to
+`train.clip_norm`. `--resume` continues from the newest checkpoint exactly: the same batches,
+RNG draws and task state as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from pydantic import BaseModel
+from tqdm.auto import tqdm
+from transformers import get_cosine_schedule_with_warmup
+
+from robustvlm.config import TrainConfig
+from robustvlm.errors import ConfigError
+from robustvlm.runs import (
+    append_jsonl,
+    claim_run_folder,
+    read_jsonl,
+    resolved_settings,
+    write_jsonl,
+)
+from robustvlm.training.checkpoint import (
+    list_checkpoints,
+    load_checkpoint,
+    register_checkpoint_hooks,
+    save_checkpoint,
+)
+from robustvlm.training.task import SetupContext, StepContext, TrainingTask
+
+LOG_FILE = "train_log.jsonl"
+
+
+@dataclass
+class LoopResult:
+    """Where a finished run left its outputs."""
+
+    out_dir: Path
+    final_dir: Path
+    steps: int
+
+
+def use_bf16(setting: Any) -> bool:
+    """`train.bf16`: "auto" = where a GPU supports it."""
+    if setting == "auto":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return bool(setting)
+
+
+def make_accelerator(cfg: TrainConfig, out_dir: Path) -> Accelerator:
+    """The run's Accelerator: bf16 per `train.bf16`, trackers per `train.report_to`.
+
+    `cpu=True` without a GPU lets Accelerate see a torchrun launch as multi-process (gloo).
+    """
+    return Accelerator(
+        mixed_precision="bf16" if use_bf16(cfg.bf16) else "no",
+        cpu=not torch.cuda.is_available(),
+        log_with=list(cfg.report_to) or None,
+        project_dir=str(out_dir),
+    )
+
+
+def tracker_config(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Settings flattened to {dotted key: int | float | str | bool}, as trackers' hparams take."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(tracker_config(value, name + "."))
+        elif isinstance(value, bool | int | float | str):
+            flat[name] = value
+        else:
+            flat[name] = str(value)
+    return flat
+
+
+def _batch_stream(sampler):
+    """Endless stream of index lists, epoch after epoch, starting where the sampler's state says."""
+    while True:
+        yield from sampler
+
+
+def _to_device(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+def _reset_optimizer_state(optimizer: torch.optim.Optimizer) -> None:
+    getattr(optimizer, "optimizer", optimizer).state.clear()
+
+
+def run_training(
+    task: TrainingTask,
+    cfg: TrainConfig,
+    out_dir: str | Path,
+    *,
+    settings: BaseModel | dict[str, Any],
+    resume: bool = False,
+    progress: bool = True,
+) -> LoopResult:
+    """Train `task` with the optimisation settings `cfg` into `out_dir` (see the module doc).
+
+    Args:
+        settings: the run's whole resolved config (written to, and with `resume` checked
+            against, config.resolved.yaml; sent to the trackers).
+        resume: continue from the newest checkpoint; without it, a folder holding a run is refused.
+    """
+    out_dir = Path(out_dir)
+    accelerator = make_accelerator(cfg, out_dir)
+    if cfg.cpu_threads and accelerator.device.type == "cpu":
+        torch.set_num_threads(cfg.cpu_threads)
+    is_main = accelerator.is_main_process
+    if is_main:
+        claim_run_folder(out_dir, settings, resume=resume)
+        task.prepare_files(out_dir)
+    accelerator.wait_for_everyone()
+
+    set_seed(cfg.seed)
+    setup = task.setup(SetupContext(out_dir, accelerator, cfg.batch_size * accelerator.num_processes, is_main))
+    sampler = setup.sampler
+    steps_per_epoch = max(1, len(sampler) // cfg.grad_accum)
+    total = cfg.steps or max(1, math.ceil(cfg.epochs * steps_per_epoch))
+    params = [p for m in setup.models.values() for p in m.parameters() if p.requires_grad]
+    if not params:
+        raise ConfigError("training: the task's models have no trainable parameters")
+    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    scheduler = get_cosine_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
+    names = list(setup.models)
+    *prepared, optimizer = accelerator.prepare(*setup.models.values(), optimizer)
+    models = dict(zip(names, prepared))
+    # FSDP2 swaps parameters for sharded ones: clip those the prepared models hold.
+    params = [p for m in models.values() for p in m.parameters() if p.requires_grad]
+    register_checkpoint_hooks(accelerator)
+
+    start, elapsed = 0, 0.0
+    log_path = out_dir / LOG_FILE
+    checkpoints = list_checkpoints(out_dir) if resume else []
+    if checkpoints:
+        state = load_checkpoint(accelerator, checkpoints[-1])
+        start, elapsed = state["step"], state["seconds"]
+        scheduler.load_state_dict(state["scheduler"])
+        sampler.load_state_dict(state["sampler"])
+        task.load_state_dict(state["task"])
+        if is_main:
+            write_jsonl(log_path, [r for r in read_jsonl(log_path) if r["step"] <= start])
+            print(f"resuming from {checkpoints[-1].name} (step {start} of {total})")
+    elif is_main:
+        log_path.unlink(missing_ok=True)
+        if setup.summary:
+            print(f"{setup.summary}, {total} steps")
+    if cfg.report_to:
+        accelerator.init_trackers(out_dir.name, config=tracker_config(resolved_settings(settings)))
+
+    stream = _batch_stream(sampler)
+    for model in models.values():
+        model.train()
+    bar = tqdm(total=total, initial=start, disable=not (progress and is_main), desc=task.label, unit="step")
+    t0 = time.perf_counter() - elapsed
+    with log_path.open("a", encoding="utf-8") if is_main else nullcontext() as log:
+        for step in range(start, total):
+            if task.resets_optimizer_at(step):
+                _reset_optimizer_state(optimizer)
+            for micro in range(cfg.grad_accum):
+                ctx = StepContext(step, models, accelerator, cfg.grad_accum, micro == cfg.grad_accum - 1)
+                batch = _to_device(setup.collate(next(stream)), accelerator.device)
+                with nullcontext() if ctx.last_micro else ctx.no_sync(), accelerator.autocast():
+                    row = task.training_step(batch, ctx)
+            grad_norm = accelerator.clip_grad_norm_(params, cfg.clip_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            done = step + 1
+            if done % cfg.log_every == 0 or done == total:
+                row = {
+                    "step": done,
+                    **row,
+                    "grad_norm": float(grad_norm),
+                    "lr": scheduler.get_last_lr()[0],
+                    "seconds": round(time.perf_counter() - t0, 3),
+                }
+                if is_main:
+                    append_jsonl(log, [row])
+                    bar.set_postfix({k: f"{row[k]:.3g}" for k in task.progress_keys if k in row})
+                if cfg.report_to:
+                    accelerator.log({k: v for k, v in row.items() if k != "step"}, step=done)
+            bar.update(1)
+            if done % cfg.save_every == 0 or done == total:
+                save_checkpoint(
+                    accelerator,
+                    out_dir,
+                    done,
+                    {
+                        "seconds": time.perf_counter() - t0,
+                        "scheduler": scheduler.state_dict(),
+                        "sampler": sampler.state_dict(),
+                        "task": task.state_dict(),
+                    },
+                    keep=cfg.keep_checkpoints,
+                )
+    bar.close()
+
+    final_dir = out_dir / "final"
+    state_dicts = {name: accelerator.get_state_dict(model) for name, model in models.items()}
+    if is_main:
+        task.save_final(final_dir, state_dicts)
+    accelerator.wait_for_everyone()
+    if cfg.report_to:
+        accelerator.end_training()
+    return LoopResult(out_dir=out_dir, final_dir=final_dir, steps=total)
