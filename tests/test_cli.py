@@ -34,6 +34,16 @@ def test_data_check_exit_status(tmp_path, capsys):
     assert "bad.jsonl:1" in out and "bad.jsonl:2" in out
 
 
+def test_data_check_of_an_image_folder_given_as_a_relative_path(tmp_path, monkeypatch, capsys):
+    from PIL import Image
+
+    (tmp_path / "domains/photo/cat").mkdir(parents=True)
+    Image.new("RGB", (8, 8)).save(tmp_path / "domains/photo/cat/1.png")
+    monkeypatch.chdir(tmp_path)
+    assert main(["data", "check", "domains", "--format", "folder"]) == 0
+    assert "1 good example(s), 0 bad record(s)" in capsys.readouterr().out
+
+
 def test_robustness_fit_from_cli(tmp_path, capsys):
     path = tmp_path / "results.csv"
     rows = []

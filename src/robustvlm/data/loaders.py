@@ -339,7 +339,7 @@ def _folder_rows(root: Path, template: str) -> Iterator[_Row]:
         rel = file.relative_to(root).as_posix()
         record = {
             "id": rel,
-            "image": str(file),
+            "image": rel,  # relative to `root`, the row's base_dir
             "instruction": template.replace("{domain}", domain),
             "target": label.replace("_", " "),
             "env": domain,
