@@ -41,6 +41,8 @@ def image_error(ref, **kwargs) -> str:
 
 def test_missing_empty_and_non_image_files(tmp_path):
     assert "file not found" in image_error(str(tmp_path / "nope.png"))
+    (tmp_path / "folder.png").mkdir()
+    assert image_error(str(tmp_path / "folder.png")).endswith("folder.png: is a directory, not an image file")
     (tmp_path / "empty.png").write_bytes(b"")
     assert "empty" in image_error(str(tmp_path / "empty.png"))
     assert "empty" in image_error(b"")

@@ -1,7 +1,7 @@
 """Image loading: every image enters robustvlm through `load_image`.
 
 `load_image` refuses what it cannot use with a `DataError` (missing, empty, truncated or
-non-image files, images over the pixel limit) and returns every usable image as 8-bit RGB:
+non-image files, directories, images over the pixel limit) and returns every usable image as 8-bit RGB:
 
 | mode | conversion |
 |---|---|
@@ -49,6 +49,8 @@ def load_image(
     if isinstance(ref, bytes):
         if not ref:
             raise fail("empty image data")
+    elif os.path.isdir(ref):
+        raise fail("is a directory, not an image file")
     elif not os.path.isfile(ref):
         raise fail("file not found")
     elif os.path.getsize(ref) == 0:
