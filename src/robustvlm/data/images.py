@@ -33,18 +33,19 @@ def load_image(
     *,
     source: str = "",
     record: str | int | None = None,
+    record_id: str | None = None,
     max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> Image.Image:
     """Open an image path or encoded bytes, fully decoded, as an 8-bit RGB PIL image.
 
     The pixel count (width x height) is checked against `max_pixels` from the header,
-    before any pixel data is decoded. Raises DataError naming `source` and `record`
-    when the image cannot be used.
+    before any pixel data is decoded. Raises DataError naming `source`, `record` and
+    `record_id` (see DataError) when the image cannot be used.
     """
     name = "<bytes>" if isinstance(ref, bytes) else str(ref)
 
     def fail(reason: str) -> DataError:
-        return DataError(f"image {name}: {reason}", source or None, record)
+        return DataError(f"image {name}: {reason}", source or None, record, record_id)
 
     if isinstance(ref, bytes):
         if not ref:

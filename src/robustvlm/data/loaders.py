@@ -132,7 +132,7 @@ def read_examples(
                 if split is not None and ex.split != split:
                     continue
                 if validate_images and ex.image is not None:
-                    load_image(ex.image, source=row.file, record=row.ref_for(ex.id), max_pixels=max_pixels)
+                    load_image(ex.image, **row.where(ex.id), max_pixels=max_pixels)
                 if ex.id in first_seen:
                     raise row.error(f"duplicate id {ex.id!r} (first at {first_seen[ex.id]})", ex.id)
             except DataError as error:
@@ -152,12 +152,21 @@ class _Row:
     ref: int | str  # the 1-based line number, or the record id / position
     base_dir: Path | None  # relative image paths are taken from here
 
-    def ref_for(self, example_id: str | None) -> int | str:
-        """The line number when known, else the example's id."""
-        return self.ref if isinstance(self.ref, int) or example_id is None else example_id
+    def where(self, example_id: str | None = None) -> dict[str, str | int | None]:
+        """DataError's `source`, `record` and `record_id` for this row (or one of its examples):
+        the line number and the example's (else the record's) id, or without a line the id alone."""
+        if isinstance(self.ref, int):
+            return {"source": self.file, "record": self.ref, "record_id": example_id or self._record_id()}
+        return {"source": self.file, "record": example_id or self.ref, "record_id": None}
 
     def error(self, message: str, example_id: str | None = None) -> DataError:
-        return DataError(message, self.file, self.ref_for(example_id))
+        """A DataError about this row (or one of its examples) saying where it is."""
+        return DataError(message, **self.where(example_id))
+
+    def _record_id(self) -> str | None:
+        """The record's `id` field, when it has one."""
+        value = self.data.get("id") if isinstance(self.data, dict) else None
+        return None if value in (None, "") else str(value)
 
     @property
     def location(self) -> str:
