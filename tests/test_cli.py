@@ -34,6 +34,49 @@ def test_data_check_exit_status(tmp_path, capsys):
     assert "bad.jsonl:1" in out and "bad.jsonl:2" in out
 
 
+def test_data_check_of_an_image_folder_given_as_a_relative_path(tmp_path, monkeypatch, capsys):
+    from PIL import Image
+
+    (tmp_path / "domains/photo/cat").mkdir(parents=True)
+    Image.new("RGB", (8, 8)).save(tmp_path / "domains/photo/cat/1.png")
+    monkeypatch.chdir(tmp_path)
+    assert main(["data", "check", "domains", "--format", "folder"]) == 0
+    assert "1 good example(s), 0 bad record(s)" in capsys.readouterr().out
+
+
+def test_data_check_takes_images_from_the_image_root(tmp_path, capsys):
+    from PIL import Image
+
+    (tmp_path / "images").mkdir()
+    Image.new("RGB", (8, 8)).save(tmp_path / "images/a.png")
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"id": "a", "image": "a.png", "instruction": "q", "target": "t", "env": "e"}\n')
+    assert main(["data", "check", str(data)]) == 1
+    assert f"{data}:1: [a] image {tmp_path / 'a.png'}: file not found" in capsys.readouterr().out
+    assert main(["data", "check", str(data), "--image-root", str(tmp_path / "images")]) == 0
+    assert main(["data", "check", str(data), "--image-root", str(tmp_path / "none")]) == 2
+    assert f"error: image root {tmp_path / 'none'}: not found" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [
+    ["eval", "--model", "m", "--out", "o"],
+    ["mc", "build", "--out", "q.jsonl"],
+])
+def test_eval_and_mc_build_pass_the_image_root_to_the_loader(monkeypatch, command):
+    from robustvlm.data import loaders
+    from robustvlm.errors import DataError
+
+    seen = {}
+
+    def record_call(path, **kwargs):
+        seen.update(kwargs, path=path)
+        raise DataError("stop here")
+
+    monkeypatch.setattr(loaders, "load_examples", record_call)
+    assert main([*command, "--data", "d.jsonl", "--image-root", "imgs"]) == 2
+    assert seen["path"] == "d.jsonl" and seen["image_root"] == "imgs"
+
+
 def test_robustness_fit_from_cli(tmp_path, capsys):
     path = tmp_path / "results.csv"
     rows = []

@@ -41,6 +41,8 @@ def image_error(ref, **kwargs) -> str:
 
 def test_missing_empty_and_non_image_files(tmp_path):
     assert "file not found" in image_error(str(tmp_path / "nope.png"))
+    (tmp_path / "folder.png").mkdir()
+    assert image_error(str(tmp_path / "folder.png")).endswith("folder.png: is a directory, not an image file")
     (tmp_path / "empty.png").write_bytes(b"")
     assert "empty" in image_error(str(tmp_path / "empty.png"))
     assert "empty" in image_error(b"")
@@ -194,3 +196,31 @@ def test_check_dataset_reports_every_bad_record_and_counts(tmp_path):
     assert check_dataset(tmp_path / "missing.jsonl").errors[0].source == str(tmp_path / "missing.jsonl")
     clean = check_dataset(write_lines(tmp_path / "ok.jsonl", [line()]))
     assert clean.ok and clean.n_ok == 1
+
+
+def test_data_error_names_the_line_and_the_record_id():
+    assert str(DataError("bad", "d.jsonl", 7, "rec-3")) == "d.jsonl:7: [rec-3] bad"
+    assert str(DataError("bad", "d.jsonl", 7)) == "d.jsonl:7: bad"
+    assert str(DataError("bad", "d.json", "rec-3")) == "d.json [rec-3]: bad"
+    assert str(DataError("bad", "d.json")) == "d.json: bad"
+    assert str(DataError("bad")) == "bad"
+
+
+def test_bad_jsonl_records_name_the_line_and_the_record_id(tmp_path):
+    turns = [{"from": "human", "value": "<image>"}, {"from": "gpt", "value": "A"}]
+    path = write_lines(tmp_path / "d.jsonl", [
+        line(id="rec-1", target=""),
+        line(id="rec-2", image="missing.png"),
+        json.dumps({"id": "conv", "data_source": "s", "conversations": turns}).encode(),
+        b'{"instruction": "Q", "target": "A", "env": "e"}',
+        b"not json",
+    ])
+    report = check_dataset(path)
+    assert [str(error) for error in report.errors] == [
+        f"{path}:1: [rec-1] empty target",
+        f"{path}:2: [rec-2] image {tmp_path / 'missing.png'}: file not found",
+        f"{path}:3: [conv#0] empty instruction",
+        f"{path}:4: missing field 'id'",
+        f"{path}:5: invalid JSON (Expecting value, column 1)",
+    ]
+    assert [(e.record, e.record_id) for e in report.errors[:2]] == [(1, "rec-1"), (2, "rec-2")]

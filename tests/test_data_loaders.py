@@ -190,6 +190,15 @@ def test_image_folder_domains(tmp_path):
     assert examples[1].image == str(tmp_path / "photo/red_car/1.png")
 
 
+def test_image_folder_with_a_relative_root_from_another_directory(tmp_path, monkeypatch):
+    image = tmp_path / "sets/domains/photo/cat/1.png"
+    image.parent.mkdir(parents=True)
+    Image.new("RGB", (8, 8), (1, 2, 3)).save(image)
+    monkeypatch.chdir(tmp_path / "sets")
+    examples = load_examples("domains", fmt="folder", verbose=False)  # validates every image
+    assert [ex.image for ex in examples] == [str(image)]
+
+
 def test_verbose_prints_the_counts_table(tmp_path, capsys):
     write_flat_images(tmp_path)
     examples = load_examples(write_jsonl(tmp_path / "data.jsonl", FLAT))

@@ -8,6 +8,11 @@ from pathlib import Path
 
 from robustvlm.errors import RobustVLMError
 
+IMAGE_ROOT_HELP = (
+    "folder that relative image paths in record files are taken from "
+    "(LLaVA's --image_folder; default: the data file's folder)"
+)
+
 
 def _data_check(args: argparse.Namespace) -> int:
     from robustvlm.data.check import check_dataset
@@ -18,6 +23,7 @@ def _data_check(args: argparse.Namespace) -> int:
         env_column=args.env_column,
         env_map=args.env_map,
         task_rules=args.task_rules,
+        image_root=args.image_root,
     )
     print(report.format())
     return 0 if report.ok else 1
@@ -65,7 +71,9 @@ def _eval(args: argparse.Namespace) -> int:
         )
     except ValidationError as err:
         raise ConfigError(f"eval options: {err}") from None
-    examples = load_examples(args.data, env_map=args.env_map, task_rules=args.task_rules)
+    examples = load_examples(
+        args.data, env_map=args.env_map, task_rules=args.task_rules, image_root=args.image_root
+    )
     metrics = evaluate(args.model, examples, args.out, cfg=cfg, resume=args.resume)
     print(env_table(metrics, "chrf"))
     return 0
@@ -105,7 +113,7 @@ def _mc_build(args: argparse.Namespace) -> int:
         )
     if args.text_encoder and args.distractors != "text":
         raise ConfigError("--text-encoder applies only to --distractors text")
-    examples = load_examples(args.data)
+    examples = load_examples(args.data, image_root=args.image_root)
     image_embedder = load_image_embedder(args.vision_model) if args.vision_model else None
     questions = build_questions(
         examples,
@@ -256,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--task-rules", action="store_true", help="assign task types from the instruction"
     )
+    check.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
     check.set_defaults(func=_data_check)
     synth = data_sub.add_parser("synth", help="write a built-in synthetic benchmark")
     synth.add_argument("--benchmark", required=True, help="tasks | spurious | digits | domains")
@@ -291,6 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--env-map")
     ev.add_argument("--task-rules", action="store_true")
+    ev.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
     ev.set_defaults(func=_eval)
 
     st = sub.add_parser("study", help="methods x seeds -> train -> evaluate -> Table-1 report (resumable)")
@@ -354,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     mb.add_argument("--class-names", help="file mapping class keys (e.g. WordNet ids) to names")
     mb.add_argument("--prompt", type=int, default=0, help="prompt formulation 0-4")
     mb.add_argument("--circular", action="store_true", help="add every rotation of the options")
+    mb.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
     mb.set_defaults(func=_mc_build)
 
     me = mc_sub.add_parser("eval", help="score models on question files; results.csv with CIs")

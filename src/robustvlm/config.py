@@ -62,6 +62,7 @@ class DataConfig(_Section):
     `subsets` loads several hub configs of one `hf:NAME` dataset (each record's `subset` field
     names its config), `max_rows_per_subset` samples each before images are read, and
     `split_per_env` re-splits every environment into fixed-size train / test sets (seed `seed`).
+    `image_root`: folder of relative image paths in record files (default: the data file's folder).
     """
 
     path: str | None = None
@@ -79,6 +80,7 @@ class DataConfig(_Section):
     subsets: list[str] = Field(default_factory=list)
     max_rows_per_subset: int | None = Field(default=None, ge=1)
     split_per_env: SplitSizes | None = None
+    image_root: str | None = None
 
     @property
     def on_hub(self) -> bool:

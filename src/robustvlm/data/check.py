@@ -42,7 +42,8 @@ class CheckReport:
 def check_dataset(path: str | Path, **load_kwargs) -> CheckReport:
     """Load `path` like `load_examples(path, **load_kwargs)`, collecting every bad record.
 
-    A file that cannot be read at all (missing, not JSON) is reported as one error.
+    A file that cannot be read at all (missing, not JSON) is reported as one error; invalid
+    options (an unknown format, a missing `image_root`) raise ConfigError.
     `on_bad_record`, `skip_log` and `verbose` do not apply.
     """
     report = CheckReport()

@@ -1,7 +1,7 @@
 """Image loading: every image enters robustvlm through `load_image`.
 
 `load_image` refuses what it cannot use with a `DataError` (missing, empty, truncated or
-non-image files, images over the pixel limit) and returns every usable image as 8-bit RGB:
+non-image files, directories, images over the pixel limit) and returns every usable image as 8-bit RGB:
 
 | mode | conversion |
 |---|---|
@@ -33,22 +33,25 @@ def load_image(
     *,
     source: str = "",
     record: str | int | None = None,
+    record_id: str | None = None,
     max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> Image.Image:
     """Open an image path or encoded bytes, fully decoded, as an 8-bit RGB PIL image.
 
     The pixel count (width x height) is checked against `max_pixels` from the header,
-    before any pixel data is decoded. Raises DataError naming `source` and `record`
-    when the image cannot be used.
+    before any pixel data is decoded. Raises DataError naming `source`, `record` and
+    `record_id` (see DataError) when the image cannot be used.
     """
     name = "<bytes>" if isinstance(ref, bytes) else str(ref)
 
     def fail(reason: str) -> DataError:
-        return DataError(f"image {name}: {reason}", source or None, record)
+        return DataError(f"image {name}: {reason}", source or None, record, record_id)
 
     if isinstance(ref, bytes):
         if not ref:
             raise fail("empty image data")
+    elif os.path.isdir(ref):
+        raise fail("is a directory, not an image file")
     elif not os.path.isfile(ref):
         raise fail("file not found")
     elif os.path.getsize(ref) == 0:

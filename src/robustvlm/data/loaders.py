@@ -44,6 +44,7 @@ def load_examples(
     validate_images: bool = True,
     max_pixels: int = DEFAULT_MAX_PIXELS,
     hub: HubSelection | None = None,
+    image_root: str | Path | None = None,
     verbose: bool = True,
 ) -> list[Example]:
     """Read a dataset into Examples, in file order.
@@ -68,6 +69,8 @@ def load_examples(
         max_pixels: images with more pixels are bad records.
         hub: for `hf:NAME`, several hub configs (subsets) to load and a seeded row sample of
             each; each record carries its subset name in a `subset` field.
+        image_root: the folder relative image paths of record files are taken from (LLaVA's
+            `--image_folder`) instead of the data file's folder; not for image folders.
         verbose: print the per-environment counts table (and the number skipped).
     """
     if on_bad_record not in ("error", "skip"):
@@ -83,7 +86,7 @@ def load_examples(
     examples = read_examples(
         path, on_error, fmt=fmt, split=split, env_column=env_column, env_map=env_map,
         task_rules=task_rules, instruction_template=instruction_template,
-        validate_images=validate_images, max_pixels=max_pixels, hub=hub,
+        validate_images=validate_images, max_pixels=max_pixels, hub=hub, image_root=image_root,
     )
     if verbose:
         print(format_env_counts(examples))
@@ -105,6 +108,7 @@ def read_examples(
     validate_images: bool = True,
     max_pixels: int = DEFAULT_MAX_PIXELS,
     hub: HubSelection | None = None,
+    image_root: str | Path | None = None,
 ) -> list[Example]:
     """`load_examples` without printing: every bad record is passed to `on_error` and dropped."""
     if fmt not in FORMATS:
@@ -116,7 +120,7 @@ def read_examples(
     first_seen: dict[str, str] = {}
     if hub is not None and not (isinstance(path, str) and path.startswith("hf:")):
         raise ConfigError(f"{path}: hub subsets and row sampling apply only to hf:NAME datasets")
-    for row in _rows(path, fmt, split, instruction_template, hub):
+    for row in _rows(path, fmt, split, instruction_template, hub, _image_root_dir(image_root)):
         try:
             if isinstance(row, DataError):
                 raise row
@@ -132,7 +136,7 @@ def read_examples(
                 if split is not None and ex.split != split:
                     continue
                 if validate_images and ex.image is not None:
-                    load_image(ex.image, source=row.file, record=row.ref_for(ex.id), max_pixels=max_pixels)
+                    load_image(ex.image, **row.where(ex.id), max_pixels=max_pixels)
                 if ex.id in first_seen:
                     raise row.error(f"duplicate id {ex.id!r} (first at {first_seen[ex.id]})", ex.id)
             except DataError as error:
@@ -152,12 +156,21 @@ class _Row:
     ref: int | str  # the 1-based line number, or the record id / position
     base_dir: Path | None  # relative image paths are taken from here
 
-    def ref_for(self, example_id: str | None) -> int | str:
-        """The line number when known, else the example's id."""
-        return self.ref if isinstance(self.ref, int) or example_id is None else example_id
+    def where(self, example_id: str | None = None) -> dict[str, str | int | None]:
+        """DataError's `source`, `record` and `record_id` for this row (or one of its examples):
+        the line number and the example's (else the record's) id, or without a line the id alone."""
+        if isinstance(self.ref, int):
+            return {"source": self.file, "record": self.ref, "record_id": example_id or self._record_id()}
+        return {"source": self.file, "record": example_id or self.ref, "record_id": None}
 
     def error(self, message: str, example_id: str | None = None) -> DataError:
-        return DataError(message, self.file, self.ref_for(example_id))
+        """A DataError about this row (or one of its examples) saying where it is."""
+        return DataError(message, **self.where(example_id))
+
+    def _record_id(self) -> str | None:
+        """The record's `id` field, when it has one."""
+        value = self.data.get("id") if isinstance(self.data, dict) else None
+        return None if value in (None, "") else str(value)
 
     @property
     def location(self) -> str:
@@ -168,26 +181,58 @@ class _Row:
 
 
 def _rows(
-    path: str | Path, fmt: str, split: str | None, template: str, hub: HubSelection | None = None
+    path: str | Path,
+    fmt: str,
+    split: str | None,
+    template: str,
+    hub: HubSelection | None = None,
+    image_root: Path | None = None,
 ) -> Iterator[_Row | DataError]:
-    """Raw records of any format; unreadable lines come as DataErrors, unreadable files raise."""
+    """Raw records of any format, relative image paths taken from `image_root` when given;
+    unreadable lines come as DataErrors, unreadable files raise."""
     if isinstance(path, str) and path.startswith("hf:"):
-        yield from _hub_rows(path, split, hub or HubSelection())
-        return
-    path = Path(path)
-    if not path.exists():
-        raise DataError("data file or directory not found", str(path))
-    fmt = _detect_format(path) if fmt == "auto" else fmt
-    if fmt == "jsonl":
-        yield from _jsonl_rows(path / "data.jsonl" if path.is_dir() else path)
-    elif fmt in ("json", "llava"):
-        yield from _json_rows(path)
-    elif fmt == "parquet":
-        yield from _parquet_rows(path)
-    elif fmt == "hf":
-        yield from _saved_dataset_rows(path)
+        rows = _hub_rows(path, split, hub or HubSelection())
     else:
-        yield from _folder_rows(path, template)
+        path = Path(path)
+        if not path.exists():
+            raise DataError("data file or directory not found", str(path))
+        fmt = _detect_format(path) if fmt == "auto" else fmt
+        if fmt == "folder":
+            if image_root is not None:
+                raise ConfigError(f"{path}: an image root applies to record files, not to an image "
+                                  "folder (ROOT/DOMAIN/CLASS/*.png), whose images are under ROOT")
+            yield from _folder_rows(path, template)
+            return
+        rows = _record_file_rows(path, fmt)
+    yield from rows if image_root is None else _rooted(rows, image_root)
+
+
+def _record_file_rows(path: Path, fmt: str) -> Iterator[_Row | DataError]:
+    """Raw records of a local JSONL, JSON / LLaVA, parquet or saved HF dataset `path`."""
+    if fmt == "jsonl":
+        return _jsonl_rows(path / "data.jsonl" if path.is_dir() else path)
+    if fmt in ("json", "llava"):
+        return _json_rows(path)
+    if fmt == "parquet":
+        return _parquet_rows(path)
+    return _saved_dataset_rows(path)
+
+
+def _image_root_dir(image_root: str | Path | None) -> Path | None:
+    """`image_root` as a Path (None stays None); ConfigError unless it is a directory."""
+    if image_root is None:
+        return None
+    root = Path(image_root)
+    if not root.is_dir():
+        problem = "is not a directory" if root.exists() else "not found"
+        raise ConfigError(f"image root {root}: {problem}")
+    return root
+
+
+def _rooted(rows: Iterator[_Row | DataError], image_root: Path) -> Iterator[_Row | DataError]:
+    """The rows with relative image paths taken from `image_root`."""
+    for row in rows:
+        yield replace(row, base_dir=image_root) if isinstance(row, _Row) else row
 
 
 def _detect_format(path: Path) -> str:
@@ -339,7 +384,7 @@ def _folder_rows(root: Path, template: str) -> Iterator[_Row]:
         rel = file.relative_to(root).as_posix()
         record = {
             "id": rel,
-            "image": str(file),
+            "image": rel,  # relative to `root`, the row's base_dir
             "instruction": template.replace("{domain}", domain),
             "target": label.replace("_", " "),
             "env": domain,
