@@ -23,7 +23,7 @@ from robustvlm.analysis.robustness import (
 )
 from robustvlm.errors import DataError
 from robustvlm.report.plots import bar_with_ci, percent_axis, plot_series
-from robustvlm.report.robustness import fit_from_results, simulate_to_dir
+from robustvlm.workflows.robustness import fit_from_results, simulate_to_dir
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -174,7 +174,7 @@ def test_fit_from_results_writes_fit_and_scatter(tmp_path):
     )
 
     written = json.loads((out / "fit.json").read_text())
-    assert written == json.loads(json.dumps(result))
+    assert written == json.loads(json.dumps(result.to_dict()))
     assert (out / "scatter.png").read_bytes()[:8] == PNG_MAGIC
 
     clip = [m for m in written["models"] if m["family"] == "clip"]
@@ -206,8 +206,8 @@ def test_fit_from_results_without_baseline_uses_all_models(tmp_path):
     result = fit_from_results(
         csv_path, ref="ref-set", shift="shift-set", transform="logit", out_dir=tmp_path
     )
-    assert result["fit"]["n"] == 12 and result["fit"]["transform"] == "logit"
-    assert all(m["in_fit"] for m in result["models"])
+    assert result.fit.n == 12 and result.fit.transform == "logit"
+    assert all(m.in_fit for m in result.models)
 
 
 @pytest.mark.parametrize(

@@ -176,9 +176,9 @@ def _mc_stability(args: argparse.Namespace) -> int:
 
 
 def _robustness_fit(args: argparse.Namespace) -> int:
-    from robustvlm.report.robustness import fit_from_results
+    from robustvlm.workflows.robustness import fit_from_results
 
-    fit = fit_from_results(
+    result = fit_from_results(
         args.results,
         ref=args.ref,
         shift=args.shift,
@@ -186,16 +186,16 @@ def _robustness_fit(args: argparse.Namespace) -> int:
         transform=args.transform,
         out_dir=args.out,
     )
-    line = fit["fit"]
+    line = result.fit
     print(
-        f"{args.transform} line: slope {line['slope']:.3f}, intercept {line['intercept']:.3f}, "
-        f"r2 {line['r2']:.3f} over {line['n']} models; wrote {args.out}/fit.json, scatter.png"
+        f"{args.transform} line: slope {line.slope:.3f}, intercept {line.intercept:.3f}, "
+        f"r2 {line.r2:.3f} over {line.n} models; wrote {args.out}/fit.json, scatter.png"
     )
     return 0
 
 
 def _robustness_simulate(args: argparse.Namespace) -> int:
-    from robustvlm.report.robustness import simulate_to_dir
+    from robustvlm.workflows.robustness import simulate_to_dir
 
     result = simulate_to_dir(args.out, seed=args.seed)
     print(

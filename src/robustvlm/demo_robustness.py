@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from robustvlm.analysis.robustness import ModelRobustness
 from robustvlm.config import RunConfig, validate_config
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
@@ -27,7 +28,7 @@ from robustvlm.data.synth import synthesize
 from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
 from robustvlm.multiple_choice.evaluate import evaluate_models
 from robustvlm.multiple_choice.score import continuation, vlm_prompt_text
-from robustvlm.report.robustness import fit_from_results
+from robustvlm.workflows.robustness import fit_from_results
 from robustvlm.report.tables import fmt, markdown_table
 from robustvlm.workflows.train import train
 
@@ -224,15 +225,13 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> dict:
         method="loglik", resume=True,
     )
     name_of = {p: name for name, p in paths.items()}
-    fits = {}
-    for shift in SHIFTS:
-        fit = fit_from_results(
+    fits = {
+        shift: fit_from_results(
             results_csv, ref=REFERENCE, shift=shift, baseline=None, transform="probit",
             out_dir=out / "fits" / shift,
         )
-        for m in fit["models"]:
-            m["model"] = name_of[m["model"]]
-        fits[shift] = fit
+        for shift in SHIFTS
+    }
     seconds = time.perf_counter() - t0
 
     summary = {
@@ -247,7 +246,7 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> dict:
         "members": [asdict(m) for m in plan.members],
         "results_csv": str(results_csv),
         "fits": {
-            shift: {"fit": f["fit"], "models": [_model_row(m) for m in f["models"]]}
+            shift: {"fit": f.fit.to_dict(), "models": [_model_row(m, name_of) for m in f.models]}
             for shift, f in fits.items()
         },
     }
@@ -257,9 +256,11 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> dict:
     return summary
 
 
-def _model_row(m: dict) -> dict:
-    keys = ("model", "acc_ref", "acc_shift", "n_ref", "n_shift", "effective_robustness")
-    return {k: m[k] for k in keys}
+def _model_row(m: ModelRobustness, name_of: dict[str, str]) -> dict:
+    """A model's row in results.json, named by its family-member name."""
+    p = m.point
+    return {"model": name_of[p.model], "acc_ref": p.acc_ref, "acc_shift": p.acc_shift, "n_ref": p.n_ref,
+            "n_shift": p.n_shift, "effective_robustness": m.effective_robustness}
 
 
 def fit_verdict(fit: dict, models: list[dict], chance: float) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
+from robustvlm.analysis.stats import clopper_pearson
 from robustvlm.errors import DataError
 
 Transform = Literal["probit", "logit"]
@@ -225,3 +226,116 @@ def effective_robustness(
     """
     x, y = _paired(acc_ref, acc_shift)
     return y - fit.predict(x)
+
+
+#: Reference accuracies at which a line's band is evaluated.
+GRID_POINTS = 60
+
+
+def accuracy_grid(acc_ref: np.ndarray | list[float], kind: Transform = "probit") -> np.ndarray:
+    """GRID_POINTS reference accuracies spanning `acc_ref` (plus 5%), evenly spaced in
+    transformed units: where a band is drawn. Shape (GRID_POINTS,)."""
+    z = transform(acc_ref, kind)
+    pad = 0.05 * max(float(np.ptp(z)), 0.1)
+    return inverse_transform(np.linspace(z.min() - pad, z.max() + pad, GRID_POINTS), kind)
+
+
+@dataclass(frozen=True)
+class ModelPoint:
+    """One model's accuracies on the reference and the shifted benchmark (fractions) and the
+    number of questions each was measured on."""
+
+    model: str
+    family: str
+    acc_ref: float
+    acc_shift: float
+    n_ref: int
+    n_shift: int
+
+
+@dataclass(frozen=True)
+class ModelRobustness:
+    """A model's place against a fitted line.
+
+    Attributes:
+        point: its accuracies.
+        in_fit: whether the line was fitted on it.
+        ci_ref, ci_shift: 95% Clopper-Pearson intervals of its accuracies (fractions).
+        effective_robustness: shifted accuracy minus the line's prediction (fraction).
+    """
+
+    point: ModelPoint
+    in_fit: bool
+    ci_ref: tuple[float, float]
+    ci_shift: tuple[float, float]
+    effective_robustness: float
+
+    def to_dict(self) -> dict:
+        return {**asdict(self.point), "in_fit": self.in_fit, "ci_ref": list(self.ci_ref),
+                "ci_shift": list(self.ci_shift), "effective_robustness": self.effective_robustness}
+
+
+@dataclass(frozen=True)
+class RobustnessFit:
+    """The line of a baseline family on one (reference, shift) pair, and every model against it."""
+
+    ref: str
+    shift: str
+    baseline: str | None
+    fit: LineFit
+    band: LineBand
+    models: list[ModelRobustness]
+
+    UNITS = "accuracies and effective robustness are fractions (x 100 = percentage points)"
+
+    def to_dict(self) -> dict:
+        """The fit.json content."""
+        return {
+            "ref": self.ref,
+            "shift": self.shift,
+            "baseline": self.baseline,
+            "transform": self.fit.transform,
+            "units": self.UNITS,
+            "fit": self.fit.to_dict(),
+            "band": self.band.to_dict(),
+            "models": [m.to_dict() for m in self.models],
+        }
+
+
+def fit_robustness(
+    points: list[ModelPoint],
+    *,
+    ref: str,
+    shift: str,
+    baseline: str | None = None,
+    transform: Transform = "probit",
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> RobustnessFit:
+    """Fit the line of `baseline`'s models (all models when None) and place every model.
+
+    Raises DataError when the baseline family has fewer than two models.
+    """
+    in_fit = [p for p in points if baseline is None or p.family == baseline]
+    if len(in_fit) < 2:
+        families = sorted({p.family for p in points})
+        raise DataError(
+            f"baseline family {baseline!r} has {len(in_fit)} model(s) on both {ref!r} and "
+            f"{shift!r}; a line needs at least 2 (families: {families})"
+        )
+    x_fit, y_fit = [p.acc_ref for p in in_fit], [p.acc_shift for p in in_fit]
+    fit = fit_line(x_fit, y_fit, transform=transform)
+    grid = accuracy_grid([p.acc_ref for p in points], transform)
+    band = line_band(x_fit, y_fit, grid, transform=transform, n_boot=n_boot, seed=seed)
+    robustness = effective_robustness([p.acc_ref for p in points], [p.acc_shift for p in points], fit)
+    models = [
+        ModelRobustness(
+            point=p,
+            in_fit=baseline is None or p.family == baseline,
+            ci_ref=clopper_pearson(round(p.acc_ref * p.n_ref), p.n_ref),
+            ci_shift=clopper_pearson(round(p.acc_shift * p.n_shift), p.n_shift),
+            effective_robustness=float(er),
+        )
+        for p, er in zip(points, robustness)
+    ]
+    return RobustnessFit(ref, shift, baseline, fit, band, models)

@@ -1,0 +1,189 @@
+"""`robustvlm robustness fit | simulate`: results CSV in, fit.json and scatter.png out.
+
+The results CSV has one row per (model, benchmark) with the columns
+`model, family, bench, accuracy, n` (accuracy a fraction in [0, 1], n the number of questions);
+extra columns are ignored. `mc eval` writes such a file. The line fits live in
+`analysis.robustness`, the scatter plot in `report.robustness`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from robustvlm.analysis.robustness import ModelPoint, RobustnessFit, Transform, fit_robustness
+from robustvlm.analysis.simulate import simulate
+from robustvlm.errors import DataError
+from robustvlm.report.robustness import scatter
+
+REQUIRED_COLUMNS = ("model", "family", "bench", "accuracy", "n")
+
+
+def read_results(path: str | Path) -> list[dict]:
+    """Rows of a results CSV as {"model", "family", "bench", "accuracy", "n", "line"}.
+
+    `line` is the 1-based line number in the file where the row ends (the header is line 1).
+    """
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise DataError(
+                    f"missing column(s) {', '.join(missing)}; need {REQUIRED_COLUMNS}", str(path), 1
+                )
+            rows = [_parse_row(raw, str(path), reader.line_num) for raw in reader]
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise DataError(f"cannot read results CSV: {err}", str(path)) from err
+    if not rows:
+        raise DataError("the results CSV has no rows", str(path))
+    return rows
+
+
+def _parse_row(raw: dict, source: str, line: int) -> dict:
+    values = {c: (raw.get(c) or "").strip() for c in REQUIRED_COLUMNS}
+    empty = [c for c, v in values.items() if not v]
+    if empty:
+        raise DataError(f"empty value(s) in column(s) {', '.join(empty)}", source, line)
+    try:
+        accuracy, n = float(values["accuracy"]), int(values["n"])
+    except ValueError as err:
+        raise DataError(f"accuracy must be a number and n an integer: {err}", source, line) from err
+    if not 0.0 <= accuracy <= 1.0:
+        raise DataError(f"accuracy must be a fraction in [0, 1], got {accuracy}", source, line)
+    if n < 1:
+        raise DataError(f"n (number of questions) must be positive, got {n}", source, line)
+    return {**values, "accuracy": accuracy, "n": n, "line": line}
+
+
+def pair_benches(rows: Sequence[dict], ref: str, shift: str, source: str) -> list[ModelPoint]:
+    """One ModelPoint per model that has a row for `ref` or `shift` (it must have both)."""
+    benches = sorted({r["bench"] for r in rows})
+    for bench in (ref, shift):
+        if bench not in benches:
+            raise DataError(f"no rows for bench {bench!r}; benches present: {benches}", source)
+    by_model: dict[str, dict[str, dict]] = {}
+    families: dict[str, tuple[str, int]] = {}
+    for r in rows:
+        family, first_line = families.setdefault(r["model"], (r["family"], r["line"]))
+        if family != r["family"]:
+            raise DataError(
+                f"model {r['model']!r} is in family {r['family']!r} here but {family!r} on line "
+                f"{first_line}",
+                source,
+                r["line"],
+            )
+        if r["bench"] not in (ref, shift):
+            continue
+        seen = by_model.setdefault(r["model"], {})
+        if r["bench"] in seen:
+            raise DataError(
+                f"second row for model {r['model']!r} on bench {r['bench']!r} "
+                f"(first on line {seen[r['bench']]['line']})",
+                source,
+                r["line"],
+            )
+        seen[r["bench"]] = r
+    points = []
+    for model, seen in by_model.items():
+        for bench in (ref, shift):
+            if bench not in seen:
+                other = seen[shift if bench == ref else ref]
+                raise DataError(
+                    f"model {model!r} has no row for bench {bench!r}", source, other["line"]
+                )
+        a, b = seen[ref], seen[shift]
+        points.append(
+            ModelPoint(model, families[model][0], a["accuracy"], b["accuracy"], a["n"], b["n"])
+        )
+    return points
+
+
+def _write_json(path: Path, content: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(content, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def fit_from_results(
+    results_csv: str | Path,
+    *,
+    ref: str,
+    shift: str,
+    baseline: str | None = None,
+    transform: Transform = "probit",
+    out_dir: str | Path,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> RobustnessFit:
+    """Fit the baseline line of `shift` vs `ref` accuracy; write fit.json and scatter.png.
+
+    Args:
+        results_csv: the results CSV (columns REQUIRED_COLUMNS).
+        ref, shift: benchmark names (values of the `bench` column).
+        baseline: family whose models define the line; None fits on all models.
+        transform: "probit" or "logit".
+        out_dir: folder for fit.json and scatter.png (created).
+        n_boot, seed: bootstrap of the line band (models resampled).
+    """
+    source = str(results_csv)
+    points = pair_benches(read_results(results_csv), ref, shift, source)
+    try:
+        result = fit_robustness(
+            points, ref=ref, shift=shift, baseline=baseline, transform=transform,
+            n_boot=n_boot, seed=seed,
+        )
+    except DataError as err:
+        raise DataError(err.message, source) from None
+    out = Path(out_dir)
+    _write_json(out / "fit.json", result.to_dict())
+    fit = result.fit
+    scatter(
+        result.models,
+        fit,
+        result.band,
+        out / "scatter.png",
+        title=f"{shift} vs {ref} ({transform} axes)",
+        xlabel=f"{ref} accuracy",
+        ylabel=f"{shift} accuracy",
+        fit_label=f"fit on {baseline or 'all models'}: slope {fit.slope:.2f}, $R^2$ {fit.r2:.2f}",
+    )
+    return result
+
+
+def simulate_to_dir(out_dir: str | Path, *, n_boot: int = 1000, **kwargs) -> dict:
+    """Run `analysis.simulate.simulate(**kwargs)`; write simulate.json and simulate.png.
+
+    The scatter shows the accuracies measured on the test sets, coloured by algorithm noise
+    xi, with the line fitted on them (and its bootstrap band) and the predicted line.
+    Returns the simulate.json content (see `simulate`).
+    """
+    result = simulate(**kwargs)
+    out = Path(out_dir)
+    _write_json(out / "simulate.json", result)
+    n_test = result["params"]["n_test"]
+    points = [
+        ModelPoint(f"head {i}", f"ξ = {m['xi']:g}", m["acc_ref_test"], m["acc_shift_test"], n_test, n_test)
+        for i, m in enumerate(result["models"])
+    ]
+    heads = fit_robustness(points, ref="reference", shift="shifted", n_boot=n_boot, seed=result["params"]["seed"])
+    fit = heads.fit
+    predicted = result["predicted"]
+    scatter(
+        heads.models,
+        fit,
+        heads.band,
+        out / "simulate.png",
+        title="Gaussian location model: heads trained with varying n and ξ",
+        xlabel="reference accuracy",
+        ylabel="shifted accuracy",
+        fit_label=f"fitted: slope {fit.slope:.3f}",
+        reference_line=(
+            predicted["slope"],
+            predicted["intercept"],
+            f"predicted: slope {predicted['slope']:.3f}",
+        ),
+    )
+    return result
