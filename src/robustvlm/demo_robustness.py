@@ -28,8 +28,8 @@ from robustvlm.data.synth import synthesize
 from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
 from robustvlm.multiple_choice.evaluate import evaluate_models
 from robustvlm.multiple_choice.score import continuation, vlm_prompt_text
-from robustvlm.workflows.robustness import fit_from_results
 from robustvlm.report.tables import fmt, markdown_table
+from robustvlm.workflows.robustness import fit_from_results
 from robustvlm.workflows.train import train
 
 SUITE = "digits"
