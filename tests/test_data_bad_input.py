@@ -124,6 +124,8 @@ def test_skip_mode_counts_every_bad_record(tmp_path):
     assert all(row["source"] == str(path) for row in log.rows)
     log.write(tmp_path / "skipped.jsonl")
     assert len((tmp_path / "skipped.jsonl").read_text().splitlines()) == len(BAD_LINES)
+    with_id = [row for row in log.rows if "id" in row]  # records that had an id name it
+    assert with_id and all(row["id"] == "b" for row in with_id)
 
 
 def test_skip_mode_prints_the_number_skipped(tmp_path, capsys):

@@ -50,9 +50,10 @@ class SkipLog:
     rows: list[dict] = field(default_factory=list)
 
     def add(self, error: DataError) -> None:
-        self.rows.append(
-            {"source": error.source, "record": error.record, "reason": error.message}
-        )
+        row = {"source": error.source, "record": error.record, "reason": error.message}
+        if error.record_id is not None:
+            row["id"] = error.record_id
+        self.rows.append(row)
 
     def __len__(self) -> int:
         return len(self.rows)
