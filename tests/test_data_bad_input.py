@@ -124,8 +124,10 @@ def test_skip_mode_counts_every_bad_record(tmp_path):
     assert all(row["source"] == str(path) for row in log.rows)
     log.write(tmp_path / "skipped.jsonl")
     assert len((tmp_path / "skipped.jsonl").read_text().splitlines()) == len(BAD_LINES)
-    with_id = [row for row in log.rows if "id" in row]  # records that had an id name it
-    assert with_id and all(row["id"] == "b" for row in with_id)
+    # records that have an id name it; unreadable lines have none to name
+    no_id = [row["reason"] for row in log.rows if "id" not in row]
+    assert {row["id"] for row in log.rows if "id" in row} == {"b", "g"}  # g: the duplicate
+    assert len(no_id) == 3 and all(r.startswith(("invalid JSON", "not valid UTF-8", "record is not")) for r in no_id)
 
 
 def test_skip_mode_prints_the_number_skipped(tmp_path, capsys):
