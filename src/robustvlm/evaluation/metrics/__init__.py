@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from robustvlm.evaluation.metrics.chrf import chrf_scores, corpus_chrf
-from robustvlm.evaluation.metrics.judge import CEEJudge, CEEResult, JudgeConfig, JudgeError
+from robustvlm.evaluation.metrics.judge import CEEJudge, CEEResult, JudgeError
 
 if TYPE_CHECKING:
     from robustvlm.evaluation.metrics.bertscore import BERTScorer
@@ -18,7 +18,6 @@ __all__ = [
     "BERTScorer",
     "CEEJudge",
     "CEEResult",
-    "JudgeConfig",
     "JudgeError",
     "chrf_scores",
     "corpus_chrf",
