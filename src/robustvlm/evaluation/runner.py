@@ -22,24 +22,12 @@ from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.evaluation.generate import generate_batch
 from robustvlm.evaluation.metrics.chrf import chrf_scores
+from robustvlm.evaluation.metrics.exact import exact_match
 from robustvlm.evaluation.reference_scores import add_reference_scores, cee_counts
 from robustvlm.jsonl import read_appended_rows
 from robustvlm.models.loading import load_vlm
 
 METRICS = ["chrf", "exact"]
-
-
-def normalize_answer(text: str) -> str:
-    """Lower-case, punctuation dropped, whitespace collapsed: the form exact match compares."""
-    kept = "".join(ch if ch.isalnum() or ch.isspace() else " " for ch in text.lower())
-    return " ".join(kept.split())
-
-
-def exact_match(predictions: list[str], references: list[str]) -> list[float]:
-    """1.0 where the normalised prediction equals the normalised reference, else 0.0."""
-    return [
-        float(normalize_answer(p) == normalize_answer(r)) for p, r in zip(predictions, references)
-    ]
 
 
 def select_examples(
