@@ -138,13 +138,13 @@ class JudgeConfig(_Section):
 class EvalConfig(_Section):
     """Generation and scoring settings (paper: greedy, 128 new tokens, repetition penalty 1.15).
 
-    chrF and exact match are always computed; `metrics` may add `bertscore` and `cee` (the
-    LLM-judge ensemble, which needs `judge`: an OpenAI-compatible endpoint).
+    `metrics` names metrics of `robustvlm.evaluation.metrics.registry` (checked there, where the
+    config is used, since this layer does not know them): chrF and exact match are always
+    computed; `bertscore` and `cee` (the LLM-judge ensemble, which needs `judge`: an
+    OpenAI-compatible endpoint) are added after generation.
     """
 
-    metrics: list[Literal["chrf", "exact", "bertscore", "cee"]] = Field(
-        default_factory=lambda: ["chrf", "exact"]
-    )
+    metrics: list[str] = Field(default_factory=lambda: ["chrf", "exact"])
     bertscore: BERTScoreConfig = Field(default_factory=BERTScoreConfig)
     judge: JudgeConfig | None = None
     split: str = "test"
