@@ -41,4 +41,3 @@ def test_exact_match_checks_its_inputs():
         exact_match(["a"], [])
     with pytest.raises(DataError, match="exact match takes strings"):
         exact_match([None], ["a"])
-

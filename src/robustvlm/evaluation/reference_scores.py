@@ -76,4 +76,3 @@ def cee_counts(rows: list[dict]) -> dict:
         ),
         "n_unparsed_verdicts": sum(d["unparsed"] for d in details),
     }
-
