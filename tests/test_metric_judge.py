@@ -12,11 +12,11 @@ from dataclasses import asdict
 import pytest
 from stub_judge_server import StubJudgeServer
 
+from robustvlm.config import JudgeConfig
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation.metrics.judge import (
     CACHE_FILE,
     CEEJudge,
-    JudgeConfig,
     JudgeError,
     majority_vote,
 )

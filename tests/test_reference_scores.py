@@ -11,8 +11,8 @@ from stub_judge_server import StubJudgeServer  # noqa: E402
 from robustvlm.config import EvalConfig  # noqa: E402
 from robustvlm.errors import ConfigError  # noqa: E402
 from robustvlm.evaluation.metrics.bertscore import BERTScorer  # noqa: E402
-from robustvlm.evaluation.reference_scores import add_reference_scores, cee_counts  # noqa: E402
-from robustvlm.evaluation.runner import summarize  # noqa: E402
+from robustvlm.evaluation.reference_scores import cee_counts  # noqa: E402
+from robustvlm.evaluation.runner import add_reference_scores, summarize  # noqa: E402
 
 
 def rows():

@@ -55,9 +55,12 @@ def _eval(args: argparse.Namespace) -> int:
     from robustvlm.config import EvalConfig
     from robustvlm.data.loaders import load_examples
     from robustvlm.errors import ConfigError
+    from robustvlm.evaluation.metrics.registry import check_metric_names
     from robustvlm.evaluation.runner import evaluate
     from robustvlm.report.tables import env_table
 
+    metrics = args.metrics.split(",")
+    check_metric_names(metrics, key="--metrics")
     judge = yaml.safe_load(Path(args.judge).read_text(encoding="utf-8")) if args.judge else None
     try:
         cfg = EvalConfig(
@@ -66,7 +69,7 @@ def _eval(args: argparse.Namespace) -> int:
             max_new_tokens=args.max_new_tokens,
             repetition_penalty=args.repetition_penalty,
             max_per_env=args.max_per_env,
-            metrics=args.metrics.split(","),
+            metrics=metrics,
             judge=judge,
         )
     except ValidationError as err:
@@ -245,6 +248,25 @@ def _diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
+def _metrics_help() -> str:
+    """The eval command's --metrics help, from the metrics registry."""
+    from robustvlm.evaluation.metrics.registry import METRICS, PER_BATCH, Metric
+
+    def one(m: Metric) -> str:
+        needs = m.needs
+        if needs is None:
+            return f"{m.name} ({m.title})"
+        if needs.required:
+            return f"{m.name} ({m.title}; needs the {needs.what}: {needs.how})"
+        return f"{m.name} ({m.title}; {needs.what}: {needs.how}, default {needs.default})"
+
+    always = ", ".join(m.name for m in METRICS.values() if m.when == PER_BATCH)
+    return (
+        f"comma-separated, of: {', '.join(one(m) for m in METRICS.values())}; all 0-1, higher "
+        f"is better; {always} are always computed; the judge comes from --judge"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="robustvlm",
@@ -292,9 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--max-new-tokens", type=int, default=128)
     ev.add_argument("--repetition-penalty", type=float, default=1.15)
     ev.add_argument("--max-per-env", type=int, default=None)
-    ev.add_argument(
-        "--metrics", default="chrf,exact", help="comma-separated: chrf, exact, bertscore, cee"
-    )
+    ev.add_argument("--metrics", default="chrf,exact", help=_metrics_help())
     ev.add_argument(
         "--judge", help="YAML with the judge endpoint for cee: base_url, model, api_key_env, ..."
     )

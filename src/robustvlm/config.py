@@ -14,7 +14,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from robustvlm.errors import ConfigError
-from robustvlm.evaluation.metrics.judge import JudgeConfig
 
 
 class _Section(BaseModel):
@@ -130,16 +129,32 @@ class BERTScoreConfig(_Section):
     batch_size: int = 32
 
 
+class JudgeConfig(_Section):
+    """Where and how to ask the CEE judge model (`eval.judge`): an OpenAI-compatible endpoint."""
+
+    base_url: str = Field(description="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
+    model: str = Field(
+        description="model name sent in each request, e.g. Qwen/Qwen2.5-32B-Instruct"
+    )
+    temperature: float = Field(0.0, ge=0.0)
+    max_tokens: int = Field(64, gt=0, description="reply length limit per verdict")
+    api_key_env: str | None = Field(None, description="NAME of the env variable holding the key")
+    timeout_s: float = Field(60.0, gt=0.0, description="seconds per HTTP request")
+    max_concurrency: int = Field(8, ge=1, description="requests in flight at once")
+    max_retries: int = Field(5, ge=0, description="retries after the first attempt")
+    backoff_s: float = Field(1.0, ge=0.0, description="first retry delay; doubles each retry")
+
+
 class EvalConfig(_Section):
     """Generation and scoring settings (paper: greedy, 128 new tokens, repetition penalty 1.15).
 
-    chrF and exact match are always computed; `metrics` may add `bertscore` and `cee` (the
-    LLM-judge ensemble, which needs `judge`: an OpenAI-compatible endpoint).
+    `metrics` names metrics of `robustvlm.evaluation.metrics.registry` (checked there, where the
+    config is used, since this layer does not know them): chrF and exact match are always
+    computed; `bertscore` and `cee` (the LLM-judge ensemble, which needs `judge`: an
+    OpenAI-compatible endpoint) are added after generation.
     """
 
-    metrics: list[Literal["chrf", "exact", "bertscore", "cee"]] = Field(
-        default_factory=lambda: ["chrf", "exact"]
-    )
+    metrics: list[str] = Field(default_factory=lambda: ["chrf", "exact"])
     bertscore: BERTScoreConfig = Field(default_factory=BERTScoreConfig)
     judge: JudgeConfig | None = None
     split: str = "test"

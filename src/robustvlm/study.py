@@ -8,9 +8,10 @@ Study config (YAML or dict):
             draws), that seed too unless the method entry fixes it; data stay the same for all
   launch:   optional {accelerate_config: PATH, num_processes: N}: each training runs under
             `accelerate launch` (e.g. DeepSpeed ZeRO-2) in a child process; evaluation stays here
-  metrics:  which per-example scores to tabulate (default [chrf, bertscore, cee], the paper's
-            Table 1); each is added to the runs' eval.metrics, except CEE when eval.judge is not
-            set: it is then listed as absent in the report, never scored 0
+  metrics:  which per-example scores to tabulate (names from the metrics registry; default the
+            registry's study defaults [chrf, bertscore, cee], the paper's Table 1); each is added
+            to the runs' eval.metrics, except a metric whose needed setting is not set (CEE
+            without eval.judge): it is then listed as absent in the report, never scored 0
 
 Layout of OUT: runs/<label>/seed-<s>/{config.hash, train/, eval/}, results.json, report.md,
 report.html and the PNGs. A run whose config.hash matches and that has train/final and
@@ -35,15 +36,19 @@ from robustvlm.analysis.stats import bootstrap_ci, mean_std, paired_bootstrap_te
 from robustvlm.config import EvalConfig, RunConfig, deep_merge, validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.evaluation.metrics.registry import (
+    METRICS,
+    check_metric_names,
+    study_default_metrics,
+)
 from robustvlm.evaluation.runner import evaluate
 from robustvlm.jsonl import read_appended_rows
 from robustvlm.objectives import REGISTRY
-from robustvlm.report.study_report import TITLES, write_study_report
+from robustvlm.report.study_report import write_study_report
 from robustvlm.study_dry_run import dry_run_spec
 from robustvlm.training.launch import LaunchConfig, launched_train
 from robustvlm.workflows.train import train
 
-DEFAULT_METRICS = ["chrf", "bertscore", "cee"]
 STUDY_KEYS = {"base", "methods", "seeds", "metrics", "launch"}
 GROUPS = ("id", "ood")
 N_BOOT = 2000
@@ -111,11 +116,14 @@ def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyP
         raise ConfigError(
             f"{source}: seeds: a non-empty list of distinct integers is required (got {seeds!r})"
         )
-    metrics = spec.get("metrics", DEFAULT_METRICS)
-    if not isinstance(metrics, list) or not metrics or any(m not in TITLES for m in metrics):
+    metrics = spec.get("metrics", study_default_metrics())
+    if not isinstance(metrics, list) or not metrics:
         raise ConfigError(
-            f"{source}: metrics: a non-empty list from {list(TITLES)} (got {metrics!r})"
+            f"{source}: metrics: a non-empty list of metric names is required (got {metrics!r})"
         )
+    check_metric_names(metrics, key=f"{source}: metrics")
+    if isinstance(base.get("eval"), dict) and "metrics" in base["eval"]:
+        check_metric_names(base["eval"]["metrics"], key=f"{source}: base.eval.metrics")
     eval_metrics = computed_metrics(base, metrics)
     try:
         launch = LaunchConfig.model_validate(spec["launch"]) if spec.get("launch") else None
@@ -148,22 +156,28 @@ def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyP
 
 
 def computed_metrics(base: Mapping, metrics: Sequence[str]) -> list[str]:
-    """The runs' eval.metrics: base's own plus the study's, less CEE when no judge is set."""
+    """The runs' eval.metrics: base's own plus the study's, less those whose needed setting base
+    leaves unset (CEE without eval.judge)."""
     base_eval = base.get("eval") or {}
     wanted = list(base_eval.get("metrics", EvalConfig().metrics))
     wanted += [m for m in metrics if m not in wanted]
-    return [m for m in wanted if m != "cee" or base_eval.get("judge")]
+    return [m for m in wanted if METRICS[m].missing(base_eval) is None]
 
 
 def absent_metrics(
     metrics: Sequence[str], computed: Sequence[str], *, dry_run: bool = False
 ) -> dict[str, str]:
     """{metric: why the report shows it as absent} for tabulated metrics no run computes."""
-    no_judge = (
-        "the dry run calls no judge" if dry_run
-        else "no judge configured (set eval.judge to an OpenAI-compatible endpoint)"
-    )
-    return {m: no_judge if m == "cee" else "not computed" for m in metrics if m not in computed}
+    return {m: _absent_reason(m, dry_run) for m in metrics if m not in computed}
+
+
+def _absent_reason(name: str, dry_run: bool) -> str:
+    needs = METRICS[name].needs
+    if needs is None or not needs.required:
+        return "not computed"
+    if dry_run:
+        return f"the dry run calls no {needs.what}"
+    return f"no {needs.what} configured (set eval.{needs.key} to {needs.how})"
 
 
 def config_hash(cfg: RunConfig) -> str:

@@ -25,7 +25,6 @@ evaluates only the missing queries, and refuses a folder whose saved settings di
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation.generate import generate_batch
+from robustvlm.evaluation.metrics.exact import normalize_answer
 from robustvlm.jsonl import read_appended_rows
 from robustvlm.report.tables import fmt, markdown_table
 
@@ -176,14 +176,6 @@ def check_multi_image(processor: Any) -> None:
         )
 
 
-def normalise(answer: str) -> str:
-    """Lower case, punctuation to spaces, leading article dropped, whitespace collapsed."""
-    words = re.sub(r"[^\w\s]", " ", answer.lower()).split()
-    if words and words[0] in ("a", "an", "the"):
-        words = words[1:]
-    return " ".join(words)
-
-
 def sample_queries(examples: Sequence[Example], n_per_domain: int, seed: int) -> list[Example]:
     """Up to n_per_domain queries per domain, drawn without replacement (domains sorted)."""
     if n_per_domain < 1:
@@ -279,7 +271,7 @@ def record_key(record: Mapping) -> RecordKey:
 
 def _record(k: int, policy: str, query: Example, demos: Sequence[Example], answer: str) -> dict:
     return {"shots": k, "policy": policy, "id": query.id, "domain": query.env, "target": query.target,
-            "answer": answer, "correct": normalise(answer) == normalise(query.target),
+            "answer": answer, "correct": normalize_answer(answer) == normalize_answer(query.target),
             "demos": [[d.id, d.env, d.target] for d in demos]}
 
 

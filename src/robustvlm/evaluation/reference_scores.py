@@ -1,20 +1,28 @@
-"""Scores computed after generation from (question, reference, prediction): BERTScore and CEE.
+"""The metrics registry's after-generation scorers: BERTScore and CEE, from the rows of
+predictions.jsonl (question, reference, prediction).
 
-They fill in whatever rows lack them, so a resumed evaluation scores only new rows (BERTScore
-with idf is the exception: idf comes from all references, so every row is rescored). CEE
-verdicts are also cached on disk by the judge, so re-asking costs no requests.
+Each takes (rows, the EvalConfig, the evaluation folder) and fills in the rows that lack its
+score, so a resumed evaluation scores only new rows (BERTScore with idf is the exception: idf
+comes from all references, so every row is rescored). CEE verdicts are also cached on disk by
+the judge, in OUT/judge_cache/, so re-asking costs no requests.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from robustvlm.config import EvalConfig
-from robustvlm.errors import ConfigError
+if TYPE_CHECKING:
+    from robustvlm.config import EvalConfig
+
+JUDGE_CACHE = "judge_cache"
 
 
-def add_bertscore(rows: list[dict], cfg: EvalConfig) -> bool:
-    """Set scores["bertscore"] (F1, 0-1) on rows lacking it; True when any row changed."""
+def add_bertscore(rows: list[dict], cfg: EvalConfig, out_dir: Path) -> bool:
+    """Set scores["bertscore"] (F1, 0-1) on rows lacking it; True when any row changed.
+
+    `out_dir` is not used: BERTScore keeps no cache.
+    """
     todo = rows if cfg.bertscore.idf else [r for r in rows if "bertscore" not in r["scores"]]
     if not todo:
         return False
@@ -32,18 +40,15 @@ def add_bertscore(rows: list[dict], cfg: EvalConfig) -> bool:
     return True
 
 
-def add_cee(rows: list[dict], cfg: EvalConfig, cache_dir: Path) -> bool:
-    """Set scores["cee"] (1, 0, or None for a tie / no readable verdict) and row["cee_votes"]."""
-    if cfg.judge is None:
-        raise ConfigError(
-            "eval.metrics includes 'cee' but eval.judge (the judge endpoint) is not set"
-        )
+def add_cee(rows: list[dict], cfg: EvalConfig, out_dir: Path) -> bool:
+    """Set scores["cee"] (1, 0, or None for a tie / no readable verdict) and row["cee_votes"]
+    on rows lacking it, asking the judge `cfg.judge` (must be set); True when any row changed."""
     todo = [r for r in rows if "cee" not in r["scores"]]
     if not todo:
         return False
     from robustvlm.evaluation.metrics.judge import CEEJudge
 
-    result = CEEJudge(cfg.judge, cache_dir).score(
+    result = CEEJudge(cfg.judge, out_dir / JUDGE_CACHE).score(
         [r["instruction"] for r in todo],
         [r["target"] for r in todo],
         [r["prediction"] for r in todo],
@@ -71,13 +76,3 @@ def cee_counts(rows: list[dict]) -> dict:
         ),
         "n_unparsed_verdicts": sum(d["unparsed"] for d in details),
     }
-
-
-def add_reference_scores(rows: list[dict], cfg: EvalConfig, cache_dir: Path) -> bool:
-    """Add every configured post-generation metric; True when any row changed."""
-    changed = False
-    if "bertscore" in cfg.metrics:
-        changed |= add_bertscore(rows, cfg)
-    if "cee" in cfg.metrics:
-        changed |= add_cee(rows, cfg, cache_dir)
-    return changed

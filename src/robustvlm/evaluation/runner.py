@@ -21,25 +21,34 @@ from robustvlm.config import EvalConfig
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.evaluation.generate import generate_batch
-from robustvlm.evaluation.metrics.chrf import chrf_scores
-from robustvlm.evaluation.reference_scores import add_reference_scores, cee_counts
+from robustvlm.evaluation.metrics.registry import (
+    METRICS,
+    after_generation_metrics,
+    check_metric_names,
+    check_needs,
+    per_batch_metrics,
+)
 from robustvlm.jsonl import read_appended_rows
 from robustvlm.models.loading import load_vlm
 
-METRICS = ["chrf", "exact"]
 
+def add_reference_scores(rows: list[dict], cfg: EvalConfig, out_dir: Path) -> bool:
+    """Fill in the after-generation metrics named in `cfg.metrics` on the rows lacking them.
 
-def normalize_answer(text: str) -> str:
-    """Lower-case, punctuation dropped, whitespace collapsed: the form exact match compares."""
-    kept = "".join(ch if ch.isalnum() or ch.isspace() else " " for ch in text.lower())
-    return " ".join(kept.split())
+    Args:
+        rows: prediction rows (id, env, ood, instruction, prediction, target, scores), changed
+            in place.
+        cfg: the evaluation settings (metric names, BERTScore encoder, judge).
+        out_dir: the evaluation folder, where a metric may keep a cache (the judge's verdicts).
 
-
-def exact_match(predictions: list[str], references: list[str]) -> list[float]:
-    """1.0 where the normalised prediction equals the normalised reference, else 0.0."""
-    return [
-        float(normalize_answer(p) == normalize_answer(r)) for p, r in zip(predictions, references)
-    ]
+    Returns:
+        True when any row changed.
+    """
+    check_needs(cfg.metrics, dict(cfg))
+    changed = False
+    for metric in after_generation_metrics(cfg.metrics):
+        changed |= metric.score(rows, cfg, out_dir)
+    return changed
 
 
 def select_examples(
@@ -93,8 +102,16 @@ def evaluate(
     resume: bool = False,
     progress: bool = True,
 ) -> dict:
-    """Generate, score (chrF, exact match), write predictions.jsonl + metrics.json; return metrics."""
+    """Generate, score, write predictions.jsonl + metrics.json; return metrics.
+
+    Every per-batch metric of the registry is computed as batches are generated; the
+    after-generation ones named in `cfg.metrics` then fill in the rows lacking them. Unknown
+    metric names and missing settings (a judge for CEE) fail before any model is loaded.
+    """
     cfg = cfg or EvalConfig()
+    check_metric_names(cfg.metrics)
+    check_needs(cfg.metrics, dict(cfg))
+    per_batch = per_batch_metrics()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     pred_path = out_dir / "predictions.jsonl"
@@ -127,8 +144,8 @@ def evaluate(
                     repetition_penalty=cfg.repetition_penalty,
                 )
                 refs = [ex.target for ex in chunk]
-                chrf, exact = chrf_scores(preds, refs), exact_match(preds, refs)
-                for ex, pred, score, hit in zip(chunk, preds, chrf, exact):
+                scores = {m.name: m.score(preds, refs) for m in per_batch}
+                for i, (ex, pred) in enumerate(zip(chunk, preds)):
                     row = {
                         "id": ex.id,
                         "env": ex.env,
@@ -136,7 +153,7 @@ def evaluate(
                         "instruction": ex.instruction,
                         "prediction": pred,
                         "target": ex.target,
-                        "scores": {"chrf": score, "exact": hit},
+                        "scores": {name: values[i] for name, values in scores.items()},
                     }
                     f.write(json.dumps(row, ensure_ascii=False) + "\n")
                     done_rows.append(row)
@@ -146,14 +163,16 @@ def evaluate(
 
     wanted = {ex.id for ex in todo}
     rows = [r for r in done_rows if r["id"] in wanted]
-    if add_reference_scores(rows, cfg, out_dir / "judge_cache"):
+    if add_reference_scores(rows, cfg, out_dir):
         tmp = pred_path.with_suffix(".tmp")
         tmp.write_text(
             "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done_rows), encoding="utf-8"
         )
         tmp.replace(pred_path)
-    metrics = summarize(rows, METRICS + [m for m in cfg.metrics if m not in METRICS])
-    if "cee" in cfg.metrics:
-        metrics["cee_counts"] = cee_counts(rows)
+    names = [m.name for m in per_batch]
+    metrics = summarize(rows, names + [m for m in cfg.metrics if m not in names])
+    for name in cfg.metrics:
+        if METRICS[name].counts is not None:
+            metrics[f"{name}_counts"] = METRICS[name].counts(rows)
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     return metrics

@@ -16,11 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from robustvlm.evaluation.metrics.registry import title
 from robustvlm.report.plots import bar_with_ci, new_figure, plot_series, save_figure
 from robustvlm.report.tables import fmt, markdown_table
 
-#: The metrics a study can tabulate, with their column titles.
-TITLES = {"chrf": "chrF", "exact": "exact", "bertscore": "BERTScore", "cee": "CEE"}
 TRAJECTORY_KEYS = ["lambda", "R_inv", "P"]
 EXAMPLES_PER_ENV = 3
 
@@ -66,7 +65,7 @@ def cell(entry: Mapping | None) -> str:
 def table1(results: Mapping) -> Table:
     """Rows = methods; columns = ID then OOD for each configured metric."""
     metrics = results["metrics"]
-    header = ["method"] + [f"{g.upper()} {TITLES[m]}" for g in ("id", "ood") for m in metrics]
+    header = ["method"] + [f"{g.upper()} {title(m)}" for g in ("id", "ood") for m in metrics]
     rows = [
         [label] + [cell(info["summary"][g].get(m)) for g in ("id", "ood") for m in metrics]
         for label, info in results["methods"].items()
@@ -79,7 +78,7 @@ def absent_note(results: Mapping) -> list[Block]:
     absent = results.get("absent") or {}
     if not absent:
         return []
-    reasons = "; ".join(f"{TITLES[m]}: {why}" for m, why in absent.items())
+    reasons = "; ".join(f"{title(m)}: {why}" for m, why in absent.items())
     return [Paragraph(f"Shown as — because they were not computed: {reasons}.")]
 
 
@@ -108,13 +107,13 @@ def significance_table(results: Mapping) -> Table:
         for group, by_metric in groups.items():
             for metric, test in by_metric.items():
                 if test is None:
-                    rows.append([label, group.upper(), TITLES[metric], "—", "—", "—", "0"])
+                    rows.append([label, group.upper(), title(metric), "—", "—", "—", "0"])
                     continue
                 rows.append(
                     [
                         label,
                         group.upper(),
-                        TITLES[metric],
+                        title(metric),
                         f"{test['delta']:+.3f}",
                         f"[{test['ci'][0]:+.3f}, {test['ci'][1]:+.3f}]",
                         f"{test['p_value']:.4f}",
@@ -165,8 +164,8 @@ def heatmap(results: Mapping, metric: str, path: Path) -> Path | None:
                     color="black" if grid[i, j] > 0.6 else "white",
                     fontsize=8,
                 )
-    fig.colorbar(image, ax=ax, label=TITLES[metric])
-    ax.set_title(f"{TITLES[metric]} per environment (mean over seeds)")
+    fig.colorbar(image, ax=ax, label=title(metric))
+    ax.set_title(f"{title(metric)} per environment (mean over seeds)")
     return save_figure(fig, path)
 
 
@@ -191,8 +190,8 @@ def id_ood_bars(results: Mapping, metric: str, path: Path) -> Path | None:
         los,
         his,
         path,
-        f"ID vs OOD {TITLES[metric]} (95% bootstrap CI)",
-        ylabel=TITLES[metric],
+        f"ID vs OOD {title(metric)} (95% bootstrap CI)",
+        ylabel=title(metric),
     )
 
 
@@ -260,7 +259,7 @@ def build_blocks(
         for name, draw in (("heatmap", heatmap), ("bars", id_ood_bars)):
             path = draw(results, metric, out_dir / f"{name}_{metric}.png")
             if path is not None:
-                blocks.append(Image(path.name, f"{name} {TITLES[metric]}"))
+                blocks.append(Image(path.name, f"{name} {title(metric)}"))
     keys = [k for k in TRAJECTORY_KEYS if any(k in r for rows in logs.values() for r in rows)]
     if keys:
         plot_series(

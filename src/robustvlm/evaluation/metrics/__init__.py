@@ -1,33 +1,27 @@
-"""Generation metrics: chrF (sacrebleu), BERTScore (greedy matching) and the CEE LLM-judge score.
+"""Generation metrics: chrF (sacrebleu), exact match, BERTScore (greedy matching) and the CEE
+LLM-judge score; `registry` declares each once for eval, studies, reports and the CLI.
 
-``BERTScorer`` is imported on first use so that chrF and the judge load without torch
-and transformers.
+The names below are imported from their modules on first use, so that importing one metric
+module (e.g. the registry, read by the command line's help) does not load the others' libraries
+(torch and transformers for BERTScore, pydantic for the judge).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from importlib import import_module
 
-from robustvlm.evaluation.metrics.chrf import chrf_scores, corpus_chrf
-from robustvlm.evaluation.metrics.judge import CEEJudge, CEEResult, JudgeConfig, JudgeError
-
-if TYPE_CHECKING:
-    from robustvlm.evaluation.metrics.bertscore import BERTScorer
-
-__all__ = [
-    "BERTScorer",
-    "CEEJudge",
-    "CEEResult",
-    "JudgeConfig",
-    "JudgeError",
-    "chrf_scores",
-    "corpus_chrf",
-]
-
+_MODULE_OF = {
+    "BERTScorer": "bertscore",
+    "CEEJudge": "judge",
+    "CEEResult": "judge",
+    "JudgeError": "judge",
+    "chrf_scores": "chrf",
+    "corpus_chrf": "chrf",
+    "exact_match": "exact",
+    "normalize_answer": "exact",
+}
 
 def __getattr__(name: str):
-    if name == "BERTScorer":
-        from robustvlm.evaluation.metrics.bertscore import BERTScorer
-
-        return BERTScorer
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_MODULE_OF[name]}"), name)

@@ -26,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
+from robustvlm.config import JudgeConfig
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.evaluation.metrics.inputs import check_text_columns
 from robustvlm.evaluation.metrics.judge_prompts import (
@@ -47,24 +47,6 @@ RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 class JudgeError(RobustVLMError):
     """The judge endpoint failed for good (after retries, or with a non-retryable status)."""
-
-
-class JudgeConfig(BaseModel):
-    """Where and how to ask the judge model."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    base_url: str = Field(description="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
-    model: str = Field(
-        description="model name sent in each request, e.g. Qwen/Qwen2.5-32B-Instruct"
-    )
-    temperature: float = Field(0.0, ge=0.0)
-    max_tokens: int = Field(64, gt=0, description="reply length limit per verdict")
-    api_key_env: str | None = Field(None, description="NAME of the env variable holding the key")
-    timeout_s: float = Field(60.0, gt=0.0, description="seconds per HTTP request")
-    max_concurrency: int = Field(8, ge=1, description="requests in flight at once")
-    max_retries: int = Field(5, ge=0, description="retries after the first attempt")
-    backoff_s: float = Field(1.0, ge=0.0, description="first retry delay; doubles each retry")
 
 
 @dataclass
