@@ -8,46 +8,18 @@ first seed, and qualitative OOD examples.
 
 from __future__ import annotations
 
-import base64
-import html
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from robustvlm.evaluation.metrics.registry import title
+from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import bar_with_ci, new_figure, plot_series, save_figure
-from robustvlm.report.tables import fmt, markdown_table
+from robustvlm.report.tables import fmt
 
 TRAJECTORY_KEYS = ["lambda", "R_inv", "P"]
 EXAMPLES_PER_ENV = 3
-
-
-@dataclass
-class Heading:
-    text: str
-    level: int = 2
-
-
-@dataclass
-class Paragraph:
-    text: str
-
-
-@dataclass
-class Table:
-    header: list[str]
-    rows: list[list[str]]
-
-
-@dataclass
-class Image:
-    file: str
-    alt: str
-
-
-Block = Heading | Paragraph | Table | Image
 
 
 def cell(entry: Mapping | None) -> str:
@@ -277,58 +249,6 @@ def build_blocks(
     return blocks
 
 
-def to_markdown(blocks: Sequence[Block]) -> str:
-    """Markdown page; images are linked by file name (relative to the report)."""
-    parts = []
-    for b in blocks:
-        if isinstance(b, Heading):
-            parts.append("#" * b.level + " " + b.text)
-        elif isinstance(b, Paragraph):
-            parts.append(b.text)
-        elif isinstance(b, Table):
-            parts.append(markdown_table(b.header, b.rows))
-        else:
-            parts.append(f"![{b.alt}]({b.file})")
-    return "\n\n".join(parts) + "\n"
-
-
-def to_html(blocks: Sequence[Block], image_dir: Path) -> str:
-    """A standalone HTML page; each image is embedded as a base64 data URI."""
-    body = []
-    for b in blocks:
-        if isinstance(b, Heading):
-            body.append(f"<h{b.level}>{_inline(b.text)}</h{b.level}>")
-        elif isinstance(b, Paragraph):
-            body.append(f"<p>{_inline(b.text)}</p>")
-        elif isinstance(b, Table):
-            head = "".join(f"<th>{_inline(h)}</th>" for h in b.header)
-            rows = "".join(
-                "<tr>"
-                + "".join(f"<td>{_inline(c.replace(chr(92) + '|', '|'))}</td>" for c in row)
-                + "</tr>"
-                for row in b.rows
-            )
-            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
-        else:
-            data = base64.b64encode((image_dir / b.file).read_bytes()).decode("ascii")
-            body.append(f'<img alt="{html.escape(b.alt)}" src="data:image/png;base64,{data}">')
-    style = (
-        "body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
-        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px}"
-        "img{max-width:100%}"
-    )
-    return (
-        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>robustvlm study</title>'
-        f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
-    )
-
-
-def _inline(text: str) -> str:
-    """Escape text for HTML and render `code` spans."""
-    pieces = html.escape(text).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(pieces))
-
-
 def write_study_report(
     results: Mapping,
     out_dir: str | Path,
@@ -344,8 +264,4 @@ def write_study_report(
         predictions: {method label: predictions.jsonl rows of its first seed}.
     """
     out_dir = Path(out_dir)
-    blocks = build_blocks(results, out_dir, logs, predictions)
-    md_path, html_path = out_dir / "report.md", out_dir / "report.html"
-    md_path.write_text(to_markdown(blocks), encoding="utf-8")
-    html_path.write_text(to_html(blocks, out_dir), encoding="utf-8")
-    return md_path, html_path
+    return write_page(build_blocks(results, out_dir, logs, predictions), out_dir, title="robustvlm study")
