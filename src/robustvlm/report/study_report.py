@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from robustvlm.analysis.study import SPLITS, PairedTest, ScoreSummary, StudyResults
 from robustvlm.evaluation.metrics.registry import title
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import bar_with_ci, new_figure, plot_series, save_figure
@@ -22,44 +23,43 @@ TRAJECTORY_KEYS = ["lambda", "R_inv", "P"]
 EXAMPLES_PER_ENV = 3
 
 
-def cell(entry: Mapping | None) -> str:
+def cell(entry: ScoreSummary | None) -> str:
     """'mean ± std [lo, hi]' of one summary entry; '—' where the metric was not computed."""
-    if not entry or entry.get("mean") is None:
+    if entry is None or entry.mean is None:
         return "—"
-    text = fmt(entry["mean"])
-    if entry.get("std") is not None:
-        text += f" ± {fmt(entry['std'])}"
-    if entry.get("ci"):
-        text += f" [{fmt(entry['ci'][0])}, {fmt(entry['ci'][1])}]"
+    text = fmt(entry.mean)
+    if entry.std is not None:
+        text += f" ± {fmt(entry.std)}"
+    if entry.ci:
+        text += f" [{fmt(entry.ci[0])}, {fmt(entry.ci[1])}]"
     return text
 
 
-def table1(results: Mapping) -> Table:
+def table1(results: StudyResults) -> Table:
     """Rows = methods; columns = ID then OOD for each configured metric."""
-    metrics = results["metrics"]
-    header = ["method"] + [f"{g.upper()} {title(m)}" for g in ("id", "ood") for m in metrics]
+    metrics = results.scores.metrics
+    header = ["method"] + [f"{g.upper()} {title(m)}" for g in SPLITS for m in metrics]
     rows = [
-        [label] + [cell(info["summary"][g].get(m)) for g in ("id", "ood") for m in metrics]
-        for label, info in results["methods"].items()
+        [label] + [cell(scores.summary[g].get(m)) for g in SPLITS for m in metrics]
+        for label, scores in results.scores.methods.items()
     ]
     return Table(header, rows)
 
 
-def absent_note(results: Mapping) -> list[Block]:
+def absent_note(results: StudyResults) -> list[Block]:
     """One paragraph naming each tabulated metric no run computed, and why."""
-    absent = results.get("absent") or {}
-    if not absent:
+    if not results.absent:
         return []
-    reasons = "; ".join(f"{title(m)}: {why}" for m, why in absent.items())
+    reasons = "; ".join(f"{title(m)}: {why}" for m, why in results.absent.items())
     return [Paragraph(f"Shown as — because they were not computed: {reasons}.")]
 
 
-def cee_counts_table(results: Mapping) -> list[Block]:
+def cee_counts_table(results: StudyResults) -> list[Block]:
     """Per method, the samples the CEE judges left undecided (summed over seeds), if CEE ran."""
     rows = [
         [label, *(str(c[k]) for k in ("n_judged", "n_ties", "n_no_verdict", "n_unparsed_verdicts"))]
-        for label, info in results["methods"].items()
-        if (c := info.get("cee_counts"))
+        for label, runs in results.runs.items()
+        if (c := runs.cee_counts)
     ]
     if not rows:
         return []
@@ -72,52 +72,40 @@ def cee_counts_table(results: Mapping) -> list[Block]:
     ]
 
 
-def significance_table(results: Mapping) -> Table:
-    """One row per (method, group, metric): delta vs the baseline, its CI, p-value, n."""
-    rows = []
-    for label, groups in results["significance"].items():
-        for group, by_metric in groups.items():
-            for metric, test in by_metric.items():
-                if test is None:
-                    rows.append([label, group.upper(), title(metric), "—", "—", "—", "0"])
-                    continue
-                rows.append(
-                    [
-                        label,
-                        group.upper(),
-                        title(metric),
-                        f"{test['delta']:+.3f}",
-                        f"[{test['ci'][0]:+.3f}, {test['ci'][1]:+.3f}]",
-                        f"{test['p_value']:.4f}",
-                        str(test["n"]),
-                    ]
-                )
+def _test_cells(test: PairedTest | None) -> list[str]:
+    if test is None:
+        return ["—", "—", "—", "0"]
+    return [f"{test.delta:+.3f}", f"[{test.ci[0]:+.3f}, {test.ci[1]:+.3f}]", f"{test.p_value:.4f}", str(test.n)]
+
+
+def significance_table(results: StudyResults) -> Table:
+    """One row per (method, split, metric): delta vs the baseline, its CI, p-value, n."""
+    rows = [
+        [label, split.upper(), title(metric), *_test_cells(test)]
+        for label, splits in results.scores.significance.items()
+        for split, by_metric in splits.items()
+        for metric, test in by_metric.items()
+    ]
     return Table(
-        ["method", "split", "metric", f"Δ vs {results['baseline']}", "95% CI", "p", "n"], rows
+        ["method", "split", "metric", f"Δ vs {results.scores.baseline}", "95% CI", "p", "n"], rows
     )
 
 
-def heatmap(results: Mapping, metric: str, path: Path) -> Path | None:
+def heatmap(results: StudyResults, metric: str, path: Path) -> Path | None:
     """Methods x environments heatmap of one metric (OOD environments marked); None if unscored."""
-    labels = list(results["methods"])
-    envs = sorted({e for info in results["methods"].values() for e in info["per_env"]})
-    grid = np.array(
-        [
-            [
-                np.nan
-                if results["methods"][m]["per_env"].get(e, {}).get(metric) is None
-                else results["methods"][m]["per_env"][e][metric]
-                for e in envs
-            ]
-            for m in labels
-        ],
-        dtype=float,
-    )
+    methods = results.scores.methods
+    labels = list(methods)
+    envs = sorted({e for scores in methods.values() for e in scores.per_env})
+
+    def value(label: str, env: str) -> float:
+        entry = methods[label].per_env.get(env)
+        score = None if entry is None else entry.scores.get(metric)
+        return np.nan if score is None else score
+
+    grid = np.array([[value(m, e) for e in envs] for m in labels], dtype=float)
     if np.isnan(grid).all():
         return None
-    ood = {
-        e for info in results["methods"].values() for e, v in info["per_env"].items() if v["ood"]
-    }
+    ood = {e for scores in methods.values() for e, v in scores.per_env.items() if v.ood}
     fig, ax = new_figure(size=(1.1 * len(envs) + 2.5, 0.6 * len(labels) + 1.8))
     image = ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
     ax.set_xticks(
@@ -141,19 +129,19 @@ def heatmap(results: Mapping, metric: str, path: Path) -> Path | None:
     return save_figure(fig, path)
 
 
-def id_ood_bars(results: Mapping, metric: str, path: Path) -> Path | None:
+def id_ood_bars(results: StudyResults, metric: str, path: Path) -> Path | None:
     """ID and OOD bars per method with their bootstrap CIs; None if the metric is unscored."""
     labels, means, los, his = [], [], [], []
-    for label, info in results["methods"].items():
-        for group in ("id", "ood"):
-            entry = info["summary"][group].get(metric) or {}
-            if entry.get("mean") is None:
+    for label, scores in results.scores.methods.items():
+        for split in SPLITS:
+            entry = scores.summary[split].get(metric)
+            if entry is None or entry.mean is None:
                 continue
-            labels.append(f"{label} {group.upper()}")
-            means.append(entry["mean"])
+            labels.append(f"{label} {split.upper()}")
+            means.append(entry.mean)
             # A percentile interval can miss the point estimate in degenerate resamples; widen to it.
-            los.append(min(entry["ci"][0], entry["mean"]))
-            his.append(max(entry["ci"][1], entry["mean"]))
+            los.append(min(entry.ci[0], entry.mean))
+            his.append(max(entry.ci[1], entry.mean))
     if not labels:
         return None
     return bar_with_ci(
@@ -192,24 +180,24 @@ def _one_line(text: str) -> str:
 
 
 def build_blocks(
-    results: Mapping,
+    results: StudyResults,
     out_dir: Path,
     logs: Mapping[str, Sequence[dict]],
     predictions: Mapping[str, Sequence[dict]],
 ) -> list[Block]:
     """Draw the figures into `out_dir` and return the report's blocks."""
-    seeds = results.get("seeds", [])
+    seeds = results.seeds
     blocks: list[Block] = [
-        Heading("robustvlm study" + (" — DRY RUN" if results.get("dry_run") else ""), 1),
+        Heading("robustvlm study" + (" — DRY RUN" if results.dry_run else ""), 1),
         *(
             [Paragraph(
                 "Dry run: a tiny randomly initialised model on local built-in data for a few steps, "
                 "to check the recipe and the pipeline end to end. These numbers are not results."
             )]
-            if results.get("dry_run") else []
+            if results.dry_run else []
         ),
         Paragraph(
-            f"Methods: {', '.join(results['methods'])}; seeds: {seeds}. Scores on the 0-1 scale, "
+            f"Methods: {', '.join(results.scores.methods)}; seeds: {seeds}. Scores on the 0-1 scale, "
             "macro-averaged over the environments of each split. Cells: mean ± std over seeds "
             "[95% percentile bootstrap CI; resampled units are the (seed, example) rows of the split "
             "pooled over seeds, statistic the macro mean]. — marks a metric that was not configured "
@@ -219,7 +207,7 @@ def build_blocks(
         table1(results),
         *absent_note(results),
         *cee_counts_table(results),
-        Heading(f"Significance against {results['baseline']}"),
+        Heading(f"Significance against {results.scores.baseline}"),
         Paragraph(
             "Paired bootstrap (10,000 resamples) on per-example scores averaged over seeds, paired by "
             "example id; Δ = method − baseline; two-sided p for a zero mean difference."
@@ -227,7 +215,7 @@ def build_blocks(
         significance_table(results),
         Heading("Per-environment scores and ID vs OOD"),
     ]
-    for metric in results["metrics"]:
+    for metric in results.scores.metrics:
         for name, draw in (("heatmap", heatmap), ("bars", id_ood_bars)):
             path = draw(results, metric, out_dir / f"{name}_{metric}.png")
             if path is not None:
@@ -250,7 +238,7 @@ def build_blocks(
 
 
 def write_study_report(
-    results: Mapping,
+    results: StudyResults,
     out_dir: str | Path,
     *,
     logs: Mapping[str, Sequence[dict]],
@@ -259,7 +247,7 @@ def write_study_report(
     """Write the figures, report.md and report.html into `out_dir`; returns (md, html) paths.
 
     Args:
-        results: `robustvlm.study.run_study`'s results (metrics, baseline, methods, significance).
+        results: the finished study.
         logs: {method label: train_log.jsonl rows of its first seed}.
         predictions: {method label: predictions.jsonl rows of its first seed}.
     """

@@ -17,7 +17,7 @@ import yaml
 from robustvlm.config import apply_overrides, deep_merge
 from robustvlm.report.study_report import table1
 from robustvlm.report.tables import markdown_table
-from robustvlm.study import run_study
+from robustvlm.workflows.study import run_study
 
 
 def demo_spec(quick: bool = False, overrides: list[str] | None = None) -> dict:

@@ -1,0 +1,276 @@
+"""A study's numbers from its per-example rows: split summaries, per-environment means, paired tests.
+
+The input of every function is {method label: {seed: rows}}, rows as in an evaluation's
+predictions.jsonl: {"id", "env", "ood", "scores": {metric: value | None}}. A split ("id" or
+"ood") is the in-domain or the out-of-domain environments; its score is the macro mean over its
+environments of the per-environment mean. Pure functions: no file or model I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from robustvlm.analysis.stats import bootstrap_ci, mean_std, paired_bootstrap_test
+from robustvlm.errors import DataError
+
+SPLITS = ("id", "ood")
+N_BOOT = 2000
+SeedRows = Mapping[Any, Sequence[dict]]
+
+
+@dataclass(frozen=True)
+class ScoreSummary:
+    """One method's score on one split for one metric, over seeds.
+
+    Attributes:
+        mean, std: of the per-seed split scores (std with ddof=1; None for one seed; both None
+            when no row was scored).
+        ci: 95% percentile bootstrap interval; the resampled units are the split's (seed,
+            example) rows pooled over seeds, the statistic the macro mean over environments.
+        seeds: seeds with a score; n: pooled rows.
+    """
+
+    mean: float | None
+    std: float | None
+    ci: tuple[float, float] | None
+    seeds: int
+    n: int
+
+    def to_dict(self) -> dict:
+        return {"mean": self.mean, "std": self.std, "ci": list(self.ci) if self.ci else None,
+                "seeds": self.seeds, "n": self.n}
+
+
+@dataclass(frozen=True)
+class EnvScores:
+    """One environment's scores of one method: metric -> mean over seeds (None: unscored)."""
+
+    ood: bool
+    scores: dict[str, float | None]
+
+    def to_dict(self) -> dict:
+        return {"ood": self.ood, **self.scores}
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A method against the baseline on the examples both scored (see `paired_bootstrap_test`):
+    delta = mean(method - baseline) with its 95% CI, two-sided p, n pairs."""
+
+    delta: float
+    ci: tuple[float, float]
+    p_value: float
+    n: int
+    n_boot: int
+
+    def to_dict(self) -> dict:
+        return {"delta": self.delta, "ci": list(self.ci), "p_value": self.p_value, "n": self.n,
+                "n_boot": self.n_boot}
+
+
+@dataclass(frozen=True)
+class MethodScores:
+    """A method's summary {split: {metric: ScoreSummary}} and per-environment means."""
+
+    summary: dict[str, dict[str, ScoreSummary]]
+    per_env: dict[str, EnvScores]
+
+
+@dataclass(frozen=True)
+class StudyScores:
+    """What a study measured: every method's scores and tests against the first (the baseline).
+
+    `significance[label][split][metric]` is None where the two methods share no scored example;
+    the baseline has no entry.
+    """
+
+    metrics: list[str]
+    baseline: str
+    methods: dict[str, MethodScores]
+    significance: dict[str, dict[str, dict[str, PairedTest | None]]]
+
+
+def _macro_mean(scores: np.ndarray, envs: np.ndarray) -> float:
+    """Mean over environments of the per-environment mean score."""
+    return float(np.mean([scores[envs == e].mean() for e in np.unique(envs)]))
+
+
+def _macro_mean_ci(
+    scores: np.ndarray, envs: np.ndarray, *, n_boot: int, seed: int
+) -> tuple[float, float]:
+    """95% percentile bootstrap CI of the macro mean, resampling rows (score, env) with replacement."""
+    # bootstrap_ci resamples the values it is given: pass row indices, look scores up in `stat`.
+    return bootstrap_ci(
+        np.arange(scores.size, dtype=float),
+        stat=lambda idx: _macro_mean(scores[idx.astype(int)], envs[idx.astype(int)]),
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def _split_rows(rows: Sequence[dict], split: str, metric: str) -> list[dict]:
+    ood = split == "ood"
+    return [r for r in rows if bool(r["ood"]) == ood and r["scores"].get(metric) is not None]
+
+
+def _columns(rows: Sequence[dict], metric: str) -> tuple[np.ndarray, np.ndarray]:
+    return (np.array([r["scores"][metric] for r in rows], dtype=float), np.array([r["env"] for r in rows]))
+
+
+def summarize_method(
+    seed_rows: SeedRows, metrics: Sequence[str], *, n_boot: int = N_BOOT, seed: int = 0
+) -> dict[str, dict[str, ScoreSummary]]:
+    """{split: {metric: ScoreSummary}} of one method over its seeds (see ScoreSummary)."""
+    out: dict[str, dict[str, ScoreSummary]] = {}
+    for split in SPLITS:
+        out[split] = {}
+        for metric in metrics:
+            per_seed = [r for r in (_split_rows(rows, split, metric) for rows in seed_rows.values()) if r]
+            if not per_seed:
+                out[split][metric] = ScoreSummary(None, None, None, 0, 0)
+                continue
+            mean, std = mean_std([_macro_mean(*_columns(rows, metric)) for rows in per_seed])
+            pooled = [r for rows in per_seed for r in rows]
+            ci = _macro_mean_ci(*_columns(pooled, metric), n_boot=n_boot, seed=seed)
+            out[split][metric] = ScoreSummary(mean, std, ci, len(per_seed), len(pooled))
+    return out
+
+
+def per_env_means(seed_rows: SeedRows, metrics: Sequence[str]) -> dict[str, EnvScores]:
+    """{env: EnvScores}: per metric, the mean over seeds of the per-seed environment mean."""
+    ood_of: dict[str, bool] = {}
+    for rows in seed_rows.values():
+        for r in rows:
+            ood_of.setdefault(r["env"], bool(r["ood"]))
+    out = {}
+    for env in sorted(ood_of):
+        scores: dict[str, float | None] = {}
+        for metric in metrics:
+            per_seed = [
+                [r["scores"][metric] for r in rows if r["env"] == env and r["scores"].get(metric) is not None]
+                for rows in seed_rows.values()
+            ]
+            per_seed = [s for s in per_seed if s]
+            scores[metric] = float(np.mean([np.mean(s) for s in per_seed])) if per_seed else None
+        out[env] = EnvScores(ood_of[env], scores)
+    return out
+
+
+def seed_averaged_scores(seed_rows: SeedRows, split: str, metric: str) -> dict[str, float]:
+    """{example id: score averaged over the seeds that scored it} for the rows of one split."""
+    sums: dict[str, list[float]] = {}
+    for rows in seed_rows.values():
+        for r in _split_rows(rows, split, metric):
+            sums.setdefault(r["id"], []).append(float(r["scores"][metric]))
+    return {ex_id: float(np.mean(v)) for ex_id, v in sums.items()}
+
+
+def paired_tests(
+    rows: Mapping[str, SeedRows],
+    baseline: str,
+    metrics: Sequence[str],
+    *,
+    n_boot: int = 10000,
+    seed: int = 0,
+) -> dict[str, dict[str, dict[str, PairedTest | None]]]:
+    """Paired bootstrap test of every method against `baseline`, per split and metric.
+
+    Each example's score is averaged over seeds first; methods are paired on the example ids
+    both scored (sorted), and `paired_bootstrap_test(method, baseline)` runs on those.
+    """
+    out: dict[str, dict[str, dict[str, PairedTest | None]]] = {}
+    for label, seed_rows in rows.items():
+        if label == baseline:
+            continue
+        out[label] = {}
+        for split in SPLITS:
+            out[label][split] = {}
+            for metric in metrics:
+                a = seed_averaged_scores(seed_rows, split, metric)
+                b = seed_averaged_scores(rows[baseline], split, metric)
+                shared = sorted(set(a) & set(b))
+                out[label][split][metric] = (
+                    PairedTest(**paired_bootstrap_test(
+                        [a[i] for i in shared], [b[i] for i in shared], n_boot=n_boot, seed=seed
+                    ))
+                    if shared else None
+                )
+    return out
+
+
+def aggregate_study(rows: Mapping[str, SeedRows], metrics: Sequence[str]) -> StudyScores:
+    """Everything a study reports, from {label: {seed: rows}}; the first label is the baseline."""
+    if not rows:
+        raise DataError("aggregate_study needs at least one method's prediction rows")
+    baseline = next(iter(rows))
+    return StudyScores(
+        metrics=list(metrics),
+        baseline=baseline,
+        methods={
+            label: MethodScores(summarize_method(seed_rows, metrics), per_env_means(seed_rows, metrics))
+            for label, seed_rows in rows.items()
+        },
+        significance=paired_tests(rows, baseline, metrics),
+    )
+
+
+def sum_counts(counts: Iterable[Mapping[str, int] | None]) -> dict[str, int] | None:
+    """Counts (e.g. the CEE judge's undecided samples) summed over runs; None when none had any."""
+    present = [c for c in counts if c]
+    return {k: sum(c[k] for c in present) for k in present[0]} if present else None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One (method, seed) run: its folder and its evaluation's metrics.json content."""
+
+    run_dir: str
+    metrics: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class MethodRuns:
+    """A method's objective, hyperparameters (of its first seed), runs by seed, and the CEE
+    judge's undecided-sample counts summed over its runs (None without CEE)."""
+
+    method: str
+    method_args: dict[str, Any]
+    runs: dict[str, RunRecord]
+    cee_counts: dict[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class StudyResults:
+    """A finished study: its scores, its runs, and the tabulated metrics no run computed (with
+    the reason the report shows)."""
+
+    scores: StudyScores
+    runs: dict[str, MethodRuns]
+    seeds: list[int]
+    absent: dict[str, str]
+    dry_run: bool = False
+
+    def to_dict(self) -> dict:
+        """The results.json content."""
+        s = self.scores
+        methods = {
+            label: {
+                "summary": {split: {m: v.to_dict() for m, v in by.items()} for split, by in scores.summary.items()},
+                "per_env": {env: e.to_dict() for env, e in scores.per_env.items()},
+                "method": self.runs[label].method,
+                "method_args": self.runs[label].method_args,
+                "runs": {seed: {"run_dir": r.run_dir, "metrics": r.metrics} for seed, r in self.runs[label].runs.items()},
+                "cee_counts": self.runs[label].cee_counts,
+            }
+            for label, scores in s.methods.items()
+        }
+        significance = {
+            label: {split: {m: t.to_dict() if t else None for m, t in by.items()} for split, by in splits.items()}
+            for label, splits in s.significance.items()
+        }
+        return {"dry_run": self.dry_run, "seeds": self.seeds, "metrics": s.metrics, "baseline": s.baseline,
+                "methods": methods, "significance": significance, "absent": self.absent}
