@@ -12,11 +12,11 @@ from robustvlm.analysis.diagnosis import VERDICTS, diagnose_table, linear_probe_
 from robustvlm.data.images import load_image
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.synth import synthesize
+from robustvlm.data.wordnet import open_wordnet, wordnet_available
 from robustvlm.errors import DataError
 from robustvlm.evaluation import diagnose
 from robustvlm.evaluation.icl import load_model_for
 from robustvlm.models import find_parts
-from robustvlm.multiple_choice.wordnet import open_wordnet, wordnet_available
 
 torch.set_num_threads(1)
 

@@ -68,7 +68,7 @@ def class_descriptions(
     Raises DataError naming a class with neither (or ConfigError when WordNet is needed but
     not installed).
     """
-    from robustvlm.multiple_choice.wordnet import class_synset, open_wordnet
+    from robustvlm.data.wordnet import class_synset, open_wordnet
 
     given = dict(descriptions or {})
     out = {}

@@ -103,7 +103,7 @@ def cosine_distances(embeddings: np.ndarray) -> np.ndarray:
 
 def wordnet_distances(pool: ClassPool) -> np.ndarray:
     """WordNet tree distances [C, C] (NLTK is imported only when this method is used)."""
-    from robustvlm.multiple_choice.wordnet import is_wordnet_id, tree_distances
+    from robustvlm.data.wordnet import is_wordnet_id, tree_distances
 
     return tree_distances([key if is_wordnet_id(key) else name for key, name in zip(pool.keys, pool.names)])
 
