@@ -13,8 +13,8 @@ from robustvlm.data.loaders import load_examples
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation import icl
-from robustvlm.evaluation.generate import generate_batch
 from robustvlm.models import load_vlm
+from robustvlm.models.generate import generate_batch
 
 torch.set_num_threads(1)
 

@@ -41,8 +41,8 @@ from tqdm.auto import tqdm
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError
-from robustvlm.evaluation.generate import generate_batch
 from robustvlm.jsonl import read_appended_rows
+from robustvlm.models.generate import generate_batch
 from robustvlm.report.tables import fmt, markdown_table
 
 POLICIES = ("random", "same-domain", "cross-domain", "label-shift", "spurious")

@@ -36,7 +36,7 @@ from robustvlm.data.collate import VLMCollator
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
-from robustvlm.evaluation.generate import generate_batch
+from robustvlm.models.generate import generate_batch
 from robustvlm.multiple_choice.build import MCQuestion
 from robustvlm.multiple_choice.prompts import (
     GENERATIVE_PROMPTS,
