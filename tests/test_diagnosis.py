@@ -17,6 +17,7 @@ from robustvlm.errors import DataError
 from robustvlm.evaluation import diagnose
 from robustvlm.evaluation.icl import load_model_for
 from robustvlm.models import find_parts
+from robustvlm.models.loglik import option_logliks
 
 torch.set_num_threads(1)
 
@@ -89,7 +90,7 @@ def test_option_logliks_match_unpadded_token_by_token(tiny):
     tok = processor.tokenizer
     messages = diagnose.semantic_question("a plane figure with four equal sides", ["circle", "square"])
     options = ["circle", "square", "hexagon", "a"]
-    got = diagnose.option_logliks(model, processor, messages, options)
+    got = option_logliks(model, processor, messages, options).sum
     prompt = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
     for option, value in zip(options, got):

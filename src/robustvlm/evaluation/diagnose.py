@@ -4,7 +4,8 @@
               -> `linear_probe_accuracy` within each domain
     semantic  `semantic_accuracy`: text-only questions "which class name matches this
               description?" (WordNet glosses, or given descriptions), scored by the
-              log-likelihood of each class name as the answer (`option_logliks`)
+              summed log-likelihood of each class name as the answer
+              (`models.loglik.option_logliks`, text-only prompt)
     mapping   zero-shot and k-shot accuracy from `evaluation.icl.evaluate_icl`
 """
 
@@ -25,6 +26,7 @@ from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation.icl import ZERO_SHOT, evaluate_icl, load_model_for
 from robustvlm.models import find_parts
+from robustvlm.models.loglik import option_logliks
 from robustvlm.report.tables import fmt, markdown_table
 
 
@@ -83,27 +85,6 @@ def class_descriptions(
     return out
 
 
-@torch.no_grad()
-def option_logliks(
-    model: torch.nn.Module, processor: Any, messages: list[dict], options: Sequence[str]
-) -> np.ndarray:
-    """Summed log-probability (nats) of each option as the assistant's reply to a text-only
-    conversation: [n_options]. Prompt and option are tokenised separately and concatenated."""
-    tok = processor.tokenizer
-    prompt = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
-    rows = [prompt_ids + tok(o, add_special_tokens=False)["input_ids"] for o in options]
-    width = max(map(len, rows))
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-    ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
-    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
-    logits = model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device)).logits
-    logp = torch.log_softmax(logits[:, :-1].float(), -1).gather(-1, ids[:, 1:, None].to(model.device))[..., 0]
-    positions = torch.arange(1, width)[None]
-    scored = (positions >= len(prompt_ids)) & mask[:, 1:].bool()
-    return (logp.cpu() * scored).sum(1).numpy()
-
-
 def semantic_question(description: str, options: Sequence[str]) -> list[dict]:
     """Text-only conversation asking which class name matches a description."""
     text = (f"Which of these names matches the description \"{description}\"? "
@@ -130,9 +111,9 @@ def semantic_accuracy(
     for name in names:
         for _ in range(n_orders):
             options = [names[i] for i in rng.permutation(len(names))]
-            scores = option_logliks(model, processor, semantic_question(descriptions[name], options), options)
+            scores = option_logliks(model, processor, semantic_question(descriptions[name], options), options).sum
             records.append({"class": name, "options": options, "answer": options[int(np.argmax(scores))],
-                            "logliks": scores.tolist()})
+                            "logliks": scores})
     return float(np.mean([r["answer"] == r["class"] for r in records])), records
 
 
