@@ -105,13 +105,13 @@ def test_vision_features_match_one_by_one(tiny, shapes):
     model, processor = tiny
     examples = load_examples(shapes, fmt="folder", verbose=False)[:5]
     batched = diagnose.vision_features(model, processor, examples, batch_size=4)
-    vision = find_parts(model).vision
-    assert batched.shape == (5, model.config.vision_config.hidden_size)
+    vision, connector = find_parts(model).vision, model.model.connector
+    assert batched.shape == (5, model.config.text_config.hidden_size)
     for ex, row in zip(examples, batched):
         pixels = processor(text=["<image>"], images=[[load_image(ex.image)]],
                            return_tensors="pt")["pixel_values"][0]
         with torch.no_grad():
-            single = vision(pixel_values=pixels).last_hidden_state.mean((0, 1))
+            single = connector(vision(pixel_values=pixels).last_hidden_state).mean((0, 1))
         np.testing.assert_allclose(row, single.numpy(), atol=1e-5)
 
 

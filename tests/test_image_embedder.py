@@ -9,11 +9,9 @@ import torch.nn.functional as F
 from PIL import Image
 
 from robustvlm.errors import ConfigError
-from robustvlm.multiple_choice.image_embedder import (
-    VisionTowerEmbedder,
-    load_image_embedder,
-    pool_image_features,
-)
+from robustvlm.models import build_tiny_vlm
+from robustvlm.models.vision import VisionTowerEmbedder, pool_image_features
+from robustvlm.multiple_choice.image_embedder import load_image_embedder
 
 torch.set_num_threads(1)
 
@@ -47,6 +45,25 @@ def test_idefics3_embedding_is_the_mean_connector_token():
     with torch.no_grad():
         tokens = inner.connector(inner.vision_model(pixel_values=pixels).last_hidden_state)  # [n, t, d]
     np.testing.assert_allclose(embedder(pics), F.normalize(tokens.mean(dim=1), dim=-1).numpy(), atol=1e-5)
+
+
+def test_split_image_is_the_mean_over_its_crops():
+    """Idefics3 with image splitting: an image's raw embedding is the mean over its crops of the
+    crop's mean connector token (each crop run alone here); normalised = raw / its norm."""
+    model, processor = build_tiny_vlm("idefics3")
+    processor.image_processor.do_image_splitting = True
+    processor.image_processor.max_image_size = {"longest_edge": 32}
+    pics = images([(48, 64)], seed=4)
+    crops = processor.image_processor(images=pics, return_tensors="pt")["pixel_values"][0]
+    assert len(crops) > 1
+    inner = model.eval().model
+    with torch.no_grad():
+        per_crop = [inner.connector(inner.vision_model(pixel_values=c[None]).last_hidden_state).mean(dim=(0, 1))
+                    for c in crops]
+    raw = VisionTowerEmbedder(model, processor, normalize=False)(pics)
+    np.testing.assert_allclose(raw[0], torch.stack(per_crop).mean(dim=0).numpy(), atol=1e-5)
+    unit = VisionTowerEmbedder(model, processor)(pics)
+    np.testing.assert_allclose(unit, raw / np.linalg.norm(raw, axis=1, keepdims=True), atol=1e-6)
 
 
 def test_llava_embedding_is_the_mean_projected_patch():

