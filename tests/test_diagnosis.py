@@ -15,8 +15,9 @@ from robustvlm.data.synth import synthesize
 from robustvlm.data.wordnet import open_wordnet, wordnet_available
 from robustvlm.errors import DataError
 from robustvlm.evaluation import diagnose
-from robustvlm.evaluation.icl import load_model_for
+from robustvlm.evaluation.icl import task_corpus
 from robustvlm.models import find_parts
+from robustvlm.models.backends import load_backend
 from robustvlm.models.loglik import option_logliks
 
 torch.set_num_threads(1)
@@ -82,7 +83,8 @@ def shapes(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny(shapes):
-    return load_model_for("tiny:idefics3", load_examples(shapes, fmt="folder", verbose=False))
+    backend = load_backend("tiny:idefics3", corpus=task_corpus(load_examples(shapes, fmt="folder", verbose=False)))
+    return backend.model, backend.processor
 
 
 def test_option_logliks_match_unpadded_token_by_token(tiny):

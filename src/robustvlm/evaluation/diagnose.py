@@ -24,7 +24,8 @@ from robustvlm.analysis.diagnosis import diagnose_table, linear_probe_accuracy
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
-from robustvlm.evaluation.icl import ZERO_SHOT, evaluate_icl, load_model_for
+from robustvlm.evaluation.icl import ZERO_SHOT, evaluate_icl, task_corpus
+from robustvlm.models.backends import load_backend
 from robustvlm.models.loglik import option_logliks
 from robustvlm.models.vision import VisionTowerEmbedder
 from robustvlm.report.tables import fmt, markdown_table
@@ -181,9 +182,10 @@ def run_diagnosis(
     examples = load_examples(data_root, fmt="folder", verbose=False)
     if not examples:
         raise DataError("no images found (expected ROOT/DOMAIN/CLASS/*.png)", str(data_root))
-    model, processor = load_model_for(model_name, examples)
+    backend = load_backend(model_name, corpus=task_corpus(examples))
+    backend.require("generate", "option_loglik", "image_embed")
     measured, details = measure_domains(
-        model, processor, examples, descriptions=descriptions, shots=shots, icl_policy=icl_policy,
+        backend.model, backend.processor, examples, descriptions=descriptions, shots=shots, icl_policy=icl_policy,
         n_per_domain=n_per_domain, seed=seed, probe_test_fraction=probe_test_fraction,
     )
     rows = diagnose_table(measured, visual_min_skill=visual_min_skill,
