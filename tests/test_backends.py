@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from robustvlm.errors import ConfigError
-from robustvlm.models import backends
+from robustvlm.models import backends, text_encoder
 from robustvlm.models.backends import (
     BACKENDS,
     CAPABILITIES,
@@ -22,6 +22,7 @@ from robustvlm.models.backends import (
     load_backend,
 )
 from robustvlm.models.loglik import option_logliks
+from robustvlm.models.text_encoder import load_text_encoder
 from robustvlm.multiple_choice.build import MCQuestion
 from robustvlm.multiple_choice.evaluate import make_scorer
 
@@ -81,17 +82,22 @@ def test_unknown_family_and_unloadable_models(tmp_path):
         load_backend("tiny:nothing")
 
 
-def test_remote_code_only_when_asked(monkeypatch):
+@pytest.mark.parametrize(("module", "classes", "load"), [
+    (backends, ("AutoModel", "AutoProcessor"), lambda **kw: load_backend("org/clip", "clip", **kw)),
+    (text_encoder, ("AutoModel", "AutoTokenizer"), lambda **kw: load_text_encoder("org/encoder", **kw)),
+])
+def test_remote_code_only_when_asked(monkeypatch, module, classes, load):
+    """Dual encoders (here) and text encoders pass trust_remote_code only when it is True."""
     calls = []
 
     def record(name, **kwargs):
         calls.append(kwargs)
         return torch.nn.Linear(1, 1)
 
-    monkeypatch.setattr(backends.AutoModel, "from_pretrained", record)
-    monkeypatch.setattr(backends.AutoProcessor, "from_pretrained", record)
-    load_backend("org/clip", "clip")
-    load_backend("org/clip", "clip", trust_remote_code=True)
+    for cls in classes:
+        monkeypatch.setattr(getattr(module, cls), "from_pretrained", record)
+    load()
+    load(trust_remote_code=True)
     assert calls == [{}, {}, {"trust_remote_code": True}, {"trust_remote_code": True}]
 
 

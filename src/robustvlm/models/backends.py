@@ -82,31 +82,25 @@ class Backend(ABC):
                 f"it supports {', '.join(c for c in CAPABILITIES if c in self.capabilities)}"
             )
 
-    def generate(self, batch: dict[str, Any], *, max_new_tokens: int = 128, repetition_penalty: float = 1.15) -> list[str]:
-        """Greedy replies to a left-padded generation batch (`models.generate.generate_batch`)."""
+    # Each operation's keyword options are those of the model operation it calls.
+
+    def generate(self, batch: dict[str, Any], **options: Any) -> list[str]:
+        """Greedy replies to a left-padded generation batch, one per row
+        (`models.generate.generate_batch`: max_new_tokens, repetition_penalty)."""
         self.require("generate")
-        return generate_batch(self.model, self.processor, batch, max_new_tokens=max_new_tokens,
-                              repetition_penalty=repetition_penalty)
+        return generate_batch(self.model, self.processor, batch, **options)
 
-    def option_logliks(
-        self,
-        messages: list[dict],
-        continuations: Sequence[str],
-        *,
-        images: Sequence[Image.Image] = (),
-        shared_prefix: bool = True,
-        record: str = "the prompt",
-    ) -> OptionScores:
-        """Log-likelihoods of K continuations of a chat prompt (`models.loglik.option_logliks`)."""
+    def option_logliks(self, messages: list[dict], continuations: Sequence[str], **options: Any) -> OptionScores:
+        """Log-likelihoods (nats) of K continuations of a chat prompt
+        (`models.loglik.option_logliks`: images, shared_prefix, record)."""
         self.require("option_loglik")
-        return option_logliks(self.model, self.processor, messages, continuations, images=images,
-                              shared_prefix=shared_prefix, record=record)
+        return option_logliks(self.model, self.processor, messages, continuations, **options)
 
-    def embed_images(self, images: list[Image.Image], *, normalize: bool = True, batch_size: int = 32) -> np.ndarray:
+    def embed_images(self, images: list[Image.Image], **options: Any) -> np.ndarray:
         """Image embeddings, float32 [n, d], unit-norm unless `normalize=False`
-        (`models.vision.VisionTowerEmbedder`)."""
+        (`models.vision.VisionTowerEmbedder`: batch_size, normalize)."""
         self.require("image_embed")
-        return VisionTowerEmbedder(self.model, self.processor, batch_size=batch_size, normalize=normalize)(images)
+        return VisionTowerEmbedder(self.model, self.processor, **options)(images)
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-norm text embeddings, float32 [n, d], from a dual encoder's text tower
