@@ -95,7 +95,8 @@ def test_single_token_options_need_no_second_pass(tiny_vlm, monkeypatch):
     prefix = encode_prefix(processor, question)
     with torch.no_grad():
         expected = torch.log_softmax(model(**prefix).logits[0, -1], -1)[first_tokens].tolist()
-    for got in (score_options(model, processor, question), score_options(model, processor, question, shared_prefix=False)):
+    for got in (score_options(model, processor, question),
+                score_options(model, processor, question, shared_prefix=False)):
         assert got.n_tokens == [1] * len(first_tokens)
         assert got.sum == pytest.approx(expected, abs=1e-4)
 

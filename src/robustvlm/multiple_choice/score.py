@@ -76,9 +76,8 @@ def score_options(
     """Log-likelihoods of the question's K option continuations (see the module docstring);
     `shared_prefix=False` computes them from K full sequences instead."""
     messages, images = question_prompt(question)
-    return option_logliks(
-        model, processor, messages, option_continuations(question.options), images=images, shared_prefix=shared_prefix, record=f"question {question.id!r}",
-    )
+    return option_logliks(model, processor, messages, option_continuations(question.options), images=images,
+                          shared_prefix=shared_prefix, record=f"question {question.id!r}")
 
 
 # --- generation + answer extraction ------------------------------------------------------
