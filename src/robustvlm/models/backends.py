@@ -63,6 +63,7 @@ class Backend(ABC):
 
     @property
     def capabilities(self) -> frozenset[str]:
+        """The operations its family declares (`BACKENDS`)."""
         return BACKENDS[self.family].capabilities
 
     def supports(self, *capabilities: str) -> bool:
@@ -157,14 +158,15 @@ BACKENDS: dict[str, BackendSpec] = {
 }
 
 
-def infer_family(name: str) -> str:
+def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
     """The family of a model: the one whose `model_types` prefixes its config's `model_type`
     (for "tiny:<kind>", the kind: "tiny:clip" is a CLIP), else DEFAULT_FAMILY."""
     if name.startswith(TINY_PREFIX):
         model_type = name[len(TINY_PREFIX):]
     else:
+        kwargs = {"trust_remote_code": True} if trust_remote_code else {}
         try:
-            model_type = str(AutoConfig.from_pretrained(name).model_type)
+            model_type = str(AutoConfig.from_pretrained(name, **kwargs).model_type)
         except (OSError, ValueError, KeyError) as exc:
             raise ConfigError(f"cannot read the config of model '{name}' to infer its family: {exc}") from exc
     for family, spec in BACKENDS.items():
@@ -187,7 +189,7 @@ def load_backend(
 
     Raises ConfigError for an unknown family or a model that cannot be loaded.
     """
-    family = family or infer_family(name)
+    family = family or infer_family(name, trust_remote_code=trust_remote_code)
     if family not in BACKENDS:
         raise ConfigError(f"model '{name}': family must be one of {list(BACKENDS)}, got '{family}'")
     return BACKENDS[family].backend.load(name, family, corpus=corpus, trust_remote_code=trust_remote_code)
