@@ -44,7 +44,7 @@ from robustvlm.data.collate import VLMCollator
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.data.synth import synthesize
-from robustvlm.evaluation.generate import generate_batch
+from robustvlm.models.generate import generate_batch
 from robustvlm.models.loading import load_vlm
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}

@@ -2,8 +2,8 @@
 
 A tiny random Idefics3 (text width 384, 4 layers by default; a vision tower of width 128) scores
 K = 5 options of the same questions both ways: `score_options` (image + question once, cache
-repeated K times) and `score_options_separately` (K full sequences as one batch, the harness
-way). Image tokens = (image_size / 16)^2: 64 at the default 128x128, 256 at 256x256. The two
+shared by K rows) and `score_options(..., shared_prefix=False)` (K full sequences as one batch,
+the harness way). Image tokens = (image_size / 16)^2: 64 at the default 128x128, 256 at 256x256. The two
 are timed in alternation, each repeat scoring every question once with each; the script
 reports the median time per question of each, the median and range of the per-repeat speed-up
 and the largest absolute difference of the option log-likelihoods. One CPU thread.
@@ -24,7 +24,7 @@ from PIL import Image
 from robustvlm.models import build_tiny_vlm
 from robustvlm.multiple_choice.build import MCQuestion
 from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
-from robustvlm.multiple_choice.score import encode_prefix, score_options, score_options_separately
+from robustvlm.multiple_choice.score import encode_prefix, score_options
 
 OPTIONS = ["golden retriever", "tabby cat", "red fox", "grey wolf", "brown bear"]
 
@@ -56,14 +56,14 @@ def main() -> None:
     n_image = int((prefix_ids == model.config.image_token_id).sum())
     max_diff = 0.0
     for q in questions:  # warm-up and accuracy check
-        shared, separate = score_options(model, processor, q), score_options_separately(model, processor, q)
+        shared, separate = score_options(model, processor, q), score_options(model, processor, q, shared_prefix=False)
         max_diff = max(max_diff, *(abs(a - b) for a, b in zip(shared.sum + shared.mean, separate.sum + separate.mean)))
     timings: dict[str, list[float]] = {"shared": [], "separate": []}
     for _ in range(args.repeats):
-        for name, fn in (("shared", score_options), ("separate", score_options_separately)):
+        for name, shared_prefix in (("shared", True), ("separate", False)):
             start = time.perf_counter()
             for q in questions:
-                fn(model, processor, q)
+                score_options(model, processor, q, shared_prefix=shared_prefix)
             timings[name].append((time.perf_counter() - start) / len(questions))
     ratios = [sep / sh for sh, sep in zip(timings["shared"], timings["separate"])]
     shared_s, separate_s = statistics.median(timings["shared"]), statistics.median(timings["separate"])

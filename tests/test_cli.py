@@ -142,7 +142,7 @@ def test_mc_build_text_distractors_take_the_configured_encoder(tmp_path, capsys)
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     from robustvlm.data.loaders import load_examples
-    from robustvlm.evaluation.metrics.bertscore import default_encoder_path
+    from robustvlm.models.text_encoder import default_encoder_path
     from robustvlm.multiple_choice import build_questions, read_questions
 
     encoder = tmp_path / "encoder"

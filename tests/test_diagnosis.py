@@ -12,11 +12,13 @@ from robustvlm.analysis.diagnosis import VERDICTS, diagnose_table, linear_probe_
 from robustvlm.data.images import load_image
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.synth import synthesize
+from robustvlm.data.wordnet import open_wordnet, wordnet_available
 from robustvlm.errors import DataError
 from robustvlm.evaluation import diagnose
-from robustvlm.evaluation.icl import load_model_for
+from robustvlm.evaluation.icl import task_corpus
 from robustvlm.models import find_parts
-from robustvlm.multiple_choice.wordnet import open_wordnet, wordnet_available
+from robustvlm.models.backends import load_backend
+from robustvlm.models.loglik import option_logliks
 
 torch.set_num_threads(1)
 
@@ -81,7 +83,8 @@ def shapes(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny(shapes):
-    return load_model_for("tiny:idefics3", load_examples(shapes, fmt="folder", verbose=False))
+    backend = load_backend("tiny:idefics3", corpus=task_corpus(load_examples(shapes, fmt="folder", verbose=False)))
+    return backend.model, backend.processor
 
 
 def test_option_logliks_match_unpadded_token_by_token(tiny):
@@ -89,7 +92,7 @@ def test_option_logliks_match_unpadded_token_by_token(tiny):
     tok = processor.tokenizer
     messages = diagnose.semantic_question("a plane figure with four equal sides", ["circle", "square"])
     options = ["circle", "square", "hexagon", "a"]
-    got = diagnose.option_logliks(model, processor, messages, options)
+    got = option_logliks(model, processor, messages, options).sum
     prompt = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
     for option, value in zip(options, got):
@@ -104,13 +107,13 @@ def test_vision_features_match_one_by_one(tiny, shapes):
     model, processor = tiny
     examples = load_examples(shapes, fmt="folder", verbose=False)[:5]
     batched = diagnose.vision_features(model, processor, examples, batch_size=4)
-    vision = find_parts(model).vision
-    assert batched.shape == (5, model.config.vision_config.hidden_size)
+    vision, connector = find_parts(model).vision, model.model.connector
+    assert batched.shape == (5, model.config.text_config.hidden_size)
     for ex, row in zip(examples, batched):
         pixels = processor(text=["<image>"], images=[[load_image(ex.image)]],
                            return_tensors="pt")["pixel_values"][0]
         with torch.no_grad():
-            single = vision(pixel_values=pixels).last_hidden_state.mean((0, 1))
+            single = connector(vision(pixel_values=pixels).last_hidden_state).mean((0, 1))
         np.testing.assert_allclose(row, single.numpy(), atol=1e-5)
 
 

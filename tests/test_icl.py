@@ -13,9 +13,10 @@ from robustvlm.data.loaders import load_examples
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation import icl
-from robustvlm.evaluation.generate import generate_batch
 from robustvlm.evaluation.metrics.exact import normalize_answer
 from robustvlm.models import load_vlm
+from robustvlm.models.backends import load_backend
+from robustvlm.models.generate import generate_batch
 
 torch.set_num_threads(1)
 
@@ -29,7 +30,8 @@ def examples(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny(examples):
-    return icl.load_model_for("tiny:idefics3", examples)
+    backend = load_backend("tiny:idefics3", corpus=icl.task_corpus(examples))
+    return backend.model, backend.processor
 
 
 def _draws(examples, policy, k, plan, n=40):

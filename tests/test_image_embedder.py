@@ -9,11 +9,10 @@ import torch.nn.functional as F
 from PIL import Image
 
 from robustvlm.errors import ConfigError
-from robustvlm.multiple_choice.image_embedder import (
-    VisionTowerEmbedder,
-    load_image_embedder,
-    pool_image_features,
-)
+from robustvlm.models import build_tiny_vlm
+from robustvlm.models.backends import load_backend
+from robustvlm.models.vision import VisionTowerEmbedder, pool_image_features
+from robustvlm.multiple_choice.image_embedder import load_image_embedder
 
 torch.set_num_threads(1)
 
@@ -25,40 +24,61 @@ def images(sizes: list[tuple[int, int]], seed: int = 0) -> list[Image.Image]:
 
 @pytest.mark.parametrize("name", ["tiny:clip", "tiny:siglip"])
 def test_dual_encoder_embedding_is_the_normalised_image_feature(name):
-    embedder = load_image_embedder(name, batch_size=2)
+    backend = load_backend(name)
     pics = images([(40, 30), (32, 32), (50, 60), (32, 32), (20, 44)])
-    got = embedder(pics)
+    got = backend.embed_images(pics, batch_size=2)
     assert got.dtype == np.float32 and got.shape[0] == 5
-    pixels = embedder.image_processor(images=pics, return_tensors="pt")["pixel_values"]
+    pixels = backend.processor.image_processor(images=pics, return_tensors="pt")["pixel_values"]
     with torch.no_grad():
-        out = embedder.model.get_image_features(pixel_values=pixels)
+        out = backend.model.get_image_features(pixel_values=pixels)
     direct = out if torch.is_tensor(out) else out.pooler_output
     np.testing.assert_allclose(got, F.normalize(direct, dim=-1).numpy(), atol=1e-5)
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-6)
 
 
 def test_idefics3_embedding_is_the_mean_connector_token():
-    embedder = load_image_embedder("tiny:idefics3")
+    backend = load_backend("tiny:idefics3")
     pics = images([(64, 64), (64, 64)], seed=1)
-    inner = embedder.model.model
+    inner = backend.model.model
     pixels = torch.stack([
-        embedder.image_processor(images=[p], return_tensors="pt")["pixel_values"][0, 0] for p in pics
+        backend.processor.image_processor(images=[p], return_tensors="pt")["pixel_values"][0, 0] for p in pics
     ])
     with torch.no_grad():
         tokens = inner.connector(inner.vision_model(pixel_values=pixels).last_hidden_state)  # [n, t, d]
-    np.testing.assert_allclose(embedder(pics), F.normalize(tokens.mean(dim=1), dim=-1).numpy(), atol=1e-5)
+    np.testing.assert_allclose(backend.embed_images(pics), F.normalize(tokens.mean(dim=1), dim=-1).numpy(),
+                               atol=1e-5)
+
+
+def test_split_image_is_the_mean_over_its_crops():
+    """Idefics3 with image splitting: an image's raw embedding is the mean over its crops of the
+    crop's mean connector token (each crop run alone here); normalised = raw / its norm."""
+    model, processor = build_tiny_vlm("idefics3")
+    processor.image_processor.do_image_splitting = True
+    processor.image_processor.max_image_size = {"longest_edge": 32}
+    pics = images([(48, 64)], seed=4)
+    crops = processor.image_processor(images=pics, return_tensors="pt")["pixel_values"][0]
+    assert len(crops) > 1
+    inner = model.eval().model
+    with torch.no_grad():
+        per_crop = [inner.connector(inner.vision_model(pixel_values=c[None]).last_hidden_state).mean(dim=(0, 1))
+                    for c in crops]
+    raw = VisionTowerEmbedder(model, processor, normalize=False)(pics)
+    np.testing.assert_allclose(raw[0], torch.stack(per_crop).mean(dim=0).numpy(), atol=1e-5)
+    unit = VisionTowerEmbedder(model, processor)(pics)
+    np.testing.assert_allclose(unit, raw / np.linalg.norm(raw, axis=1, keepdims=True), atol=1e-6)
 
 
 def test_llava_embedding_is_the_mean_projected_patch():
-    embedder = load_image_embedder("tiny:llava")
-    model, pics = embedder.model, images([(64, 64), (48, 80)], seed=2)
-    pixels = embedder.image_processor(images=pics, return_tensors="pt")["pixel_values"]
+    backend = load_backend("tiny:llava")
+    model, pics = backend.model, images([(64, 64), (48, 80)], seed=2)
+    pixels = backend.processor.image_processor(images=pics, return_tensors="pt")["pixel_values"]
     with torch.no_grad():
         hidden = model.model.vision_tower(pixels, output_hidden_states=True).hidden_states
         patches = hidden[model.config.vision_feature_layer][:, 1:]  # "default": CLS dropped
         projected = model.model.multi_modal_projector(patches)
     assert model.config.vision_feature_select_strategy == "default"
-    np.testing.assert_allclose(embedder(pics), F.normalize(projected.mean(dim=1), dim=-1).numpy(), atol=1e-5)
+    np.testing.assert_allclose(backend.embed_images(pics), F.normalize(projected.mean(dim=1), dim=-1).numpy(),
+                               atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["tiny:clip", "tiny:idefics3"])

@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 
 from robustvlm.data.records import Example
+from robustvlm.data.wordnet import wordnet_available
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.multiple_choice import (
     DUAL_ENCODER_TEMPLATES,
@@ -25,7 +26,6 @@ from robustvlm.multiple_choice import (
 )
 from robustvlm.multiple_choice.build import balanced_positions
 from robustvlm.multiple_choice.prompts import fill_template
-from robustvlm.multiple_choice.wordnet import wordnet_available
 
 CLASSES = ["dog", "wolf", "cat", "car", "truck", "bicycle"]
 
@@ -127,7 +127,7 @@ def test_class_names_file_gives_the_option_texts(tmp_path: Path):
     assert all(q.answer_class == wnids[q.dataset_class] for q in questions)
     assert all(set(q.options) <= set(wnids.values()) for q in questions)
     if wordnet_available():  # the ids are looked up in WordNet: 2-way options = the nearest synset
-        from robustvlm.multiple_choice.wordnet import open_wordnet
+        from robustvlm.data.wordnet import open_wordnet
 
         wn = open_wordnet()
         synsets = {n: wn.synset_from_pos_and_offset("n", int(w[1:])) for w, n in wnids.items()}

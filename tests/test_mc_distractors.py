@@ -12,10 +12,10 @@ import pytest
 from PIL import Image
 from scipy.stats import chisquare
 
+from robustvlm.data.wordnet import wordnet_available, wordnet_dir
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.multiple_choice import distractors as dist
 from robustvlm.multiple_choice.distractors import ClassPool, choose_distractors, nearest_others
-from robustvlm.multiple_choice.wordnet import wordnet_available, wordnet_dir
 
 needs_wordnet = pytest.mark.skipif(
     not wordnet_available(),
@@ -89,7 +89,7 @@ def test_bad_requests_are_refused():
 
 @needs_wordnet
 def test_wordnet_distances_match_nltk_shortest_path_distance():
-    from robustvlm.multiple_choice.wordnet import open_wordnet, tree_distances
+    from robustvlm.data.wordnet import open_wordnet, tree_distances
 
     wn = open_wordnet()
     names = ANIMALS_AND_VEHICLES + ["Paris", "Mars"]  # instances: instance hypernyms count too
@@ -101,7 +101,7 @@ def test_wordnet_distances_match_nltk_shortest_path_distance():
 
 @needs_wordnet
 def test_wordnet_distractors_are_the_nearest_synsets():
-    from robustvlm.multiple_choice.wordnet import open_wordnet
+    from robustvlm.data.wordnet import open_wordnet
 
     wn = open_wordnet()
     synsets = {name: wn.synsets(name, pos="n")[0] for name in ANIMALS_AND_VEHICLES}
@@ -115,7 +115,7 @@ def test_wordnet_distractors_are_the_nearest_synsets():
 
 @needs_wordnet
 def test_wordnet_ids_and_multiword_names_find_their_synsets():
-    from robustvlm.multiple_choice.wordnet import class_synset, open_wordnet
+    from robustvlm.data.wordnet import class_synset, open_wordnet
 
     wn = open_wordnet()
     assert class_synset("n02084071", wn) == wn.synsets("dog", pos="n")[0]
@@ -127,7 +127,7 @@ def test_wordnet_ids_and_multiword_names_find_their_synsets():
 
 @needs_wordnet
 def test_wordnet_class_without_synset_is_named():
-    from robustvlm.multiple_choice.wordnet import class_synset, open_wordnet
+    from robustvlm.data.wordnet import class_synset, open_wordnet
 
     with pytest.raises(DataError, match="'flurbleglorp' has no WordNet noun synset"):
         choose_distractors("wordnet", pool_of(["dog", "flurbleglorp"]), ["dog"], 1)
@@ -136,7 +136,7 @@ def test_wordnet_class_without_synset_is_named():
 
 
 def test_missing_wordnet_folder_is_a_clear_error(tmp_path: Path):
-    from robustvlm.multiple_choice.wordnet import open_wordnet
+    from robustvlm.data.wordnet import open_wordnet
 
     assert not wordnet_available(tmp_path)
     with pytest.raises(ConfigError, match="wordnet-base"):

@@ -13,6 +13,7 @@ from PIL import Image
 
 from robustvlm.analysis.stats import clopper_pearson
 from robustvlm.errors import DataError
+from robustvlm.models.backends import infer_family
 from robustvlm.models.tiny_clip import build_tiny_clip
 from robustvlm.multiple_choice import evaluate as ev
 from robustvlm.multiple_choice.build import MCQuestion, write_questions
@@ -126,9 +127,9 @@ def test_generation_counts_unparsed_replies(bench, tmp_path, monkeypatch):
 def test_family_inferred_from_saved_config(tmp_path):
     model, _ = build_tiny_clip()
     model.config.save_pretrained(tmp_path / "clip")
-    assert ev.infer_family(str(tmp_path / "clip")) == "clip"
-    assert ev.infer_family("tiny:siglip") == "siglip"
-    assert ev.infer_family("tiny:llava") == "vlm"
+    assert infer_family(str(tmp_path / "clip")) == "clip"
+    assert infer_family("tiny:siglip") == "siglip"
+    assert infer_family("tiny:llava") == "vlm"
 
 
 def _hypergeometric_std(n_correct: int, n: int, m: int) -> float:

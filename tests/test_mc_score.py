@@ -7,9 +7,8 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from robustvlm.models import build_tiny_vlm
+from robustvlm.models import build_tiny_vlm, loglik
 from robustvlm.models.tiny_clip import build_tiny_clip, build_tiny_dual_encoder
-from robustvlm.multiple_choice import score
 from robustvlm.multiple_choice.build import MCQuestion
 from robustvlm.multiple_choice.dual_encoder import DualEncoderScorer, ensemble_embedding
 from robustvlm.multiple_choice.score import (
@@ -19,7 +18,6 @@ from robustvlm.multiple_choice.score import (
     generate_answers,
     option_token_ids,
     score_options,
-    score_options_separately,
 )
 
 torch.set_num_threads(1)
@@ -66,7 +64,7 @@ def test_shared_prefix_equals_separate_sequences(tiny_vlm):
     model, processor = tiny_vlm
     question = _question()
     shared = score_options(model, processor, question)
-    batched = score_options_separately(model, processor, question)
+    batched = score_options(model, processor, question, shared_prefix=False)
     sums, means = _one_by_one(model, processor, question)
     assert len(set(shared.n_tokens)) > 1  # options of different lengths: padding is exercised
     for got in (shared, batched):
@@ -81,7 +79,7 @@ def test_repeated_cache_fallback_gives_the_same_scores(tiny_vlm, monkeypatch):
     model, processor = tiny_vlm
     question = _question()
     shared = score_options(model, processor, question)
-    monkeypatch.setattr(score, "_PLAIN_LAYERS", ())
+    monkeypatch.setattr(loglik, "_PLAIN_LAYERS", ())
     repeated = score_options(model, processor, question)
     assert repeated.sum == pytest.approx(shared.sum, abs=1e-5)
     assert repeated.sum == pytest.approx(_one_by_one(model, processor, question)[0], abs=1e-4)
@@ -93,11 +91,12 @@ def test_single_token_options_need_no_second_pass(tiny_vlm, monkeypatch):
     model, processor = tiny_vlm
     question = _question()
     first_tokens = [ids[0] for ids in option_token_ids(processor, question.options)]
-    monkeypatch.setattr(score, "option_token_ids", lambda *_: [[t] for t in first_tokens])
+    monkeypatch.setattr(loglik, "continuation_ids", lambda *_: [[t] for t in first_tokens])
     prefix = encode_prefix(processor, question)
     with torch.no_grad():
         expected = torch.log_softmax(model(**prefix).logits[0, -1], -1)[first_tokens].tolist()
-    for got in (score_options(model, processor, question), score_options_separately(model, processor, question)):
+    for got in (score_options(model, processor, question),
+                score_options(model, processor, question, shared_prefix=False)):
         assert got.n_tokens == [1] * len(first_tokens)
         assert got.sum == pytest.approx(expected, abs=1e-4)
 

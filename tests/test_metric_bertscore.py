@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from robustvlm.errors import ConfigError, DataError
-from robustvlm.evaluation.metrics.bertscore import BERTScorer, default_encoder_path
+from robustvlm.evaluation.metrics.bertscore import BERTScorer
+from robustvlm.models.text_encoder import default_encoder_path
 
 bert_score = pytest.importorskip("bert_score")
 

@@ -1,10 +1,11 @@
 """Measure the three gaps of `analysis.diagnosis` on a VLM and an image-folder domain dataset.
 
-    visual    `vision_features` (mean-pooled last hidden state of the frozen vision encoder)
+    visual    `vision_features` (the image tokens the language model receives, mean-pooled)
               -> `linear_probe_accuracy` within each domain
     semantic  `semantic_accuracy`: text-only questions "which class name matches this
               description?" (WordNet glosses, or given descriptions), scored by the
-              log-likelihood of each class name as the answer (`option_logliks`)
+              summed log-likelihood of each class name as the answer
+              (`models.loglik.option_logliks`, text-only prompt)
     mapping   zero-shot and k-shot accuracy from `evaluation.icl.evaluate_icl`
 """
 
@@ -22,42 +23,24 @@ import torch
 from robustvlm.analysis.diagnosis import diagnose_table, linear_probe_accuracy
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
-from robustvlm.errors import ConfigError, DataError
-from robustvlm.evaluation.icl import ZERO_SHOT, evaluate_icl, load_model_for
-from robustvlm.models import find_parts
+from robustvlm.errors import DataError
+from robustvlm.evaluation.icl import ZERO_SHOT, evaluate_icl, task_corpus
+from robustvlm.models.backends import load_backend
+from robustvlm.models.loglik import option_logliks
+from robustvlm.models.vision import VisionTowerEmbedder
 from robustvlm.report.tables import fmt, markdown_table
 
 
-@torch.no_grad()
 def vision_features(
     model: torch.nn.Module, processor: Any, examples: Sequence[Example], *, batch_size: int = 16
 ) -> np.ndarray:
-    """Mean-pooled last hidden state of the vision encoder, one row per example: [N, D].
-
-    Images the processor splits into several crops (Idefics3 image splitting) are averaged over
-    their crops; all-zero padding crops are left out.
-    """
-    vision = find_parts(model).vision
-    param = next(vision.parameters())
-    rows = []
-    for start in range(0, len(examples), batch_size):
-        chunk = examples[start : start + batch_size]
-        images = [[load_image(ex.image, source=ex.source, record=ex.id)] for ex in chunk]
-        pixels = processor.image_processor(images, return_tensors="pt")["pixel_values"]
-        if pixels.ndim == 4:  # [B, 3, H, W]: one crop per image
-            pixels = pixels[:, None]
-        real = pixels.flatten(2).ne(0).any(-1)  # [B, n_crops]
-        try:
-            hidden = vision(pixel_values=pixels[real].to(param.device, param.dtype)).last_hidden_state
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(
-                f"{type(vision).__name__}: cannot run the vision encoder on pixel_values alone ({exc})"
-            ) from exc
-        crops = hidden.float().mean(1).cpu()  # [M, D]
-        owner = torch.arange(len(chunk))[:, None].expand_as(real)[real]
-        sums = torch.zeros(len(chunk), crops.shape[1]).index_add_(0, owner, crops)
-        rows.append(sums / real.sum(1, keepdim=True))
-    return torch.cat(rows).numpy()
+    """The image features the language model receives (vision tower + connector, mean-pooled
+    over tokens and crops, not normalised: `models.vision`), one row per example: [N, D]."""
+    embed = VisionTowerEmbedder(model, processor, batch_size=batch_size, normalize=False)
+    chunks = [examples[start : start + batch_size] for start in range(0, len(examples), batch_size)]
+    return np.concatenate([
+        embed([load_image(ex.image, source=ex.source, record=ex.id) for ex in chunk]) for chunk in chunks
+    ])
 
 
 def class_descriptions(
@@ -68,7 +51,7 @@ def class_descriptions(
     Raises DataError naming a class with neither (or ConfigError when WordNet is needed but
     not installed).
     """
-    from robustvlm.multiple_choice.wordnet import class_synset, open_wordnet
+    from robustvlm.data.wordnet import class_synset, open_wordnet
 
     given = dict(descriptions or {})
     out = {}
@@ -81,27 +64,6 @@ def class_descriptions(
         except DataError as exc:
             raise DataError(f"{exc.message}; or give its description in `descriptions`") from exc
     return out
-
-
-@torch.no_grad()
-def option_logliks(
-    model: torch.nn.Module, processor: Any, messages: list[dict], options: Sequence[str]
-) -> np.ndarray:
-    """Summed log-probability (nats) of each option as the assistant's reply to a text-only
-    conversation: [n_options]. Prompt and option are tokenised separately and concatenated."""
-    tok = processor.tokenizer
-    prompt = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
-    rows = [prompt_ids + tok(o, add_special_tokens=False)["input_ids"] for o in options]
-    width = max(map(len, rows))
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-    ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
-    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
-    logits = model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device)).logits
-    logp = torch.log_softmax(logits[:, :-1].float(), -1).gather(-1, ids[:, 1:, None].to(model.device))[..., 0]
-    positions = torch.arange(1, width)[None]
-    scored = (positions >= len(prompt_ids)) & mask[:, 1:].bool()
-    return (logp.cpu() * scored).sum(1).numpy()
 
 
 def semantic_question(description: str, options: Sequence[str]) -> list[dict]:
@@ -130,9 +92,9 @@ def semantic_accuracy(
     for name in names:
         for _ in range(n_orders):
             options = [names[i] for i in rng.permutation(len(names))]
-            scores = option_logliks(model, processor, semantic_question(descriptions[name], options), options)
+            scores = option_logliks(model, processor, semantic_question(descriptions[name], options), options).sum
             records.append({"class": name, "options": options, "answer": options[int(np.argmax(scores))],
-                            "logliks": scores.tolist()})
+                            "logliks": scores})
     return float(np.mean([r["answer"] == r["class"] for r in records])), records
 
 
@@ -220,9 +182,10 @@ def run_diagnosis(
     examples = load_examples(data_root, fmt="folder", verbose=False)
     if not examples:
         raise DataError("no images found (expected ROOT/DOMAIN/CLASS/*.png)", str(data_root))
-    model, processor = load_model_for(model_name, examples)
+    backend = load_backend(model_name, corpus=task_corpus(examples))
+    backend.require("generate", "option_loglik", "image_embed")
     measured, details = measure_domains(
-        model, processor, examples, descriptions=descriptions, shots=shots, icl_policy=icl_policy,
+        backend.model, backend.processor, examples, descriptions=descriptions, shots=shots, icl_policy=icl_policy,
         n_per_domain=n_per_domain, seed=seed, probe_test_fraction=probe_test_fraction,
     )
     rows = diagnose_table(measured, visual_min_skill=visual_min_skill,

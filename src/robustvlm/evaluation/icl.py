@@ -40,9 +40,10 @@ from tqdm.auto import tqdm
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError
-from robustvlm.evaluation.generate import generate_batch
 from robustvlm.evaluation.metrics.exact import normalize_answer
 from robustvlm.jsonl import read_appended_rows
+from robustvlm.models.backends import load_backend
+from robustvlm.models.generate import generate_batch
 from robustvlm.report.tables import fmt, markdown_table
 
 POLICIES = ("random", "same-domain", "cross-domain", "label-shift", "spurious")
@@ -369,13 +370,9 @@ def _append_records(log: IO[str], records: list[dict]) -> None:
     log.flush()
 
 
-def load_model_for(model_name: str, examples: Sequence[Example]) -> tuple[torch.nn.Module, Any]:
-    """`load_vlm` in eval mode; a `tiny:` model's tokenizer is trained on the task's text."""
-    from robustvlm.models import load_vlm
-
-    corpus = sorted({ex.instruction for ex in examples} | {ex.target for ex in examples})
-    model, processor = load_vlm(model_name, corpus=corpus if model_name.startswith("tiny:") else None)
-    return model.eval(), processor
+def task_corpus(examples: Sequence[Example]) -> list[str]:
+    """The instructions and targets of `examples`: what a "tiny:" model's tokenizer is trained on."""
+    return sorted({ex.instruction for ex in examples} | {ex.target for ex in examples})
 
 
 def run_icl(
@@ -409,10 +406,11 @@ def run_icl(
     examples = load_examples(data_root, fmt="folder", verbose=False)
     if not examples:
         raise DataError("no images found (expected ROOT/DOMAIN/CLASS/*.png)", str(data_root))
-    model, processor = load_model_for(model_name, examples)
+    backend = load_backend(model_name, corpus=task_corpus(examples))
+    backend.require("generate")
     predictions: list[dict] = []
     with log_path.open("a" if resume else "w", encoding="utf-8") as log:
-        rows = evaluate_icl(model, processor, examples, shots=shots, policies=policies,
+        rows = evaluate_icl(backend.model, backend.processor, examples, shots=shots, policies=policies,
                             n_per_domain=n_per_domain, seed=seed, batch_size=batch_size,
                             predictions=predictions, finished=finished,
                             on_records=lambda records: _append_records(log, records), progress=progress)

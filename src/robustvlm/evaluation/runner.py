@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from robustvlm.config import EvalConfig
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
-from robustvlm.evaluation.generate import generate_batch
+from robustvlm.models.generate import generate_batch
 from robustvlm.evaluation.metrics.registry import (
     METRICS,
     after_generation_metrics,

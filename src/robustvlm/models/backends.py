@@ -1,0 +1,195 @@
+"""Model backends: load a model by name as a family and use the operations its family supports.
+
+In the style of lmms-eval's model registry: `BACKENDS` maps a family to a `BackendSpec`, its
+`Backend` class and the capabilities it declares (from `CAPABILITIES`). `load_backend` infers
+the family from the name when not given (`infer_family`), loads the model in eval mode with its
+processor and returns the family's Backend. Adding a family = one registry entry + its class
+(which says how to load the model, and overrides an operation only where the family computes
+it differently).
+
+| family   | models                                               | capabilities                            |
+|----------|------------------------------------------------------|-----------------------------------------|
+| `vlm`    | image-text-to-text (Idefics3, LLaVA, Qwen2-VL, ...)  | generate, option_loglik, image_embed    |
+| `clip`   | CLIP dual encoders                                   | image_embed, text_embed                 |
+| `siglip` | SigLIP dual encoders                                 | image_embed, text_embed                 |
+
+The operations (`Backend.generate`, `option_logliks`, `embed_images`, `embed_texts`) call the
+model operations of `models.generate`, `models.loglik`, `models.vision` and
+`models.text_encoder`; asking a backend for one its family does not declare is a ConfigError
+naming the model, its family and what it supports.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+from transformers import AutoConfig, AutoModel, AutoProcessor
+
+from robustvlm.errors import ConfigError
+from robustvlm.models.generate import generate_batch
+from robustvlm.models.loading import TINY_PREFIX, load_vlm
+from robustvlm.models.loglik import OptionScores, option_logliks
+from robustvlm.models.text_encoder import tower_text_embeddings
+from robustvlm.models.tiny_clip import build_tiny_dual_encoder
+from robustvlm.models.vision import VisionTowerEmbedder
+
+CAPABILITIES = ("generate", "option_loglik", "image_embed", "text_embed")
+DEFAULT_FAMILY = "vlm"  # the family of a model whose type no other family claims
+
+
+class Backend(ABC):
+    """A loaded model (eval mode) and its processor, with the operations of its family.
+
+    Attributes:
+        name: the hub name, folder or "tiny:..." name it was loaded by.
+        family: its key in `BACKENDS`.
+        model, processor: the loaded model and processor.
+    """
+
+    def __init__(self, name: str, family: str, model: torch.nn.Module, processor: Any):
+        self.name, self.family, self.processor = name, family, processor
+        self.model = model.eval()
+
+    @classmethod
+    @abstractmethod
+    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
+        """Load `name` as this family (arguments: see `load_backend`)."""
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """The operations its family declares (`BACKENDS`)."""
+        return BACKENDS[self.family].capabilities
+
+    def supports(self, *capabilities: str) -> bool:
+        """True when the family declares every one of `capabilities`."""
+        unknown = set(capabilities) - set(CAPABILITIES)
+        if unknown:
+            raise ConfigError(f"unknown capabilities {sorted(unknown)}; known: {list(CAPABILITIES)}")
+        return set(capabilities) <= self.capabilities
+
+    def require(self, *capabilities: str) -> None:
+        """Raise ConfigError naming the model, its family and what it supports unless it
+        supports every one of `capabilities`."""
+        if not self.supports(*capabilities):
+            missing = [c for c in capabilities if c not in self.capabilities]
+            raise ConfigError(
+                f"model '{self.name}' (family '{self.family}') does not support {', '.join(missing)}; "
+                f"it supports {', '.join(c for c in CAPABILITIES if c in self.capabilities)}"
+            )
+
+    # Each operation's keyword options are those of the model operation it calls.
+
+    def generate(self, batch: dict[str, Any], **options: Any) -> list[str]:
+        """Greedy replies to a left-padded generation batch, one per row
+        (`models.generate.generate_batch`: max_new_tokens, repetition_penalty)."""
+        self.require("generate")
+        return generate_batch(self.model, self.processor, batch, **options)
+
+    def option_logliks(self, messages: list[dict], continuations: Sequence[str], **options: Any) -> OptionScores:
+        """Log-likelihoods (nats) of K continuations of a chat prompt
+        (`models.loglik.option_logliks`: images, shared_prefix, record)."""
+        self.require("option_loglik")
+        return option_logliks(self.model, self.processor, messages, continuations, **options)
+
+    def embed_images(self, images: list[Image.Image], **options: Any) -> np.ndarray:
+        """Image embeddings, float32 [n, d], unit-norm unless `normalize=False`
+        (`models.vision.VisionTowerEmbedder`: batch_size, normalize)."""
+        self.require("image_embed")
+        return VisionTowerEmbedder(self.model, self.processor, **options)(images)
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-norm text embeddings, float32 [n, d], from a dual encoder's text tower
+        (`models.text_encoder.tower_text_embeddings`)."""
+        self.require("text_embed")
+        return tower_text_embeddings(self.model, self.processor, texts).cpu().numpy()
+
+
+class VLMBackend(Backend):
+    """A generative image-text-to-text model (`models.loading.load_vlm`)."""
+
+    @classmethod
+    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
+        model, processor = load_vlm(name, corpus=corpus, trust_remote_code=trust_remote_code)
+        return cls(name, family, model, processor)
+
+
+class DualEncoderBackend(Backend):
+    """A CLIP- or SigLIP-style dual encoder (`AutoModel`; "tiny:clip" / "tiny:siglip" offline)."""
+
+    @classmethod
+    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
+        if name.startswith(TINY_PREFIX):
+            model, processor = build_tiny_dual_encoder(name[len(TINY_PREFIX):], corpus=corpus or ())
+            return cls(name, family, model, processor)
+        kwargs = {"trust_remote_code": True} if trust_remote_code else {}
+        try:
+            model, processor = AutoModel.from_pretrained(name, **kwargs), AutoProcessor.from_pretrained(name, **kwargs)
+        except (OSError, ValueError, KeyError) as exc:
+            raise ConfigError(f"cannot load dual encoder '{name}': {exc}") from exc
+        return cls(name, family, model, processor)
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A family of the registry.
+
+    Attributes:
+        backend: its Backend class (loading and the operations it implements).
+        capabilities: the operations it supports, from CAPABILITIES.
+        model_types: prefixes of the HF config `model_type` (and of the "tiny:" kind) that
+            make a model this family; none for the default family.
+    """
+
+    backend: type[Backend]
+    capabilities: frozenset[str]
+    model_types: tuple[str, ...] = ()
+
+
+BACKENDS: dict[str, BackendSpec] = {
+    "vlm": BackendSpec(VLMBackend, frozenset({"generate", "option_loglik", "image_embed"})),
+    "clip": BackendSpec(DualEncoderBackend, frozenset({"image_embed", "text_embed"}), ("clip",)),
+    "siglip": BackendSpec(DualEncoderBackend, frozenset({"image_embed", "text_embed"}), ("siglip",)),
+}
+
+
+def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
+    """The family of a model: the one whose `model_types` prefixes its config's `model_type`
+    (for "tiny:<kind>", the kind: "tiny:clip" is a CLIP), else DEFAULT_FAMILY."""
+    if name.startswith(TINY_PREFIX):
+        model_type = name[len(TINY_PREFIX):]
+    else:
+        kwargs = {"trust_remote_code": True} if trust_remote_code else {}
+        try:
+            model_type = str(AutoConfig.from_pretrained(name, **kwargs).model_type)
+        except (OSError, ValueError, KeyError) as exc:
+            raise ConfigError(f"cannot read the config of model '{name}' to infer its family: {exc}") from exc
+    for family, spec in BACKENDS.items():
+        if any(model_type.startswith(prefix) for prefix in spec.model_types):
+            return family
+    return DEFAULT_FAMILY
+
+
+def load_backend(
+    name: str, family: str | None = None, *, corpus: list[str] | None = None, trust_remote_code: bool = False
+) -> Backend:
+    """Load a model and its processor as a Backend.
+
+    Args:
+        name: hub name, local folder, or "tiny:<kind>" (built offline: "tiny:idefics3",
+            "tiny:llava", "tiny:clip", "tiny:siglip").
+        family: a key of BACKENDS; None infers it (`infer_family`).
+        corpus: tokenizer training text for "tiny:" models (ignored for others).
+        trust_remote_code: passed to transformers only when True.
+
+    Raises ConfigError for an unknown family or a model that cannot be loaded.
+    """
+    family = family or infer_family(name, trust_remote_code=trust_remote_code)
+    if family not in BACKENDS:
+        raise ConfigError(f"model '{name}': family must be one of {list(BACKENDS)}, got '{family}'")
+    return BACKENDS[family].backend.load(name, family, corpus=corpus, trust_remote_code=trust_remote_code)

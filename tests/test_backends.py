@@ -1,0 +1,139 @@
+"""The backend registry: families, loading, capability errors, operations against direct
+computations, and mc scoring chosen by capability."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+from robustvlm.errors import ConfigError
+from robustvlm.models import backends, text_encoder
+from robustvlm.models.backends import (
+    BACKENDS,
+    CAPABILITIES,
+    BackendSpec,
+    DualEncoderBackend,
+    VLMBackend,
+    load_backend,
+)
+from robustvlm.models.loglik import option_logliks
+from robustvlm.models.text_encoder import load_text_encoder
+from robustvlm.multiple_choice.build import MCQuestion
+from robustvlm.multiple_choice.evaluate import make_scorer
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def vlm():
+    return load_backend("tiny:idefics3")
+
+
+@pytest.fixture(scope="module", params=["clip", "siglip"])
+def dual(request):
+    return load_backend(f"tiny:{request.param}")
+
+
+def _question() -> MCQuestion:
+    buf = io.BytesIO()
+    Image.new("RGB", (48, 48), (200, 40, 10)).save(buf, format="PNG")
+    return MCQuestion(id="q1", image=buf.getvalue(), question="", options=["dog", "cat", "star"], answer=0,
+                      source="test", dataset_class="dog", prompt="What type of object is in this photo?")
+
+
+def test_registry_declares_known_capabilities():
+    assert list(BACKENDS) == ["vlm", "clip", "siglip"]
+    for spec in BACKENDS.values():
+        assert spec.capabilities and spec.capabilities <= set(CAPABILITIES)
+    assert BACKENDS["vlm"].capabilities == {"generate", "option_loglik", "image_embed"}
+
+
+def test_load_backend_gives_the_family_class_in_eval_mode(vlm, dual):
+    assert isinstance(vlm, VLMBackend) and vlm.family == "vlm" and not vlm.model.training
+    assert isinstance(dual, DualEncoderBackend) and dual.family == dual.name.split(":")[1]
+    assert not dual.model.training
+
+
+def test_unsupported_operation_names_model_family_and_capabilities(vlm):
+    clip = load_backend("tiny:clip")
+    with pytest.raises(ConfigError, match=r"model 'tiny:clip' \(family 'clip'\) does not support "
+                                          r"generate; it supports image_embed, text_embed"):
+        clip.generate({})
+    with pytest.raises(ConfigError, match="does not support option_loglik"):
+        clip.option_logliks([], ["a"])
+    with pytest.raises(ConfigError, match=r"'tiny:idefics3' \(family 'vlm'\) does not support text_embed; "
+                                          r"it supports generate, option_loglik, image_embed"):
+        vlm.embed_texts(["a dog"])
+    with pytest.raises(ConfigError, match="unknown capabilities"):
+        vlm.supports("reward")
+
+
+def test_unknown_family_and_unloadable_models(tmp_path):
+    with pytest.raises(ConfigError, match="family must be one of"):
+        load_backend("tiny:clip", "reward")
+    with pytest.raises(ConfigError, match="cannot load dual encoder"):
+        load_backend(str(tmp_path / "missing"), "clip")
+    with pytest.raises(ConfigError, match="unknown tiny"):
+        load_backend("tiny:nothing")
+
+
+@pytest.mark.parametrize(("module", "classes", "load"), [
+    (backends, ("AutoModel", "AutoProcessor"), lambda **kw: load_backend("org/clip", "clip", **kw)),
+    (text_encoder, ("AutoModel", "AutoTokenizer"), lambda **kw: load_text_encoder("org/encoder", **kw)),
+])
+def test_remote_code_only_when_asked(monkeypatch, module, classes, load):
+    """Dual encoders (here) and text encoders pass trust_remote_code only when it is True."""
+    calls = []
+
+    def record(name, **kwargs):
+        calls.append(kwargs)
+        return torch.nn.Linear(1, 1)
+
+    for cls in classes:
+        monkeypatch.setattr(getattr(module, cls), "from_pretrained", record)
+    load()
+    load(trust_remote_code=True)
+    assert calls == [{}, {}, {"trust_remote_code": True}, {"trust_remote_code": True}]
+
+
+def test_embed_texts_is_the_normalised_text_tower_output(dual):
+    texts = ["a photo of a dog", "star", "a small red circle"]
+    got = dual.embed_texts(texts)
+    tokenizer, model = dual.processor.tokenizer, dual.model
+    for text, row in zip(texts, got):  # one text at a time, through the tower's own modules
+        if dual.family == "siglip":
+            ids = tokenizer([text], padding="max_length", max_length=model.config.text_config.max_position_embeddings,
+                            return_tensors="pt")["input_ids"]
+            with torch.no_grad():
+                emb = model.text_model(input_ids=ids).pooler_output[0]
+        else:
+            enc = tokenizer([text], return_tensors="pt")
+            with torch.no_grad():
+                emb = model.text_projection(model.text_model(**enc).pooler_output)[0]
+        np.testing.assert_allclose(row, F.normalize(emb, dim=-1).numpy(), atol=1e-5)
+
+
+def test_vlm_operations_call_the_model_operations(vlm):
+    messages = [{"role": "user", "content": [{"type": "text", "text": "Name a shape."}]}]
+    got = vlm.option_logliks(messages, ["circle", "star"])
+    assert got == option_logliks(vlm.model, vlm.processor, messages, ["circle", "star"])
+    raw = vlm.embed_images([Image.new("RGB", (64, 64), (9, 99, 199))], normalize=False)
+    assert raw.shape == (1, vlm.model.config.text_config.hidden_size)
+
+
+def test_mc_scoring_follows_capabilities(vlm, monkeypatch):
+    q = _question()
+    clip = load_backend("tiny:clip")
+    assert set(make_scorer(clip, method="generate", normalize=True)([q])[0]) == {"prediction", "scores"}
+    assert "n_tokens" in make_scorer(vlm, method="loglik", normalize=True)([q])[0]
+    assert "response" in make_scorer(vlm, method="generate", normalize=True)([q])[0]
+    # a family that only embeds texts (one registry entry) can score questions in no way
+    monkeypatch.setitem(BACKENDS, "text_only", BackendSpec(DualEncoderBackend, frozenset({"text_embed"})))
+    text_only = DualEncoderBackend("tiny:clip", "text_only", clip.model, clip.processor)
+    with pytest.raises(ConfigError, match="does not support option_loglik; it supports text_embed"):
+        make_scorer(text_only, method="loglik", normalize=True)
