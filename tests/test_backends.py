@@ -24,7 +24,7 @@ from robustvlm.models.backends import (
 from robustvlm.models.loglik import option_logliks
 from robustvlm.models.text_encoder import load_text_encoder
 from robustvlm.multiple_choice.build import MCQuestion
-from robustvlm.multiple_choice.evaluate import make_scorer
+from robustvlm.multiple_choice.scoring import make_scorer, scoring_method
 
 torch.set_num_threads(1)
 
@@ -129,11 +129,14 @@ def test_vlm_operations_call_the_model_operations(vlm):
 def test_mc_scoring_follows_capabilities(vlm, monkeypatch):
     q = _question()
     clip = load_backend("tiny:clip")
-    assert set(make_scorer(clip, method="generate", normalize=True)([q])[0]) == {"prediction", "scores"}
-    assert "n_tokens" in make_scorer(vlm, method="loglik", normalize=True)([q])[0]
-    assert "response" in make_scorer(vlm, method="generate", normalize=True)([q])[0]
+    assert scoring_method("clip", "generate") == "similarity"
+    assert set(make_scorer(clip, way="similarity", normalize=True)([q])[0]) == {"prediction", "scores"}
+    assert scoring_method("vlm", "loglik") == "loglik" and scoring_method("vlm", "generate") == "generate"
+    assert "n_tokens" in make_scorer(vlm, way="loglik", normalize=True)([q])[0]
+    assert "response" in make_scorer(vlm, way="generate", normalize=True)([q])[0]
     # a family that only embeds texts (one registry entry) can score questions in no way
     monkeypatch.setitem(BACKENDS, "text_only", BackendSpec(DualEncoderBackend, frozenset({"text_embed"})))
-    text_only = DualEncoderBackend("tiny:clip", "text_only", clip.model, clip.processor)
     with pytest.raises(ConfigError, match="does not support option_loglik; it supports text_embed"):
-        make_scorer(text_only, method="loglik", normalize=True)
+        scoring_method("text_only", "loglik")
+    with pytest.raises(ConfigError, match="does not support option_loglik"):
+        make_scorer(clip, way="loglik", normalize=True)

@@ -58,12 +58,13 @@ def test_data_check_takes_images_from_the_image_root(tmp_path, capsys):
     assert f"error: image root {tmp_path / 'none'}: not found" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", [
-    ["eval", "--model", "m", "--out", "o"],
-    ["mc", "build", "--out", "q.jsonl"],
+@pytest.mark.parametrize(("command", "workflow"), [
+    (["eval", "--model", "m", "--out", "o"], "robustvlm.workflows.evaluate"),
+    (["mc", "build", "--out", "q.jsonl"], "robustvlm.workflows.mc_build"),
 ])
-def test_eval_and_mc_build_pass_the_image_root_to_the_loader(monkeypatch, command):
-    from robustvlm.data import loaders
+def test_eval_and_mc_build_pass_the_image_root_to_the_loader(monkeypatch, command, workflow):
+    import importlib
+
     from robustvlm.errors import DataError
 
     seen = {}
@@ -72,7 +73,7 @@ def test_eval_and_mc_build_pass_the_image_root_to_the_loader(monkeypatch, comman
         seen.update(kwargs, path=path)
         raise DataError("stop here")
 
-    monkeypatch.setattr(loaders, "load_examples", record_call)
+    monkeypatch.setattr(importlib.import_module(workflow), "load_examples", record_call)
     assert main([*command, "--data", "d.jsonl", "--image-root", "imgs"]) == 2
     assert seen["path"] == "d.jsonl" and seen["image_root"] == "imgs"
 
@@ -102,7 +103,7 @@ def test_parser_defaults_follow_the_paper():
 def test_mc_build_visual_distractors_use_the_vision_model(tmp_path, capsys):
     from robustvlm.data.loaders import load_examples
     from robustvlm.multiple_choice import build_questions, read_questions
-    from robustvlm.multiple_choice.image_embedder import load_image_embedder
+    from robustvlm.workflows.mc_build import load_image_embedder
 
     data = tmp_path / "synth"
     assert main(["data", "synth", "--benchmark", "domains", "--out", str(data), "--n-per-env", "1"]) == 0

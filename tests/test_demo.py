@@ -7,8 +7,8 @@ import json
 import torch
 
 from robustvlm.cli import main
-from robustvlm.demo import demo_spec
-from robustvlm.study import study_runs
+from robustvlm.workflows.demo import demo_spec
+from robustvlm.workflows.study import study_runs
 
 torch.set_num_threads(1)
 

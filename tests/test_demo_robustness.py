@@ -9,22 +9,23 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from robustvlm.analysis.robustness import LineFit, ModelPoint, ModelRobustness
 from robustvlm.data.collate import IGNORE_INDEX, VLMCollator
 from robustvlm.data.loaders import load_examples
-from robustvlm.demo_robustness import (
+from robustvlm.models.loading import load_vlm
+from robustvlm.multiple_choice.score import encode_prefix, option_token_ids, score_options
+from robustvlm.report.robustness_demo import fit_verdict
+from robustvlm.workflows.demo_robustness import (
     QUICK,
     REFERENCE,
     SHIFTS,
     SUITE,
     Member,
-    fit_verdict,
     held_out_indices,
     member_config,
     prepare_data,
     run_robustness_demo,
 )
-from robustvlm.models.loading import load_vlm
-from robustvlm.multiple_choice.score import encode_prefix, option_token_ids, score_options
 from robustvlm.workflows.train import train
 
 EPS = 1e-4  # accuracies of exactly 0 or 1 are clipped before the probit
@@ -87,7 +88,7 @@ def test_outputs_exist(demo):
 
 def test_every_model_scored_on_every_bench(demo):
     out, summary = demo
-    with open(summary["results_csv"], newline="") as f:
+    with open(summary.results_csv, newline="") as f:
         rows = list(csv.DictReader(f))
     pairs = {(r["model"], r["bench"]) for r in rows}
     models = {str(out / "models" / m.name / "final") for m in QUICK.members}
@@ -101,7 +102,7 @@ def test_every_model_scored_on_every_bench(demo):
 
 def test_fit_and_effective_robustness_recomputed(demo):
     out, summary = demo
-    with open(summary["results_csv"], newline="") as f:
+    with open(summary.results_csv, newline="") as f:
         acc = {(r["model"], r["bench"]): float(r["accuracy"]) for r in csv.DictReader(f)}
     for shift in SHIFTS:
         fit = json.loads((out / "fits" / shift / "fit.json").read_text())
@@ -114,7 +115,7 @@ def test_fit_and_effective_robustness_recomputed(demo):
         expected = shifted - norm.cdf(slope * x + intercept)
         got = [m["effective_robustness"] for m in fit["models"]]
         np.testing.assert_allclose(got, expected, atol=1e-9)
-        reported = {m["model"]: m["effective_robustness"] for m in summary["fits"][shift]["models"]}
+        reported = {m.point.model: m.effective_robustness for m in summary.fits[shift].models}
         assert set(reported) == {m.name for m in QUICK.members}
         np.testing.assert_allclose(sorted(reported.values()), sorted(got), atol=1e-12)
 
@@ -124,13 +125,16 @@ def test_rerun_resumes_without_changes(demo):
     before = (out / "scores" / "results.csv").read_text()
     again = run_robustness_demo(out, quick=True)
     assert (out / "scores" / "results.csv").read_text() == before
-    assert again["fits"] == summary["fits"]
+    assert again.to_dict()["fits"] == summary.to_dict()["fits"]
 
 
 def test_verdict_flags_near_chance_even_with_high_r2():
-    fit = {"slope": 0.9, "intercept": 0.0, "r2": 0.95}
-    near = [{"acc_ref": 0.22}, {"acc_ref": 0.25}]
-    learned = [{"acc_ref": 0.5}, {"acc_ref": 0.8}]
+    fit = LineFit(slope=0.9, intercept=0.0, r2=0.95, n=2)
+
+    def models(*acc_refs):
+        return [ModelRobustness(ModelPoint("m", "f", a, 0.5, 10, 10), True, (0, 1), (0, 1), 0.0) for a in acc_refs]
+
+    near, learned = models(0.22, 0.25), models(0.5, 0.8)
     assert "fits noise" in fit_verdict(fit, near, chance=0.2)
     assert fit_verdict(fit, learned, chance=0.2).startswith("r^2 0.95")
-    assert "poor fit" in fit_verdict({**fit, "r2": 0.1}, learned, chance=0.2)
+    assert "poor fit" in fit_verdict(LineFit(0.9, 0.0, 0.1, 2), learned, chance=0.2)

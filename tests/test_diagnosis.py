@@ -15,10 +15,11 @@ from robustvlm.data.synth import synthesize
 from robustvlm.data.wordnet import open_wordnet, wordnet_available
 from robustvlm.errors import DataError
 from robustvlm.evaluation import diagnose
-from robustvlm.evaluation.icl import task_corpus
 from robustvlm.models import find_parts
 from robustvlm.models.backends import load_backend
 from robustvlm.models.loglik import option_logliks
+from robustvlm.workflows.diagnose import run_diagnosis
+from robustvlm.workflows.icl import task_corpus
 
 torch.set_num_threads(1)
 
@@ -141,8 +142,8 @@ def test_class_descriptions_from_wordnet_or_given():
 
 @pytest.mark.skipif(not wordnet_available(), reason="WordNet (wordnet-base) not installed")
 def test_run_diagnosis_smoke(tmp_path, shapes):
-    result = diagnose.run_diagnosis("tiny:idefics3", shapes, tmp_path, shots=1, n_per_domain=1)
-    rows = result["rows"]
+    result = run_diagnosis("tiny:idefics3", shapes, tmp_path, shots=1, n_per_domain=1)
+    rows = result.rows
     assert [r["domain"] for r in rows] == ["cartoon", "noisy", "photo", "sketch"]
     for r in rows:
         assert r["n_classes"] == 8 and r["n_images"] == 24 and r["verdict"] in VERDICTS

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from robustvlm.analysis.icl import IclCell, icl_summary
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import ConfigError, DataError
@@ -17,6 +18,8 @@ from robustvlm.evaluation.metrics.exact import normalize_answer
 from robustvlm.models import load_vlm
 from robustvlm.models.backends import load_backend
 from robustvlm.models.generate import generate_batch
+from robustvlm.workflows import icl as icl_run
+from robustvlm.workflows.icl import task_corpus
 
 torch.set_num_threads(1)
 
@@ -30,7 +33,7 @@ def examples(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny(examples):
-    backend = load_backend("tiny:idefics3", corpus=icl.task_corpus(examples))
+    backend = load_backend("tiny:idefics3", corpus=task_corpus(examples))
     return backend.model, backend.processor
 
 
@@ -149,7 +152,7 @@ def test_evaluate_icl_is_deterministic_and_counts_right(examples, tiny):
     icl.evaluate_icl(model, processor, examples, predictions=preds_c, batch_size=3, **kwargs)
     assert rows_a == rows_b and preds_a == preds_b
     assert [p["demos"] for p in preds_a] == [p["demos"] for p in preds_c]  # demos ignore batching
-    cells = {(r["shots"], r["policy"]) for r in rows_a}
+    cells = {(r.shots, r.policy) for r in rows_a}
     assert cells == {(0, "zero-shot"), (2, "random"), (2, "cross-domain")}
     queries = {p["id"] for p in preds_a}
     for p in preds_a:
@@ -161,23 +164,23 @@ def test_evaluate_icl_is_deterministic_and_counts_right(examples, tiny):
         brute[(p["shots"], p["policy"], p["domain"])].append(p["correct"])
         brute[(p["shots"], p["policy"], "all")].append(p["correct"])
     for r in rows_a:
-        got = brute[(r["shots"], r["policy"], r["domain"])]
-        assert r["n"] == len(got) and r["accuracy"] == pytest.approx(np.mean(got))
-        assert r["n"] == (8 if r["domain"] == "all" else 2)
+        got = brute[(r.shots, r.policy, r.domain)]
+        assert r.n == len(got) and r.accuracy == pytest.approx(np.mean(got))
+        assert r.n == (8 if r.domain == "all" else 2)
 
 
 def test_gain_and_cost_arithmetic():
     rows = [
-        {"shots": 0, "policy": "zero-shot", "domain": "a", "n": 10, "correct": 2, "accuracy": 0.2},
-        {"shots": 2, "policy": "random", "domain": "a", "n": 10, "correct": 5, "accuracy": 0.5},
-        {"shots": 2, "policy": "spurious", "domain": "a", "n": 10, "correct": 3, "accuracy": 0.3},
-        {"shots": 2, "policy": "spurious", "domain": "b", "n": 10, "correct": 4, "accuracy": 0.4},
+        IclCell(0, "zero-shot", "a", 10, 2, 0.2),
+        IclCell(2, "random", "a", 10, 5, 0.5),
+        IclCell(2, "spurious", "a", 10, 3, 0.3),
+        IclCell(2, "spurious", "b", 10, 4, 0.4),
     ]
-    out = icl.icl_summary(rows)
-    assert out[0]["gain"] is None and out[0]["cost"] is None
-    assert out[1]["gain"] == pytest.approx(0.3) and out[1]["cost"] == pytest.approx(0.0)
-    assert out[2]["gain"] == pytest.approx(0.1) and out[2]["cost"] == pytest.approx(0.2)
-    assert out[3]["gain"] is None and out[3]["cost"] is None  # no 0-shot / random row for b
+    out = icl_summary(rows)
+    assert out[0].gain is None and out[0].cost is None
+    assert out[1].gain == pytest.approx(0.3) and out[1].cost == pytest.approx(0.0)
+    assert out[2].gain == pytest.approx(0.1) and out[2].cost == pytest.approx(0.2)
+    assert out[3].gain is None and out[3].cost is None  # no 0-shot / random row for b
 
 
 def test_bad_arguments(examples, tiny):
@@ -191,10 +194,10 @@ def test_bad_arguments(examples, tiny):
 def test_run_icl_writes_results(tmp_path, examples):
     root = tmp_path / "data"
     synthesize("domains", root, n_per_env=2)
-    result = icl.run_icl("tiny:idefics3", root / "shapes", tmp_path / "out", shots=(0, 1),
-                         policies=("same-domain",), n_per_domain=1, seed=0)
+    result = icl_run.run_icl("tiny:idefics3", root / "shapes", tmp_path / "out", shots=(0, 1),
+                             policies=("same-domain",), n_per_domain=1, seed=0)
     saved = json.loads((tmp_path / "out" / "icl_results.json").read_text())
-    assert saved == json.loads(json.dumps(result))
+    assert saved == json.loads(json.dumps(result.to_dict()))
     assert {r["domain"] for r in saved["rows"]} == {"photo", "sketch", "cartoon", "noisy", "all"}
     assert "| 1 | same-domain |" in (tmp_path / "out" / "icl_results.md").read_text()
     lines = (tmp_path / "out" / "icl_predictions.jsonl").read_text().splitlines()
@@ -225,14 +228,14 @@ def test_killed_run_resumes_without_recomputing(tmp_path, monkeypatch):
 
     whole: list[int] = []
     _counting_generate(monkeypatch, whole)
-    expected = icl.run_icl("tiny:idefics3", root / "shapes", tmp_path / "whole", **kwargs)
+    expected = icl_run.run_icl("tiny:idefics3", root / "shapes", tmp_path / "whole", **kwargs)
     assert sum(whole) == n_records
 
     out = tmp_path / "killed"
     _counting_generate(monkeypatch, [], kill_on_call=3)
     with pytest.raises(_Killed):
-        icl.run_icl("tiny:idefics3", root / "shapes", out, **kwargs)
-    log = out / icl.PREDICTIONS_FILE
+        icl_run.run_icl("tiny:idefics3", root / "shapes", out, **kwargs)
+    log = out / icl_run.PREDICTIONS_FILE
     kept = log.read_text().splitlines()
     assert len(kept) == 8  # two batches of four were written before the kill
     with log.open("a") as f:  # and the kill tore the next line
@@ -240,32 +243,30 @@ def test_killed_run_resumes_without_recomputing(tmp_path, monkeypatch):
 
     resumed: list[int] = []
     _counting_generate(monkeypatch, resumed)
-    result = icl.run_icl("tiny:idefics3", root / "shapes", out, resume=True, **kwargs)
+    result = icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, **kwargs)
     assert sum(resumed) == n_records - len(kept)
     assert result == expected
     assert (out / "icl_results.json").read_text() == (tmp_path / "whole" / "icl_results.json").read_text()
-    assert log.read_text() == (tmp_path / "whole" / icl.PREDICTIONS_FILE).read_text()
+    assert log.read_text() == (tmp_path / "whole" / icl_run.PREDICTIONS_FILE).read_text()
 
     again: list[int] = []  # a finished run resumes to the same results with no generation at all
     _counting_generate(monkeypatch, again)
-    assert icl.run_icl("tiny:idefics3", root / "shapes", out, resume=True, **kwargs) == expected
+    assert icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, **kwargs) == expected
     assert again == []
 
 
 def test_resume_refuses_other_settings(tmp_path):
+    root = tmp_path / "data"
+    synthesize("domains", root, n_per_env=2)
     out = tmp_path / "out"
-    config = {"model": "tiny:idefics3", "data": str(tmp_path / "absent"), "shots": [0, 1], "policies": ["random"],
-              "n_per_domain": 2, "seed": 0}
-    icl.check_saved_config(out, config, resume=False)
-    icl.check_saved_config(out, config, resume=True)  # same settings: fine
+    kwargs = dict(shots=(0, 1), policies=("random",), n_per_domain=1, progress=False)
+    icl_run.run_icl("tiny:idefics3", root / "shapes", out, seed=0, **kwargs)
+    with pytest.raises(ConfigError, match="pass --resume"):  # a finished run is never overwritten
+        icl_run.run_icl("tiny:idefics3", root / "shapes", out, seed=0, **kwargs)
     with pytest.raises(ConfigError, match=r"differs in \['seed', 'shots'\]"):
-        icl.check_saved_config(out, {**config, "seed": 1, "shots": [0, 2]}, resume=True)
-    (out / icl.CONFIG_FILE).unlink()
-    (out / icl.PREDICTIONS_FILE).write_text("{}\n")
-    with pytest.raises(ConfigError, match="settings are unknown"):
-        icl.check_saved_config(out, config, resume=True)
-    (out / icl.PREDICTIONS_FILE).write_text('{"shots": 0}\nnot json\n{"shots": 0}\n')
-    icl.check_saved_config(out, config, resume=False)  # a fresh run may overwrite
+        icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, **{**kwargs, "seed": 1, "shots": (0, 2)})
+    icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, seed=0, **{**kwargs, "batch_size": 3})
+    log = out / icl_run.PREDICTIONS_FILE
+    log.write_text('{"shots": 0}\nnot json\n' + log.read_text())
     with pytest.raises(DataError, match="line 2 is not valid JSON"):  # only a torn *last* line is dropped
-        icl.run_icl("tiny:idefics3", tmp_path / "absent", out, shots=(0, 1), policies=("random",),
-                    n_per_domain=2, resume=True)
+        icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, seed=0, **kwargs)

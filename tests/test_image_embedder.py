@@ -12,7 +12,7 @@ from robustvlm.errors import ConfigError
 from robustvlm.models import build_tiny_vlm
 from robustvlm.models.backends import load_backend
 from robustvlm.models.vision import VisionTowerEmbedder, pool_image_features
-from robustvlm.multiple_choice.image_embedder import load_image_embedder
+from robustvlm.workflows.mc_build import load_image_embedder
 
 torch.set_num_threads(1)
 

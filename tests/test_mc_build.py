@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from robustvlm.analysis.accuracy import circular_correct
 from robustvlm.data.records import Example
 from robustvlm.data.wordnet import wordnet_available
 from robustvlm.errors import ConfigError, DataError
@@ -18,7 +19,6 @@ from robustvlm.multiple_choice import (
     DUAL_ENCODER_TEMPLATES,
     PROMPTS,
     build_questions,
-    circular_correct,
     format_question,
     read_questions,
     rotations,

@@ -12,12 +12,13 @@ import torch
 from PIL import Image
 
 from robustvlm.analysis.stats import clopper_pearson
-from robustvlm.errors import DataError
+from robustvlm.errors import ConfigError, DataError
 from robustvlm.models.backends import infer_family
 from robustvlm.models.tiny_clip import build_tiny_clip
-from robustvlm.multiple_choice import evaluate as ev
+from robustvlm.multiple_choice import scoring
 from robustvlm.multiple_choice.build import MCQuestion, write_questions
 from robustvlm.multiple_choice.stability import accuracy_vs_size
+from robustvlm.workflows import mc_eval as ev
 
 torch.set_num_threads(1)
 
@@ -77,13 +78,13 @@ def test_resume_scores_only_missing_questions(bench, tmp_path, monkeypatch):
     lines = jsonl.read_text().splitlines(keepends=True)
     jsonl.write_text("".join(lines[:2]) + lines[2][:25])  # two rows kept, a torn third
     scored = []
-    original = ev.score_options
+    original = scoring.score_options
 
     def counting(model, processor, question):
         scored.append(question.id)
         return original(model, processor, question)
 
-    monkeypatch.setattr(ev, "score_options", counting)
+    monkeypatch.setattr(scoring, "score_options", counting)
     again = _csv(ev.evaluate_models(["tiny:idefics3"], [bench], out, resume=True))
     assert scored == [f"img{i}" for i in range(2, 6)]
     assert again == first
@@ -94,11 +95,24 @@ def test_resume_scores_only_missing_questions(bench, tmp_path, monkeypatch):
 
 
 def test_bad_complete_line_is_an_error(bench, tmp_path):
+    ev.evaluate_models(["tiny:clip"], [bench], tmp_path / "out")
     jsonl = tmp_path / "out" / "tiny_clip" / "shapes.jsonl"
-    jsonl.parent.mkdir(parents=True)
-    jsonl.write_text("{not json\n")
+    jsonl.write_text("{not json\n" + jsonl.read_text())
     with pytest.raises(DataError, match="line 1"):
         ev.evaluate_models(["tiny:clip"], [bench], tmp_path / "out", resume=True)
+
+
+def test_results_record_the_scoring_method_and_resume_keeps_it(bench, tmp_path, monkeypatch):
+    """log-likelihood rows are never reported as generation results (a bug once)."""
+    out = tmp_path / "out"
+    rows = _csv(ev.evaluate_models(["tiny:idefics3", "tiny:clip"], [bench], out))
+    assert [r["method"] for r in rows] == ["loglik", "similarity"]
+    with pytest.raises(ConfigError, match=r"differs in \['method'\]"):
+        ev.evaluate_models(["tiny:idefics3"], [bench], out, method="generate", resume=True)
+    with pytest.raises(ConfigError, match="pass --resume"):
+        ev.evaluate_models(["tiny:idefics3"], [bench], out, method="generate")
+    generated = _csv(ev.evaluate_models(["tiny:llava"], [bench], tmp_path / "gen", method="generate"))
+    assert generated[0]["method"] == "generate"
 
 
 def test_circular_counts_a_question_only_if_all_rotations_are_right(bench, tmp_path):
@@ -115,7 +129,7 @@ def test_circular_counts_a_question_only_if_all_rotations_are_right(bench, tmp_p
 
 def test_generation_counts_unparsed_replies(bench, tmp_path, monkeypatch):
     replies = iter(["B", "no idea", "Answer: (C)", "cat", "zzz", "A. dog"])
-    monkeypatch.setattr(ev, "generate_answers", lambda m, p, qs: [next(replies) for _ in qs])
+    monkeypatch.setattr(scoring, "generate_answers", lambda m, p, qs: [next(replies) for _ in qs])
     out = tmp_path / "out"
     row = _csv(ev.evaluate_models(["tiny:idefics3"], [bench], out, method="generate", batch_size=4))[0]
     scored = _jsonl(out / "tiny_idefics3" / "shapes.jsonl")

@@ -5,7 +5,8 @@ import json
 import pytest
 import torch
 
-import robustvlm.study as study
+import robustvlm.workflows.study as study
+from robustvlm.analysis.study import aggregate_study
 from robustvlm.cli import main
 from robustvlm.config import EvalConfig
 from robustvlm.data.loaders import load_examples
@@ -19,8 +20,8 @@ from robustvlm.evaluation.metrics.registry import (
     Metric,
     check_metric_names,
 )
-from robustvlm.evaluation.runner import evaluate
 from robustvlm.report.study_report import table1
+from robustvlm.workflows.evaluate import evaluate
 
 torch.set_num_threads(1)
 
@@ -123,14 +124,14 @@ def test_a_registered_metric_is_computed_reported_and_offered(throwaway, example
         assert set(row["scores"]) == {"chrf", "exact", "first", "short"}
         assert row["scores"]["first"] == first_word([row["prediction"]], [row["target"]])[0]
     for group in ("id", "ood"):
-        assert set(metrics[group]) == {"chrf", "exact", "first", "short"}
-    assert json.loads((tmp_path / "metrics.json").read_text()) == metrics
+        assert set(metrics.to_dict()[group]) == {"chrf", "exact", "first", "short"}
+    assert json.loads((tmp_path / "metrics.json").read_text()) == metrics.to_dict()
 
     # resumable: a re-run fills in nothing that is already there
     again = evaluate("tiny:idefics3", examples, tmp_path, cfg=cfg, resume=True, progress=False)
     assert again == metrics and SHORT_CALLS == [8, 0]
 
-    results = study.aggregate_study({"erm": {0: rows}}, ["chrf", "first", "short"])
+    results = aggregate_study({"erm": {0: rows}}, ["chrf", "first", "short"])
     assert table1(results).header == [
         "method", "ID chrF", "ID First word", "ID Short", "OOD chrF", "OOD First word", "OOD Short"]
     assert study.absent_metrics(["first", "short"], ["chrf"]) == {

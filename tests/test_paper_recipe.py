@@ -9,10 +9,10 @@ import pytest
 import torch
 import yaml
 
-import robustvlm.study as study
+import robustvlm.workflows.study as study
 from robustvlm.cli import main
-from robustvlm.study_dry_run import dry_run_spec
 from robustvlm.training.launch import LaunchConfig, launch_command
+from robustvlm.workflows.study_dry_run import dry_run_spec
 
 RECIPE = Path(__file__).resolve().parents[1] / "configs" / "paper" / "dynamic_birm_smolvlm.yaml"
 
@@ -99,9 +99,9 @@ def test_study_trains_through_accelerate_launch(tmp_path, monkeypatch):
         "metrics": ["chrf"],
         "launch": {"accelerate_config": str(accelerate_cfg)},
     }
-    launched = study.run_study(spec, tmp_path / "launched", progress=False)
+    launched = study.run_study(spec, tmp_path / "launched", progress=False).to_dict()
     spec.pop("launch")
-    in_process = study.run_study(spec, tmp_path / "in_process", progress=False)
+    in_process = study.run_study(spec, tmp_path / "in_process", progress=False).to_dict()
     assert launched["methods"]["erm"]["summary"] == in_process["methods"]["erm"]["summary"]
     final = [tmp_path / d / "runs" / "erm" / "seed-0" / "train" / "final" for d in ("launched", "in_process")]
     from safetensors.torch import load_file

@@ -8,11 +8,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from stub_judge_server import StubJudgeServer  # noqa: E402
 
+from robustvlm.analysis.summary import summarize  # noqa: E402
 from robustvlm.config import EvalConfig  # noqa: E402
 from robustvlm.errors import ConfigError  # noqa: E402
 from robustvlm.evaluation.metrics.bertscore import BERTScorer  # noqa: E402
+from robustvlm.evaluation.metrics.registry import (
+    add_after_generation_scores as add_reference_scores,  # noqa: E402
+)
 from robustvlm.evaluation.reference_scores import cee_counts  # noqa: E402
-from robustvlm.evaluation.runner import add_reference_scores, summarize  # noqa: E402
 
 
 def rows():
@@ -37,7 +40,7 @@ def test_bertscore_and_cee_are_added_once(tmp_path):
         assert not add_reference_scores(table, cfg, tmp_path / "cache")  # nothing left to score
         assert stub.requests == asked
     metrics = summarize(table, ["chrf", "bertscore", "cee"])
-    assert metrics["id"]["cee"] == 0.5 and metrics["ood"]["cee"] == 0.5
+    assert metrics.id["cee"] == 0.5 and metrics.ood["cee"] == 0.5
     assert cee_counts(table) == {"n_judged": 4, "n_ties": 0, "n_no_verdict": 0, "n_unparsed_verdicts": 0}
 
 
@@ -46,7 +49,7 @@ def test_undecided_cee_is_absent_not_wrong():
     for row, score in zip(table, [1.0, None, None, 0.0]):
         row["scores"]["cee"] = score
     metrics = summarize(table, ["cee"])
-    assert metrics["per_env"]["e1"]["cee"] == 1.0 and metrics["per_env"]["ocr"]["cee"] == 0.0
+    assert metrics.per_env["e1"].scores["cee"] == 1.0 and metrics.per_env["ocr"].scores["cee"] == 0.0
 
 
 def test_cee_without_judge_is_a_config_error(tmp_path):
@@ -56,4 +59,4 @@ def test_cee_without_judge_is_a_config_error(tmp_path):
 
 def test_unconfigured_metrics_are_absent():
     metrics = summarize(rows(), ["chrf", "bertscore"])
-    assert metrics["id"]["bertscore"] is None  # absent, never 0
+    assert metrics.id["bertscore"] is None  # absent, never 0

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-import robustvlm.study as study
+import robustvlm.analysis.study as aggregation
+import robustvlm.workflows.study as study
 from robustvlm.analysis.stats import paired_bootstrap_test
 from robustvlm.errors import ConfigError
 from robustvlm.report.study_report import table1
@@ -36,7 +37,7 @@ CONFIG = {
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     out = tmp_path_factory.mktemp("study")
-    return out, study.run_study(CONFIG, out, progress=False)
+    return out, study.run_study(CONFIG, out, progress=False).to_dict()
 
 
 def test_outputs_and_results_structure(finished):
@@ -57,7 +58,8 @@ def test_outputs_and_results_structure(finished):
         assert set(info["runs"]) == {"0", "1"}
         for seed in (0, 1):
             run_dir = out / "runs" / label / f"seed-{seed}"
-            assert (run_dir / "config.hash").is_file() and (run_dir / "train" / "final").is_dir()
+            assert (run_dir / "train" / "config.resolved.yaml").is_file() and (run_dir / "train" / "final").is_dir()
+            assert (run_dir / "eval" / "config.resolved.yaml").is_file()
         ood = info["summary"]["ood"]["chrf"]
         seed_scores = [info["runs"][s]["metrics"]["ood"]["chrf"] for s in ("0", "1")]
         assert ood["mean"] == pytest.approx(np.mean(seed_scores))
@@ -79,7 +81,7 @@ def test_second_run_reuses_everything(finished, monkeypatch):
 
     monkeypatch.setattr(study, "train", fail)
     monkeypatch.setattr(study, "evaluate", fail)
-    again = study.run_study(CONFIG, out, progress=False)
+    again = study.run_study(CONFIG, out, progress=False).to_dict()
     assert again["methods"]["erm"]["summary"] == results["methods"]["erm"]["summary"]
 
 
@@ -95,7 +97,7 @@ def test_interrupted_run_resumes_only_what_is_missing(finished, monkeypatch):
     monkeypatch.setattr(
         study, "train", lambda cfg, d, **k: calls.append(d) or real_train(cfg, d, **k)
     )
-    again = study.run_study(CONFIG, out, progress=False)
+    again = study.run_study(CONFIG, out, progress=False).to_dict()
     assert calls == [run_dir / "train"]
     assert len(pred_path.read_text().splitlines()) == len(lines)
     assert again["methods"]["dynamic_birm"]["runs"]["1"]["metrics"]["n"] == len(lines)
@@ -163,7 +165,10 @@ SEED_ROWS = {
 
 
 def test_summary_matches_a_hand_computation():
-    summary = study.summarize_method(SEED_ROWS, ["chrf", "exact"], n_boot=300, seed=4)
+    summary = {
+        split: {m: v.to_dict() for m, v in by.items()}
+        for split, by in aggregation.summarize_method(SEED_ROWS, ["chrf", "exact"], n_boot=300, seed=4).items()
+    }
     # seed 0: ID macro = (0.3 + 0.9) / 2 = 0.6; seed 1: (0.3 + 0.5) / 2 = 0.4
     assert summary["id"]["chrf"]["mean"] == pytest.approx(0.5)
     assert summary["id"]["chrf"]["std"] == pytest.approx(np.sqrt(0.02))
@@ -180,7 +185,7 @@ def test_summary_matches_a_hand_computation():
         s, e = scores[idx], envs[idx]
         boots.append(np.mean([s[e == k].mean() for k in sorted(set(e))]))
     assert summary["id"]["chrf"]["ci"] == pytest.approx(list(np.quantile(boots, [0.025, 0.975])))
-    per_env = study.per_env_means(SEED_ROWS, ["chrf"])
+    per_env = {env: e.to_dict() for env, e in aggregation.per_env_means(SEED_ROWS, ["chrf"]).items()}
     assert per_env["a"]["chrf"] == pytest.approx(0.3) and per_env["b"]["chrf"] == pytest.approx(0.7)
     assert per_env["c"] == {"ood": True, "chrf": pytest.approx(0.3)}
 
@@ -194,7 +199,7 @@ def test_paired_test_matches_direct_call_on_matched_ids():
         for seed, rows in SEED_ROWS.items()
     }
     other[1] = list(reversed(other[1]))  # order must not matter: pairing is by id
-    tests = study.paired_tests(
+    tests = aggregation.paired_tests(
         {"erm": SEED_ROWS, "new": other}, "erm", ["chrf"], n_boot=500, seed=2
     )
     ids = ["a1", "a2", "b1"]
@@ -203,14 +208,14 @@ def test_paired_test_matches_direct_call_on_matched_ids():
     direct = paired_bootstrap_test(
         [new[i] for i in ids], [base[i] for i in ids], n_boot=500, seed=2
     )
-    got = tests["new"]["id"]["chrf"]
+    got = tests["new"]["id"]["chrf"].to_dict()
     assert got["delta"] == pytest.approx(direct["delta"]) and got["p_value"] == direct["p_value"]
     assert got["ci"] == pytest.approx(list(direct["ci"])) and got["n"] == 3
     assert "erm" not in tests
 
 
 def test_table1_shows_absent_metrics_as_dash():
-    results = study.aggregate_study({"erm": SEED_ROWS}, ["chrf", "bertscore"])
+    results = aggregation.aggregate_study({"erm": SEED_ROWS}, ["chrf", "bertscore"])
     table = table1(results)
     assert table.header == ["method", "ID chrF", "ID BERTScore", "OOD chrF", "OOD BERTScore"]
     row = table.rows[0]
@@ -244,7 +249,7 @@ def test_study_with_bertscore_and_cee_against_the_stub_judge(tmp_path, monkeypat
         cfg["base"]["eval"]["judge"] = {
             "base_url": server.url, "model": "stub", "api_key_env": "STUDY_JUDGE_KEY"
         }
-        results = study.run_study(cfg, tmp_path, progress=False)
+        results = study.run_study(cfg, tmp_path, progress=False).to_dict()
     assert results["absent"] == {}
     distinct = 0
     for label, info in results["methods"].items():

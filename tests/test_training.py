@@ -16,8 +16,8 @@ from safetensors.torch import load_file
 from robustvlm.config import validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError
-from robustvlm.evaluation import runner
-from robustvlm.evaluation.runner import evaluate
+from robustvlm.evaluation import generation
+from robustvlm.workflows.evaluate import evaluate
 from robustvlm.workflows.train import train
 
 RAW = {
@@ -94,25 +94,25 @@ def test_evaluate_writes_metrics_and_resumes(uninterrupted, tmp_path, monkeypatc
     examples = load_from_config(cfg.data, run, verbose=False)
     out = tmp_path / "eval"
     metrics = evaluate(result.final_dir, examples, out, cfg=cfg.eval, progress=False)
-    assert metrics["n"] == 16 and set(metrics["per_env"]) == {
+    assert metrics.n == 16 and set(metrics.per_env) == {
         "train-0.9", "train-0.8", "test-reversed", "test-nocolour"}
-    assert metrics["per_env"]["test-reversed"]["ood"] is True
+    assert metrics.per_env["test-reversed"].ood is True
     rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert {"id", "env", "ood", "prediction", "target", "scores"} <= set(rows[0])
-    id_envs = [v["chrf"] for v in metrics["per_env"].values() if not v["ood"]]
-    assert metrics["id"]["chrf"] == pytest.approx(sum(id_envs) / len(id_envs))
+    id_envs = [v.scores["chrf"] for v in metrics.per_env.values() if not v.ood]
+    assert metrics.id["chrf"] == pytest.approx(sum(id_envs) / len(id_envs))
 
     # Simulate a kill: keep 10 rows and a torn line; a resumed run generates only the 6 missing.
     lines = (out / "predictions.jsonl").read_text().splitlines()
     (out / "predictions.jsonl").write_text("\n".join(lines[:10]) + '\n{"id": "tor')
     generated = []
-    real = runner.generate_batch
+    real = generation.generate_batch
 
     def counting(model, processor, batch, **kw):
         generated.extend(batch["ids"])
         return real(model, processor, batch, **kw)
 
-    monkeypatch.setattr(runner, "generate_batch", counting)
+    monkeypatch.setattr(generation, "generate_batch", counting)
     again = evaluate(result.final_dir, examples, out, cfg=cfg.eval, resume=True, progress=False)
     assert len(generated) == 6
     assert again == metrics

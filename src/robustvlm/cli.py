@@ -8,6 +8,10 @@ from pathlib import Path
 
 from robustvlm.errors import RobustVLMError
 
+RESUME_HELP = (
+    "continue the run that --out holds (its settings must match; finished work is kept); "
+    "without it, a folder that holds a run is refused"
+)
 IMAGE_ROOT_HELP = (
     "folder that relative image paths in record files are taken from "
     "(LLaVA's --image_folder; default: the data file's folder)"
@@ -42,48 +46,34 @@ def _train(args: argparse.Namespace) -> int:
     from robustvlm.workflows.train import train
 
     cfg = load_config(args.config, args.overrides)
-    out = Path(args.out or Path("runs") / Path(args.config).stem)
-    result = train(cfg, out, resume=args.resume)
+    result = train(cfg, args.out or Path("runs") / Path(args.config).stem, resume=args.resume)
     print(f"final model: {result.final_dir}")
     return 0
 
 
 def _eval(args: argparse.Namespace) -> int:
-    import yaml
-    from pydantic import ValidationError
-
-    from robustvlm.config import EvalConfig
-    from robustvlm.data.loaders import load_examples
-    from robustvlm.errors import ConfigError
-    from robustvlm.evaluation.metrics.registry import check_metric_names
-    from robustvlm.evaluation.runner import evaluate
     from robustvlm.report.tables import env_table
+    from robustvlm.workflows.evaluate import run_eval
 
-    metrics = args.metrics.split(",")
-    check_metric_names(metrics, key="--metrics")
-    judge = yaml.safe_load(Path(args.judge).read_text(encoding="utf-8")) if args.judge else None
-    try:
-        cfg = EvalConfig(
-            split=args.split,
-            batch_size=args.batch_size,
-            max_new_tokens=args.max_new_tokens,
-            repetition_penalty=args.repetition_penalty,
-            max_per_env=args.max_per_env,
-            metrics=metrics,
-            judge=judge,
-        )
-    except ValidationError as err:
-        raise ConfigError(f"eval options: {err}") from None
-    examples = load_examples(
-        args.data, env_map=args.env_map, task_rules=args.task_rules, image_root=args.image_root
+    settings = {
+        "split": args.split,
+        "batch_size": args.batch_size,
+        "max_new_tokens": args.max_new_tokens,
+        "repetition_penalty": args.repetition_penalty,
+        "max_per_env": args.max_per_env,
+        "metrics": args.metrics.split(","),
+    }
+    metrics = run_eval(
+        args.model, args.data, args.out, settings=settings, judge_file=args.judge,
+        env_map=args.env_map, task_rules=args.task_rules, image_root=args.image_root,
+        resume=args.resume,
     )
-    metrics = evaluate(args.model, examples, args.out, cfg=cfg, resume=args.resume)
     print(env_table(metrics, "chrf"))
     return 0
 
 
 def _study(args: argparse.Namespace) -> int:
-    from robustvlm.study import run_study
+    from robustvlm.workflows.study import run_study
 
     name = Path(args.config).stem + ("-dry-run" if args.dry_run else "")
     run_study(args.config, args.out or Path("studies") / name, dry_run=args.dry_run)
@@ -92,11 +82,11 @@ def _study(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     if args.overrides[:1] == ["robustness"]:
-        from robustvlm.demo_robustness import run_robustness_demo
+        from robustvlm.workflows.demo_robustness import run_robustness_demo
 
         run_robustness_demo(args.out or "demo_robustness", quick=args.quick)
         return 0
-    from robustvlm.demo import run_demo
+    from robustvlm.workflows.demo import run_demo
 
     run_demo(args.out or ("demo_out_quick" if args.quick else "demo_out"), quick=args.quick,
              overrides=args.overrides)
@@ -104,40 +94,29 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _mc_build(args: argparse.Namespace) -> int:
-    from robustvlm.data.loaders import load_examples
-    from robustvlm.errors import ConfigError
-    from robustvlm.multiple_choice import build_questions, write_questions
-    from robustvlm.multiple_choice.image_embedder import load_image_embedder
+    from robustvlm.workflows.mc_build import build_benchmark
 
-    if (args.distractors == "visual") != bool(args.vision_model):
-        raise ConfigError(
-            "--distractors visual needs --vision-model (a CLIP/SigLIP or VLM name or folder, "
-            "e.g. tiny:clip), and --vision-model applies only to --distractors visual"
-        )
-    if args.text_encoder and args.distractors != "text":
-        raise ConfigError("--text-encoder applies only to --distractors text")
-    examples = load_examples(args.data, image_root=args.image_root)
-    image_embedder = load_image_embedder(args.vision_model) if args.vision_model else None
-    questions = build_questions(
-        examples,
-        k=args.k,
+    questions = build_benchmark(
+        args.data,
+        args.out,
         distractors=args.distractors,
+        vision_model=args.vision_model,
+        text_encoder=args.text_encoder,
+        image_root=args.image_root,
+        k=args.k,
         n=args.n,
         seed=args.seed,
         class_subset=args.class_subset,
         class_names=args.class_names,
         prompt=args.prompt,
-        encoder=args.text_encoder,
-        image_embedder=image_embedder,
         circular=args.circular,
     )
-    write_questions(questions, args.out)
     print(f"wrote {len(questions)} questions to {args.out}")
     return 0
 
 
 def _mc_eval(args: argparse.Namespace) -> int:
-    from robustvlm.multiple_choice.evaluate import evaluate_models
+    from robustvlm.workflows.mc_eval import evaluate_models
 
     csv_path = evaluate_models(
         args.model,
@@ -154,42 +133,26 @@ def _mc_eval(args: argparse.Namespace) -> int:
 
 
 def _mc_stability(args: argparse.Namespace) -> int:
-    import json
-
-    from robustvlm.errors import DataError
-    from robustvlm.multiple_choice.stability import accuracy_vs_size
     from robustvlm.report.tables import markdown_table
+    from robustvlm.workflows.mc_eval import stability_rows
 
-    correct = []
-    for n, line in enumerate(Path(args.predictions).read_text(encoding="utf-8").splitlines(), 1):
-        try:
-            correct.append(bool(json.loads(line)["correct"]))
-        except (json.JSONDecodeError, KeyError, TypeError) as err:
-            raise DataError(
-                f"not a per-question row with a 'correct' field ({err})", args.predictions, n
-            ) from None
-    rows = accuracy_vs_size(correct, n_draws=args.draws, seed=args.seed)
-    print(
-        markdown_table(
-            ["questions", "mean", "std", "lo", "hi"],
-            [[str(r["size"])] + [f"{r[k]:.4f}" for k in ("mean", "std", "lo", "hi")] for r in rows],
-        )
-    )
+    rows = stability_rows(args.predictions, draws=args.draws, seed=args.seed)
+    cells = [[str(r["size"])] + [f"{r[k]:.4f}" for k in ("mean", "std", "lo", "hi")] for r in rows]
+    print(markdown_table(["questions", "mean", "std", "lo", "hi"], cells))
     return 0
 
 
 def _robustness_fit(args: argparse.Namespace) -> int:
     from robustvlm.workflows.robustness import fit_from_results
 
-    result = fit_from_results(
+    line = fit_from_results(
         args.results,
         ref=args.ref,
         shift=args.shift,
         baseline=args.baseline,
         transform=args.transform,
         out_dir=args.out,
-    )
-    line = result.fit
+    ).fit
     print(
         f"{args.transform} line: slope {line.slope:.3f}, intercept {line.intercept:.3f}, "
         f"r2 {line.r2:.3f} over {line.n} models; wrote {args.out}/fit.json, scatter.png"
@@ -209,14 +172,13 @@ def _robustness_simulate(args: argparse.Namespace) -> int:
 
 
 def _icl_eval(args: argparse.Namespace) -> int:
-    from robustvlm.evaluation.icl import run_icl
+    from robustvlm.workflows.icl import run_icl
 
-    shots = tuple(int(k) for k in args.shots.split(","))
     run_icl(
         args.model,
         args.data,
         args.out,
-        shots=shots,
+        shots=tuple(int(k) for k in args.shots.split(",")),
         policies=tuple(args.demos.split(",")),
         n_per_domain=args.n_per_domain,
         seed=args.seed,
@@ -228,21 +190,17 @@ def _icl_eval(args: argparse.Namespace) -> int:
 
 
 def _diagnose(args: argparse.Namespace) -> int:
-    import yaml
+    from robustvlm.workflows.diagnose import run_diagnosis
 
-    from robustvlm.evaluation.diagnose import run_diagnosis
-
-    descriptions = (
-        yaml.safe_load(Path(args.descriptions).read_text()) if args.descriptions else None
-    )
     run_diagnosis(
         args.model,
         args.data,
         args.out,
-        descriptions=descriptions,
+        descriptions=args.descriptions,
         shots=args.shots,
         n_per_domain=args.n_per_domain,
         seed=args.seed,
+        resume=args.resume,
     )
     print((Path(args.out) / "diagnosis.md").read_text())
     return 0
@@ -299,16 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("config")
     tr.add_argument("overrides", nargs="*", help="key=value overrides, e.g. train.lr=1e-4")
     tr.add_argument("--out", help="run directory (default runs/<config name>)")
-    tr.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    tr.add_argument("--resume", action="store_true", help=RESUME_HELP + " (from the last checkpoint)")
     tr.set_defaults(func=_train)
 
     ev = sub.add_parser("eval", help="generate and score a model on a dataset")
     ev.add_argument("--model", required=True, help="model directory (e.g. RUN/final) or hub name")
     ev.add_argument("--data", required=True)
     ev.add_argument("--out", required=True)
-    ev.add_argument(
-        "--resume", action="store_true", help="skip examples already in predictions.jsonl"
-    )
+    ev.add_argument("--resume", action="store_true", help=RESUME_HELP)
     ev.add_argument("--split", default="test")
     ev.add_argument("--batch-size", type=int, default=8)
     ev.add_argument("--max-new-tokens", type=int, default=128)
@@ -406,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="rank options by summed, not length-normalised, log-likelihood",
     )
     me.add_argument("--batch-size", type=int, default=8)
-    me.add_argument("--resume", action="store_true", help="skip questions already scored")
+    me.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
     me.set_defaults(func=_mc_eval)
     ms = mc_sub.add_parser("stability", help="accuracy against the number of sampled questions")
     ms.add_argument("predictions", help="per-question JSONL written by mc eval")
@@ -446,12 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     ie.add_argument("--n-per-domain", type=int, default=20)
     ie.add_argument("--seed", type=int, default=0)
     ie.add_argument("--batch-size", type=int, default=8, help="prompts per generation batch")
-    ie.add_argument(
-        "--resume",
-        action="store_true",
-        help="keep the queries already in OUT/icl_predictions.jsonl and evaluate only the rest "
-        "(refused if OUT was written with other settings)",
-    )
+    ie.add_argument("--resume", action="store_true", help=RESUME_HELP)
     ie.set_defaults(func=_icl_eval)
 
     dg = sub.add_parser("diagnose", help="is a failure visual, semantic or a mapping failure?")
@@ -462,6 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     dg.add_argument("--shots", type=int, default=4)
     dg.add_argument("--n-per-domain", type=int, default=20)
     dg.add_argument("--seed", type=int, default=0)
+    dg.add_argument("--resume", action="store_true", help=RESUME_HELP)
     dg.set_defaults(func=_diagnose)
     return parser
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from robustvlm.analysis.stats import bootstrap_ci, mean_std, paired_bootstrap_test
+from robustvlm.analysis.summary import EvalMetrics
 from robustvlm.errors import DataError
 
 SPLITS = ("id", "ood")
@@ -226,10 +227,10 @@ def sum_counts(counts: Iterable[Mapping[str, int] | None]) -> dict[str, int] | N
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One (method, seed) run: its folder and its evaluation's metrics.json content."""
+    """One (method, seed) run: its folder and its evaluation's metrics."""
 
     run_dir: str
-    metrics: dict[str, Any]
+    metrics: EvalMetrics
 
 
 @dataclass(frozen=True)
@@ -263,7 +264,10 @@ class StudyResults:
                 "per_env": {env: e.to_dict() for env, e in scores.per_env.items()},
                 "method": self.runs[label].method,
                 "method_args": self.runs[label].method_args,
-                "runs": {seed: {"run_dir": r.run_dir, "metrics": r.metrics} for seed, r in self.runs[label].runs.items()},
+                "runs": {
+                    seed: {"run_dir": r.run_dir, "metrics": r.metrics.to_dict()}
+                    for seed, r in self.runs[label].runs.items()
+                },
                 "cee_counts": self.runs[label].cee_counts,
             }
             for label, scores in s.methods.items()

@@ -11,24 +11,22 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from robustvlm.analysis.diagnosis import diagnose_table, linear_probe_accuracy
+from robustvlm.analysis.diagnosis import linear_probe_accuracy
+from robustvlm.analysis.icl import IclCell
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
-from robustvlm.evaluation.icl import ZERO_SHOT, evaluate_icl, task_corpus
-from robustvlm.models.backends import load_backend
+from robustvlm.evaluation.icl import ZERO_SHOT, evaluate_icl
 from robustvlm.models.loglik import option_logliks
 from robustvlm.models.vision import VisionTowerEmbedder
-from robustvlm.report.tables import fmt, markdown_table
 
 
 def vision_features(
@@ -98,6 +96,23 @@ def semantic_accuracy(
     return float(np.mean([r["answer"] == r["class"] for r in records])), records
 
 
+@dataclass(frozen=True)
+class DomainMeasurements:
+    """What `measure_domains` measured.
+
+    Attributes:
+        rows: per domain {domain, n_classes, n_images, probe_acc, semantic_acc, zero_shot_acc,
+            icl_acc}: the input rows of `analysis.diagnosis.diagnose_table` (icl_acc is None
+            when shots == 0).
+        icl_cells: the in-context evaluation behind zero_shot_acc and icl_acc.
+        semantic_records: one record per text-only semantic question.
+    """
+
+    rows: list[dict]
+    icl_cells: list[IclCell]
+    semantic_records: list[dict]
+
+
 def measure_domains(
     model: torch.nn.Module,
     processor: Any,
@@ -109,18 +124,14 @@ def measure_domains(
     n_per_domain: int = 20,
     seed: int = 0,
     probe_test_fraction: float = 0.5,
-) -> tuple[list[dict], dict[str, Any]]:
-    """The three measurements per domain, as the input rows of `diagnose_table`.
-
-    Returns (rows {domain, n_classes, n_images, probe_acc, semantic_acc, zero_shot_acc, icl_acc},
-    details {icl_rows, semantic_records}). icl_acc is None when shots == 0.
-    """
+) -> DomainMeasurements:
+    """The three measurements per domain (see DomainMeasurements)."""
     by_domain: dict[str, list[Example]] = defaultdict(list)
     for ex in examples:
         by_domain[ex.env].append(ex)
-    icl_rows = evaluate_icl(model, processor, examples, shots=sorted({0, shots}), policies=(icl_policy,),
-                            n_per_domain=n_per_domain, seed=seed)
-    accuracy = {(r["policy"], r["domain"]): r["accuracy"] for r in icl_rows}
+    icl_cells = evaluate_icl(model, processor, examples, shots=sorted({0, shots}), policies=(icl_policy,),
+                             n_per_domain=n_per_domain, seed=seed)
+    accuracy = {(c.policy, c.domain): c.accuracy for c in icl_cells}
     semantic: dict[tuple[str, ...], tuple[float, list[dict]]] = {}
     rows = []
     for domain in sorted(by_domain):
@@ -141,64 +152,4 @@ def measure_domains(
             "zero_shot_acc": accuracy[(ZERO_SHOT, domain)],
             "icl_acc": accuracy[(icl_policy, domain)] if shots else None,
         })
-    details = {"icl_rows": icl_rows,
-               "semantic_records": [r for _, recs in semantic.values() for r in recs]}
-    return rows, details
-
-
-def diagnosis_markdown(rows: Sequence[Mapping]) -> str:
-    """Markdown table of `diagnose_table` rows."""
-    body = [
-        [str(r["domain"]), str(r["n_classes"]), fmt(r["probe_acc"]), fmt(r["semantic_acc"]),
-         fmt(r["zero_shot_acc"]), fmt(r.get("icl_acc")), fmt(r["icl_gain"]), r["verdict"]]
-        for r in rows
-    ]
-    return markdown_table(["domain", "classes", "linear probe", "text-only semantics", "zero-shot",
-                           "in-context", "ICL gain", "verdict"], body)
-
-
-def run_diagnosis(
-    model_name: str,
-    data_root: str | Path,
-    out_dir: str | Path,
-    *,
-    descriptions: Mapping[str, str] | None = None,
-    shots: int = 4,
-    icl_policy: str = "same-domain",
-    n_per_domain: int = 20,
-    seed: int = 0,
-    probe_test_fraction: float = 0.5,
-    visual_min_skill: float = 0.5,
-    semantic_min_skill: float = 0.5,
-    mapping_min_skill: float = 0.5,
-) -> dict:
-    """Load the model and ROOT/DOMAIN/CLASS/*.png data, measure, diagnose, and write
-    diagnosis.json ({config, rows, icl_rows, semantic_records}) and diagnosis.md to `out_dir`.
-
-    Returns the dict written to diagnosis.json. Thresholds: see `diagnose_table`.
-    """
-    from robustvlm.data.loaders import load_examples
-
-    examples = load_examples(data_root, fmt="folder", verbose=False)
-    if not examples:
-        raise DataError("no images found (expected ROOT/DOMAIN/CLASS/*.png)", str(data_root))
-    backend = load_backend(model_name, corpus=task_corpus(examples))
-    backend.require("generate", "option_loglik", "image_embed")
-    measured, details = measure_domains(
-        backend.model, backend.processor, examples, descriptions=descriptions, shots=shots, icl_policy=icl_policy,
-        n_per_domain=n_per_domain, seed=seed, probe_test_fraction=probe_test_fraction,
-    )
-    rows = diagnose_table(measured, visual_min_skill=visual_min_skill,
-                          semantic_min_skill=semantic_min_skill, mapping_min_skill=mapping_min_skill)
-    config = {"model": model_name, "data": str(data_root), "shots": shots, "icl_policy": icl_policy,
-              "n_per_domain": n_per_domain, "seed": seed, "probe_test_fraction": probe_test_fraction,
-              "visual_min_skill": visual_min_skill, "semantic_min_skill": semantic_min_skill,
-              "mapping_min_skill": mapping_min_skill}
-    result = {"config": config, "rows": rows, **details}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "diagnosis.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
-    (out / "diagnosis.md").write_text(
-        f"# Failure diagnosis\n\nmodel: `{model_name}`\n\n{diagnosis_markdown(rows)}\n", encoding="utf-8"
-    )
-    return result
+    return DomainMeasurements(rows, icl_cells, [r for _, recs in semantic.values() for r in recs])

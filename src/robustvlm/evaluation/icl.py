@@ -12,45 +12,32 @@ every other query never used as a demo):
     spurious      demos whose domain predicts their label: each domain is tied to one class
                   (drawn once per run) and only examples with target == class(domain) serve
 
-Accuracy is exact match of the generated answer against the class name after normalisation
-(lower case, punctuation and surrounding articles removed).
-
-`run_icl` writes in its output folder: config.resolved.yaml (the run's settings),
-icl_predictions.jsonl (one line per (shots, policy, query), appended and flushed as each batch
-finishes, put in evaluation order at the end), icl_results.json and icl_results.md. With
-`resume=True` it keeps the finished lines (a torn last line from a killed run is dropped),
-evaluates only the missing queries, and refuses a folder whose saved settings differ.
+Accuracy is exact match of the generated answer against the class name, both normalised as the
+exact-match metric does (`evaluation.metrics.exact`). The run itself (model loading, the output
+folder, resuming) is `workflows.icl.run_icl`.
 """
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import torch
-import yaml
 from PIL import Image
 from tqdm.auto import tqdm
 
+from robustvlm.analysis.icl import IclCell, accuracy_cells, icl_summary
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation.metrics.exact import normalize_answer
-from robustvlm.jsonl import read_appended_rows
-from robustvlm.models.backends import load_backend
 from robustvlm.models.generate import generate_batch
-from robustvlm.report.tables import fmt, markdown_table
 
 POLICIES = ("random", "same-domain", "cross-domain", "label-shift", "spurious")
 ZERO_SHOT = "zero-shot"  # the policy name of 0-shot rows (no demos, so no policy applies)
-ALL_DOMAINS = "all"
-CONFIG_FILE = "config.resolved.yaml"
-PREDICTIONS_FILE = "icl_predictions.jsonl"
 RecordKey = tuple[int, str, str]  # (shots, policy, query id): one per-query record
 
 
@@ -209,7 +196,7 @@ def evaluate_icl(
     finished: Mapping[RecordKey, Mapping] | None = None,
     on_records: Callable[[list[dict]], None] | None = None,
     progress: bool = True,
-) -> list[dict]:
+) -> list[IclCell]:
     """Per-domain accuracy of k-shot classification for every (shots, policy).
 
     Queries are `n_per_domain` examples per domain; demos come from the remaining examples.
@@ -220,9 +207,9 @@ def evaluate_icl(
     `finished` (keyed by `record_key`) are reused, not recomputed; each batch of new records is
     passed to `on_records` as soon as it is generated. A progress bar counts queries.
 
-    Returns rows {shots, policy, domain, n, correct, accuracy} (domain "all" pools the domains),
-    completed by `icl_summary` with gain and cost. All per-query records, finished and new, go
-    to `predictions` if given, in evaluation order.
+    Returns one IclCell per (shots, policy, domain) (domain "all" pools the domains), with gain
+    and cost (`icl_summary`). All per-query records, finished and new, go to `predictions` if
+    given, in evaluation order.
     """
     _check_shots_policies(shots, policies)
     if batch_size < 1:
@@ -235,13 +222,13 @@ def evaluate_icl(
     query_ids = {q.id for q in queries}
     pool = [ex for ex in examples if ex.id not in query_ids]
     plan = make_plan(examples, seed=seed, n_skew_classes=n_skew_classes)
-    cells = [(0, ZERO_SHOT)] if 0 in shots else []
-    cells += [(k, p) for k in shots if k > 0 for p in policies]
-    n_done = sum((k, p, q.id) in finished for k, p in cells for q in queries)
-    bar = tqdm(total=len(cells) * len(queries), initial=n_done, disable=not progress, desc="icl", unit="query")
-    rows: list[dict] = []
+    settings = [(0, ZERO_SHOT)] if 0 in shots else []
+    settings += [(k, p) for k in shots if k > 0 for p in policies]
+    n_done = sum((k, p, q.id) in finished for k, p in settings for q in queries)
+    bar = tqdm(total=len(settings) * len(queries), initial=n_done, disable=not progress, desc="icl", unit="query")
+    cells: list[IclCell] = []
     model.eval()
-    for k, policy in cells:
+    for k, policy in settings:
         items = [
             (q, select_demos(q, pool, k, policy, plan, _demo_rng(seed, policy, k, i)) if k else [])
             for i, q in enumerate(queries)
@@ -260,9 +247,9 @@ def evaluate_icl(
         records = [dict(finished.get((k, policy, q.id)) or new[(k, policy, q.id)]) for q in queries]
         if predictions is not None:
             predictions.extend(records)
-        rows += _accuracy_rows(k, policy, records)
+        cells += accuracy_cells(k, policy, records)
     bar.close()
-    return icl_summary(rows)
+    return icl_summary(cells)
 
 
 def record_key(record: Mapping) -> RecordKey:
@@ -286,133 +273,3 @@ def _check_shots_policies(shots: Sequence[int], policies: Sequence[str]) -> None
 
 def _demo_rng(seed: int, policy: str, k: int, query_index: int) -> np.random.Generator:
     return np.random.default_rng([seed, POLICIES.index(policy), k, query_index])
-
-
-def _accuracy_rows(k: int, policy: str, records: list[dict]) -> list[dict]:
-    groups: dict[str, list[bool]] = defaultdict(list)
-    for r in records:
-        groups[r["domain"]].append(r["correct"])
-        groups[ALL_DOMAINS].append(r["correct"])
-    return [
-        {"shots": k, "policy": policy, "domain": d, "n": len(c), "correct": int(sum(c)),
-         "accuracy": sum(c) / len(c)}
-        for d, c in sorted(groups.items())
-    ]
-
-
-def icl_summary(rows: Sequence[Mapping]) -> list[dict]:
-    """Add to each row `gain` (accuracy minus the domain's 0-shot accuracy) and `cost`
-    (accuracy of `random` demos at the same shots minus this row's accuracy: positive when the
-    shifted policy hurts). A value is None when its reference row is missing (and for 0 shots)."""
-    zero = {r["domain"]: r["accuracy"] for r in rows if r["shots"] == 0}
-    rand = {(r["shots"], r["domain"]): r["accuracy"] for r in rows if r["policy"] == "random"}
-    out = []
-    for r in rows:
-        k, d, acc = r["shots"], r["domain"], r["accuracy"]
-        gain = acc - zero[d] if k > 0 and d in zero else None
-        cost = rand[(k, d)] - acc if k > 0 and (k, d) in rand else None
-        out.append({**r, "gain": gain, "cost": cost})
-    return out
-
-
-def icl_markdown(rows: Sequence[Mapping]) -> str:
-    """Markdown table: one line per (shots, policy, domain) with accuracy, gain and cost."""
-    body = [
-        [str(r["shots"]), r["policy"], r["domain"], str(r["n"]), fmt(r["accuracy"]),
-         fmt(r["gain"]), fmt(r["cost"])]
-        for r in rows
-    ]
-    return markdown_table(["shots", "policy", "domain", "n", "accuracy", "gain vs 0-shot",
-                           "cost vs random"], body)
-
-
-def write_icl_results(out_dir: str | Path, rows: Sequence[Mapping], config: Mapping,
-                      predictions: Sequence[Mapping] = ()) -> Path:
-    """Write icl_results.json ({config, rows}), icl_results.md and icl_predictions.jsonl (replaced
-    atomically, so a kill while writing leaves the earlier file whole)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "icl_results.json"
-    path.write_text(json.dumps({"config": dict(config), "rows": list(rows)}, indent=2), encoding="utf-8")
-    (out / "icl_results.md").write_text(
-        f"# In-context evaluation\n\nmodel: `{config.get('model')}`\n\n{icl_markdown(rows)}\n",
-        encoding="utf-8",
-    )
-    tmp = out / f"{PREDICTIONS_FILE}.tmp"
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in predictions), encoding="utf-8")
-    tmp.replace(out / PREDICTIONS_FILE)
-    return path
-
-
-def check_saved_config(out_dir: Path, config: Mapping, *, resume: bool) -> None:
-    """Save `config` as `out_dir`/config.resolved.yaml. On resume, first raise ConfigError if the
-    saved config differs, or if predictions are there without a saved config."""
-    path, log = out_dir / CONFIG_FILE, out_dir / PREDICTIONS_FILE
-    if resume and path.is_file():
-        saved = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        differ = sorted(key for key in {*saved, *config} if saved.get(key) != config.get(key))
-        if differ:
-            raise ConfigError(
-                f"cannot resume into {out_dir}: its {CONFIG_FILE} differs in {differ} "
-                f"(saved {[saved.get(k) for k in differ]}, now {[config.get(k) for k in differ]}); "
-                "use the same settings or another --out"
-            )
-    elif resume and log.is_file():
-        raise ConfigError(f"cannot resume into {out_dir}: {log.name} is there but {CONFIG_FILE} is not, "
-                          "so its settings are unknown; use another --out")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(dict(config), sort_keys=False), encoding="utf-8")
-
-
-def _append_records(log: IO[str], records: list[dict]) -> None:
-    for r in records:
-        log.write(json.dumps(r, ensure_ascii=False) + "\n")
-    log.flush()
-
-
-def task_corpus(examples: Sequence[Example]) -> list[str]:
-    """The instructions and targets of `examples`: what a "tiny:" model's tokenizer is trained on."""
-    return sorted({ex.instruction for ex in examples} | {ex.target for ex in examples})
-
-
-def run_icl(
-    model_name: str,
-    data_root: str | Path,
-    out_dir: str | Path,
-    *,
-    shots: Sequence[int] = (0, 1, 2, 4),
-    policies: Sequence[str] = POLICIES,
-    n_per_domain: int = 20,
-    seed: int = 0,
-    batch_size: int = 8,
-    resume: bool = False,
-    progress: bool = True,
-) -> dict:
-    """Load the model and an image-folder domain dataset (ROOT/DOMAIN/CLASS/*.png), run
-    `evaluate_icl` and write its outputs under `out_dir` (see the module docstring).
-
-    With `resume`, finished per-query lines of icl_predictions.jsonl are kept and not recomputed;
-    a folder written with other settings (batch_size aside) is refused with ConfigError.
-    Returns {"config": ..., "rows": ...} as written to icl_results.json.
-    """
-    from robustvlm.data.loaders import load_examples
-
-    out = Path(out_dir)
-    config = {"model": model_name, "data": str(data_root), "shots": list(shots),
-              "policies": list(policies), "n_per_domain": n_per_domain, "seed": seed}
-    check_saved_config(out, config, resume=resume)
-    log_path = out / PREDICTIONS_FILE
-    finished = {record_key(r): r for r in read_appended_rows(log_path)} if resume else {}
-    examples = load_examples(data_root, fmt="folder", verbose=False)
-    if not examples:
-        raise DataError("no images found (expected ROOT/DOMAIN/CLASS/*.png)", str(data_root))
-    backend = load_backend(model_name, corpus=task_corpus(examples))
-    backend.require("generate")
-    predictions: list[dict] = []
-    with log_path.open("a" if resume else "w", encoding="utf-8") as log:
-        rows = evaluate_icl(backend.model, backend.processor, examples, shots=shots, policies=policies,
-                            n_per_domain=n_per_domain, seed=seed, batch_size=batch_size,
-                            predictions=predictions, finished=finished,
-                            on_records=lambda records: _append_records(log, records), progress=progress)
-    write_icl_results(out, rows, config, predictions)
-    return {"config": config, "rows": rows}

@@ -3,7 +3,6 @@
 from robustvlm.multiple_choice.build import (
     MCQuestion,
     build_questions,
-    circular_correct,
     read_questions,
     rotations,
     write_questions,
@@ -18,7 +17,6 @@ __all__ = [
     "MCQuestion",
     "build_questions",
     "choose_distractors",
-    "circular_correct",
     "format_question",
     "read_questions",
     "rotations",

@@ -171,13 +171,6 @@ def rotations(question: MCQuestion) -> list[MCQuestion]:
     return rotated
 
 
-def circular_correct(per_rotation_correct: Sequence[bool]) -> bool:
-    """Circular evaluation: a question counts as right only if every rotation was answered right."""
-    if len(per_rotation_correct) == 0:
-        raise DataError("circular evaluation needs the result of at least one rotation")
-    return all(per_rotation_correct)
-
-
 def _answer_key(example: Example, mapping: Mapping[str, str] | None) -> str | None:
     """The reference class of an example, or None when the subset leaves it out."""
     if example.image is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robustvlm.analysis.study import SPLITS, PairedTest, ScoreSummary, StudyResults
+from robustvlm.analysis.study import SPLITS, PairedTest, ScoreSummary, StudyResults, StudyScores
 from robustvlm.evaluation.metrics.registry import title
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import bar_with_ci, new_figure, plot_series, save_figure
@@ -35,13 +35,13 @@ def cell(entry: ScoreSummary | None) -> str:
     return text
 
 
-def table1(results: StudyResults) -> Table:
+def table1(scores: StudyScores) -> Table:
     """Rows = methods; columns = ID then OOD for each configured metric."""
-    metrics = results.scores.metrics
+    metrics = scores.metrics
     header = ["method"] + [f"{g.upper()} {title(m)}" for g in SPLITS for m in metrics]
     rows = [
-        [label] + [cell(scores.summary[g].get(m)) for g in SPLITS for m in metrics]
-        for label, scores in results.scores.methods.items()
+        [label] + [cell(method.summary[g].get(m)) for g in SPLITS for m in metrics]
+        for label, method in scores.methods.items()
     ]
     return Table(header, rows)
 
@@ -204,7 +204,7 @@ def build_blocks(
             "or not computed."
         ),
         Heading("Table 1: in-domain vs out-of-domain"),
-        table1(results),
+        table1(results.scores),
         *absent_note(results),
         *cee_counts_table(results),
         Heading(f"Significance against {results.scores.baseline}"),

@@ -1,6 +1,8 @@
-"""Markdown tables from metrics dictionaries."""
+"""Markdown tables and number formatting for reports."""
 
 from __future__ import annotations
+
+from robustvlm.analysis.summary import EvalMetrics
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -15,12 +17,12 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def env_table(metrics: dict, metric: str) -> str:
+def env_table(metrics: EvalMetrics, metric: str) -> str:
     """Per-environment scores of one evaluation, then the in-domain and out-of-domain means."""
     rows = [
-        [env, "OOD" if info["ood"] else "ID", str(info["n"]), fmt(info.get(metric))]
-        for env, info in metrics["per_env"].items()
+        [env, "OOD" if info.ood else "ID", str(info.n), fmt(info.scores.get(metric))]
+        for env, info in metrics.per_env.items()
     ]
-    rows.append(["**in-domain mean**", "", "", fmt(metrics["id"].get(metric))])
-    rows.append(["**out-of-domain mean**", "", "", fmt(metrics["ood"].get(metric))])
+    rows.append(["**in-domain mean**", "", "", fmt(metrics.id.get(metric))])
+    rows.append(["**out-of-domain mean**", "", "", fmt(metrics.ood.get(metric))])
     return markdown_table(["environment", "type", "n", metric], rows)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from robustvlm.analysis.study import StudyResults
 from robustvlm.config import apply_overrides, deep_merge
 from robustvlm.report.study_report import table1
 from robustvlm.report.tables import markdown_table
@@ -33,13 +34,13 @@ def demo_spec(quick: bool = False, overrides: list[str] | None = None) -> dict:
 
 def run_demo(
     out_dir: str | Path, *, quick: bool = False, overrides: list[str] | None = None
-) -> dict:
-    """Run the demo study into `out_dir` (report.md, report.html, results.json); returns results."""
+) -> StudyResults:
+    """Run the demo study into `out_dir` (report.md, report.html, results.json)."""
     t0 = time.perf_counter()
     results = run_study(demo_spec(quick, overrides), out_dir)
-    table = table1(results)
+    table = table1(results.scores)
     print("\n" + markdown_table(table.header, table.rows))
-    for metric, why in results["absent"].items():
+    for metric, why in results.absent.items():
         print(f"{metric}: absent ({why})")
     print(f"\n{time.perf_counter() - t0:.0f} s; report: {Path(out_dir) / 'report.md'} and report.html")
     return results

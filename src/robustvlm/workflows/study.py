@@ -30,7 +30,14 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from robustvlm.analysis.study import MethodRuns, RunRecord, StudyResults, aggregate_study, sum_counts
+from robustvlm.analysis.study import (
+    MethodRuns,
+    RunRecord,
+    StudyResults,
+    aggregate_study,
+    sum_counts,
+)
+from robustvlm.analysis.summary import EvalMetrics
 from robustvlm.config import EvalConfig, RunConfig, deep_merge, validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError
@@ -39,11 +46,11 @@ from robustvlm.evaluation.metrics.registry import (
     check_metric_names,
     study_default_metrics,
 )
-from robustvlm.evaluation.runner import evaluate
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.study_report import write_study_report
 from robustvlm.runs import claim_run_folder, read_jsonl
 from robustvlm.training.launch import LaunchConfig, launched_train
+from robustvlm.workflows.evaluate import METRICS_FILE, evaluate
 from robustvlm.workflows.study_dry_run import dry_run_spec
 from robustvlm.workflows.train import train
 
@@ -180,14 +187,16 @@ def _absent_reason(name: str, dry_run: bool) -> str:
 
 
 def _is_finished(run_dir: Path) -> bool:
-    return (run_dir / "train" / "final").is_dir() and (run_dir / "eval" / "metrics.json").is_file()
+    return (run_dir / "train" / "final").is_dir() and (run_dir / "eval" / METRICS_FILE).is_file()
 
 
-def _run_one(cfg: RunConfig, run_dir: Path, progress: bool, launch: LaunchConfig | None) -> dict:
+def _run_one(
+    cfg: RunConfig, run_dir: Path, progress: bool, launch: LaunchConfig | None
+) -> EvalMetrics:
     """Train + evaluate one (method, seed), or reuse its finished outputs; returns its metrics."""
     claim_run_folder(run_dir / "train", cfg, resume=True)  # refuses other settings, naming them
     if _is_finished(run_dir):
-        return json.loads((run_dir / "eval" / "metrics.json").read_text(encoding="utf-8"))
+        return EvalMetrics.from_dict(json.loads((run_dir / "eval" / METRICS_FILE).read_text(encoding="utf-8")))
     if launch is None:
         final_dir = train(cfg, run_dir / "train", resume=True, progress=progress).final_dir
     else:
@@ -235,7 +244,7 @@ def run_study(
                 method=runs[label][seeds[0]].method,
                 method_args=runs[label][seeds[0]].method_args,
                 runs=by_seed,
-                cee_counts=sum_counts(r.metrics.get("cee_counts") for r in by_seed.values()),
+                cee_counts=sum_counts(r.metrics.counts.get("cee") for r in by_seed.values()),
             )
             for label, by_seed in records.items()
         },

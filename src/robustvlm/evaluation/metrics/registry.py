@@ -156,3 +156,22 @@ def study_default_metrics() -> list[str]:
 def title(name: str) -> str:
     """The column header of metric `name`."""
     return METRICS[name].title
+
+
+def add_after_generation_scores(rows: list[dict], cfg: Any, out_dir: Any) -> bool:
+    """Fill in the after-generation metrics named in `cfg.metrics` on the rows lacking them.
+
+    Args:
+        rows: prediction rows (id, env, ood, instruction, prediction, target, scores), changed
+            in place.
+        cfg: the EvalConfig (metric names, BERTScore encoder, judge).
+        out_dir: the evaluation folder, where a metric may keep a cache (the judge's verdicts).
+
+    Returns:
+        True when any row changed.
+    """
+    check_needs(cfg.metrics, dict(cfg))
+    changed = False
+    for metric in after_generation_metrics(cfg.metrics):
+        changed |= metric.score(rows, cfg, out_dir)
+    return changed

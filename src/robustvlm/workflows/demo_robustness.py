@@ -14,21 +14,21 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from robustvlm.analysis.robustness import ModelRobustness
+from robustvlm.analysis.robustness import RobustnessFit
 from robustvlm.config import RunConfig, validate_config
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.data.synth import synthesize
 from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
-from robustvlm.multiple_choice.evaluate import evaluate_models
 from robustvlm.multiple_choice.score import continuation, vlm_prompt_text
-from robustvlm.report.tables import fmt, markdown_table
+from robustvlm.report.robustness_demo import RobustnessDemoSummary, render_report
+from robustvlm.workflows.mc_eval import evaluate_models
 from robustvlm.workflows.robustness import fit_from_results
 from robustvlm.workflows.train import train
 
@@ -38,8 +38,6 @@ REFERENCE = "clean"
 SHIFTS = ("rotated", "coloured", "noisy")
 K_OPTIONS = 5
 DATA_SEED = 0
-R2_POOR = 0.5  # below this the report calls the line fit poor
-NEAR_CHANCE = 0.1  # accuracy within this of chance counts as near chance
 
 
 @dataclass(frozen=True)
@@ -206,9 +204,9 @@ def prepare_data(out: Path, plan: Plan) -> DemoData:
     return DemoData(data_jsonl, train_q, benches, len(tests_q[REFERENCE]))
 
 
-def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> dict:
+def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> RobustnessDemoSummary:
     """Train the family, score it on every domain, fit the lines; write report.md, results.json,
-    fits/<shift>/{fit.json, scatter.png}. Returns the results.json content."""
+    fits/<shift>/{fit.json, scatter.png}."""
     torch.set_num_threads(1)
     plan = QUICK if quick else FULL
     out = Path(out_dir).absolute()
@@ -232,98 +230,24 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> dict:
         )
         for shift in SHIFTS
     }
-    seconds = time.perf_counter() - t0
-
-    summary = {
-        "quick": quick,
-        "seconds": round(seconds, 1),
-        "reference": REFERENCE,
-        "shifts": list(SHIFTS),
-        "k_options": K_OPTIONS,
-        "chance": 1 / K_OPTIONS,
-        "n_train_images": len(data.train_questions),
-        "n_questions_per_bench": data.n_test,
-        "members": [asdict(m) for m in plan.members],
-        "results_csv": str(results_csv),
-        "fits": {
-            shift: {"fit": f.fit.to_dict(), "models": [_model_row(m, name_of) for m in f.models]}
-            for shift, f in fits.items()
-        },
-    }
-    (out / "results.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    (out / "report.md").write_text(render_report(summary, plan), encoding="utf-8")
+    summary = RobustnessDemoSummary(
+        quick=quick,
+        seconds=round(time.perf_counter() - t0, 1),
+        reference=REFERENCE,
+        k_options=K_OPTIONS,
+        n_train_images=len(data.train_questions),
+        n_questions_per_bench=data.n_test,
+        members=[asdict(m) for m in plan.members],
+        results_csv=str(results_csv),
+        fits={shift: renamed(fit, name_of) for shift, fit in fits.items()},
+    )
+    (out / "results.json").write_text(json.dumps(summary.to_dict(), indent=2), encoding="utf-8")
+    (out / "report.md").write_text(render_report(summary, suite=SUITE), encoding="utf-8")
     print(f"\nreport: {out / 'report.md'}")
     return summary
 
 
-def _model_row(m: ModelRobustness, name_of: dict[str, str]) -> dict:
-    """A model's row in results.json, named by its family-member name."""
-    p = m.point
-    return {"model": name_of[p.model], "acc_ref": p.acc_ref, "acc_shift": p.acc_shift, "n_ref": p.n_ref,
-            "n_shift": p.n_shift, "effective_robustness": m.effective_robustness}
-
-
-def fit_verdict(fit: dict, models: list[dict], chance: float) -> str:
-    """A plain-words reading of one line fit: near-chance models first, then r^2."""
-    if max(m["acc_ref"] for m in models) < chance + NEAR_CHANCE:
-        return (f"every model is within {100 * NEAR_CHANCE:.0f} points of chance on the reference: the line "
-                f"fits noise whatever its r^2 ({fit['r2']:.2f}); do not read slope or ER")
-    if fit["r2"] < R2_POOR:
-        return f"poor fit (r^2 {fit['r2']:.2f} < {R2_POOR}): the line explains little; read ER with caution"
-    return f"r^2 {fit['r2']:.2f}; slope {fit['slope']:.2f} {'<' if fit['slope'] < 1 else '>='} 1"
-
-
-def render_report(summary: dict, plan: Plan) -> str:
-    """The Markdown report: setup, per-shift fits, effective-robustness tables, scatter plots."""
-    chance = summary["chance"]
-    fit_rows = [
-        [shift, fmt(f["fit"]["slope"]), fmt(f["fit"]["intercept"]), fmt(f["fit"]["r2"]),
-         str(f["fit"]["n"]), fit_verdict(f["fit"], f["models"], chance)]
-        for shift, f in summary["fits"].items()
-    ]
-    parts = [
-        "# robustvlm demo: effective robustness" + (" (quick)" if summary["quick"] else ""),
-        "",
-        f"{len(plan.members)} tiny Idefics3 models (randomly initialised, about 0.6M parameters) "
-        f"fine-tuned with ERM on {summary['n_train_images']} `{REFERENCE}` images of the built-in "
-        f"`domains` {SUITE} suite (10 classes; sklearn's handwritten digit scans), varying training steps, seed and training-set size. "
-        f"Each is scored by option log-likelihood on {K_OPTIONS}-way multiple-choice questions "
-        f"(random distractors; chance = {chance:.0%}) about held-out images: `{REFERENCE}` "
-        f"(reference) and the same scans drawn as {', '.join(f'`{s}`' for s in SHIFTS)} "
-        "(shifts). Training questions list their own random options, as the test questions do, "
-        "and the training answer is the scored continuation itself (e.g. \"C. seven\"). "
-        "For each shift a line is fitted to probit(shifted accuracy) vs "
-        "probit(reference accuracy) over all models; a model's effective robustness (ER) is its "
-        "shifted accuracy minus the line's prediction, in percentage points.",
-        "",
-        "What these numbers are: a handful of tiny models trained for a minute or less, each accuracy "
-        f"measured on {summary['n_questions_per_bench']} questions per domain, with wide confidence intervals (the error bars). Accuracies "
-        "near chance carry little signal, and so does a line fitted through them. Because every "
-        "model is in the fit, ER averages about zero by construction; it measures scatter "
-        "around the family's own line, not robustness gained by a method.",
-        "",
-        "## Line fits (probit axes)",
-        "",
-        markdown_table(["shift", "slope", "intercept", "r^2", "models", "reading"], fit_rows),
-        "",
-    ]
-    for shift, f in summary["fits"].items():
-        rows = [
-            [m["model"], fmt(100 * m["acc_ref"], 1), fmt(100 * m["acc_shift"], 1),
-             f"{100 * m['effective_robustness']:+.1f}"]
-            for m in f["models"]
-        ]
-        near_chance = sum(m["acc_shift"] < chance + NEAR_CHANCE for m in f["models"])
-        parts += [
-            f"## {REFERENCE} -> {shift}",
-            "",
-            markdown_table(["model", f"{REFERENCE} acc %", f"{shift} acc %", "ER (points)"], rows),
-            "",
-            f"{near_chance} of {len(f['models'])} models are within {100 * NEAR_CHANCE:.0f} points of chance on "
-            f"`{shift}`." if near_chance else "No model is near chance here.",
-            "",
-            f"![{shift} vs {REFERENCE}](fits/{shift}/scatter.png)",
-            "",
-        ]
-    parts.append(f"Wall time of this invocation: {summary['seconds']:.0f} s (work reused from an earlier run not counted).")
-    return "\n".join(parts) + "\n"
+def renamed(fit: RobustnessFit, name_of: dict[str, str]) -> RobustnessFit:
+    """`fit` with each model named by its family-member name instead of its folder."""
+    models = [replace(m, point=replace(m.point, model=name_of[m.point.model])) for m in fit.models]
+    return replace(fit, models=models)

@@ -1,0 +1,116 @@
+"""The report of `robustvlm demo robustness`: line fits per shift and each model's effective
+robustness, in plain words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from robustvlm.analysis.robustness import LineFit, ModelRobustness, RobustnessFit
+from robustvlm.report.tables import fmt, markdown_table
+
+R2_POOR = 0.5  # below this the report calls the line fit poor
+NEAR_CHANCE = 0.1  # accuracy within this of chance counts as near chance
+
+
+@dataclass(frozen=True)
+class RobustnessDemoSummary:
+    """A finished robustness demo: its setting and one line fit per shift (models named by their
+    family-member names)."""
+
+    quick: bool
+    seconds: float
+    reference: str
+    k_options: int
+    n_train_images: int
+    n_questions_per_bench: int
+    members: list[dict[str, Any]]
+    results_csv: str
+    fits: dict[str, RobustnessFit]
+
+    @property
+    def chance(self) -> float:
+        return 1 / self.k_options
+
+    def to_dict(self) -> dict:
+        """The results.json content."""
+        keys = ("model", "acc_ref", "acc_shift", "n_ref", "n_shift")
+        return {
+            "quick": self.quick, "seconds": self.seconds, "reference": self.reference,
+            "shifts": list(self.fits), "k_options": self.k_options, "chance": self.chance,
+            "n_train_images": self.n_train_images, "n_questions_per_bench": self.n_questions_per_bench,
+            "members": self.members, "results_csv": self.results_csv,
+            "fits": {
+                shift: {"fit": f.fit.to_dict(), "models": [
+                    {**{k: m.to_dict()[k] for k in keys}, "effective_robustness": m.effective_robustness}
+                    for m in f.models
+                ]}
+                for shift, f in self.fits.items()
+            },
+        }
+
+
+def fit_verdict(fit: LineFit, models: list[ModelRobustness], chance: float) -> str:
+    """A plain-words reading of one line fit: near-chance models first, then r^2."""
+    if max(m.point.acc_ref for m in models) < chance + NEAR_CHANCE:
+        return (f"every model is within {100 * NEAR_CHANCE:.0f} points of chance on the reference: the line "
+                f"fits noise whatever its r^2 ({fit.r2:.2f}); do not read slope or ER")
+    if fit.r2 < R2_POOR:
+        return f"poor fit (r^2 {fit.r2:.2f} < {R2_POOR}): the line explains little; read ER with caution"
+    return f"r^2 {fit.r2:.2f}; slope {fit.slope:.2f} {'<' if fit.slope < 1 else '>='} 1"
+
+
+def render_report(summary: RobustnessDemoSummary, *, suite: str) -> str:
+    """The Markdown report: setup, per-shift fits, effective-robustness tables, scatter plots."""
+    chance, reference, shifts = summary.chance, summary.reference, list(summary.fits)
+    fit_rows = [
+        [shift, fmt(f.fit.slope), fmt(f.fit.intercept), fmt(f.fit.r2), str(f.fit.n),
+         fit_verdict(f.fit, f.models, chance)]
+        for shift, f in summary.fits.items()
+    ]
+    parts = [
+        "# robustvlm demo: effective robustness" + (" (quick)" if summary.quick else ""),
+        "",
+        f"{len(summary.members)} tiny Idefics3 models (randomly initialised, about 0.6M parameters) "
+        f"fine-tuned with ERM on {summary.n_train_images} `{reference}` images of the built-in "
+        f"`domains` {suite} suite (10 classes; sklearn's handwritten digit scans), varying training steps, seed and training-set size. "
+        f"Each is scored by option log-likelihood on {summary.k_options}-way multiple-choice questions "
+        f"(random distractors; chance = {chance:.0%}) about held-out images: `{reference}` "
+        f"(reference) and the same scans drawn as {', '.join(f'`{s}`' for s in shifts)} "
+        "(shifts). Training questions list their own random options, as the test questions do, "
+        "and the training answer is the scored continuation itself (e.g. \"C. seven\"). "
+        "For each shift a line is fitted to probit(shifted accuracy) vs "
+        "probit(reference accuracy) over all models; a model's effective robustness (ER) is its "
+        "shifted accuracy minus the line's prediction, in percentage points.",
+        "",
+        "What these numbers are: a handful of tiny models trained for a minute or less, each accuracy "
+        f"measured on {summary.n_questions_per_bench} questions per domain, with wide confidence intervals (the error bars). Accuracies "
+        "near chance carry little signal, and so does a line fitted through them. Because every "
+        "model is in the fit, ER averages about zero by construction; it measures scatter "
+        "around the family's own line, not robustness gained by a method.",
+        "",
+        "## Line fits (probit axes)",
+        "",
+        markdown_table(["shift", "slope", "intercept", "r^2", "models", "reading"], fit_rows),
+        "",
+    ]
+    for shift, f in summary.fits.items():
+        rows = [
+            [m.point.model, fmt(100 * m.point.acc_ref, 1), fmt(100 * m.point.acc_shift, 1),
+             f"{100 * m.effective_robustness:+.1f}"]
+            for m in f.models
+        ]
+        near_chance = sum(m.point.acc_shift < chance + NEAR_CHANCE for m in f.models)
+        parts += [
+            f"## {reference} -> {shift}",
+            "",
+            markdown_table(["model", f"{reference} acc %", f"{shift} acc %", "ER (points)"], rows),
+            "",
+            f"{near_chance} of {len(f.models)} models are within {100 * NEAR_CHANCE:.0f} points of chance on "
+            f"`{shift}`." if near_chance else "No model is near chance here.",
+            "",
+            f"![{shift} vs {reference}](fits/{shift}/scatter.png)",
+            "",
+        ]
+    parts.append(f"Wall time of this invocation: {summary.seconds:.0f} s (work reused from an earlier run not counted).")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,133 @@
+"""`robustvlm eval`: generate for every evaluation record, score, summarise per environment.
+
+Writes in `out_dir`:
+  config.resolved.yaml  the model, the evaluated records (count and a hash of their ids) and the
+                        eval settings; `--resume` needs them to match (batch size and the list
+                        of metrics may change: new metrics are filled in on the finished rows)
+  predictions.jsonl     one row per example as it is generated (id, env, ood, instruction,
+                        prediction, target, per-sample scores); a resumed run skips finished ids
+  metrics.json          per-environment means, the in-domain mean `id` and out-of-domain mean
+                        `ood` (macro averages over environments), all on the 0-1 scale; with
+                        CEE, the counts of undecided samples (ties, no readable verdict), which
+                        are left out of the means rather than counted as wrong
+  judge_cache/          the CEE judge's verdict cache (no API key is ever written)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from tqdm.auto import tqdm
+
+from robustvlm.analysis.summary import EvalMetrics, summarize
+from robustvlm.config import EvalConfig
+from robustvlm.data.loaders import load_examples
+from robustvlm.data.records import Example
+from robustvlm.errors import ConfigError
+from robustvlm.evaluation.generation import generation_rows, select_examples
+from robustvlm.evaluation.metrics.registry import (
+    METRICS,
+    add_after_generation_scores,
+    check_metric_names,
+    check_needs,
+    per_batch_metrics,
+)
+from robustvlm.models.backends import load_backend
+from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl, write_jsonl
+
+PREDICTIONS_FILE = "predictions.jsonl"
+METRICS_FILE = "metrics.json"
+
+
+def records_digest(examples: Sequence[Example]) -> str:
+    """sha256 of the records' ids in order: which records an evaluation covers."""
+    return hashlib.sha256("\n".join(ex.id for ex in examples).encode("utf-8")).hexdigest()
+
+
+def evaluate(
+    model_dir: str | Path,
+    examples: list[Example],
+    out_dir: str | Path,
+    *,
+    cfg: EvalConfig | None = None,
+    resume: bool = False,
+    progress: bool = True,
+) -> EvalMetrics:
+    """Generate, score, write predictions.jsonl + metrics.json (see the module doc).
+
+    Every per-batch metric of the registry is computed as batches are generated; the
+    after-generation ones named in `cfg.metrics` then fill in the rows lacking them. Unknown
+    metric names and missing settings (a judge for CEE) fail before any model is loaded.
+    """
+    cfg = cfg or EvalConfig()
+    check_metric_names(cfg.metrics)
+    check_needs(cfg.metrics, dict(cfg))
+    todo = select_examples(examples, cfg.split, cfg.max_per_env)
+    settings = {
+        "model": str(model_dir),
+        "records": {"n": len(todo), "ids_sha256": records_digest(todo)},
+        "eval": cfg.model_dump(mode="json"),
+    }
+    out_dir = claim_run_folder(
+        out_dir, settings, resume=resume, may_differ=("eval.batch_size", "eval.metrics")
+    )
+    pred_path = out_dir / PREDICTIONS_FILE
+    done_rows = read_jsonl(pred_path) if resume else []
+    finished = {r["id"] for r in done_rows}
+    pending = [ex for ex in todo if ex.id not in finished]
+    if pending:
+        backend = load_backend(str(model_dir), "vlm")
+        backend.require("generate")
+        bar = tqdm(total=len(todo), initial=len(todo) - len(pending), disable=not progress, desc="eval", unit="ex")
+        with pred_path.open("a" if resume else "w", encoding="utf-8") as log:
+            for rows in generation_rows(backend.model, backend.processor, pending, cfg):
+                append_jsonl(log, rows)
+                done_rows += rows
+                bar.update(len(rows))
+        bar.close()
+
+    wanted = {ex.id for ex in todo}
+    rows = [r for r in done_rows if r["id"] in wanted]
+    if add_after_generation_scores(rows, cfg, out_dir):
+        write_jsonl(pred_path, done_rows)
+    names = [m.name for m in per_batch_metrics()]
+    counts = {n: METRICS[n].counts(rows) for n in cfg.metrics if METRICS[n].counts is not None}
+    metrics = summarize(rows, names + [m for m in cfg.metrics if m not in names], counts)
+    (out_dir / METRICS_FILE).write_text(json.dumps(metrics.to_dict(), indent=2), encoding="utf-8")
+    return metrics
+
+
+def run_eval(
+    model: str,
+    data: str | Path,
+    out_dir: str | Path,
+    *,
+    settings: Mapping[str, Any],
+    judge_file: str | Path | None = None,
+    env_map: str | Path | None = None,
+    task_rules: bool = False,
+    image_root: str | Path | None = None,
+    resume: bool = False,
+) -> EvalMetrics:
+    """`robustvlm eval`: the eval settings (EvalConfig fields; `judge` read from `judge_file`, a
+    YAML file) are checked before the data or the model is loaded, then `evaluate` runs."""
+    judge = None
+    if judge_file is not None:
+        path = Path(judge_file)
+        if not path.is_file():
+            raise ConfigError(f"{path}: judge config file not found")
+        judge = yaml.safe_load(path.read_text(encoding="utf-8"))
+    check_metric_names(settings.get("metrics", []), key="--metrics")
+    try:
+        cfg = EvalConfig(**settings, judge=judge)
+    except ValidationError as err:
+        raise ConfigError(f"eval options: {err}") from None
+    check_needs(cfg.metrics, dict(cfg))
+    examples = load_examples(data, env_map=env_map, task_rules=task_rules, image_root=image_root)
+    return evaluate(model, examples, out_dir, cfg=cfg, resume=resume)

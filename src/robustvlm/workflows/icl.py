@@ -1,0 +1,90 @@
+"""`robustvlm icl eval`: zero-shot and k-shot accuracy per domain and demo policy.
+
+Writes in its output folder: config.resolved.yaml (the run's settings), icl_predictions.jsonl
+(one line per (shots, policy, query), appended as each batch finishes, put in evaluation order at
+the end), icl_results.json ({config, rows}) and icl_results.md. With `resume` the finished lines
+are kept (a torn last line from a killed run is dropped) and only the missing queries are
+evaluated; a folder written with other settings (batch size aside) is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from robustvlm.analysis.icl import IclCell
+from robustvlm.data.loaders import load_examples
+from robustvlm.data.records import Example
+from robustvlm.errors import DataError
+from robustvlm.evaluation.icl import POLICIES, evaluate_icl, record_key
+from robustvlm.models.backends import load_backend
+from robustvlm.report.icl import icl_markdown
+from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl, write_jsonl
+
+PREDICTIONS_FILE = "icl_predictions.jsonl"
+
+
+@dataclass(frozen=True)
+class IclRun:
+    """A finished in-context evaluation: its settings and its cells."""
+
+    config: dict[str, Any]
+    cells: list[IclCell]
+
+    def to_dict(self) -> dict:
+        """The icl_results.json content."""
+        return {"config": self.config, "rows": [c.to_dict() for c in self.cells]}
+
+
+def task_corpus(examples: Sequence[Example]) -> list[str]:
+    """The instructions and targets of `examples`: what a "tiny:" model's tokenizer is trained on."""
+    return sorted({ex.instruction for ex in examples} | {ex.target for ex in examples})
+
+
+def load_domains(data_root: str | Path) -> list[Example]:
+    """An image-folder domain dataset ROOT/DOMAIN/CLASS/*.png; DataError when it holds none."""
+    examples = load_examples(data_root, fmt="folder", verbose=False)
+    if not examples:
+        raise DataError("no images found (expected ROOT/DOMAIN/CLASS/*.png)", str(data_root))
+    return examples
+
+
+def run_icl(
+    model_name: str,
+    data_root: str | Path,
+    out_dir: str | Path,
+    *,
+    shots: Sequence[int] = (0, 1, 2, 4),
+    policies: Sequence[str] = POLICIES,
+    n_per_domain: int = 20,
+    seed: int = 0,
+    batch_size: int = 8,
+    resume: bool = False,
+    progress: bool = True,
+) -> IclRun:
+    """Load the model and the domains, run `evaluate_icl`, write the outputs (module doc)."""
+    config = {"model": model_name, "data": str(data_root), "shots": list(shots),
+              "policies": list(policies), "n_per_domain": n_per_domain, "seed": seed,
+              "batch_size": batch_size}
+    out = claim_run_folder(out_dir, config, resume=resume, may_differ=("batch_size",))
+    log_path = out / PREDICTIONS_FILE
+    finished = {record_key(r): r for r in read_jsonl(log_path)} if resume else {}
+    examples = load_domains(data_root)
+    backend = load_backend(model_name, corpus=task_corpus(examples))
+    backend.require("generate")
+    predictions: list[dict] = []
+    with log_path.open("a" if resume else "w", encoding="utf-8") as log:
+        cells = evaluate_icl(backend.model, backend.processor, examples, shots=shots, policies=policies,
+                             n_per_domain=n_per_domain, seed=seed, batch_size=batch_size,
+                             predictions=predictions, finished=finished,
+                             on_records=lambda records: append_jsonl(log, records), progress=progress)
+    run = IclRun(config, cells)
+    (out / "icl_results.json").write_text(json.dumps(run.to_dict(), indent=2), encoding="utf-8")
+    (out / "icl_results.md").write_text(
+        f"# In-context evaluation\n\nmodel: `{model_name}`\n\n{icl_markdown(cells)}\n", encoding="utf-8"
+    )
+    write_jsonl(log_path, predictions)
+    return run

@@ -1,0 +1,55 @@
+"""`robustvlm mc build`: K-way multiple-choice questions from labelled images."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from robustvlm.data.loaders import load_examples
+from robustvlm.errors import ConfigError
+from robustvlm.models.backends import load_backend
+from robustvlm.models.vision import VisionTowerEmbedder
+from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
+
+
+def load_image_embedder(name_or_path: str, *, batch_size: int = 32) -> VisionTowerEmbedder:
+    """The embedder of `visual` distractors: RGB images -> unit-norm embeddings [n, d] from the
+    vision tower of a model named as in `mc eval` (CLIP / SigLIP / a VLM; ConfigError when its
+    family cannot embed images)."""
+    backend = load_backend(name_or_path)
+    backend.require("image_embed")
+    return VisionTowerEmbedder(backend.model, backend.processor, batch_size=batch_size)
+
+
+def build_benchmark(
+    data: str | Path,
+    out: str | Path,
+    *,
+    distractors: str = "random",
+    vision_model: str | None = None,
+    text_encoder: str | None = None,
+    image_root: str | Path | None = None,
+    **options,
+) -> list[MCQuestion]:
+    """Load labelled images, build questions (`build_questions` with `options`: k, n, seed,
+    class_subset, class_names, prompt, circular) and write them to `out`.
+
+    `vision_model` is the model of `visual` distractors and `text_encoder` the sentence encoder of
+    `text` distractors; each is an error with any other distractor method.
+    """
+    if (distractors == "visual") != bool(vision_model):
+        raise ConfigError(
+            "--distractors visual needs --vision-model (a CLIP/SigLIP or VLM name or folder, "
+            "e.g. tiny:clip), and --vision-model applies only to --distractors visual"
+        )
+    if text_encoder and distractors != "text":
+        raise ConfigError("--text-encoder applies only to --distractors text")
+    examples = load_examples(data, image_root=image_root)
+    questions = build_questions(
+        examples,
+        distractors=distractors,
+        encoder=text_encoder,
+        image_embedder=load_image_embedder(vision_model) if vision_model else None,
+        **options,
+    )
+    write_questions(questions, out)
+    return questions
