@@ -153,3 +153,23 @@ def test_bad_configuration_and_input(tiny_encoder, tmp_path):
         BERTScorer(tmp_path / "missing")
     with pytest.raises(DataError, match="2 candidates and 1 references"):
         BERTScorer(tiny_encoder).score(["a", "b"], ["a"])
+
+
+def test_batches_do_not_depend_on_the_hash_seed():
+    """Length ties are broken by the text: the same batches (and so the same float rounding)
+    whatever order Python's hash seed gives the set of sentences."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from robustvlm.evaluation.metrics.bertscore import _length_sorted_batches as b\n"
+        "s = {f'w{i}' for i in range(40)}\n"
+        "print(list(b(s, {x: [0] * (len(x) % 3) for x in s}, 7)))"
+    )
+    outputs = {
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(outputs) == 1

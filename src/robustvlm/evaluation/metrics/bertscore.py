@@ -155,7 +155,9 @@ class BERTScorer:
 def _length_sorted_batches(
     sentences: set[str], ids: dict[str, list[int]], batch_size: int
 ) -> Iterator[list[str]]:
-    ordered = sorted(sentences, key=lambda s: len(ids[s]), reverse=True)
+    # ties broken by the text, so batches (and the float rounding they bring) do not depend on
+    # the set's order, which varies with Python's hash seed
+    ordered = sorted(sentences, key=lambda s: (-len(ids[s]), s))
     for start in range(0, len(ordered), batch_size):
         yield ordered[start : start + batch_size]
 
