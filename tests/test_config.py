@@ -3,8 +3,9 @@
 import pytest
 import yaml
 
-from robustvlm.config import apply_overrides, dump_config, load_config, validate_config
+from robustvlm.config import apply_overrides, load_config, validate_config
 from robustvlm.errors import ConfigError
+from robustvlm.runs import write_settings
 
 
 def write(tmp_path, data):
@@ -48,6 +49,6 @@ def test_bad_override_and_missing_file(tmp_path):
 
 def test_resolved_config_round_trips(tmp_path):
     cfg = validate_config({"data": {"benchmark": "spurious"}, "method": "irm"})
-    dump_config(cfg, tmp_path / "resolved.yaml")
+    write_settings(cfg, tmp_path / "resolved.yaml")
     again = load_config(tmp_path / "resolved.yaml")
     assert again == cfg

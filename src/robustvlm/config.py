@@ -223,22 +223,22 @@ def validate_config(raw: dict, source: str = "config") -> RunConfig:
         raise ConfigError(_describe(err, source)) from None
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:
-    """Read a YAML config, apply overrides, validate."""
+def read_yaml_mapping(path: str | Path, what: str = "config", expected: str = "sections") -> dict:
+    """A YAML file whose top level is a mapping (an empty file is {}); ConfigError naming the
+    file when it is missing, not YAML, or not a mapping of `expected`."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"{path}: config file not found")
+        raise ConfigError(f"{path}: {what} file not found")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of {expected}")
+    return data
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:
+    """Read a YAML config, apply overrides, validate."""
+    raw = read_yaml_mapping(path)
     return validate_config(apply_overrides(raw, overrides or []), str(path))
-
-
-def dump_config(cfg: BaseModel, path: str | Path) -> None:
-    """Write the fully resolved config (every default filled in) as YAML."""
-    Path(path).write_text(
-        yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), encoding="utf-8"
-    )

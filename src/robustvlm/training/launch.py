@@ -14,8 +14,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from robustvlm.config import RunConfig, dump_config
+from robustvlm.config import RunConfig
 from robustvlm.errors import ConfigError, RobustVLMError
+from robustvlm.runs import write_settings
 
 
 class LaunchConfig(BaseModel):
@@ -45,7 +46,7 @@ def launched_train(cfg: RunConfig, out_dir: Path, launch: LaunchConfig) -> Path:
         raise ConfigError(f"launch.accelerate_config: {launch.accelerate_config} not found")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     run_config = out_dir.with_suffix(".yaml")
-    dump_config(cfg, run_config)
+    write_settings(cfg, run_config)
     command = launch_command(launch, run_config, out_dir)
     code = subprocess.run(command, check=False).returncode
     final = out_dir / "final"

@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from robustvlm.analysis.diagnosis import diagnose_table
 from robustvlm.analysis.icl import IclCell
-from robustvlm.errors import ConfigError
+from robustvlm.config import read_yaml_mapping
 from robustvlm.evaluation.diagnose import measure_domains
 from robustvlm.models.backends import load_backend
 from robustvlm.report.icl import diagnosis_markdown
@@ -50,12 +48,7 @@ class Diagnosis:
 
 def read_descriptions(path: str | Path) -> dict[str, str]:
     """{class: description} from a YAML file; ConfigError when it is missing or not a mapping."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: descriptions file not found")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping {{class: description}}")
+    data = read_yaml_mapping(path, "descriptions", "class: description")
     return {str(k): str(v) for k, v in data.items()}
 
 

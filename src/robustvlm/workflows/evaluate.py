@@ -21,12 +21,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 from tqdm.auto import tqdm
 
 from robustvlm.analysis.summary import EvalMetrics, summarize
-from robustvlm.config import EvalConfig
+from robustvlm.config import EvalConfig, read_yaml_mapping
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError
@@ -117,12 +116,7 @@ def run_eval(
 ) -> EvalMetrics:
     """`robustvlm eval`: the eval settings (EvalConfig fields; `judge` read from `judge_file`, a
     YAML file) are checked before the data or the model is loaded, then `evaluate` runs."""
-    judge = None
-    if judge_file is not None:
-        path = Path(judge_file)
-        if not path.is_file():
-            raise ConfigError(f"{path}: judge config file not found")
-        judge = yaml.safe_load(path.read_text(encoding="utf-8"))
+    judge = read_yaml_mapping(judge_file, "judge config", "judge settings") if judge_file else None
     check_metric_names(settings.get("metrics", []), key="--metrics")
     try:
         cfg = EvalConfig(**settings, judge=judge)

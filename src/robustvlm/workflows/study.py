@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from robustvlm.analysis.study import (
@@ -38,7 +37,7 @@ from robustvlm.analysis.study import (
     sum_counts,
 )
 from robustvlm.analysis.summary import EvalMetrics
-from robustvlm.config import EvalConfig, RunConfig, deep_merge, validate_config
+from robustvlm.config import EvalConfig, RunConfig, deep_merge, read_yaml_mapping, validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError
 from robustvlm.evaluation.metrics.registry import (
@@ -63,18 +62,7 @@ STUDY_KEYS = {"base", "methods", "seeds", "metrics", "launch"}
 def _read_spec(config: str | Path | Mapping) -> tuple[dict, str]:
     if isinstance(config, Mapping):
         return dict(config), "study config"
-    path = Path(config)
-    if not path.is_file():
-        raise ConfigError(f"{path}: study config file not found")
-    try:
-        spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
-    if not isinstance(spec, dict):
-        raise ConfigError(
-            f"{path}: the top level must be a mapping (base, methods, seeds, metrics)"
-        )
-    return spec, str(path)
+    return read_yaml_mapping(config, "study config", "base, methods, seeds, metrics"), str(config)
 
 
 @dataclass(frozen=True)
