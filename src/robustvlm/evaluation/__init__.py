@@ -1,1 +1,1 @@
-"""robustvlm.evaluation"""
+"""robustvlm.evaluation: generation rows, the metrics registry, in-context evaluation, diagnosis."""

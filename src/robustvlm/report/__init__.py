@@ -1,1 +1,1 @@
-"""robustvlm.report"""
+"""robustvlm.report: plots, tables and report pages rendered from typed results."""

@@ -1,1 +1,1 @@
-"""robustvlm.training"""
+"""robustvlm.training: the one training loop, the task interface, checkpoints, samplers, launching."""

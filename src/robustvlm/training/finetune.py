@@ -174,6 +174,11 @@ class FineTuneTask(TrainingTask):
         return {"objective": self.objective.state_dict(), "env_names": self.env_names}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state["env_names"] != self.env_names:
+            raise ConfigError(
+                f"the checkpoint was trained on environments {state['env_names']}, but the data now "
+                f"gives {self.env_names}: resume with the data the run started with"
+            )
         self.objective.load_state_dict(state["objective"])
 
     def save_final(self, final_dir: Path, state_dicts: dict[str, dict[str, torch.Tensor]]) -> None:
