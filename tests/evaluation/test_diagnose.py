@@ -10,16 +10,12 @@ import torch
 
 from robustvlm.analysis.diagnosis import VERDICTS, diagnose_table, linear_probe_accuracy, skill
 from robustvlm.data.images import load_image
-from robustvlm.data.loaders import load_examples
-from robustvlm.data.synth import synthesize
 from robustvlm.data.wordnet import open_wordnet, wordnet_available
 from robustvlm.errors import DataError
 from robustvlm.evaluation import diagnose
 from robustvlm.models import find_parts
-from robustvlm.models.backends import load_backend
 from robustvlm.models.loglik import option_logliks
 from robustvlm.workflows.diagnose import run_diagnosis
-from robustvlm.workflows.icl import task_corpus
 
 torch.set_num_threads(1)
 
@@ -75,21 +71,8 @@ def test_linear_probe_separable_vs_random_labels():
         linear_probe_accuracy(noise[:4, 0], ["a", "b", "a", "b"])
 
 
-@pytest.fixture(scope="module")
-def shapes(tmp_path_factory):
-    root = tmp_path_factory.mktemp("domains")
-    synthesize("domains", root, n_per_env=3)
-    return root / "shapes"
-
-
-@pytest.fixture(scope="module")
-def tiny(shapes):
-    backend = load_backend("tiny:idefics3", corpus=task_corpus(load_examples(shapes, fmt="folder", verbose=False)))
-    return backend.model, backend.processor
-
-
-def test_option_logliks_match_unpadded_token_by_token(tiny):
-    model, processor = tiny
+def test_option_logliks_match_unpadded_token_by_token(shapes_vlm):
+    model, processor = shapes_vlm
     tok = processor.tokenizer
     messages = diagnose.semantic_question("a plane figure with four equal sides", ["circle", "square"])
     options = ["circle", "square", "hexagon", "a"]
@@ -104,9 +87,9 @@ def test_option_logliks_match_unpadded_token_by_token(tiny):
         assert value == pytest.approx(brute, abs=1e-4)
 
 
-def test_vision_features_match_one_by_one(tiny, shapes):
-    model, processor = tiny
-    examples = load_examples(shapes, fmt="folder", verbose=False)[:5]
+def test_vision_features_match_one_by_one(shapes_vlm, shapes_examples):
+    model, processor = shapes_vlm
+    examples = shapes_examples[:5]
     batched = diagnose.vision_features(model, processor, examples, batch_size=4)
     vision, connector = find_parts(model).vision, model.model.connector
     assert batched.shape == (5, model.config.text_config.hidden_size)
@@ -118,8 +101,8 @@ def test_vision_features_match_one_by_one(tiny, shapes):
         np.testing.assert_allclose(row, single.numpy(), atol=1e-5)
 
 
-def test_semantic_accuracy_records(tiny):
-    model, processor = tiny
+def test_semantic_accuracy_records(shapes_vlm):
+    model, processor = shapes_vlm
     descriptions = {"circle": "a round figure", "square": "four equal sides", "cross": "two bars"}
     acc, records = diagnose.semantic_accuracy(model, processor, descriptions, n_orders=2, seed=1)
     assert len(records) == 6 and sorted({r["class"] for r in records}) == sorted(descriptions)
@@ -141,8 +124,8 @@ def test_class_descriptions_from_wordnet_or_given():
 
 
 @pytest.mark.skipif(not wordnet_available(), reason="WordNet (wordnet-base) not installed")
-def test_run_diagnosis_smoke(tmp_path, shapes):
-    result = run_diagnosis("tiny:idefics3", shapes, tmp_path, shots=1, n_per_domain=1)
+def test_run_diagnosis_smoke(tmp_path, domains_suite):
+    result = run_diagnosis("tiny:idefics3", domains_suite / "shapes", tmp_path, shots=1, n_per_domain=1)
     rows = result.rows
     assert [r["domain"] for r in rows] == ["cartoon", "noisy", "photo", "sketch"]
     for r in rows:

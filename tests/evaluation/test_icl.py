@@ -10,31 +10,14 @@ import pytest
 import torch
 
 from robustvlm.analysis.icl import IclCell, icl_summary
-from robustvlm.data.loaders import load_examples
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation import icl
 from robustvlm.evaluation.metrics.exact import normalize_answer
-from robustvlm.models import load_vlm
-from robustvlm.models.backends import load_backend
 from robustvlm.models.generate import generate_batch
 from robustvlm.workflows import icl as icl_run
-from robustvlm.workflows.icl import task_corpus
 
 torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def examples(tmp_path_factory):
-    root = tmp_path_factory.mktemp("domains")
-    synthesize("domains", root, n_per_env=3)
-    return load_examples(root / "shapes", fmt="folder", verbose=False)
-
-
-@pytest.fixture(scope="module")
-def tiny(examples):
-    backend = load_backend("tiny:idefics3", corpus=task_corpus(examples))
-    return backend.model, backend.processor
 
 
 def _draws(examples, policy, k, plan, n=40):
@@ -43,15 +26,15 @@ def _draws(examples, policy, k, plan, n=40):
             for i, q in enumerate(examples[:n])]
 
 
-def test_policies_select_what_they_promise(examples):
-    plan = icl.make_plan(examples, seed=3, n_skew_classes=2)
-    domains = sorted({ex.env for ex in examples})
+def test_policies_select_what_they_promise(shapes_examples):
+    plan = icl.make_plan(shapes_examples, seed=3, n_skew_classes=2)
+    domains = sorted({ex.env for ex in shapes_examples})
     assert len(plan.skew_classes) == 2
     assert sorted(plan.spurious_label) == domains
     assert len(set(plan.spurious_label.values())) == len(domains)  # 8 classes >= 4 domains
     k = 4
     for policy in icl.POLICIES:
-        for q, demos in _draws(examples, policy, k, plan):
+        for q, demos in _draws(shapes_examples, policy, k, plan):
             assert len(demos) == k and len({d.id for d in demos}) == k and q.id not in {d.id for d in demos}
             if policy == "same-domain":
                 assert all(d.env == q.env for d in demos)
@@ -62,31 +45,31 @@ def test_policies_select_what_they_promise(examples):
             if policy == "spurious":
                 assert all(d.target == plan.spurious_label[d.env] for d in demos)
     # the candidate sets are exactly the brute-force filters
-    q = examples[0]
+    q = shapes_examples[0]
     brute = {
-        "random": [e for e in examples if e.id != q.id],
-        "same-domain": [e for e in examples if e.env == q.env and e.id != q.id],
-        "cross-domain": [e for e in examples if e.env != q.env],
-        "label-shift": [e for e in examples if e.target in plan.skew_classes and e.id != q.id],
-        "spurious": [e for e in examples if e.target == plan.spurious_label[e.env] and e.id != q.id],
+        "random": [e for e in shapes_examples if e.id != q.id],
+        "same-domain": [e for e in shapes_examples if e.env == q.env and e.id != q.id],
+        "cross-domain": [e for e in shapes_examples if e.env != q.env],
+        "label-shift": [e for e in shapes_examples if e.target in plan.skew_classes and e.id != q.id],
+        "spurious": [e for e in shapes_examples if e.target == plan.spurious_label[e.env] and e.id != q.id],
     }
     for policy, expected in brute.items():
-        assert [e.id for e in icl.candidate_demos(q, examples, policy, plan)] == [e.id for e in expected]
+        assert [e.id for e in icl.candidate_demos(q, shapes_examples, policy, plan)] == [e.id for e in expected]
     # random demos do reach other domains; spurious demos span several domains
-    assert any(d.env != q.env for q, demos in _draws(examples, "random", k, plan) for d in demos)
-    assert len({d.env for _, demos in _draws(examples, "spurious", k, plan) for d in demos}) > 1
+    assert any(d.env != q.env for q, demos in _draws(shapes_examples, "random", k, plan) for d in demos)
+    assert len({d.env for _, demos in _draws(shapes_examples, "spurious", k, plan) for d in demos}) > 1
 
 
-def test_selection_is_seeded_and_errors_when_short(examples):
-    plan = icl.make_plan(examples, seed=0)
-    a = _draws(examples, "random", 4, plan, n=10)
-    b = _draws(examples, "random", 4, plan, n=10)
+def test_selection_is_seeded_and_errors_when_short(shapes_examples):
+    plan = icl.make_plan(shapes_examples, seed=0)
+    a = _draws(shapes_examples, "random", 4, plan, n=10)
+    b = _draws(shapes_examples, "random", 4, plan, n=10)
     assert [[d.id for d in ds] for _, ds in a] == [[d.id for d in ds] for _, ds in b]
-    assert icl.make_plan(examples, seed=0) == plan
+    assert icl.make_plan(shapes_examples, seed=0) == plan
     with pytest.raises(DataError, match="fewer than k=99"):
-        icl.select_demos(examples[0], examples, 99, "same-domain", plan, np.random.default_rng(0))
+        icl.select_demos(shapes_examples[0], shapes_examples, 99, "same-domain", plan, np.random.default_rng(0))
     with pytest.raises(ConfigError, match="unknown demo policy"):
-        icl.candidate_demos(examples[0], examples, "nearest", plan)
+        icl.candidate_demos(shapes_examples[0], shapes_examples, "nearest", plan)
 
 
 class _SpyProcessor:
@@ -107,17 +90,17 @@ class _SpyProcessor:
 
 
 @pytest.mark.parametrize("kind", ["idefics3", "llava"])
-def test_prompt_has_k_plus_one_images_and_demo_answers(examples, kind):
-    model, processor = load_vlm(f"tiny:{kind}")
+def test_prompt_has_k_plus_one_images_and_demo_answers(shapes_examples, tiny_vlms, kind):
+    model, processor = tiny_vlms(kind)
     spy = _SpyProcessor(processor)
-    classes = sorted({ex.target for ex in examples})
+    classes = sorted({ex.target for ex in shapes_examples})
     image_id = model.config.image_token_id
-    one = icl.encode_prompts(spy, [(examples[0], [])], classes)
+    one = icl.encode_prompts(spy, [(shapes_examples[0], [])], classes)
     per_image = int((one["input_ids"] == image_id).sum())
     assert per_image > 0
-    plan = icl.make_plan(examples)
-    items = [(q, icl.select_demos(q, examples, k, "random", plan, np.random.default_rng(k)))
-             for k, q in zip((1, 2, 4), examples[5:8])]
+    plan = icl.make_plan(shapes_examples)
+    items = [(q, icl.select_demos(q, shapes_examples, k, "random", plan, np.random.default_rng(k)))
+             for k, q in zip((1, 2, 4), shapes_examples[5:8])]
     batch = icl.encode_prompts(spy, items, classes)
     texts, images = spy.calls[-1]
     for (q, demos), text, imgs, ids in zip(items, texts, images, batch["input_ids"]):
@@ -135,21 +118,21 @@ def test_prompt_has_k_plus_one_images_and_demo_answers(examples, kind):
             add_generation_prompt=True, tokenize=False).rstrip())
 
 
-def test_single_image_model_is_a_clear_error(examples, tiny):
-    model, processor = tiny
+def test_single_image_model_is_a_clear_error(shapes_examples, shapes_vlm):
+    model, processor = shapes_vlm
     spy = _SpyProcessor(processor, max_images=1)
     with pytest.raises(ConfigError, match="several images"):
-        icl.evaluate_icl(model, spy, examples, shots=(0, 1), policies=("random",), n_per_domain=1)
+        icl.evaluate_icl(model, spy, shapes_examples, shots=(0, 1), policies=("random",), n_per_domain=1)
     icl.check_multi_image(processor)  # the real tiny processor passes
 
 
-def test_evaluate_icl_is_deterministic_and_counts_right(examples, tiny):
-    model, processor = tiny
+def test_evaluate_icl_is_deterministic_and_counts_right(shapes_examples, shapes_vlm):
+    model, processor = shapes_vlm
     kwargs = dict(shots=(0, 2), policies=("random", "cross-domain"), n_per_domain=2, seed=1)
     preds_a, preds_b, preds_c = [], [], []
-    rows_a = icl.evaluate_icl(model, processor, examples, predictions=preds_a, **kwargs)
-    rows_b = icl.evaluate_icl(model, processor, examples, predictions=preds_b, **kwargs)
-    icl.evaluate_icl(model, processor, examples, predictions=preds_c, batch_size=3, **kwargs)
+    rows_a = icl.evaluate_icl(model, processor, shapes_examples, predictions=preds_a, **kwargs)
+    rows_b = icl.evaluate_icl(model, processor, shapes_examples, predictions=preds_b, **kwargs)
+    icl.evaluate_icl(model, processor, shapes_examples, predictions=preds_c, batch_size=3, **kwargs)
     assert rows_a == rows_b and preds_a == preds_b
     assert [p["demos"] for p in preds_a] == [p["demos"] for p in preds_c]  # demos ignore batching
     cells = {(r.shots, r.policy) for r in rows_a}
@@ -183,15 +166,15 @@ def test_gain_and_cost_arithmetic():
     assert out[3].gain is None and out[3].cost is None  # no 0-shot / random row for b
 
 
-def test_bad_arguments(examples, tiny):
-    model, processor = tiny
+def test_bad_arguments(shapes_examples, shapes_vlm):
+    model, processor = shapes_vlm
     with pytest.raises(ConfigError, match="shots"):
-        icl.evaluate_icl(model, processor, examples, shots=(-1,))
+        icl.evaluate_icl(model, processor, shapes_examples, shots=(-1,))
     with pytest.raises(ConfigError, match="policies"):
-        icl.evaluate_icl(model, processor, examples, shots=(1,), policies=("nearest",))
+        icl.evaluate_icl(model, processor, shapes_examples, shots=(1,), policies=("nearest",))
 
 
-def test_run_icl_writes_results(tmp_path, examples):
+def test_run_icl_writes_results(tmp_path, shapes_examples):
     root = tmp_path / "data"
     synthesize("domains", root, n_per_env=2)
     result = icl_run.run_icl("tiny:idefics3", root / "shapes", tmp_path / "out", shots=(0, 1),

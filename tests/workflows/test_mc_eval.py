@@ -14,7 +14,6 @@ from PIL import Image
 from robustvlm.analysis.stats import clopper_pearson
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.models.backends import infer_family
-from robustvlm.models.tiny_clip import build_tiny_clip
 from robustvlm.multiple_choice import scoring
 from robustvlm.multiple_choice.build import MCQuestion, write_questions
 from robustvlm.multiple_choice.stability import accuracy_vs_size
@@ -138,9 +137,8 @@ def test_generation_counts_unparsed_replies(bench, tmp_path, monkeypatch):
     assert float(row["accuracy"]) == pytest.approx(sum(r["correct"] for r in scored) / 6)
 
 
-def test_family_inferred_from_saved_config(tmp_path):
-    model, _ = build_tiny_clip()
-    model.config.save_pretrained(tmp_path / "clip")
+def test_family_inferred_from_saved_config(tmp_path, tiny_backends):
+    tiny_backends("clip").model.config.save_pretrained(tmp_path / "clip")
     assert infer_family(str(tmp_path / "clip")) == "clip"
     assert infer_family("tiny:siglip") == "siglip"
     assert infer_family("tiny:llava") == "vlm"
