@@ -1,21 +1,17 @@
-"""In-context evaluation: demo policies, multi-image prompts, determinism, gain/cost arithmetic."""
+"""In-context evaluation: demo policies, multi-image prompts, determinism and counts (gain/cost
+arithmetic: tests/analysis/test_icl.py; the run, its outputs and resume: tests/workflows/test_icl.py)."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 
 import numpy as np
 import pytest
 import torch
 
-from robustvlm.analysis.icl import IclCell, icl_summary
-from robustvlm.data.synth import synthesize
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation import icl
 from robustvlm.evaluation.metrics.exact import normalize_answer
-from robustvlm.models.generate import generate_batch
-from robustvlm.workflows import icl as icl_run
 
 torch.set_num_threads(1)
 
@@ -152,104 +148,9 @@ def test_evaluate_icl_is_deterministic_and_counts_right(shapes_examples, shapes_
         assert r.n == (8 if r.domain == "all" else 2)
 
 
-def test_gain_and_cost_arithmetic():
-    rows = [
-        IclCell(0, "zero-shot", "a", 10, 2, 0.2),
-        IclCell(2, "random", "a", 10, 5, 0.5),
-        IclCell(2, "spurious", "a", 10, 3, 0.3),
-        IclCell(2, "spurious", "b", 10, 4, 0.4),
-    ]
-    out = icl_summary(rows)
-    assert out[0].gain is None and out[0].cost is None
-    assert out[1].gain == pytest.approx(0.3) and out[1].cost == pytest.approx(0.0)
-    assert out[2].gain == pytest.approx(0.1) and out[2].cost == pytest.approx(0.2)
-    assert out[3].gain is None and out[3].cost is None  # no 0-shot / random row for b
-
-
 def test_bad_arguments(shapes_examples, shapes_vlm):
     model, processor = shapes_vlm
     with pytest.raises(ConfigError, match="shots"):
         icl.evaluate_icl(model, processor, shapes_examples, shots=(-1,))
     with pytest.raises(ConfigError, match="policies"):
         icl.evaluate_icl(model, processor, shapes_examples, shots=(1,), policies=("nearest",))
-
-
-def test_run_icl_writes_results(tmp_path, shapes_examples):
-    root = tmp_path / "data"
-    synthesize("domains", root, n_per_env=2)
-    result = icl_run.run_icl("tiny:idefics3", root / "shapes", tmp_path / "out", shots=(0, 1),
-                             policies=("same-domain",), n_per_domain=1, seed=0)
-    saved = json.loads((tmp_path / "out" / "icl_results.json").read_text())
-    assert saved == json.loads(json.dumps(result.to_dict()))
-    assert {r["domain"] for r in saved["rows"]} == {"photo", "sketch", "cartoon", "noisy", "all"}
-    assert "| 1 | same-domain |" in (tmp_path / "out" / "icl_results.md").read_text()
-    lines = (tmp_path / "out" / "icl_predictions.jsonl").read_text().splitlines()
-    assert len(lines) == 2 * 4  # two cells x four domains x one query
-
-
-class _Killed(Exception):
-    """Stands in for a kill in the middle of a run."""
-
-
-def _counting_generate(monkeypatch, calls: list[int], kill_on_call: int | None = None):
-    """Patch icl.generate_batch to record the number of prompts of each call (and die on one)."""
-    def generate(model, processor, batch, **kwargs):
-        if kill_on_call is not None and len(calls) + 1 == kill_on_call:
-            raise _Killed
-        calls.append(int(batch["input_ids"].shape[0]))
-        return generate_batch(model, processor, batch, **kwargs)
-
-    monkeypatch.setattr(icl, "generate_batch", generate)
-
-
-def test_killed_run_resumes_without_recomputing(tmp_path, monkeypatch):
-    root = tmp_path / "data"
-    synthesize("domains", root, n_per_env=2)
-    kwargs = dict(shots=(0, 1), policies=("random", "same-domain"), n_per_domain=2, seed=0,
-                  batch_size=4, progress=False)
-    n_records = 3 * 4 * 2  # three cells x four domains x two queries
-
-    whole: list[int] = []
-    _counting_generate(monkeypatch, whole)
-    expected = icl_run.run_icl("tiny:idefics3", root / "shapes", tmp_path / "whole", **kwargs)
-    assert sum(whole) == n_records
-
-    out = tmp_path / "killed"
-    _counting_generate(monkeypatch, [], kill_on_call=3)
-    with pytest.raises(_Killed):
-        icl_run.run_icl("tiny:idefics3", root / "shapes", out, **kwargs)
-    log = out / icl_run.PREDICTIONS_FILE
-    kept = log.read_text().splitlines()
-    assert len(kept) == 8  # two batches of four were written before the kill
-    with log.open("a") as f:  # and the kill tore the next line
-        f.write(json.dumps({"shots": 1, "policy": "random", "id": "x", "answer": "circ"})[:30])
-
-    resumed: list[int] = []
-    _counting_generate(monkeypatch, resumed)
-    result = icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, **kwargs)
-    assert sum(resumed) == n_records - len(kept)
-    assert result == expected
-    assert (out / "icl_results.json").read_text() == (tmp_path / "whole" / "icl_results.json").read_text()
-    assert log.read_text() == (tmp_path / "whole" / icl_run.PREDICTIONS_FILE).read_text()
-
-    again: list[int] = []  # a finished run resumes to the same results with no generation at all
-    _counting_generate(monkeypatch, again)
-    assert icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, **kwargs) == expected
-    assert again == []
-
-
-def test_resume_refuses_other_settings(tmp_path):
-    root = tmp_path / "data"
-    synthesize("domains", root, n_per_env=2)
-    out = tmp_path / "out"
-    kwargs = dict(shots=(0, 1), policies=("random",), n_per_domain=1, progress=False)
-    icl_run.run_icl("tiny:idefics3", root / "shapes", out, seed=0, **kwargs)
-    with pytest.raises(ConfigError, match="pass --resume"):  # a finished run is never overwritten
-        icl_run.run_icl("tiny:idefics3", root / "shapes", out, seed=0, **kwargs)
-    with pytest.raises(ConfigError, match=r"differs in \['seed', 'shots'\]"):
-        icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, **{**kwargs, "seed": 1, "shots": (0, 2)})
-    icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, seed=0, **{**kwargs, "batch_size": 3})
-    log = out / icl_run.PREDICTIONS_FILE
-    log.write_text('{"shots": 0}\nnot json\n' + log.read_text())
-    with pytest.raises(DataError, match="line 2 is not valid JSON"):  # only a torn *last* line is dropped
-        icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, seed=0, **kwargs)
