@@ -1,6 +1,6 @@
 """CEE judge throughput: concurrent vs sequential requests against a stub endpoint.
 
-The stub (tests/stub_judge_server.py) answers every request after a fixed latency, standing
+The stub (tests/helpers/stub_judge_server.py) answers every request after a fixed latency, standing
 in for a remote LLM. Both settings run in this one process, alternating, each with a fresh
 cache; the figure is the ratio of their median wall times.
 
@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 
 from stub_judge_server import StubJudgeServer  # noqa: E402
 

@@ -1,9 +1,98 @@
-"""Shared test settings: tiny models run fastest (and least noisily) on one CPU thread."""
+"""Shared test settings and the tiny offline models and data that several test folders use.
+
+Tiny models run fastest (and least noisily) on one CPU thread. Tests are imported with
+`--import-mode=importlib` (pyproject), so test files in different folders may share a name; the
+support modules in tests/helpers (stub judge server, toy tasks, distributed workers) are
+importable by name because that folder is put on sys.path here.
+
+The session fixtures below are built once and shared by every test that asks for them: tests
+read them and must not change them (train, configure_trainable, edit a chat template, wrap in
+DDP, write into the data folder). A test that needs to change one builds its own. robustvlm is
+imported inside the fixtures, after the environment below is set (huggingface_hub reads
+HF_HUB_OFFLINE when it is first imported).
+"""
+
+from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+import pytest
 import torch
+
+if TYPE_CHECKING:
+    from robustvlm.data.records import Example
+    from robustvlm.models.backends import Backend
+
+HELPERS = Path(__file__).resolve().parent / "helpers"
+sys.path.insert(0, str(HELPERS))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def domains_suite(tmp_path_factory) -> Path:
+    """The built-in `domains` benchmark (seed 0, 3 images per class and domain): shapes/ and
+    digits/ image-folder layouts and manifest.json."""
+    from robustvlm.data.synth import synthesize
+
+    root = tmp_path_factory.mktemp("domains")
+    synthesize("domains", root, seed=0, n_per_env=3)
+    return root
+
+
+@pytest.fixture(scope="session")
+def shapes_examples(domains_suite) -> list[Example]:
+    """The shapes suite of `domains_suite` as Examples (4 domains x 8 classes x 3 images)."""
+    from robustvlm.data.loaders import load_examples
+
+    return load_examples(domains_suite / "shapes", fmt="folder", verbose=False)
+
+
+@pytest.fixture(scope="session")
+def shapes_vlm(shapes_examples) -> tuple:
+    """(model, processor): "tiny:idefics3" through load_backend (eval mode), its tokenizer trained
+    on the task corpus of `shapes_examples` (as the icl and diagnosis workflows build it)."""
+    from robustvlm.models.backends import load_backend
+    from robustvlm.workflows.icl import task_corpus
+
+    backend = load_backend("tiny:idefics3", corpus=task_corpus(shapes_examples))
+    return backend.model, backend.processor
+
+
+@pytest.fixture(scope="session")
+def tiny_vlms() -> Callable[[str], tuple]:
+    """`tiny_vlms(kind)`: `build_tiny_vlm(kind)` with its defaults (seed 0, built-in corpus) as
+    (model, processor), built once per kind ("idefics3", "llava"); the model is in train mode,
+    as built."""
+    from robustvlm.models.tiny import build_tiny_vlm
+
+    built: dict[str, tuple] = {}
+
+    def get(kind: str) -> tuple:
+        if kind not in built:
+            built[kind] = build_tiny_vlm(kind)
+        return built[kind]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def tiny_backends() -> Callable[[str], Backend]:
+    """`tiny_backends(kind)`: `load_backend(f"tiny:{kind}")` (eval mode), loaded once per kind
+    ("idefics3", "llava", "clip", "siglip")."""
+    from robustvlm.models.backends import load_backend
+
+    loaded: dict[str, Backend] = {}
+
+    def get(kind: str) -> Backend:
+        if kind not in loaded:
+            loaded[kind] = load_backend(f"tiny:{kind}")
+        return loaded[kind]
+
+    return get

@@ -9,12 +9,10 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from robustvlm.analysis.robustness import LineFit, ModelPoint, ModelRobustness
 from robustvlm.data.collate import IGNORE_INDEX, VLMCollator
 from robustvlm.data.loaders import load_examples
 from robustvlm.models.loading import load_vlm
 from robustvlm.multiple_choice.score import encode_prefix, option_token_ids, score_options
-from robustvlm.report.robustness_demo import fit_verdict
 from robustvlm.workflows.demo_robustness import (
     QUICK,
     REFERENCE,
@@ -126,15 +124,3 @@ def test_rerun_resumes_without_changes(demo):
     again = run_robustness_demo(out, quick=True)
     assert (out / "scores" / "results.csv").read_text() == before
     assert again.to_dict()["fits"] == summary.to_dict()["fits"]
-
-
-def test_verdict_flags_near_chance_even_with_high_r2():
-    fit = LineFit(slope=0.9, intercept=0.0, r2=0.95, n=2)
-
-    def models(*acc_refs):
-        return [ModelRobustness(ModelPoint("m", "f", a, 0.5, 10, 10), True, (0, 1), (0, 1), 0.0) for a in acc_refs]
-
-    near, learned = models(0.22, 0.25), models(0.5, 0.8)
-    assert "fits noise" in fit_verdict(fit, near, chance=0.2)
-    assert fit_verdict(fit, learned, chance=0.2).startswith("r^2 0.95")
-    assert "poor fit" in fit_verdict(LineFit(0.9, 0.0, 0.1, 2), learned, chance=0.2)

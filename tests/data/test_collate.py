@@ -32,8 +32,8 @@ def examples() -> list[Example]:
 
 
 @pytest.fixture(scope="module", params=KINDS)
-def processor(request):
-    return build_tiny_vlm(request.param)[1]
+def processor(request, tiny_vlms):
+    return tiny_vlms(request.param)[1]
 
 
 def labelled(batch, i):
@@ -81,8 +81,8 @@ def test_train_pads_right_generation_pads_left_with_the_same_prompt(processor):
     assert (gen["input_ids"][gen["attention_mask"] == 0] == processor.tokenizer.pad_token_id).all()
 
 
-def test_env_ids_and_record_ids():
-    processor = build_tiny_vlm("llava")[1]
+def test_env_ids_and_record_ids(tiny_vlms):
+    processor = tiny_vlms("llava")[1]
     batch = VLMCollator(processor, {"general": 3, "ocr": 1})(examples())
     assert batch["env"].dtype == torch.long
     assert batch["env"].tolist() == [3, 1, -1]
@@ -95,8 +95,8 @@ def test_text_only_batch_has_no_pixels(processor):
     assert processor.tokenizer.decode(labelled(batch, 0)) == "hello there friend" + END
 
 
-def test_images_go_through_the_loader_with_source_and_record():
-    processor = build_tiny_vlm("idefics3")[1]
+def test_images_go_through_the_loader_with_source_and_record(tiny_vlms):
+    processor = tiny_vlms("idefics3")[1]
     calls = []
 
     def loader(ref, *, source, record):
@@ -110,8 +110,8 @@ def test_images_go_through_the_loader_with_source_and_record():
         VLMCollator(processor, {})([bad])
 
 
-def test_max_length_cuts_the_reply_and_rejects_long_prompts():
-    processor = build_tiny_vlm("llava")[1]
+def test_max_length_cuts_the_reply_and_rejects_long_prompts(tiny_vlms):
+    processor = tiny_vlms("llava")[1]
     ex = examples()[1]
     full = VLMCollator(processor, {})([ex])
     n = full["input_ids"].shape[1]

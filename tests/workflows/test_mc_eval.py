@@ -1,10 +1,9 @@
-"""The multiple-choice runner (results.csv, per-question JSONL, resume, circular) and stability."""
+"""The multiple-choice runner: results.csv, per-question JSONL, resume, circular (stability:
+tests/multiple_choice/test_stability.py)."""
 
 import csv
 import io
 import json
-import math
-from itertools import combinations
 
 import numpy as np
 import pytest
@@ -14,10 +13,8 @@ from PIL import Image
 from robustvlm.analysis.stats import clopper_pearson
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.models.backends import infer_family
-from robustvlm.models.tiny_clip import build_tiny_clip
 from robustvlm.multiple_choice import scoring
 from robustvlm.multiple_choice.build import MCQuestion, write_questions
-from robustvlm.multiple_choice.stability import accuracy_vs_size
 from robustvlm.workflows import mc_eval as ev
 
 torch.set_num_threads(1)
@@ -138,35 +135,8 @@ def test_generation_counts_unparsed_replies(bench, tmp_path, monkeypatch):
     assert float(row["accuracy"]) == pytest.approx(sum(r["correct"] for r in scored) / 6)
 
 
-def test_family_inferred_from_saved_config(tmp_path):
-    model, _ = build_tiny_clip()
-    model.config.save_pretrained(tmp_path / "clip")
+def test_family_inferred_from_saved_config(tmp_path, tiny_backends):
+    tiny_backends("clip").model.config.save_pretrained(tmp_path / "clip")
     assert infer_family(str(tmp_path / "clip")) == "clip"
     assert infer_family("tiny:siglip") == "siglip"
     assert infer_family("tiny:llava") == "vlm"
-
-
-def _hypergeometric_std(n_correct: int, n: int, m: int) -> float:
-    p = n_correct / n
-    return math.sqrt(p * (1 - p) / m * (n - m) / (n - 1))
-
-
-def test_accuracy_vs_size_matches_hypergeometric_spread():
-    rng = np.random.default_rng(1)
-    correct = rng.random(400) < 0.7
-    rows = accuracy_vs_size(correct, sizes=(50, 200, 1000), n_draws=4000, seed=3)
-    assert [r["size"] for r in rows] == [50, 200, 400]
-    for row in rows[:2]:
-        std = _hypergeometric_std(int(correct.sum()), 400, row["size"])
-        assert row["std"] == pytest.approx(std, rel=0.06)
-        assert row["mean"] == pytest.approx(correct.mean(), abs=3 * std / math.sqrt(4000))
-        assert row["lo"] < row["mean"] < row["hi"]
-    assert rows[-1] == {"size": 400, "mean": correct.mean(), "std": 0.0, "lo": correct.mean(), "hi": correct.mean()}
-
-
-def test_accuracy_vs_size_small_case_by_brute_force():
-    correct = [True, False, True, True, False, False, True]
-    exact = [np.mean([correct[i] for i in subset]) for subset in combinations(range(7), 3)]
-    row = accuracy_vs_size(correct, sizes=(3,), n_draws=20000, seed=0)[0]
-    assert row["mean"] == pytest.approx(np.mean(exact), abs=0.01)
-    assert row["std"] == pytest.approx(np.std(exact), rel=0.03)

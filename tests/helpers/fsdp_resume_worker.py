@@ -1,6 +1,6 @@
-"""Run the toy regression task under FSDP2 on CPU (gloo), for test_loop's resume test.
+"""Run the toy regression task under FSDP2 on CPU (gloo), for training/test_loop.py's resume test.
 
-Usage: torchrun --nproc_per_node 2 tests/fsdp_resume_worker.py OUT_DIR [--resume]
+Usage: torchrun --nproc_per_node 2 tests/helpers/fsdp_resume_worker.py OUT_DIR [--resume]
 
 Accelerate turns its FSDP plugin on only on accelerators: on a CPU it silently falls back to
 DDP. This harness forces FSDP2 by setting the distributed type in Accelerate's shared state (both

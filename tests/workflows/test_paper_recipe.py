@@ -14,7 +14,7 @@ from robustvlm.cli import main
 from robustvlm.training.launch import LaunchConfig, launch_command
 from robustvlm.workflows.study_dry_run import dry_run_spec
 
-RECIPE = Path(__file__).resolve().parents[1] / "configs" / "paper" / "dynamic_birm_smolvlm.yaml"
+RECIPE = Path(__file__).resolve().parents[2] / "configs" / "paper" / "dynamic_birm_smolvlm.yaml"
 
 torch.set_num_threads(1)
 

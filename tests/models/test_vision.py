@@ -10,7 +10,6 @@ from PIL import Image
 
 from robustvlm.errors import ConfigError
 from robustvlm.models import build_tiny_vlm
-from robustvlm.models.backends import load_backend
 from robustvlm.models.vision import VisionTowerEmbedder, pool_image_features
 from robustvlm.workflows.mc_build import load_image_embedder
 
@@ -23,8 +22,8 @@ def images(sizes: list[tuple[int, int]], seed: int = 0) -> list[Image.Image]:
 
 
 @pytest.mark.parametrize("name", ["tiny:clip", "tiny:siglip"])
-def test_dual_encoder_embedding_is_the_normalised_image_feature(name):
-    backend = load_backend(name)
+def test_dual_encoder_embedding_is_the_normalised_image_feature(name, tiny_backends):
+    backend = tiny_backends(name.removeprefix("tiny:"))
     pics = images([(40, 30), (32, 32), (50, 60), (32, 32), (20, 44)])
     got = backend.embed_images(pics, batch_size=2)
     assert got.dtype == np.float32 and got.shape[0] == 5
@@ -36,8 +35,8 @@ def test_dual_encoder_embedding_is_the_normalised_image_feature(name):
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-6)
 
 
-def test_idefics3_embedding_is_the_mean_connector_token():
-    backend = load_backend("tiny:idefics3")
+def test_idefics3_embedding_is_the_mean_connector_token(tiny_backends):
+    backend = tiny_backends("idefics3")
     pics = images([(64, 64), (64, 64)], seed=1)
     inner = backend.model.model
     pixels = torch.stack([
@@ -68,8 +67,8 @@ def test_split_image_is_the_mean_over_its_crops():
     np.testing.assert_allclose(unit, raw / np.linalg.norm(raw, axis=1, keepdims=True), atol=1e-6)
 
 
-def test_llava_embedding_is_the_mean_projected_patch():
-    backend = load_backend("tiny:llava")
+def test_llava_embedding_is_the_mean_projected_patch(tiny_backends):
+    backend = tiny_backends("llava")
     model, pics = backend.model, images([(64, 64), (48, 80)], seed=2)
     pixels = backend.processor.image_processor(images=pics, return_tensors="pt")["pixel_values"]
     with torch.no_grad():

@@ -12,7 +12,7 @@ import pytest
 import torch
 from distributed_objectives_worker import CASES, run_all
 
-WORKER = Path(__file__).with_name("distributed_objectives_worker.py")
+WORKER = Path(__file__).resolve().parents[1] / "helpers" / "distributed_objectives_worker.py"
 
 pytestmark = pytest.mark.distributed
 

@@ -1,6 +1,6 @@
-"""Worker for test_distributed_penalty.py: the objectives on one rank's half of a global batch.
+"""Worker for objectives/test_distributed_penalty.py: the objectives on one rank's half of a global batch.
 
-Run under `torchrun --nproc_per_node 2 tests/distributed_objectives_worker.py OUT.pt`; rank 0
+Run under `torchrun --nproc_per_node 2 tests/helpers/distributed_objectives_worker.py OUT.pt`; rank 0
 saves the loss parts and the rank-averaged parameter gradients (as DDP would average them).
 The test imports `run_all` to compute the same on the whole batch in a single process.
 """

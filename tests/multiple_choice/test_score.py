@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from robustvlm.models import build_tiny_vlm, loglik
-from robustvlm.models.tiny_clip import build_tiny_clip, build_tiny_dual_encoder
+from robustvlm.models.tiny_clip import build_tiny_dual_encoder
 from robustvlm.multiple_choice.build import MCQuestion
 from robustvlm.multiple_choice.dual_encoder import DualEncoderScorer, ensemble_embedding
 from robustvlm.multiple_choice.score import (
@@ -132,8 +132,9 @@ def test_extract_choice_prefers_the_longer_nested_option():
     assert extract_choice("a lion", options) == 0
 
 
-def test_ensemble_embedding_equals_hand_loop():
-    model, processor = build_tiny_clip(seed=0)
+def test_ensemble_embedding_equals_hand_loop(tiny_backends):
+    clip = tiny_backends("clip")
+    model, processor = clip.model, clip.processor
     templates = ("A photo of a {class}.", "a {class}", "{class}")
     got = ensemble_embedding(model, processor, "dog", templates)
     acc = torch.zeros_like(got)

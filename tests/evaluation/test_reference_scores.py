@@ -1,21 +1,16 @@
 """BERTScore and CEE filled in after generation: values, resume without recomputation, counts."""
 
-import sys
-from pathlib import Path
-
 import pytest
+from stub_judge_server import StubJudgeServer
 
-sys.path.insert(0, str(Path(__file__).parent))
-from stub_judge_server import StubJudgeServer  # noqa: E402
-
-from robustvlm.analysis.summary import summarize  # noqa: E402
-from robustvlm.config import EvalConfig  # noqa: E402
-from robustvlm.errors import ConfigError  # noqa: E402
-from robustvlm.evaluation.metrics.bertscore import BERTScorer  # noqa: E402
+from robustvlm.analysis.summary import summarize
+from robustvlm.config import EvalConfig
+from robustvlm.errors import ConfigError
+from robustvlm.evaluation.metrics.bertscore import BERTScorer
 from robustvlm.evaluation.metrics.registry import (
-    add_after_generation_scores as add_reference_scores,  # noqa: E402
+    add_after_generation_scores as add_reference_scores,
 )
-from robustvlm.evaluation.reference_scores import cee_counts  # noqa: E402
+from robustvlm.evaluation.reference_scores import cee_counts
 
 
 def rows():

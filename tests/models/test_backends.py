@@ -30,13 +30,13 @@ torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")
-def vlm():
-    return load_backend("tiny:idefics3")
+def vlm(tiny_backends):
+    return tiny_backends("idefics3")
 
 
 @pytest.fixture(scope="module", params=["clip", "siglip"])
-def dual(request):
-    return load_backend(f"tiny:{request.param}")
+def dual(request, tiny_backends):
+    return tiny_backends(request.param)
 
 
 def _question() -> MCQuestion:
@@ -59,8 +59,8 @@ def test_load_backend_gives_the_family_class_in_eval_mode(vlm, dual):
     assert not dual.model.training
 
 
-def test_unsupported_operation_names_model_family_and_capabilities(vlm):
-    clip = load_backend("tiny:clip")
+def test_unsupported_operation_names_model_family_and_capabilities(vlm, tiny_backends):
+    clip = tiny_backends("clip")
     with pytest.raises(ConfigError, match=r"model 'tiny:clip' \(family 'clip'\) does not support "
                                           r"generate; it supports image_embed, text_embed"):
         clip.generate({})
@@ -126,9 +126,9 @@ def test_vlm_operations_call_the_model_operations(vlm):
     assert raw.shape == (1, vlm.model.config.text_config.hidden_size)
 
 
-def test_mc_scoring_follows_capabilities(vlm, monkeypatch):
+def test_mc_scoring_follows_capabilities(vlm, tiny_backends, monkeypatch):
     q = _question()
-    clip = load_backend("tiny:clip")
+    clip = tiny_backends("clip")
     assert scoring_method("clip", "generate") == "similarity"
     assert set(make_scorer(clip, way="similarity", normalize=True)([q])[0]) == {"prediction", "scores"}
     assert scoring_method("vlm", "loglik") == "loglik" and scoring_method("vlm", "generate") == "generate"

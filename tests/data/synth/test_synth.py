@@ -81,13 +81,6 @@ def digits_out(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def domains_out(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("domains")
-    synthesize("domains", out, seed=0, n_per_env=3)
-    return out
-
-
 # ---------------------------------------------------------------- determinism and format
 
 
@@ -311,30 +304,30 @@ def test_digits_show_the_recorded_scan_and_keep_train_and_eval_scans_apart(digit
 # ---------------------------------------------------------------- domains
 
 
-def test_domains_folder_layout_matches_manifest(domains_out):
-    manifest = json.loads((domains_out / "manifest.json").read_text())
+def test_domains_folder_layout_matches_manifest(domains_suite):
+    manifest = json.loads((domains_suite / "manifest.json").read_text())
     expected = {
         "shapes": (["photo", "sketch", "cartoon", "noisy"], 8),
         "digits": (["clean", "rotated", "coloured", "noisy"], 10),
     }
-    assert sorted(p.name for p in domains_out.iterdir()) == ["digits", "manifest.json", "shapes"]
+    assert sorted(p.name for p in domains_suite.iterdir()) == ["digits", "manifest.json", "shapes"]
     for suite, (domains, n_classes) in expected.items():
         entry = manifest["suites"][suite]
         assert entry["domains"] == domains and len(entry["classes"]) == n_classes
-        assert sorted(p.name for p in (domains_out / suite).iterdir()) == sorted(domains)
+        assert sorted(p.name for p in (domains_suite / suite).iterdir()) == sorted(domains)
         for domain in domains:
-            folders = sorted(p.name for p in (domains_out / suite / domain).iterdir())
+            folders = sorted(p.name for p in (domains_suite / suite / domain).iterdir())
             assert folders == sorted(entry["classes"])
             for cls in entry["classes"]:
-                files = sorted((domains_out / suite / domain / cls).glob("*.png"))
+                files = sorted((domains_suite / suite / domain / cls).glob("*.png"))
                 assert len(files) == entry["counts"][domain][cls] == 3
                 with Image.open(files[0]) as img:
                     assert img.size == (64, 64) and img.mode == "RGB"
 
 
-def test_domains_styles_differ_as_described(domains_out):
+def test_domains_styles_differ_as_described(domains_suite):
     def load(suite, domain, cls, i=0):
-        return np.asarray(Image.open(domains_out / suite / domain / cls / f"{i:04d}.png"), float)
+        return np.asarray(Image.open(domains_suite / suite / domain / cls / f"{i:04d}.png"), float)
 
     def roughness(img):
         return np.abs(np.diff(img, axis=1)).mean()

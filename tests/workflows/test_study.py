@@ -1,4 +1,5 @@
-"""The study runner: methods x seeds end to end on a tiny model, resume, and the pure aggregation."""
+"""The study runner: methods x seeds end to end on a tiny model, resume, planning and its errors
+(the pure aggregation: tests/analysis/test_study.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-import robustvlm.analysis.study as aggregation
 import robustvlm.workflows.study as study
-from robustvlm.analysis.stats import paired_bootstrap_test
 from robustvlm.errors import ConfigError
-from robustvlm.report.study_report import table1
 
 torch.set_num_threads(1)
 
@@ -130,96 +128,6 @@ def test_bad_study_config_names_the_key(edit, key):
     edit(cfg)
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         study.study_runs(cfg)
-
-
-def _row(ex_id, env, ood, chrf, exact=None):
-    scores = {"chrf": chrf} if exact is None else {"chrf": chrf, "exact": exact}
-    return {
-        "id": ex_id,
-        "env": env,
-        "ood": ood,
-        "scores": scores,
-        "prediction": "p",
-        "target": "t",
-        "instruction": "q",
-    }
-
-
-# Two seeds; ID envs a (2 examples) and b (1 example); OOD env c (2 examples).
-SEED_ROWS = {
-    0: [
-        _row("a1", "a", False, 0.2),
-        _row("a2", "a", False, 0.4),
-        _row("b1", "b", False, 0.9),
-        _row("c1", "c", True, 0.1),
-        _row("c2", "c", True, 0.5),
-    ],
-    1: [
-        _row("a1", "a", False, 0.6),
-        _row("a2", "a", False, 0.0),
-        _row("b1", "b", False, 0.5),
-        _row("c1", "c", True, 0.3),
-        _row("c2", "c", True, 0.3),
-    ],
-}
-
-
-def test_summary_matches_a_hand_computation():
-    summary = {
-        split: {m: v.to_dict() for m, v in by.items()}
-        for split, by in aggregation.summarize_method(SEED_ROWS, ["chrf", "exact"], n_boot=300, seed=4).items()
-    }
-    # seed 0: ID macro = (0.3 + 0.9) / 2 = 0.6; seed 1: (0.3 + 0.5) / 2 = 0.4
-    assert summary["id"]["chrf"]["mean"] == pytest.approx(0.5)
-    assert summary["id"]["chrf"]["std"] == pytest.approx(np.sqrt(0.02))
-    assert summary["ood"]["chrf"]["mean"] == pytest.approx(0.3)
-    assert summary["ood"]["chrf"]["std"] == pytest.approx(0.0)
-    assert summary["id"]["exact"] == {"mean": None, "std": None, "ci": None, "seeds": 0, "n": 0}
-    # Brute-force bootstrap: the 6 pooled ID rows resampled with the same generator draws.
-    scores = np.array([0.2, 0.4, 0.9, 0.6, 0.0, 0.5])
-    envs = np.array(list("aabaab"))
-    rng = np.random.default_rng(4)
-    boots = []
-    for _ in range(300):
-        idx = rng.integers(0, 6, 6)
-        s, e = scores[idx], envs[idx]
-        boots.append(np.mean([s[e == k].mean() for k in sorted(set(e))]))
-    assert summary["id"]["chrf"]["ci"] == pytest.approx(list(np.quantile(boots, [0.025, 0.975])))
-    per_env = {env: e.to_dict() for env, e in aggregation.per_env_means(SEED_ROWS, ["chrf"]).items()}
-    assert per_env["a"]["chrf"] == pytest.approx(0.3) and per_env["b"]["chrf"] == pytest.approx(0.7)
-    assert per_env["c"] == {"ood": True, "chrf": pytest.approx(0.3)}
-
-
-def test_paired_test_matches_direct_call_on_matched_ids():
-    other = {
-        seed: [
-            dict(r, scores={"chrf": r["scores"]["chrf"] + 0.1 * (i % 3)})
-            for i, r in enumerate(rows)
-        ]
-        for seed, rows in SEED_ROWS.items()
-    }
-    other[1] = list(reversed(other[1]))  # order must not matter: pairing is by id
-    tests = aggregation.paired_tests(
-        {"erm": SEED_ROWS, "new": other}, "erm", ["chrf"], n_boot=500, seed=2
-    )
-    ids = ["a1", "a2", "b1"]
-    base = {"a1": 0.4, "a2": 0.2, "b1": 0.7}
-    new = {"a1": 0.4, "a2": 0.3, "b1": 0.9}  # seed 0 adds 0, .1, .2; seed 1 adds 0, .1, .2
-    direct = paired_bootstrap_test(
-        [new[i] for i in ids], [base[i] for i in ids], n_boot=500, seed=2
-    )
-    got = tests["new"]["id"]["chrf"].to_dict()
-    assert got["delta"] == pytest.approx(direct["delta"]) and got["p_value"] == direct["p_value"]
-    assert got["ci"] == pytest.approx(list(direct["ci"])) and got["n"] == 3
-    assert "erm" not in tests
-
-
-def test_table1_shows_absent_metrics_as_dash():
-    results = aggregation.aggregate_study({"erm": SEED_ROWS}, ["chrf", "bertscore"])
-    table = table1(results)
-    assert table.header == ["method", "ID chrF", "ID BERTScore", "OOD chrF", "OOD BERTScore"]
-    row = table.rows[0]
-    assert row[2] == "—" and row[4] == "—" and row[1].startswith("0.500 ± 0.141 [")
 
 
 def test_runs_compute_the_tabulated_metrics_and_cee_needs_a_judge():

@@ -50,8 +50,8 @@ ENVS = {"general": 0, "ocr": 1, "chart": 2}
 
 
 @pytest.fixture(scope="module", params=KINDS)
-def tiny(request):
-    model, processor = build_tiny_vlm(request.param)
+def tiny(request, tiny_vlms):
+    model, processor = tiny_vlms(request.param)
     return model, processor, VLMCollator(processor, ENVS)(EXAMPLES)
 
 

@@ -142,7 +142,7 @@ def test_two_process_fsdp2_run_resumes_exactly(tmp_path):
     import subprocess
     import sys
 
-    worker = Path(__file__).with_name("fsdp_resume_worker.py")
+    worker = Path(__file__).resolve().parents[1] / "helpers" / "fsdp_resume_worker.py"
     torchrun = Path(sys.executable).with_name("torchrun")
 
     def launch(out: Path, *extra: str) -> None:
