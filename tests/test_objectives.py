@@ -14,7 +14,11 @@ from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives import REGISTRY, build_objective, scale_grad
 from robustvlm.objectives.birm import BayesianScalePenalty
 from robustvlm.objectives.dynamic_birm import LambdaController
-from robustvlm.objectives.scale_grad import ce_and_scale_grads, vocab_scale_grad_sums
+from robustvlm.objectives.scale_grad import (
+    ce_and_scale_grads,
+    squared_and_scale_grads,
+    vocab_scale_grad_sums,
+)
 
 ENVS = ["general", "reasoning", "ocr"]
 V = 11
@@ -64,8 +68,8 @@ def example_halves(out: AnswerOutputs, e: int) -> tuple[torch.Tensor, torch.Tens
     return first, second
 
 
-def logit_grad(loss: torch.Tensor, out: AnswerOutputs) -> torch.Tensor:
-    return torch.autograd.grad(loss, out.logits)[0]
+def logit_grad(loss: torch.Tensor, out: AnswerOutputs | None, logits=None) -> torch.Tensor:
+    return torch.autograd.grad(loss, out.logits if logits is None else logits)[0]
 
 
 # ---------------------------------------------------------------- closed forms vs autograd
@@ -139,6 +143,103 @@ def test_closed_forms_pass_gradcheck():
     assert torch.autograd.gradcheck(
         lambda x: vocab_scale_grad_sums(x, out.targets, out.env, vocab), (z,)
     )
+
+
+def test_squared_scale_grads_match_autograd():
+    """d/dw (w z - y)^2 = 2 (w z - y) z, per row, at w = 1 and at drawn scales."""
+    g = torch.Generator().manual_seed(12)
+    n = 9
+    z = torch.randn(n, generator=g, dtype=torch.float64).requires_grad_()
+    y = torch.randn(n, generator=g, dtype=torch.float64)
+    scales = 1.0 + 0.3 * torch.randn(n, 3, generator=g, dtype=torch.float64)
+    loss, grads = squared_and_scale_grads(z, y, scales)
+    at = torch.cat([torch.ones(n, 1, dtype=torch.float64), scales], dim=1)
+    reference = []
+    for i in range(n):
+        row = []
+        for s in range(4):
+            w = at[i, s].clone().requires_grad_()
+            row.append(torch.autograd.grad((w * z[i] - y[i]) ** 2, w, create_graph=True)[0])
+        reference.append(torch.stack(row))
+    reference = torch.stack(reference)
+    torch.testing.assert_close(grads, reference, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(loss, (z - y) ** 2, rtol=1e-12, atol=0)
+    upstream = torch.randn(n, 4, generator=g, dtype=torch.float64)
+    mine = torch.autograd.grad((grads * upstream).sum(), z)[0]
+    theirs = torch.autograd.grad((reference * upstream).sum(), z)[0]
+    torch.testing.assert_close(mine, theirs, rtol=1e-12, atol=1e-12)
+
+
+def make_regression(seed: int = 13, envs=(0, 1, 0, 2, 1, 0, 2, 1, 0, 2)) -> AnswerOutputs:
+    """One prediction per example (V = 1), real targets, squared-error risk."""
+    g = torch.Generator().manual_seed(seed)
+    n = len(envs)
+    return AnswerOutputs(
+        logits=(2.0 * torch.randn(n, 1, generator=g, dtype=torch.float64)).requires_grad_(),
+        targets=torch.randn(n, generator=g, dtype=torch.float64),
+        example=torch.arange(n),
+        env=torch.tensor(envs),
+        hidden=torch.zeros(n, 1),
+        classifier=torch.zeros(1, 1),
+        risk="squared",
+    )
+
+
+def squared_risk_at_scale(out: AnswerOutputs, mask: torch.Tensor, w) -> torch.Tensor:
+    """Reference R(w): mean of (w z - y)^2 over the masked rows."""
+    return ((w * out.logits[mask, 0] - out.targets[mask]) ** 2).mean()
+
+
+def squared_dw(out: AnswerOutputs, mask: torch.Tensor, w0) -> torch.Tensor:
+    """Reference dR/dw at w0 by autograd (2 mean((w z - y) z)), differentiable w.r.t. z."""
+    w = torch.as_tensor(w0, dtype=out.logits.dtype).clone().requires_grad_()
+    return torch.autograd.grad(squared_risk_at_scale(out, mask, w), w, create_graph=True)[0]
+
+
+def test_squared_risk_objectives_match_autograd():
+    """ERM, V-REx, IRMv1 and BIRM with the squared-error risk against autograd references."""
+    out = make_regression()
+    masks = [env_mask(out, e) for e in range(3)]
+
+    def r_emp() -> torch.Tensor:
+        return torch.stack([squared_risk_at_scale(out, m, 1.0) for m in masks]).mean()
+
+    risks = torch.stack([squared_risk_at_scale(out, m, 1.0) for m in masks]).detach()
+    erm = build_objective("erm", ENVS)(out, step=0)
+    torch.testing.assert_close(erm.loss, ((out.logits[:, 0] - out.targets) ** 2).mean())
+    vrex = build_objective("vrex", ENVS)(out, step=10_000)
+    assert vrex.penalty == pytest.approx(float(risks.var(unbiased=False)), rel=1e-12)
+    irm = build_objective("irm", ENVS, {"unbiased": False, "penalty_reduction": "sum"})(out, 10_000)
+    irm_penalty = sum(squared_dw(out, m, 1.0) ** 2 for m in masks)
+    assert irm.penalty == pytest.approx(float(irm_penalty.detach()), rel=1e-12)
+    torch.testing.assert_close(
+        logit_grad(irm.loss, out), logit_grad(r_emp() + 100.0 * irm_penalty, out)
+    )
+    for scope in ("scalar", "vocab"):  # with one output the two scopes coincide
+        hp = {"n_samples": 3, "prior_sd": 0.2, "scope": scope}
+        birm = build_objective("birm", ENVS, hp)(out, step=10_000)
+        draws = fresh_draws(hp, 1).reshape(3, 3)
+        penalty = sum(
+            torch.stack([squared_dw(out, masks[e], draws[e, s]) ** 2 for s in range(3)]).mean()
+            for e in range(3)
+        )
+        assert birm.penalty == pytest.approx(float(penalty.detach()), rel=1e-12)
+        torch.testing.assert_close(
+            logit_grad(birm.loss, out), logit_grad(r_emp() + 10.0 * penalty, out)
+        )
+
+
+def test_squared_risk_needs_one_output():
+    with pytest.raises(ValueError, match="squared"):
+        AnswerOutputs(
+            logits=torch.zeros(3, 2),
+            targets=torch.zeros(3),
+            example=torch.arange(3),
+            env=torch.zeros(3, dtype=torch.long),
+            hidden=torch.zeros(3, 1),
+            classifier=torch.zeros(2, 1),
+            risk="squared",
+        )
 
 
 # ---------------------------------------------------------------- IRMv1

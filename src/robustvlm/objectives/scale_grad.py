@@ -1,9 +1,11 @@
-"""Closed-form gradients of token cross-entropy w.r.t. classifier scales.
+"""Closed-form gradients of the token risk w.r.t. classifier scales.
 
 IRMv1 and BIRM penalise d/dw CE(w * z, y), the gradient of a token's cross-entropy with
 respect to a scale w on its logits z [V]. Both closed forms below are differentiable w.r.t.
 the logits by a hand-written backward, so the penalty back-propagates through the network
 with one ordinary backward (no `create_graph`, no double backward through the network).
+For the squared-error risk of a one-output regression (`AnswerOutputs.risk == "squared"`)
+the gradient is d/dw (w z - y)^2 = 2 (w z - y) z, an ordinary differentiable expression.
 
 With p = softmax(w * z) (scalar w) or p = softmax(w ⊙ z) (one scale per vocabulary entry):
 
@@ -21,6 +23,8 @@ from collections.abc import Iterator
 
 import torch
 from torch.autograd.function import FunctionCtx, once_differentiable
+
+from robustvlm.models.outputs import AnswerOutputs
 
 CHUNK_ELEMENTS = 1 << 21
 """Upper bound on the elements of one working buffer (8 MiB in float32)."""
@@ -174,3 +178,34 @@ def vocab_scale_grad_sums(
         w = scales[g, s] (entry k: p_k z_k - 1[k = y] z_k), differentiable w.r.t. the logits.
     """
     return _VocabScaleGradSums.apply(logits, targets, group, scales.detach())
+
+
+def squared_and_scale_grads(
+    predictions: torch.Tensor, targets: torch.Tensor, scales: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token squared error and its gradient w.r.t. one scalar scale on the prediction.
+
+    Args:
+        predictions: [N] predictions z.
+        targets: [N] real targets y.
+        scales: [N, S] scale values w at which to evaluate, S >= 0 draws per row (no gradient).
+
+    Returns:
+        loss: [N] (z_i - y_i)^2 (target units squared).
+        grads: [N, 1 + S]; column 0 is d/dw (w z_i - y_i)^2 at w = 1, column 1 + s at
+        w = scales[i, s] (each 2 (w z_i - y_i) z_i). Both differentiable w.r.t. the predictions.
+    """
+    z, y = predictions.unsqueeze(1), targets.unsqueeze(1).to(predictions.dtype)
+    w = torch.cat([scales.new_ones(scales.shape[0], 1), scales.detach()], dim=1).to(z.dtype)
+    return (z[:, 0] - y[:, 0]).square(), 2.0 * (w * z - y) * z
+
+
+def risk_and_scale_grads(out: AnswerOutputs, scales: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`out.token_risk()` [N] and its scale gradients [N, 1 + S] at w = 1 and at `scales` [N, S].
+
+    Cross-entropy (`ce_and_scale_grads`) or squared error (`squared_and_scale_grads`), as
+    `out.risk` says.
+    """
+    if out.risk == "squared":
+        return squared_and_scale_grads(out.logits[:, 0], out.targets, scales)
+    return ce_and_scale_grads(out.logits, out.targets, scales)
