@@ -145,6 +145,35 @@ def test_closed_forms_pass_gradcheck():
     )
 
 
+@pytest.mark.parametrize("chunk", [1 << 21, 5000])
+def test_one_pass_over_all_draws_equals_per_draw_softmaxes_at_width(monkeypatch, chunk):
+    """At a wide vocabulary, the kernel equals each draw's own softmax, values and gradients."""
+    monkeypatch.setattr(scale_grad, "CHUNK_ELEMENTS", chunk)
+    g = torch.Generator().manual_seed(11)
+    n, vocab, draws = 24, 3000, 10
+    logits = (4.0 * torch.randn(n, vocab, generator=g, dtype=torch.float64)).requires_grad_()
+    targets = torch.randint(0, vocab, (n,), generator=g)
+    scales = 1.0 + 0.3 * torch.randn(n, draws, generator=g, dtype=torch.float64)
+    scales[0, 0] = -0.5  # a negative scale: the row maximum is then w * min z
+    ce, grads = ce_and_scale_grads(logits, targets, scales)
+    at = torch.cat([torch.ones(n, 1, dtype=torch.float64), scales], dim=1)
+    per_draw = torch.stack(
+        [torch.softmax(at[:, s, None] * logits, -1) for s in range(draws + 1)], dim=1
+    )
+    target_logit = logits.gather(1, targets[:, None])
+    reference = (per_draw * logits.unsqueeze(1)).sum(-1) - target_logit
+    reference_ce = F.cross_entropy(logits, targets, reduction="none")
+    torch.testing.assert_close(grads, reference, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(ce, reference_ce, rtol=1e-12, atol=1e-12)
+    upstream = torch.randn(n, draws + 1, generator=g, dtype=torch.float64)
+    torch.testing.assert_close(
+        logit_grad((grads * upstream).sum() + ce.sum(), out=None, logits=logits),
+        logit_grad((reference * upstream).sum() + reference_ce.sum(), out=None, logits=logits),
+        rtol=1e-10,
+        atol=1e-12,
+    )
+
+
 def test_squared_scale_grads_match_autograd():
     """d/dw (w z - y)^2 = 2 (w z - y) z, per row, at w = 1 and at drawn scales."""
     g = torch.Generator().manual_seed(12)
