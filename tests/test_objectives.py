@@ -483,6 +483,23 @@ def test_dynamic_birm_lambda_follows_the_recurrence():
     assert any(0.02 * r < 0.05 for r, _ in rows[2:]) and any(0.02 * r > 0.05 for r, _ in rows[2:])
 
 
+def test_dynamic_birm_updates_lambda_once_per_optimizer_step():
+    """Gradient accumulation: the micro-batches of one step share the lambda set by the first."""
+    hp = {"k_skip": 1, "alpha": 0.5, "gamma": 0.3}
+    obj = build_objective("dynamic_birm", ENVS, hp)
+    first_rows, weights = [], {}
+    for call, step in enumerate([0, 0, 1, 1, 1, 2, 2, 3, 3]):
+        parts = obj(make_outputs(seed=call), step)
+        if step not in weights:
+            first_rows.append((parts.risk, parts.penalty))
+            weights[step] = parts.weight
+        assert parts.weight == weights[step], f"micro-batch {call} of step {step} moved lambda"
+        assert parts.loss.item() == pytest.approx(parts.risk + parts.weight * parts.penalty)
+    expected = manual_lambdas(first_rows, gamma=0.3, alpha=0.5, p_min=0.05, k_skip=1, lambda_max=None)
+    assert list(weights.values()) == pytest.approx([w for w, _ in expected], rel=1e-12)
+    assert obj.penalty.calls == 9, "every micro-batch still draws its own scales"
+
+
 def test_lambda_controller_guards_a_vanishing_penalty():
     ctl = LambdaController(gamma=0.15, alpha=0.8, p_min=0.05, k_skip=0, eps=1e-6, lambda_max=None)
     lam, target, capped = ctl.update(0, r_emp=1.0, r_inv=0.0)

@@ -13,13 +13,21 @@ from robustvlm.objectives.invariance import penalised_parts, require
 
 @dataclass
 class LambdaController:
-    """The adaptive penalty weight of Dynamic BIRM (one update per call).
+    """The adaptive penalty weight of Dynamic BIRM: one update per optimizer step.
 
     lambda_t = 0 while step < k_skip; afterwards
         P_target      = max(gamma * R_emp, p_min)
         lambda_target = P_target / max(R_inv, eps)
         lambda_t      = alpha * lambda_{t-1} + (1 - alpha) * lambda_target,
     then clipped to `lambda_max` when set (the clipped value is what is carried on).
+    `step` is the optimizer step: with gradient accumulation the first micro-batch of a step
+    updates lambda from its own R_emp and R_inv, and the step's other micro-batches reuse that
+    lambda, so `alpha` and `k_skip` count the same steps.
+
+    Attributes:
+        value: lambda of the last update (lambda_{t-1} for the next step).
+        step: the optimizer step of the last update (None before the first).
+        target, capped: that update's lambda_target and whether the cap bound.
     """
 
     gamma: float
@@ -29,16 +37,41 @@ class LambdaController:
     eps: float
     lambda_max: float | None
     value: float = 0.0
+    step: int | None = None
+    target: float = 0.0
+    capped: bool = False
 
     def update(self, step: int, r_emp: float, r_inv: float) -> tuple[float, float, bool]:
-        """Advance one step; returns (lambda_t, lambda_target, whether the cap bound)."""
+        """lambda of optimizer step `step`: (lambda_t, lambda_target, whether the cap bound).
+
+        The first call of a step advances the recurrence; later calls with the same step
+        return the same values and change nothing.
+        """
         if step < self.k_skip:
             return 0.0, 0.0, False
-        target = max(self.gamma * r_emp, self.p_min) / max(r_inv, self.eps)
-        value = self.alpha * self.value + (1.0 - self.alpha) * target
-        capped = self.lambda_max is not None and value > self.lambda_max
-        self.value = min(value, self.lambda_max) if capped else value
-        return self.value, target, capped
+        if step != self.step:
+            target = max(self.gamma * r_emp, self.p_min) / max(r_inv, self.eps)
+            value = self.alpha * self.value + (1.0 - self.alpha) * target
+            self.capped = self.lambda_max is not None and value > self.lambda_max
+            self.value = min(value, self.lambda_max) if self.capped else value
+            self.step, self.target = step, target
+        return self.value, self.target, self.capped
+
+    def state_dict(self) -> dict[str, Any]:
+        """{"lambda", "lambda_step", "lambda_target", "lambda_capped"}: the last update."""
+        return {
+            "lambda": self.value,
+            "lambda_step": self.step,
+            "lambda_target": self.target,
+            "lambda_capped": self.capped,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the last update (checkpoints written before per-step updates hold "lambda" only)."""
+        self.value = float(state["lambda"])
+        self.step = state.get("lambda_step")
+        self.target = float(state.get("lambda_target", 0.0))
+        self.capped = bool(state.get("lambda_capped", False))
 
 
 class DynamicBIRM(Objective):
@@ -48,7 +81,8 @@ class DynamicBIRM(Objective):
     computed from detached R_emp and R_inv (no gradient flows through it). Logged extras:
     `lambda_target` and `lambda_capped` (1 when `lambda_max` bound at this step, else 0).
     The controller state and the draw counter are in `state_dict`, so resuming is exact.
-    The controller advances once per call (with gradient accumulation: once per micro-batch).
+    The controller advances once per optimizer step (`step`); with gradient accumulation the
+    micro-batches of one step share its lambda. The penalty draws fresh scales every call.
     """
 
     name = "dynamic_birm"
@@ -90,9 +124,9 @@ class DynamicBIRM(Objective):
         return penalised_parts(risks, penalty, weight, self.env_names, extras)
 
     def state_dict(self) -> dict[str, Any]:
-        """{"lambda": lambda_{t-1}, "calls": draws made so far}."""
-        return {"lambda": self.controller.value, **self.penalty.state_dict()}
+        """The controller's last update (`LambdaController.state_dict`) and "calls" (draws made)."""
+        return {**self.controller.state_dict(), **self.penalty.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.controller.value = float(state["lambda"])
+        self.controller.load_state_dict(state)
         self.penalty.load_state_dict(state)
