@@ -440,29 +440,35 @@ def test_state_dict_round_trip_continues_identically(method):
 # ---------------------------------------------------------------- Dynamic BIRM
 
 
-def manual_lambdas(rows, *, gamma, alpha, p_min, k_skip, lambda_max, eps=1e-8):
-    lam, out = 0.0, []
+def manual_lambdas(rows, *, gamma, alpha, p_min, k_skip, lambda_max, eps=1e-8, eps_rel=0.1):
+    lam, out, first = 0.0, [], None
     for step, (r_emp, r_inv) in enumerate(rows):
         if step < k_skip:
             out.append((0.0, 0))
             continue
-        lam = alpha * lam + (1 - alpha) * max(gamma * r_emp, p_min) / max(r_inv, eps)
+        first = r_inv if first is None else first
+        floor = max(r_inv, eps, eps_rel * first)
+        lam = alpha * lam + (1 - alpha) * max(gamma * r_emp, p_min) / floor
         capped = lambda_max is not None and lam > lambda_max
         lam = min(lam, lambda_max) if capped else lam
         out.append((lam, int(capped)))
     return out
 
 
-def test_dynamic_birm_lambda_follows_the_recurrence():
+@pytest.mark.parametrize(("eps_rel", "cap"), [(0.0, 3.0), (0.1, 0.07)])
+def test_dynamic_birm_lambda_follows_the_recurrence(eps_rel, cap):
     # gamma 0.02 puts gamma * R_emp (about 0.04-0.08) on both sides of P_min = 0.05.
-    # logit scales that make R_inv shrink and rebound, so lambda climbs into the cap and back.
+    # logit scales that make R_inv shrink and rebound, so lambda climbs into the cap and back;
+    # eps_rel = 0 is the paper's controller, 0.1 (the default) floors R_inv at 10% of its first
+    # penalised value, which keeps lambda 50x lower here (hence the lower cap).
     hp = {
         "gamma": 0.02,
         "alpha": 0.6,
         "p_min": 0.05,
         "k_skip": 2,
-        "lambda_max": 3.0,
+        "lambda_max": cap,
         "prior_sd": 0.3,
+        "eps_rel": eps_rel,
     }
     obj = build_objective("dynamic_birm", ENVS, hp)
     rows, logged = [], []
@@ -476,7 +482,9 @@ def test_dynamic_birm_lambda_follows_the_recurrence():
         assert float(parts.loss.detach()) == pytest.approx(
             parts.risk + parts.weight * parts.penalty, rel=1e-12
         )
-    expected = manual_lambdas(rows, gamma=0.02, alpha=0.6, p_min=0.05, k_skip=2, lambda_max=3.0)
+    expected = manual_lambdas(
+        rows, gamma=0.02, alpha=0.6, p_min=0.05, k_skip=2, lambda_max=cap, eps_rel=eps_rel
+    )
     assert [w for w, _ in logged] == pytest.approx([w for w, _ in expected], rel=1e-12)
     assert [c for _, c in logged] == [c for _, c in expected]
     assert {c for _, c in logged} == {0, 1}, "the test should see the cap both bind and not"
@@ -498,6 +506,26 @@ def test_dynamic_birm_updates_lambda_once_per_optimizer_step():
     expected = manual_lambdas(first_rows, gamma=0.3, alpha=0.5, p_min=0.05, k_skip=1, lambda_max=None)
     assert list(weights.values()) == pytest.approx([w for w, _ in expected], rel=1e-12)
     assert obj.penalty.calls == 9, "every micro-batch still draws its own scales"
+
+
+def test_default_floor_keeps_lambda_from_running_away():
+    """R_inv falling 1e6-fold: the paper's controller runs to ~1e6, the default floor stays near 10x."""
+    rows = [(1.0, r) for r in (1e-2, 1e-3, 1e-4, 1e-6, 1e-8, 1e-8, 1e-8, 1e-8)]
+    lambdas = {}
+    for eps_rel in (0.0, 0.1):
+        ctl = LambdaController(gamma=0.15, alpha=0.8, p_min=0.05, k_skip=0, eps=1e-8,
+                               lambda_max=None, eps_rel=eps_rel)
+        lambdas[eps_rel] = [ctl.update(step, *row)[0] for step, row in enumerate(rows)]
+        expected = manual_lambdas(rows, gamma=0.15, alpha=0.8, p_min=0.05, k_skip=0,
+                                  lambda_max=None, eps_rel=eps_rel)
+        assert lambdas[eps_rel] == pytest.approx([w for w, _ in expected], rel=1e-12)
+    assert max(lambdas[0.0]) > 1e6 * 0.2 * 0.15  # (1 - alpha) * P_target / eps, once R_inv ~ eps
+    first_target = 0.15 / 1e-2
+    assert max(lambdas[0.1]) <= 10 * first_target
+    restored = LambdaController(gamma=0.15, alpha=0.8, p_min=0.05, k_skip=0, eps=1e-8,
+                                lambda_max=None, eps_rel=0.1)
+    restored.load_state_dict(ctl.state_dict())
+    assert restored.r_inv_ref == 1e-2 and restored.update(8, 1.0, 1e-8) == ctl.update(8, 1.0, 1e-8)
 
 
 def test_lambda_controller_guards_a_vanishing_penalty():
@@ -555,6 +583,7 @@ def test_every_method_trains_a_tiny_model(method):
         ("birm", {"n_samples": 0}),
         ("dynamic_birm", {"alpha": 1.0}),
         ("dynamic_birm", {"lambda_max": -1.0}),
+        ("dynamic_birm", {"eps_rel": 1.0}),
         ("groupdro", {"eta": -0.1}),
     ],
 )
