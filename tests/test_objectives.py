@@ -145,10 +145,12 @@ def test_closed_forms_pass_gradcheck():
     )
 
 
+@pytest.mark.parametrize("wide", [1 << 12, 1])  # by-hand normalisation, then torch.softmax
 @pytest.mark.parametrize("chunk", [1 << 21, 5000])
-def test_one_pass_over_all_draws_equals_per_draw_softmaxes_at_width(monkeypatch, chunk):
+def test_one_pass_over_all_draws_equals_per_draw_softmaxes_at_width(monkeypatch, chunk, wide):
     """At a wide vocabulary, the kernel equals each draw's own softmax, values and gradients."""
     monkeypatch.setattr(scale_grad, "CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(scale_grad, "WIDE_VOCAB", wide)
     g = torch.Generator().manual_seed(11)
     n, vocab, draws = 24, 3000, 10
     logits = (4.0 * torch.randn(n, vocab, generator=g, dtype=torch.float64)).requires_grad_()

@@ -42,38 +42,45 @@ def _work_dtype(logits: torch.Tensor) -> torch.dtype:
     return torch.promote_types(logits.dtype, torch.float32)
 
 
-def _draw_exponentials(z: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """e[r, s, k] = exp(w_s z_k - max_k w_s z_k): softmax(w_s z) of every draw, unnormalised.
+WIDE_VOCAB = 4096
+"""From this many classes on, `_draw_probabilities` calls torch.softmax (see there)."""
+
+
+def _draw_probabilities(z: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """p[r, s, :] = softmax(w_s z_r) for every row r and draw s: [r, S, V].
 
     Args:
-        z: [r, V] logits; w: [r, S] scales. The row maximum of w_s z is w_s max z for w_s >= 0
-            and w_s min z otherwise, so no pass over the [r, S, V] products is needed for it.
+        z: [r, V] logits; w: [r, S] scales.
 
-    Returns:
-        [r, S, V], every entry in (0, 1], each (row, draw) holding a 1 at its maximum.
+    On CPU torch.softmax is 20-30% faster than exp-and-normalise from a vocabulary of about
+    4096 on, and 2-3x slower below it (measured with torch 2.13: BENCHMARKS.md), so the short
+    case shifts by the row maximum of w_s z by hand (w_s max z for w_s >= 0, w_s min z
+    otherwise: no pass over the products) and normalises.
     """
+    products = torch.mul(w.unsqueeze(2), z.unsqueeze(1))
+    if z.shape[1] >= WIDE_VOCAB:
+        return torch.softmax(products, dim=-1)
     low, high = torch.aminmax(z, dim=-1)
     shift = torch.where(w >= 0, w * high.unsqueeze(1), w * low.unsqueeze(1))  # [r, S]
-    return torch.mul(w.unsqueeze(2), z.unsqueeze(1)).sub_(shift.unsqueeze(2)).exp_()
+    e = products.sub_(shift.unsqueeze(2)).exp_()
+    return e.div_(e.sum(-1, keepdim=True))
 
 
 class _CEAndScaleGrads(torch.autograd.Function):
     """Token cross-entropy and g[i, s] = d/dw CE(w * z_i, y_i) at w = 1 and at w = scales[i, s].
 
-    Column 0 of the scales is w = 1, so the cross-entropy comes from the same pass and the
-    logits receive a single gradient buffer. With p = softmax(w z) = e / n, e = exp(w z - m)
-    (m = max_k w z_k) and n = sum_k e_k: mu = E_p[z] = (sum_k e_k z_k) / n, g = mu - z_y and
-    CE = max z + log n_0 - z_y (column 0), exact and stable since n_0 >= 1.
+    Column 0 of the scales is w = 1, so the cross-entropy comes from the same pass
+    (CE = max z - log max_k p_k - z_y, exact and stable since max_k p_k >= 1/V) and the logits
+    receive a single gradient buffer. With p = softmax(w z) and mu = E_p[z]: g = mu - z_y.
     Backward: dg/dz_j = p_j (1 + w (z_j - mu)) - 1[j = y] and dCE/dz_j = p_j - 1[j = y] at w = 1,
-    so the gradient is sum_s e_s (a_s + b_s z) / n_s - (sum_s c_s + d) 1[j = y] with
+    so the gradient is sum_s p_s (a_s + b_s z) - (sum_s c_s + d) 1[j = y] with
     a_s = c_s (1 - w_s mu_s) (+ d for s = 0) and b_s = c_s w_s, for upstream c_s (of g_s) and
     d (of CE). Every draw is handled in one pass over the logits: a row chunk holds the
-    exponentials of all draws, [rows, 1 + S, V] (at most CHUNK_ELEMENTS, or one row), summed
+    probabilities of all draws, [rows, 1 + S, V] (at most CHUNK_ELEMENTS, or one row), reduced
     over the vocabulary in forward and mixed over the draws by one batched matrix product in
-    backward. The exponentials are recomputed in backward, so nothing [N, V]-sized is kept.
-    The cost is 2 (1 + S) exponentials per logit, as with one softmax per draw, but with a
-    fixed number of operations per chunk instead of a few per draw (measured in
-    BENCHMARKS.md).
+    backward. They are recomputed in backward, so nothing [N, V]-sized is kept. The cost is
+    2 (1 + S) softmax passes over the logits, as with one softmax per draw, with a fixed number
+    of operations per chunk instead of a few per draw.
     """
 
     @staticmethod
@@ -82,33 +89,32 @@ class _CEAndScaleGrads(torch.autograd.Function):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         dtype = _work_dtype(logits)
         scales = torch.cat([scales.new_ones(scales.shape[0], 1), scales], dim=1).to(dtype)
-        moments = torch.empty(*scales.shape, 2, dtype=dtype, device=logits.device)  # n, sum e z
+        mean_z = torch.empty(scales.shape, dtype=dtype, device=logits.device)
+        top_p = torch.empty(scales.shape[0], dtype=dtype, device=logits.device)
         for rows in _row_chunks(logits.shape[0], scales.shape[1] * logits.shape[1]):
             z = logits[rows].to(dtype)  # [r, V]
-            e = _draw_exponentials(z, scales[rows])  # [r, 1 + S, V]
-            moments[rows, :, 0] = e.sum(-1)
-            moments[rows, :, 1] = torch.linalg.vecdot(e, z.unsqueeze(1))
-        norm = moments[..., 0]
-        mean_z = moments[..., 1] / norm
-        ctx.save_for_backward(logits, targets, scales, mean_z, norm)
+            p = _draw_probabilities(z, scales[rows])  # [r, 1 + S, V]
+            top_p[rows] = p[:, 0].amax(-1)
+            mean_z[rows] = torch.linalg.vecdot(p, z.unsqueeze(1))
+        ctx.save_for_backward(logits, targets, scales, mean_z)
         target_logit = logits.gather(1, targets[:, None]).to(dtype)  # [N, 1]
-        ce = logits.amax(1).to(dtype) + norm[:, 0].log() - target_logit[:, 0]
+        ce = logits.amax(1).to(dtype) - top_p.log() - target_logit[:, 0]
         return ce, mean_z - target_logit
 
     @staticmethod
     @once_differentiable
     def backward(ctx: FunctionCtx, grad_ce: torch.Tensor, grad_g: torch.Tensor):
-        logits, targets, scales, mean_z, norm = ctx.saved_tensors
+        logits, targets, scales, mean_z = ctx.saved_tensors
         dtype = _work_dtype(logits)
         grad_ce, grad_g = grad_ce.to(dtype), grad_g.to(dtype)
         coef_a = grad_g * (1.0 - scales * mean_z)  # [N, 1 + S]
         coef_a[:, 0] += grad_ce
-        coef = torch.stack([coef_a, grad_g * scales], dim=1) / norm.unsqueeze(1)  # [N, 2, 1 + S]
+        coef = torch.stack([coef_a, grad_g * scales], dim=1)  # [N, 2, 1 + S]
         at_target = -(grad_g.sum(1) + grad_ce).unsqueeze(1)  # [N, 1]
         grad_logits = torch.empty_like(logits)
         for rows in _row_chunks(logits.shape[0], scales.shape[1] * logits.shape[1]):
             z = logits[rows].to(dtype)
-            mixed = torch.bmm(coef[rows], _draw_exponentials(z, scales[rows]))  # [r, 2, V]
+            mixed = torch.bmm(coef[rows], _draw_probabilities(z, scales[rows]))  # [r, 2, V]
             block = torch.addcmul(mixed[:, 0], mixed[:, 1], z)
             block.scatter_add_(1, targets[rows, None], at_target[rows])
             grad_logits[rows] = block.to(logits.dtype)
