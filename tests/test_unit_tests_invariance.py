@@ -216,10 +216,25 @@ def test_demo_invariance_quick_writes_the_report(tmp_path):
     assert html.count("data:image/png;base64,") == 2 and "](" not in html
 
 
-def test_demo_invariance_in_worker_processes_other_settings_have_no_published_figures(tmp_path):
-    from robustvlm.workflows.invariance_demo import run_invariance_demo
+def test_worker_processes_give_the_same_runs_as_one_process():
+    from robustvlm.workflows.invariance_demo import run_jobs
 
-    summary = run_invariance_demo(tmp_path, n_envs=2, dim_inv=2, dim_spu=1, quick=True, workers=2,
-                                  progress=False)
-    assert summary["reference"] is None
-    assert "| ERM | published |" not in (tmp_path / "report.md").read_text()
+    protocol = Protocol(n_per_env=50, steps=20, n_draws=2, n_seeds=1)
+    jobs = [("Example1", "irm", 1, 0), ("Example2s", "dynamic_birm", 1, 0), ("Example3", "oracle", 0, 0)]
+    inline = run_jobs(jobs, protocol, workers=1, progress=False)
+    assert run_jobs(jobs, protocol, workers=2, progress=False) == inline
+    assert inline[jobs[1]].trace and not inline[jobs[0]].trace  # Dynamic BIRM's lambda is traced
+
+
+def test_other_settings_show_no_published_figures():
+    from robustvlm.report.invariance import error_table, reference_paragraph
+
+    entry = {"mean": 0.5, "std": 0.1}
+    summary = {
+        "results": {ex: dict.fromkeys(METHODS, entry) for ex in EXAMPLES},
+        "reference": None,
+        "reference_setting": {"n_envs": 3, "dim_inv": 5, "dim_spu": 5},
+        "reference_source": {"paper": "Aubin et al.", "source": "their release"},
+    }
+    assert {row[1] for row in error_table(summary).rows} == {"ours"}
+    assert "differs, so none are shown" in reference_paragraph(summary).text
