@@ -9,6 +9,11 @@ Workloads (random weights, random token ids; `load_vlm("tiny:idefics3", ...)`):
           8 answer tokens per example.
 - stress: the same architecture with a 32768-token vocabulary and 256 image tokens
           (image_size 256), batch 8, 32 prompt and 32 answer tokens per example.
+- smolvlm-head: SmolVLM-2B's LM head alone (hidden 2048, vocabulary 49,152), batch 8 x 256
+          answer tokens: random final hidden states (a leaf that receives its gradient, as the
+          backbone would) -> logits -> objective -> backward into the head weight and the
+          hidden states. No backbone and no optimizer step, so the ratio to ERM is an upper
+          bound on the full model's.
 
 Step time: median over `--steps` steps after `--warmup`, all methods interleaved step by step
 in one process (one identically initialised model and optimizer per method). On CPU the
@@ -23,7 +28,8 @@ with MALLOC_MMAP_THRESHOLD_=65536, so glibc maps every buffer of 64 KiB or more 
 and unmaps it when freed: the resident set then follows the live tensors instead of
 whatever the heap happened to keep, and repeated runs agree to within a few MiB.
 
-    python benchmarks/objectives_step.py                      # both workloads, CPU
+    python benchmarks/objectives_step.py                      # tiny and stress, CPU
+    python benchmarks/objectives_step.py --workload smolvlm-head --methods erm,dynamic_birm
     python benchmarks/objectives_step.py --workload stress --device cuda
 """
 
@@ -40,8 +46,9 @@ from pathlib import Path
 
 import torch
 
-from robustvlm.models.answer import answer_outputs
+from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import load_vlm
+from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives import build_objective
 
 METHODS = ("erm", "irm", "vrex", "groupdro", "birm", "dynamic_birm")
@@ -56,13 +63,20 @@ WORKLOADS = {
         "answer": 32,
         "steps": 10,
     },
+    "smolvlm-head": {"head": {"hidden": 2048, "vocab": 49152}, "answer": 256, "steps": 3},
 }
+DEFAULT_WORKLOADS = ("tiny", "stress")  # the head workload takes minutes on a CPU: on request
 FIRST_TEXT_ID = 16  # above the tiny tokenizer's special ids
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workload", choices=[*WORKLOADS, "all"], default="all")
+    parser.add_argument(
+        "--workload", choices=[*WORKLOADS, "all"], default="all", help="all: tiny and stress"
+    )
+    parser.add_argument(
+        "--methods", default=",".join(METHODS), help="comma-separated subset (erm is always run)"
+    )
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--steps", type=int, help="measured steps (default: 40 tiny, 10 stress)")
@@ -72,9 +86,48 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+class LMHead(torch.nn.Module):
+    """A bias-free LM head whose forward maps a batch of final hidden states to AnswerOutputs."""
+
+    def __init__(self, hidden: int, vocab: int):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(vocab, hidden) / hidden**0.5)
+
+    def forward(self, batch: dict) -> AnswerOutputs:
+        return AnswerOutputs(
+            logits=batch["hidden"] @ self.weight.T,
+            targets=batch["targets"],
+            example=batch["example"],
+            env=batch["env"],
+            hidden=batch["hidden"],
+            classifier=self.weight,
+        )
+
+
+def setup_head(spec: dict, method: str, args: argparse.Namespace):
+    """(head, None, objective, batch): hidden states [B * answer, hidden] that receive gradients."""
+    torch.manual_seed(1)
+    head = LMHead(spec["head"]["hidden"], spec["head"]["vocab"]).to(args.device)
+    n = args.batch * spec["answer"]
+    example = torch.arange(args.batch).repeat_interleave(spec["answer"])
+    batch = {
+        "hidden": torch.randn(n, spec["head"]["hidden"]).requires_grad_(),
+        "targets": torch.randint(0, spec["head"]["vocab"], (n,)),
+        "example": example,
+        "env": example % len(ENVS),
+    }
+    batch = {k: v.to(args.device) for k, v in batch.items()}
+    return head, None, build_objective(method, ENVS), batch
+
+
 def setup(workload: str, method: str, args: argparse.Namespace):
-    """(model, optimizer, objective, batch) for one method; identical weights for every method."""
+    """(model, optimizer, objective, batch) for one method; identical weights for every method.
+
+    `model(batch)` returns the AnswerOutputs; the optimizer is None where none steps.
+    """
     spec = WORKLOADS[workload]
+    if "head" in spec:
+        return setup_head(spec, method, args)
     model, processor = load_vlm("tiny:idefics3", tiny_options=spec["tiny_options"])
     model.to(args.device)
     config = model.config
@@ -100,14 +153,18 @@ def setup(workload: str, method: str, args: argparse.Namespace):
     }
     batch = {k: v.to(args.device) for k, v in batch.items()}
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    return model, optimizer, build_objective(method, ENVS), batch
+    return AnswerModel(model), optimizer, build_objective(method, ENVS), batch
 
 
 def train_step(model, optimizer, objective, batch: dict) -> None:
-    parts = objective(answer_outputs(model, batch), STEP_INDEX)
+    parts = objective(model(batch), STEP_INDEX)
     parts.loss.backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+    if optimizer is not None:
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    else:
+        model.zero_grad(set_to_none=True)
+        batch["hidden"].grad = None
 
 
 def synchronize(device: str) -> None:
@@ -165,10 +222,12 @@ def memory_in_subprocess(workload: str, method: str, args: argparse.Namespace) -
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure_time(workload: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+def measure_time(
+    workload: str, methods: list[str], args: argparse.Namespace
+) -> dict[str, dict[str, float]]:
     """{method: {"wall": median seconds, "cpu": median process CPU seconds}} per step."""
-    runs = {method: setup(workload, method, args) for method in METHODS}
-    times = {method: {"wall": [], "cpu": []} for method in METHODS}
+    runs = {method: setup(workload, method, args) for method in methods}
+    times = {method: {"wall": [], "cpu": []} for method in methods}
     for step in range(args.warmup + args.steps):
         for method, run in runs.items():
             synchronize(args.device)
@@ -181,19 +240,33 @@ def measure_time(workload: str, args: argparse.Namespace) -> dict[str, dict[str,
     return {m: {k: statistics.median(v) for k, v in t.items()} for m, t in times.items()}
 
 
+def describe(workload: str, args: argparse.Namespace) -> str:
+    """One line naming the workload's sizes."""
+    spec = WORKLOADS[workload]
+    model, _, _, batch = setup(workload, "erm", args)
+    logits = tuple(model(batch).logits.shape)
+    if "head" in spec:
+        sizes = f"LM head {spec['head']['hidden']} x {spec['head']['vocab']}, {spec['answer']} answer tokens/example"
+    else:
+        config = model.vlm.config
+        n_image = int((batch["input_ids"] == config.image_token_id).sum(1)[0])
+        sizes = (
+            f"vocab {config.text_config.vocab_size}, {batch['input_ids'].shape[1]} tokens/example "
+            f"({n_image} image, {spec['answer']} answer)"
+        )
+    return (
+        f"### {workload}: {sizes}, batch {args.batch}, logits {logits}, device {args.device}, "
+        f"{torch.get_num_threads()} threads, torch {torch.__version__}"
+    )
+
+
 def report(workload: str, args: argparse.Namespace) -> None:
     spec = WORKLOADS[workload]
     args = argparse.Namespace(**{**vars(args), "steps": args.steps or spec["steps"]})
-    model, _, _, batch = setup(workload, "erm", args)
-    out = answer_outputs(model, batch)
-    print(
-        f"\n### {workload}: vocab {model.config.text_config.vocab_size}, "
-        f"{batch['input_ids'].shape[1]} tokens/example ({(batch['input_ids'] == model.config.image_token_id).sum(1)[0]} image, "
-        f"{spec['answer']} answer), batch {args.batch}, logits {tuple(out.logits.shape)}, "
-        f"device {args.device}, {torch.get_num_threads()} threads, torch {torch.__version__}\n"
-    )
-    memory = {method: memory_in_subprocess(workload, method, args) for method in METHODS}
-    measured = measure_time(workload, args)
+    methods = ["erm"] + [m for m in args.methods.split(",") if m in METHODS and m != "erm"]
+    print(f"\n{describe(workload, args)}\n")
+    memory = {method: memory_in_subprocess(workload, method, args) for method in methods}
+    measured = measure_time(workload, methods, args)
     clock = "wall" if args.device == "cuda" else "cpu"
     times = {method: t[clock] for method, t in measured.items()}
     mib = 2**20
@@ -202,13 +275,15 @@ def report(workload: str, args: argparse.Namespace) -> None:
         "| peak memory above setup (MiB) | memory / ERM |"
     )
     print("|---|---|---|---|---|---|")
-    for method in METHODS:
+    for method in methods:
         t_ratio = times[method] / times["erm"]
         m_ratio = memory[method]["extra_bytes"] / memory["erm"]["extra_bytes"]
         print(
             f"| {method} | {times[method] * 1e3:.1f} | {measured[method]['wall'] * 1e3:.1f} | "
             f"{t_ratio:.2f}x | {memory[method]['extra_bytes'] / mib:.1f} | {m_ratio:.2f}x |"
         )
+    if "dynamic_birm" not in methods:
+        return
     t_dyn = times["dynamic_birm"] / times["erm"]
     m_dyn = memory["dynamic_birm"]["extra_bytes"] / memory["erm"]["extra_bytes"]
     print(
@@ -228,7 +303,7 @@ def main(argv: list[str] | None = None) -> None:
         args.steps = args.steps or WORKLOADS[args.workload]["steps"]
         print(json.dumps(measure_memory(args.workload, args)))
         return
-    for workload in WORKLOADS if args.workload == "all" else [args.workload]:
+    for workload in DEFAULT_WORKLOADS if args.workload == "all" else [args.workload]:
         report(workload, args)
 
 

@@ -58,7 +58,7 @@ LAYERS = [
     {"data"},
     {"models"},
     {"objectives"},
-    {"training"},
+    {"training", "linear"},
     {"evaluation", "multiple_choice"},
     {"report"},
     {"workflows"},

@@ -86,6 +86,12 @@ def _demo(args: argparse.Namespace) -> int:
 
         run_robustness_demo(args.out or "demo_robustness", quick=args.quick)
         return 0
+    if args.overrides[:1] == ["invariance"]:
+        from robustvlm.workflows.invariance_demo import run_invariance_demo
+
+        run_invariance_demo(args.out or "demo_invariance", n_envs=args.n_envs, dim_inv=args.dim_inv,
+                            dim_spu=args.dim_spu, quick=args.quick)
+        return 0
     from robustvlm.workflows.demo import run_demo
 
     run_demo(args.out or ("demo_out_quick" if args.quick else "demo_out"), quick=args.quick,
@@ -304,6 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument(
         "--out", help="default demo_out (demo_out_quick with --quick; demo_robustness for robustness)"
     )
+    dm.add_argument("--n-envs", type=int, default=3, help="demo invariance: environments")
+    dm.add_argument("--dim-inv", type=int, default=5, help="demo invariance: invariant dimensions")
+    dm.add_argument("--dim-spu", type=int, default=5, help="demo invariance: spurious dimensions")
     dm.set_defaults(func=_demo)
 
     mc = sub.add_parser("mc", help="multiple-choice benchmarks with hard distractors")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from robustvlm.analysis.simulate import simulate
+from robustvlm.analysis.simulate import min_test_examples, simulate
 from robustvlm.errors import ConfigError
 
 GEOMETRIES = {
@@ -111,8 +111,21 @@ def test_limit_accuracy_is_the_centre_of_the_heads(run):
         ({"snr_ref": -1.0}, "signal-to-noise"),
         ({"sample_sizes": [100], "xis": [1.0]}, "at least two heads"),
         ({"dim": 2}, "dim"),
+        ({"dim": 3, "n_test": 1}, "too small to fit a line.*n_test >= 31"),
+        ({"sample_sizes": [100, 100], "xis": [1.0]}, "same predicted reference accuracy"),
     ],
 )
 def test_bad_simulation_settings_are_config_errors(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         simulate(**kwargs)
+
+
+def test_min_test_examples_follows_its_definition_and_suffices():
+    sizes, xis = [1, 1, 2, 3, 6, 12, 24], [1.0, 2.0, 4.0]
+    acc = [sps.norm.cdf(2.0 / np.sqrt(1 + xi**2 / (4.0 * n / 3))) for n in sizes for xi in xis]
+    mid, spread = (max(acc) + min(acc)) / 2, max(acc) - min(acc)
+    needed = min_test_examples(dim=3, sizes=sizes, xis=xis, snr_train=2.0, snr_ref=2.0, cos_ref=1.0)
+    assert needed == np.ceil(16 * mid * (1 - mid) / spread**2) == 31
+    for seed in range(8):  # at the minimum the measured accuracies always allow a line
+        run = simulate(dim=3, n_test=int(needed), seed=seed)
+        assert len({h["acc_ref_test"] for h in run["models"]}) >= 2

@@ -14,7 +14,11 @@ from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives import REGISTRY, build_objective, scale_grad
 from robustvlm.objectives.birm import BayesianScalePenalty
 from robustvlm.objectives.dynamic_birm import LambdaController
-from robustvlm.objectives.scale_grad import ce_and_scale_grads, vocab_scale_grad_sums
+from robustvlm.objectives.scale_grad import (
+    ce_and_scale_grads,
+    squared_and_scale_grads,
+    vocab_scale_grad_sums,
+)
 
 ENVS = ["general", "reasoning", "ocr"]
 V = 11
@@ -64,8 +68,8 @@ def example_halves(out: AnswerOutputs, e: int) -> tuple[torch.Tensor, torch.Tens
     return first, second
 
 
-def logit_grad(loss: torch.Tensor, out: AnswerOutputs) -> torch.Tensor:
-    return torch.autograd.grad(loss, out.logits)[0]
+def logit_grad(loss: torch.Tensor, out: AnswerOutputs | None, logits=None) -> torch.Tensor:
+    return torch.autograd.grad(loss, out.logits if logits is None else logits)[0]
 
 
 # ---------------------------------------------------------------- closed forms vs autograd
@@ -139,6 +143,134 @@ def test_closed_forms_pass_gradcheck():
     assert torch.autograd.gradcheck(
         lambda x: vocab_scale_grad_sums(x, out.targets, out.env, vocab), (z,)
     )
+
+
+@pytest.mark.parametrize("wide", [1 << 12, 1])  # by-hand normalisation, then torch.softmax
+@pytest.mark.parametrize("chunk", [1 << 21, 5000])
+def test_one_pass_over_all_draws_equals_per_draw_softmaxes_at_width(monkeypatch, chunk, wide):
+    """At a wide vocabulary, the kernel equals each draw's own softmax, values and gradients."""
+    monkeypatch.setattr(scale_grad, "CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(scale_grad, "WIDE_VOCAB", wide)
+    g = torch.Generator().manual_seed(11)
+    n, vocab, draws = 24, 3000, 10
+    logits = (4.0 * torch.randn(n, vocab, generator=g, dtype=torch.float64)).requires_grad_()
+    targets = torch.randint(0, vocab, (n,), generator=g)
+    scales = 1.0 + 0.3 * torch.randn(n, draws, generator=g, dtype=torch.float64)
+    scales[0, 0] = -0.5  # a negative scale: the row maximum is then w * min z
+    ce, grads = ce_and_scale_grads(logits, targets, scales)
+    at = torch.cat([torch.ones(n, 1, dtype=torch.float64), scales], dim=1)
+    per_draw = torch.stack(
+        [torch.softmax(at[:, s, None] * logits, -1) for s in range(draws + 1)], dim=1
+    )
+    target_logit = logits.gather(1, targets[:, None])
+    reference = (per_draw * logits.unsqueeze(1)).sum(-1) - target_logit
+    reference_ce = F.cross_entropy(logits, targets, reduction="none")
+    torch.testing.assert_close(grads, reference, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(ce, reference_ce, rtol=1e-12, atol=1e-12)
+    upstream = torch.randn(n, draws + 1, generator=g, dtype=torch.float64)
+    torch.testing.assert_close(
+        logit_grad((grads * upstream).sum() + ce.sum(), out=None, logits=logits),
+        logit_grad((reference * upstream).sum() + reference_ce.sum(), out=None, logits=logits),
+        rtol=1e-10,
+        atol=1e-12,
+    )
+
+
+def test_squared_scale_grads_match_autograd():
+    """d/dw (w z - y)^2 = 2 (w z - y) z, per row, at w = 1 and at drawn scales."""
+    g = torch.Generator().manual_seed(12)
+    n = 9
+    z = torch.randn(n, generator=g, dtype=torch.float64).requires_grad_()
+    y = torch.randn(n, generator=g, dtype=torch.float64)
+    scales = 1.0 + 0.3 * torch.randn(n, 3, generator=g, dtype=torch.float64)
+    loss, grads = squared_and_scale_grads(z, y, scales)
+    at = torch.cat([torch.ones(n, 1, dtype=torch.float64), scales], dim=1)
+    reference = []
+    for i in range(n):
+        row = []
+        for s in range(4):
+            w = at[i, s].clone().requires_grad_()
+            row.append(torch.autograd.grad((w * z[i] - y[i]) ** 2, w, create_graph=True)[0])
+        reference.append(torch.stack(row))
+    reference = torch.stack(reference)
+    torch.testing.assert_close(grads, reference, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(loss, (z - y) ** 2, rtol=1e-12, atol=0)
+    upstream = torch.randn(n, 4, generator=g, dtype=torch.float64)
+    mine = torch.autograd.grad((grads * upstream).sum(), z)[0]
+    theirs = torch.autograd.grad((reference * upstream).sum(), z)[0]
+    torch.testing.assert_close(mine, theirs, rtol=1e-12, atol=1e-12)
+
+
+def make_regression(seed: int = 13, envs=(0, 1, 0, 2, 1, 0, 2, 1, 0, 2)) -> AnswerOutputs:
+    """One prediction per example (V = 1), real targets, squared-error risk."""
+    g = torch.Generator().manual_seed(seed)
+    n = len(envs)
+    return AnswerOutputs(
+        logits=(2.0 * torch.randn(n, 1, generator=g, dtype=torch.float64)).requires_grad_(),
+        targets=torch.randn(n, generator=g, dtype=torch.float64),
+        example=torch.arange(n),
+        env=torch.tensor(envs),
+        hidden=torch.zeros(n, 1),
+        classifier=torch.zeros(1, 1),
+        risk="squared",
+    )
+
+
+def squared_risk_at_scale(out: AnswerOutputs, mask: torch.Tensor, w) -> torch.Tensor:
+    """Reference R(w): mean of (w z - y)^2 over the masked rows."""
+    return ((w * out.logits[mask, 0] - out.targets[mask]) ** 2).mean()
+
+
+def squared_dw(out: AnswerOutputs, mask: torch.Tensor, w0) -> torch.Tensor:
+    """Reference dR/dw at w0 by autograd (2 mean((w z - y) z)), differentiable w.r.t. z."""
+    w = torch.as_tensor(w0, dtype=out.logits.dtype).clone().requires_grad_()
+    return torch.autograd.grad(squared_risk_at_scale(out, mask, w), w, create_graph=True)[0]
+
+
+def test_squared_risk_objectives_match_autograd():
+    """ERM, V-REx, IRMv1 and BIRM with the squared-error risk against autograd references."""
+    out = make_regression()
+    masks = [env_mask(out, e) for e in range(3)]
+
+    def r_emp() -> torch.Tensor:
+        return torch.stack([squared_risk_at_scale(out, m, 1.0) for m in masks]).mean()
+
+    risks = torch.stack([squared_risk_at_scale(out, m, 1.0) for m in masks]).detach()
+    erm = build_objective("erm", ENVS)(out, step=0)
+    torch.testing.assert_close(erm.loss, ((out.logits[:, 0] - out.targets) ** 2).mean())
+    vrex = build_objective("vrex", ENVS)(out, step=10_000)
+    assert vrex.penalty == pytest.approx(float(risks.var(unbiased=False)), rel=1e-12)
+    irm = build_objective("irm", ENVS, {"unbiased": False, "penalty_reduction": "sum"})(out, 10_000)
+    irm_penalty = sum(squared_dw(out, m, 1.0) ** 2 for m in masks)
+    assert irm.penalty == pytest.approx(float(irm_penalty.detach()), rel=1e-12)
+    torch.testing.assert_close(
+        logit_grad(irm.loss, out), logit_grad(r_emp() + 100.0 * irm_penalty, out)
+    )
+    for scope in ("scalar", "vocab"):  # with one output the two scopes coincide
+        hp = {"n_samples": 3, "prior_sd": 0.2, "scope": scope}
+        birm = build_objective("birm", ENVS, hp)(out, step=10_000)
+        draws = fresh_draws(hp, 1).reshape(3, 3)
+        penalty = sum(
+            torch.stack([squared_dw(out, masks[e], draws[e, s]) ** 2 for s in range(3)]).mean()
+            for e in range(3)
+        )
+        assert birm.penalty == pytest.approx(float(penalty.detach()), rel=1e-12)
+        torch.testing.assert_close(
+            logit_grad(birm.loss, out), logit_grad(r_emp() + 10.0 * penalty, out)
+        )
+
+
+def test_squared_risk_needs_one_output():
+    with pytest.raises(ValueError, match="squared"):
+        AnswerOutputs(
+            logits=torch.zeros(3, 2),
+            targets=torch.zeros(3),
+            example=torch.arange(3),
+            env=torch.zeros(3, dtype=torch.long),
+            hidden=torch.zeros(3, 1),
+            classifier=torch.zeros(2, 1),
+            risk="squared",
+        )
 
 
 # ---------------------------------------------------------------- IRMv1
@@ -310,29 +442,35 @@ def test_state_dict_round_trip_continues_identically(method):
 # ---------------------------------------------------------------- Dynamic BIRM
 
 
-def manual_lambdas(rows, *, gamma, alpha, p_min, k_skip, lambda_max, eps=1e-8):
-    lam, out = 0.0, []
+def manual_lambdas(rows, *, gamma, alpha, p_min, k_skip, lambda_max, eps=1e-8, eps_rel=0.1):
+    lam, out, first = 0.0, [], None
     for step, (r_emp, r_inv) in enumerate(rows):
         if step < k_skip:
             out.append((0.0, 0))
             continue
-        lam = alpha * lam + (1 - alpha) * max(gamma * r_emp, p_min) / max(r_inv, eps)
+        first = r_inv if first is None else first
+        floor = max(r_inv, eps, eps_rel * first)
+        lam = alpha * lam + (1 - alpha) * max(gamma * r_emp, p_min) / floor
         capped = lambda_max is not None and lam > lambda_max
         lam = min(lam, lambda_max) if capped else lam
         out.append((lam, int(capped)))
     return out
 
 
-def test_dynamic_birm_lambda_follows_the_recurrence():
+@pytest.mark.parametrize(("eps_rel", "cap"), [(0.0, 3.0), (0.1, 0.07)])
+def test_dynamic_birm_lambda_follows_the_recurrence(eps_rel, cap):
     # gamma 0.02 puts gamma * R_emp (about 0.04-0.08) on both sides of P_min = 0.05.
-    # logit scales that make R_inv shrink and rebound, so lambda climbs into the cap and back.
+    # logit scales that make R_inv shrink and rebound, so lambda climbs into the cap and back;
+    # eps_rel = 0 is the paper's controller, 0.1 (the default) floors R_inv at 10% of its first
+    # penalised value, which keeps lambda 50x lower here (hence the lower cap).
     hp = {
         "gamma": 0.02,
         "alpha": 0.6,
         "p_min": 0.05,
         "k_skip": 2,
-        "lambda_max": 3.0,
+        "lambda_max": cap,
         "prior_sd": 0.3,
+        "eps_rel": eps_rel,
     }
     obj = build_objective("dynamic_birm", ENVS, hp)
     rows, logged = [], []
@@ -346,11 +484,50 @@ def test_dynamic_birm_lambda_follows_the_recurrence():
         assert float(parts.loss.detach()) == pytest.approx(
             parts.risk + parts.weight * parts.penalty, rel=1e-12
         )
-    expected = manual_lambdas(rows, gamma=0.02, alpha=0.6, p_min=0.05, k_skip=2, lambda_max=3.0)
+    expected = manual_lambdas(
+        rows, gamma=0.02, alpha=0.6, p_min=0.05, k_skip=2, lambda_max=cap, eps_rel=eps_rel
+    )
     assert [w for w, _ in logged] == pytest.approx([w for w, _ in expected], rel=1e-12)
     assert [c for _, c in logged] == [c for _, c in expected]
     assert {c for _, c in logged} == {0, 1}, "the test should see the cap both bind and not"
     assert any(0.02 * r < 0.05 for r, _ in rows[2:]) and any(0.02 * r > 0.05 for r, _ in rows[2:])
+
+
+def test_dynamic_birm_updates_lambda_once_per_optimizer_step():
+    """Gradient accumulation: the micro-batches of one step share the lambda set by the first."""
+    hp = {"k_skip": 1, "alpha": 0.5, "gamma": 0.3}
+    obj = build_objective("dynamic_birm", ENVS, hp)
+    first_rows, weights = [], {}
+    for call, step in enumerate([0, 0, 1, 1, 1, 2, 2, 3, 3]):
+        parts = obj(make_outputs(seed=call), step)
+        if step not in weights:
+            first_rows.append((parts.risk, parts.penalty))
+            weights[step] = parts.weight
+        assert parts.weight == weights[step], f"micro-batch {call} of step {step} moved lambda"
+        assert parts.loss.item() == pytest.approx(parts.risk + parts.weight * parts.penalty)
+    expected = manual_lambdas(first_rows, gamma=0.3, alpha=0.5, p_min=0.05, k_skip=1, lambda_max=None)
+    assert list(weights.values()) == pytest.approx([w for w, _ in expected], rel=1e-12)
+    assert obj.penalty.calls == 9, "every micro-batch still draws its own scales"
+
+
+def test_default_floor_keeps_lambda_from_running_away():
+    """R_inv falling 1e6-fold: the paper's controller runs to ~1e6, the default floor stays near 10x."""
+    rows = [(1.0, r) for r in (1e-2, 1e-3, 1e-4, 1e-6, 1e-8, 1e-8, 1e-8, 1e-8)]
+    lambdas = {}
+    for eps_rel in (0.0, 0.1):
+        ctl = LambdaController(gamma=0.15, alpha=0.8, p_min=0.05, k_skip=0, eps=1e-8,
+                               lambda_max=None, eps_rel=eps_rel)
+        lambdas[eps_rel] = [ctl.update(step, *row)[0] for step, row in enumerate(rows)]
+        expected = manual_lambdas(rows, gamma=0.15, alpha=0.8, p_min=0.05, k_skip=0,
+                                  lambda_max=None, eps_rel=eps_rel)
+        assert lambdas[eps_rel] == pytest.approx([w for w, _ in expected], rel=1e-12)
+    assert max(lambdas[0.0]) > 1e6 * 0.2 * 0.15  # (1 - alpha) * P_target / eps, once R_inv ~ eps
+    first_target = 0.15 / 1e-2
+    assert max(lambdas[0.1]) <= 10 * first_target
+    restored = LambdaController(gamma=0.15, alpha=0.8, p_min=0.05, k_skip=0, eps=1e-8,
+                                lambda_max=None, eps_rel=0.1)
+    restored.load_state_dict(ctl.state_dict())
+    assert restored.r_inv_ref == 1e-2 and restored.update(8, 1.0, 1e-8) == ctl.update(8, 1.0, 1e-8)
 
 
 def test_lambda_controller_guards_a_vanishing_penalty():
@@ -408,6 +585,7 @@ def test_every_method_trains_a_tiny_model(method):
         ("birm", {"n_samples": 0}),
         ("dynamic_birm", {"alpha": 1.0}),
         ("dynamic_birm", {"lambda_max": -1.0}),
+        ("dynamic_birm", {"eps_rel": 1.0}),
         ("groupdro", {"eta": -0.1}),
     ],
 )

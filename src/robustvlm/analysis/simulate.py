@@ -26,6 +26,8 @@ from robustvlm.analysis.robustness import fit_line
 from robustvlm.errors import ConfigError
 
 DEFAULT_SIZE_RATIOS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # n / d of the trained heads
+SEPARATION = 4.0
+"""Binomial standard errors the heads' predicted reference accuracies must span on the test set."""
 _CHUNK = 2**22  # floats drawn at a time while averaging training samples
 
 
@@ -71,6 +73,30 @@ def _sample(
     return x, y
 
 
+def min_test_examples(
+    *, dim: int, sizes: Sequence[int], xis: Sequence[float], snr_train: float, snr_ref: float,
+    cos_ref: float,
+) -> float:
+    """Test examples needed to tell the heads apart on the reference distribution.
+
+    The heads' predicted (high-dimensional limit) reference accuracies p_j must span at least
+    SEPARATION binomial standard errors sqrt(p (1 - p) / n_test), p their midpoint; otherwise
+    the measured accuracies may coincide and no line can be fitted through them.
+
+    Returns:
+        The smallest such n_test (infinity when every head has the same predicted accuracy).
+    """
+    acc = [
+        limit_accuracy(cos=cos_ref, snr=snr_ref, snr_train=snr_train, xi=xi, ratio=n / dim)
+        for n in sizes
+        for xi in xis
+    ]
+    spread, mid = max(acc) - min(acc), (max(acc) + min(acc)) / 2
+    if spread <= 0:
+        return float("inf")
+    return float(np.ceil(SEPARATION**2 * mid * (1 - mid) / spread**2))
+
+
 def _check(dim, sizes, xis, snrs, cosines, n_test) -> None:
     if dim < 3:
         raise ConfigError(f"dim must be at least 3 (three test directions), got {dim}")
@@ -84,6 +110,19 @@ def _check(dim, sizes, xis, snrs, cosines, n_test) -> None:
         raise ConfigError(f"cosines to the training direction must lie in (0, 1], got {cosines}")
     if n_test < 1:
         raise ConfigError(f"n_test must be positive, got {n_test}")
+    snr_train, snr_ref, _ = snrs
+    needed = min_test_examples(
+        dim=dim, sizes=sizes, xis=xis, snr_train=snr_train, snr_ref=snr_ref, cos_ref=cosines[0]
+    )
+    if n_test < needed:
+        raise ConfigError(
+            f"n_test={n_test} is too small to fit a line: the heads' predicted reference "
+            f"accuracies are too close to tell apart on so few test examples (dim={dim}, "
+            f"sample_sizes={list(sizes)}, xis={list(xis)}); use n_test >= {needed:g}"
+            if np.isfinite(needed)
+            else "every head has the same predicted reference accuracy: they all sit at one "
+            "point, and no line can be fitted through one point; vary sample_sizes or xis"
+        )
 
 
 def simulate(

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
+
+Risk = Literal["ce", "squared"]
+"""The per-token loss: cross-entropy over classes, or squared error of one real output."""
 
 
 @dataclass
@@ -15,12 +19,16 @@ class AnswerOutputs:
     answer token (label != -100) are kept, so logits are never formed at image tokens.
 
     Attributes:
-        logits: [N, V] float32 logits (h @ W.T).
-        targets: [N] long, the answer token each position must predict.
+        logits: [N, V] float32 logits (h @ W.T); with `risk="squared"`, [N, 1] predictions.
+        targets: [N] long, the answer token each position must predict; with
+            `risk="squared"`, [N] real-valued targets (the dtype of the logits).
         example: [N] long, index of the example within the local batch.
         env: [N] long, environment id of each position.
         hidden: [N, d] features h (final hidden state before the LM head).
         classifier: [V, d] the LM head weight W (no bias).
+        risk: the per-token loss every objective uses: "ce" (cross-entropy, the VLM case) or
+            "squared" ((prediction - target)^2, a one-output regression such as the linear
+            unit tests' Example1).
     """
 
     logits: torch.Tensor
@@ -29,7 +37,20 @@ class AnswerOutputs:
     env: torch.Tensor
     hidden: torch.Tensor
     classifier: torch.Tensor
+    risk: Risk = "ce"
+
+    def __post_init__(self) -> None:
+        if self.risk not in ("ce", "squared"):
+            raise ValueError(f"risk must be 'ce' or 'squared', got {self.risk!r}")
+        if self.risk == "squared" and (self.logits.dim() != 2 or self.logits.shape[1] != 1):
+            raise ValueError(f"risk 'squared' needs [N, 1] predictions, got {tuple(self.logits.shape)}")
 
     def token_ce(self) -> torch.Tensor:
         """[N] per-token cross-entropy (nats)."""
         return torch.nn.functional.cross_entropy(self.logits, self.targets, reduction="none")
+
+    def token_risk(self) -> torch.Tensor:
+        """[N] per-token loss under `risk`: cross-entropy (nats) or squared error (target units^2)."""
+        if self.risk == "squared":
+            return (self.logits[:, 0] - self.targets).square()
+        return self.token_ce()

@@ -33,7 +33,7 @@ class LossParts:
         risk: R_emp, the empirical risk (detached float).
         penalty: R_inv, the invariance penalty before weighting (detached float; 0 for ERM).
         weight: lambda, the penalty weight used at this step.
-        env_risks: per-environment mean answer-token cross-entropy, by environment name.
+        env_risks: per-environment mean token risk (`AnswerOutputs.token_risk`), by environment name.
         extras: anything else worth logging (e.g. GroupDRO weights as `q/<env>`).
     """
 

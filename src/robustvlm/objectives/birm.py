@@ -22,7 +22,7 @@ from robustvlm.objectives.invariance import (
     penalised_parts,
     require,
 )
-from robustvlm.objectives.scale_grad import ce_and_scale_grads, vocab_scale_grad_sums
+from robustvlm.objectives.scale_grad import risk_and_scale_grads, vocab_scale_grad_sums
 
 SCALE_HPARAMS: dict[str, HParam] = {
     "n_samples": HParam(10, ("choice", 5, 10, 20), "classifier-scale draws per environment"),
@@ -47,8 +47,10 @@ class BayesianScalePenalty:
 
         R_inv = sum_e mean_s || dR^e/dw at w = w_{e,s} ||^2,
 
-    summed over the environments present, with R^e the environment's mean answer-token
-    cross-entropy under the scaled logits. The gradients come in closed form from the logits.
+    summed over the environments present, with R^e the environment's mean token risk
+    (cross-entropy, or squared error with `AnswerOutputs.risk == "squared"`) under the scaled
+    logits. The gradients come in closed form from the logits. With one output (V = 1) the
+    vocab scope is the scalar scope (the same draws).
     Call c draws from a generator seeded by (seed, c); `state_dict` holds c so a resumed run
     draws exactly what an uninterrupted one would.
     """
@@ -80,13 +82,15 @@ class BayesianScalePenalty:
         check_env_ids(out.env, self.num_envs)
         dtype = stats_dtype(out)
         scales = self.draw(out.logits.shape[1]).to(out.logits.device, dtype)
-        if self.scope == "scalar":
-            ce, grads = ce_and_scale_grads(out.logits, out.targets, scales[out.env])
+        if scales.dim() == 3 and scales.shape[2] == 1:
+            scales = scales[..., 0]  # one output: the per-entry scale is the scalar scale
+        if scales.dim() == 2:
+            risk, grads = risk_and_scale_grads(out, scales[out.env])
             grad_sums = group_sum(grads[:, 1:], out.env, self.num_envs)  # [E, S]
         else:
-            ce = out.token_ce()
+            risk = out.token_ce()
             grad_sums = vocab_scale_grad_sums(out.logits, out.targets, out.env, scales)
-        risks, (grad_sums,) = reduce_env_stats(out, self.num_envs, grad_sums, token_ce=ce)
+        risks, (grad_sums,) = reduce_env_stats(out, self.num_envs, grad_sums, token_risk=risk)
         counts = risks.counts.clamp(min=1).view(-1, *[1] * (grad_sums.dim() - 1))
         squares = (grad_sums / counts).square()  # [E, S] or [E, S, V]
         per_env = squares.flatten(1).sum(1) / self.n_samples  # mean over draws of ||grad||^2

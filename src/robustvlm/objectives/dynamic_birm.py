@@ -13,13 +13,25 @@ from robustvlm.objectives.invariance import penalised_parts, require
 
 @dataclass
 class LambdaController:
-    """The adaptive penalty weight of Dynamic BIRM (one update per call).
+    """The adaptive penalty weight of Dynamic BIRM: one update per optimizer step.
 
     lambda_t = 0 while step < k_skip; afterwards
         P_target      = max(gamma * R_emp, p_min)
-        lambda_target = P_target / max(R_inv, eps)
+        lambda_target = P_target / max(R_inv, eps, eps_rel * R_inv_ref)
         lambda_t      = alpha * lambda_{t-1} + (1 - alpha) * lambda_target,
     then clipped to `lambda_max` when set (the clipped value is what is carried on).
+    R_inv_ref is R_inv at the first penalised step, so with eps_rel > 0 lambda_target is at
+    most 1 / eps_rel times its first value (times P_target's change): a floor in R_inv's own
+    units, whatever the vocabulary or risk. eps_rel = 0 is the paper's controller.
+    `step` is the optimizer step: with gradient accumulation the first micro-batch of a step
+    updates lambda from its own R_emp and R_inv, and the step's other micro-batches reuse that
+    lambda, so `alpha` and `k_skip` count the same steps.
+
+    Attributes:
+        value: lambda of the last update (lambda_{t-1} for the next step).
+        step: the optimizer step of the last update (None before the first).
+        target, capped: that update's lambda_target and whether the cap bound.
+        r_inv_ref: R_inv at the first penalised step (None before it).
     """
 
     gamma: float
@@ -28,17 +40,49 @@ class LambdaController:
     k_skip: int
     eps: float
     lambda_max: float | None
+    eps_rel: float = 0.0
     value: float = 0.0
+    step: int | None = None
+    target: float = 0.0
+    capped: bool = False
+    r_inv_ref: float | None = None
 
     def update(self, step: int, r_emp: float, r_inv: float) -> tuple[float, float, bool]:
-        """Advance one step; returns (lambda_t, lambda_target, whether the cap bound)."""
+        """lambda of optimizer step `step`: (lambda_t, lambda_target, whether the cap bound).
+
+        The first call of a step advances the recurrence; later calls with the same step
+        return the same values and change nothing.
+        """
         if step < self.k_skip:
             return 0.0, 0.0, False
-        target = max(self.gamma * r_emp, self.p_min) / max(r_inv, self.eps)
-        value = self.alpha * self.value + (1.0 - self.alpha) * target
-        capped = self.lambda_max is not None and value > self.lambda_max
-        self.value = min(value, self.lambda_max) if capped else value
-        return self.value, target, capped
+        if step != self.step:
+            if self.r_inv_ref is None:
+                self.r_inv_ref = r_inv
+            floor = max(self.eps, self.eps_rel * self.r_inv_ref)
+            target = max(self.gamma * r_emp, self.p_min) / max(r_inv, floor)
+            value = self.alpha * self.value + (1.0 - self.alpha) * target
+            self.capped = self.lambda_max is not None and value > self.lambda_max
+            self.value = min(value, self.lambda_max) if self.capped else value
+            self.step, self.target = step, target
+        return self.value, self.target, self.capped
+
+    def state_dict(self) -> dict[str, Any]:
+        """{"lambda", "lambda_step", "lambda_target", "lambda_capped"} of the last update, "r_inv_ref"."""
+        return {
+            "lambda": self.value,
+            "lambda_step": self.step,
+            "lambda_target": self.target,
+            "lambda_capped": self.capped,
+            "r_inv_ref": self.r_inv_ref,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the last update (checkpoints written before per-step updates hold "lambda" only)."""
+        self.value = float(state["lambda"])
+        self.step = state.get("lambda_step")
+        self.target = float(state.get("lambda_target", 0.0))
+        self.capped = bool(state.get("lambda_capped", False))
+        self.r_inv_ref = state.get("r_inv_ref")
 
 
 class DynamicBIRM(Objective):
@@ -48,7 +92,19 @@ class DynamicBIRM(Objective):
     computed from detached R_emp and R_inv (no gradient flows through it). Logged extras:
     `lambda_target` and `lambda_capped` (1 when `lambda_max` bound at this step, else 0).
     The controller state and the draw counter are in `state_dict`, so resuming is exact.
-    The controller advances once per call (with gradient accumulation: once per micro-batch).
+    The controller advances once per optimizer step (`step`); with gradient accumulation the
+    micro-batches of one step share its lambda. The penalty draws fresh scales every call.
+
+    Defaults: the paper's gamma 0.15, alpha 0.8, p_min 0.05 and k_skip 200, plus eps_rel 0.1
+    (not in the paper; `eps_rel=0` restores its controller). Measured without the floor
+    (README, "Dynamic BIRM defaults"): on the built-in `spurious` benchmark (tiny Idefics3,
+    800 steps) lambda climbed to 4.5e5 as R_inv fell to 1e-7 and the model took the
+    anti-colour rule; in the linear unit tests' random search 24 of 60 runs reached lambda
+    >= 1e4 (up to 4.6e6) and 11 collapsed to a constant prediction (risk ln 2), the default
+    draw on Example3s among them. A fixed `lambda_max` does not fit every problem: runs that
+    did not collapse reached lambda 25 (Example2) but 4e5 (Example1, a regression), and a cap
+    of 100 still collapsed Example3. With eps_rel 0.1 lambda stayed at or below 4.2 on
+    `spurious` (the model kept ERM's colour rule) and at or below 41 in the collapsed draws.
     """
 
     name = "dynamic_birm"
@@ -60,6 +116,9 @@ class DynamicBIRM(Objective):
         "k_skip": HParam(200, ("int_log", 1, 2000), "steps with lambda = 0 (warm-up)"),
         "eps": HParam(1e-8, None, "floor of R_inv in lambda_target = P_target / R_inv"),
         "lambda_max": HParam(None, None, "cap on lambda (None: no cap); logged when it binds"),
+        "eps_rel": HParam(
+            0.1, None, "floor of R_inv relative to R_inv at the first penalised step (0: none)"
+        ),
     }
 
     def __init__(self, env_names: list[str], **hparams: Any):
@@ -68,6 +127,7 @@ class DynamicBIRM(Objective):
         require(0.0 <= hp["alpha"] < 1.0, self.name, "alpha must be in [0, 1)")
         require(hp["eps"] > 0, self.name, "eps must be > 0")
         require(hp["k_skip"] >= 0, self.name, "k_skip must be >= 0")
+        require(0.0 <= hp["eps_rel"] < 1.0, self.name, "eps_rel must be in [0, 1)")
         require(
             hp["lambda_max"] is None or hp["lambda_max"] > 0, self.name, "lambda_max must be > 0"
         )
@@ -79,6 +139,7 @@ class DynamicBIRM(Objective):
             k_skip=int(hp["k_skip"]),
             eps=float(hp["eps"]),
             lambda_max=None if hp["lambda_max"] is None else float(hp["lambda_max"]),
+            eps_rel=float(hp["eps_rel"]),
         )
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
@@ -90,9 +151,9 @@ class DynamicBIRM(Objective):
         return penalised_parts(risks, penalty, weight, self.env_names, extras)
 
     def state_dict(self) -> dict[str, Any]:
-        """{"lambda": lambda_{t-1}, "calls": draws made so far}."""
-        return {"lambda": self.controller.value, **self.penalty.state_dict()}
+        """The controller's last update (`LambdaController.state_dict`) and "calls" (draws made)."""
+        return {**self.controller.state_dict(), **self.penalty.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.controller.value = float(state["lambda"])
+        self.controller.load_state_dict(state)
         self.penalty.load_state_dict(state)

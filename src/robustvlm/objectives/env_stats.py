@@ -77,7 +77,8 @@ class EnvRisks:
     """Environment risks R^e of the global batch.
 
     Attributes:
-        risks: [E] mean answer-token cross-entropy of each environment (nats; 0 where absent).
+        risks: [E] mean token risk of each environment (`AnswerOutputs.token_risk`: nats for
+            cross-entropy, target units squared for squared error; 0 where absent).
         counts: [E] answer tokens of each environment in the global batch.
     """
 
@@ -100,7 +101,7 @@ class EnvRisks:
 
 
 def reduce_env_stats(
-    out: AnswerOutputs, num_envs: int, *extra: torch.Tensor, token_ce: torch.Tensor | None = None
+    out: AnswerOutputs, num_envs: int, *extra: torch.Tensor, token_risk: torch.Tensor | None = None
 ) -> tuple[EnvRisks, list[torch.Tensor]]:
     """Global environment risks, plus global sums of `extra` local sums, in one all-reduce.
 
@@ -108,19 +109,19 @@ def reduce_env_stats(
         out: the local batch's answer outputs.
         num_envs: E, the number of training environments.
         extra: further local per-group sums (dtype `stats_dtype(out)`) to sum globally.
-        token_ce: [N] token cross-entropy when already computed (default `out.token_ce()`).
+        token_risk: [N] token risk when already computed (default `out.token_risk()`).
 
     Returns:
         (EnvRisks, the summed `extra` tensors in order).
     """
     check_env_ids(out.env, num_envs)
-    ce = (out.token_ce() if token_ce is None else token_ce).to(stats_dtype(out))
-    ce_sum, counts, *extra_sums = global_sums(
-        group_sum(ce, out.env, num_envs), group_count(out.env, num_envs, ce.dtype), *extra
+    risk = (out.token_risk() if token_risk is None else token_risk).to(stats_dtype(out))
+    risk_sum, counts, *extra_sums = global_sums(
+        group_sum(risk, out.env, num_envs), group_count(out.env, num_envs, risk.dtype), *extra
     )
     if not bool((counts > 0).any()):
         raise DataError("the batch holds no answer tokens", source="AnswerOutputs")
-    return EnvRisks(ce_sum / counts.clamp(min=1), counts), extra_sums
+    return EnvRisks(risk_sum / counts.clamp(min=1), counts), extra_sums
 
 
 def split_examples_in_halves(

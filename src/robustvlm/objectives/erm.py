@@ -1,4 +1,4 @@
-"""Empirical risk minimisation: mean cross-entropy over all answer tokens."""
+"""Empirical risk minimisation: mean token risk over all answer tokens."""
 
 from __future__ import annotations
 
@@ -7,17 +7,21 @@ from robustvlm.objectives.base import LossParts, Objective
 
 
 class ERM(Objective):
-    """Token-mean cross-entropy over the answer tokens of the batch (the `labels=` loss)."""
+    """Token-mean risk over the answer tokens of the batch.
+
+    With cross-entropy (`AnswerOutputs.risk == "ce"`) this is the `labels=` loss of the model;
+    with squared error, the mean squared error.
+    """
 
     name = "erm"
     hparams = {}
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
-        ce = out.token_ce()
-        loss = ce.mean()
+        risk = out.token_risk()
+        loss = risk.mean()
         env_risks = {}
         for i, name in enumerate(self.env_names):
             mask = out.env == i
             if mask.any():
-                env_risks[name] = float(ce[mask].mean().detach())
+                env_risks[name] = float(risk[mask].mean().detach())
         return LossParts(loss=loss, risk=float(loss.detach()), env_risks=env_risks)

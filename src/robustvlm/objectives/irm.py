@@ -22,14 +22,15 @@ from robustvlm.objectives.invariance import (
     penalised_parts,
     require,
 )
-from robustvlm.objectives.scale_grad import ce_and_scale_grads
+from robustvlm.objectives.scale_grad import risk_and_scale_grads
 
 
 class IRM(AnnealedObjective):
     """IRMv1 (Arjovsky et al.; DomainBed's schedule): R_emp + lambda * R_inv.
 
     R_inv over the environments present: the square of dR^e/dw at w = 1, where R^e is the
-    mean answer-token cross-entropy of environment e with its logits scaled by w; summed or
+    mean token risk (cross-entropy, or squared error) of environment e with its logits (or
+    predictions) scaled by w; summed or
     averaged over environments (`penalty_reduction`). With `unbiased`, the square is
     replaced by the product of the gradients of the two halves of the environment's
     *examples* (alternate examples; all tokens of an example stay in one half), an unbiased
@@ -58,8 +59,8 @@ class IRM(AnnealedObjective):
         no_draws = torch.empty(
             out.logits.shape[0], 0, dtype=stats_dtype(out), device=out.logits.device
         )
-        ce, grads = ce_and_scale_grads(out.logits, out.targets, no_draws)
-        grads = grads[:, 0]  # [N] dCE/dw at w = 1
+        risk, grads = risk_and_scale_grads(out, no_draws)
+        grads = grads[:, 0]  # [N] d risk/dw at w = 1
         if self.hp["unbiased"]:
             half, examples = split_examples_in_halves(out, num_envs)
         else:
@@ -70,7 +71,7 @@ class IRM(AnnealedObjective):
             num_envs,
             group_sum(grads, cell, 2 * num_envs),
             group_count(cell, 2 * num_envs, grads.dtype),
-            token_ce=ce,
+            token_risk=risk,
         )
         grad_sum, token_count = grad_sum.view(num_envs, 2), token_count.view(num_envs, 2)
         env_grad = grad_sum.sum(1) / token_count.sum(1).clamp(min=1)  # dR^e/dw
