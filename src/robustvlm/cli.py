@@ -268,7 +268,7 @@ def _rm_matrix(args: argparse.Namespace) -> int:
 
     name = Path(args.config).stem + ("-dry-run" if args.dry_run else "")
     out = args.out or Path("studies") / name
-    table = summary_table(run_matrix(args.config, out, dry_run=args.dry_run))
+    table = summary_table(run_matrix(args.config, out, dry_run=args.dry_run).results)
     print(markdown_table(table.header, table.rows))
     print(f"report: {Path(out) / 'report.md'} and report.html")
     return 0

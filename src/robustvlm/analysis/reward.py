@@ -111,11 +111,22 @@ def matrix_averages(cells: Mapping[tuple[str, str], float]) -> dict[str, float |
     return {"iid": float(np.mean(iid)) if iid else None, "ood": float(np.mean(ood)) if ood else None}
 
 
-def seed_spread(values: Sequence[float]) -> dict[str, float | None]:
-    """{mean, std (ddof 1; None for one seed), min, max, n} of one quantity over seeds."""
+def seed_spread(values: Sequence[float]) -> dict:
+    """{mean, std (ddof 1; None for one seed), min, max, n, values} of one quantity over seeds
+    (`values` in seed order, for paired comparisons)."""
     mean, std = mean_std(values)
     arr = np.asarray(values, dtype=float)
-    return {"mean": mean, "std": std, "min": float(arr.min()), "max": float(arr.max()), "n": int(arr.size)}
+    return {"mean": mean, "std": std, "min": float(arr.min()), "max": float(arr.max()), "n": int(arr.size),
+            "values": arr.tolist()}
+
+
+def paired_difference(a: Mapping, b: Mapping) -> dict:
+    """b minus a, seed by seed, for two `seed_spread`s over the same seeds: the spread of the
+    differences plus `wins` (seeds where b > a)."""
+    if a["n"] != b["n"]:
+        raise DataError(f"paired comparison needs the same seeds ({a['n']} vs {b['n']} values)")
+    diffs = [y - x for x, y in zip(a["values"], b["values"])]
+    return {**seed_spread(diffs), "wins": sum(d > 0 for d in diffs)}
 
 
 def correlation(x: Sequence[float], y: Sequence[float]) -> float | None:

@@ -27,6 +27,7 @@ from robustvlm.analysis.reward import (
     correlation,
     length_balanced_subset,
     length_shares,
+    paired_difference,
     seed_spread,
     shortcut_failure_degradation,
 )
@@ -202,3 +203,16 @@ def gap_points(
         gaps, proxy_gaps = run.gaps(), proxy.gaps()
         points += [(proxy_gaps[i], gaps[i], env_of[i]) for i in gaps if env_of.get(i, train) != train]
     return points
+
+
+def compare_labels(results: MatrixResults, base: str, other: str) -> dict[str, dict | None]:
+    """`other` minus `base`, seed by seed (`analysis.reward.paired_difference`), for the i.i.d.
+    and o.o.d. averages and the mean SFD; None where either side lacks the quantity."""
+    def paired(a: Mapping | None, b: Mapping | None) -> dict | None:
+        return paired_difference(a, b) if a is not None and b is not None else None
+
+    return {
+        "iid": paired(results.averages[base]["iid"], results.averages[other]["iid"]),
+        "ood": paired(results.averages[base]["ood"], results.averages[other]["ood"]),
+        "sfd": paired(results.sfd_average.get(base), results.sfd_average.get(other)),
+    }

@@ -168,7 +168,16 @@ def _train_and_score(cfg_raw: dict, run_dir: str, data: dict, threads: int | Non
     evaluate_reward_model(final, pairs, run / "eval", cfg=cfg.eval, data=data, resume=True, progress=False)
 
 
-def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool = False) -> MatrixResults:
+@dataclass
+class MatrixOutcome:
+    """A finished matrix: its results, and the o.o.d. points of the correlation scatter
+    ({label: [(text-only gap, gap, test env)]}, first seed)."""
+
+    results: MatrixResults
+    points: dict[str, list[tuple[float, float, str]]]
+
+
+def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool = False) -> MatrixOutcome:
     """Train and score every (label, seed, training environment), aggregate, write the report."""
     raw = read_yaml_mapping(spec, "matrix config") if not isinstance(spec, Mapping) else dict(spec)
     if dry_run:
@@ -203,9 +212,9 @@ def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool
     results = aggregate_matrix(runs, {p.id: (p.env, p.chosen, p.rejected) for p in tests},
                                proxy_label=plan.text_only)
     (out / RESULTS_FILE).write_text(json.dumps(results.to_dict(), indent=2) + "\n", encoding="utf-8")
-    write_matrix_report(results, out, title="Reward-model generalization matrix",
-                        points=scatter_points(runs, tests, plan.text_only))
-    return results
+    points = scatter_points(runs, tests, plan.text_only)
+    write_matrix_report(results, out, title="Reward-model generalization matrix", points=points)
+    return MatrixOutcome(results, points)
 
 
 def scatter_points(runs: list[MatrixRun], tests: list[PreferencePair], proxy_label: str | None) -> dict:
