@@ -100,7 +100,7 @@ def check_pairs(path: str | Path, *, test_path: str | Path | None = None, **opti
     pairs = read(path)
     if test_path is not None:
         test = read(test_path)
-        train_pairs, test_pairs = pairs.pairs, test.pairs
+        train_pairs, test_pairs = list(pairs.pairs), test.pairs
         pairs.extend(test)
     else:
         train_pairs = [p for p in pairs.pairs if p.split == "train"]

@@ -54,11 +54,11 @@ class Layout:
     convert: Callable[[dict, RawRecord, str], Converted]
 
 
-def _text(data: Mapping, key: str, row: RawRecord) -> str:
+def _text(data: Mapping, key: str, row: RawRecord, rid: str) -> str:
     value = data.get(key)
     if not isinstance(value, str):
         what = "missing" if value is None else f"not a string ({type(value).__name__})"
-        raise row.error(f"field {key!r} is {what}")
+        raise row.error(f"field {key!r} is {what}", rid)
     return value
 
 
@@ -81,56 +81,60 @@ def _without_image_tag(text: str) -> str:
 
 
 def _native(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "id")
     margin = data.get("margin")
     if margin is not None and (isinstance(margin, bool) or not isinstance(margin, int | float)):
-        raise row.error(f"field 'margin' must be a number, not {margin!r}")
+        raise row.error(f"field 'margin' must be a number, not {margin!r}", rid)
     return Converted([_pair(
-        _record_id(data, row, "id"), data.get("image"), _text(data, "query", row),
-        _text(data, "chosen", row), _text(data, "rejected", row),
+        rid, data.get("image"), _text(data, "query", row, rid),
+        _text(data, "chosen", row, rid), _text(data, "rejected", row, rid),
         margin=None if margin is None else float(margin), env=data.get("env"), split=data.get("split"),
     )])
 
 
 def _rlaif_v(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "id", "idx")
     return Converted([_pair(
-        _record_id(data, row, "id", "idx"), data.get("image") or data.get("image_path"),
-        _text(data, "question", row), _text(data, "chosen", row), _text(data, "rejected", row),
+        rid, data.get("image") or data.get("image_path"),
+        _text(data, "question", row, rid), _text(data, "chosen", row, rid), _text(data, "rejected", row, rid),
         split=data.get("split"),
     )])
 
 
 def _rlhf_v(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "id", "idx")
     try:
-        inner = json.loads(_text(data, "text", row))
+        inner = json.loads(_text(data, "text", row, rid))
     except json.JSONDecodeError as exc:
-        raise row.error(f"field 'text' is not valid JSON ({exc.msg})") from None
+        raise row.error(f"field 'text' is not valid JSON ({exc.msg})", rid) from None
     if not isinstance(inner, dict):
-        raise row.error("field 'text' must hold a JSON object with question, chosen, rejected")
+        raise row.error("field 'text' must hold a JSON object with question, chosen, rejected", rid)
     return Converted([_pair(
-        _record_id(data, row, "id", "idx"), data.get("image") or data.get("image_path"),
-        _text(inner, "question", row), _text(inner, "chosen", row), _text(inner, "rejected", row),
+        rid, data.get("image") or data.get("image_path"),
+        _text(inner, "question", row, rid), _text(inner, "chosen", row, rid), _text(inner, "rejected", row, rid),
         split=data.get("split"),
     )])
 
 
-def _gpt_reply(turns: object, key: str, row: RawRecord) -> str:
+def _gpt_reply(turns: object, key: str, row: RawRecord, rid: str) -> str:
     """The first assistant ("gpt") turn of a LLaVA conversation."""
     for turn in turns if isinstance(turns, list) else []:
         if isinstance(turn, dict) and turn.get("from") == "gpt" and isinstance(turn.get("value"), str):
             return turn["value"]
-    raise row.error(f"field {key!r} has no 'gpt' turn")
+    raise row.error(f"field {key!r} has no 'gpt' turn", rid)
 
 
 def _povid(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "id")
     turns = data.get("conversations")
     human = [t for t in turns if isinstance(t, dict) and t.get("from") == "human"] if isinstance(turns, list) else []
     if not human or not isinstance(human[0].get("value"), str):
-        raise row.error("field 'conversations' has no 'human' turn")
-    chosen = data["chosen"] if isinstance(data.get("chosen"), str) else _gpt_reply(turns, "conversations", row)
+        raise row.error("field 'conversations' has no 'human' turn", rid)
+    chosen = data["chosen"] if isinstance(data.get("chosen"), str) else _gpt_reply(turns, "conversations", row, rid)
     rejected = (data["rejected"] if isinstance(data.get("rejected"), str)
-                else _gpt_reply(data.get("rejected_conversations"), "rejected_conversations", row))
+                else _gpt_reply(data.get("rejected_conversations"), "rejected_conversations", row, rid))
     return Converted([_pair(
-        _record_id(data, row, "id"), data.get("image"), _without_image_tag(human[0]["value"]),
+        rid, data.get("image"), _without_image_tag(human[0]["value"]),
         chosen, rejected, split=data.get("split"),
     )])
 
@@ -153,25 +157,25 @@ def _rating(annotations: object, aspect: str) -> float | None:
     return sum(readable) / len(readable) if readable else None
 
 
-def _completions(value: object, row: RawRecord) -> list[dict]:
+def _completions(value: object, row: RawRecord, rid: str) -> list[dict]:
     """VLFeedback's completions as a list of {annotations, model, response}, from a list of dicts
     (its JSONL) or a dict of lists (how `datasets` stores a sequence of structs)."""
     if isinstance(value, dict):
         keys = list(value)
         lengths = {len(v) for v in value.values() if isinstance(v, list)}
         if len(lengths) != 1 or not all(isinstance(v, list) for v in value.values()):
-            raise row.error("field 'completions' must be a list of responses")
+            raise row.error("field 'completions' must be a list of responses", rid)
         return [dict(zip(keys, items)) for items in zip(*value.values())]
     if isinstance(value, list) and all(isinstance(c, dict) for c in value):
         return value
-    raise row.error("field 'completions' must be a list of responses")
+    raise row.error("field 'completions' must be a list of responses", rid)
 
 
 def _vlfeedback(data: dict, row: RawRecord, aspect: str) -> Converted:
-    query = _text(data, "prompt", row)
     record_id = _record_id(data, row, "id")
+    query = _text(data, "prompt", row, record_id)
     scored, out = [], Converted()
-    for c in _completions(data.get("completions"), row):
+    for c in _completions(data.get("completions"), row, record_id):
         score = _rating(c.get("annotations"), aspect)
         response = c.get("response")
         if score is None or not isinstance(response, str):
@@ -189,28 +193,30 @@ def _vlfeedback(data: dict, row: RawRecord, aspect: str) -> Converted:
 
 
 def _vl_rewardbench(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "id")
     responses, ranking = data.get("response"), data.get("human_ranking")
     if not (isinstance(responses, list) and len(responses) == 2 and all(isinstance(r, str) for r in responses)):
-        raise row.error("field 'response' must be a list of two strings")
+        raise row.error("field 'response' must be a list of two strings", rid)
     if not (isinstance(ranking, list) and len(ranking) == 2 and all(isinstance(r, int | float) for r in ranking)):
-        raise row.error("field 'human_ranking' must be a list of two ranks (0 = preferred)")
+        raise row.error("field 'human_ranking' must be a list of two ranks (0 = preferred)", rid)
     if ranking[0] == ranking[1]:
         return Converted(left_out=["vl-rewardbench: tied human ranking"])
     best = 0 if ranking[0] < ranking[1] else 1
     return Converted([_pair(
-        _record_id(data, row, "id"), data.get("image"), _text(data, "query", row),
+        rid, data.get("image"), _text(data, "query", row, rid),
         responses[best], responses[1 - best], split=data.get("split"),
     )])
 
 
 def _mm_rewardbench(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "ID", "id")
     better = data.get("Better")
     if better not in ("Output1", "Output2"):
-        raise row.error(f"field 'Better' must be 'Output1' or 'Output2', not {better!r}")
+        raise row.error(f"field 'Better' must be 'Output1' or 'Output2', not {better!r}", rid)
     worse = "Output2" if better == "Output1" else "Output1"
     return Converted([_pair(
-        _record_id(data, row, "ID", "id"), data.get("Image"), _text(data, "Text", row),
-        _text(data, better, row), _text(data, worse, row), split=data.get("split"),
+        rid, data.get("Image"), _text(data, "Text", row, rid),
+        _text(data, better, row, rid), _text(data, worse, row, rid), split=data.get("split"),
     )])
 
 

@@ -16,9 +16,12 @@ Every (label, seed, training environment) trains on that environment's training 
 scored on the test pairs of every environment. Layout of OUT: data/ (a built-in benchmark,
 synthesised once), bases/seed-<s>/ (tiny models: one initial model per seed, shared by every
 run of that seed, so the main branch and the text-only model start from the same weights),
-runs/<label>/seed-<s>/<env>/{train,eval}/, matrix.json, report.md, report.html and the PNGs.
-Re-running continues: finished runs are reused and interrupted ones resume, each run folder's
-stored settings checked key by key (`robustvlm.runs`).
+runs/<label>/seed-<s>/<env>/{train.yaml,train/,eval/}, matrix.json, report.md, report.html
+and the PNGs. Re-running continues: finished runs are reused and interrupted ones resume, each
+run folder's stored settings checked key by key (`robustvlm.runs`). `train.yaml` is the run's
+whole config: a run too big to train in this process (an 8B backbone under DeepSpeed) can be
+trained on its own with `accelerate launch ... rm train <run>/train.yaml --out <run>/train`,
+and the next `rm matrix` reuses it.
 """
 
 from __future__ import annotations
@@ -42,13 +45,14 @@ from robustvlm.models.loading import TINY_PREFIX, load_vlm
 from robustvlm.models.reward import is_reward_model
 from robustvlm.report.reward_report import write_matrix_report
 from robustvlm.reward.losses import loss_spec
-from robustvlm.runs import claim_run_folder, read_jsonl
+from robustvlm.runs import claim_run_folder, read_jsonl, write_settings
 from robustvlm.workflows.rm_eval import PAIRS_FILE, eval_pairs, eval_views, evaluate_reward_model
 from robustvlm.workflows.rm_matrix_dry_run import dry_run_matrix_spec
 from robustvlm.workflows.rm_train import train_reward_model
 
 MATRIX_KEYS = {"base", "losses", "seeds", "train_envs", "per_env", "text_only", "jobs"}
 RESULTS_FILE = "matrix.json"
+RUN_CONFIG = "train.yaml"
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,9 @@ def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool
         for label in plan.losses
         for env in train_envs
     ]
+    for job in jobs:  # each run's config, for launching it on its own (e.g. under DeepSpeed)
+        job.folder.mkdir(parents=True, exist_ok=True)
+        write_settings(job.config, job.folder / RUN_CONFIG)
     threads = 1 if plan.jobs > 1 else None
     if plan.jobs == 1:
         for i, job in enumerate(jobs):

@@ -83,7 +83,7 @@ class CueEnv:
         return {
             "chosen_longer": self.on_chosen,
             "chosen_shorter": self.on_rejected,
-            "equal_length": 1.0 - self.on_chosen - self.on_rejected,
+            "equal_length": round(1.0 - self.on_chosen - self.on_rejected, 10),
             "clause_on_rejected": self.on_rejected if clause else 0.0,
             "clause_on_chosen": self.on_chosen if clause else 0.0,
         }
