@@ -323,6 +323,16 @@ def _rm_bon(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_train_parser(sub, help_text: str, example: str, func) -> None:
+    """A `train` subcommand: CONFIG, key=value overrides, --out, --resume."""
+    parser = sub.add_parser("train", help=help_text)
+    parser.add_argument("config")
+    parser.add_argument("overrides", nargs="*", help=f"key=value overrides, e.g. {example}")
+    parser.add_argument("--out", help="run directory (default runs/<config name>)")
+    parser.add_argument("--resume", action="store_true", help=RESUME_HELP + " (from the last checkpoint)")
+    parser.set_defaults(func=func)
+
+
 def _add_pair_options(parser: argparse.ArgumentParser) -> None:
     from robustvlm.data.preference_layouts import FORMATS
 
@@ -347,12 +357,7 @@ def _add_rm_parser(sub) -> None:
     _add_pair_options(rc)
     rc.set_defaults(func=_rm_data_check)
 
-    rt = rm_sub.add_parser("train", help="train a reward model from a YAML config")
-    rt.add_argument("config")
-    rt.add_argument("overrides", nargs="*", help="key=value overrides, e.g. loss=shortcut_aware")
-    rt.add_argument("--out", help="run directory (default runs/<config name>)")
-    rt.add_argument("--resume", action="store_true", help=RESUME_HELP + " (from the last checkpoint)")
-    rt.set_defaults(func=_rm_train)
+    _add_train_parser(rm_sub, "train a reward model from a YAML config", "loss=shortcut_aware", _rm_train)
 
     re_ = rm_sub.add_parser("eval", help="pairwise accuracy per environment, with the text-only test")
     re_.add_argument("--model", required=True, help="a reward model folder (RUN/final)")
@@ -460,12 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("--n-per-env", type=int, default=None)
     synth.set_defaults(func=_data_synth)
 
-    tr = sub.add_parser("train", help="fine-tune a VLM from a YAML config")
-    tr.add_argument("config")
-    tr.add_argument("overrides", nargs="*", help="key=value overrides, e.g. train.lr=1e-4")
-    tr.add_argument("--out", help="run directory (default runs/<config name>)")
-    tr.add_argument("--resume", action="store_true", help=RESUME_HELP + " (from the last checkpoint)")
-    tr.set_defaults(func=_train)
+    _add_train_parser(sub, "fine-tune a VLM from a YAML config", "train.lr=1e-4", _train)
 
     ev = sub.add_parser("eval", help="generate and score a model on a dataset")
     ev.add_argument("--model", required=True, help="model directory (e.g. RUN/final) or hub name")

@@ -175,10 +175,15 @@ class EvalConfig(_Section):
     max_per_env: int | None = None
 
 
-class RunConfig(_Section):
-    """A training run: model, data, method (+ its hyperparameters), training and evaluation."""
+class _Run(_Section):
+    """What every kind of training run has: the model it trains."""
 
     model: ModelConfig = Field(default_factory=ModelConfig)
+
+
+class RunConfig(_Run):
+    """A training run: model, data, method (+ its hyperparameters), training and evaluation."""
+
     data: DataConfig
     method: str = "erm"
     method_args: dict[str, Any] = Field(default_factory=dict)
@@ -246,11 +251,10 @@ class RewardEvalConfig(_Section):
     max_per_env: int | None = Field(default=None, ge=1)
 
 
-class RewardConfig(_Section):
+class RewardConfig(_Run):
     """A reward-model training run: model, preference data, loss (+ its arguments), training,
     evaluation. `loss` names a loss of `robustvlm.reward.losses.LOSSES`."""
 
-    model: ModelConfig = Field(default_factory=ModelConfig)
     data: PreferenceDataConfig
     loss: str = "standard"
     loss_args: dict[str, Any] = Field(default_factory=dict)

@@ -78,7 +78,7 @@ def test_text_only_test_lengths_and_comparison(runs):
     entry = res.text_only_test["std"]["a"]
     assert entry["drop"]["values"] == pytest.approx([accuracy(by[("std", s, "a")], "a", "drop") for s in (0, 1)])
     assert res.lengths["a"] == {"chosen_longer": pytest.approx(2 / 6), "chosen_shorter": pytest.approx(2 / 6),
-                                "equal": pytest.approx(2 / 6)}
+                                "equal": pytest.approx(2 / 6), "balanced_pairs": 6}
     diff = compare_labels(res, "std", "sa")
     assert diff["ood"]["values"] == pytest.approx(
         [b - a for a, b in zip(res.averages["std"]["ood"]["values"], res.averages["sa"]["ood"]["values"])])

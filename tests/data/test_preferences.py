@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from robustvlm.data.preference_layouts import LAYOUTS, detect_layout
-from robustvlm.data.preferences import load_pairs, read_pairs
+from robustvlm.data.preferences import PairOptions, load_pairs, read_pairs
 from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError, DataError
 
@@ -172,7 +172,7 @@ def test_bad_pairs_are_named_by_file_line_and_id(tmp_path):
     ]
     path = write_jsonl(tmp_path / "p.jsonl", rows)
     errors: list[DataError] = []
-    pairs = read_pairs(path, errors.append)
+    pairs = read_pairs(path, errors.append, PairOptions())
     assert [p.id for p in pairs.pairs] == ["ok"]
     assert [str(e) for e in errors] == [
         f"{path}:2: [same] chosen and rejected are the same response",

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
+from kill_run import kill_after_first_checkpoint
 from safetensors.torch import load_file
 
 from robustvlm.cli import main
@@ -43,16 +39,8 @@ def test_resume_after_kill_matches_the_uninterrupted_run(uninterrupted, tmp_path
     config = tmp_path / "rm.yaml"
     config.write_text(yaml.safe_dump(RAW))
     run = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "robustvlm.cli", "rm", "train", str(config), "--out", str(run)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
-    deadline = time.time() + 240
-    while time.time() < deadline and not list((run / "checkpoints").glob("step-*")):
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    killed_at = kill_after_first_checkpoint(["rm", "train", str(config), "--out", str(run)], run)
     assert not (run / "final").exists(), "the run finished before it could be killed"
-    killed_at = max(int(p.name.split("-")[1]) for p in (run / "checkpoints").glob("step-*"))
     assert killed_at < 24
 
     with pytest.raises(ConfigError, match="--resume"):

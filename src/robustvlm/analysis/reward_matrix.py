@@ -12,8 +12,9 @@ test pairs. Output (`MatrixResults`), each quantity as mean / std / min / max ov
 - `correlation[label]["train->test"]`: Pearson correlation of the label's reward differences
   (r_chosen - r_rejected) with the text-only model's on the same pairs;
 - `text_only_test[label]["env"]`: on the diagonal, accuracy with and without the image;
-- `lengths[env]`: shares of test pairs whose chosen response is longer / shorter / as long, and
-  `length_balanced[label]["env"]`: diagonal accuracy on a length-balanced subset of those pairs.
+- `lengths[env]`: shares of test pairs whose chosen response is longer / shorter / as long and
+  the size of a length-balanced subset of them (`balanced_pairs`), and
+  `length_balanced[label]["env"]`: diagonal accuracy on that subset.
 """
 
 from __future__ import annotations
@@ -121,9 +122,12 @@ def aggregate_matrix(
     seeds = sorted({r.seed for r in runs})
     env_of = {pid: env for pid, (env, _, _) in texts.items()}
     out = MatrixResults(labels, proxy_label, train_envs, test_envs, seeds)
+    balanced_ids: dict[str, set[str]] = {}
     for env in test_envs:
         ids = [pid for pid, (e, _, _) in texts.items() if e == env]
-        out.lengths[env] = length_shares([texts[i][1] for i in ids], [texts[i][2] for i in ids])
+        chosen, rejected = [texts[i][1] for i in ids], [texts[i][2] for i in ids]
+        balanced_ids[env] = {ids[i] for i in length_balanced_subset(chosen, rejected, seed=seed)}
+        out.lengths[env] = {**length_shares(chosen, rejected), "balanced_pairs": len(balanced_ids[env])}
     for label in labels:
         cells: dict[str, list[float]] = {}
         iid, ood, sfd_mean = [], [], []
@@ -148,10 +152,9 @@ def aggregate_matrix(
                     per_seed[key] = acc
                     cells.setdefault(key, []).append(acc)
                     if train == test:
-                        balanced_ids = [ids[i] for i in length_balanced_subset(
-                            [texts[i][1] for i in ids], [texts[i][2] for i in ids], seed=seed)]
-                        if balanced_ids:
-                            balanced.setdefault(test, []).append(float(np.mean([correct[i] for i in balanced_ids])))
+                        kept = [i for i in ids if i in balanced_ids[test]]
+                        if kept:
+                            balanced.setdefault(test, []).append(float(np.mean([correct[i] for i in kept])))
                         if run.text_view is not None:
                             without = run.correct(run.text_view)
                             entry = text_test.setdefault(test, {run.view: [], run.text_view: []})

@@ -21,7 +21,7 @@ from PIL import Image
 
 from robustvlm.data.environments import EnvMap, assign_task_type, format_env_counts, load_env_map
 from robustvlm.data.images import DEFAULT_MAX_PIXELS, load_image
-from robustvlm.data.records import SPLITS, Example, SkipLog
+from robustvlm.data.records import SPLITS, Example, SkipLog, bad_record_handler
 from robustvlm.errors import ConfigError, DataError
 
 FORMATS = ("auto", "jsonl", "json", "llava", "parquet", "hf", "folder")
@@ -73,16 +73,8 @@ def load_examples(
             `--image_folder`) instead of the data file's folder; not for image folders.
         verbose: print the per-environment counts table (and the number skipped).
     """
-    if on_bad_record not in ("error", "skip"):
-        raise ConfigError(f"on_bad_record must be 'error' or 'skip', not {on_bad_record!r}")
-    log = skip_log if skip_log is not None else SkipLog()
+    on_error, log = bad_record_handler(on_bad_record, skip_log)
     already_skipped = len(log)
-
-    def on_error(error: DataError) -> None:
-        if on_bad_record == "error":
-            raise error
-        log.add(error)
-
     examples = read_examples(
         path, on_error, fmt=fmt, split=split, env_column=env_column, env_map=env_map,
         task_rules=task_rules, instruction_template=instruction_template,
@@ -137,14 +129,19 @@ def read_examples(
                     continue
                 if validate_images and ex.image is not None:
                     load_image(ex.image, **row.where(ex.id), max_pixels=max_pixels)
-                if ex.id in first_seen:
-                    raise row.error(f"duplicate id {ex.id!r} (first at {first_seen[ex.id]})", ex.id)
+                check_new_id(first_seen, ex.id, row)
             except DataError as error:
                 on_error(error)
                 continue
             first_seen[ex.id] = ex.source
             examples.append(ex)
     return examples
+
+
+def check_new_id(seen: Mapping[str, str], record_id: str, row: RawRecord) -> None:
+    """Raise a DataError about `row` when `record_id` was read before (`seen`: id -> where)."""
+    if record_id in seen:
+        raise row.error(f"duplicate id {record_id!r} (first at {seen[record_id]})", record_id)
 
 
 @dataclass

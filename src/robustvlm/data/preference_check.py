@@ -14,7 +14,7 @@ from pathlib import Path
 
 from robustvlm.data.environments import format_env_counts
 from robustvlm.data.images import load_image
-from robustvlm.data.preferences import PairSet, PreferencePair, read_pairs
+from robustvlm.data.preferences import PairOptions, PairSet, PreferencePair, read_pairs
 from robustvlm.errors import DataError
 
 SHOWN = 5
@@ -85,14 +85,14 @@ class PairCheckReport:
 
 
 def check_pairs(path: str | Path, *, test_path: str | Path | None = None, **options) -> PairCheckReport:
-    """Read `path` (and `test_path`) like `read_pairs(..., **options)`, collecting every bad
+    """Read `path` (and `test_path`) like `read_pairs` with `PairOptions(**options)`, collecting every bad
     record; the overlap is between `test_path`'s pairs and `path`'s, or, without a test file,
     between `path`'s test and train splits (None when one of them is empty)."""
     errors: list[DataError] = []
 
     def read(source: str | Path) -> PairSet:
         try:
-            return read_pairs(source, errors.append, **options)
+            return read_pairs(source, errors.append, PairOptions(**options))
         except DataError as error:
             errors.append(error)
             return PairSet()

@@ -24,9 +24,9 @@ from robustvlm.data.carve import carve_per_env, short_environments
 from robustvlm.data.environments import format_env_counts
 from robustvlm.data.from_config import materialize
 from robustvlm.data.images import DEFAULT_MAX_PIXELS, load_image
-from robustvlm.data.loaders import RawRecord, image_ref, raw_records
+from robustvlm.data.loaders import RawRecord, check_new_id, image_ref, raw_records
 from robustvlm.data.preference_layouts import MEAN_ASPECT, Layout, detect_layout, layout_named
-from robustvlm.data.records import SPLITS, Example, SkipLog
+from robustvlm.data.records import SPLITS, Example, SkipLog, bad_record_handler
 from robustvlm.errors import ConfigError, DataError
 
 _SPLIT_ALIASES = {"validation": "val", "valid": "val", "dev": "val"}
@@ -90,23 +90,11 @@ class PairSet:
         return "\n".join(lines)
 
 
-def read_pairs(
-    path: str | Path,
-    on_error: Callable[[DataError], None],
-    *,
-    fmt: str = "auto",
-    split: str | None = None,
-    env: str | None = None,
-    env_column: str | None = None,
-    image_root: str | Path | None = None,
-    aspect: str = MEAN_ASPECT,
-    validate_images: bool = True,
-    max_pixels: int = DEFAULT_MAX_PIXELS,
-) -> PairSet:
-    """Pairs of one dataset, in file order; every bad record goes to `on_error` and is dropped.
+@dataclass(frozen=True)
+class PairOptions:
+    """How to read a preference dataset.
 
-    Args:
-        path: a record file or folder, or `hf:NAME[:CONFIG]`.
+    Attributes:
         fmt: a layout name, or "auto" (recognised from the first record's columns).
         split: keep only this split ("train", "val", "test"); for `hf:` also the split loaded.
         env: environment of records that name none (default: the layout's name).
@@ -116,12 +104,27 @@ def read_pairs(
         validate_images: fully decode every image once to find bad ones.
         max_pixels: images with more pixels are bad records.
     """
+
+    fmt: str = "auto"
+    split: str | None = None
+    env: str | None = None
+    env_column: str | None = None
+    image_root: str | Path | None = None
+    aspect: str = MEAN_ASPECT
+    validate_images: bool = True
+    max_pixels: int = DEFAULT_MAX_PIXELS
+
+
+def read_pairs(path: str | Path, on_error: Callable[[DataError], None], options: PairOptions = PairOptions()) -> PairSet:
+    """Pairs of one dataset (a record file or folder, or `hf:NAME[:CONFIG]`), in file order;
+    every bad record goes to `on_error` and is dropped."""
+    fmt, split, aspect = options.fmt, options.split, options.aspect
     if split is not None and split not in SPLITS:
         raise ConfigError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
     layout = layout_named(fmt, aspect)
     out = PairSet()
     seen: dict[str, str] = {}
-    for row in raw_records(path, split=split, image_root=image_root):
+    for row in raw_records(path, split=split, image_root=options.image_root):
         if isinstance(row, DataError):
             on_error(row)
             continue
@@ -138,16 +141,13 @@ def read_pairs(
         out.left_out.update(converted.left_out)
         for fields in converted.pairs:
             try:
-                pair = _checked(fields, row, layout, env or layout.name, env_column, validate_images, max_pixels)
-                if split is not None and pair.split != split:
-                    continue
-                if pair.id in seen:
-                    raise row.error(f"duplicate id {pair.id!r} (first at {seen[pair.id]})", pair.id)
+                pair = _checked(fields, row, layout, options, seen)
             except DataError as error:
                 on_error(error)
                 continue
-            seen[pair.id] = pair.source
-            out.pairs.append(pair)
+            if pair is not None:
+                seen[pair.id] = pair.source
+                out.pairs.append(pair)
     return out
 
 
@@ -159,19 +159,12 @@ def load_pairs(
     verbose: bool = True,
     **options,
 ) -> PairSet:
-    """`read_pairs` that raises the first bad record ("error") or counts each in `skip_log`
-    ("skip"); with `verbose`, prints the layout and the per-environment counts."""
-    if on_bad_record not in ("error", "skip"):
-        raise ConfigError(f"on_bad_record must be 'error' or 'skip', not {on_bad_record!r}")
-    log = skip_log if skip_log is not None else SkipLog()
+    """`read_pairs` with `PairOptions(**options)` that raises the first bad record ("error") or
+    counts each in `skip_log` ("skip"); with `verbose`, prints the layout and the
+    per-environment counts."""
+    on_error, log = bad_record_handler(on_bad_record, skip_log)
     before = len(log)
-
-    def on_error(error: DataError) -> None:
-        if on_bad_record == "error":
-            raise error
-        log.add(error)
-
-    pairs = read_pairs(path, on_error, **options)
+    pairs = read_pairs(path, on_error, PairOptions(**options))
     if verbose:
         print(pairs.describe())
         print(format_env_counts(pairs.pairs))
@@ -193,16 +186,19 @@ def _detect(row: RawRecord) -> Layout:
 
 
 def _checked(
-    fields: dict, row: RawRecord, layout: Layout, default_env: str, env_column: str | None,
-    validate_images: bool, max_pixels: int,
-) -> PreferencePair:
-    """A PreferencePair from converted fields, or a DataError naming what is wrong."""
+    fields: dict, row: RawRecord, layout: Layout, options: PairOptions, seen: dict[str, str]
+) -> PreferencePair | None:
+    """A PreferencePair from converted fields (None when it is not of `options.split`), or a
+    DataError naming what is wrong (`seen`: the ids read so far, and where)."""
+    env_column = options.env_column
     pair_id = fields["id"]
     where = row.where(pair_id)
     split = fields.get("split") or layout.default_split
     split = _SPLIT_ALIASES.get(split, split)
     if split not in SPLITS:
         raise row.error(f"split {split!r} is not one of {', '.join(SPLITS)}", pair_id)
+    if options.split is not None and split != options.split:
+        return None
     for key in ("query", "chosen", "rejected"):
         if not fields[key].strip():
             raise row.error(f"empty {key}", pair_id)
@@ -211,14 +207,15 @@ def _checked(
     image = image_ref(fields["image"], row)
     if image is None:
         raise row.error("no image: a preference pair needs the image its responses describe", pair_id)
-    if validate_images:
-        load_image(image, **where, max_pixels=max_pixels)
+    if options.validate_images:
+        load_image(image, **where, max_pixels=options.max_pixels)
     label = row.data.get(env_column) if env_column else fields.get("env")
     if env_column and label in (None, ""):
         raise row.error(f"missing environment (no {env_column!r} field)", pair_id)
+    check_new_id(seen, pair_id, row)
     return PreferencePair(
         id=pair_id, image=image, query=fields["query"], chosen=fields["chosen"],
-        rejected=fields["rejected"], env=str(label) if label not in (None, "") else default_env,
+        rejected=fields["rejected"], env=str(label) if label not in (None, "") else options.env or layout.name,
         split=split, margin=fields.get("margin"), source=row.location,
     )
 

@@ -159,9 +159,9 @@ def text_only_table(results: MatrixResults) -> Table | None:
 
 def length_table(results: MatrixResults) -> Table:
     rows = [[env, f"{100 * s['chosen_longer']:.0f}", f"{100 * s['chosen_shorter']:.0f}", f"{100 * s['equal']:.0f}",
-             *(pct(results.length_balanced.get(lb, {}).get(env)) for lb in results.labels)]
+             str(s["balanced_pairs"]), *(pct(results.length_balanced.get(lb, {}).get(env)) for lb in results.labels)]
             for env, s in results.lengths.items()]
-    header = ["test env", "chosen longer (%)", "chosen shorter (%)", "equal (%)",
+    header = ["test env", "chosen longer (%)", "chosen shorter (%)", "equal (%)", "balanced pairs",
               *(f"{lb}: i.i.d. acc., length-balanced" for lb in results.labels)]
     return Table(header, rows)
 

@@ -61,8 +61,8 @@ class RewardDemoPlan:
     jobs: int
 
 
-FULL = RewardDemoPlan(n_per_env=300, seeds=(0, 1, 2), policy_steps=300, rm_steps=120, test_per_env=50,
-                      bon_prompts=32, k=16, jobs=2)
+FULL = RewardDemoPlan(n_per_env=300, seeds=(0, 1, 2), policy_steps=250, rm_steps=100, test_per_env=40,
+                      bon_prompts=24, k=16, jobs=2)
 QUICK = RewardDemoPlan(n_per_env=24, seeds=(0,), policy_steps=8, rm_steps=4, test_per_env=4,
                        bon_prompts=3, k=4, jobs=1)
 
