@@ -2,5 +2,5 @@
 
 - `losses`: Bradley-Terry, text-only and shortcut-aware (SFC-weighted) losses, one registry;
 - `task`: reward training as a task of the one training loop;
-- `scoring`: rewards of preference pairs (with or without the image) and of Best-of-N candidates.
+- `scoring`: rewards of preference pairs, with the image or without it (the views).
 """

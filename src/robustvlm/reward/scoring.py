@@ -1,4 +1,4 @@
-"""Rewards of preference pairs and of Best-of-N candidates, with or without the image.
+"""Rewards of preference pairs, with or without the image.
 
 A *view* says what the model sees of a pair's image: `multimodal` (the image), `drop` (no image)
 or `blank` (a white image of the same size). Each pair is one prompt with two responses, scored
