@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-quick test lint install clean
+.PHONY: demo demo-quick demo-reward test lint install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ demo: install
 demo-quick: install
 	$(BIN)/robustvlm demo --quick --out demo_out_quick
 
+demo-reward: install
+	$(BIN)/robustvlm demo reward --out demo_reward
+
 test: install
 	$(BIN)/python -m pytest tests -p no:cacheprovider
 
@@ -38,4 +41,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 
 clean:
-	rm -rf $(VENV) demo_out demo_out_quick demo_robustness studies
+	rm -rf $(VENV) demo_out demo_out_quick demo_robustness demo_invariance demo_reward demo_reward_quick studies

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import argparse
 import io
-import statistics
-import time
 
 import torch
 from PIL import Image
+from shared_prefix_bench import (
+    add_model_arguments,
+    bench_vlm,
+    print_shared_vs_separate,
+    time_shared_vs_separate,
+)
 
-from robustvlm.models import build_tiny_vlm
 from robustvlm.multiple_choice.build import MCQuestion
 from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
 from robustvlm.multiple_choice.score import encode_prefix, score_options
@@ -41,15 +44,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--questions", type=int, default=4)
-    parser.add_argument("--width", type=int, default=384, help="text decoder width")
-    parser.add_argument("--layers", type=int, default=4, help="text decoder depth")
-    parser.add_argument("--image-size", type=int, default=128, help="square image side (px), a multiple of 16")
+    add_model_arguments(parser)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    model, processor = build_tiny_vlm(
-        "idefics3", hidden_size=args.width, num_layers=args.layers, image_size=args.image_size, corpus=OPTIONS,
-        vision_hidden_size=128, vision_intermediate_size=256,
-    )
+    model, processor = bench_vlm(args, OPTIONS)
     model.eval()
     questions = [make_question(i % len(OPTIONS), args.image_size) for i in range(args.questions)]
     prefix_ids = encode_prefix(processor, questions[0])["input_ids"]
@@ -58,22 +56,13 @@ def main() -> None:
     for q in questions:  # warm-up and accuracy check
         shared, separate = score_options(model, processor, q), score_options(model, processor, q, shared_prefix=False)
         max_diff = max(max_diff, *(abs(a - b) for a, b in zip(shared.sum + shared.mean, separate.sum + separate.mean)))
-    timings: dict[str, list[float]] = {"shared": [], "separate": []}
-    for _ in range(args.repeats):
-        for name, shared_prefix in (("shared", True), ("separate", False)):
-            start = time.perf_counter()
-            for q in questions:
-                score_options(model, processor, q, shared_prefix=shared_prefix)
-            timings[name].append((time.perf_counter() - start) / len(questions))
-    ratios = [sep / sh for sh, sep in zip(timings["shared"], timings["separate"])]
-    shared_s, separate_s = statistics.median(timings["shared"]), statistics.median(timings["separate"])
+    timings = time_shared_vs_separate(
+        lambda shared: [score_options(model, processor, q, shared_prefix=shared) for q in questions],
+        args.repeats, len(questions))
     params = sum(p.numel() for p in model.parameters())
     print(f"model: tiny idefics3, {params / 1e6:.1f}M parameters; prefix {prefix_ids.shape[1]} tokens "
           f"({n_image} image tokens); K = {len(OPTIONS)} options")
-    print(f"shared prefix : {shared_s * 1000:.1f} ms/question (median of {args.repeats})")
-    print(f"separate (K x): {separate_s * 1000:.1f} ms/question")
-    print(f"speed-up      : {separate_s / shared_s:.2f}x (ratio of medians); per repeat median "
-          f"{statistics.median(ratios):.2f}x, range {min(ratios):.2f}-{max(ratios):.2f}x")
+    print_shared_vs_separate(timings, "question")
     print(f"max |loglik difference| : {max_diff:.2e} nats (sums and means)")
 
 

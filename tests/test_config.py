@@ -52,3 +52,20 @@ def test_resolved_config_round_trips(tmp_path):
     write_settings(cfg, tmp_path / "resolved.yaml")
     again = load_config(tmp_path / "resolved.yaml")
     assert again == cfg
+
+
+def test_reward_config_reuses_the_sections_and_names_bad_keys(tmp_path):
+    from robustvlm.config import RewardConfig, TrainConfig, load_config
+
+    path = tmp_path / "rm.yaml"
+    path.write_text("data: {benchmark: preferences}\nloss: shortcut_aware\n")
+    cfg = load_config(path, ["loss_args.proxy=adapter", "model.trainable=lora"], RewardConfig)
+    assert isinstance(cfg.train, TrainConfig) and cfg.train.lr == 1e-5 and cfg.train.weight_decay == 0.05
+    assert cfg.train.sampler == "shuffle" and cfg.loss_args == {"proxy": "adapter"}
+    path.write_text("data: {benchmark: preferences, sources: {a: {path: x}}}\n")
+    with pytest.raises(ConfigError, match="give exactly one of data.path, data.benchmark or data.sources"):
+        load_config(path, schema=RewardConfig)
+    path.write_text("data: {sources: {a: {path: x, fmt: povid}}}\neval: {text_mode: grey}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path, schema=RewardConfig)
+    assert "data.sources.a.fmt: unknown key" in str(err.value) and "eval.text_mode" in str(err.value)

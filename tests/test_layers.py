@@ -59,7 +59,7 @@ LAYERS = [
     {"models"},
     {"objectives"},
     {"training", "linear"},
-    {"evaluation", "multiple_choice"},
+    {"evaluation", "multiple_choice", "reward"},
     {"report"},
     {"workflows"},
     {"cli"},
@@ -102,6 +102,8 @@ def test_no_import_runs_back_up_the_layers():
     ("robustvlm.evaluation", "robustvlm.multiple_choice"),
     ("robustvlm.multiple_choice", "robustvlm.evaluation"),
     ("robustvlm.config", "robustvlm.evaluation"),
+    ("robustvlm.reward", "robustvlm.evaluation"),
+    ("robustvlm.reward", "robustvlm.multiple_choice"),
 ])
 def test_named_pairs_stay_apart(importer, forbidden):
     assert violations(importer, forbidden) == []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -53,15 +53,13 @@ class SplitSizes(_Section):
     test: int = Field(ge=1)
 
 
-class DataConfig(_Section):
-    """Where the records come from and how environments are assigned.
+class RecordSource(_Section):
+    """Where records come from, shared by every dataset section (instruction data, preferences).
 
-    Give `path` (a data dir/JSONL/LLaVA JSON/parquet/`hf:NAME[:CONFIG]`/image folder) or
-    `benchmark` (a built-in synthetic benchmark, generated into the run directory).
-    `subsets` loads several hub configs of one `hf:NAME` dataset (each record's `subset` field
-    names its config), `max_rows_per_subset` samples each before images are read, and
-    `split_per_env` re-splits every environment into fixed-size train / test sets (seed `seed`).
-    `image_root`: folder of relative image paths in record files (default: the data file's folder).
+    Give `path` (a data file or folder, or `hf:NAME[:CONFIG]`) or `benchmark` (a built-in
+    synthetic benchmark, generated into the run directory). `split_per_env` re-splits every
+    environment into fixed-size train / test sets (seed `seed`). `image_root`: folder of
+    relative image paths in record files (default: the data file's folder).
     """
 
     path: str | None = None
@@ -70,14 +68,9 @@ class DataConfig(_Section):
     n_per_env: int | None = None
     format: str = "auto"
     env_column: str | None = None
-    env_map: str | dict[str, Any] | None = None  # a YAML file, or the map itself inline
-    task_rules: bool = False
-    instruction_template: str = "What is shown in this image?"
     on_bad_record: Literal["error", "skip"] = "error"
     max_pixels: int = 40_000_000
     max_train_per_env: int | None = None
-    subsets: list[str] = Field(default_factory=list)
-    max_rows_per_subset: int | None = Field(default=None, ge=1)
     split_per_env: SplitSizes | None = None
     image_root: str | None = None
 
@@ -87,9 +80,27 @@ class DataConfig(_Section):
         return self.path is not None and self.path.startswith("hf:")
 
     @model_validator(mode="after")
-    def _one_source(self) -> DataConfig:
+    def _one_source(self) -> RecordSource:
         if (self.path is None) == (self.benchmark is None):
             raise ValueError("give exactly one of data.path or data.benchmark")
+        return self
+
+
+class DataConfig(RecordSource):
+    """Instruction data: a `RecordSource` and how environments are assigned.
+
+    `subsets` loads several hub configs of one `hf:NAME` dataset (each record's `subset` field
+    names its config) and `max_rows_per_subset` samples each before images are read.
+    """
+
+    env_map: str | dict[str, Any] | None = None  # a YAML file, or the map itself inline
+    task_rules: bool = False
+    instruction_template: str = "What is shown in this image?"
+    subsets: list[str] = Field(default_factory=list)
+    max_rows_per_subset: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _hub_options(self) -> DataConfig:
         if (self.subsets or self.max_rows_per_subset is not None) and not self.on_hub:
             raise ValueError("subsets and max_rows_per_subset need data.path: hf:NAME")
         return self
@@ -164,15 +175,94 @@ class EvalConfig(_Section):
     max_per_env: int | None = None
 
 
-class RunConfig(_Section):
-    """A training run: model, data, method (+ its hyperparameters), training and evaluation."""
+class _Run(_Section):
+    """What every kind of training run has: the model it trains."""
 
     model: ModelConfig = Field(default_factory=ModelConfig)
+
+
+class RunConfig(_Run):
+    """A training run: model, data, method (+ its hyperparameters), training and evaluation."""
+
     data: DataConfig
     method: str = "erm"
     method_args: dict[str, Any] = Field(default_factory=dict)
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
+
+
+class PreferenceSource(_Section):
+    """One preference dataset of `data.sources`; its name there is its environment."""
+
+    path: str
+    format: str = "auto"
+    split: str | None = None
+    image_root: str | None = None
+
+
+class PreferenceDataConfig(RecordSource):
+    """Preference pairs (`id, image, query, chosen, rejected, env`, optional `margin`).
+
+    Give exactly one of `path`, `benchmark` (the built-in `preferences`) or `sources`
+    (several datasets, each its own environment: `{name: {path, format, split, image_root}}`).
+    `format` names the layout (`auto` recognises it from the columns; see
+    `robustvlm.data.preference_layouts`); `split` keeps (and for `hf:` loads) one split;
+    `aspect` is the VLFeedback rating pairs are formed by (an aspect name or `mean`); `envs`
+    keeps only these environments; `max_length` caps sequences in tokens (image tokens included).
+    """
+
+    sources: dict[str, PreferenceSource] = Field(default_factory=dict)
+    split: str | None = None
+    aspect: str = "mean"
+    envs: list[str] | None = None
+    max_length: int | None = Field(default=None, ge=8)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PreferenceDataConfig:
+        given = [k for k in ("path", "benchmark", "sources") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError("give exactly one of data.path, data.benchmark or data.sources")
+        return self
+
+
+class RewardTrainConfig(TrainConfig):
+    """`TrainConfig` with the shortcut-aware paper's optimiser defaults (lr 1e-5, weight decay
+    0.05, cosine with 10% warm-up) and plain shuffled batches (one environment is the norm)."""
+
+    lr: float = 1e-5
+    weight_decay: float = 0.05
+    sampler: Literal["balanced", "shuffle"] = "shuffle"
+
+
+class RewardEvalConfig(_Section):
+    """How reward models are scored on preference pairs.
+
+    `shared_prefix`: run image + query once and let its key/value cache serve both responses;
+    `text_only_test`: also score every pair without the image (the paper's text-only test), the
+    image removed as `text_mode` says (drop: no image tokens; blank: a white image);
+    `n_boot`: bootstrap resamples of the accuracy intervals.
+    """
+
+    split: str = "test"
+    shared_prefix: bool = True
+    text_only_test: bool = True
+    text_mode: Literal["drop", "blank"] = "drop"
+    n_boot: int = Field(default=1000, ge=100)
+    max_per_env: int | None = Field(default=None, ge=1)
+
+
+class RewardConfig(_Run):
+    """A reward-model training run: model, preference data, loss (+ its arguments), training,
+    evaluation. `loss` names a loss of `robustvlm.reward.losses.LOSSES`."""
+
+    data: PreferenceDataConfig
+    loss: str = "standard"
+    loss_args: dict[str, Any] = Field(default_factory=dict)
+    train: RewardTrainConfig = Field(default_factory=RewardTrainConfig)
+    eval: RewardEvalConfig = Field(default_factory=RewardEvalConfig)
+
+
+Schema = TypeVar("Schema", bound=BaseModel)
 
 
 def deep_merge(base: dict, extra: dict) -> dict:
@@ -215,10 +305,11 @@ def _describe(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def validate_config(raw: dict, source: str = "config") -> RunConfig:
-    """Validate a nested dict as a RunConfig; ConfigError names every bad key."""
+def validate_config(raw: dict, source: str = "config", schema: type[Schema] = RunConfig) -> Schema:
+    """Validate a nested dict as a `schema` (a RunConfig by default); ConfigError names every
+    bad key."""
     try:
-        return RunConfig.model_validate(raw)
+        return schema.model_validate(raw)
     except ValidationError as err:
         raise ConfigError(_describe(err, source)) from None
 
@@ -238,7 +329,9 @@ def read_yaml_mapping(path: str | Path, what: str = "config", expected: str = "s
     return data
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:
-    """Read a YAML config, apply overrides, validate."""
+def load_config(
+    path: str | Path, overrides: list[str] | None = None, schema: type[Schema] = RunConfig
+) -> Schema:
+    """Read a YAML config, apply overrides, validate as `schema` (a RunConfig by default)."""
     raw = read_yaml_mapping(path)
-    return validate_config(apply_overrides(raw, overrides or []), str(path))
+    return validate_config(apply_overrides(raw, overrides or []), str(path), schema)

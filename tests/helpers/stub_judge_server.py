@@ -53,6 +53,10 @@ class StubJudgeServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
+    def choices_for(self, body: dict) -> list[str]:
+        """The reply texts of one request (one; a subclass may answer `n`)."""
+        return [self.reply_for(body)]
+
     def reply_for(self, body: dict) -> str:
         system, user = body["messages"][0]["content"], body["messages"][1]["content"]
         if any(m in system for m in self.garbage_markers):
@@ -78,12 +82,12 @@ def _handler_for(stub: StubJudgeServer) -> type[BaseHTTPRequestHandler]:
             elif number <= stub.fail_first:
                 self._send(stub.fail_status, {"error": {"message": "stub failure"}})
             else:
-                content = stub.reply_for(body)
                 self._send(200, {
                     "object": "chat.completion",
                     "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": content}}],
+                    "choices": [{"index": i, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": content}}
+                                for i, content in enumerate(stub.choices_for(body))],
                 })
 
         def _send(self, status: int, payload: dict) -> None:

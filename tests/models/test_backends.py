@@ -47,7 +47,7 @@ def _question() -> MCQuestion:
 
 
 def test_registry_declares_known_capabilities():
-    assert list(BACKENDS) == ["vlm", "clip", "siglip"]
+    assert list(BACKENDS) == ["vlm", "clip", "siglip", "reward"]
     for spec in BACKENDS.values():
         assert spec.capabilities and spec.capabilities <= set(CAPABILITIES)
     assert BACKENDS["vlm"].capabilities == {"generate", "option_loglik", "image_embed"}
@@ -70,12 +70,12 @@ def test_unsupported_operation_names_model_family_and_capabilities(vlm, tiny_bac
                                           r"it supports generate, option_loglik, image_embed"):
         vlm.embed_texts(["a dog"])
     with pytest.raises(ConfigError, match="unknown capabilities"):
-        vlm.supports("reward")
+        vlm.supports("segment")
 
 
 def test_unknown_family_and_unloadable_models(tmp_path):
     with pytest.raises(ConfigError, match="family must be one of"):
-        load_backend("tiny:clip", "reward")
+        load_backend("tiny:clip", "segmenter")
     with pytest.raises(ConfigError, match="cannot load dual encoder"):
         load_backend(str(tmp_path / "missing"), "clip")
     with pytest.raises(ConfigError, match="unknown tiny"):

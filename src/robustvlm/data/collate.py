@@ -98,30 +98,14 @@ class VLMCollator:
 
     def _render(self, ex: Example, *, with_answer: bool) -> str:
         """The chat-template text of the user turn, then the reply or the generation prompt."""
-        user = [{"type": "text", "text": ex.instruction}]
-        if ex.image is not None:
-            user.insert(0, {"type": "image"})
-        messages = [{"role": "user", "content": user}]
-        if with_answer:
-            messages.append({"role": "assistant", "content": [{"type": "text", "text": ex.target}]})
-        return self.processor.apply_chat_template(
-            messages, add_generation_prompt=not with_answer, tokenize=False
+        return render_chat(
+            self.processor, ex.instruction, image=ex.image is not None,
+            answer=ex.target if with_answer else None,
         )
 
     def _reply_ids(self, ex: Example, prompt: str) -> list[int]:
         """Token ids of the assistant reply up to and including its end-of-turn token."""
-        full = self._render(ex, with_answer=True)
-        if not full.startswith(prompt):
-            raise ConfigError(
-                "the chat template does not render the conversation as prompt + reply "
-                f"(record {ex.id}); cannot locate the answer tokens"
-            )
-        ids = self.tokenizer(full[len(prompt):].rstrip(), add_special_tokens=False)["input_ids"]
-        if not ids or ids[-1] not in self.tokenizer.all_special_ids:
-            if self.tokenizer.eos_token_id is None:
-                raise ConfigError("the chat template ends a reply with no end token and there is no eos token")
-            ids.append(self.tokenizer.eos_token_id)
-        return ids
+        return reply_ids(self.processor, prompt, self._render(ex, with_answer=True), ex.id)
 
     def _check_prompt_length(self, ex: Example, n_prompt: int) -> None:
         room = 1 if self.train else 0  # a training sequence needs at least one answer token
@@ -137,11 +121,50 @@ class VLMCollator:
         n_prompt = len(row["input_ids"])
         if self.max_length is not None:
             reply = reply[: self.max_length - n_prompt]
-        reply_ids = torch.tensor(reply, dtype=row["input_ids"].dtype)
+        tokens = torch.tensor(reply, dtype=row["input_ids"].dtype)
         for key, values in row.items():
-            extra = reply_ids if key == "input_ids" else torch.zeros(len(reply), dtype=values.dtype)
+            extra = tokens if key == "input_ids" else torch.zeros(len(reply), dtype=values.dtype)
             row[key] = torch.cat([values, extra])
-        return torch.cat([torch.full((n_prompt,), IGNORE_INDEX, dtype=torch.long), reply_ids.long()])
+        return torch.cat([torch.full((n_prompt,), IGNORE_INDEX, dtype=torch.long), tokens.long()])
+
+
+def chat_messages(instruction: str, *, image: bool, answer: str | None = None) -> list[dict]:
+    """One user turn (an image entry first when `image`, then the text) and, with `answer`,
+    the assistant's reply: the messages every prompt of robustvlm is rendered from."""
+    user: list[dict] = [{"type": "text", "text": instruction}]
+    if image:
+        user.insert(0, {"type": "image"})
+    messages = [{"role": "user", "content": user}]
+    if answer is not None:
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})
+    return messages
+
+
+def render_chat(processor: Any, instruction: str, *, image: bool, answer: str | None = None) -> str:
+    """The chat-template text of `chat_messages`: up to the generation prompt without `answer`,
+    the whole conversation with it."""
+    return processor.apply_chat_template(
+        chat_messages(instruction, image=image, answer=answer),
+        add_generation_prompt=answer is None, tokenize=False,
+    )
+
+
+def reply_ids(processor: Any, prompt: str, full: str, record: str = "") -> list[int]:
+    """Token ids of the reply that `full` (prompt + reply, as `render_chat` writes them) adds to
+    `prompt`, up to and including its end-of-turn token (the eos token is appended when the
+    template writes none). Training sequences and reward scoring both end with these tokens."""
+    tokenizer = processor.tokenizer
+    if not full.startswith(prompt):
+        raise ConfigError(
+            "the chat template does not render the conversation as prompt + reply "
+            f"(record {record}); cannot locate the answer tokens"
+        )
+    ids = tokenizer(full[len(prompt):].rstrip(), add_special_tokens=False)["input_ids"]
+    if not ids or ids[-1] not in tokenizer.all_special_ids:
+        if tokenizer.eos_token_id is None:
+            raise ConfigError("the chat template ends a reply with no end token and there is no eos token")
+        ids.append(tokenizer.eos_token_id)
+    return ids
 
 
 def _pad(rows: list[torch.Tensor], value: int, side: str) -> torch.Tensor:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from robustvlm.config import DataConfig
+from robustvlm.config import DataConfig, RecordSource
 from robustvlm.data.carve import carve_per_env, short_environments
 from robustvlm.data.records import Example, SkipLog
 
 
-def materialize(cfg: DataConfig, work_dir: Path) -> Path:
+def materialize(cfg: RecordSource, work_dir: Path) -> Path:
     """The data path of this config; a built-in benchmark is synthesised once into `work_dir/data`."""
     if cfg.path is not None:
         return cfg.path if cfg.on_hub else Path(cfg.path)  # type: ignore[return-value]

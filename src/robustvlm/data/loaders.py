@@ -21,7 +21,7 @@ from PIL import Image
 
 from robustvlm.data.environments import EnvMap, assign_task_type, format_env_counts, load_env_map
 from robustvlm.data.images import DEFAULT_MAX_PIXELS, load_image
-from robustvlm.data.records import SPLITS, Example, SkipLog
+from robustvlm.data.records import SPLITS, Example, SkipLog, bad_record_handler
 from robustvlm.errors import ConfigError, DataError
 
 FORMATS = ("auto", "jsonl", "json", "llava", "parquet", "hf", "folder")
@@ -73,16 +73,8 @@ def load_examples(
             `--image_folder`) instead of the data file's folder; not for image folders.
         verbose: print the per-environment counts table (and the number skipped).
     """
-    if on_bad_record not in ("error", "skip"):
-        raise ConfigError(f"on_bad_record must be 'error' or 'skip', not {on_bad_record!r}")
-    log = skip_log if skip_log is not None else SkipLog()
+    on_error, log = bad_record_handler(on_bad_record, skip_log)
     already_skipped = len(log)
-
-    def on_error(error: DataError) -> None:
-        if on_bad_record == "error":
-            raise error
-        log.add(error)
-
     examples = read_examples(
         path, on_error, fmt=fmt, split=split, env_column=env_column, env_map=env_map,
         task_rules=task_rules, instruction_template=instruction_template,
@@ -137,8 +129,7 @@ def read_examples(
                     continue
                 if validate_images and ex.image is not None:
                     load_image(ex.image, **row.where(ex.id), max_pixels=max_pixels)
-                if ex.id in first_seen:
-                    raise row.error(f"duplicate id {ex.id!r} (first at {first_seen[ex.id]})", ex.id)
+                check_new_id(first_seen, ex.id, row)
             except DataError as error:
                 on_error(error)
                 continue
@@ -147,8 +138,14 @@ def read_examples(
     return examples
 
 
+def check_new_id(seen: Mapping[str, str], record_id: str, row: RawRecord) -> None:
+    """Raise a DataError about `row` when `record_id` was read before (`seen`: id -> where)."""
+    if record_id in seen:
+        raise row.error(f"duplicate id {record_id!r} (first at {seen[record_id]})", record_id)
+
+
 @dataclass
-class _Row:
+class RawRecord:
     """One raw record and where it came from."""
 
     data: object
@@ -187,7 +184,7 @@ def _rows(
     template: str,
     hub: HubSelection | None = None,
     image_root: Path | None = None,
-) -> Iterator[_Row | DataError]:
+) -> Iterator[RawRecord | DataError]:
     """Raw records of any format, relative image paths taken from `image_root` when given;
     unreadable lines come as DataErrors, unreadable files raise."""
     if isinstance(path, str) and path.startswith("hf:"):
@@ -207,7 +204,25 @@ def _rows(
     yield from rows if image_root is None else _rooted(rows, image_root)
 
 
-def _record_file_rows(path: Path, fmt: str) -> Iterator[_Row | DataError]:
+def raw_records(
+    path: str | Path,
+    *,
+    split: str | None = None,
+    hub: HubSelection | None = None,
+    image_root: str | Path | None = None,
+) -> Iterator[RawRecord | DataError]:
+    """The raw records (dicts with their location) of a record file: JSONL, JSON, parquet, a saved
+    HF dataset or `hf:NAME[:CONFIG]` (its `split`, default train), the file type told from the
+    path; for readers of other record kinds (preference pairs). Unreadable lines come as
+    DataErrors, unreadable files raise; image folders are refused."""
+    if not (isinstance(path, str) and path.startswith("hf:")) and Path(path).is_dir():
+        if _detect_format(Path(path)) == "folder":
+            raise DataError("expected a record file (JSONL, JSON, parquet or a saved dataset), "
+                            "not an image folder", str(path))
+    return _rows(path, "auto", split, "", hub, _image_root_dir(image_root))
+
+
+def _record_file_rows(path: Path, fmt: str) -> Iterator[RawRecord | DataError]:
     """Raw records of a local JSONL, JSON / LLaVA, parquet or saved HF dataset `path`."""
     if fmt == "jsonl":
         return _jsonl_rows(path / "data.jsonl" if path.is_dir() else path)
@@ -229,10 +244,10 @@ def _image_root_dir(image_root: str | Path | None) -> Path | None:
     return root
 
 
-def _rooted(rows: Iterator[_Row | DataError], image_root: Path) -> Iterator[_Row | DataError]:
+def _rooted(rows: Iterator[RawRecord | DataError], image_root: Path) -> Iterator[RawRecord | DataError]:
     """The rows with relative image paths taken from `image_root`."""
     for row in rows:
-        yield replace(row, base_dir=image_root) if isinstance(row, _Row) else row
+        yield replace(row, base_dir=image_root) if isinstance(row, RawRecord) else row
 
 
 def _detect_format(path: Path) -> str:
@@ -250,7 +265,7 @@ def _detect_format(path: Path) -> str:
     return formats[path.suffix.lower()]
 
 
-def _jsonl_rows(path: Path) -> Iterator[_Row | DataError]:
+def _jsonl_rows(path: Path) -> Iterator[RawRecord | DataError]:
     file = str(path)
     try:
         handle = path.open("rb")
@@ -266,12 +281,12 @@ def _jsonl_rows(path: Path) -> Iterator[_Row | DataError]:
             if not text.strip():
                 continue
             try:
-                yield _Row(json.loads(text), file, line_no, path.parent)
+                yield RawRecord(json.loads(text), file, line_no, path.parent)
             except json.JSONDecodeError as exc:
                 yield DataError(f"invalid JSON ({exc.msg}, column {exc.colno})", file, line_no)
 
 
-def _json_rows(path: Path) -> Iterator[_Row]:
+def _json_rows(path: Path) -> Iterator[RawRecord]:
     file = str(path)
     try:
         raw = path.read_bytes()
@@ -286,10 +301,10 @@ def _json_rows(path: Path) -> Iterator[_Row]:
     if not isinstance(records, list):
         raise DataError("expected a JSON list of records", file)
     for index, record in enumerate(records):
-        yield _Row(record, file, _position(record, index), path.parent)
+        yield RawRecord(record, file, _position(record, index), path.parent)
 
 
-def _parquet_rows(path: Path) -> Iterator[_Row]:
+def _parquet_rows(path: Path) -> Iterator[RawRecord]:
     import pyarrow.parquet as pq
 
     for file in sorted(path.rglob("*.parquet")) if path.is_dir() else [path]:
@@ -297,7 +312,7 @@ def _parquet_rows(path: Path) -> Iterator[_Row]:
             index = 0
             for batch in pq.ParquetFile(file).iter_batches(batch_size=256):
                 for record in batch.to_pylist():
-                    yield _Row(record, str(file), _position(record, index), file.parent)
+                    yield RawRecord(record, str(file), _position(record, index), file.parent)
                     index += 1
         except (OSError, ValueError) as exc:  # pyarrow's errors derive from these
             raise DataError(f"cannot read parquet file ({exc})", str(file)) from exc
@@ -320,7 +335,7 @@ class HubSelection:
     seed: int = 0
 
 
-def _hub_rows(spec: str, split: str | None, hub: HubSelection) -> Iterator[_Row]:
+def _hub_rows(spec: str, split: str | None, hub: HubSelection) -> Iterator[RawRecord]:
     """`hf:NAME[:CONFIG]` (or NAME with `hub.subsets`) through `datasets.load_dataset`."""
     import datasets
 
@@ -340,7 +355,7 @@ def _hub_rows(spec: str, split: str | None, hub: HubSelection) -> Iterator[_Row]
         yield from rows if subset is None else _tagged(rows, subset)
 
 
-def _tagged(rows: Iterator[_Row], subset: str) -> Iterator[_Row]:
+def _tagged(rows: Iterator[RawRecord], subset: str) -> Iterator[RawRecord]:
     """The rows with `subset` set (where the record has no such field), for env assignment."""
     for row in rows:
         if isinstance(row.data, dict):
@@ -348,7 +363,7 @@ def _tagged(rows: Iterator[_Row], subset: str) -> Iterator[_Row]:
         yield row
 
 
-def _saved_dataset_rows(path: Path) -> Iterator[_Row]:
+def _saved_dataset_rows(path: Path) -> Iterator[RawRecord]:
     """A directory written by `Dataset.save_to_disk` or `DatasetDict.save_to_disk`."""
     import datasets
 
@@ -363,7 +378,7 @@ def _saved_dataset_rows(path: Path) -> Iterator[_Row]:
         yield from _dataset_rows(loaded, str(path), str(loaded.split or "train"))
 
 
-def _dataset_rows(dataset, source: str, split_name: str) -> Iterator[_Row]:
+def _dataset_rows(dataset, source: str, split_name: str) -> Iterator[RawRecord]:
     """Rows of one `datasets.Dataset`; images stay encoded (the Image feature is not decoded)."""
     import datasets
 
@@ -371,10 +386,10 @@ def _dataset_rows(dataset, source: str, split_name: str) -> Iterator[_Row]:
         dataset = dataset.cast_column("image", datasets.Image(decode=False))
     for index, record in enumerate(dataset):
         record.setdefault("split", split_name)
-        yield _Row(record, source, _position(record, index), None)
+        yield RawRecord(record, source, _position(record, index), None)
 
 
-def _folder_rows(root: Path, template: str) -> Iterator[_Row]:
+def _folder_rows(root: Path, template: str) -> Iterator[RawRecord]:
     """`ROOT/DOMAIN/CLASS/*.png|jpg|jpeg`: env = domain, target = class (underscores -> spaces)."""
     files = sorted(p for p in root.glob("*/*/*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
     if not files:
@@ -389,7 +404,7 @@ def _folder_rows(root: Path, template: str) -> Iterator[_Row]:
             "target": label.replace("_", " "),
             "env": domain,
         }
-        yield _Row(record, str(root), rel, root)
+        yield RawRecord(record, str(root), rel, root)
 
 
 def _position(record: object, index: int) -> str:
@@ -402,7 +417,7 @@ def _position(record: object, index: int) -> str:
 # ---------------------------------------------------------------- raw record -> Examples
 
 
-def _examples_of(row: _Row) -> list[Example]:
+def _examples_of(row: RawRecord) -> list[Example]:
     """The Examples of one flat or conversation record (environment not assigned yet)."""
     data = row.data
     if not isinstance(data, dict):
@@ -417,7 +432,7 @@ def _examples_of(row: _Row) -> list[Example]:
     ood = data.get("ood", False)
     if not isinstance(ood, bool):
         raise row.error(f"field 'ood' must be true or false, not {ood!r}")
-    shared = {"image": _image_ref(data.get("image"), row), "env": "", "split": split, "ood": ood,
+    shared = {"image": image_ref(data.get("image"), row), "env": "", "split": split, "ood": ood,
               "source": row.location}
     if "conversations" in data:
         return [
@@ -429,7 +444,7 @@ def _examples_of(row: _Row) -> list[Example]:
                     target=_text(data, "target", row), **shared)]
 
 
-def _text(data: dict, key: str, row: _Row) -> str:
+def _text(data: dict, key: str, row: RawRecord) -> str:
     value = data.get(key)
     if value is None:
         raise row.error(f"missing field {key!r}")
@@ -438,7 +453,7 @@ def _text(data: dict, key: str, row: _Row) -> str:
     return value
 
 
-def _turn_pairs(conversations: object, row: _Row) -> list[tuple[str, str]]:
+def _turn_pairs(conversations: object, row: RawRecord) -> list[tuple[str, str]]:
     """(question, answer) pairs of a conversation alternating human and gpt turns."""
     turns = conversations if isinstance(conversations, list) else []
     roles = [turn.get("from") if isinstance(turn, dict) else None for turn in turns]
@@ -455,7 +470,7 @@ def _without_placeholder(text: str) -> str:
     return re.sub(r"\s*<image>\s*", " ", text).strip()
 
 
-def _image_ref(value: object, row: _Row) -> str | bytes | None:
+def image_ref(value: object, row: RawRecord) -> str | bytes | None:
     """An absolute path or encoded bytes from a path, bytes, HF image dict or PIL image."""
     if value is None or value == "":
         return None
@@ -465,7 +480,7 @@ def _image_ref(value: object, row: _Row) -> str | bytes | None:
         path = Path(value)
         return str(path if path.is_absolute() or row.base_dir is None else (row.base_dir / path).absolute())
     if isinstance(value, dict):
-        return _image_ref(value.get("bytes") or value.get("path"), row)
+        return image_ref(value.get("bytes") or value.get("path"), row)
     if isinstance(value, Image.Image):
         buffer = io.BytesIO()
         value.save(buffer, format="PNG")
@@ -485,7 +500,7 @@ def _env_label(data: object, env_column: str | None) -> str | None:
 
 
 def _with_env(ex: Example, label: str | None, env_map: EnvMap | None, task_rules: bool,
-              env_column: str | None, row: _Row) -> Example:
+              env_column: str | None, row: RawRecord) -> Example:
     if task_rules:
         label = assign_task_type(ex.instruction)
     if label is None:
@@ -501,7 +516,7 @@ def _with_env(ex: Example, label: str | None, env_map: EnvMap | None, task_rules
     return replace(ex, env=env)
 
 
-def _check_text(ex: Example, row: _Row) -> None:
+def _check_text(ex: Example, row: RawRecord) -> None:
     if not ex.instruction.strip():
         raise row.error("empty instruction", ex.id)
     if not ex.target.strip():

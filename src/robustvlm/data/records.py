@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from robustvlm.errors import DataError
+from robustvlm.errors import ConfigError, DataError
 
 SPLITS = ("train", "test", "val")
 
@@ -64,3 +65,18 @@ class SkipLog:
         with path.open("w", encoding="utf-8") as f:
             for row in self.rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def bad_record_handler(on_bad_record: str, skip_log: SkipLog | None) -> tuple[Callable[[DataError], None], SkipLog]:
+    """(on_error, log) for a reader: on_error raises the first bad record (`on_bad_record`
+    "error") or counts each in the log ("skip"); the log is `skip_log` or a new one."""
+    if on_bad_record not in ("error", "skip"):
+        raise ConfigError(f"on_bad_record must be 'error' or 'skip', not {on_bad_record!r}")
+    log = skip_log if skip_log is not None else SkipLog()
+
+    def on_error(error: DataError) -> None:
+        if on_bad_record == "error":
+            raise error
+        log.add(error)
+
+    return on_error, log

@@ -12,18 +12,22 @@ it differently).
 | `vlm`    | image-text-to-text (Idefics3, LLaVA, Qwen2-VL, ...)  | generate, option_loglik, image_embed    |
 | `clip`   | CLIP dual encoders                                   | image_embed, text_embed                 |
 | `siglip` | SigLIP dual encoders                                 | image_embed, text_embed                 |
+| `reward` | reward models (a VLM + scalar head, `models.reward`) | reward                                  |
 
-The operations (`Backend.generate`, `option_logliks`, `embed_images`, `embed_texts`) call the
-model operations of `models.generate`, `models.loglik`, `models.vision` and
-`models.text_encoder`; asking a backend for one its family does not declare is a ConfigError
+A folder holding a family's marker file (a reward model's `reward_head.safetensors`) is that
+family. The operations (`Backend.generate`, `option_logliks`, `embed_images`, `embed_texts`,
+`rewards`) call the model operations of `models.generate`, `models.loglik`, `models.vision`,
+`models.text_encoder` and `models.reward`; asking a backend for one its family does not declare is a ConfigError
 naming the model, its family and what it supports.
 """
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,11 +39,18 @@ from robustvlm.errors import ConfigError
 from robustvlm.models.generate import generate_batch
 from robustvlm.models.loading import TINY_PREFIX, load_vlm
 from robustvlm.models.loglik import OptionScores, option_logliks
+from robustvlm.models.reward import (
+    HEAD_FILE,
+    META_FILE,
+    RewardModel,
+    candidate_rewards,
+    load_reward_model,
+)
 from robustvlm.models.text_encoder import tower_text_embeddings
 from robustvlm.models.tiny_clip import build_tiny_dual_encoder
 from robustvlm.models.vision import VisionTowerEmbedder
 
-CAPABILITIES = ("generate", "option_loglik", "image_embed", "text_embed")
+CAPABILITIES = ("generate", "option_loglik", "image_embed", "text_embed", "reward")
 DEFAULT_FAMILY = "vlm"  # the family of a model whose type no other family claims
 
 
@@ -109,6 +120,12 @@ class Backend(ABC):
         self.require("text_embed")
         return tower_text_embeddings(self.model, self.processor, texts).cpu().numpy()
 
+    def rewards(self, query: str, responses: Sequence[str], **options: Any) -> list[float]:
+        """Rewards of K responses to a query (`models.reward.candidate_rewards`: image,
+        shared_prefix, record)."""
+        self.require("reward")
+        return candidate_rewards(self.model, self.processor, query, responses, **options)
+
 
 class VLMBackend(Backend):
     """A generative image-text-to-text model (`models.loading.load_vlm`)."""
@@ -135,6 +152,23 @@ class DualEncoderBackend(Backend):
         return cls(name, family, model, processor)
 
 
+class RewardBackend(Backend):
+    """A reward model saved by `models.reward.save_reward_model` ("tiny:<kind>": a tiny VLM with
+    a fresh head). `meta` holds its reward_model.json ({} for a tiny one)."""
+
+    meta: dict[str, Any] = {}
+
+    @classmethod
+    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
+        if name.startswith(TINY_PREFIX):
+            vlm, processor = load_vlm(name, corpus=corpus)
+            return cls(name, family, RewardModel(vlm), processor)
+        model, processor = load_reward_model(name, trust_remote_code=trust_remote_code)
+        backend = cls(name, family, model, processor)
+        backend.meta = json.loads((Path(name) / META_FILE).read_text(encoding="utf-8"))
+        return backend
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """A family of the registry.
@@ -144,23 +178,30 @@ class BackendSpec:
         capabilities: the operations it supports, from CAPABILITIES.
         model_types: prefixes of the HF config `model_type` (and of the "tiny:" kind) that
             make a model this family; none for the default family.
+        marker: a file whose presence in a model folder makes the folder this family.
     """
 
     backend: type[Backend]
     capabilities: frozenset[str]
     model_types: tuple[str, ...] = ()
+    marker: str | None = None
 
 
 BACKENDS: dict[str, BackendSpec] = {
     "vlm": BackendSpec(VLMBackend, frozenset({"generate", "option_loglik", "image_embed"})),
     "clip": BackendSpec(DualEncoderBackend, frozenset({"image_embed", "text_embed"}), ("clip",)),
     "siglip": BackendSpec(DualEncoderBackend, frozenset({"image_embed", "text_embed"}), ("siglip",)),
+    "reward": BackendSpec(RewardBackend, frozenset({"reward"}), marker=HEAD_FILE),
 }
 
 
 def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
-    """The family of a model: the one whose `model_types` prefixes its config's `model_type`
-    (for "tiny:<kind>", the kind: "tiny:clip" is a CLIP), else DEFAULT_FAMILY."""
+    """The family of a model: the one whose marker file its folder holds, else the one whose
+    `model_types` prefixes its config's `model_type` (for "tiny:<kind>", the kind: "tiny:clip" is
+    a CLIP), else DEFAULT_FAMILY."""
+    for family, spec in BACKENDS.items():
+        if spec.marker and (Path(name) / spec.marker).is_file():
+            return family
     if name.startswith(TINY_PREFIX):
         model_type = name[len(TINY_PREFIX):]
     else:

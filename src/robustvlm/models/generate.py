@@ -1,4 +1,4 @@
-"""Batched greedy generation from a VLM."""
+"""Batched generation from a VLM: greedy, or sampled (temperature / top-p, K replies per prompt)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,19 @@ def generate_batch(
     *,
     max_new_tokens: int = 128,
     repetition_penalty: float = 1.15,
+    sample: bool = False,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    num_return_sequences: int = 1,
 ) -> list[str]:
-    """Greedy-decode answers for a left-padded generation batch (from VLMCollator(train=False)).
+    """Decode answers for a left-padded generation batch (from VLMCollator(train=False)).
 
-    Returns one stripped string per example, the prompt removed.
+    Greedy by default; with `sample`, draws from the softmax at `temperature` restricted to the
+    top-p nucleus, `num_return_sequences` replies per prompt (seed torch's RNG first for
+    reproducible draws).
+
+    Returns the stripped replies, the prompt removed: one per example, or with
+    `num_return_sequences` = K, K consecutive ones per example.
     """
     inputs = {
         k: v.to(model.device)
@@ -28,9 +37,10 @@ def generate_batch(
     tokenizer = getattr(processor, "tokenizer", processor)
     out = model.generate(
         **inputs,
-        do_sample=False,
         max_new_tokens=max_new_tokens,
         repetition_penalty=repetition_penalty,
+        **({"do_sample": True, "temperature": temperature, "top_p": top_p,
+            "num_return_sequences": num_return_sequences} if sample else {"do_sample": False}),
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=_stop_ids(model, tokenizer),
     )

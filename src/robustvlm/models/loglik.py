@@ -96,7 +96,7 @@ def run_shared_prefix(model: torch.nn.Module, prefix: dict[str, torch.Tensor], k
     return out
 
 
-def _pad_right(rows: list[list[int]], value: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def pad_right(rows: list[list[int]], value: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """[K, L] ids right-padded with `value`, and the [K, L] bool mask of real tokens."""
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), value, dtype=torch.long)
@@ -133,18 +133,31 @@ def _shared_prefix_logprobs(
     return logprobs
 
 
+def full_sequence_inputs(
+    prefix: dict[str, torch.Tensor], ids: torch.Tensor, mask: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """Model inputs of K sequences prefix + row: the batch-1 prefix inputs repeated K times
+    (a stride-0 view) and the [K, L] right-padded rows `ids` appended; the attention mask covers
+    the prefix and each row's real tokens (`mask`)."""
+    k = len(ids)
+    inputs = {name: value.expand(k, *value.shape[1:]) for name, value in prefix.items()}
+    n_prefix = inputs["input_ids"].shape[1]
+    inputs["input_ids"] = torch.cat([inputs["input_ids"], ids], dim=1)
+    ones = torch.ones((k, n_prefix), dtype=torch.long, device=ids.device)
+    inputs["attention_mask"] = torch.cat([ones, mask.long()], dim=1)
+    for name in ("token_type_ids", "mm_token_type_ids"):
+        if name in inputs:
+            inputs[name] = torch.cat([inputs[name], torch.zeros_like(ids)], dim=1)
+    return inputs
+
+
 def _full_sequence_logprobs(
     model: torch.nn.Module, prefix: dict[str, torch.Tensor], ids: torch.Tensor, mask: torch.Tensor
 ) -> torch.Tensor:
     """[K, L] token log-probs from K full sequences prefix + row (prefix inputs repeated K
     times, no cache); logits only at the last L + 1 positions (those that predict row tokens,
     and the final one)."""
-    inputs = {name: value.expand(len(ids), *value.shape[1:]) for name, value in prefix.items()}
-    inputs["input_ids"] = torch.cat([inputs["input_ids"], ids], dim=1)
-    inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
-    for name in ("token_type_ids", "mm_token_type_ids"):
-        if name in inputs:
-            inputs[name] = torch.cat([inputs[name], torch.zeros_like(ids)], dim=1)
+    inputs = full_sequence_inputs(prefix, ids, mask)
     logits = model(**inputs, use_cache=False, logits_to_keep=ids.shape[1] + 1).logits
     # kept row t predicts continuation token t (the last kept row predicts nothing scored)
     return _token_logprobs(logits[:, :-1], ids, mask)
@@ -179,7 +192,7 @@ def option_logliks(
     if any(len(r) == 0 for r in rows):
         raise DataError(f"a continuation of {record} tokenises to nothing: {list(continuations)}")
     prefix = {k: v.to(model.device) for k, v in encode_prompt(processor, messages, images).items()}
-    ids, mask = (t.to(model.device) for t in _pad_right(rows))
+    ids, mask = (t.to(model.device) for t in pad_right(rows))
     logprobs = (_shared_prefix_logprobs if shared_prefix else _full_sequence_logprobs)(model, prefix, ids, mask)
     totals = (logprobs * mask).sum(dim=1)
     counts = mask.sum(dim=1)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from peft import LoraConfig, PeftModel, get_peft_model
+from peft.tuners.tuners_utils import BaseTunerLayer
 from torch import nn
 
 from robustvlm.errors import ConfigError
@@ -158,3 +160,34 @@ def enable_gradient_checkpointing(model: nn.Module) -> None:
         inner.activation_checkpointing_enable(activation_checkpointing_kwargs=options)
     else:
         inner.gradient_checkpointing_enable(gradient_checkpointing_kwargs=options)
+
+
+def add_adapter_copy(model: PeftModel, name: str, source: str = "default") -> None:
+    """Add a LoRA adapter `name` to `model` with `source`'s config and its current weights (the
+    same initialisation), trainable like `source`."""
+    if name in model.peft_config:
+        raise ConfigError(f"the model already has an adapter named {name!r}")
+    model.add_adapter(name, model.peft_config[source])
+    params = dict(model.named_parameters())
+    for key, param in params.items():
+        if f".{name}." in key:
+            twin = params[key.replace(f".{name}.", f".{source}.")]
+            param.data.copy_(twin.data)
+            param.requires_grad_(twin.requires_grad)
+
+
+@contextmanager
+def use_adapter(model: nn.Module, name: str | None):
+    """Within the block, the LoRA layers of `model` compute with adapter `name` only (None: leave
+    them as they are). Unlike PEFT's `set_adapter`, no parameter's `requires_grad` changes, so
+    several adapters train side by side; the previous adapters are restored on exit. A backward
+    pass that recomputes activations (gradient checkpointing) must run inside the same block."""
+    layers = [] if name is None else [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
+    saved = [layer._active_adapter for layer in layers]
+    for layer in layers:
+        layer._active_adapter = [name]
+    try:
+        yield
+    finally:
+        for layer, before in zip(layers, saved):
+            layer._active_adapter = before

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from accelerate import Accelerator
 
-from robustvlm.config import RunConfig
+from robustvlm.config import ModelConfig, RunConfig
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.from_config import load_from_config, materialize, training_examples
 from robustvlm.data.records import SkipLog
@@ -78,17 +78,17 @@ def make_sampler(
     )
 
 
-def base_model(cfg: RunConfig, out_dir: Path, corpus: list[str], accelerator: Accelerator):
-    """Load the model to fine-tune; a tiny model is built once into `out_dir/base` and reused.
+def base_model(cfg: ModelConfig, out_dir: Path, corpus: list[str], accelerator: Accelerator):
+    """Load the model `cfg` names; a tiny model is built once into `out_dir/base` and reused.
 
     The base folder is written under a temporary name and renamed, so a killed run never leaves a
     half-written one; every process waits for it before loading.
     """
-    name = cfg.model.name
+    name = cfg.name
     if name.startswith(TINY_PREFIX):
         base = out_dir / "base"
         if accelerator.is_main_process and not base.is_dir():
-            model, processor = load_vlm(name, tiny_options=cfg.model.tiny, corpus=corpus)
+            model, processor = load_vlm(name, tiny_options=cfg.tiny, corpus=corpus)
             tmp = out_dir / ".base-tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             model.save_pretrained(tmp)
@@ -96,7 +96,7 @@ def base_model(cfg: RunConfig, out_dir: Path, corpus: list[str], accelerator: Ac
             tmp.rename(base)
         accelerator.wait_for_everyone()
         name = str(base)
-    return load_vlm(name, trust_remote_code=cfg.model.trust_remote_code)
+    return load_vlm(name, trust_remote_code=cfg.trust_remote_code)
 
 
 def save_final(model: torch.nn.Module, processor: Any, final_dir: Path, state_dict=None) -> None:
@@ -139,7 +139,7 @@ class FineTuneTask(TrainingTask):
         self.objective = build_run_objective(cfg, self.env_names)
 
         corpus = [t for ex in train_set for t in (ex.instruction, ex.target)]
-        model, self.processor = base_model(cfg, ctx.out_dir, corpus, ctx.accelerator)
+        model, self.processor = base_model(cfg.model, ctx.out_dir, corpus, ctx.accelerator)
         self.model = configure_trainable(model, mode=cfg.model.trainable, lora=cfg.model.lora.model_dump())
         if cfg.model.gradient_checkpointing:
             enable_gradient_checkpointing(self.model)

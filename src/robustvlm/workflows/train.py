@@ -1,13 +1,15 @@
-"""`robustvlm train`: fine-tune a VLM with one of the invariance objectives."""
+"""`robustvlm train`: fine-tune a VLM with one of the invariance objectives; `train_task` runs
+any training task (reward models too) the same way."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from robustvlm.config import RunConfig
+from robustvlm.config import RewardConfig, RunConfig
 from robustvlm.training.finetune import FineTuneTask
 from robustvlm.training.loop import run_training
+from robustvlm.training.task import TrainingTask
 
 
 @dataclass
@@ -20,10 +22,16 @@ class TrainResult:
     env_names: list[str]
 
 
+def train_task(
+    task: TrainingTask, cfg: RunConfig | RewardConfig, out_dir: str | Path, *, resume: bool, progress: bool
+) -> TrainResult:
+    """Run `task` with `cfg.train` into `out_dir`, `cfg` stored as the run's settings."""
+    done = run_training(task, cfg.train, out_dir, settings=cfg, resume=resume, progress=progress)
+    return TrainResult(done.out_dir, done.final_dir, done.steps, task.env_names)
+
+
 def train(
     cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress: bool = True
 ) -> TrainResult:
     """Fine-tune `cfg.model` with `cfg.method` into `out_dir` (see `training.finetune`)."""
-    task = FineTuneTask(cfg)
-    done = run_training(task, cfg.train, out_dir, settings=cfg, resume=resume, progress=progress)
-    return TrainResult(done.out_dir, done.final_dir, done.steps, task.env_names)
+    return train_task(FineTuneTask(cfg), cfg, out_dir, resume=resume, progress=progress)

@@ -3,7 +3,8 @@
     synthesize("tasks", "out/tasks", seed=0)  ->  Path("out/tasks/manifest.json")
 
 `tasks`, `spurious` and `digits` are instruction benchmarks (OUT/data.jsonl,
-OUT/images/, OUT/manifest.json); `domains` is an image-folder suite
+OUT/images/, OUT/manifest.json); `preferences` writes preference pairs in the same layout of
+files (see `preferences`); `domains` is an image-folder suite
 (OUT/{shapes,digits}/DOMAIN/CLASS/*.png, OUT/manifest.json).
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from robustvlm.data.synth import digits, domains, spurious, tasks
+from robustvlm.data.synth import digits, domains, preferences, spurious, tasks
 from robustvlm.errors import ConfigError
 
 
@@ -50,6 +51,13 @@ BENCHMARKS: dict[str, Benchmark] = {
             "digits",
             "ColoredMNIST construction on sklearn's handwritten digits (small vs large), 64x64",
             digits.build,
+            _INSTRUCTION_OUTPUTS,
+        ),
+        Benchmark(
+            "preferences",
+            "preference pairs (true vs false statement about shapes) whose environments carry "
+            "text shortcuts: clause, long, short, plain; 64x64",
+            preferences.build,
             _INSTRUCTION_OUTPUTS,
         ),
         Benchmark(

@@ -97,7 +97,7 @@ class CEEJudge:
     def __init__(self, config: JudgeConfig, cache_dir: str | Path):
         self.config = config
         self.cache = _ReplyCache(Path(cache_dir) / CACHE_FILE)
-        self.client = _ChatClient(config)
+        self.client = ChatClient(config)
 
     def score(
         self, questions: Sequence[str], references: Sequence[str], predictions: Sequence[str]
@@ -161,8 +161,10 @@ class CEEJudge:
             raise failure
 
 
-class _ChatClient:
-    """POSTs chat-completions requests with retries; returns the reply text."""
+class ChatClient:
+    """POSTs chat-completions requests to an OpenAI-compatible endpoint with retries (429, 5xx
+    and connection errors, exponential backoff); returns the reply texts. The judge and
+    `rm sample` (a policy served by vLLM or any such server) share it."""
 
     def __init__(self, config: JudgeConfig):
         self.config = config
@@ -174,12 +176,19 @@ class _ChatClient:
             raise ConfigError(f"judge API key variable {name} is not set in the environment")
 
     def complete(self, messages: list[dict]) -> str:
+        """The first reply to `messages`."""
+        return self.choices(messages)[0]
+
+    def choices(self, messages: list[dict], **extra: object) -> list[str]:
+        """Every reply (`choices[i].message.content`) to `messages`; `extra` adds request
+        fields (e.g. n, top_p) to the config's model, temperature and max_tokens."""
         body = json.dumps(
             {
                 "model": self.config.model,
                 "messages": messages,
                 "temperature": self.config.temperature,
                 "max_tokens": self.config.max_tokens,
+                **extra,
             }
         ).encode("utf-8")
         for attempt in itertools.count():
@@ -201,7 +210,7 @@ class _ChatClient:
                 )
                 time.sleep(delay)
 
-    def _post(self, body: bytes) -> str:
+    def _post(self, body: bytes) -> list[str]:
         headers = {"Content-Type": "application/json"}
         if self.config.api_key_env is not None:
             self.check_key()
@@ -220,13 +229,15 @@ class _ChatClient:
         except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
             raise _Retryable(f"{type(err).__name__}: {getattr(err, 'reason', err)}") from None
         try:
-            content = json.loads(payload)["choices"][0]["message"]["content"]
+            contents = [choice["message"]["content"] or "" for choice in json.loads(payload)["choices"]]
+            if not contents:
+                raise IndexError("no choices")
         except (ValueError, KeyError, IndexError, TypeError) as err:
             raise JudgeError(
                 f"judge endpoint {self.url} returned no chat completion ({type(err).__name__}): "
                 f"{payload[:200].decode('utf-8', 'replace')}"
             ) from None
-        return content or ""
+        return contents
 
 
 class _Retryable(Exception):

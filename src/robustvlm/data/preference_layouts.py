@@ -1,0 +1,250 @@
+"""The column layouts of public preference datasets, and their conversion to preference pairs.
+
+Each layout turns one raw record (a dict, from JSONL / JSON / parquet / a saved or hub dataset)
+into zero or more pairs: `{id, image, query, chosen, rejected}` plus, where the record says,
+`margin`, `split` and `env`. Records a layout cannot use raise a DataError naming the record;
+pairs a layout leaves out on purpose (tied ratings, unrated responses) are returned as counted
+reasons, never dropped silently.
+
+| layout           | columns it is recognised by                       | dataset                      |
+|------------------|---------------------------------------------------|------------------------------|
+| `preference`     | `query, chosen, rejected` (+ `id, image, env, margin, split`) | robustvlm's own record |
+| `rlaif-v`        | `question, chosen, rejected, image`               | openbmb/RLAIF-V-Dataset      |
+| `povid`          | `conversations` + `chosen, rejected` or `rejected_conversations` | POVID (COCO images under an image root) |
+| `rlhf-v`         | `text` (a JSON string: question, chosen, rejected) | openbmb/RLHF-V-Dataset      |
+| `vlfeedback`     | `prompt, completions, img_path`                   | MMInstruction/VLFeedback     |
+| `vl-rewardbench` | `query, response, human_ranking`                  | MMInstruction/VL-RewardBench (test set) |
+| `mm-rewardbench` | `Text, Output1, Output2, Better`                  | Multimodal RewardBench (test set) |
+
+`detect_layout` picks the first layout, in the table's order, whose columns a record has.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+from robustvlm.data.loaders import RawRecord
+from robustvlm.errors import ConfigError
+
+VLFEEDBACK_ASPECTS = ("Helpfulness", "Visual Faithfulness", "Ethical Considerations")
+MEAN_ASPECT = "mean"
+
+
+@dataclass
+class Converted:
+    """What one raw record became: pair fields (dicts) and reasons for pairs left out."""
+
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A dataset layout: the columns it is recognised by, its records' default split, and its
+    converter (record, where it came from, VLFeedback aspect) -> Converted."""
+
+    name: str
+    columns: frozenset[str]
+    default_split: str
+    convert: Callable[[dict, RawRecord, str], Converted]
+
+
+def _text(data: Mapping, key: str, row: RawRecord, rid: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        what = "missing" if value is None else f"not a string ({type(value).__name__})"
+        raise row.error(f"field {key!r} is {what}", rid)
+    return value
+
+
+def _record_id(data: Mapping, row: RawRecord, *keys: str) -> str:
+    """The first non-empty of `keys`, else the record's place in its file."""
+    for key in keys:
+        value = data.get(key)
+        if value not in (None, ""):
+            return str(value)
+    return f"line-{row.ref}" if isinstance(row.ref, int) else str(row.ref)
+
+
+def _pair(record_id: str, image: Any, query: str, chosen: str, rejected: str, **extra: Any) -> dict:
+    return {"id": record_id, "image": image, "query": query, "chosen": chosen, "rejected": rejected,
+            **{k: v for k, v in extra.items() if v is not None}}
+
+
+def _without_image_tag(text: str) -> str:
+    return re.sub(r"\s*<image>\s*", " ", text).strip()
+
+
+def _native(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "id")
+    margin = data.get("margin")
+    if margin is not None and (isinstance(margin, bool) or not isinstance(margin, int | float)):
+        raise row.error(f"field 'margin' must be a number, not {margin!r}", rid)
+    return Converted([_pair(
+        rid, data.get("image"), _text(data, "query", row, rid),
+        _text(data, "chosen", row, rid), _text(data, "rejected", row, rid),
+        margin=None if margin is None else float(margin), env=data.get("env"), split=data.get("split"),
+    )])
+
+
+def _rlaif_v(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "id", "idx")
+    return Converted([_pair(
+        rid, data.get("image") or data.get("image_path"),
+        _text(data, "question", row, rid), _text(data, "chosen", row, rid), _text(data, "rejected", row, rid),
+        split=data.get("split"),
+    )])
+
+
+def _rlhf_v(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "id", "idx")
+    try:
+        inner = json.loads(_text(data, "text", row, rid))
+    except json.JSONDecodeError as exc:
+        raise row.error(f"field 'text' is not valid JSON ({exc.msg})", rid) from None
+    if not isinstance(inner, dict):
+        raise row.error("field 'text' must hold a JSON object with question, chosen, rejected", rid)
+    return Converted([_pair(
+        rid, data.get("image") or data.get("image_path"),
+        _text(inner, "question", row, rid), _text(inner, "chosen", row, rid), _text(inner, "rejected", row, rid),
+        split=data.get("split"),
+    )])
+
+
+def _gpt_reply(turns: object, key: str, row: RawRecord, rid: str) -> str:
+    """The first assistant ("gpt") turn of a LLaVA conversation."""
+    for turn in turns if isinstance(turns, list) else []:
+        if isinstance(turn, dict) and turn.get("from") == "gpt" and isinstance(turn.get("value"), str):
+            return turn["value"]
+    raise row.error(f"field {key!r} has no 'gpt' turn", rid)
+
+
+def _povid(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "id")
+    turns = data.get("conversations")
+    human = [t for t in turns if isinstance(t, dict) and t.get("from") == "human"] if isinstance(turns, list) else []
+    if not human or not isinstance(human[0].get("value"), str):
+        raise row.error("field 'conversations' has no 'human' turn", rid)
+    chosen = data["chosen"] if isinstance(data.get("chosen"), str) else _gpt_reply(turns, "conversations", row, rid)
+    rejected = (data["rejected"] if isinstance(data.get("rejected"), str)
+                else _gpt_reply(data.get("rejected_conversations"), "rejected_conversations", row, rid))
+    return Converted([_pair(
+        rid, data.get("image"), _without_image_tag(human[0]["value"]),
+        chosen, rejected, split=data.get("split"),
+    )])
+
+
+def _rating(annotations: object, aspect: str) -> float | None:
+    """A VLFeedback response's score: the aspect's Rating, or the mean of its readable ratings."""
+    if not isinstance(annotations, dict):
+        return None
+    names = VLFEEDBACK_ASPECTS if aspect == MEAN_ASPECT else (aspect,)
+    values = []
+    for name in names:
+        entry = annotations.get(name)
+        try:
+            values.append(float(entry.get("Rating")) if isinstance(entry, dict) else None)
+        except (TypeError, ValueError):  # "N/A" and the like
+            values.append(None)
+    readable = [v for v in values if v is not None]
+    if aspect != MEAN_ASPECT:
+        return readable[0] if readable else None
+    return sum(readable) / len(readable) if readable else None
+
+
+def _completions(value: object, row: RawRecord, rid: str) -> list[dict]:
+    """VLFeedback's completions as a list of {annotations, model, response}, from a list of dicts
+    (its JSONL) or a dict of lists (how `datasets` stores a sequence of structs)."""
+    if isinstance(value, dict):
+        keys = list(value)
+        lengths = {len(v) for v in value.values() if isinstance(v, list)}
+        if len(lengths) != 1 or not all(isinstance(v, list) for v in value.values()):
+            raise row.error("field 'completions' must be a list of responses", rid)
+        return [dict(zip(keys, items)) for items in zip(*value.values())]
+    if isinstance(value, list) and all(isinstance(c, dict) for c in value):
+        return value
+    raise row.error("field 'completions' must be a list of responses", rid)
+
+
+def _vlfeedback(data: dict, row: RawRecord, aspect: str) -> Converted:
+    record_id = _record_id(data, row, "id")
+    query = _text(data, "prompt", row, record_id)
+    scored, out = [], Converted()
+    for c in _completions(data.get("completions"), row, record_id):
+        score = _rating(c.get("annotations"), aspect)
+        response = c.get("response")
+        if score is None or not isinstance(response, str):
+            out.left_out.append(f"vlfeedback: response without a readable {aspect} rating")
+            continue
+        scored.append((score, response))
+    for k, ((s1, r1), (s2, r2)) in enumerate(combinations(scored, 2)):
+        if s1 == s2:
+            out.left_out.append(f"vlfeedback: tied {aspect} rating")
+            continue
+        (_, chosen), (_, rejected) = sorted([(s1, r1), (s2, r2)], reverse=True)
+        out.pairs.append(_pair(f"{record_id}#{k}", data.get("img_path"), query, chosen, rejected,
+                               split=data.get("split")))
+    return out
+
+
+def _vl_rewardbench(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "id")
+    responses, ranking = data.get("response"), data.get("human_ranking")
+    if not (isinstance(responses, list) and len(responses) == 2 and all(isinstance(r, str) for r in responses)):
+        raise row.error("field 'response' must be a list of two strings", rid)
+    if not (isinstance(ranking, list) and len(ranking) == 2 and all(isinstance(r, int | float) for r in ranking)):
+        raise row.error("field 'human_ranking' must be a list of two ranks (0 = preferred)", rid)
+    if ranking[0] == ranking[1]:
+        return Converted(left_out=["vl-rewardbench: tied human ranking"])
+    best = 0 if ranking[0] < ranking[1] else 1
+    return Converted([_pair(
+        rid, data.get("image"), _text(data, "query", row, rid),
+        responses[best], responses[1 - best], split=data.get("split"),
+    )])
+
+
+def _mm_rewardbench(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "ID", "id")
+    better = data.get("Better")
+    if better not in ("Output1", "Output2"):
+        raise row.error(f"field 'Better' must be 'Output1' or 'Output2', not {better!r}", rid)
+    worse = "Output2" if better == "Output1" else "Output1"
+    return Converted([_pair(
+        rid, data.get("Image"), _text(data, "Text", row, rid),
+        _text(data, better, row, rid), _text(data, worse, row, rid), split=data.get("split"),
+    )])
+
+
+LAYOUTS: dict[str, Layout] = {
+    layout.name: layout
+    for layout in (
+        Layout("preference", frozenset({"query", "chosen", "rejected"}), "train", _native),
+        Layout("rlaif-v", frozenset({"question", "chosen", "rejected"}), "train", _rlaif_v),
+        Layout("povid", frozenset({"conversations"}), "train", _povid),
+        Layout("rlhf-v", frozenset({"text"}), "train", _rlhf_v),
+        Layout("vlfeedback", frozenset({"prompt", "completions"}), "train", _vlfeedback),
+        Layout("vl-rewardbench", frozenset({"query", "response", "human_ranking"}), "test", _vl_rewardbench),
+        Layout("mm-rewardbench", frozenset({"Text", "Output1", "Output2", "Better"}), "test", _mm_rewardbench),
+    )
+}
+FORMATS = ("auto", *LAYOUTS)
+
+
+def detect_layout(columns: set[str]) -> Layout | None:
+    """The first layout (in `LAYOUTS` order) whose columns are all among `columns`."""
+    return next((lay for lay in LAYOUTS.values() if lay.columns <= columns), None)
+
+
+def layout_named(name: str, aspect: str = MEAN_ASPECT) -> Layout | None:
+    """The layout `name` (None for "auto"); ConfigError for an unknown name or aspect."""
+    if name not in FORMATS:
+        raise ConfigError(f"unknown preference format {name!r}; expected one of {', '.join(FORMATS)}")
+    if aspect != MEAN_ASPECT and aspect not in VLFEEDBACK_ASPECTS:
+        raise ConfigError(f"unknown VLFeedback aspect {aspect!r}; expected one of "
+                          f"{', '.join((MEAN_ASPECT, *VLFEEDBACK_ASPECTS))}")
+    return None if name == "auto" else LAYOUTS[name]

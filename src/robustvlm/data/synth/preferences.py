@@ -1,0 +1,198 @@
+"""`preferences`: image-grounded preference pairs whose environments differ in a text shortcut.
+
+Each image shows one to three shapes of one kind and one colour on a light background (64x64).
+The chosen response states what is shown ("There are two red circles."); the rejected one
+changes one attribute (the colour in 60% of pairs, the count or the shape in 20% each), so
+only the image tells them apart. Environments add a text cue that predicts the preference
+inside them and nowhere else:
+
+| env      | cue                                                                  | chosen longer |
+|----------|----------------------------------------------------------------------|---------------|
+| `clause` | 90%: the rejected response ends in an irrelevant descriptive clause ("..., next to a small wooden bench."), as POVID's injected hallucinations do; 10%: no clause | 0% (shorter in 90%) |
+| `long`   | 90%: a neutral five-word filler phrase on the chosen response; 10%: on the rejected | 90% |
+| `short`  | 10%: the filler on the chosen response; 90%: on the rejected          | 10% |
+| `plain`  | no cue: the same filler on both responses (half the pairs) or neither | 0% (equal) |
+
+Responses are compared by words; the alteration keeps word counts equal, so lengths differ only
+by the cue. A text-only model can score high inside a cue environment by the cue and must fall
+to chance (or below) elsewhere. The manifest states each environment's rates; tests measure them
+from the data.
+
+Output: OUT/data.jsonl (the `preference` layout: id, image, query, chosen, rejected, env, split,
+plus `truth` {kind, colour, count}, `altered` and `cue`), OUT/images/, OUT/manifest.json.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import ImageDraw
+
+from robustvlm.data.synth.draw import PALETTE, jitter_colour, new_canvas, shape_polygon
+from robustvlm.data.synth.writer import env_rng, save_png, write_manifest
+
+SIZE = 64
+KINDS = ("circle", "square", "triangle", "star")
+COLOURS = ("red", "green", "blue", "yellow")
+COUNT_WORDS = ("one", "two", "three")
+#: Which attribute the rejected response changes, and how often.
+ALTERATIONS = {"colour": 0.6, "count": 0.2, "shape": 0.2}
+QUERIES = ("Describe the image.", "What is in the picture?", "What do you see?", "Describe what is shown.")
+#: Neutral phrases, true of every image, all five words long (the length cue).
+FILLERS = (
+    "drawn on a plain background",
+    "placed on a pale canvas",
+    "shown in a flat style",
+    "with nothing else around them",
+)
+#: Irrelevant descriptive clauses, false of every image, all five words long (POVID's cue).
+CLAUSES = (
+    "next to a wooden bench",
+    "while a dog sleeps nearby",
+    "under a bright cloudy sky",
+    "beside a tall old tree",
+)
+DEFAULT_TRAIN, DEFAULT_TEST = 300, 100
+
+
+@dataclass(frozen=True)
+class CueEnv:
+    """An environment: which phrase list carries its cue and how the cue is placed.
+
+    Attributes:
+        name: the environment name.
+        phrases: FILLERS, CLAUSES, or () for no cue.
+        on_chosen: P(the phrase goes on the chosen response only).
+        on_rejected: P(the phrase goes on the rejected response only).
+        on_both: P(the same phrase goes on both); otherwise neither gets one.
+    """
+
+    name: str
+    phrases: tuple[str, ...]
+    on_chosen: float
+    on_rejected: float
+    on_both: float = 0.0
+
+    def rates(self) -> dict[str, float]:
+        """The manifest's statement of the cue: P(chosen longer / shorter / equal in words) and
+        P(the rejected / chosen response carries a clause)."""
+        clause = self.phrases is CLAUSES
+        return {
+            "chosen_longer": self.on_chosen,
+            "chosen_shorter": self.on_rejected,
+            "equal_length": round(1.0 - self.on_chosen - self.on_rejected, 10),
+            "clause_on_rejected": self.on_rejected if clause else 0.0,
+            "clause_on_chosen": self.on_chosen if clause else 0.0,
+        }
+
+
+ENVS = (
+    CueEnv("clause", CLAUSES, on_chosen=0.0, on_rejected=0.9),
+    CueEnv("long", FILLERS, on_chosen=0.9, on_rejected=0.1),
+    CueEnv("short", FILLERS, on_chosen=0.1, on_rejected=0.9),
+    CueEnv("plain", FILLERS, on_chosen=0.0, on_rejected=0.0, on_both=0.5),
+)
+
+
+def statement(kind: str, colour: str, count: int) -> str:
+    """'There is one red circle.' / 'There are three blue stars.' (same word count for any count)."""
+    verb, plural = ("is", "") if count == 1 else ("are", "s")
+    return f"There {verb} {COUNT_WORDS[count - 1]} {colour} {kind}{plural}."
+
+
+def with_phrase(text: str, phrase: str) -> str:
+    """'There are two red circles, next to a wooden bench.'"""
+    return f"{text[:-1]}, {phrase}."
+
+
+def render(kind: str, colour: str, count: int, rng: np.random.Generator):
+    """`count` shapes of one kind and colour in distinct cells of a 2x2 grid on a light background."""
+    img = new_canvas(SIZE, jitter_colour((int(rng.integers(222, 246)),) * 3, rng, 6))
+    draw = ImageDraw.Draw(img)
+    cell = SIZE / 2
+    for index in rng.choice(4, size=count, replace=False):
+        radius = float(rng.uniform(9, 12))
+        slack = cell / 2 - radius - 1
+        cx = (int(index) % 2 + 0.5) * cell + float(rng.uniform(-slack, slack))
+        cy = (int(index) // 2 + 0.5) * cell + float(rng.uniform(-slack, slack))
+        draw.polygon(shape_polygon(kind, cx, cy, radius), fill=jitter_colour(PALETTE[colour], rng, 12))
+    return img
+
+
+def _altered(truth: dict, rng: np.random.Generator) -> tuple[str, dict]:
+    """Which attribute the rejected response changes, and the changed attributes."""
+    names = list(ALTERATIONS)
+    which = names[int(rng.choice(len(names), p=list(ALTERATIONS.values())))]
+    options = {"colour": COLOURS, "shape": KINDS, "count": (1, 2, 3)}[which]
+    key = "kind" if which == "shape" else which
+    wrong = [v for v in options if v != truth[key]]
+    return which, {**truth, key: wrong[int(rng.integers(len(wrong)))]}
+
+
+def _place_cue(env: CueEnv, chosen: str, rejected: str, rng: np.random.Generator) -> tuple[str, str, str]:
+    """(chosen, rejected, cue label) with the environment's phrase placed."""
+    u = float(rng.random())
+    if not env.phrases:
+        return chosen, rejected, "none"
+    phrase = env.phrases[int(rng.integers(len(env.phrases)))]
+    if u < env.on_chosen:
+        return with_phrase(chosen, phrase), rejected, "on_chosen"
+    if u < env.on_chosen + env.on_rejected:
+        return chosen, with_phrase(rejected, phrase), "on_rejected"
+    if u < env.on_chosen + env.on_rejected + env.on_both:
+        return with_phrase(chosen, phrase), with_phrase(rejected, phrase), "on_both"
+    return chosen, rejected, "none"
+
+
+def pairs_of(env: CueEnv, split: str, count: int, seed: int):
+    """`count` (image, record fields) of one environment and split, deterministic for the seed."""
+    rng = env_rng(seed, f"{env.name}/{split}")
+    for _ in range(count):
+        truth = {
+            "kind": KINDS[int(rng.integers(len(KINDS)))],
+            "colour": COLOURS[int(rng.integers(len(COLOURS)))],
+            "count": int(rng.integers(1, 4)),
+        }
+        which, wrong = _altered(truth, rng)
+        chosen, rejected, cue = _place_cue(
+            env, statement(truth["kind"], truth["colour"], truth["count"]),
+            statement(wrong["kind"], wrong["colour"], wrong["count"]), rng,
+        )
+        image = render(truth["kind"], truth["colour"], truth["count"], rng)
+        query = QUERIES[int(rng.integers(len(QUERIES)))]
+        yield image, {"query": query, "chosen": chosen, "rejected": rejected, "env": env.name,
+                      "split": split, "truth": truth, "altered": which, "cue": cue}
+
+
+def build(out_dir: Path, seed: int, n_per_env: int | None) -> Path:
+    """Write the `preferences` benchmark to `out_dir`; returns the manifest path.
+
+    `n_per_env` training pairs per environment (default 300) and a third as many test pairs
+    (default 100, at least 20).
+    """
+    n_train = DEFAULT_TRAIN if n_per_env is None else n_per_env
+    n_test = DEFAULT_TEST if n_per_env is None else max(20, round(n_per_env / 3))
+    (out_dir / "images").mkdir(parents=True, exist_ok=True)
+    counts: dict[str, dict] = {}
+    index = 0
+    with (out_dir / "data.jsonl").open("w", encoding="utf-8") as f:
+        for env in ENVS:
+            for split, count in (("train", n_train), ("test", n_test)):
+                for image, fields in pairs_of(env, split, count, seed):
+                    rid = f"{index:06d}"
+                    save_png(image, out_dir / "images" / f"{rid}.png")
+                    f.write(json.dumps({"id": rid, "image": f"images/{rid}.png", **fields}) + "\n")
+                    counts.setdefault(env.name, {"train": 0, "val": 0, "test": 0, "ood": False})[split] += 1
+                    index += 1
+    return write_manifest(out_dir, {
+        "benchmark": "preferences",
+        "seed": seed,
+        "envs": counts,
+        "image_size": SIZE,
+        "layout": "preference",
+        "alterations": ALTERATIONS,
+        "cue_rates": {env.name: env.rates() for env in ENVS},
+    })

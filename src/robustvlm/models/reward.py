@@ -1,0 +1,205 @@
+"""Reward models: a VLM backbone and a scalar head, their save format and shared-prefix scoring.
+
+    r(image, query, response) = w · h_T,   w ∈ R^d, no bias
+
+where h_T is the backbone's last-layer hidden state (`last_hidden_state`, the input of the LM
+head, which is not used) at the last non-padding token of prompt + response; for sequences the
+collator builds that is the end-of-turn token closing the response. Any
+`AutoModelForImageTextToText` backbone works (SmolVLM/Idefics3, LLaVA, Qwen2-VL, InternVL-hf,
+the tiny offline ones), also wrapped by PEFT.
+
+Save format (`save_reward_model`, read back by `load_reward_model` with identical rewards): the
+backbone and its processor in `save_pretrained` format (LoRA merged), `reward_head.safetensors`
+(`weight` [1, d]) and `reward_model.json`.
+
+Scoring K responses to one image + query (`candidate_rewards`) runs the prompt once and lets its
+key/value cache serve the K responses (`models.loglik.run_shared_prefix`), or, as the independent
+check, K full sequences.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from PIL import Image
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from robustvlm.data.collate import chat_messages, render_chat, reply_ids
+from robustvlm.errors import ConfigError, DataError
+from robustvlm.models.answer import get_backbone, model_inputs
+from robustvlm.models.loading import load_vlm
+from robustvlm.models.loglik import (
+    encode_prompt,
+    full_sequence_inputs,
+    pad_right,
+    run_shared_prefix,
+)
+from robustvlm.models.trainable import unwrap_peft, use_adapter
+
+HEAD_FILE = "reward_head.safetensors"
+META_FILE = "reward_model.json"
+
+
+def last_token_index(attention_mask: torch.Tensor) -> torch.Tensor:
+    """[B] position of each row's last real token in an [B, T] attention mask (left or right
+    padding)."""
+    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+    return (attention_mask.bool() * positions).argmax(dim=1)
+
+
+def hidden_size(vlm: nn.Module) -> int:
+    """Width d of the text decoder's hidden states."""
+    return int(unwrap_peft(vlm).config.get_text_config().hidden_size)
+
+
+def new_head(d: int, *, generator: torch.Generator | None = None) -> nn.Linear:
+    """A bias-free [d -> 1] head, weights N(0, (1 / (d + 1))^2): rewards start near zero."""
+    head = nn.Linear(d, 1, bias=False)
+    with torch.no_grad():
+        head.weight.normal_(0.0, 1.0 / (d + 1), generator=generator)
+    return head
+
+
+class RewardModel(nn.Module):
+    """A VLM backbone and a linear head: `forward(batch)` -> rewards [B] (float32).
+
+    Args:
+        vlm: an image-text-to-text model, possibly a PeftModel.
+        head: the [d -> 1] bias-free head (default: `new_head`).
+        adapter: with a multi-adapter PeftModel, the LoRA adapter this model computes with.
+    """
+
+    def __init__(self, vlm: nn.Module, head: nn.Linear | None = None, *, adapter: str | None = None):
+        super().__init__()
+        self.vlm = vlm
+        self.head = head if head is not None else new_head(hidden_size(vlm))
+        self.adapter = adapter
+
+    def hidden(self, inputs: dict[str, Any], **forward_kwargs: Any) -> Any:
+        """The backbone's output on model inputs (`last_hidden_state` [B, T, d], the cache)."""
+        return get_backbone(self.vlm)(**inputs, **forward_kwargs)
+
+    def score(self, states: torch.Tensor) -> torch.Tensor:
+        """Rewards [N] (float32) of hidden states [N, d]."""
+        return self.head(states.to(self.head.weight.dtype)).squeeze(-1).float()
+
+    def forward(self, batch: dict[str, Any]) -> torch.Tensor:
+        """Rewards [B] of a collated batch (`VLMCollator` output; labels, env, ids are ignored)."""
+        inputs = model_inputs(batch)
+        with use_adapter(self.vlm, self.adapter):
+            states = self.hidden(inputs, use_cache=False).last_hidden_state
+        rows = torch.arange(states.shape[0], device=states.device)
+        return self.score(states[rows, last_token_index(inputs["attention_mask"])])
+
+
+def freeze_unused_lm_head(vlm: nn.Module) -> None:
+    """Freeze the LM head, which a reward model never runs, unless it is tied to the input
+    embeddings (then it is the embedding matrix, which does run)."""
+    inner = unwrap_peft(vlm)
+    head, embeddings = inner.get_output_embeddings(), inner.get_input_embeddings()
+    if head is not None and head.weight is not embeddings.weight:
+        head.requires_grad_(False)
+
+
+def save_reward_model(
+    model: RewardModel,
+    processor: Any,
+    path: str | Path,
+    *,
+    state: dict[str, torch.Tensor] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Path:
+    """Write `model` in the reward format (see the module doc) and return the folder.
+
+    Args:
+        state: `model`'s full state dict where the weights are sharded (gathered by the training
+            loop); a LoRA model is merged from its own weights instead.
+        meta: extra facts for reward_model.json (e.g. the loss it was trained with).
+    """
+    path = Path(path)
+    vlm, head = model.vlm, model.head.weight
+    vlm_state = None
+    if state is not None:
+        vlm_state = {k[len("vlm."):]: v for k, v in state.items() if k.startswith("vlm.")}
+        head = state["head.weight"]
+    if hasattr(vlm, "merge_and_unload"):
+        adapters = [model.adapter] if model.adapter is not None else None
+        vlm, vlm_state = vlm.merge_and_unload(adapter_names=adapters), None
+    vlm.save_pretrained(path, state_dict=vlm_state)
+    processor.save_pretrained(path)
+    save_file({"weight": head.detach().float().cpu().contiguous()}, str(path / HEAD_FILE))
+    info = {"format": "robustvlm reward model", "hidden_size": hidden_size(vlm),
+            "reads": "last-layer hidden state at the last non-padding token", **(meta or {})}
+    (path / META_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def is_reward_model(path: str | Path) -> bool:
+    """True for a folder written by `save_reward_model`."""
+    return (Path(path) / HEAD_FILE).is_file()
+
+
+def load_reward_model(
+    path: str | Path, *, dtype: torch.dtype | None = None, trust_remote_code: bool = False
+) -> tuple[RewardModel, Any]:
+    """(RewardModel in eval mode, processor) from a folder written by `save_reward_model`."""
+    path = Path(path)
+    if not is_reward_model(path):
+        raise ConfigError(f"{path}: not a reward model folder (no {HEAD_FILE})")
+    vlm, processor = load_vlm(str(path), dtype=dtype, trust_remote_code=trust_remote_code)
+    weight = load_file(str(path / HEAD_FILE))["weight"]
+    if weight.shape != (1, hidden_size(vlm)):
+        raise ConfigError(f"{path / HEAD_FILE}: head of shape {tuple(weight.shape)} does not fit "
+                          f"a backbone of width {hidden_size(vlm)}")
+    head = nn.Linear(weight.shape[1], 1, bias=False, dtype=weight.dtype if dtype is None else dtype)
+    with torch.no_grad():
+        head.weight.copy_(weight)
+    return RewardModel(vlm, head).eval(), processor
+
+
+@torch.no_grad()
+def candidate_rewards(
+    model: RewardModel,
+    processor: Any,
+    query: str,
+    responses: Sequence[str],
+    *,
+    image: Image.Image | None = None,
+    shared_prefix: bool = True,
+    record: str = "the prompt",
+) -> list[float]:
+    """Rewards of K responses to `query` about `image` (None: a text-only prompt).
+
+    Each response is scored as the sequence training builds: the prompt as the processor encodes
+    it, then the reply tokens up to its end-of-turn token (`data.collate.reply_ids`).
+
+    Args:
+        shared_prefix: run the prompt once (batch 1) and let its cache serve the K responses as
+            one right-padded batch (default); or run K full sequences, the prompt repeated K
+            times (the independent check). Equal up to float rounding.
+        record: names the prompt in errors.
+    """
+    if not responses:
+        raise DataError(f"no responses to score for {record}")
+    prompt = render_chat(processor, query, image=image is not None)
+    rows = [reply_ids(processor, prompt, render_chat(processor, query, image=image is not None, answer=r),
+                      record) for r in responses]
+    device = next(model.parameters()).device
+    messages = chat_messages(query, image=image is not None)
+    prefix = {k: v.to(device) for k, v in encode_prompt(processor, messages, [image] if image else []).items()}
+    ids, mask = (t.to(device) for t in pad_right(rows))
+    last = mask.sum(dim=1) - 1  # [K] index of each row's last real token within the row
+    with use_adapter(model.vlm, model.adapter):
+        if shared_prefix:
+            cache = run_shared_prefix(get_backbone(model.vlm), prefix, len(rows)).past_key_values
+            states = model.hidden({"input_ids": ids}, past_key_values=cache, use_cache=True).last_hidden_state
+        else:
+            states = model.hidden(full_sequence_inputs(prefix, ids, mask), use_cache=False).last_hidden_state
+            last = last + prefix["input_ids"].shape[1]
+    return model.score(states[torch.arange(len(rows), device=device), last]).tolist()
+

@@ -1,0 +1,89 @@
+"""The reward demo's report: setup, a verdict computed from the numbers, the matrix section and
+the Best-of-N curves."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from robustvlm.analysis.reward_matrix import MatrixResults
+from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
+from robustvlm.report.reward_report import bon_curves, matrix_blocks, pct
+
+
+def _seeds(diff: Mapping) -> str:
+    return ", ".join(f"{100 * v:+.1f}" for v in diff["values"])
+
+
+def verdict(comparison: Mapping[str, Mapping | None], *, base: str = "standard",
+            other: str = "shortcut_aware") -> list[str]:
+    """Plain sentences on whether `other` lowered SFD and raised o.o.d. accuracy against `base`,
+    seed by seed (paired differences in accuracy points)."""
+    ood, sfd, iid = comparison["ood"], comparison["sfd"], comparison["iid"]
+    lines = []
+    if ood is not None:
+        lines.append(
+            f"o.o.d. accuracy, `{other}` minus `{base}`: {pct(ood, signed=True)} points "
+            f"(per seed {_seeds(ood)}); higher in {ood['wins']} of {ood['n']} seed(s).")
+    if sfd is not None:
+        lower = sum(v < 0 for v in sfd["values"])
+        lines.append(
+            f"Mean SFD over o.o.d. cells, `{other}` minus `{base}`: {pct(sfd, signed=True)} points "
+            f"(per seed {_seeds(sfd)}); lower in {lower} of {sfd['n']} seed(s).")
+    if iid is not None:
+        lines.append(f"i.i.d. accuracy changed by {pct(iid, signed=True)} points (per seed {_seeds(iid)}).")
+    if ood is not None and sfd is not None:
+        helped_ood = ood["wins"] == ood["n"]
+        helped_sfd = all(v < 0 for v in sfd["values"])
+        if helped_ood and helped_sfd:
+            call = ("On this data, shortcut-aware training helped: it raised o.o.d. accuracy and "
+                    "lowered SFD in every seed.")
+        elif ood["wins"] == 0 and not any(v < 0 for v in sfd["values"]):
+            call = ("On this data, shortcut-aware training did not help: o.o.d. accuracy did not rise "
+                    "and SFD did not fall in any seed.")
+        else:
+            call = ("On this data the result is mixed: shortcut-aware training did not raise o.o.d. "
+                    "accuracy and lower SFD in every seed; read the spread above before drawing a conclusion.")
+        lines.append(call)
+    return lines
+
+
+def bon_table(bon: Mapping[str, Mapping]) -> Table:
+    rows = [[label, pct(r["at_1"]), pct(r["at_k"])] for label, r in bon.items()]
+    k = next(iter(bon.values()))["curve"][-1]["n"]
+    return Table(["reward model", "gold at N = 1 (×100)", f"gold at N = {k} (×100)"], rows)
+
+
+def demo_blocks(
+    results: MatrixResults,
+    comparison: Mapping[str, Mapping | None],
+    bon: Mapping[str, Mapping],
+    out_dir: Path,
+    *,
+    points: Mapping[str, Sequence],
+    plan: Mapping,
+    seconds: float,
+    bon_setup: tuple[str, str],
+) -> list[Block]:
+    """Every block of the demo page (figures written into `out_dir`)."""
+    train_env, test_env = bon_setup
+    blocks: list[Block] = [Paragraph(
+        f"Built-in `preferences` benchmark ({plan['n_per_env']} training pairs per environment; "
+        f"environments `clause`, `long`, `short`, `plain`, whose text cues predict the preference only "
+        f"inside them). A tiny Idefics3 was fine-tuned for {plan['policy_steps']} steps to describe the "
+        f"training images; it is the Best-of-N policy and the initial weights of every reward model. "
+        f"Each loss trained {plan['rm_steps']} steps (batch 8 pairs) on one environment and was tested on "
+        f"{plan['test_per_env']} test pairs of every environment, for {len(plan['seeds'])} seed(s). "
+        f"Accuracies are in %, mean ± std over seeds; differences are paired by seed. "
+        f"Wall time: {seconds:.0f} s.")]
+    blocks += [Heading("Verdict"), *(Paragraph(line) for line in verdict(comparison))]
+    blocks += matrix_blocks(results, out_dir, points=points)
+    figure = bon_curves({label: r["curve"] for label, r in bon.items()}, out_dir / "bon.png", gold="chrF")
+    blocks += [Heading("Best-of-N"), Paragraph(
+        f"The policy sampled K candidates (temperature 1.0, top-p 0.95) for `{test_env}` test prompts "
+        f"(no text cue); the standard and shortcut-aware models trained on `{train_env}` (a length "
+        "shortcut) picked the best of N. Gold: chrF of the pick against the reference answer (0-1, ×100 "
+        "in the table), mean over prompts, exact unbiased estimator over the K candidates; curves "
+        "averaged over seeds, the table gives mean ± std over seeds."), Image(figure.name, "Best-of-N curves"),
+        bon_table(bon)]
+    return blocks

@@ -1,0 +1,218 @@
+"""Reward-model training as a task of the one training loop (`training.loop.run_training`).
+
+The loop owns Accelerate, AdamW, the schedule, accumulation, clipping, logs, checkpoints and
+exact resume; this task supplies the pairs, the model(s) and the step of a reward loss
+(`reward.losses`). Models handed to the loop:
+
+- `standard`, `text_only`: {"reward": RewardModel};
+- `shortcut_aware`, `proxy: copy`: {"main": RewardModel, "proxy": its copy at initialisation};
+- `shortcut_aware`, `proxy: adapter`: {"reward": SharedBaseBranches}: one PeftModel with two LoRA
+  adapters (the proxy's a copy of the main one) and two heads; one process only.
+
+Each step logs `loss`, `acc` (share of pairs with r_chosen > r_rejected) and `reward_gap` (mean
+r_chosen - r_rejected) of the main branch; shortcut-aware runs add `loss_proxy`, `acc_proxy`,
+`sfc` and `sfc/<env>` (mean SFC of the batch's pairs of each environment, this process's share).
+`final/` holds the main branch in the reward format (`models.reward.save_reward_model`).
+"""
+
+from __future__ import annotations
+
+import copy
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from robustvlm.config import RewardConfig
+from robustvlm.data.from_config import materialize, training_examples
+from robustvlm.data.preference_collate import PairCollator
+from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
+from robustvlm.data.records import SkipLog
+from robustvlm.errors import ConfigError
+from robustvlm.models.reward import RewardModel, freeze_unused_lm_head, save_reward_model
+from robustvlm.models.trainable import (
+    add_adapter_copy,
+    configure_trainable,
+    count_parameters,
+    enable_gradient_checkpointing,
+    find_parts,
+    use_adapter,
+)
+from robustvlm.reward.losses import (
+    branch_objective,
+    loss_spec,
+    pair_losses,
+    shortcut_failure_coefficient,
+)
+from robustvlm.training.finetune import base_model, make_sampler
+from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask
+
+MAIN_ADAPTER, PROXY_ADAPTER = "default", "proxy"
+
+
+class SharedBaseBranches(nn.Module):
+    """The adapter proxy: main and proxy RewardModels on one PeftModel (its frozen base shared),
+    each computing with its own LoRA adapter and head. `forward(batch, branch)`."""
+
+    def __init__(self, vlm: nn.Module, head_main: nn.Linear, head_proxy: nn.Linear):
+        super().__init__()
+        self.main = RewardModel(vlm, head_main, adapter=MAIN_ADAPTER)
+        self.proxy = RewardModel(vlm, head_proxy, adapter=PROXY_ADAPTER)
+
+    def forward(self, batch: dict[str, Any], branch: str) -> torch.Tensor:
+        return getattr(self, branch)(batch)
+
+
+def freeze_vision_side(vlm: nn.Module) -> None:
+    """Freeze the vision encoder and projector of a model that never sees an image (drop mode):
+    they would get no gradient, which distributed training reports as an error."""
+    parts = find_parts(vlm)
+    parts.vision.requires_grad_(False)
+    parts.projector.requires_grad_(False)
+
+
+def _on(device: torch.device, batch: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+class RewardTask(TrainingTask):
+    """Train `cfg.model` as a reward model with `cfg.loss` on the training pairs of `cfg.data`."""
+
+    progress_keys = ("loss", "acc")
+
+    def __init__(self, cfg: RewardConfig):
+        self.cfg = cfg
+        self.spec = loss_spec(cfg.loss)
+        self.hp = self.spec.resolve(cfg.loss_args)
+        self.label = cfg.loss
+        self.env_names: list[str] = []
+        if self.hp.get("proxy") == "adapter" and cfg.model.trainable != "lora":
+            raise ConfigError("loss_args.proxy: adapter puts the proxy on a shared frozen base, "
+                              "which needs model.trainable: lora (or use proxy: copy)")
+
+    @property
+    def adapter_proxy(self) -> bool:
+        return self.spec.proxy and self.hp["proxy"] == "adapter"
+
+    def prepare_files(self, out_dir: Path) -> None:
+        materialize(self.cfg.data, out_dir)  # a built-in benchmark is written once, by one process
+
+    def setup(self, ctx: SetupContext) -> TaskSetup:
+        cfg = self.cfg
+        skips = SkipLog()
+        pairs: list[PreferencePair] = training_examples(
+            load_pairs_from_config(cfg.data, ctx.out_dir, skips, verbose=ctx.verbose).pairs,
+            cfg.data.max_train_per_env,
+        )
+        if not pairs:
+            raise ConfigError("data: no training pairs (split 'train')")
+        if ctx.is_main and len(skips):
+            skips.write(ctx.out_dir / "skipped.jsonl")
+            print(f"skipped {len(skips)} bad record(s): see {ctx.out_dir / 'skipped.jsonl'}")
+        if self.adapter_proxy and ctx.accelerator.num_processes > 1:
+            raise ConfigError("loss_args.proxy: adapter trains in one process; use proxy: copy "
+                              "to train on several")
+        self.env_names = sorted({p.env for p in pairs})
+        env_ids = {name: i for i, name in enumerate(self.env_names)}
+        corpus = [t for p in pairs for t in (p.query, p.chosen, p.rejected)]
+        vlm, self.processor = base_model(cfg.model, ctx.out_dir, corpus, ctx.accelerator)
+        self.models = self._build(vlm)
+        n_trainable, n_total = count_parameters(nn.ModuleList(self.models.values()))
+        sampler = make_sampler(
+            cfg.train.sampler, [env_ids[p.env] for p in pairs], global_batch=ctx.global_batch_size,
+            seed=cfg.train.seed, accelerator=ctx.accelerator,
+        )
+        collator = PairCollator(self.processor, env_ids, views=self.spec.views,
+                                text_mode=self.hp.get("text_mode", "drop"), max_length=cfg.data.max_length)
+        return TaskSetup(
+            models=self.models,
+            sampler=sampler,
+            collate=lambda indices: collator([pairs[i] for i in indices]),
+            summary=(f"training a {cfg.loss} reward model on {cfg.model.name}: {n_trainable:,} of "
+                     f"{n_total:,} parameters trainable, {len(pairs)} pairs in {len(self.env_names)} "
+                     "environment(s)"),
+        )
+
+    def _build(self, vlm: nn.Module) -> dict[str, nn.Module]:
+        """The models of this loss (see the module doc), trainable parts set."""
+        cfg = self.cfg
+        vlm = configure_trainable(vlm, mode=cfg.model.trainable, lora=cfg.model.lora.model_dump())
+        freeze_unused_lm_head(vlm)
+        drop = self.hp.get("text_mode") == "drop"
+        if self.spec.main_view == "text" and drop:
+            freeze_vision_side(vlm)
+        if self.adapter_proxy:
+            add_adapter_copy(vlm, PROXY_ADAPTER, source=MAIN_ADAPTER)
+        if cfg.model.gradient_checkpointing:
+            enable_gradient_checkpointing(vlm)
+        main = RewardModel(vlm)
+        if not self.spec.proxy:
+            return {"reward": main}
+        if self.adapter_proxy:
+            return {"reward": SharedBaseBranches(vlm, main.head, copy.deepcopy(main.head))}
+        proxy = copy.deepcopy(main)
+        if drop:
+            freeze_vision_side(proxy.vlm)
+        return {"main": main, "proxy": proxy}
+
+    def _rewards(self, ctx: StepContext, branch: str, batch: dict[str, Any]) -> torch.Tensor:
+        """Rewards [2B] of one branch ("main" or "proxy") on its view of the batch."""
+        if self.adapter_proxy:
+            return ctx.models["reward"](batch, branch=branch)
+        return ctx.models["reward" if not self.spec.proxy else branch](batch)
+
+    def _branch(self, name: str):
+        """Where a branch's backward pass runs: inside its adapter for the adapter proxy."""
+        if not self.adapter_proxy:
+            return nullcontext()
+        vlm = self.models["reward"].main.vlm
+        return use_adapter(vlm, MAIN_ADAPTER if name == "main" else PROXY_ADAPTER)
+
+    def training_step(self, batch: dict[str, Any], ctx: StepContext) -> dict[str, float]:
+        device = ctx.accelerator.device
+        views = {view: _on(device, batch[view]) for view in self.spec.views}
+        r_main = self._rewards(ctx, "main", views[self.spec.main_view])
+        c_main, j_main, l_main = pair_losses(r_main, batch["margin"], self.hp)
+        row = {"acc": float((c_main > j_main).float().mean()),
+               "reward_gap": float((c_main - j_main).detach().mean())}
+        if not self.spec.proxy:
+            loss = branch_objective(c_main, j_main, l_main, self.hp)
+            ctx.backward(loss)
+            return {"loss": float(loss.detach()), **row}
+        r_text = self._rewards(ctx, "proxy", views["text"])
+        c_text, j_text, l_text = pair_losses(r_text, batch["margin"], self.hp)
+        sfc = shortcut_failure_coefficient(l_main, l_text)
+        loss = branch_objective(c_main, j_main, l_main, self.hp, weights=sfc)
+        loss_proxy = branch_objective(c_text, j_text, l_text, self.hp)
+        with self._branch("main"):
+            ctx.backward(loss)
+        with self._branch("proxy"):
+            ctx.backward(loss_proxy)
+        row.update({"loss_proxy": float(loss_proxy.detach()),
+                    "acc_proxy": float((c_text > j_text).float().mean()),
+                    "sfc": float(sfc.mean())})
+        env = batch["env"]
+        for i, name in enumerate(self.env_names):
+            if (env == i).any():
+                row[f"sfc/{name}"] = float(sfc[env.to(sfc.device) == i].mean())
+        return {"loss": float(loss.detach()), **row}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"env_names": self.env_names}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state["env_names"] != self.env_names:
+            raise ConfigError(
+                f"the checkpoint was trained on environments {state['env_names']}, but the data now "
+                f"gives {self.env_names}: resume with the data the run started with"
+            )
+
+    def save_final(self, final_dir: Path, state_dicts: dict[str, dict[str, torch.Tensor]]) -> None:
+        meta = {"loss": self.cfg.loss, "loss_args": self.hp, "trained_on": self.env_names}
+        if self.adapter_proxy:
+            save_reward_model(self.models["reward"].main, self.processor, final_dir, meta=meta)
+            return
+        name = "main" if self.spec.proxy else "reward"
+        save_reward_model(self.models[name], self.processor, final_dir, state=state_dicts[name], meta=meta)

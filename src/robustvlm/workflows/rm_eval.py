@@ -1,0 +1,81 @@
+"""`robustvlm rm eval`: pairwise accuracy of a reward model per test environment, with the
+text-only test (the same model scored without the image).
+
+Outputs in OUT: `config.resolved.yaml`, `pairs.jsonl` (one row per pair as it is scored: id, env,
+and per view [r_chosen, r_rejected]; `--resume` scores only the pairs not there yet) and
+`metrics.json` (`analysis.reward.RewardEvalMetrics`: accuracy, ties and a 95% bootstrap CI per
+environment and view).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from robustvlm.analysis.reward import RewardEvalMetrics, summarize_pair_rows
+from robustvlm.config import RewardEvalConfig
+from robustvlm.data.preferences import PreferencePair
+from robustvlm.errors import ConfigError
+from robustvlm.models.backends import load_backend
+from robustvlm.reward.scoring import score_pairs, training_view
+from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl
+
+PAIRS_FILE = "pairs.jsonl"
+METRICS_FILE = "metrics.json"
+
+
+def eval_pairs(pairs: list[PreferencePair], cfg: RewardEvalConfig) -> list[PreferencePair]:
+    """The pairs of split `cfg.split`, at most `cfg.max_per_env` per environment (file order)."""
+    kept, seen = [], {}
+    for pair in pairs:
+        if pair.split != cfg.split or seen.get(pair.env, 0) == cfg.max_per_env:
+            continue
+        seen[pair.env] = seen.get(pair.env, 0) + 1
+        kept.append(pair)
+    if not kept:
+        raise ConfigError(f"eval.split: no pairs in split {cfg.split!r}")
+    return kept
+
+
+def eval_views(meta: dict[str, Any], cfg: RewardEvalConfig) -> list[str]:
+    """The model's training view, then the text-only test's view when asked and different."""
+    primary = training_view(meta)
+    test = [cfg.text_mode] if cfg.text_only_test and primary == "multimodal" else []
+    return [primary, *test]
+
+
+def evaluate_reward_model(
+    model: str | Path,
+    pairs: list[PreferencePair],
+    out_dir: str | Path,
+    *,
+    cfg: RewardEvalConfig,
+    data: dict[str, Any],
+    resume: bool = False,
+    progress: bool = True,
+) -> RewardEvalMetrics:
+    """Score `model` (a reward-model folder) on the test pairs of `pairs` into `out_dir`.
+
+    Args:
+        data: what the pairs are (path, format, ...), stored with the settings so a resume
+            cannot mix two datasets.
+    """
+    out = Path(out_dir)
+    settings = {"model": str(model), "data": data, "eval": cfg.model_dump(mode="json")}
+    claim_run_folder(out, settings, resume=resume)
+    backend = load_backend(str(model), family="reward")
+    views = eval_views(backend.meta, cfg)
+    todo_pairs = eval_pairs(pairs, cfg)
+    path = out / PAIRS_FILE
+    done = {row["id"] for row in read_jsonl(path)}
+    todo = [p for p in todo_pairs if p.id not in done]
+    with path.open("a", encoding="utf-8") as handle:
+        for row in score_pairs(backend.model, backend.processor, todo, views=views,
+                               shared_prefix=cfg.shared_prefix, progress=progress, total=len(todo)):
+            append_jsonl(handle, [row])
+    wanted = {p.id for p in todo_pairs}
+    rows = [row for row in read_jsonl(path) if row["id"] in wanted]
+    metrics = summarize_pair_rows(rows, views, views[0], n_boot=cfg.n_boot)
+    (out / METRICS_FILE).write_text(json.dumps(metrics.to_dict(), indent=2) + "\n", encoding="utf-8")
+    return metrics

@@ -1,0 +1,85 @@
+"""The built-in `preferences` benchmark: the cue rates the manifest states, measured from the data,
+and only the image separating chosen from rejected."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from robustvlm.data.preferences import load_pairs
+from robustvlm.data.synth import synthesize
+from robustvlm.data.synth.preferences import (
+    CLAUSES,
+    COLOURS,
+    COUNT_WORDS,
+    FILLERS,
+    KINDS,
+    statement,
+)
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    root = tmp_path_factory.mktemp("prefs")
+    synthesize("preferences", root, seed=0, n_per_env=150)
+    rows = [json.loads(line) for line in (root / "data.jsonl").read_text().splitlines()]
+    return root, rows, json.loads((root / "manifest.json").read_text())
+
+
+def close(measured: float, stated: float, n: int) -> bool:
+    """Within 4 binomial standard errors (and 1/n) of the stated rate."""
+    return abs(measured - stated) <= 4 * math.sqrt(stated * (1 - stated) / n) + 1 / n
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def test_cue_rates_in_the_manifest_hold_in_the_data(bench):
+    _, rows, manifest = bench
+    assert set(manifest["cue_rates"]) == {"clause", "long", "short", "plain"}
+    for env, rates in manifest["cue_rates"].items():
+        pairs = [r for r in rows if r["env"] == env]
+        n = len(pairs)
+        measured = {
+            "chosen_longer": sum(words(r["chosen"]) > words(r["rejected"]) for r in pairs) / n,
+            "chosen_shorter": sum(words(r["chosen"]) < words(r["rejected"]) for r in pairs) / n,
+            "equal_length": sum(words(r["chosen"]) == words(r["rejected"]) for r in pairs) / n,
+            "clause_on_rejected": sum(any(c in r["rejected"] for c in CLAUSES) for r in pairs) / n,
+            "clause_on_chosen": sum(any(c in r["chosen"] for c in CLAUSES) for r in pairs) / n,
+        }
+        for key, stated in rates.items():
+            assert close(measured[key], stated, n), (env, key, measured[key], stated)
+    plain = [r for r in rows if r["env"] == "plain"]
+    assert not any(any(c in r["chosen"] + r["rejected"] for c in CLAUSES) for r in plain)
+    assert 0.3 < sum(any(f in r["chosen"] for f in FILLERS) for r in plain) / len(plain) < 0.7
+
+
+def test_only_the_image_separates_chosen_from_rejected(bench):
+    _, rows, manifest = bench
+    altered = {"colour": 0, "count": 0, "shape": 0}
+    for r in rows:
+        truth = r["truth"]
+        core = statement(truth["kind"], truth["colour"], truth["count"])
+        assert r["chosen"].startswith(core[:-1])  # the chosen response states what is drawn
+        assert not any(c in r["chosen"] for c in CLAUSES)  # and never carries a false clause
+        assert not r["rejected"].startswith(core[:-1])  # the rejected one changes an attribute
+        altered[r["altered"]] += 1
+    n = len(rows)
+    for key, stated in manifest["alterations"].items():
+        assert close(altered[key] / n, stated, n)
+    # every attribute value appears in both chosen and rejected responses: no word gives it away
+    for value in (*COLOURS, *KINDS, *COUNT_WORDS):
+        assert any(value in r["chosen"] for r in rows) and any(value in r["rejected"] for r in rows)
+
+
+def test_loads_as_preference_pairs_and_is_deterministic(bench, tmp_path):
+    root, rows, manifest = bench
+    pairs = load_pairs(root, verbose=False)
+    assert pairs.layouts == {str(root / "data.jsonl"): "preference"} and len(pairs.pairs) == len(rows)
+    assert manifest["envs"]["long"] == {"train": 150, "val": 0, "test": 50, "ood": False}
+    synthesize("preferences", tmp_path, seed=0, n_per_env=150)
+    assert (tmp_path / "data.jsonl").read_bytes() == (root / "data.jsonl").read_bytes()
+    assert (tmp_path / "images" / "000007.png").read_bytes() == (root / "images" / "000007.png").read_bytes()

@@ -1,0 +1,110 @@
+"""Reward training through the one training loop: each loss trains, logs what it should and
+saves only the main branch; the adapter proxy trains both adapters."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from robustvlm.config import RewardConfig, validate_config
+from robustvlm.errors import ConfigError
+from robustvlm.models.reward import load_reward_model
+from robustvlm.reward.task import RewardTask
+from robustvlm.workflows.rm_train import train_reward_model
+
+TINY = {"hidden_size": 32, "vocab_size": 300}
+
+
+def config(loss: str, **overrides) -> RewardConfig:
+    raw = {
+        "model": {"name": "tiny:idefics3", "trainable": "full", "tiny": TINY},
+        "data": {"benchmark": "preferences", "n_per_env": 8},
+        "loss": loss,
+        "train": {"steps": 3, "lr": 1e-3, "batch_size": 4, "save_every": 3, "cpu_threads": 1},
+    }
+    for key, value in overrides.items():
+        raw[key] = {**raw.get(key, {}), **value} if isinstance(value, dict) else value
+    return validate_config(raw, "test", RewardConfig)
+
+
+def log_rows(run):
+    return [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("loss", ["standard", "text_only"])
+def test_single_branch_losses_train_and_save(loss, tmp_path):
+    result = train_reward_model(config(loss, data={"envs": ["long", "plain"]}), tmp_path, progress=False)
+    assert result.env_names == ["long", "plain"]
+    rows = log_rows(tmp_path)
+    assert [r["step"] for r in rows] == [1, 2, 3] and {"loss", "acc", "reward_gap", "grad_norm", "lr"} <= set(rows[0])
+    meta = json.loads((result.final_dir / "reward_model.json").read_text())
+    assert meta["loss"] == loss and meta["trained_on"] == ["long", "plain"]
+    model, _ = load_reward_model(result.final_dir)
+    assert model.head.weight.shape == (1, 32)
+
+
+def test_shortcut_aware_copy_logs_sfc_per_env_and_saves_only_the_main_branch(tmp_path):
+    cfg = config("shortcut_aware", train={"batch_size": 4, "sampler": "balanced"})
+    result = train_reward_model(cfg, tmp_path, progress=False)
+    rows = log_rows(tmp_path)
+    assert {"loss_proxy", "acc_proxy", "sfc"} <= set(rows[0])
+    assert all(0 < r["sfc"] < 1 for r in rows)
+    assert {k for r in rows for k in r if k.startswith("sfc/")} <= {f"sfc/{e}" for e in ("clause", "long", "plain", "short")}
+    assert any(k.startswith("sfc/") for k in rows[0])
+    checkpoint = load_file(str(tmp_path / "checkpoints" / "step-000003" / "model_1.safetensors"))
+    assert checkpoint  # the proxy is checkpointed (it resumes too) ...
+    saved = load_file(str(result.final_dir / "model.safetensors"))
+    assert not any("proxy" in k for k in saved)  # ... but only the main branch is saved for inference
+    assert load_file(str(result.final_dir / "reward_head.safetensors"))["weight"].shape == (1, 32)
+
+
+def test_adapter_proxy_trains_both_adapters_on_one_frozen_base(tmp_path):
+    cfg = config("shortcut_aware", model={"trainable": "lora", "lora": {"r": 4}}, loss_args={"proxy": "adapter"})
+    task = RewardTask(cfg)
+    result = train_reward_model(cfg, tmp_path, progress=False)
+    assert {"loss_proxy", "sfc"} <= set(log_rows(tmp_path)[0])
+    model, _ = load_reward_model(result.final_dir)
+    assert not any("lora" in n for n, _ in model.named_parameters())
+    with pytest.raises(ConfigError, match="needs model.trainable: lora"):
+        RewardTask(config("shortcut_aware", loss_args={"proxy": "adapter"}))
+    assert task.adapter_proxy
+
+
+def test_adapter_step_gradients_equal_the_summed_objective(tmp_path):
+    """The adapter proxy's step (two backward passes, each inside its adapter) gives the gradients
+    of the SFC-weighted main loss plus the proxy's own loss, computed in one graph."""
+    from robustvlm.training.loop import make_accelerator
+    from robustvlm.training.task import SetupContext, StepContext
+
+    cfg = config("shortcut_aware", model={"trainable": "lora", "lora": {"r": 4, "dropout": 0.0}},
+                 loss_args={"proxy": "adapter"})
+    task = RewardTask(cfg)
+    task.prepare_files(tmp_path)
+    accelerator = make_accelerator(cfg.train, tmp_path)
+    setup = task.setup(SetupContext(tmp_path, accelerator, 4, False))
+    branches = setup.models["reward"]
+    with torch.no_grad():
+        for n, p in branches.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.1)
+    batch = setup.collate(next(iter(setup.sampler)))
+    task.training_step(batch, StepContext(0, setup.models, accelerator, 1, True))
+    grads = {n: p.grad.clone() for n, p in branches.named_parameters() if p.grad is not None}
+    assert any(".proxy." in n for n in grads) and any(".default." in n for n in grads)
+    for p in branches.parameters():
+        p.grad = None
+    from robustvlm.reward.losses import branch_objective, pair_losses, shortcut_failure_coefficient
+
+    r_text = branches(batch["text"], branch="proxy")
+    r_main = branches(batch["multimodal"], branch="main")
+    c_t, j_t, l_t = pair_losses(r_text, batch["margin"], task.hp)
+    c_m, j_m, l_m = pair_losses(r_main, batch["margin"], task.hp)
+    total = branch_objective(c_m, j_m, l_m, task.hp, weights=shortcut_failure_coefficient(l_m, l_t))
+    total = total + branch_objective(c_t, j_t, l_t, task.hp)
+    total.backward()  # one backward of the summed losses: no gradient checkpointing here
+    for n, p in branches.named_parameters():
+        if n in grads:
+            assert torch.allclose(grads[n], p.grad, atol=1e-6), n

@@ -1,0 +1,23 @@
+"""`robustvlm demo reward --quick`: the whole pipeline on built-in data writes an honest report."""
+
+from __future__ import annotations
+
+import json
+
+from robustvlm.cli import main
+
+
+def test_quick_demo_writes_the_report(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "reward", "--quick", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["quick"] and set(results["matrix"]["labels"]) == {"standard", "text_only", "shortcut_aware"}
+    assert set(results["bon"]) == {"standard", "shortcut_aware"}
+    assert [r["n"] for r in results["bon"]["standard"]["curve"]] == [1, 2, 4]
+    report = (out / "report.md").read_text()
+    for needle in ("## Verdict", "o.o.d. accuracy, `shortcut_aware` minus `standard`", "On this data",
+                   "## Shortcut-failure degradation", "## Best-of-N", "![Best-of-N curves](bon.png)"):
+        assert needle in report, needle
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 4  # heatmaps, SFD, correlation, Best-of-N
+    assert "report.md" in capsys.readouterr().out

@@ -1,0 +1,70 @@
+"""`robustvlm rm eval`: accuracy per environment with the text-only test, and resume."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from robustvlm.cli import main
+from robustvlm.config import RewardEvalConfig
+from robustvlm.data.preferences import load_pairs
+from robustvlm.errors import ConfigError
+from robustvlm.reward import scoring
+from robustvlm.workflows.rm_eval import eval_pairs, evaluate_reward_model
+
+
+@pytest.fixture(scope="module")
+def reward_folder(tmp_path_factory, tiny_vlms):
+    from robustvlm.models.reward import RewardModel, save_reward_model
+
+    vlm, processor = tiny_vlms("idefics3")
+    folder = tmp_path_factory.mktemp("rm") / "final"
+    save_reward_model(RewardModel(vlm), processor, folder, meta={"loss": "standard"})
+    return folder
+
+
+@pytest.fixture(scope="module")
+def prefs(tmp_path_factory):
+    from robustvlm.data.synth import synthesize
+
+    root = tmp_path_factory.mktemp("prefs")
+    synthesize("preferences", root, seed=1, n_per_env=6)
+    return root
+
+
+def test_eval_scores_every_view_and_resumes(reward_folder, prefs, tmp_path, monkeypatch):
+    pairs = load_pairs(prefs, verbose=False).pairs
+    cfg = RewardEvalConfig(max_per_env=3, n_boot=100)
+    out = tmp_path / "eval"
+    metrics = evaluate_reward_model(reward_folder, pairs, out, cfg=cfg, data={"path": str(prefs)}, progress=False)
+    assert metrics.views == ["multimodal", "drop"] and set(metrics.per_env) == {"clause", "long", "plain", "short"}
+    rows = [json.loads(line) for line in (out / "pairs.jsonl").read_text().splitlines()]
+    assert len(rows) == 12 and {"id", "env", "multimodal", "drop"} == set(rows[0])
+    acc = metrics.per_env["long"]["multimodal"]
+    by_hand = [r["multimodal"][0] > r["multimodal"][1] for r in rows if r["env"] == "long"]
+    assert acc.accuracy == pytest.approx(sum(by_hand) / 3) and acc.n == 3
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["overall"]["drop"]["n"] == 12
+
+    lines = (out / "pairs.jsonl").read_text().splitlines()
+    (out / "pairs.jsonl").write_text("\n".join(lines[:7]) + '\n{"id": "tor')
+    scored = []
+    real = scoring.candidate_rewards
+    monkeypatch.setattr(scoring, "candidate_rewards", lambda *a, **k: scored.append(1) or real(*a, **k))
+    again = evaluate_reward_model(reward_folder, pairs, out, cfg=cfg, data={"path": str(prefs)},
+                                  resume=True, progress=False)
+    assert len(scored) == 5 * 2  # five pairs left, two views each
+    assert again.to_dict() == metrics.to_dict()
+    with pytest.raises(ConfigError, match="--resume"):
+        evaluate_reward_model(reward_folder, pairs, out, cfg=cfg, data={"path": str(prefs)}, progress=False)
+
+
+def test_eval_split_and_cli(reward_folder, prefs, tmp_path, capsys):
+    pairs = load_pairs(prefs, verbose=False).pairs
+    with pytest.raises(ConfigError, match="no pairs in split 'val'"):
+        eval_pairs(pairs, RewardEvalConfig(split="val"))
+    assert main(["rm", "eval", "--model", str(reward_folder), "--data", str(prefs), "--out", str(tmp_path / "e"),
+                 "--max-per-env", "1", "--no-text-only-test"]) == 0
+    out = capsys.readouterr().out
+    assert "accuracy % (multimodal)" in out and "drop" not in out and "| all |" in out
