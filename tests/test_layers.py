@@ -59,7 +59,7 @@ LAYERS = [
     {"models"},
     {"objectives"},
     {"training"},
-    {"evaluation", "multiple_choice"},
+    {"evaluation", "multiple_choice", "embeddings"},
     {"report"},
     {"workflows"},
     {"cli"},

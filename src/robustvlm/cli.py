@@ -51,6 +51,16 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _embed_train(args: argparse.Namespace) -> int:
+    from robustvlm.config import EmbedRunConfig, load_config
+    from robustvlm.workflows.embed_train import embed_train
+
+    cfg = load_config(args.config, args.overrides, EmbedRunConfig)
+    result = embed_train(cfg, args.out or Path("runs") / Path(args.config).stem, resume=args.resume)
+    print(f"final embedding model ({result.family}): {result.final_dir}")
+    return 0
+
+
 def _eval(args: argparse.Namespace) -> int:
     from robustvlm.report.tables import env_table
     from robustvlm.workflows.evaluate import run_eval
@@ -259,6 +269,15 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--out", help="run directory (default runs/<config name>)")
     tr.add_argument("--resume", action="store_true", help=RESUME_HELP + " (from the last checkpoint)")
     tr.set_defaults(func=_train)
+
+    emb = sub.add_parser("embed", help="VLMs as embedding models (VLM2Vec): contrastive training, evaluation")
+    emb_sub = emb.add_subparsers(dest="embed_command", required=True)
+    et = emb_sub.add_parser("train", help="contrastive (InfoNCE) training of a VLM into an embedding model")
+    et.add_argument("config", help="YAML: model, data, embed, train sections")
+    et.add_argument("overrides", nargs="*", help="key=value overrides, e.g. embed.chunk_size=8")
+    et.add_argument("--out", help="run directory (default runs/<config name>)")
+    et.add_argument("--resume", action="store_true", help=RESUME_HELP + " (from the last checkpoint)")
+    et.set_defaults(func=_embed_train)
 
     ev = sub.add_parser("eval", help="generate and score a model on a dataset")
     ev.add_argument("--model", required=True, help="model directory (e.g. RUN/final) or hub name")

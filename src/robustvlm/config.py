@@ -175,6 +175,68 @@ class RunConfig(_Section):
     eval: EvalConfig = Field(default_factory=EvalConfig)
 
 
+#: The instruction around a question in a VLM2Vec query (the paper's wording).
+QUERY_TEMPLATE = "Represent the given image with the following question: {question}"
+
+
+class EmbedLoraConfig(LoraConfig):
+    """LoRA as VLM2Vec ships it: rank 16, alpha 64, dropout 0.1."""
+
+    alpha: int = 64
+    dropout: float = 0.1
+
+
+class EmbedModelConfig(ModelConfig):
+    """The VLM turned into an embedding model: LoRA on its text decoder by default."""
+
+    trainable: Literal["paper", "full", "lora"] = "lora"
+    lora: EmbedLoraConfig = Field(default_factory=EmbedLoraConfig)
+
+
+class EmbedTrainConfig(TrainConfig):
+    """Optimisation of an embedding model: plain shuffled batches by default (in-batch negatives
+    need no environment balance)."""
+
+    sampler: Literal["balanced", "shuffle"] = "shuffle"
+
+
+class EmbedSettings(_Section):
+    """Contrastive (InfoNCE) embedding training (`robustvlm embed train`).
+
+    `chunk_size` turns on gradient caching: the batch is embedded `chunk_size` rows at a time
+    (memory of one chunk, the same loss and gradients); None embeds the whole batch in one pass.
+    Records of environments matching a `caption_envs` pattern (fnmatch, e.g. "caption*" or "*")
+    are caption pairs, whose query is the image alone; all others are VQA pairs, whose query is
+    the image with `query_template` filled with the record's instruction. `class_templates` are
+    what zero-shot classification fills with class names (saved with the model).
+    `distinct_negatives`: a target with the same text as a row's own target is no negative of it.
+    """
+
+    temperature: float = Field(0.02, gt=0)
+    chunk_size: int | None = Field(default=None, ge=1)
+    query_template: str = QUERY_TEMPLATE
+    caption_envs: list[str] = Field(default_factory=list)
+    class_templates: list[str] = Field(default_factory=lambda: ["{class}"])
+    distinct_negatives: bool = True
+
+    @model_validator(mode="after")
+    def _templates(self) -> EmbedSettings:
+        if "{question}" not in self.query_template:
+            raise ValueError("embed.query_template must hold {question}")
+        if not self.class_templates or any("{class}" not in t for t in self.class_templates):
+            raise ValueError("embed.class_templates must be non-empty and each hold {class}")
+        return self
+
+
+class EmbedRunConfig(_Section):
+    """An embedding training run: model, data, embedding settings, training."""
+
+    model: EmbedModelConfig = Field(default_factory=EmbedModelConfig)
+    data: DataConfig
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    train: EmbedTrainConfig = Field(default_factory=EmbedTrainConfig)
+
+
 def deep_merge(base: dict, extra: dict) -> dict:
     """A copy of `base` with `extra` merged in: values of `extra` win; nested mappings merge."""
     out = copy.deepcopy(base)
@@ -215,10 +277,10 @@ def _describe(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def validate_config(raw: dict, source: str = "config") -> RunConfig:
-    """Validate a nested dict as a RunConfig; ConfigError names every bad key."""
+def validate_config(raw: dict, source: str = "config", schema: type[BaseModel] = RunConfig) -> Any:
+    """Validate a nested dict as `schema` (a RunConfig by default); ConfigError names every bad key."""
     try:
-        return RunConfig.model_validate(raw)
+        return schema.model_validate(raw)
     except ValidationError as err:
         raise ConfigError(_describe(err, source)) from None
 
@@ -238,7 +300,7 @@ def read_yaml_mapping(path: str | Path, what: str = "config", expected: str = "s
     return data
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> RunConfig:
-    """Read a YAML config, apply overrides, validate."""
+def load_config(path: str | Path, overrides: list[str] | None = None, schema: type[BaseModel] = RunConfig) -> Any:
+    """Read a YAML config, apply overrides, validate as `schema` (a RunConfig by default)."""
     raw = read_yaml_mapping(path)
-    return validate_config(apply_overrides(raw, overrides or []), str(path))
+    return validate_config(apply_overrides(raw, overrides or []), str(path), schema)

@@ -20,10 +20,10 @@ from typing import Any
 import torch
 from accelerate import Accelerator
 
-from robustvlm.config import RunConfig
+from robustvlm.config import DataConfig, ModelConfig, RunConfig
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.from_config import load_from_config, materialize, training_examples
-from robustvlm.data.records import SkipLog
+from robustvlm.data.records import Example, SkipLog
 from robustvlm.errors import ConfigError
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import TINY_PREFIX, load_vlm
@@ -78,17 +78,17 @@ def make_sampler(
     )
 
 
-def base_model(cfg: RunConfig, out_dir: Path, corpus: list[str], accelerator: Accelerator):
-    """Load the model to fine-tune; a tiny model is built once into `out_dir/base` and reused.
+def base_model(cfg: ModelConfig, out_dir: Path, corpus: list[str], accelerator: Accelerator):
+    """Load the model `cfg` names; a tiny model is built once into `out_dir/base` and reused.
 
     The base folder is written under a temporary name and renamed, so a killed run never leaves a
     half-written one; every process waits for it before loading.
     """
-    name = cfg.model.name
+    name = cfg.name
     if name.startswith(TINY_PREFIX):
         base = out_dir / "base"
         if accelerator.is_main_process and not base.is_dir():
-            model, processor = load_vlm(name, tiny_options=cfg.model.tiny, corpus=corpus)
+            model, processor = load_vlm(name, tiny_options=cfg.tiny, corpus=corpus)
             tmp = out_dir / ".base-tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             model.save_pretrained(tmp)
@@ -96,7 +96,21 @@ def base_model(cfg: RunConfig, out_dir: Path, corpus: list[str], accelerator: Ac
             tmp.rename(base)
         accelerator.wait_for_everyone()
         name = str(base)
-    return load_vlm(name, trust_remote_code=cfg.model.trust_remote_code)
+    return load_vlm(name, trust_remote_code=cfg.trust_remote_code)
+
+
+def load_training_set(cfg: DataConfig, ctx: SetupContext) -> list[Example]:
+    """The in-domain training records of `cfg` (capped per environment by
+    `max_train_per_env`); skipped bad records are listed in the run's skipped.jsonl."""
+    skips = SkipLog()
+    examples = load_from_config(cfg, ctx.out_dir, skips, verbose=ctx.verbose)
+    train_set = training_examples(examples, cfg.max_train_per_env)
+    if not train_set:
+        raise ConfigError("data: no in-domain training records (split 'train', ood false)")
+    if ctx.is_main and len(skips):
+        skips.write(ctx.out_dir / "skipped.jsonl")
+        print(f"skipped {len(skips)} bad record(s): see {ctx.out_dir / 'skipped.jsonl'}")
+    return train_set
 
 
 def save_final(model: torch.nn.Module, processor: Any, final_dir: Path, state_dict=None) -> None:
@@ -126,20 +140,13 @@ class FineTuneTask(TrainingTask):
 
     def setup(self, ctx: SetupContext) -> TaskSetup:
         cfg = self.cfg
-        skips = SkipLog()
-        examples = load_from_config(cfg.data, ctx.out_dir, skips, verbose=ctx.verbose)
-        train_set = training_examples(examples, cfg.data.max_train_per_env)
-        if not train_set:
-            raise ConfigError("data: no in-domain training records (split 'train', ood false)")
-        if ctx.is_main and len(skips):
-            skips.write(ctx.out_dir / "skipped.jsonl")
-            print(f"skipped {len(skips)} bad record(s): see {ctx.out_dir / 'skipped.jsonl'}")
+        train_set = load_training_set(cfg.data, ctx)
         self.env_names = sorted({ex.env for ex in train_set})
         env_ids = {name: i for i, name in enumerate(self.env_names)}
         self.objective = build_run_objective(cfg, self.env_names)
 
         corpus = [t for ex in train_set for t in (ex.instruction, ex.target)]
-        model, self.processor = base_model(cfg, ctx.out_dir, corpus, ctx.accelerator)
+        model, self.processor = base_model(cfg.model, ctx.out_dir, corpus, ctx.accelerator)
         self.model = configure_trainable(model, mode=cfg.model.trainable, lora=cfg.model.lora.model_dump())
         if cfg.model.gradient_checkpointing:
             enable_gradient_checkpointing(self.model)
