@@ -61,6 +61,20 @@ def _embed_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _embed_eval(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.embed_eval import embed_eval
+
+    models = [{"name": m, "family": args.family} if args.family else m for m in args.model]
+    result = embed_eval(
+        models, args.out, benches=args.bench or (), retrieval=args.retrieval,
+        retrieval_split=args.retrieval_split, resume=args.resume, batch_size=args.batch_size,
+    )
+    for path in (result.results_csv, result.retrieval_csv):
+        if path is not None:
+            print(f"{path}:\n{Path(path).read_text()}")
+    return 0
+
+
 def _eval(args: argparse.Namespace) -> int:
     from robustvlm.report.tables import env_table
     from robustvlm.workflows.evaluate import run_eval
@@ -278,6 +292,20 @@ def build_parser() -> argparse.ArgumentParser:
     et.add_argument("--out", help="run directory (default runs/<config name>)")
     et.add_argument("--resume", action="store_true", help=RESUME_HELP + " (from the last checkpoint)")
     et.set_defaults(func=_embed_train)
+    ee = emb_sub.add_parser(
+        "eval", help="embedding models as zero-shot classifiers (results.csv) and image-text retrievers (recall@1/5)"
+    )
+    ee.add_argument("--model", action="append", required=True,
+                    help="a folder from embed train (family read from its embedding.json) or a hub name; repeatable")
+    ee.add_argument("--family", choices=["vlm2vec-vqa", "vlm2vec-caption", "vlm2vec-mixed"],
+                    help="the family of every --model (needed for models without embedding.json)")
+    ee.add_argument("--bench", action="append", help="questions JSONL from mc build; repeatable")
+    ee.add_argument("--retrieval", help="dataset of image-text records (any loader) for recall@1/5")
+    ee.add_argument("--retrieval-split", default="test", help="which records of --retrieval to use")
+    ee.add_argument("--out", required=True)
+    ee.add_argument("--batch-size", type=int, default=16)
+    ee.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
+    ee.set_defaults(func=_embed_eval)
 
     ev = sub.add_parser("eval", help="generate and score a model on a dataset")
     ev.add_argument("--model", required=True, help="model directory (e.g. RUN/final) or hub name")

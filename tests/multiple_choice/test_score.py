@@ -161,3 +161,28 @@ def test_dual_encoder_scores_are_cosines(kind):
         assert row == pytest.approx(expected, abs=1e-5)
         assert all(-1 - 1e-6 <= s <= 1 + 1e-6 for s in row)
     assert len(set(scores[0])) > 1
+
+
+def test_embedding_model_scores_image_and_question_against_class_names():
+    """An embedding backend scores by similarity: query = image + the benchmark's question
+    (inside the VQA instruction), options = the class-name template embeddings."""
+    from robustvlm.models.backends import EmbeddingBackend
+    from robustvlm.models.embedding import Embedder, EmbeddingSpec, query_example
+
+    model, processor = build_tiny_vlm("idefics3", hidden_size=32, vocab_size=300)
+    spec = EmbeddingSpec(family="vlm2vec-vqa", class_templates=("{class}", "a {class}"))
+    backend = EmbeddingBackend("tiny", "vlm2vec-vqa", model, processor, spec)
+    scorer = SimilarityScorer(backend)
+    assert scorer.templates == ("{class}", "a {class}")
+    q = _question()
+    row = scorer.score([q])[0]
+    embedder = Embedder(model, processor, spec, batch_size=1)
+    image = Image.open(io.BytesIO(q.image)).convert("RGB")
+    query = embedder.queries([image], [q.prompt])[0]
+    assert embedder.collate([query_example("x", image, spec.query_text(q.prompt))])["input_ids"].shape[1] > 16
+    for option, score in zip(q.options, row):
+        texts = embedder.texts([option, f"a {option}"])
+        mean = texts.mean(axis=0)
+        assert score == pytest.approx(float(query @ (mean / (mean ** 2).sum() ** 0.5)), abs=1e-5)
+    caption = EmbeddingBackend("tiny", "vlm2vec-caption", model, processor, EmbeddingSpec(family="c", query_style="image"))
+    assert SimilarityScorer(caption).score([q])[0] != pytest.approx(row, abs=1e-4)
