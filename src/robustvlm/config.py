@@ -252,7 +252,8 @@ class TaskSignalConfig(_Section):
     over it.
 
     One base VLM is built (and pretrained generatively for `base_steps` on the training images'
-    captions and questions alike), its vision tower frozen for every family. Each family trains
+    captions and questions alike; 0: a hub model as it is), its vision tower frozen for every
+    family. Each family trains
     embedding models (`model`, `train`, `embed` as in `embed train`) on the same training images
     with a share `families[name]` of VQA pairs (0 = captions only, 1 = questions only), for every
     seed x budget (optimizer steps). Images: `per_class` scans per digit and style; a seeded
@@ -267,7 +268,7 @@ class TaskSignalConfig(_Section):
     train_styles: list[str] = Field(default_factory=lambda: ["clean", "rotated", "noisy"])
     shifts: list[str] = Field(default_factory=lambda: ["rotated", "noisy", "coloured"])
     k_options: int = Field(10, ge=2, le=10)
-    base_steps: int = Field(300, ge=1)
+    base_steps: int = Field(300, ge=0)
     families: dict[str, float] = Field(default_factory=lambda: {"caption": 0.0, "mix": 0.5, "vqa": 1.0})
     seeds: list[int] = Field(default_factory=lambda: [0, 1])
     budgets: list[int] = Field(default_factory=lambda: [100, 200, 400])

@@ -65,16 +65,22 @@ def _assert_same(got: dict, expected: dict, rel: float = 1e-5) -> None:
         torch.testing.assert_close(got[name], expected[name], atol=rel * scale, rtol=0, msg=name)
 
 
+def _check_against(model, queries, targets, q: torch.Tensor, t: torch.Tensor) -> dict:
+    """Back-propagate the reference loss of embeddings q, t (with their graphs); the cache must
+    give the same loss and gradients. Returns the reference gradients."""
+    reference = info_nce(q, t, temperature=TAU)
+    reference.backward()
+    expected = _grads(model)
+    loss, got = _cached(model, queries, targets)
+    assert loss == pytest.approx(float(reference), rel=1e-5)
+    _assert_same(got, expected)
+    return expected
+
+
 def test_cached_loss_and_gradients_equal_the_plain_full_batch(setup):
     model, queries, targets = setup
     model.eval()  # no dropout: the plain batch and the chunks see the same network
-    q, t = model(queries, targets)
-    plain = info_nce(q, t, temperature=TAU)
-    plain.backward()
-    expected = _grads(model)
-    loss, got = _cached(model, queries, targets)
-    assert loss == pytest.approx(float(plain), rel=1e-5)
-    _assert_same(got, expected)
+    _check_against(model, queries, targets, *model(queries, targets))
 
 
 def test_dropout_is_replayed(setup):
@@ -85,12 +91,7 @@ def test_dropout_is_replayed(setup):
     torch.manual_seed(1)
     q = torch.cat([model(c) for c in split_batch(queries, CHUNK)])
     t = torch.cat([model(c) for c in split_batch(targets, CHUNK)])
-    reference = info_nce(q, t, temperature=TAU)
-    reference.backward()
-    expected = _grads(model)
-    loss, got = _cached(model, queries, targets)
-    assert loss == pytest.approx(float(reference), rel=1e-5)
-    _assert_same(got, expected)
+    expected = _check_against(model, queries, targets, q, t)
     _, other_masks = _cached(model, queries, targets, seed=2)
     assert any(not torch.allclose(other_masks[k], expected[k], atol=1e-4) for k in expected)
 

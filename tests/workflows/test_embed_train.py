@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
+from kill_run import kill_after_first_checkpoint
 from safetensors.torch import load_file
 
 from robustvlm.config import EmbedRunConfig, validate_config
@@ -76,16 +75,7 @@ def test_resume_after_kill_matches_uninterrupted_run(uninterrupted, tmp_path):
     config = tmp_path / "embed.yaml"
     config.write_text(yaml.safe_dump(RAW))
     run = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "robustvlm.cli", "embed", "train", str(config), "--out", str(run)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
-    deadline = time.time() + 240
-    while time.time() < deadline and not list((run / "checkpoints").glob("step-*")):
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (run / "final").exists(), "the run finished before it could be killed"
-    assert max(int(p.name.split("-")[1]) for p in (run / "checkpoints").glob("step-*")) < 16
+    assert kill_after_first_checkpoint(["embed", "train", str(config), "--out", str(run)], run) < 16
 
     embed_train(_cfg(RAW), run, resume=True, progress=False)
     a, b = _weights(full), _weights(run)

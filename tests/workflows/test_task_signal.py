@@ -75,3 +75,16 @@ def test_resume_reuses_everything_and_refuses_without_flag(quick, capsys):
     assert again.to_dict()["shifts"] == summary.to_dict()["shifts"]
     assert main(["robustness", "task-signal", "--quick", "per_class=1", "--out", str(out / "bad")]) == 2
     assert "per_class" in capsys.readouterr().err
+
+
+def test_base_steps_zero_builds_the_tiny_base_once_or_takes_a_hub_model(quick, tmp_path):
+    from robustvlm.workflows.task_signal import base_vlm
+    from robustvlm.workflows.task_signal_data import prepare_data
+
+    out, cfg, _ = quick
+    data = prepare_data(out, cfg)
+    untrained = cfg.model_copy(update={"base_steps": 0})
+    folder = base_vlm(tmp_path, untrained, data)
+    assert (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file()
+    hub = untrained.model_copy(update={"model": untrained.model.model_copy(update={"name": "org/some-vlm"})})
+    assert base_vlm(tmp_path, hub, data) == "org/some-vlm"

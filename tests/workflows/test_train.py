@@ -2,15 +2,14 @@
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
+from kill_run import kill_after_first_checkpoint
 from safetensors.torch import load_file
 
 from robustvlm.config import validate_config
@@ -67,17 +66,7 @@ def test_resume_after_kill_matches_uninterrupted_run(uninterrupted, tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump(RAW))
     run = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "robustvlm.cli", "train", str(config), "--out", str(run)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
-    deadline = time.time() + 240
-    while time.time() < deadline and not list((run / "checkpoints").glob("step-*")):
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (run / "final").exists(), "the run finished before it could be killed"
-    killed_at = max(int(p.name.split("-")[1]) for p in (run / "checkpoints").glob("step-*"))
-    assert killed_at < 40
+    assert kill_after_first_checkpoint(["train", str(config), "--out", str(run)], run) < 40
 
     train(validate_config(RAW), run, resume=True, progress=False)
     a, b = final_weights(full_run), final_weights(run)

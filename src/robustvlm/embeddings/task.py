@@ -35,7 +35,7 @@ from robustvlm.models.trainable import (
     enable_gradient_checkpointing,
 )
 from robustvlm.training.finetune import base_model, load_training_set, make_sampler, save_final
-from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask
+from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask, indexed
 
 EMBEDDER = "embedder"
 
@@ -84,16 +84,10 @@ class EmbeddingTask(TrainingTask):
         collator = PairCollator(self.processor, cfg.embed.query_template, cfg.embed.caption_envs,
                                 target_groups(train_set))
         n_caption = sum(collator.query_of(ex).instruction == "" for ex in train_set)
-        return TaskSetup(
-            models={EMBEDDER: EmbeddingModel(self.model)},
-            sampler=sampler,
-            collate=lambda indices: collator([train_set[i] for i in indices]),
-            summary=(
-                f"embedding training of {cfg.model.name} ({self.family}): {n_trainable:,} of "
-                f"{n_total:,} parameters trainable, {len(train_set)} pairs ({n_caption} caption, "
-                f"{len(train_set) - n_caption} VQA)"
-            ),
-        )
+        summary = (f"embedding training of {cfg.model.name} ({self.family}): {n_trainable:,} of {n_total:,} "
+                   f"parameters trainable, {len(train_set)} pairs ({n_caption} caption, "
+                   f"{len(train_set) - n_caption} VQA)")
+        return TaskSetup({EMBEDDER: EmbeddingModel(self.model)}, sampler, indexed(collator, train_set), summary)
 
     def _loss(self, groups: torch.Tensor):
         """(query embeddings, target embeddings) of this process -> the global InfoNCE loss."""

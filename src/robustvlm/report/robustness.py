@@ -74,11 +74,16 @@ def scatter(
     for i, family in enumerate(families):
         members = [m for m in models if m.point.family == family]
         _plot_family(ax, members, kind, color=f"C{i + 1}", label=family)
-    percent_axis(ax, "x", lambda a: transform(a, kind), xlim, label=xlabel)
-    percent_axis(ax, "y", lambda a: transform(a, kind), ylim, label=ylabel)
+    return _finish(fig, ax, kind, (xlim, ylim), (xlabel, ylabel), title, path)
+
+
+def _finish(fig, ax, kind: str, limits, labels, title: str, path: str | Path, legend_size: float = 8) -> Path:
+    """Percentage ticks on both transformed axes, grid, title and legend; save the PNG."""
+    for which, lim, label in zip("xy", limits, labels):
+        percent_axis(ax, which, lambda a: transform(a, kind), lim, label=label)
     ax.grid(alpha=0.25)
     ax.set_title(title, fontsize=11)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=legend_size, loc="upper left")
     return save_figure(fig, path)
 
 
@@ -113,12 +118,7 @@ def family_lines_scatter(
             ax.plot(span, fit.slope * span + fit.intercept, color=colour, linewidth=0.9, linestyle=":")
             ax.plot(span[inside], fit.slope * span[inside] + fit.intercept, color=colour, linewidth=1.8,
                     label=f"{family}: slope {fit.slope:.2f}, intercept {fit.intercept:.2f}")
-    percent_axis(ax, "x", lambda a: transform(a, kind), xlim, label=xlabel)
-    percent_axis(ax, "y", lambda a: transform(a, kind), ylim, label=ylabel)
-    ax.grid(alpha=0.25)
-    ax.set_title(title, fontsize=11)
-    ax.legend(fontsize=7.5, loc="upper left")
-    return save_figure(fig, path)
+    return _finish(fig, ax, kind, (xlim, ylim), (xlabel, ylabel), title, path, legend_size=7.5)
 
 
 def _plot_family(

@@ -38,7 +38,7 @@ from robustvlm.training.sampler import (
     ResumableBatchSampler,
     ShuffleBatchSampler,
 )
-from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask
+from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask, indexed
 
 ANSWER_MODEL = "answer"
 
@@ -162,7 +162,7 @@ class FineTuneTask(TrainingTask):
         return TaskSetup(
             models={ANSWER_MODEL: AnswerModel(self.model)},
             sampler=sampler,
-            collate=lambda indices: collator([train_set[i] for i in indices]),
+            collate=indexed(collator, train_set),
             summary=(
                 f"training {cfg.model.name} with {cfg.method}: {n_trainable:,} of {n_total:,} "
                 f"parameters trainable, {len(train_set)} examples in {len(self.env_names)} environments"

@@ -7,17 +7,14 @@ from pathlib import Path
 
 from robustvlm.config import EmbedRunConfig
 from robustvlm.embeddings.task import EmbeddingTask
-from robustvlm.training.loop import run_training
+from robustvlm.training.loop import LoopResult, run_training
 
 
 @dataclass
-class EmbedTrainResult:
-    """Where a finished run left its outputs, and the backend family of the trained model."""
+class EmbedTrainResult(LoopResult):
+    """The loop's result and the backend family of the trained model."""
 
-    out_dir: Path
-    final_dir: Path
-    steps: int
-    family: str
+    family: str = ""
 
 
 def embed_train(
@@ -26,4 +23,4 @@ def embed_train(
     """Train `cfg.model` on the pairs of `cfg.data` into `out_dir` (see `embeddings.task`)."""
     task = EmbeddingTask(cfg)
     done = run_training(task, cfg.train, out_dir, settings=cfg, resume=resume, progress=progress)
-    return EmbedTrainResult(done.out_dir, done.final_dir, done.steps, task.family)
+    return EmbedTrainResult(**vars(done), family=task.family)

@@ -6,7 +6,8 @@ a higher accuracy-on-the-line than caption-style training over one frozen vision
    in the reference style and in each shifted style.
 2. One base VLM (tiny Idefics3 by default): built once, pretrained generatively for
    `base_steps` on every training image's caption and questions alike (neutral to the
-   families), saved; its vision tower is then frozen in every model below.
+   families), saved (`base_steps: 0`: a hub model as it is); its vision tower is then frozen in
+   every model below.
 3. Families: for each family (VQA share s), seed and budget (optimizer steps), an embedding
    model trained from the base (`embed train`), then scored by similarity on every question
    file (`mc eval`'s machinery). Runs go through `workers` processes, one torch thread each.
@@ -54,11 +55,11 @@ from robustvlm.config import (
 from robustvlm.data.images import load_image
 from robustvlm.data.synth.digit_attributes import CAPTION_CLASS_TEMPLATE
 from robustvlm.models.embedding import SPEC_FILE
-from robustvlm.models.loading import load_vlm
+from robustvlm.models.loading import TINY_PREFIX, load_vlm
 from robustvlm.models.vision import VisionTowerEmbedder
 from robustvlm.multiple_choice.build import read_questions
 from robustvlm.report.task_signal import ShiftResult, TaskSignalSummary, write_report
-from robustvlm.runs import claim_run_folder, write_jsonl
+from robustvlm.runs import claim_run_folder, read_jsonl, write_jsonl
 from robustvlm.workflows.embed_train import embed_train
 from robustvlm.workflows.mc_eval import RESULT_COLUMNS, evaluate_models
 from robustvlm.workflows.robustness import pair_benches, read_results
@@ -88,10 +89,21 @@ def plan(cfg: TaskSignalConfig) -> list[Member]:
     return sorted(members, key=lambda m: -m.steps)
 
 
-def base_vlm(out: Path, cfg: TaskSignalConfig, data: SignalData) -> Path:
-    """The shared base VLM's folder: `cfg.model` pretrained generatively (ERM, every part
-    trained) for `base_steps` on data/base.jsonl."""
+def base_vlm(out: Path, cfg: TaskSignalConfig, data: SignalData) -> Path | str:
+    """The shared base VLM: `cfg.model` pretrained generatively (ERM, every part trained) for
+    `base_steps` on data/base.jsonl, saved under base/. With `base_steps: 0`, a hub model is used
+    as it is and a tiny model is only built (once, so every family shares it)."""
     run = out / "base"
+    if cfg.base_steps == 0:
+        if not cfg.model.name.startswith(TINY_PREFIX):
+            return cfg.model.name
+        final = run / "final"
+        if not (final / "config.json").is_file():
+            texts = [t for row in read_jsonl(data.base_jsonl) for t in (row["instruction"], row["target"])]
+            model, processor = load_vlm(cfg.model.name, tiny_options=cfg.model.tiny, corpus=texts)
+            model.save_pretrained(final)
+            processor.save_pretrained(final)
+        return final
     raw = {
         "model": {"name": cfg.model.name, "trainable": "full", "tiny": cfg.model.tiny,
                   "trust_remote_code": cfg.model.trust_remote_code},
@@ -110,7 +122,7 @@ def base_vlm(out: Path, cfg: TaskSignalConfig, data: SignalData) -> Path:
         return train(cfg_base, run, resume=True, progress=False).final_dir
 
 
-def member_config(cfg: TaskSignalConfig, member: Member, base: Path, data: SignalData) -> EmbedRunConfig:
+def member_config(cfg: TaskSignalConfig, member: Member, base: Path | str, data: SignalData) -> EmbedRunConfig:
     """The `embed train` config of one member: the base with its tower frozen, the family's
     pairs, the experiment's training settings with this seed and budget."""
     caption_only = member.vqa_share == 0
@@ -153,14 +165,14 @@ def run_members(jobs: list[Job], workers: int) -> list[Path]:
         return [Path(p) for p in pool.map(train_and_score, jobs)]
 
 
-def image_features(base: Path, paths: list[str]) -> np.ndarray:
+def image_features(base: Path | str, paths: list[str]) -> np.ndarray:
     """The base's frozen image features [n, tokens x d] (image tokens laid end to end)."""
     model, processor = load_vlm(str(base))
     embed = VisionTowerEmbedder(model, processor, normalize=False, pooling="flatten")
     return embed([load_image(p) for p in paths])
 
 
-def probe_rows(out: Path, cfg: TaskSignalConfig, data: SignalData, base: Path) -> list[dict]:
+def probe_rows(out: Path, cfg: TaskSignalConfig, data: SignalData, base: Path | str) -> list[dict]:
     """Fit each probe, score it on every question file (per-question rows under probes/),
     and return its results rows."""
     benches = {style: read_questions(path) for style, path in data.benches.items()}
