@@ -71,3 +71,44 @@ def test_extrapolation_is_flagged_and_small_families_refused(points):
     assert lift_between(points, "vqa", "caption", at_ref=0.95, n_boot=100).extrapolated
     with pytest.raises(DataError, match="at least 2"):
         lift_between(points[:6], "vqa", "caption")
+
+
+def _family_with_outcomes(name: str, refs, slope: float, intercept: float, n: int, seed: int):
+    """Models whose accuracies are the means of per-question outcomes on n shared questions."""
+    rng = np.random.default_rng(seed)
+    points, outcomes = [], {}
+    for i, r in enumerate(refs):
+        s = stats.norm.cdf(slope * stats.norm.ppf(r) + intercept)
+        ref_out, shift_out = rng.random(n) < r, rng.random(n) < s
+        outcomes[f"{name}{i}"] = (ref_out, shift_out)
+        points.append(ModelPoint(f"{name}{i}", name, float(ref_out.mean()), float(shift_out.mean()), n, n))
+    return points, outcomes
+
+
+def test_question_resampling_equals_a_direct_two_level_bootstrap():
+    a, oa = _family_with_outcomes("vqa", [0.4, 0.55, 0.7, 0.8], 0.9, 0.2, 60, 5)
+    b, ob = _family_with_outcomes("caption", [0.35, 0.5, 0.65, 0.85], 0.9, -0.2, 60, 6)
+    outcomes = {**oa, **ob}
+    got = lift_between(a + b, "vqa", "caption", n_boot=300, seed=3, outcomes=outcomes)
+    rng = np.random.default_rng(3)
+    ia, ib = rng.integers(0, 4, (300, 4)), rng.integers(0, 4, (300, 4))
+    qr, qs = rng.integers(0, 60, (300, 60)), rng.integers(0, 60, (300, 60))
+    z = stats.norm.ppf(got.at_ref)
+    clip = lambda acc: np.clip(acc, 1e-4, 1 - 1e-4)  # noqa: E731 - the transform's clipping
+    lifts = []
+    for row in range(300):
+        lines = []
+        for fam, idx in ((a, ia[row]), (b, ib[row])):
+            x = [clip(outcomes[fam[i].model][0][qr[row]].mean()) for i in idx]
+            y = [clip(outcomes[fam[i].model][1][qs[row]].mean()) for i in idx]
+            lines.append(None if len(set(x)) < 2 else np.polyfit(stats.norm.ppf(x), stats.norm.ppf(y), 1))
+        if all(line is not None for line in lines):
+            (sa, ca), (sb, cb) = lines
+            lifts.append(stats.norm.cdf(sa * z + ca) - stats.norm.cdf(sb * z + cb))
+    assert got.n_boot == len(lifts)
+    assert got.ci == pytest.approx(tuple(np.quantile(lifts, [0.025, 0.975])), abs=1e-9)
+    models_only = lift_between(a + b, "vqa", "caption", n_boot=300, seed=3)
+    assert got.lift == models_only.lift and got.ci != models_only.ci
+    bad = {**outcomes, "vqa0": (outcomes["vqa0"][0][::-1] * 0, outcomes["vqa0"][1])}
+    with pytest.raises(DataError, match="do not give the models' acc_ref"):
+        lift_between(a + b, "vqa", "caption", n_boot=50, outcomes=bad)

@@ -12,17 +12,21 @@ x is the reference accuracy at the mean transformed reference accuracy of the tw
 models pooled; when x lies outside either family's range of reference accuracies, the lift is
 an extrapolation of that line and flagged so.
 
-Uncertainty: a percentile bootstrap over models. Each resample draws, with replacement and
-independently, n_A models of A and n_B of B (first the [n_boot, n_A] indices of A, then the
-[n_boot, n_B] of B, from `numpy.random.default_rng(seed)`), refits both lines and re-evaluates
-the lift at the same x; resamples in which a family's drawn models share one reference accuracy
-define no line and are left out. The model-to-model scatter of a family includes the finite-
-question noise of each accuracy, so this interval covers both.
+Uncertainty: a percentile bootstrap. Each resample draws, with replacement and independently,
+n_A models of A and n_B of B, refits both lines and re-evaluates the lift at the same x. Given
+every model's per-question outcomes (`outcomes`: the same questions, in the same order, for
+every model), each resample also redraws the reference and the shifted questions, shared by all
+models, and recomputes every accuracy from them: the interval then also covers which questions
+the benchmark happened to hold, which is common to all models and so not part of their scatter.
+Draw order, from `numpy.random.default_rng(seed)`: the [n_boot, n_A] model indices of A, the
+[n_boot, n_B] of B, then (with outcomes) the [n_boot, n_ref] reference and [n_boot, n_shift]
+shifted question indices. Resamples in which a family's drawn models share one reference
+accuracy define no line and are left out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -94,8 +98,32 @@ class Lift:
         return "indistinguishable"
 
 
-def _transformed(points: Sequence[ModelPoint], kind: str) -> tuple[np.ndarray, np.ndarray]:
-    return transform([p.acc_ref for p in points], kind), transform([p.acc_shift for p in points], kind)
+#: model name -> (its 0/1 outcomes on the reference questions [n_ref], on the shifted ones [n_shift])
+Outcomes = Mapping[str, tuple[np.ndarray, np.ndarray]]
+
+
+def _outcome_matrices(members: Sequence[ModelPoint], outcomes: Outcomes) -> tuple[np.ndarray, np.ndarray]:
+    """[m, n_ref] and [m, n_shift] boolean outcomes of the members; their means must be the
+    members' accuracies."""
+    missing = [p.model for p in members if p.model not in outcomes]
+    if missing:
+        raise DataError(f"no per-question outcomes for {missing}")
+    matrices = [np.stack([np.asarray(outcomes[p.model][k], dtype=bool) for p in members]) for k in (0, 1)]
+    for matrix, key in zip(matrices, ("acc_ref", "acc_shift")):
+        if not np.allclose(matrix.mean(axis=1), [getattr(p, key) for p in members], atol=1e-9):
+            raise DataError(f"per-question outcomes do not give the models' {key}")
+    return matrices[0], matrices[1]
+
+
+def _resampled(members: Sequence[ModelPoint], models: np.ndarray, questions, outcomes: Outcomes | None,
+               kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """Transformed (reference, shifted) accuracies [n_boot, m] of the drawn models (`models`
+    [n_boot, m] indices), on the drawn questions when outcomes are given."""
+    if outcomes is None:
+        tx, ty = (transform([getattr(p, k) for p in members], kind) for k in ("acc_ref", "acc_shift"))
+        return tx[models], ty[models]
+    accuracies = [matrix[:, q].mean(axis=-1).T for matrix, q in zip(_outcome_matrices(members, outcomes), questions)]
+    return tuple(np.take_along_axis(transform(acc, kind), models, axis=1) for acc in accuracies)
 
 
 def matched_reference(a: Sequence[ModelPoint], b: Sequence[ModelPoint], *, kind: Transform = "probit") -> float:
@@ -114,6 +142,7 @@ def lift_between(
     n_boot: int = 2000,
     alpha: float = 0.05,
     seed: int = 0,
+    outcomes: Outcomes | None = None,
 ) -> Lift:
     """The lift of `family`'s line over `baseline`'s (see the module doc).
 
@@ -121,6 +150,8 @@ def lift_between(
         points: models of both families (others are ignored); each family needs >= 2 models
             with distinct reference accuracies.
         at_ref: the matched reference accuracy; None: `matched_reference`.
+        outcomes: per-question outcomes of every model of both families; None: models only are
+            resampled.
     """
     if not 0.0 < alpha < 1.0:
         raise DataError(f"alpha must lie in (0, 1), got {alpha}")
@@ -133,12 +164,16 @@ def lift_between(
                  - inverse_transform(fits[1].slope * zx + fits[1].intercept, kind))
     rng = np.random.default_rng(seed)
     draws = [rng.integers(0, len(m), size=(n_boot, len(m))) for m in (a, b)]
+    questions = None
+    if outcomes is not None:
+        sizes = [len(outcomes[a[0].model][k]) for k in (0, 1)]
+        questions = [rng.integers(0, n, size=(n_boot, n)) for n in sizes]
     predicted, ok = [], np.ones(n_boot, dtype=bool)
     for members, idx in zip((a, b), draws):
-        tx, ty = _transformed(members, kind)
-        valid = np.ptp(tx[idx], axis=1) > 0
+        tx, ty = _resampled(members, idx, questions, outcomes, kind)
+        valid = np.ptp(tx, axis=1) > 0
         slope, intercept = np.zeros(n_boot), np.zeros(n_boot)
-        slope[valid], intercept[valid] = least_squares_rows(tx[idx[valid]], ty[idx[valid]])
+        slope[valid], intercept[valid] = least_squares_rows(tx[valid], ty[valid])
         predicted.append(inverse_transform(slope * zx + intercept, kind))
         ok &= valid
     if not ok.any():

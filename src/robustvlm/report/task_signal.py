@@ -80,10 +80,10 @@ def lift_sentence(lift: Lift, reference: str, shift: str) -> str:
              + (" (an extrapolation of at least one line)" if lift.extrapolated else ""))
     ci = f"[{_points(lift.ci[0])}, {_points(lift.ci[1])}] points"
     if lift.verdict == "indistinguishable":
-        return (f"On `{shift}`, {where}, the **{lift.family}** line and the **{lift.baseline}** line are not "
+        return (f"On `{shift}`, {where}, the {lift.family} line and the {lift.baseline} line are not "
                 f"distinguishable: {lift.family} minus {lift.baseline} is {_points(lift.lift)} points, and its "
                 f"{lift.level:.0%} interval {ci} includes 0 ({100 * lift.share_above:.0f}% of resamples above).")
-    return (f"On `{shift}`, {where}, the **{lift.family}** line sits **{lift.verdict}** the **{lift.baseline}** "
+    return (f"On `{shift}`, {where}, the {lift.family} line sits {lift.verdict.upper()} the {lift.baseline} "
             f"line by {100 * abs(lift.lift):.1f} points ({lift.family} minus {lift.baseline}: {_points(lift.lift)}; "
             f"{lift.level:.0%} interval {ci}; {100 * lift.share_above:.0f}% of resamples above).")
 
@@ -128,7 +128,8 @@ def _setup(summary: TaskSignalSummary) -> Paragraph:
         "embedding models by similarity (VQA-trained: image + question against the class name; caption-trained: "
         "the image alone against \"a handwritten <class>\"), probes by their class logits. Lines are least-squares "
         "fits in probit space, one per family; lifts are vertical distances between two lines at the reference "
-        "accuracy where both families' models sit on average, with 95% bootstrap intervals over models.")
+        "accuracy where both families' models sit on average, with 95% bootstrap intervals that resample the "
+        "models of each family and the questions of each set (shared by all models).")
 
 
 def _line_table(summary: TaskSignalSummary) -> Table:

@@ -61,7 +61,7 @@ from robustvlm.multiple_choice.build import read_questions
 from robustvlm.report.task_signal import ShiftResult, TaskSignalSummary, write_report
 from robustvlm.runs import claim_run_folder, read_jsonl, write_jsonl
 from robustvlm.workflows.embed_train import embed_train
-from robustvlm.workflows.mc_eval import RESULT_COLUMNS, evaluate_models
+from robustvlm.workflows.mc_eval import RESULT_COLUMNS, evaluate_models, model_slug
 from robustvlm.workflows.robustness import pair_benches, read_results
 from robustvlm.workflows.task_signal_data import CAPTION_ENV, SignalData, prepare_data
 from robustvlm.workflows.train import train
@@ -211,21 +211,38 @@ def _write_results(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def analyse(results_csv: Path, cfg: TaskSignalConfig) -> dict[str, ShiftResult]:
+def question_outcomes(out: Path, models: list[str], benches: list[str]) -> dict[str, dict[str, np.ndarray]]:
+    """{model: {bench: its 0/1 outcomes, ordered by question id and rotation}} from the
+    per-question rows of embedding members (models/<name>/scores/) and probes (probes/<name>/)."""
+    outcomes = {}
+    for name in models:
+        folder = out / "probes" / name
+        if not folder.is_dir():
+            folder = out / "models" / name / "scores" / model_slug(str(out / "models" / name / "final"))
+        rows = {b: sorted(read_jsonl(folder / f"{b}.jsonl"), key=lambda r: (str(r["id"]), r["rotation"]))
+                for b in benches}
+        outcomes[name] = {b: np.array([bool(r["correct"]) for r in rs]) for b, rs in rows.items()}
+    return outcomes
+
+
+def analyse(out: Path, results_csv: Path, cfg: TaskSignalConfig) -> dict[str, ShiftResult]:
     """Per shift: the family lines, the lifts (each family over the caption family and over the
-    probes, where both have a line) and every model against the probe line (against the line of
-    all models when the probes have none)."""
+    probes, where both have a line; models and questions resampled) and every model against the
+    probe line (against the line of all models when the probes have none)."""
     rows = read_results(results_csv)
-    out = {}
+    by_model = question_outcomes(out, sorted({r["model"] for r in rows}), [cfg.reference, *cfg.shifts])
+    result = {}
     for shift in cfg.shifts:
         points = pair_benches(rows, cfg.reference, shift, str(results_csv))
+        outcomes = {m: (o[cfg.reference], o[shift]) for m, o in by_model.items()}
         lines = family_lines(points)
         pairs = [(f, "caption") for f in cfg.families if f != "caption"] + [(f, PROBE_FAMILY) for f in cfg.families]
-        lifts = [lift_between(points, f, base, n_boot=cfg.n_boot) for f, base in pairs if f in lines and base in lines]
+        lifts = [lift_between(points, f, base, n_boot=cfg.n_boot, outcomes=outcomes)
+                 for f, base in pairs if f in lines and base in lines]
         baseline = PROBE_FAMILY if PROBE_FAMILY in lines else None
         models = fit_robustness(points, ref=cfg.reference, shift=shift, baseline=baseline, n_boot=cfg.n_boot)
-        out[shift] = ShiftResult(shift, lines, lifts, models)
-    return out
+        result[shift] = ShiftResult(shift, lines, lifts, models)
+    return result
 
 
 def load_task_signal_config(
@@ -265,7 +282,7 @@ def run_task_signal(
     results_csv = _write_results(out / "results.csv", rows)
     summary = TaskSignalSummary(
         label=label, config=cfg, described=data.described, n_train_images=len(data.train),
-        n_questions=data.n_questions, results_csv=str(results_csv), shifts=analyse(results_csv, cfg),
+        n_questions=data.n_questions, results_csv=str(results_csv), shifts=analyse(out, results_csv, cfg),
         seconds=round(time.perf_counter() - t0, 1),
     )
     write_report(summary, out)
