@@ -1,5 +1,7 @@
 """Config loading: YAML + overrides, and errors that name the key."""
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -69,3 +71,26 @@ def test_reward_config_reuses_the_sections_and_names_bad_keys(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_config(path, schema=RewardConfig)
     assert "data.sources.a.fmt: unknown key" in str(err.value) and "eval.text_mode" in str(err.value)
+
+
+def test_embedding_configs_keep_the_vlm2vec_defaults_under_partial_sections(tmp_path):
+    from robustvlm.config import EmbedRunConfig
+
+    path = write(tmp_path, {"data": {"benchmark": "tasks"}, "model": {"name": "tiny:llava", "lora": {"r": 8}},
+                            "train": {"lr": 1e-3}})
+    cfg = load_config(path, ["embed.chunk_size=4"], EmbedRunConfig)
+    assert (cfg.model.trainable, cfg.model.lora.r, cfg.model.lora.alpha, cfg.model.lora.dropout) == ("lora", 8, 64, 0.1)
+    assert cfg.train.sampler == "shuffle" and cfg.embed.temperature == 0.02 and cfg.embed.chunk_size == 4
+    with pytest.raises(ConfigError, match=r"embed.chunk_size: .*greater than or equal to 1"):
+        load_config(path, ["embed.chunk_size=0"], EmbedRunConfig)
+    with pytest.raises(ConfigError, match="query_template must hold"):
+        load_config(path, ["embed.query_template=no slot"], EmbedRunConfig)
+
+
+@pytest.mark.parametrize("name", ["vlm2vec_vqa", "vlm2vec_caption"])
+def test_shipped_vlm2vec_recipes_validate(name):
+    from robustvlm.config import EmbedRunConfig
+
+    repo = Path(__file__).resolve().parents[1]
+    cfg = load_config(repo / "configs" / "paper" / f"{name}.yaml", schema=EmbedRunConfig)
+    assert cfg.embed.temperature == 0.02 and cfg.train.steps == 400 and cfg.model.lora.r == 4

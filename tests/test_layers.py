@@ -59,7 +59,7 @@ LAYERS = [
     {"models"},
     {"objectives"},
     {"training", "linear"},
-    {"evaluation", "multiple_choice", "reward"},
+    {"evaluation", "multiple_choice", "reward", "embeddings"},
     {"report"},
     {"workflows"},
     {"cli"},

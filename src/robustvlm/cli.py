@@ -51,6 +51,30 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _embed_train(args: argparse.Namespace) -> int:
+    from robustvlm.config import EmbedRunConfig, load_config
+    from robustvlm.workflows.embed_train import embed_train
+
+    cfg = load_config(args.config, args.overrides, EmbedRunConfig)
+    result = embed_train(cfg, args.out or Path("runs") / Path(args.config).stem, resume=args.resume)
+    print(f"final embedding model ({result.family}): {result.final_dir}")
+    return 0
+
+
+def _embed_eval(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.embed_eval import embed_eval
+
+    models = [{"name": m, "family": args.family} if args.family else m for m in args.model]
+    result = embed_eval(
+        models, args.out, benches=args.bench or (), retrieval=args.retrieval,
+        retrieval_split=args.retrieval_split, resume=args.resume, batch_size=args.batch_size,
+    )
+    for path in (result.results_csv, result.retrieval_csv):
+        if path is not None:
+            print(f"{path}:\n{Path(path).read_text()}")
+    return 0
+
+
 def _eval(args: argparse.Namespace) -> int:
     from robustvlm.report.tables import env_table
     from robustvlm.workflows.evaluate import run_eval
@@ -179,6 +203,18 @@ def _robustness_simulate(args: argparse.Namespace) -> int:
         f"fitted slope {result['fit_test']['slope']:.3f}, predicted {result['predicted']['slope']:.3f}; "
         f"wrote {args.out}"
     )
+    return 0
+
+
+def _robustness_task_signal(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.task_signal import load_task_signal_config, run_task_signal
+
+    config, overrides = args.config, list(args.overrides)
+    if config is not None and "=" in config and not Path(config).is_file():  # an override, no config file
+        config, overrides = None, [config, *overrides]
+    cfg = load_task_signal_config(config, quick=args.quick, overrides=overrides)
+    out = args.out or ("task_signal_quick" if args.quick else "task_signal")
+    run_task_signal(cfg, out, resume=args.resume, label="quick" if args.quick else "")
     return 0
 
 
@@ -473,6 +509,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_train_parser(sub, "fine-tune a VLM from a YAML config", "train.lr=1e-4", _train)
 
+    emb = sub.add_parser("embed", help="VLMs as embedding models (VLM2Vec): contrastive training, evaluation")
+    emb_sub = emb.add_subparsers(dest="embed_command", required=True)
+    et = emb_sub.add_parser("train", help="contrastive (InfoNCE) training of a VLM into an embedding model")
+    et.add_argument("config", help="YAML: model, data, embed, train sections")
+    et.add_argument("overrides", nargs="*", help="key=value overrides, e.g. embed.chunk_size=8")
+    et.add_argument("--out", help="run directory (default runs/<config name>)")
+    et.add_argument("--resume", action="store_true", help=RESUME_HELP + " (from the last checkpoint)")
+    et.set_defaults(func=_embed_train)
+    ee = emb_sub.add_parser(
+        "eval", help="embedding models as zero-shot classifiers (results.csv) and image-text retrievers (recall@1/5)"
+    )
+    ee.add_argument("--model", action="append", required=True,
+                    help="a folder from embed train (family read from its embedding.json) or a hub name; repeatable")
+    ee.add_argument("--family", choices=["vlm2vec-vqa", "vlm2vec-caption", "vlm2vec-mixed"],
+                    help="the family of every --model (needed for models without embedding.json)")
+    ee.add_argument("--bench", action="append", help="questions JSONL from mc build; repeatable")
+    ee.add_argument("--retrieval", help="dataset of image-text records (any loader) for recall@1/5")
+    ee.add_argument("--retrieval-split", default="test", help="which records of --retrieval to use")
+    ee.add_argument("--out", required=True)
+    ee.add_argument("--batch-size", type=int, default=16)
+    ee.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
+    ee.set_defaults(func=_embed_eval)
+
     ev = sub.add_parser("eval", help="generate and score a model on a dataset")
     ev.add_argument("--model", required=True, help="model directory (e.g. RUN/final) or hub name")
     ev.add_argument("--data", required=True)
@@ -604,6 +663,17 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--out", default="robustness_simulate")
     sim.add_argument("--seed", type=int, default=0)
     sim.set_defaults(func=_robustness_simulate)
+    ts = rb_sub.add_parser(
+        "task-signal",
+        help="caption- vs VQA-style embedding training on one frozen vision tower: one line per family, "
+        "the lift between them with bootstrap CIs (built-in config: digits, tiny models, < 15 min on 2 cores)",
+    )
+    ts.add_argument("config", nargs="?", help="YAML (default: the built-in configs/task_signal.yaml)")
+    ts.add_argument("overrides", nargs="*", help="key=value overrides, e.g. workers=1")
+    ts.add_argument("--quick", action="store_true", help="merge the config's `quick` part (a smoke test)")
+    ts.add_argument("--out", help="default task_signal (task_signal_quick with --quick)")
+    ts.add_argument("--resume", action="store_true", help=RESUME_HELP)
+    ts.set_defaults(func=_robustness_task_signal)
 
     icl = sub.add_parser("icl", help="zero-shot and in-context (k-shot) evaluation across domains")
     icl_sub = icl.add_subparsers(dest="icl_command", required=True)

@@ -262,6 +262,126 @@ class RewardConfig(_Run):
     eval: RewardEvalConfig = Field(default_factory=RewardEvalConfig)
 
 
+
+#: The instruction around a question in a VLM2Vec query (the paper's wording).
+QUERY_TEMPLATE = "Represent the given image with the following question: {question}"
+
+
+class EmbedLoraConfig(LoraConfig):
+    """LoRA as VLM2Vec ships it: rank 16, alpha 64, dropout 0.1."""
+
+    alpha: int = 64
+    dropout: float = 0.1
+
+
+class EmbedModelConfig(ModelConfig):
+    """The VLM turned into an embedding model: LoRA on its text decoder by default."""
+
+    trainable: Literal["paper", "full", "lora"] = "lora"
+    lora: EmbedLoraConfig = Field(default_factory=EmbedLoraConfig)
+
+
+class EmbedTrainConfig(TrainConfig):
+    """Optimisation of an embedding model: plain shuffled batches by default (in-batch negatives
+    need no environment balance)."""
+
+    sampler: Literal["balanced", "shuffle"] = "shuffle"
+
+
+class EmbedSettings(_Section):
+    """Contrastive (InfoNCE) embedding training (`robustvlm embed train`).
+
+    `chunk_size` turns on gradient caching: the batch is embedded `chunk_size` rows at a time
+    (memory of one chunk, the same loss and gradients); None embeds the whole batch in one pass.
+    Records of environments matching a `caption_envs` pattern (fnmatch, e.g. "caption*" or "*")
+    are caption pairs, whose query is the image alone; all others are VQA pairs, whose query is
+    the image with `query_template` filled with the record's instruction. `class_templates` are
+    what zero-shot classification fills with class names (saved with the model).
+    `distinct_negatives`: a target with the same text as a row's own target is no negative of it.
+    """
+
+    temperature: float = Field(0.02, gt=0)
+    chunk_size: int | None = Field(default=None, ge=1)
+    query_template: str = QUERY_TEMPLATE
+    caption_envs: list[str] = Field(default_factory=list)
+    class_templates: list[str] = Field(default_factory=lambda: ["{class}"])
+    distinct_negatives: bool = True
+
+    @model_validator(mode="after")
+    def _templates(self) -> EmbedSettings:
+        if "{question}" not in self.query_template:
+            raise ValueError("embed.query_template must hold {question}")
+        if not self.class_templates or any("{class}" not in t for t in self.class_templates):
+            raise ValueError("embed.class_templates must be non-empty and each hold {class}")
+        return self
+
+
+class EmbedRunConfig(_Section):
+    """An embedding training run: model, data, embedding settings, training."""
+
+    model: EmbedModelConfig = Field(default_factory=EmbedModelConfig)
+    data: DataConfig
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    train: EmbedTrainConfig = Field(default_factory=EmbedTrainConfig)
+
+
+class ProbeSettings(_Section):
+    """The linear-probe family: logistic regression on the frozen tower's features of
+    `n_train` training images (each size x seed is one model), L2 strength 1 / `c`."""
+
+    n_train: list[int] = Field(default_factory=lambda: [40, 80, 160, 320])
+    seeds: list[int] = Field(default_factory=lambda: [0, 1])
+    c: float = Field(1.0, gt=0)
+
+
+class TaskSignalConfig(_Section):
+    """The task-signal experiment (`robustvlm robustness task-signal`) on the `domains` digits.
+    The packaged configs/task_signal.yaml holds the built-in values; a user's config is merged
+    over it.
+
+    One base VLM is built (and pretrained generatively for `base_steps` on the training images'
+    captions and questions alike; 0: a hub model as it is), its vision tower frozen for every
+    family. Each family trains
+    embedding models (`model`, `train`, `embed` as in `embed train`) on the same training images
+    with a share `families[name]` of VQA pairs (0 = captions only, 1 = questions only), for every
+    seed x budget (optimizer steps). Images: `per_class` scans per digit and style; a seeded
+    `test_fraction` of the scans is held out in every style. Training images: the other scans in
+    `train_styles`; reference: held-out scans in `reference`; shifts: held-out scans in each of
+    `shifts`. Questions have `k_options` options (random distractors).
+    """
+
+    per_class: int = Field(60, ge=2)
+    test_fraction: float = Field(0.25, gt=0, lt=1)
+    reference: str = "clean"
+    train_styles: list[str] = Field(default_factory=lambda: ["clean", "rotated", "noisy"])
+    shifts: list[str] = Field(default_factory=lambda: ["rotated", "noisy", "coloured"])
+    k_options: int = Field(10, ge=2, le=10)
+    base_steps: int = Field(300, ge=0)
+    families: dict[str, float] = Field(default_factory=lambda: {"caption": 0.0, "mix": 0.5, "vqa": 1.0})
+    seeds: list[int] = Field(default_factory=lambda: [0, 1])
+    budgets: list[int] = Field(default_factory=lambda: [100, 200, 400])
+    model: EmbedModelConfig = Field(default_factory=lambda: EmbedModelConfig(trainable="paper"))
+    train: EmbedTrainConfig = Field(default_factory=EmbedTrainConfig)
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    probe: ProbeSettings = Field(default_factory=ProbeSettings)
+    n_boot: int = Field(2000, ge=100)
+    workers: int = Field(2, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> TaskSignalConfig:
+        if not self.families or any(not 0 <= s <= 1 for s in self.families.values()):
+            raise ValueError("families: give {name: VQA share in [0, 1]}")
+        if "caption" not in self.families or "vqa" not in self.families:
+            raise ValueError("families must include 'caption' (share 0) and 'vqa' (share 1): the lift is vqa over caption")
+        if self.families["caption"] != 0 or self.families["vqa"] != 1:
+            raise ValueError("families.caption must be 0 and families.vqa 1")
+        if self.reference not in self.train_styles:
+            raise ValueError("reference must be one of train_styles")
+        if len(self.seeds) * len(self.budgets) < 2:
+            raise ValueError("a family line needs at least two models: give more seeds or budgets")
+        return self
+
+
 Schema = TypeVar("Schema", bound=BaseModel)
 
 

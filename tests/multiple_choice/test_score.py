@@ -8,9 +8,9 @@ import torch.nn.functional as F
 from PIL import Image
 
 from robustvlm.models import build_tiny_vlm, loglik
+from robustvlm.models.backends import DualEncoderBackend
 from robustvlm.models.tiny_clip import build_tiny_dual_encoder
 from robustvlm.multiple_choice.build import MCQuestion
-from robustvlm.multiple_choice.dual_encoder import DualEncoderScorer, ensemble_embedding
 from robustvlm.multiple_choice.score import (
     continuation,
     encode_prefix,
@@ -19,6 +19,7 @@ from robustvlm.multiple_choice.score import (
     option_token_ids,
     score_options,
 )
+from robustvlm.multiple_choice.similarity import SimilarityScorer, ensemble_embedding
 
 torch.set_num_threads(1)
 
@@ -136,7 +137,7 @@ def test_ensemble_embedding_equals_hand_loop(tiny_backends):
     clip = tiny_backends("clip")
     model, processor = clip.model, clip.processor
     templates = ("A photo of a {class}.", "a {class}", "{class}")
-    got = ensemble_embedding(model, processor, "dog", templates)
+    got = torch.from_numpy(ensemble_embedding(clip.embed_texts, "dog", templates))
     acc = torch.zeros_like(got)
     for t in templates:  # one text at a time: no padding involved
         enc = processor.tokenizer([t.replace("{class}", "dog")], return_tensors="pt")
@@ -149,14 +150,39 @@ def test_ensemble_embedding_equals_hand_loop(tiny_backends):
 @pytest.mark.parametrize("kind", ["clip", "siglip"])
 def test_dual_encoder_scores_are_cosines(kind):
     model, processor = build_tiny_dual_encoder(kind, seed=2)
-    scorer = DualEncoderScorer(model, processor, templates=("a {class}", "{class}"))
+    scorer = SimilarityScorer(DualEncoderBackend("tiny", kind, model, processor), templates=("a {class}", "{class}"))
     questions = [_question(), _question((0, 0, 250), qid="q2")]
     scores = scorer.score(questions)
     for q, row in zip(questions, scores):
         pixels = processor(images=[Image.open(io.BytesIO(q.image)).convert("RGB")], return_tensors="pt")["pixel_values"]
         with torch.no_grad():
             image = F.normalize(model.get_image_features(pixel_values=pixels).pooler_output[0], dim=-1)
-        expected = [float(scorer.class_embedding(o) @ image) for o in q.options]
+        expected = [float(torch.from_numpy(scorer.class_embedding(o)) @ image) for o in q.options]
         assert row == pytest.approx(expected, abs=1e-5)
         assert all(-1 - 1e-6 <= s <= 1 + 1e-6 for s in row)
     assert len(set(scores[0])) > 1
+
+
+def test_embedding_model_scores_image_and_question_against_class_names():
+    """An embedding backend scores by similarity: query = image + the benchmark's question
+    (inside the VQA instruction), options = the class-name template embeddings."""
+    from robustvlm.models.backends import EmbeddingBackend
+    from robustvlm.models.embedding import Embedder, EmbeddingSpec, query_example
+
+    model, processor = build_tiny_vlm("idefics3", hidden_size=32, vocab_size=300)
+    spec = EmbeddingSpec(family="vlm2vec-vqa", class_templates=("{class}", "a {class}"))
+    backend = EmbeddingBackend("tiny", "vlm2vec-vqa", model, processor, spec)
+    scorer = SimilarityScorer(backend)
+    assert scorer.templates == ("{class}", "a {class}")
+    q = _question()
+    row = scorer.score([q])[0]
+    embedder = Embedder(model, processor, spec, batch_size=1)
+    image = Image.open(io.BytesIO(q.image)).convert("RGB")
+    query = embedder.queries([image], [q.prompt])[0]
+    assert embedder.collate([query_example("x", image, spec.query_text(q.prompt))])["input_ids"].shape[1] > 16
+    for option, score in zip(q.options, row):
+        texts = embedder.texts([option, f"a {option}"])
+        mean = texts.mean(axis=0)
+        assert score == pytest.approx(float(query @ (mean / (mean ** 2).sum() ** 0.5)), abs=1e-5)
+    caption = EmbeddingBackend("tiny", "vlm2vec-caption", model, processor, EmbeddingSpec(family="c", query_style="image"))
+    assert SimilarityScorer(caption).score([q])[0] != pytest.approx(row, abs=1e-4)

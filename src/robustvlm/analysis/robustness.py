@@ -122,14 +122,14 @@ def fit_line(
         raise DataError(
             f"a line needs at least two models with different reference accuracies, got {x.size}"
         )
-    slope, intercept = _least_squares(tx[None, :], ty[None, :])
+    slope, intercept = least_squares_rows(tx[None, :], ty[None, :])
     residual = ty - (slope[0] * tx + intercept[0])
     total = np.sum((ty - ty.mean()) ** 2)
     r2 = 1.0 - float(np.sum(residual**2) / total) if total > 0 else 1.0
     return LineFit(float(slope[0]), float(intercept[0]), r2, int(x.size), transform)
 
 
-def _least_squares(tx: np.ndarray, ty: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def least_squares_rows(tx: np.ndarray, ty: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise least-squares slope and intercept; tx, ty: shape (B, k) -> two arrays (B,).
 
     Every row of tx must hold two distinct values.
@@ -202,7 +202,7 @@ def line_band(
     ok = np.ptp(tx[idx], axis=1) > 0
     if not ok.any():
         raise DataError(f"none of the {n_boot} resamples had two distinct reference accuracies")
-    slope, intercept = _least_squares(tx[idx[ok]], ty[idx[ok]])
+    slope, intercept = least_squares_rows(tx[idx[ok]], ty[idx[ok]])
     lines = slope[:, None] * tgrid[None, :] + intercept[:, None]
     lo, hi = np.quantile(lines, [alpha / 2, 1 - alpha / 2], axis=0)
     return LineBand(

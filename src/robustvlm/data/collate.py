@@ -27,7 +27,9 @@ class VLMCollator:
     Args:
         processor: the model's processor, with a chat template.
         env_ids: environment name -> id; an environment not listed gets id -1.
-        train: True: right padding and `labels`; False: left padding, prompt only (generation).
+        train: True: `labels` (answer tokens); False: prompt only, with the generation prompt.
+        padding_side: "right" or "left"; default right when training, left (for generation)
+            otherwise.
         max_length: longest sequence in tokens; longer answers are cut, a longer prompt is a
             DataError (cutting it would cut image tokens).
         image_loader: `load_image`-compatible callable (ref, source=, record=) -> PIL image.
@@ -44,6 +46,7 @@ class VLMCollator:
         env_ids: dict[str, int],
         *,
         train: bool = True,
+        padding_side: str | None = None,
         max_length: int | None = None,
         image_loader: Callable[..., Image.Image] = load_image,
     ):
@@ -53,6 +56,9 @@ class VLMCollator:
         self.tokenizer = processor.tokenizer
         self.env_ids = dict(env_ids)
         self.train = train
+        self.side = padding_side or ("right" if train else "left")
+        if self.side not in ("right", "left"):
+            raise ConfigError(f"padding_side must be 'right' or 'left', got {padding_side!r}")
         self.max_length = max_length
         self.image_loader = image_loader
         pad = self.tokenizer.pad_token_id
@@ -74,14 +80,13 @@ class VLMCollator:
         if self.train:
             replies = [self._reply_ids(ex, prompt) for ex, prompt in zip(examples, prompts)]
             labels = [self._append_reply(row, reply) for row, reply in zip(rows, replies)]
-        side = "right" if self.train else "left"
         batch: dict[str, Any] = {k: v for k, v in encoded.items() if k not in token_keys}
         for key in token_keys:
-            batch[key] = _pad([r[key] for r in rows], self.pad_id if key == "input_ids" else 0, side)
+            batch[key] = _pad([r[key] for r in rows], self.pad_id if key == "input_ids" else 0, self.side)
         lengths = [len(r["input_ids"]) for r in rows]
-        batch["attention_mask"] = _pad([torch.ones(n, dtype=torch.long) for n in lengths], 0, side)
+        batch["attention_mask"] = _pad([torch.ones(n, dtype=torch.long) for n in lengths], 0, self.side)
         if labels is not None:
-            batch["labels"] = _pad(labels, IGNORE_INDEX, side)
+            batch["labels"] = _pad(labels, IGNORE_INDEX, self.side)
         batch["env"] = torch.tensor([self.env_ids.get(ex.env, -1) for ex in examples], dtype=torch.long)
         batch["ids"] = [ex.id for ex in examples]
         return batch

@@ -12,13 +12,16 @@ it differently).
 | `vlm`    | image-text-to-text (Idefics3, LLaVA, Qwen2-VL, ...)  | generate, option_loglik, image_embed    |
 | `clip`   | CLIP dual encoders                                   | image_embed, text_embed                 |
 | `siglip` | SigLIP dual encoders                                 | image_embed, text_embed                 |
-| `reward` | reward models (a VLM + scalar head, `models.reward`) | reward                                  |
+| `reward` | reward models (a VLM + scalar head, `models.reward`) | reward |
+| `vlm2vec-vqa`, `vlm2vec-caption`, `vlm2vec-mixed` | a VLM as an embedding model (VLM2Vec), trained on VQA pairs, caption pairs or both | image_embed, text_embed |
 
 A folder holding a family's marker file (a reward model's `reward_head.safetensors`) is that
-family. The operations (`Backend.generate`, `option_logliks`, `embed_images`, `embed_texts`,
-`rewards`) call the model operations of `models.generate`, `models.loglik`, `models.vision`,
-`models.text_encoder` and `models.reward`; asking a backend for one its family does not declare is a ConfigError
-naming the model, its family and what it supports.
+family; a folder written by `robustvlm embed train` names its family in its `embedding.json`.
+The operations (`Backend.generate`, `option_logliks`, `embed_images`, `embed_queries`,
+`embed_texts`, `rewards`) call the model operations of `models.generate`, `models.loglik`,
+`models.vision`, `models.text_encoder`, `models.embedding` and `models.reward`; asking a backend
+for one its family does not declare is a ConfigError naming the model, its family and what it
+supports.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from PIL import Image
 from transformers import AutoConfig, AutoModel, AutoProcessor
 
 from robustvlm.errors import ConfigError
+from robustvlm.models.embedding import Embedder, EmbeddingSpec
 from robustvlm.models.generate import generate_batch
 from robustvlm.models.loading import TINY_PREFIX, load_vlm
 from robustvlm.models.loglik import OptionScores, option_logliks
@@ -61,7 +65,11 @@ class Backend(ABC):
         name: the hub name, folder or "tiny:..." name it was loaded by.
         family: its key in `BACKENDS`.
         model, processor: the loaded model and processor.
+        class_templates: the texts holding "{class}" that zero-shot classification by
+            similarity fills with class names; None: the scorer's default.
     """
+
+    class_templates: tuple[str, ...] | None = None
 
     def __init__(self, name: str, family: str, model: torch.nn.Module, processor: Any):
         self.name, self.family, self.processor = name, family, processor
@@ -113,6 +121,11 @@ class Backend(ABC):
         (`models.vision.VisionTowerEmbedder`: batch_size, normalize)."""
         self.require("image_embed")
         return VisionTowerEmbedder(self.model, self.processor, **options)(images)
+
+    def embed_queries(self, images: list[Image.Image], questions: Sequence[str], **options: Any) -> np.ndarray:
+        """Embeddings [n, d] of images asked `questions` about, for similarity scoring. A dual
+        encoder's image tower reads no text: its image embeddings (`embed_images`)."""
+        return self.embed_images(images, **options)
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-norm text embeddings, float32 [n, d], from a dual encoder's text tower
@@ -169,6 +182,45 @@ class RewardBackend(Backend):
         return backend
 
 
+class EmbeddingBackend(Backend):
+    """A VLM used as an embedding model (`models.embedding`): queries and texts are the
+    last-layer state of their last token. A folder from `robustvlm embed train` brings its
+    `embedding.json`; any other model (e.g. a VLM2Vec checkpoint from the hub) is embedded the
+    VLM2Vec way: VQA-style families with the question, `vlm2vec-caption` with the image alone."""
+
+    def __init__(self, name: str, family: str, model: torch.nn.Module, processor: Any, spec: EmbeddingSpec):
+        super().__init__(name, family, model, processor)
+        self.spec = spec
+        self.class_templates = spec.class_templates
+
+    @classmethod
+    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
+        spec = EmbeddingSpec.read(name) if Path(name).is_dir() else None
+        if spec is None:
+            spec = EmbeddingSpec(family=family, query_style="image" if family == "vlm2vec-caption" else "question")
+        model, processor = load_vlm(name, corpus=corpus, trust_remote_code=trust_remote_code)
+        return cls(name, family, model, processor, spec)
+
+    def _embedder(self, options: dict[str, Any]) -> Embedder:
+        return Embedder(self.model, self.processor, self.spec, **options)
+
+    def embed_images(self, images: list[Image.Image], **options: Any) -> np.ndarray:
+        """Unit-norm embeddings [n, d] of the images alone (`models.embedding.Embedder`: batch_size)."""
+        self.require("image_embed")
+        return self._embedder(options).queries(images)
+
+    def embed_queries(self, images: list[Image.Image], questions: Sequence[str], **options: Any) -> np.ndarray:
+        """Unit-norm embeddings [n, d] of each image with its question (the image alone for a
+        model whose queries hold no question)."""
+        self.require("image_embed")
+        return self._embedder(options).queries(images, questions)
+
+    def embed_texts(self, texts: Sequence[str], **options: Any) -> np.ndarray:
+        """Unit-norm embeddings [n, d] of texts (answers, captions, class names)."""
+        self.require("text_embed")
+        return self._embedder(options).texts(texts)
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """A family of the registry.
@@ -192,16 +244,24 @@ BACKENDS: dict[str, BackendSpec] = {
     "clip": BackendSpec(DualEncoderBackend, frozenset({"image_embed", "text_embed"}), ("clip",)),
     "siglip": BackendSpec(DualEncoderBackend, frozenset({"image_embed", "text_embed"}), ("siglip",)),
     "reward": BackendSpec(RewardBackend, frozenset({"reward"}), marker=HEAD_FILE),
+    **{
+        family: BackendSpec(EmbeddingBackend, frozenset({"image_embed", "text_embed"}))
+        for family in ("vlm2vec-vqa", "vlm2vec-caption", "vlm2vec-mixed")
+    },
 }
 
 
 def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
-    """The family of a model: the one whose marker file its folder holds, else the one whose
-    `model_types` prefixes its config's `model_type` (for "tiny:<kind>", the kind: "tiny:clip" is
-    a CLIP), else DEFAULT_FAMILY."""
+    """The family of a model: the one whose marker file its folder holds (a reward model), or
+    the one its folder's `embedding.json` names (a model from `robustvlm embed train`), else the
+    one whose `model_types` prefixes its config's `model_type` (for "tiny:<kind>", the kind:
+    "tiny:clip" is a CLIP), else DEFAULT_FAMILY."""
     for family, spec in BACKENDS.items():
         if spec.marker and (Path(name) / spec.marker).is_file():
             return family
+    embedding = EmbeddingSpec.read(name) if Path(name).is_dir() else None
+    if embedding is not None:
+        return embedding.family
     if name.startswith(TINY_PREFIX):
         model_type = name[len(TINY_PREFIX):]
     else:

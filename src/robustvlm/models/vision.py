@@ -24,16 +24,27 @@ from PIL import Image
 
 from robustvlm.errors import ConfigError
 
+POOLINGS = ("mean", "flatten")
 
-def pool_image_features(features: Any) -> torch.Tensor:
-    """Per-image vectors [n, d] from `get_image_features` output (or its `pooler_output`): a
-    tensor [n, d] (pooled), a tensor [n, tokens, d] or a list of n tensors [..., d] (token means)."""
+
+def pool_image_features(features: Any, how: str = "mean") -> torch.Tensor:
+    """Per-image vectors from `get_image_features` output (or its `pooler_output`): a tensor
+    [n, d] (pooled already), a tensor [n, tokens, d] or a list of n tensors [..., d].
+
+    how: "mean" averages the tokens ([n, d]); "flatten" lays them end to end
+    ([n, tokens x d], every image must give as many tokens), keeping where each token is.
+    """
+    if how not in POOLINGS:
+        raise ConfigError(f"pooling must be one of {POOLINGS}, got {how!r}")
     if not torch.is_tensor(features) and hasattr(features, "pooler_output"):
         features = features.pooler_output
     if isinstance(features, list | tuple):
-        return torch.stack([f.reshape(-1, f.shape[-1]).mean(dim=0) for f in features])
+        rows = [f.reshape(-1, f.shape[-1]) for f in features]
+        return torch.stack([r.mean(dim=0) if how == "mean" else r.reshape(-1) for r in rows])
     if torch.is_tensor(features) and features.ndim in (2, 3):
-        return features if features.ndim == 2 else features.mean(dim=1)
+        if features.ndim == 2:
+            return features
+        return features.mean(dim=1) if how == "mean" else features.reshape(len(features), -1)
     raise ConfigError(f"cannot pool image features of type {type(features).__name__}; expected "
                       "a tensor [n, d] or [n, tokens, d] or a list of per-image tensors")
 
@@ -46,9 +57,11 @@ class VisionTowerEmbedder:
         processor: its processor (its `image_processor` is used) or an image processor.
         batch_size: images per forward pass.
         normalize: L2-normalise each embedding (False: the raw pooled features).
+        pooling: "mean" over the image tokens, or "flatten" them (`pool_image_features`).
     """
 
-    def __init__(self, model: torch.nn.Module, processor: Any, *, batch_size: int = 32, normalize: bool = True):
+    def __init__(self, model: torch.nn.Module, processor: Any, *, batch_size: int = 32, normalize: bool = True,
+                 pooling: str = "mean"):
         if not hasattr(model, "get_image_features"):
             raise ConfigError(f"{type(model).__name__} has no get_image_features: not a vision model")
         if batch_size < 1:
@@ -57,6 +70,7 @@ class VisionTowerEmbedder:
         self.image_processor = getattr(processor, "image_processor", processor)
         self.batch_size = batch_size
         self.normalize = normalize
+        self.pooling = pooling
 
     def _preprocess(self, image: Image.Image) -> dict[str, torch.Tensor]:
         """One image's model inputs, each with a leading batch axis of 1."""
@@ -72,7 +86,7 @@ class VisionTowerEmbedder:
     def _embed(self, inputs: list[dict[str, torch.Tensor]]) -> torch.Tensor:
         """Embeddings [len(inputs), d] (float32, CPU) of same-shaped preprocessed images."""
         batch = {k: self._to_model(torch.cat([x[k] for x in inputs])) for k in inputs[0]}
-        pooled = pool_image_features(self.model.get_image_features(**batch)).float()
+        pooled = pool_image_features(self.model.get_image_features(**batch), self.pooling).float()
         return (F.normalize(pooled, dim=-1) if self.normalize else pooled).cpu()
 
     def __call__(self, images: list[Image.Image]) -> np.ndarray:

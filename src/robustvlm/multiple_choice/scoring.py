@@ -1,8 +1,8 @@
 """How a multiple-choice question is scored by a model: by what its family supports.
 
 A generative VLM scores by option log-likelihood ("loglik", see `score`) or by generation and
-answer extraction ("generate"); a dual encoder (CLIP, SigLIP) by image-option similarity with a
-template ensemble ("similarity", see `dual_encoder`). A scorer maps a batch of questions to one
+answer extraction ("generate"); a dual encoder (CLIP, SigLIP) or an embedding model (VLM2Vec)
+by query-option similarity with a template ensemble ("similarity", see `similarity`). A scorer maps a batch of questions to one
 row each: prediction (option index, None = unparsed), scores (the K option scores:
 log-likelihoods in nats, cosine similarities, or None for generation), plus `response`
 (generation) or `n_tokens` (log-likelihood). Scoring many models into results.csv is
@@ -18,8 +18,8 @@ from typing import Any
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.models.backends import BACKENDS, Backend
 from robustvlm.multiple_choice.build import MCQuestion, read_questions, rotations
-from robustvlm.multiple_choice.dual_encoder import DualEncoderScorer
 from robustvlm.multiple_choice.score import extract_choice, generate_answers, score_options
+from robustvlm.multiple_choice.similarity import SimilarityScorer
 
 METHODS = ("loglik", "generate")
 
@@ -28,10 +28,10 @@ Scorer = Callable[[list[MCQuestion]], list[dict[str, Any]]]
 
 
 def _by_similarity(backend: Backend, normalize: bool) -> Scorer:
-    dual = DualEncoderScorer(backend.model, backend.processor)
+    scorer = SimilarityScorer(backend)
 
     def score(questions: list[MCQuestion]) -> list[dict[str, Any]]:
-        return [{"prediction": max(range(len(s)), key=s.__getitem__), "scores": s} for s in dual.score(questions)]
+        return [{"prediction": max(range(len(s)), key=s.__getitem__), "scores": s} for s in scorer.score(questions)]
 
     return score
 
@@ -68,7 +68,7 @@ SCORERS: dict[str, tuple[tuple[str, ...], Callable[[Backend, bool], Scorer]]] = 
 def scoring_method(family: str, method: str) -> str:
     """How a model of `family` is scored when `method` is asked for: `method` ("loglik" or
     "generate") when the family supports it, else "similarity" when it embeds images and texts
-    (dual encoders, for which `method` does not apply). Raises ConfigError naming what the family
+    (dual encoders and embedding models, for which `method` does not apply). Raises ConfigError naming what the family
     supports otherwise."""
     declared = BACKENDS[family].capabilities
     for way in (method, "similarity"):

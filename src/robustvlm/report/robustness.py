@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -74,12 +74,51 @@ def scatter(
     for i, family in enumerate(families):
         members = [m for m in models if m.point.family == family]
         _plot_family(ax, members, kind, color=f"C{i + 1}", label=family)
-    percent_axis(ax, "x", lambda a: transform(a, kind), xlim, label=xlabel)
-    percent_axis(ax, "y", lambda a: transform(a, kind), ylim, label=ylabel)
+    return _finish(fig, ax, kind, (xlim, ylim), (xlabel, ylabel), title, path)
+
+
+def _finish(fig, ax, kind: str, limits, labels, title: str, path: str | Path, legend_size: float = 8) -> Path:
+    """Percentage ticks on both transformed axes, grid, title and legend; save the PNG."""
+    for which, lim, label in zip("xy", limits, labels):
+        percent_axis(ax, which, lambda a: transform(a, kind), lim, label=label)
     ax.grid(alpha=0.25)
     ax.set_title(title, fontsize=11)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=legend_size, loc="upper left")
     return save_figure(fig, path)
+
+
+def family_lines_scatter(
+    models: Sequence[ModelRobustness],
+    lines: Mapping[str, LineFit],
+    path: str | Path,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+) -> Path:
+    """Shifted vs reference accuracy on transformed axes, one colour per family: its models
+    (with their confidence intervals) and its own fitted line, solid over the family's range of
+    reference accuracies and dotted beyond it; y = x dashed."""
+    kind = next(iter(lines.values())).transform if lines else "probit"
+    fig, ax = new_figure(size=(7.0, 5.8))
+    acc_x = np.array([m.point.acc_ref for m in models])
+    acc_y = np.array([m.point.acc_shift for m in models])
+    xlim, ylim = _limits(acc_x, kind), _limits(acc_y, kind)
+    zx = transform(np.array(xlim), kind)
+    ax.plot(zx, zx, linestyle="--", color="0.5", linewidth=1, label="y = x")
+    span = np.linspace(*zx, 50)
+    for i, family in enumerate(dict.fromkeys(m.point.family for m in models)):
+        members = [m for m in models if m.point.family == family]
+        colour = f"C{i}"
+        _plot_family(ax, members, kind, color=colour, label=family)
+        if family in lines:
+            fit = lines[family]
+            own = transform([m.point.acc_ref for m in members], kind)
+            inside = (span >= own.min()) & (span <= own.max())
+            ax.plot(span, fit.slope * span + fit.intercept, color=colour, linewidth=0.9, linestyle=":")
+            ax.plot(span[inside], fit.slope * span[inside] + fit.intercept, color=colour, linewidth=1.8,
+                    label=f"{family}: slope {fit.slope:.2f}, intercept {fit.intercept:.2f}")
+    return _finish(fig, ax, kind, (xlim, ylim), (xlabel, ylabel), title, path, legend_size=7.5)
 
 
 def _plot_family(

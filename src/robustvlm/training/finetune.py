@@ -20,10 +20,10 @@ from typing import Any
 import torch
 from accelerate import Accelerator
 
-from robustvlm.config import ModelConfig, RunConfig
+from robustvlm.config import DataConfig, ModelConfig, RunConfig
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.from_config import load_from_config, materialize, training_examples
-from robustvlm.data.records import SkipLog
+from robustvlm.data.records import Example, SkipLog
 from robustvlm.errors import ConfigError
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import TINY_PREFIX, load_vlm
@@ -38,7 +38,7 @@ from robustvlm.training.sampler import (
     ResumableBatchSampler,
     ShuffleBatchSampler,
 )
-from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask
+from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask, indexed
 
 ANSWER_MODEL = "answer"
 
@@ -99,6 +99,20 @@ def base_model(cfg: ModelConfig, out_dir: Path, corpus: list[str], accelerator: 
     return load_vlm(name, trust_remote_code=cfg.trust_remote_code)
 
 
+def load_training_set(cfg: DataConfig, ctx: SetupContext) -> list[Example]:
+    """The in-domain training records of `cfg` (capped per environment by
+    `max_train_per_env`); skipped bad records are listed in the run's skipped.jsonl."""
+    skips = SkipLog()
+    examples = load_from_config(cfg, ctx.out_dir, skips, verbose=ctx.verbose)
+    train_set = training_examples(examples, cfg.max_train_per_env)
+    if not train_set:
+        raise ConfigError("data: no in-domain training records (split 'train', ood false)")
+    if ctx.is_main and len(skips):
+        skips.write(ctx.out_dir / "skipped.jsonl")
+        print(f"skipped {len(skips)} bad record(s): see {ctx.out_dir / 'skipped.jsonl'}")
+    return train_set
+
+
 def save_final(model: torch.nn.Module, processor: Any, final_dir: Path, state_dict=None) -> None:
     """Save a plain transformers model (LoRA adapters merged) with its processor.
 
@@ -126,14 +140,7 @@ class FineTuneTask(TrainingTask):
 
     def setup(self, ctx: SetupContext) -> TaskSetup:
         cfg = self.cfg
-        skips = SkipLog()
-        examples = load_from_config(cfg.data, ctx.out_dir, skips, verbose=ctx.verbose)
-        train_set = training_examples(examples, cfg.data.max_train_per_env)
-        if not train_set:
-            raise ConfigError("data: no in-domain training records (split 'train', ood false)")
-        if ctx.is_main and len(skips):
-            skips.write(ctx.out_dir / "skipped.jsonl")
-            print(f"skipped {len(skips)} bad record(s): see {ctx.out_dir / 'skipped.jsonl'}")
+        train_set = load_training_set(cfg.data, ctx)
         self.env_names = sorted({ex.env for ex in train_set})
         env_ids = {name: i for i, name in enumerate(self.env_names)}
         self.objective = build_run_objective(cfg, self.env_names)
@@ -155,7 +162,7 @@ class FineTuneTask(TrainingTask):
         return TaskSetup(
             models={ANSWER_MODEL: AnswerModel(self.model)},
             sampler=sampler,
-            collate=lambda indices: collator([train_set[i] for i in indices]),
+            collate=indexed(collator, train_set),
             summary=(
                 f"training {cfg.model.name} with {cfg.method}: {n_trainable:,} of {n_total:,} "
                 f"parameters trainable, {len(train_set)} examples in {len(self.env_names)} environments"

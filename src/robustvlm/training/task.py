@@ -72,6 +72,11 @@ class TaskSetup:
     summary: str = ""
 
 
+def indexed(collator: Callable[[list[Any]], dict[str, Any]], examples: list[Any]) -> Callable[[list[int]], dict[str, Any]]:
+    """A `TaskSetup.collate`: dataset indices -> `collator` of those examples."""
+    return lambda indices: collator([examples[i] for i in indices])
+
+
 @dataclass
 class StepContext:
     """One micro-batch as the loop hands it to `TrainingTask.training_step`.

@@ -50,7 +50,7 @@ def model_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
 
 
-def _model_spec(spec: ModelSpec) -> tuple[str, str]:
+def model_spec(spec: ModelSpec) -> tuple[str, str]:
     """(name, family) of a model given as a name or {"name": ..., "family": ...}."""
     if isinstance(spec, str):
         return spec, infer_family(spec)
@@ -158,7 +158,7 @@ def evaluate_models(
     stems = [p.stem for p in paths]
     if not paths or len(set(stems)) != len(stems):
         raise ConfigError(f"need at least one benchmark, with distinct file names, got {[str(p) for p in paths]}")
-    specs = [_model_spec(m) for m in models]
+    specs = [model_spec(m) for m in models]
     if not specs:
         raise ConfigError("need at least one model")
     settings = {"method": method, "circular": circular, "normalize": normalize, "batch_size": batch_size,
