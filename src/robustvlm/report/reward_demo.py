@@ -34,16 +34,17 @@ def verdict(comparison: Mapping[str, Mapping | None], *, base: str = "standard",
         lines.append(f"i.i.d. accuracy changed by {pct(iid, signed=True)} points (per seed {_seeds(iid)}).")
     if ood is not None and sfd is not None:
         helped_ood = ood["wins"] == ood["n"]
-        helped_sfd = all(v < 0 for v in sfd["values"])
+        helped_sfd = lower == sfd["n"]
         if helped_ood and helped_sfd:
             call = ("On this data, shortcut-aware training helped: it raised o.o.d. accuracy and "
                     "lowered SFD in every seed.")
-        elif ood["wins"] == 0 and not any(v < 0 for v in sfd["values"]):
+        elif ood["wins"] == 0 and lower == 0:
             call = ("On this data, shortcut-aware training did not help: o.o.d. accuracy did not rise "
                     "and SFD did not fall in any seed.")
         else:
-            call = ("On this data the result is mixed: shortcut-aware training did not raise o.o.d. "
-                    "accuracy and lower SFD in every seed; read the spread above before drawing a conclusion.")
+            call = (f"On this data the result is mixed: o.o.d. accuracy rose in {ood['wins']} of "
+                    f"{ood['n']} seed(s) and SFD fell in {lower} of {sfd['n']}, not both in every "
+                    "seed; read the spread above before drawing a conclusion.")
         lines.append(call)
     return lines
 
