@@ -1,7 +1,7 @@
 """The linear unit tests report: report.md (PNG links) and a self-contained report.html.
 
-Both pages come from one list of blocks (`report.study_report`'s Heading / Paragraph / Table /
-Image and its Markdown and HTML writers): the test-error table of our objectives beside the
+Both pages come from one list of blocks (`report.page`'s Heading / Paragraph / Table / Image
+and its Markdown and HTML writers): the test-error table of our objectives beside the
 published figures, a bar chart per example, the selected hyperparameters, Dynamic BIRM's
 penalty weight over training, and how our protocol differs from the published one.
 """
@@ -15,16 +15,8 @@ from typing import Any
 import numpy as np
 
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
+from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, plot_series, save_figure
-from robustvlm.report.study_report import (
-    Block,
-    Heading,
-    Image,
-    Paragraph,
-    Table,
-    to_html,
-    to_markdown,
-)
 
 #: Our methods (results.json keys) and how the table names them.
 LABELS = {
@@ -257,7 +249,4 @@ def write_invariance_report(
         Heading("Selected hyperparameters"),
         hparam_table(summary),
     ]
-    md_path, html_path = out_dir / "report.md", out_dir / "report.html"
-    md_path.write_text(to_markdown(blocks), encoding="utf-8")
-    html_path.write_text(to_html(blocks, out_dir), encoding="utf-8")
-    return md_path, html_path
+    return write_page(blocks, out_dir, title="Linear unit tests of invariance")
