@@ -61,6 +61,9 @@ class DataConfig(_Section):
     `subsets` loads several hub configs of one `hf:NAME` dataset (each record's `subset` field
     names its config), `max_rows_per_subset` samples each before images are read, and
     `split_per_env` re-splits every environment into fixed-size train / test sets (seed `seed`).
+    `holdout_fraction` holds out DomainBed's "out" split of every environment as split `val`
+    (see `data.carve.hold_out`): training environments' validation records, and the part of each
+    out-of-domain environment that only a test-domain (oracle) selection may look at.
     `image_root`: folder of relative image paths in record files (default: the data file's folder).
     """
 
@@ -79,6 +82,7 @@ class DataConfig(_Section):
     subsets: list[str] = Field(default_factory=list)
     max_rows_per_subset: int | None = Field(default=None, ge=1)
     split_per_env: SplitSizes | None = None
+    holdout_fraction: float | None = Field(default=None, gt=0, lt=1)
     image_root: str | None = None
 
     @property

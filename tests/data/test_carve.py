@@ -125,3 +125,36 @@ def test_subsets_need_a_hub_path():
         validate_config({"data": {"path": "data.jsonl", "subsets": ["a"]}})
     with pytest.raises(ConfigError, match="split_per_env.test"):
         validate_config({"data": {"benchmark": "tasks", "split_per_env": {"train": 3}}})
+
+
+def test_hold_out_sets_aside_the_out_split_of_every_environment():
+    from dataclasses import replace
+
+    from robustvlm.data.carve import hold_out
+
+    ood = [replace(e, split="test") for e in _examples("ocr", 10, ood=True)]
+    own_val = _examples("chart", 6) + [replace(e, split="val") for e in _examples("chart-v", 2)]
+    own_val = [replace(e, env="chart") for e in own_val]
+    examples = _examples("general", 10) + own_val + ood
+    held = hold_out(examples, 0.2, seed=3)
+    assert [e.id for e in held] == [e.id for e in examples]  # input order, nothing dropped
+    sides: dict[tuple[str, str], set[str]] = {}
+    for ex in held:
+        sides.setdefault((ex.env, record_key(ex.id)), set()).add(ex.split)
+    assert all(len(s) == 1 for s in sides.values())  # turns of a record stay together
+    per_env = Counter((env, next(iter(s))) for (env, _), s in sides.items())
+    # general: 2 of 10 training records held out; chart keeps its own 2 val records and all
+    # 6 training ones; ocr (out-of-domain): 2 of 10 test records become the oracle's part
+    assert per_env == {("general", "train"): 8, ("general", "val"): 2, ("chart", "train"): 6,
+                       ("chart", "val"): 2, ("ocr", "test"): 8, ("ocr", "val"): 2}
+    assert hold_out(examples, 0.2, seed=3) == held
+    assert hold_out(examples, 0.2, seed=4) != held
+
+
+def test_holdout_fraction_is_validated_and_applied_by_load_from_config(tmp_path):
+    with pytest.raises(ConfigError, match="holdout_fraction"):
+        validate_config({"data": {"benchmark": "spurious", "holdout_fraction": 1.5}})
+    cfg = validate_config({"data": {"benchmark": "spurious", "n_per_env": 8, "holdout_fraction": 0.25}})
+    counts = Counter((e.env, e.split) for e in load_from_config(cfg.data, tmp_path, verbose=False))
+    assert counts[("train-0.9", "val")] == 2 and counts[("train-0.9", "train")] == 8  # own val kept
+    assert counts[("test-reversed", "val")] == 2 and counts[("test-reversed", "test")] == 6
