@@ -280,3 +280,85 @@ def nearest_rule(
         for rule, proto in prototypes.items()
     }
     return RuleCall(min(distances, key=lambda r: distances[r]), distances)
+
+
+def rule_calls(
+    selection: Mapping[str, Mapping[str, MethodSelection]],
+    prototypes: Mapping[str, Mapping[str, float]],
+) -> dict[str, dict[str, RuleCall]]:
+    """{method: {"mean" | seed: RuleCall}}: the rule nearest to each method's per-environment
+    accuracy under training-domain validation, of the seed mean and of every seed.
+
+    Only environments that every prototype names are compared.
+    """
+    out: dict[str, dict[str, RuleCall]] = {}
+    for label, by_rule in selection.items():
+        td = by_rule[TRAINING_DOMAIN]
+        envs = [e for e in td.per_env if all(e in p for p in prototypes.values())]
+        if not envs:
+            continue
+        calls = {"mean": nearest_rule({e: td.per_env[e].mean for e in envs}, prototypes)}
+        for seed, choice in td.choices.items():
+            calls[str(seed)] = nearest_rule({e: choice[e].test[e] for e in envs}, prototypes)
+        out[label] = calls
+    return out
+
+
+@dataclass(frozen=True)
+class SweepResults:
+    """A finished sweep: what ran, the two selections side by side, and the rules learned.
+
+    Attributes:
+        methods: {label: objective name}.
+        draws: {label: {draw: {"lr", "weight_decay", "method_args"}}} (the trial seed's own
+            `seed` hyperparameter, where a method has one, is not listed).
+        seeds: trial seeds; checkpoints: the evaluated steps.
+        train_envs, test_envs: the environments trained on and the test environments.
+        metric: the accuracy (a per-example metric of the registry, e.g. exact match).
+        holdout_fraction: the held-out part of each environment (see `data.carve.hold_out`).
+        selection: {label: {rule: MethodSelection}}.
+        rules: {label: {"mean" | seed: RuleCall}} where the benchmark has colour prototypes.
+        headline_env: the environment the report leads with (e.g. the colour-free one).
+        reference: published figures printed beside ours ({"source", "note", "env", "ours_env",
+            "figures": {label: {rule: value in %}}}), or None.
+        n_runs: runs trained; dry_run: a tiny stand-in, not a result.
+    """
+
+    methods: dict[str, str]
+    draws: dict[str, dict[int, dict]]
+    seeds: list[int]
+    checkpoints: list[int]
+    train_envs: list[str]
+    test_envs: list[str]
+    metric: str
+    holdout_fraction: float
+    selection: dict[str, dict[str, MethodSelection]]
+    rules: dict[str, dict[str, RuleCall]]
+    headline_env: str | None = None
+    reference: dict | None = None
+    n_runs: int = 0
+    dry_run: bool = False
+
+    def to_dict(self) -> dict:
+        """The results.json content."""
+        return {
+            "dry_run": self.dry_run,
+            "methods": self.methods,
+            "draws": {m: {str(d): h for d, h in by.items()} for m, by in self.draws.items()},
+            "seeds": self.seeds,
+            "checkpoints": self.checkpoints,
+            "train_envs": self.train_envs,
+            "test_envs": self.test_envs,
+            "metric": self.metric,
+            "holdout_fraction": self.holdout_fraction,
+            "n_runs": self.n_runs,
+            "selection": {
+                m: {rule: s.to_dict() for rule, s in by.items()} for m, by in self.selection.items()
+            },
+            "rules": {
+                m: {k: {"rule": c.rule, "distances": c.distances} for k, c in by.items()}
+                for m, by in self.rules.items()
+            },
+            "headline_env": self.headline_env,
+            "reference": self.reference,
+        }

@@ -47,17 +47,18 @@ def load_from_config(
         max_pixels=cfg.max_pixels,
         image_root=cfg.image_root,
         hub=HubSelection(tuple(cfg.subsets), cfg.max_rows_per_subset, cfg.seed) if cfg.on_hub else None,
-        verbose=verbose and cfg.split_per_env is None,
+        verbose=verbose and cfg.split_per_env is None and cfg.holdout_fraction is None,
     )
     if cfg.split_per_env is not None:
         sizes = cfg.split_per_env
         examples, counts = carve_per_env(examples, train=sizes.train, test=sizes.test, seed=cfg.seed)
         if verbose:
-            print(format_env_counts(examples))
             for line in short_environments(counts):
                 print(f"warning: {line}")
     if cfg.holdout_fraction is not None:
         examples = hold_out(examples, cfg.holdout_fraction, seed=cfg.seed)
+    if verbose and (cfg.split_per_env is not None or cfg.holdout_fraction is not None):
+        print(format_env_counts(examples))
     return examples
 
 
