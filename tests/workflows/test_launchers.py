@@ -27,7 +27,10 @@ def test_multi_gpu_pins_one_device_per_worker_and_hands_back_failures(tmp_path):
     for _, device, pid in done:
         by_process.setdefault(pid, set()).add(device)
     # every worker sees one GPU of its own, for all its jobs
-    assert all(len(d) == 1 for d in by_process.values()) and set().union(*by_process.values()) <= {"5", "7"}
+    assert all(len(d) == 1 for d in by_process.values()) and set().union(*by_process.values()) <= {
+        "5",
+        "7",
+    }
 
 
 def test_multi_gpu_without_gpus_needs_workers(tmp_path, monkeypatch):

@@ -19,7 +19,11 @@ torch.set_num_threads(1)
 
 CONFIG = {
     "base": {
-        "model": {"name": "tiny:idefics3", "trainable": "full", "tiny": {"hidden_size": 32, "vocab_size": 300}},
+        "model": {
+            "name": "tiny:idefics3",
+            "trainable": "full",
+            "tiny": {"hidden_size": 32, "vocab_size": 300},
+        },
         "data": {"benchmark": "spurious", "n_per_env": 8},
         "train": {"steps": 4, "lr": 3e-3, "batch_size": 4, "cpu_threads": 1},
         "eval": {"batch_size": 16, "max_new_tokens": 4, "max_per_env": 4, "metrics": ["exact"]},
@@ -44,21 +48,24 @@ def _with(**changes) -> dict:
     return spec
 
 
-@pytest.mark.parametrize(("changes", "key"), [
-    ({"colour": 1}, "unknown key"),
-    ({"n_draws": 0}, "n_draws"),
-    ({"seeds": []}, "seeds"),
-    ({"checkpoint_every": "often"}, "checkpoint_every"),
-    ({"holdout_fraction": 1.5}, "holdout_fraction"),
-    ({"metric": "bertscore"}, "metric"),
-    ({"methods__erm": {"method": "sgd"}}, "methods.erm.method"),
-    ({"base__train": {"lr": 1e-3}}, "base.train.steps"),
-    ({"search": {"lr": ["normal", 0, 1]}}, "search.lr"),
-    ({"search": {"anneal_steps": ["log", 1, 10]}}, "search.anneal_steps"),
-    ({"launcher": {"kind": "cloud"}}, "launcher.kind"),
-    ({"reference": {"name": "imagenet", "env": "x"}}, "reference.name"),
-    ({"test_envs": "test-reversed"}, "test_envs"),
-])
+@pytest.mark.parametrize(
+    ("changes", "key"),
+    [
+        ({"colour": 1}, "unknown key"),
+        ({"n_draws": 0}, "n_draws"),
+        ({"seeds": []}, "seeds"),
+        ({"checkpoint_every": "often"}, "checkpoint_every"),
+        ({"holdout_fraction": 1.5}, "holdout_fraction"),
+        ({"metric": "bertscore"}, "metric"),
+        ({"methods__erm": {"method": "sgd"}}, "methods.erm.method"),
+        ({"base__train": {"lr": 1e-3}}, "base.train.steps"),
+        ({"search": {"lr": ["normal", 0, 1]}}, "search.lr"),
+        ({"search": {"anneal_steps": ["log", 1, 10]}}, "search.anneal_steps"),
+        ({"launcher": {"kind": "cloud"}}, "launcher.kind"),
+        ({"reference": {"name": "imagenet", "env": "x"}}, "reference.name"),
+        ({"test_envs": "test-reversed"}, "test_envs"),
+    ],
+)
 def test_bad_sweep_config_names_the_key(tmp_path, changes, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         sweep.sweep_plan(_with(**changes), tmp_path)
@@ -71,7 +78,10 @@ def test_plan_draws_defaults_first_and_shares_draws_across_seeds(tmp_path):
     assert by[(0, 0)].train.lr == 3e-3 and by[(0, 0)].train.weight_decay == 0.0  # draw 0: base's
     assert by[(0, 0)].method_args == {"seed": 0}  # and the objective's defaults
     assert by[(1, 0)].train.lr == by[(1, 1)].train.lr != 3e-3  # a draw is the same for every seed
-    assert by[(1, 1)].method_args == {**by[(1, 0)].method_args, "seed": 1}  # BIRM's own seed = trial seed
+    assert by[(1, 1)].method_args == {
+        **by[(1, 0)].method_args,
+        "seed": 1,
+    }  # BIRM's own seed = trial seed
     assert {c.train.seed for (d, s), c in by.items() if s == 1} == {1}
     assert by[(1, 1)].train.save_every == 2 and by[(1, 1)].train.keep_checkpoints == 2
     assert by[(1, 1)].data.holdout_fraction == 0.2
@@ -111,7 +121,10 @@ def test_a_killed_sweep_resumes_without_re_running_finished_runs(tmp_path, monke
     results = sweep.run_sweep(CONFIG, tmp_path, progress=False)
     # the two finished runs are reused; the killed one resumes (its training was complete)
     assert trained == [str(r / "train") for r in runs[2:]]
-    steps = [row["step"] for row in map(json.loads, (runs[2] / "train" / "train_log.jsonl").read_text().splitlines())]
+    steps = [
+        row["step"]
+        for row in map(json.loads, (runs[2] / "train" / "train_log.jsonl").read_text().splitlines())
+    ]
     assert steps == [1, 2, 3, 4]  # no step trained twice
 
     trained.clear()
@@ -122,7 +135,11 @@ def test_a_killed_sweep_resumes_without_re_running_finished_runs(tmp_path, monke
         assert (tmp_path / name).is_file(), name
     rows = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert len(rows) == 4 * 2 and {r["step"] for r in rows} == {2, 4}  # 4 runs x 2 checkpoints
-    assert set(rows[0]["val"]) == set(rows[0]["test"]) == {"train-0.8", "train-0.9", "test-reversed", "test-nocolour"}
+    assert (
+        set(rows[0]["val"])
+        == set(rows[0]["test"])
+        == {"train-0.8", "train-0.9", "test-reversed", "test-nocolour"}
+    )
     assert results.train_envs == ["train-0.8", "train-0.9"]
     assert results.test_envs == ["test-nocolour", "test-reversed"]
     for label in ("erm", "vrex"):
@@ -132,7 +149,9 @@ def test_a_killed_sweep_resumes_without_re_running_finished_runs(tmp_path, monke
     assert saved["selection"]["erm"][TRAINING_DOMAIN]["worst_all"] is not None
     assert saved["selection"]["erm"][ORACLE]["worst_all"] is None
     report = (tmp_path / "report.md").read_text()
-    assert "## Training-domain validation" in report and "## Test-domain validation (ORACLE)" in report
+    assert (
+        "## Training-domain validation" in report and "## Test-domain validation (ORACLE)" in report
+    )
     assert "Gulrajani & Lopez-Paz" in report and "worst env (all)" in report
     assert "Headline: the `test-nocolour` environment" in report
 
@@ -141,15 +160,21 @@ def test_a_killed_sweep_resumes_without_re_running_finished_runs(tmp_path, monke
 
 
 def test_submitit_local_executor_runs_the_sweep(tmp_path):
-    spec = _with(methods={"erm": {"method": "erm"}}, n_draws=1,
-                 launcher={"kind": "slurm", "cluster": "local", "parameters": {"timeout_min": 10}})
+    spec = _with(
+        methods={"erm": {"method": "erm"}},
+        n_draws=1,
+        launcher={"kind": "slurm", "cluster": "local", "parameters": {"timeout_min": 10}},
+    )
     results = sweep.run_sweep(spec, tmp_path, progress=False)
     assert (tmp_path / "runs" / "erm" / "draw-0" / "seed-0" / "scores.json").is_file()
     assert list((tmp_path / "launcher").glob("*_log.out"))  # submitit's own job logs
     assert results.n_runs == 1 and set(results.selection["erm"]) == {TRAINING_DOMAIN, ORACLE}
     with pytest.raises(RobustVLMError, match="1 of 1 runs failed"):
-        bad = _with(base__data={"benchmark": "spurious", "n_per_env": 8, "seed": 1},
-                    methods={"erm": {"method": "erm"}}, n_draws=1,
-                    launcher={"kind": "slurm", "cluster": "debug"})
+        bad = _with(
+            base__data={"benchmark": "spurious", "n_per_env": 8, "seed": 1},
+            methods={"erm": {"method": "erm"}},
+            n_draws=1,
+            launcher={"kind": "slurm", "cluster": "debug"},
+        )
         bad["base"]["model"]["name"] = "tiny:nonsense"
         sweep.run_sweep(bad, tmp_path / "bad", progress=False)

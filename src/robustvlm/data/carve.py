@@ -46,7 +46,9 @@ def carve_per_env(
     counts: dict[str, dict[str, int]] = {}
     for env, records in by_env.items():
         keys = list(records)
-        order = np.random.default_rng([seed, zlib.crc32(env.encode("utf-8"))]).permutation(len(keys))
+        order = np.random.default_rng([seed, zlib.crc32(env.encode("utf-8"))]).permutation(
+            len(keys)
+        )
         drawn = [keys[i] for i in order]
         ood = env in ood_envs
         test_keys = drawn[:test]
@@ -55,7 +57,10 @@ def carve_per_env(
         side.update({(env, k): "train" for k in train_keys})
         wanted = test + (0 if ood or train is None else train)
         counts[env] = {
-            "records": len(keys), "wanted": wanted, "train": len(train_keys), "test": len(test_keys)
+            "records": len(keys),
+            "wanted": wanted,
+            "train": len(train_keys),
+            "test": len(test_keys),
         }
     kept = [
         replace(ex, split=side[(ex.env, record_key(ex.id))])
@@ -99,7 +104,7 @@ def hold_out(examples: Sequence[Example], fraction: float, *, seed: int) -> list
         keys = sorted(splits.get(source, ()))
         if len(keys) < 2:
             continue
-        rng = np.random.default_rng([seed, zlib.crc32(f"holdout:{env}".encode("utf-8"))])
+        rng = np.random.default_rng([seed, zlib.crc32(f"holdout:{env}".encode())])
         n = min(len(keys) - 1, max(1, round(fraction * len(keys))))
         moved.update({(env, keys[i]): source for i in rng.permutation(len(keys))[:n]})
     return [

@@ -39,25 +39,47 @@ def training_domain_table(results: SweepResults) -> Table:
     """Methods x every environment under training-domain validation, test-environment macro mean,
     worst test environment and worst environment overall."""
     envs = [*results.train_envs, *results.test_envs]
-    header = ["method", *(_env_label(results, e) for e in envs), "test-env mean",
-              "worst test env", "worst env (all)"]
+    header = [
+        "method",
+        *(_env_label(results, e) for e in envs),
+        "test-env mean",
+        "worst test env",
+        "worst env (all)",
+    ]
     rows = []
     for label, by_rule in results.selection.items():
         s = by_rule[TRAINING_DOMAIN]
-        rows.append([label, *(pct(s.per_env.get(e)) for e in envs), pct(s.test_mean),
-                     pct(s.test_worst), pct(s.worst_all)])
+        rows.append(
+            [
+                label,
+                *(pct(s.per_env.get(e)) for e in envs),
+                pct(s.test_mean),
+                pct(s.test_worst),
+                pct(s.worst_all),
+            ]
+        )
     return Table(header, rows)
 
 
 def oracle_table(results: SweepResults) -> Table:
     """Methods x test environments under the oracle, their macro mean and the worst of them."""
-    header = ["method", *(f"{e} ({ORACLE_TAG})" for e in results.test_envs),
-              f"test-env mean ({ORACLE_TAG})", f"worst test env ({ORACLE_TAG})"]
+    header = [
+        "method",
+        *(f"{e} ({ORACLE_TAG})" for e in results.test_envs),
+        f"test-env mean ({ORACLE_TAG})",
+        f"worst test env ({ORACLE_TAG})",
+    ]
     rows = []
     for label, by_rule in results.selection.items():
         s = by_rule[ORACLE]
-        rows.append([label, *(pct(s.per_env.get(e)) for e in results.test_envs), pct(s.test_mean),
-                     pct(s.test_worst)])
+        rows.append(
+            [
+                label,
+                *(pct(s.per_env.get(e)) for e in results.test_envs),
+                pct(s.test_mean),
+                pct(s.test_worst),
+            ]
+        )
     return Table(header, rows)
 
 
@@ -74,14 +96,27 @@ def headline(results: SweepResults) -> list[Block]:
     env = results.headline_env
     if env is None:
         return []
-    header = ["method", f"{env}: training-domain validation", f"{env}: {ORACLE_TAG} (test-domain)",
-              "worst env (all), training-domain validation", "rule learned (seed mean)", "rule per seed"]
+    header = [
+        "method",
+        f"{env}: training-domain validation",
+        f"{env}: {ORACLE_TAG} (test-domain)",
+        "worst env (all), training-domain validation",
+        "rule learned (seed mean)",
+        "rule per seed",
+    ]
     rows = []
     for label, by_rule in results.selection.items():
         rule, per_seed = _rule_text(results, label)
-        rows.append([label, pct(by_rule[TRAINING_DOMAIN].per_env.get(env)),
-                     pct(by_rule[ORACLE].per_env.get(env)), pct(by_rule[TRAINING_DOMAIN].worst_all),
-                     rule, per_seed])
+        rows.append(
+            [
+                label,
+                pct(by_rule[TRAINING_DOMAIN].per_env.get(env)),
+                pct(by_rule[ORACLE].per_env.get(env)),
+                pct(by_rule[TRAINING_DOMAIN].worst_all),
+                rule,
+                per_seed,
+            ]
+        )
     return [Heading(f"Headline: the `{env}` environment"), Table(header, rows)]
 
 
@@ -104,8 +139,10 @@ def rules_blocks(results: SweepResults) -> list[Block]:
         ),
         Table(
             ["method", *(f"distance to {r}" for r in first.distances), "nearest"],
-            [[label, *(f"{d:.2f}" for d in calls["mean"].distances.values()), calls["mean"].rule]
-             for label, calls in results.rules.items()],
+            [
+                [label, *(f"{d:.2f}" for d in calls["mean"].distances.values()), calls["mean"].rule]
+                for label, calls in results.rules.items()
+            ],
         ),
     ]
 
@@ -118,12 +155,18 @@ def reference_blocks(results: SweepResults) -> list[Block]:
     env = ref["ours_env"]
     rows = []
     for label, by_rule in results.selection.items():
-        published = ref["results"].get(ref.get("objectives", {}).get(results.methods[label], ""), {})
-        rows.append([
-            label,
-            _num(published.get(TRAINING_DOMAIN)), pct(by_rule[TRAINING_DOMAIN].per_env.get(env)),
-            _num(published.get(ORACLE)), pct(by_rule[ORACLE].per_env.get(env)),
-        ])
+        published = ref["results"].get(
+            ref.get("objectives", {}).get(results.methods[label], ""), {}
+        )
+        rows.append(
+            [
+                label,
+                _num(published.get(TRAINING_DOMAIN)),
+                pct(by_rule[TRAINING_DOMAIN].per_env.get(env)),
+                _num(published.get(ORACLE)),
+                pct(by_rule[ORACLE].per_env.get(env)),
+            ]
+        )
     return [
         Heading(f"Yardstick: {ref['dataset']} figures of DomainBed"),
         Paragraph(
@@ -131,9 +174,13 @@ def reference_blocks(results: SweepResults) -> list[Block]:
             "— where the paper has no such method. The oracle columns are test-domain selected."
         ),
         Table(
-            ["method", f"DomainBed {ref['env']}, training-domain validation",
-             f"ours {env}, training-domain validation", f"DomainBed {ref['env']}, {ORACLE_TAG}",
-             f"ours {env}, {ORACLE_TAG}"],
+            [
+                "method",
+                f"DomainBed {ref['env']}, training-domain validation",
+                f"ours {env}, training-domain validation",
+                f"DomainBed {ref['env']}, {ORACLE_TAG}",
+                f"ours {env}, {ORACLE_TAG}",
+            ],
             rows,
         ),
     ]
@@ -152,17 +199,42 @@ def choices_table(results: SweepResults) -> Table:
         for seed in results.seeds:
             c = next(iter(td.choices[seed].values()))
             picks = ", ".join(f"{e}: draw {o.draw}" for e, o in oracle.choices[seed].items())
-            rows.append([label, str(seed), f"draw {c.draw}, step {c.step} (held-out {100 * c.score:.1f})", picks])
-    return Table(["method", "trial seed", "training-domain validation picked",
-                  f"{ORACLE_TAG} picked (last checkpoint)"], rows)
+            rows.append(
+                [
+                    label,
+                    str(seed),
+                    f"draw {c.draw}, step {c.step} (held-out {100 * c.score:.1f})",
+                    picks,
+                ]
+            )
+    return Table(
+        [
+            "method",
+            "trial seed",
+            "training-domain validation picked",
+            f"{ORACLE_TAG} picked (last checkpoint)",
+        ],
+        rows,
+    )
 
 
 def draws_table(results: SweepResults) -> Table:
     """Every hyperparameter draw of every method (draw 0: the defaults)."""
     rows = [
-        [label, str(d), f"{h['lr']:.3g}", f"{h['weight_decay']:.3g}",
-         json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in h["method_args"].items()})]
-        for label, by in results.draws.items() for d, h in by.items()
+        [
+            label,
+            str(d),
+            f"{h['lr']:.3g}",
+            f"{h['weight_decay']:.3g}",
+            json.dumps(
+                {
+                    k: (round(v, 4) if isinstance(v, float) else v)
+                    for k, v in h["method_args"].items()
+                }
+            ),
+        ]
+        for label, by in results.draws.items()
+        for d, h in by.items()
     ]
     return Table(["method", "draw", "lr", "weight decay", "method arguments"], rows)
 
@@ -176,9 +248,15 @@ def bars(results: SweepResults, path: Path) -> Path:
             means.append(v.mean)
             los.append(v.mean - v.se)
             his.append(v.mean + v.se)
-    return bar_with_ci(labels, means, los, his, path,
-                       "training-domain validation: accuracy per environment (± SE over seeds)",
-                       ylabel=title(results.metric))
+    return bar_with_ci(
+        labels,
+        means,
+        los,
+        his,
+        path,
+        "training-domain validation: accuracy per environment (± SE over seeds)",
+        ylabel=title(results.metric),
+    )
 
 
 def build_blocks(results: SweepResults, out_dir: Path) -> list[Block]:
@@ -186,8 +264,16 @@ def build_blocks(results: SweepResults, out_dir: Path) -> list[Block]:
     n_ck = len(results.checkpoints)
     blocks: list[Block] = [
         Heading("robustvlm sweep" + (" — DRY RUN" if results.dry_run else ""), 1),
-        *([Paragraph("Dry run: a tiny model on built-in data for a few steps, to check the pipeline. "
-                     "These numbers are not results.")] if results.dry_run else []),
+        *(
+            [
+                Paragraph(
+                    "Dry run: a tiny model on built-in data for a few steps, to check the pipeline. "
+                    "These numbers are not results."
+                )
+            ]
+            if results.dry_run
+            else []
+        ),
         Paragraph(
             f"Methods: {', '.join(results.methods)}; {len(next(iter(results.draws.values())))} "
             f"hyperparameter draws each (draw 0 = defaults); trial seeds {results.seeds}; "

@@ -36,12 +36,12 @@ from robustvlm.models.trainable import (
     enable_gradient_checkpointing,
 )
 from robustvlm.objectives import Objective, build_objective
+from robustvlm.training.checkpoint import WEIGHTS_FILE
 from robustvlm.training.sampler import (
     EnvBalancedBatchSampler,
     ResumableBatchSampler,
     ShuffleBatchSampler,
 )
-from robustvlm.training.checkpoint import WEIGHTS_FILE
 from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask
 
 ANSWER_MODEL = "answer"

@@ -35,7 +35,9 @@ class LauncherConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["local", "multi-gpu", "slurm"] = "local"
-    workers: int | None = Field(None, ge=1, description="multi-gpu: processes (default one per GPU)")
+    workers: int | None = Field(
+        None, ge=1, description="multi-gpu: processes (default one per GPU)"
+    )
     gpus: list[int] | None = Field(None, description="multi-gpu: GPU indices (default all visible)")
     cluster: Literal["slurm", "local", "debug"] = "slurm"
     parameters: dict[str, Any] = Field(default_factory=dict, description="submitit parameters")
@@ -81,7 +83,9 @@ def _multi_gpu(fn: Callable[[Any], Any], jobs: Sequence[Any], cfg: LauncherConfi
     slots = context.Manager().Queue()
     for i in range(workers):
         slots.put(gpus[i % len(gpus)] if gpus else "")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_pin_device, initargs=(slots,)) as pool:
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_pin_device, initargs=(slots,)
+    ) as pool:
         futures = [pool.submit(fn, job) for job in jobs]
         return [_outcome(f.result) for f in futures]
 

@@ -69,8 +69,18 @@ from robustvlm.workflows.launchers import LAUNCHERS, LauncherConfig, run_jobs
 from robustvlm.workflows.train import train
 
 SWEEP_KEYS = {
-    "base", "methods", "n_draws", "seeds", "search", "checkpoint_every", "holdout_fraction",
-    "test_envs", "metric", "headline_env", "reference", "launcher",
+    "base",
+    "methods",
+    "n_draws",
+    "seeds",
+    "search",
+    "checkpoint_every",
+    "holdout_fraction",
+    "test_envs",
+    "metric",
+    "headline_env",
+    "reference",
+    "launcher",
 }
 DEFAULT_SEARCH = {"lr": ("log", 1e-4, 1e-2), "weight_decay": ("log", 1e-6, 1e-2)}
 SEARCH_KINDS = ("log", "int_log", "uniform", "choice")
@@ -135,12 +145,16 @@ def dry_run_spec(spec: Mapping) -> dict:
         if data.get("benchmark") is None:
             out.pop("test_envs", None)
             out.pop("headline_env", None)
-        base["data"] = {"benchmark": data.get("benchmark") or "spurious", "n_per_env": 8,
-                        "seed": data.get("seed", 0)}
+        base["data"] = {
+            "benchmark": data.get("benchmark") or "spurious",
+            "n_per_env": 8,
+            "seed": data.get("seed", 0),
+        }
         train_cfg = base.get("train") or {}
         base["train"] = {k: v for k, v in train_cfg.items() if k != "epochs"} | DRY_TRAIN
-        base["eval"] = {k: v for k, v in (base.get("eval") or {}).items()
-                        if k not in ("judge", "bertscore")} | DRY_EVAL
+        base["eval"] = {
+            k: v for k, v in (base.get("eval") or {}).items() if k not in ("judge", "bertscore")
+        } | DRY_EVAL
     out["checkpoint_every"] = 2
     if isinstance(out.get("n_draws"), int):
         out["n_draws"] = min(out["n_draws"], 2)
@@ -163,7 +177,9 @@ def _int_list(value: Any, key: str, source: str) -> list[int]:
         or not all(isinstance(s, int) and not isinstance(s, bool) for s in value)
         or len(set(value)) != len(value)
     ):
-        raise ConfigError(f"{source}: {key}: a non-empty list of distinct integers is required (got {value!r})")
+        raise ConfigError(
+            f"{source}: {key}: a non-empty list of distinct integers is required (got {value!r})"
+        )
     return list(value)
 
 
@@ -183,13 +199,23 @@ def _search(spec: Mapping, source: str) -> dict[str, tuple]:
     out = {}
     for key, rule in search.items():
         if key not in ("lr", "weight_decay"):
-            raise ConfigError(f"{source}: search.{key}: only lr and weight_decay are searched here; "
-                              "method hyperparameters use their objective's declared ranges")
-        if not isinstance(rule, list | tuple) or len(rule) < 2 or rule[0] not in SEARCH_KINDS or (
-            rule[0] != "choice" and (len(rule) != 3 or not all(isinstance(v, int | float) for v in rule[1:]))
+            raise ConfigError(
+                f"{source}: search.{key}: only lr and weight_decay are searched here; "
+                "method hyperparameters use their objective's declared ranges"
+            )
+        if (
+            not isinstance(rule, list | tuple)
+            or len(rule) < 2
+            or rule[0] not in SEARCH_KINDS
+            or (
+                rule[0] != "choice"
+                and (len(rule) != 3 or not all(isinstance(v, int | float) for v in rule[1:]))
+            )
         ):
-            raise ConfigError(f"{source}: search.{key}: a rule [log|int_log|uniform, lo, hi] or "
-                              f"[choice, v1, ...] is required (got {rule!r})")
+            raise ConfigError(
+                f"{source}: search.{key}: a rule [log|int_log|uniform, lo, hi] or "
+                f"[choice, v1, ...] is required (got {rule!r})"
+            )
         out[key] = tuple(rule)
     return out
 
@@ -199,7 +225,9 @@ def load_reference(entry: Any, source: str) -> dict | None:
     if entry is None:
         return None
     if not isinstance(entry, dict) or set(entry) != {"name", "env"}:
-        raise ConfigError(f"{source}: reference: a mapping {{name: REFERENCE, env: OUR_ENV}} is required")
+        raise ConfigError(
+            f"{source}: reference: a mapping {{name: REFERENCE, env: OUR_ENV}} is required"
+        )
     path = resources.files("robustvlm.configs").joinpath("reference", f"{entry['name']}.yaml")
     if not path.is_file():
         raise ConfigError(f"{source}: reference.name: no packaged reference {entry['name']!r}")
@@ -221,10 +249,14 @@ def sweep_plan(
         spec, source = dry_run_spec(spec), f"{source} (dry run)"
     unknown = sorted(set(spec) - SWEEP_KEYS)
     if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {unknown}; expected {', '.join(sorted(SWEEP_KEYS))}")
+        raise ConfigError(
+            f"{source}: unknown key(s) {unknown}; expected {', '.join(sorted(SWEEP_KEYS))}"
+        )
     base = spec.get("base")
     if not isinstance(base, dict):
-        raise ConfigError(f"{source}: base: a run config mapping (model, data, train, eval) is required")
+        raise ConfigError(
+            f"{source}: base: a run config mapping (model, data, train, eval) is required"
+        )
     if "method" in base or "method_args" in base:
         raise ConfigError(f"{source}: base.method: methods are given under `methods`, not in base")
     base_cfg = validate_config(deep_merge(base, {}), f"{source} (base)")
@@ -233,21 +265,29 @@ def sweep_plan(
         raise ConfigError(f"{source}: base.train.steps: a sweep needs a fixed number of steps")
     methods = spec.get("methods")
     if not isinstance(methods, dict) or not methods:
-        raise ConfigError(f"{source}: methods: a non-empty mapping {{label: {{method: name, ...}}}} is required")
+        raise ConfigError(
+            f"{source}: methods: a non-empty mapping {{label: {{method: name, ...}}}} is required"
+        )
     n_draws = _positive_int(spec, "n_draws", 3, source)
     seeds = _int_list(spec.get("seeds", [0]), "seeds", source)
     every = _positive_int(spec, "checkpoint_every", max(1, steps // 4), source)
     checkpoints = sorted({*range(every, steps + 1, every), steps})
     holdout = spec.get("holdout_fraction", 0.2)
     if not isinstance(holdout, int | float) or isinstance(holdout, bool) or not 0 < holdout < 1:
-        raise ConfigError(f"{source}: holdout_fraction: a number between 0 and 1 is required (got {holdout!r})")
+        raise ConfigError(
+            f"{source}: holdout_fraction: a number between 0 and 1 is required (got {holdout!r})"
+        )
     metric = spec.get("metric", "exact")
     per_batch = [m.name for m in per_batch_metrics()]
     if metric not in per_batch:
-        raise ConfigError(f"{source}: metric: {metric!r} is not a per-example accuracy; choose one of {per_batch}")
+        raise ConfigError(
+            f"{source}: metric: {metric!r} is not a per-example accuracy; choose one of {per_batch}"
+        )
     test_envs = spec.get("test_envs")
     if test_envs is not None and (
-        not isinstance(test_envs, list) or not test_envs or not all(isinstance(e, str) for e in test_envs)
+        not isinstance(test_envs, list)
+        or not test_envs
+        or not all(isinstance(e, str) for e in test_envs)
     ):
         raise ConfigError(f"{source}: test_envs: a non-empty list of environment names is required")
     headline = spec.get("headline_env")
@@ -259,7 +299,9 @@ def sweep_plan(
             launch = launch.model_copy(update={"kind": launcher})
     except ValidationError as err:
         e = err.errors()[0]
-        raise ConfigError(f"{source}: launcher.{'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+        raise ConfigError(
+            f"{source}: launcher.{'.'.join(map(str, e['loc']))}: {e['msg']}"
+        ) from None
     if launch.kind not in LAUNCHERS:
         raise ConfigError(f"--launcher: choose one of {list(LAUNCHERS)}")
     search = _search(spec, source)
@@ -271,42 +313,89 @@ def sweep_plan(
     draws: dict[str, dict[int, dict]] = {}
     for label, entry in methods.items():
         if not isinstance(entry, dict) or "method" not in entry:
-            raise ConfigError(f"{source}: methods.{label}: a mapping with a `method` key is required")
+            raise ConfigError(
+                f"{source}: methods.{label}: a mapping with a `method` key is required"
+            )
         name = entry["method"]
         if name not in REGISTRY:
-            raise ConfigError(f"{source}: methods.{label}.method: unknown method {name!r}; choose one of {sorted(REGISTRY)}")
+            raise ConfigError(
+                f"{source}: methods.{label}.method: unknown method {name!r}; choose one of {sorted(REGISTRY)}"
+            )
         fixed = {k: v for k, v in entry.items() if k != "method"}
         objectives[str(label)] = name
         draws[str(label)] = {}
         for draw in range(n_draws):
             drawn = draw_hparams(
-                name, draw, steps=steps,
-                optimizer_defaults={"lr": base_cfg.train.lr, "weight_decay": base_cfg.train.weight_decay},
+                name,
+                draw,
+                steps=steps,
+                optimizer_defaults={
+                    "lr": base_cfg.train.lr,
+                    "weight_decay": base_cfg.train.weight_decay,
+                },
                 optimizer_search=search,
             )
             args = {**drawn["method_args"], **fixed}
-            draws[str(label)][draw] = {"lr": drawn["lr"], "weight_decay": drawn["weight_decay"], "method_args": args}
+            draws[str(label)][draw] = {
+                "lr": drawn["lr"],
+                "weight_decay": drawn["weight_decay"],
+                "method_args": args,
+            }
             for seed in seeds:
                 seeded = {"seed": seed, **args} if "seed" in REGISTRY[name].hparams else args
-                raw = deep_merge(base, {
-                    "method": name, "method_args": seeded,
-                    "data": {"holdout_fraction": float(holdout)},
-                    "train": {"seed": seed, "lr": drawn["lr"], "weight_decay": drawn["weight_decay"],
-                              "save_every": every, "keep_checkpoints": len(checkpoints)},
-                })
+                raw = deep_merge(
+                    base,
+                    {
+                        "method": name,
+                        "method_args": seeded,
+                        "data": {"holdout_fraction": float(holdout)},
+                        "train": {
+                            "seed": seed,
+                            "lr": drawn["lr"],
+                            "weight_decay": drawn["weight_decay"],
+                            "save_every": every,
+                            "keep_checkpoints": len(checkpoints),
+                        },
+                    },
+                )
                 cfg = validate_config(raw, f"{source} (methods.{label}, draw {draw}, seed {seed})")
                 run_dir = out_dir / "runs" / str(label) / f"draw-{draw}" / f"seed-{seed}"
-                jobs.append(SweepJob(str(label), draw, seed, cfg, str(run_dir), metric,
-                                     progress and launch.kind == "local"))
-    return SweepPlan(jobs, objectives, draws, seeds, checkpoints, float(holdout), test_envs, metric,
-                     headline, reference, launch, dry_run)
+                jobs.append(
+                    SweepJob(
+                        str(label),
+                        draw,
+                        seed,
+                        cfg,
+                        str(run_dir),
+                        metric,
+                        progress and launch.kind == "local",
+                    )
+                )
+    return SweepPlan(
+        jobs,
+        objectives,
+        draws,
+        seeds,
+        checkpoints,
+        float(holdout),
+        test_envs,
+        metric,
+        headline,
+        reference,
+        launch,
+        dry_run,
+    )
 
 
 # ---------------------------------------------------------------- one run
 
 
 def _env_means(metrics, metric: str) -> dict[str, float]:
-    return {env: float(v[metric]) for env, v in metrics.to_dict()["per_env"].items() if v.get(metric) is not None}
+    return {
+        env: float(v[metric])
+        for env, v in metrics.to_dict()["per_env"].items()
+        if v.get(metric) is not None
+    }
 
 
 def run_sweep_job(job: SweepJob) -> dict:
@@ -328,18 +417,29 @@ def run_sweep_job(job: SweepJob) -> dict:
         step = int(checkpoint.name.split("-")[1])
         last = step == result.steps
         model_dir = result.final_dir if last else run_dir / "models" / checkpoint.name
-        if not last and not (run_dir / "eval" / checkpoint.name / "test" / "metrics.json").is_file():
+        if (
+            not last
+            and not (run_dir / "eval" / checkpoint.name / "test" / "metrics.json").is_file()
+        ):
             export_checkpoint(job.cfg, run_dir / "train", checkpoint, model_dir)
         parts = {}
         for split in ("val", "test"):
             metrics = evaluate(
-                model_dir, examples, run_dir / "eval" / checkpoint.name / split,
-                cfg=job.cfg.eval.model_copy(update={"split": split}), resume=True, progress=False,
+                model_dir,
+                examples,
+                run_dir / "eval" / checkpoint.name / split,
+                cfg=job.cfg.eval.model_copy(update={"split": split}),
+                resume=True,
+                progress=False,
             )
             parts[split] = _env_means(metrics, job.metric)
         if not last:
             shutil.rmtree(model_dir, ignore_errors=True)
-        rows.append(CheckpointScores(job.label, job.draw, job.seed, step, parts["val"], parts["test"]).to_dict())
+        rows.append(
+            CheckpointScores(
+                job.label, job.draw, job.seed, step, parts["val"], parts["test"]
+            ).to_dict()
+        )
     shutil.rmtree(run_dir / "models", ignore_errors=True)
     done = {
         "checkpoints": rows,
@@ -381,29 +481,40 @@ def run_sweep(
         claim_run_folder(Path(job.run_dir) / "train", job.cfg, resume=True, write=False)
     pending = [j for j in plan.jobs if not (Path(j.run_dir) / SCORES_FILE).is_file()]
     if progress:
-        print(f"sweep: {len(plan.jobs)} runs, {len(plan.jobs) - len(pending)} finished, "
-              f"{len(pending)} to run ({plan.launcher.kind} launcher)")
+        print(
+            f"sweep: {len(plan.jobs)} runs, {len(plan.jobs) - len(pending)} finished, "
+            f"{len(pending)} to run ({plan.launcher.kind} launcher)"
+        )
     outcomes = run_jobs(run_sweep_job, pending, plan.launcher, out_dir / "launcher")
     failed = [(j, o) for j, o in zip(pending, outcomes) if isinstance(o, BaseException)]
     if failed:
-        lines = "; ".join(f"{j.label} draw {j.draw} seed {j.seed}: {str(o).splitlines()[-1] if str(o) else type(o).__name__}"
-                          for j, o in failed[:5])
+        lines = "; ".join(
+            f"{j.label} draw {j.draw} seed {j.seed}: {str(o).splitlines()[-1] if str(o) else type(o).__name__}"
+            for j, o in failed[:5]
+        )
         raise RobustVLMError(
             f"{len(failed)} of {len(plan.jobs)} runs failed ({lines}); the finished runs are kept: "
             "re-run the same command to resume"
         )
-    done = [json.loads((Path(j.run_dir) / SCORES_FILE).read_text(encoding="utf-8")) for j in plan.jobs]
+    done = [
+        json.loads((Path(j.run_dir) / SCORES_FILE).read_text(encoding="utf-8")) for j in plan.jobs
+    ]
     train_envs, ood_envs = done[0]["train_envs"], done[0]["ood_envs"]
     test_envs = plan.test_envs or ood_envs
     bad = sorted(set(test_envs) - set(ood_envs))
     if bad:
-        raise ConfigError(f"test_envs: {bad} are not out-of-domain environments of the data ({ood_envs})")
+        raise ConfigError(
+            f"test_envs: {bad} are not out-of-domain environments of the data ({ood_envs})"
+        )
     if plan.headline_env is not None and plan.headline_env not in test_envs:
-        raise ConfigError(f"headline_env: {plan.headline_env!r} is not a test environment ({test_envs})")
+        raise ConfigError(
+            f"headline_env: {plan.headline_env!r} is not a test environment ({test_envs})"
+        )
     rows = [CheckpointScores.from_dict(r) for d in done for r in d["checkpoints"]]
-    write_jsonl(out_dir / "runs.jsonl", [
-        {**r.to_dict(), "hparams": plan.draws[r.method][r.draw]} for r in rows
-    ])
+    write_jsonl(
+        out_dir / "runs.jsonl",
+        [{**r.to_dict(), "hparams": plan.draws[r.method][r.draw]} for r in rows],
+    )
     selection = select_sweep(rows, train_envs, test_envs)
     results = SweepResults(
         methods=plan.methods,
@@ -426,4 +537,3 @@ def run_sweep(
     if progress:
         print(f"wrote {out_dir / 'report.md'} and {out_dir / 'report.html'}")
     return results
-
