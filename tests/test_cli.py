@@ -11,7 +11,7 @@ def test_help_lists_subcommands(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     out = capsys.readouterr().out
-    for name in ("data", "train", "eval", "demo", "study", "mc", "robustness", "icl", "diagnose"):
+    for name in ("data", "train", "eval", "demo", "study", "sweep", "mc", "robustness", "icl", "diagnose"):
         assert name in out
 
 

@@ -84,7 +84,9 @@ def _sweep(args: argparse.Namespace) -> int:
     from robustvlm.workflows.sweep import run_sweep
 
     name = Path(args.config).stem + ("-dry-run" if args.dry_run else "")
-    run_sweep(args.config, args.out or Path("sweeps") / name, launcher=args.launcher, dry_run=args.dry_run)
+    run_sweep(
+        args.config, args.out or Path("sweeps") / name, launcher=args.launcher, dry_run=args.dry_run
+    )
     return 0
 
 
@@ -308,7 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
         "sweep",
         help="random hyperparameter search x trial seeds, DomainBed's model selection (resumable)",
     )
-    sw.add_argument("config", help="sweep YAML: base, methods, n_draws, seeds, checkpoint_every, ...")
+    sw.add_argument(
+        "config", help="sweep YAML: base, methods, n_draws, seeds, checkpoint_every, ..."
+    )
     sw.add_argument("--out", help="sweep directory (default sweeps/<config name>[-dry-run])")
     sw.add_argument(
         "--launcher",

@@ -178,3 +178,14 @@ def test_submitit_local_executor_runs_the_sweep(tmp_path):
         )
         bad["base"]["model"]["name"] = "tiny:nonsense"
         sweep.run_sweep(bad, tmp_path / "bad", progress=False)
+
+
+@pytest.mark.parametrize("name", ["study_spurious", "study_digits"])
+def test_shipped_study_configs_plan(tmp_path, name):
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "configs" / f"{name}.yaml"
+    plan = sweep.sweep_plan(path, tmp_path)
+    assert set(plan.methods.values()) == {"erm", "irm", "vrex", "groupdro", "birm", "dynamic_birm"}
+    assert len(plan.seeds) >= 2 and plan.headline_env == "test-nocolour"
+    assert plan.reference["results"]["IRM"]["test-domain validation (oracle)"] == 58.5
