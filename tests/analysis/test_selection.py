@@ -12,6 +12,7 @@ from robustvlm.analysis.selection import (
     ANTI_COLOUR,
     COLOUR,
     CONSTANT,
+    NO_ANSWER,
     ORACLE,
     SHAPE,
     TRAINING_DOMAIN,

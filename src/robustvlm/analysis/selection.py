@@ -237,6 +237,7 @@ COLOUR = "colour"
 ANTI_COLOUR = "anti-colour"
 SHAPE = "content (invariant)"
 CONSTANT = "constant (chance)"
+NO_ANSWER = "no valid answer"
 
 
 def colour_rule_prototypes(
@@ -251,13 +252,14 @@ def colour_rule_prototypes(
     Returns:
         {rule: {environment: accuracy}}: the colour rule scores the agreement, the anti-colour
         rule its complement, the content (shape / digit) rule 1 - label_noise everywhere, a
-        constant answer 0.5 (balanced answers).
+        constant answer 0.5 (balanced answers), a model that gives neither answer 0.
     """
     return {
         COLOUR: {e: float(p) for e, p in agreement.items()},
         ANTI_COLOUR: {e: 1.0 - float(p) for e, p in agreement.items()},
         SHAPE: {e: 1.0 - float(label_noise) for e in agreement},
         CONSTANT: dict.fromkeys(agreement, 0.5),
+        NO_ANSWER: dict.fromkeys(agreement, 0.0),
     }
 
 

@@ -132,7 +132,8 @@ def rules_blocks(results: SweepResults) -> list[Block]:
             "mean, and each seed's selected model) is compared with the accuracies four pure rules "
             "would score on this benchmark: the colour rule scores each environment's colour "
             "agreement, the anti-colour rule its complement, the content rule (shape or digit, "
-            "the invariant one) 1 − label noise everywhere, a constant answer 0.5. The rule "
+            "the invariant one) 1 − label noise everywhere, a constant answer 0.5, a model that "
+            "gives neither answer 0. The rule "
             "nearest in Euclidean distance over the environments is the one named. A high "
             "reversed-environment score with chance on the colour-free environment is the "
             "anti-colour rule, not invariance."
@@ -170,7 +171,7 @@ def reference_blocks(results: SweepResults) -> list[Block]:
     return [
         Heading(f"Yardstick: {ref['dataset']} figures of DomainBed"),
         Paragraph(
-            f"Source: {ref['source']}. {ref['note']}. Printed beside ours (environment `{env}`); "
+            f"Source: {ref['source']}. {ref['note']}; printed beside ours (environment `{env}`); "
             "— where the paper has no such method. The oracle columns are test-domain selected."
         ),
         Table(
