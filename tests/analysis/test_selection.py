@@ -126,3 +126,4 @@ def test_nearest_rule_names_colour_anti_colour_content_and_chance():
         nearest_rule({"tr9": 0.5, "tr8": 0.49, "rev": 0.51, "free": 0.5}, protos).rule == CONSTANT
     )
     assert nearest_rule({"tr9": 0.8, "tr8": 0.74, "rev": 0.72, "free": 0.73}, protos).rule == SHAPE
+    assert nearest_rule({"tr9": 0.0, "tr8": 0.05, "rev": 0.0, "free": 0.1}, protos).rule == NO_ANSWER

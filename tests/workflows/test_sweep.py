@@ -189,3 +189,18 @@ def test_shipped_study_configs_plan(tmp_path, name):
     assert set(plan.methods.values()) == {"erm", "irm", "vrex", "groupdro", "birm", "dynamic_birm"}
     assert len(plan.seeds) >= 2 and plan.headline_env == "test-nocolour"
     assert plan.reference["results"]["IRM"]["test-domain validation (oracle)"] == 58.5
+
+
+def test_dry_run_shrinks_the_sweep_and_turns_every_penalty_on(tmp_path):
+    spec = _with(
+        seeds=[3, 4],
+        n_draws=5,
+        methods={"dyn": {"method": "dynamic_birm"}, "irm": {"method": "irm"}},
+        launcher={"kind": "slurm"},
+    )
+    plan = sweep.sweep_plan(spec, tmp_path, dry_run=True)
+    assert plan.seeds == [3] and plan.launcher.kind == "local" and plan.checkpoints == [2, 4]
+    assert {j.draw for j in plan.jobs} == {0, 1} and plan.dry_run
+    assert all(j.cfg.model.name == "tiny:idefics3" and j.cfg.train.steps == 4 for j in plan.jobs)
+    args = {j.label: j.cfg.method_args for j in plan.jobs if j.draw == 0}
+    assert args["dyn"]["k_skip"] == 2 and args["irm"]["anneal_steps"] == 2

@@ -131,8 +131,9 @@ def _read_spec(config: str | Path | Mapping) -> tuple[dict, str]:
 
 def dry_run_spec(spec: Mapping) -> dict:
     """The dry-run stand-in of a sweep: a tiny offline model, a built-in benchmark at 8 records per
-    environment (the configured one, else `spurious`), 4 steps with a checkpoint every 2, at most
-    2 draws, the first seed, 4 evaluated records per environment, in this process."""
+    environment (the configured one, else `spurious`), 4 steps with a checkpoint every 2, warm-ups
+    (`k_skip`, `anneal_steps`) cut to 2 steps, at most 2 draws, the first seed, 4 evaluated
+    records per environment, in this process."""
     out = copy.deepcopy(dict(spec))
     out["launcher"] = {"kind": "local"}
     base = out.get("base")
@@ -163,10 +164,11 @@ def dry_run_spec(spec: Mapping) -> dict:
     methods = out.get("methods")
     if isinstance(methods, dict):
         for entry in methods.values():
-            if isinstance(entry, dict):
-                for key in ("k_skip", "anneal_steps"):
-                    if isinstance(entry.get(key), int):
-                        entry[key] = min(entry[key], 2)
+            if isinstance(entry, dict) and entry.get("method") in REGISTRY:
+                hparams = REGISTRY[entry["method"]].hparams
+                for key in ("k_skip", "anneal_steps"):  # every penalty on within the 4 steps
+                    if key in hparams and isinstance(entry.get(key, hparams[key].default), int):
+                        entry[key] = min(entry.get(key, hparams[key].default), 2)
     return out
 
 
