@@ -145,6 +145,11 @@ def test_a_killed_sweep_resumes_without_re_running_finished_runs(tmp_path, monke
     for label in ("erm", "vrex"):
         assert set(results.selection[label]) == {TRAINING_DOMAIN, ORACLE}
         assert results.rules[label]["mean"].rule  # spurious has colour prototypes
+        assert set(results.oracle_rules[label]) == set(results.test_envs)
+    # a finished run drops its resume checkpoints (it is never trained again), keeps final/
+    assert (
+        not (runs[0] / "train" / "checkpoints").exists() and (runs[0] / "train" / "final").is_dir()
+    )
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["selection"]["erm"][TRAINING_DOMAIN]["worst_all"] is not None
     assert saved["selection"]["erm"][ORACLE]["worst_all"] is None

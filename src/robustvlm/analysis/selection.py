@@ -24,7 +24,7 @@ then averaged. Pure functions: no file or model I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -126,16 +126,15 @@ def training_domain_choice(runs: Sequence[CheckpointScores], train_envs: Sequenc
 
 def oracle_choice(runs: Sequence[CheckpointScores], test_env: str) -> Choice:
     """Test-domain validation of one (method, trial seed) on `test_env`: last checkpoint of every
-    draw, the draw with the best held-out accuracy on `test_env`; reports only `test_env`."""
+    draw, the draw with the best held-out accuracy on `test_env`. The result is its accuracy on
+    `test_env`; the Choice keeps the picked model's other accuracies, to say what it learned."""
     last: dict[int, CheckpointScores] = {}
     for r in runs:
         if r.draw not in last or r.step > last[r.draw].step:
             last[r.draw] = r
     if not last:
         raise DataError("the oracle selection needs checkpoints")
-    return _pick(
-        [(r.val[test_env], d, r.step, {test_env: r.test[test_env]}) for d, r in last.items()]
-    )
+    return _pick([(r.val[test_env], d, r.step, r.test) for d, r in last.items()])
 
 
 @dataclass(frozen=True)
@@ -306,6 +305,23 @@ def rule_calls(
     return out
 
 
+def oracle_rule_calls(
+    selection: Mapping[str, Mapping[str, MethodSelection]],
+    prototypes: Mapping[str, Mapping[str, float]],
+) -> dict[str, dict[str, dict[str, RuleCall]]]:
+    """{method: {test environment: {seed: RuleCall}}}: the rule nearest to the per-environment
+    accuracies of the model the oracle picked for that environment and seed."""
+    out: dict[str, dict[str, dict[str, RuleCall]]] = {}
+    for label, by_rule in selection.items():
+        for seed, by_env in by_rule[ORACLE].choices.items():
+            for env, choice in by_env.items():
+                envs = [e for e in choice.test if all(e in p for p in prototypes.values())]
+                if envs:
+                    call = nearest_rule({e: choice.test[e] for e in envs}, prototypes)
+                    out.setdefault(label, {}).setdefault(env, {})[str(seed)] = call
+    return out
+
+
 @dataclass(frozen=True)
 class SweepResults:
     """A finished sweep: what ran, the two selections side by side, and the rules learned.
@@ -320,6 +336,7 @@ class SweepResults:
         holdout_fraction: the held-out part of each environment (see `data.carve.hold_out`).
         selection: {label: {rule: MethodSelection}}.
         rules: {label: {"mean" | seed: RuleCall}} where the benchmark has colour prototypes.
+        oracle_rules: {label: {test env: {seed: RuleCall}}} of the oracle's picks, likewise.
         headline_env: the environment the report leads with (e.g. the colour-free one).
         reference: published figures printed beside ours ({"source", "note", "env", "ours_env",
             "figures": {label: {rule: value in %}}}), or None.
@@ -336,6 +353,7 @@ class SweepResults:
     holdout_fraction: float
     selection: dict[str, dict[str, MethodSelection]]
     rules: dict[str, dict[str, RuleCall]]
+    oracle_rules: dict[str, dict[str, dict[str, RuleCall]]] = field(default_factory=dict)
     headline_env: str | None = None
     reference: dict | None = None
     n_runs: int = 0
@@ -360,6 +378,10 @@ class SweepResults:
             "rules": {
                 m: {k: {"rule": c.rule, "distances": c.distances} for k, c in by.items()}
                 for m, by in self.rules.items()
+            },
+            "oracle_rules": {
+                m: {e: {s: c.rule for s, c in by_seed.items()} for e, by_seed in by.items()}
+                for m, by in self.oracle_rules.items()
             },
             "headline_env": self.headline_env,
             "reference": self.reference,

@@ -62,24 +62,34 @@ def training_domain_table(results: SweepResults) -> Table:
 
 
 def oracle_table(results: SweepResults) -> Table:
-    """Methods x test environments under the oracle, their macro mean and the worst of them."""
+    """Methods x test environments under the oracle, their macro mean and the worst of them, and
+    (on the colour benchmarks) the rule of each picked model, per test environment and seed."""
     header = [
         "method",
         *(f"{e} ({ORACLE_TAG})" for e in results.test_envs),
         f"test-env mean ({ORACLE_TAG})",
         f"worst test env ({ORACLE_TAG})",
     ]
+    if results.oracle_rules:
+        header.append("rule of the picked models (per seed)")
     rows = []
     for label, by_rule in results.selection.items():
         s = by_rule[ORACLE]
-        rows.append(
-            [
-                label,
-                *(pct(s.per_env.get(e)) for e in results.test_envs),
-                pct(s.test_mean),
-                pct(s.test_worst),
+        row = [
+            label,
+            *(pct(s.per_env.get(e)) for e in results.test_envs),
+            pct(s.test_mean),
+            pct(s.test_worst),
+        ]
+        if results.oracle_rules:
+            by_env = results.oracle_rules.get(label, {})
+            picked = [
+                f"{e}: {', '.join(c.rule for c in by_env[e].values())}"
+                for e in results.test_envs
+                if e in by_env
             ]
-        )
+            row.append("; ".join(picked) or "—")
+        rows.append(row)
     return Table(header, rows)
 
 
@@ -129,7 +139,7 @@ def rules_blocks(results: SweepResults) -> list[Block]:
         Heading("Which rule each method learned"),
         Paragraph(
             "Each method's per-environment accuracy under training-domain validation (the seed "
-            "mean, and each seed's selected model) is compared with the accuracies four pure rules "
+            "mean, and each seed's selected model) is compared with the accuracies five pure rules "
             "would score on this benchmark: the colour rule scores each environment's colour "
             "agreement, the anti-colour rule its complement, the content rule (shape or digit, "
             "the invariant one) 1 − label noise everywhere, a constant answer 0.5, a model that "

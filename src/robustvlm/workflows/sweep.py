@@ -51,6 +51,7 @@ from robustvlm.analysis.selection import (
     CheckpointScores,
     SweepResults,
     colour_rule_prototypes,
+    oracle_rule_calls,
     rule_calls,
     select_sweep,
 )
@@ -451,6 +452,8 @@ def run_sweep_job(job: SweepJob) -> dict:
     tmp = scores_path.with_name(SCORES_FILE + ".tmp")
     tmp.write_text(json.dumps(done, indent=1), encoding="utf-8")
     tmp.replace(scores_path)
+    # finished: the run is never trained again, so its resume checkpoints go (final/ stays)
+    shutil.rmtree(run_dir / "train" / "checkpoints", ignore_errors=True)
     return done
 
 
@@ -518,6 +521,7 @@ def run_sweep(
         [{**r.to_dict(), "hparams": plan.draws[r.method][r.draw]} for r in rows],
     )
     selection = select_sweep(rows, train_envs, test_envs)
+    prototypes = _prototypes(Path(plan.jobs[0].run_dir))
     results = SweepResults(
         methods=plan.methods,
         draws=plan.draws,
@@ -528,7 +532,8 @@ def run_sweep(
         metric=plan.metric,
         holdout_fraction=plan.holdout_fraction,
         selection=selection,
-        rules=rule_calls(selection, _prototypes(Path(plan.jobs[0].run_dir))),
+        rules=rule_calls(selection, prototypes),
+        oracle_rules=oracle_rule_calls(selection, prototypes),
         headline_env=plan.headline_env,
         reference=plan.reference,
         n_runs=len(plan.jobs),
