@@ -11,7 +11,7 @@ def test_help_lists_subcommands(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     out = capsys.readouterr().out
-    for name in ("data", "train", "embed", "eval", "demo", "study", "mc", "robustness", "icl", "diagnose", "rm"):
+    for name in ("data", "train", "embed", "eval", "demo", "study", "sweep", "mc", "robustness", "icl", "diagnose", "rm"):
         assert name in out
 
 

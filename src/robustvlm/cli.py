@@ -104,6 +104,16 @@ def _study(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.sweep import run_sweep
+
+    name = Path(args.config).stem + ("-dry-run" if args.dry_run else "")
+    run_sweep(
+        args.config, args.out or Path("sweeps") / name, launcher=args.launcher, dry_run=args.dry_run
+    )
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     if args.overrides[:1] == ["robustness"]:
         from robustvlm.workflows.demo_robustness import run_robustness_demo
@@ -561,6 +571,27 @@ def build_parser() -> argparse.ArgumentParser:
         "first seed, no judge or launcher",
     )
     st.set_defaults(func=_study)
+
+    sw = sub.add_parser(
+        "sweep",
+        help="random hyperparameter search x trial seeds, DomainBed's model selection (resumable)",
+    )
+    sw.add_argument(
+        "config", help="sweep YAML: base, methods, n_draws, seeds, checkpoint_every, ..."
+    )
+    sw.add_argument("--out", help="sweep directory (default sweeps/<config name>[-dry-run])")
+    sw.add_argument(
+        "--launcher",
+        choices=["local", "multi-gpu", "slurm"],
+        help="overrides the config's launcher.kind: local (in process, one run after another), "
+        "multi-gpu (one worker process per GPU), slurm (submitit)",
+    )
+    sw.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="tiny offline model, built-in data, 4 steps, at most 2 draws, first seed, in process",
+    )
+    sw.set_defaults(func=_sweep)
 
     dm = sub.add_parser(
         "demo",

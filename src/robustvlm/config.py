@@ -91,8 +91,12 @@ class DataConfig(RecordSource):
 
     `subsets` loads several hub configs of one `hf:NAME` dataset (each record's `subset` field
     names its config) and `max_rows_per_subset` samples each before images are read.
+    `holdout_fraction` holds out DomainBed's "out" split of every environment as split `val`
+    (see `data.carve.hold_out`): training environments' validation records, and the part of each
+    out-of-domain environment that only a test-domain (oracle) selection may look at.
     """
 
+    holdout_fraction: float | None = Field(default=None, gt=0, lt=1)
     env_map: str | dict[str, Any] | None = None  # a YAML file, or the map itself inline
     task_rules: bool = False
     instruction_template: str = "What is shown in this image?"

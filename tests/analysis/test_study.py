@@ -96,6 +96,18 @@ def test_paired_test_matches_direct_call_on_matched_ids():
 def test_table1_shows_absent_metrics_as_dash():
     results = aggregation.aggregate_study({"erm": SEED_ROWS}, ["chrf", "bertscore"])
     table = table1(results)
-    assert table.header == ["method", "ID chrF", "ID BERTScore", "OOD chrF", "OOD BERTScore"]
+    assert table.header == ["method", "ID chrF", "ID BERTScore", "OOD chrF", "OOD BERTScore",
+                            "worst env chrF", "worst env BERTScore"]
     row = table.rows[0]
     assert row[2] == "—" and row[4] == "—" and row[1].startswith("0.500 ± 0.141 [")
+    assert row[6] == "—" and row[5] == "0.300 ± 0.000"
+
+
+def test_worst_env_is_the_lowest_environment_per_seed_then_averaged():
+    # per-env means: seed 0 a .3, b .9, c .3 -> .3; seed 1 a .3, b .5, c .3 -> .3
+    worst = aggregation.worst_env_summary(SEED_ROWS, ["chrf", "exact"])
+    assert worst["chrf"].mean == pytest.approx(0.3) and worst["chrf"].std == pytest.approx(0.0)
+    assert (worst["chrf"].seeds, worst["chrf"].n, worst["chrf"].ci) == (2, 10, None)
+    assert worst["exact"].mean is None
+    rows = {0: SEED_ROWS[0], 1: [dict(r, scores={"chrf": 1.0 if r["env"] != "b" else 0.1}) for r in SEED_ROWS[1]]}
+    assert aggregation.worst_env_summary(rows, ["chrf"])["chrf"].mean == pytest.approx((0.3 + 0.1) / 2)

@@ -9,7 +9,7 @@ environments of the per-environment mean. Pure functions: no file or model I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -75,10 +75,12 @@ class PairedTest:
 
 @dataclass(frozen=True)
 class MethodScores:
-    """A method's summary {split: {metric: ScoreSummary}} and per-environment means."""
+    """A method's summary {split: {metric: ScoreSummary}}, per-environment means and its
+    worst-environment score {metric: ScoreSummary} (see `worst_env_summary`)."""
 
     summary: dict[str, dict[str, ScoreSummary]]
     per_env: dict[str, EnvScores]
+    worst: dict[str, ScoreSummary] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,28 @@ def summarize_method(
             pooled = [r for rows in per_seed for r in rows]
             ci = _macro_mean_ci(*_columns(pooled, metric), n_boot=n_boot, seed=seed)
             out[split][metric] = ScoreSummary(mean, std, ci, len(per_seed), len(pooled))
+    return out
+
+
+def worst_env_summary(seed_rows: SeedRows, metrics: Sequence[str]) -> dict[str, ScoreSummary]:
+    """{metric: ScoreSummary} of the worst environment (the WILDS / DomainBed convention): per
+    seed, the lowest per-environment mean over every environment, in-domain and out-of-domain;
+    then mean ± std over seeds (no CI; n = the seeds' scored rows)."""
+    out = {}
+    for metric in metrics:
+        worst, n = [], 0
+        for rows in seed_rows.values():
+            scored = [r for r in rows if r["scores"].get(metric) is not None]
+            if not scored:
+                continue
+            scores, envs = _columns(scored, metric)
+            worst.append(min(float(scores[envs == e].mean()) for e in np.unique(envs)))
+            n += len(scored)
+        if not worst:
+            out[metric] = ScoreSummary(None, None, None, 0, 0)
+            continue
+        mean, std = mean_std(worst)
+        out[metric] = ScoreSummary(mean, std, None, len(worst), n)
     return out
 
 
@@ -212,7 +236,11 @@ def aggregate_study(rows: Mapping[str, SeedRows], metrics: Sequence[str]) -> Stu
         metrics=list(metrics),
         baseline=baseline,
         methods={
-            label: MethodScores(summarize_method(seed_rows, metrics), per_env_means(seed_rows, metrics))
+            label: MethodScores(
+                summarize_method(seed_rows, metrics),
+                per_env_means(seed_rows, metrics),
+                worst_env_summary(seed_rows, metrics),
+            )
             for label, seed_rows in rows.items()
         },
         significance=paired_tests(rows, baseline, metrics),
@@ -262,6 +290,7 @@ class StudyResults:
             label: {
                 "summary": {split: {m: v.to_dict() for m, v in by.items()} for split, by in scores.summary.items()},
                 "per_env": {env: e.to_dict() for env, e in scores.per_env.items()},
+                "worst_env": {m: v.to_dict() for m, v in scores.worst.items()},
                 "method": self.runs[label].method,
                 "method_args": self.runs[label].method_args,
                 "runs": {

@@ -46,7 +46,9 @@ def carve_per_env(
     counts: dict[str, dict[str, int]] = {}
     for env, records in by_env.items():
         keys = list(records)
-        order = np.random.default_rng([seed, zlib.crc32(env.encode("utf-8"))]).permutation(len(keys))
+        order = np.random.default_rng([seed, zlib.crc32(env.encode("utf-8"))]).permutation(
+            len(keys)
+        )
         drawn = [keys[i] for i in order]
         ood = env in ood_envs
         test_keys = drawn[:test]
@@ -55,7 +57,10 @@ def carve_per_env(
         side.update({(env, k): "train" for k in train_keys})
         wanted = test + (0 if ood or train is None else train)
         counts[env] = {
-            "records": len(keys), "wanted": wanted, "train": len(train_keys), "test": len(test_keys)
+            "records": len(keys),
+            "wanted": wanted,
+            "train": len(train_keys),
+            "test": len(test_keys),
         }
     kept = [
         replace(ex, split=side[(ex.env, record_key(ex.id))])
@@ -72,4 +77,37 @@ def short_environments(counts: dict[str, dict[str, int]]) -> list[str]:
         f"{c['train']} train / {c['test']} test"
         for env, c in counts.items()
         if c["records"] < c["wanted"]
+    ]
+
+
+def hold_out(examples: Sequence[Example], fraction: float, *, seed: int) -> list[Example]:
+    """DomainBed's held-out ("out") split of every environment, as split "val".
+
+    - an in-domain environment that has `val` records keeps them (a built-in benchmark's own
+      validation split); one without draws `fraction` of its `train` records (at least one);
+    - an out-of-domain environment moves `fraction` of its `test` records (at least one) to
+      `val`: the part a test-domain (oracle) selection looks at; the rest stays `test`, the part
+      that is reported.
+
+    Records are drawn whole (all turns of a conversation together), by a seeded permutation per
+    environment (`seed` and the environment's name). Returns the examples in input order.
+    """
+    by_env: dict[str, dict[str, set[str]]] = {}
+    for ex in examples:
+        by_env.setdefault(ex.env, {}).setdefault(ex.split, set()).add(record_key(ex.id))
+    ood_envs = {ex.env for ex in examples if ex.ood}
+    moved: dict[tuple[str, str], str] = {}
+    for env, splits in by_env.items():
+        source = "test" if env in ood_envs else "train"
+        if env not in ood_envs and splits.get("val"):
+            continue
+        keys = sorted(splits.get(source, ()))
+        if len(keys) < 2:
+            continue
+        rng = np.random.default_rng([seed, zlib.crc32(f"holdout:{env}".encode())])
+        n = min(len(keys) - 1, max(1, round(fraction * len(keys))))
+        moved.update({(env, keys[i]): source for i in rng.permutation(len(keys))[:n]})
+    return [
+        replace(ex, split="val") if moved.get((ex.env, record_key(ex.id))) == ex.split else ex
+        for ex in examples
     ]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from robustvlm.config import DataConfig, RecordSource
-from robustvlm.data.carve import carve_per_env, short_environments
+from robustvlm.data.carve import carve_per_env, hold_out, short_environments
 from robustvlm.data.records import Example, SkipLog
 
 
@@ -29,8 +29,9 @@ def materialize(cfg: RecordSource, work_dir: Path) -> Path:
 def load_from_config(
     cfg: DataConfig, work_dir: Path, skip_log: SkipLog | None = None, verbose: bool = True
 ) -> list[Example]:
-    """All records of the configured dataset (every split), with environments assigned and,
-    with `split_per_env`, each environment carved into its train / test sets."""
+    """All records of the configured dataset (every split), with environments assigned; with
+    `split_per_env`, each environment carved into its train / test sets; with
+    `holdout_fraction`, each environment's held-out `val` part set aside (`carve.hold_out`)."""
     from robustvlm.data.environments import format_env_counts
     from robustvlm.data.loaders import HubSelection, load_examples
 
@@ -46,16 +47,18 @@ def load_from_config(
         max_pixels=cfg.max_pixels,
         image_root=cfg.image_root,
         hub=HubSelection(tuple(cfg.subsets), cfg.max_rows_per_subset, cfg.seed) if cfg.on_hub else None,
-        verbose=verbose and cfg.split_per_env is None,
+        verbose=verbose and cfg.split_per_env is None and cfg.holdout_fraction is None,
     )
-    if cfg.split_per_env is None:
-        return examples
-    sizes = cfg.split_per_env
-    examples, counts = carve_per_env(examples, train=sizes.train, test=sizes.test, seed=cfg.seed)
-    if verbose:
+    if cfg.split_per_env is not None:
+        sizes = cfg.split_per_env
+        examples, counts = carve_per_env(examples, train=sizes.train, test=sizes.test, seed=cfg.seed)
+        if verbose:
+            for line in short_environments(counts):
+                print(f"warning: {line}")
+    if cfg.holdout_fraction is not None:
+        examples = hold_out(examples, cfg.holdout_fraction, seed=cfg.seed)
+    if verbose and (cfg.split_per_env is not None or cfg.holdout_fraction is not None):
         print(format_env_counts(examples))
-        for line in short_environments(counts):
-            print(f"warning: {line}")
     return examples
 
 

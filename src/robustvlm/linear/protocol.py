@@ -37,8 +37,8 @@ import numpy as np
 from robustvlm.data.synth.linear_unit_tests import make_unit_test
 from robustvlm.errors import ConfigError
 from robustvlm.linear.fit import LinearData, errors, fit_linear
-from robustvlm.objectives import REGISTRY, build_objective
-from robustvlm.objectives.search import sample_hparams, sample_value
+from robustvlm.objectives import build_objective
+from robustvlm.objectives.search import draw_hparams, sample_value
 
 ORACLE = "oracle"
 IRM_PAPER = "irm_paper"
@@ -49,7 +49,6 @@ PAPER_IRM_DEFAULT = 0.9
 PAPER_IRM_FIXED = {"anneal_steps": 0, "penalty_reduction": "sum", "unbiased": False}
 OPTIMIZER_DEFAULTS = {"lr": 1e-3, "weight_decay": 0.0}
 OPTIMIZER_SEARCH = {"lr": ("log", 1e-4, 1e-2), "weight_decay": ("log", 1e-6, 1e-2)}
-STEP_HPARAMS = ("anneal_steps", "k_skip")
 
 
 @dataclass(frozen=True)
@@ -93,20 +92,19 @@ def paper_irm_args(irm_lambda: float) -> dict[str, Any]:
 def draw_config(method: str, draw: int, steps: int) -> dict[str, Any]:
     """{"lr", "weight_decay", "method_args"} of hyperparameter draw `draw` (0: the defaults)."""
     name = objective_name(method)
-    if draw == 0:
-        args = paper_irm_args(PAPER_IRM_DEFAULT) if method == IRM_PAPER else {}
-        return {**OPTIMIZER_DEFAULTS, "method_args": args}
-    rng = np.random.default_rng([draw, zlib.crc32(name.encode())])
-    optimizer = {k: sample_value(rule, rng) for k, rule in OPTIMIZER_SEARCH.items()}
     if method == IRM_PAPER:
+        if draw == 0:
+            return {**OPTIMIZER_DEFAULTS, "method_args": paper_irm_args(PAPER_IRM_DEFAULT)}
+        rng = np.random.default_rng([draw, zlib.crc32(name.encode())])
+        optimizer = {k: sample_value(rule, rng) for k, rule in OPTIMIZER_SEARCH.items()}
         return {**optimizer, "method_args": paper_irm_args(1 - 10 ** rng.uniform(-3, -0.3))}
-    hparams = REGISTRY[name].hparams
-    bounded = {}
-    for key in STEP_HPARAMS:
-        if key in hparams and hparams[key].search is not None:
-            kind, low, high = hparams[key].search
-            bounded[key] = (kind, low, max(low, min(high, steps // 2)))
-    return {**optimizer, "method_args": sample_hparams(hparams, rng, bounded)}
+    return draw_hparams(
+        name,
+        draw,
+        steps=steps,
+        optimizer_defaults=OPTIMIZER_DEFAULTS,
+        optimizer_search=OPTIMIZER_SEARCH,
+    )
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,3 +54,44 @@ def sample_hparams(
         if rule is not None:
             drawn[name] = sample_value(rule, rng)
     return drawn
+
+
+STEP_HPARAMS = ("anneal_steps", "k_skip")
+"""Step-count hyperparameters whose search range `draw_hparams` bounds by half the run."""
+
+
+def draw_hparams(
+    objective: str,
+    draw: int,
+    *,
+    steps: int,
+    optimizer_defaults: Mapping[str, Any],
+    optimizer_search: Mapping[str, tuple],
+) -> dict[str, Any]:
+    """Hyperparameter draw `draw` of one objective, as a random search (DomainBed's sweep) takes it.
+
+    Draw 0 is the defaults: `optimizer_defaults` and no method argument (the objective's declared
+    defaults). Draw k > 0 seeds a generator with (k, crc32 of the objective's name), draws every
+    optimizer setting of `optimizer_search` (in its order), then every method hyperparameter from
+    the search range its objective declares (`HParam.search`); step counts (`STEP_HPARAMS`) are
+    bounded by `steps // 2`, so every penalty is on for at least half of the run. A draw depends on
+    (objective, draw, steps) only, so every trial seed of a sweep trains the same draw.
+
+    Returns:
+        {**optimizer settings, "method_args": {name: value}}.
+    """
+    from robustvlm.objectives import REGISTRY
+
+    if objective not in REGISTRY:
+        raise ConfigError(f"unknown method {objective!r}; choose one of {sorted(REGISTRY)}")
+    if draw == 0:
+        return {**optimizer_defaults, "method_args": {}}
+    rng = np.random.default_rng([draw, zlib.crc32(objective.encode())])
+    optimizer = {k: sample_value(tuple(rule), rng) for k, rule in optimizer_search.items()}
+    hparams = REGISTRY[objective].hparams
+    bounded = {}
+    for key in STEP_HPARAMS:
+        if key in hparams and hparams[key].search is not None:
+            kind, low, high = hparams[key].search
+            bounded[key] = (kind, low, max(low, min(high, steps // 2)))
+    return {**optimizer, "method_args": sample_hparams(hparams, rng, bounded)}

@@ -36,11 +36,15 @@ def cell(entry: ScoreSummary | None) -> str:
 
 
 def table1(scores: StudyScores) -> Table:
-    """Rows = methods; columns = ID then OOD for each configured metric."""
+    """Rows = methods; columns = ID then OOD for each configured metric, then each metric's
+    worst-environment score (lowest per-environment mean over every environment, per seed)."""
     metrics = scores.metrics
     header = ["method"] + [f"{g.upper()} {title(m)}" for g in SPLITS for m in metrics]
+    header += [f"worst env {title(m)}" for m in metrics]
     rows = [
-        [label] + [cell(method.summary[g].get(m)) for g in SPLITS for m in metrics]
+        [label]
+        + [cell(method.summary[g].get(m)) for g in SPLITS for m in metrics]
+        + [cell(method.worst.get(m)) for m in metrics]
         for label, method in scores.methods.items()
     ]
     return Table(header, rows)
@@ -200,8 +204,10 @@ def build_blocks(
             f"Methods: {', '.join(results.scores.methods)}; seeds: {seeds}. Scores on the 0-1 scale, "
             "macro-averaged over the environments of each split. Cells: mean ± std over seeds "
             "[95% percentile bootstrap CI; resampled units are the (seed, example) rows of the split "
-            "pooled over seeds, statistic the macro mean]. — marks a metric that was not configured "
-            "or not computed."
+            "pooled over seeds, statistic the macro mean]. Worst env: per seed, the lowest "
+            "per-environment mean over every environment (in-domain and out-of-domain), then mean ± "
+            "std over seeds; a macro mean can hide a method that fails one environment. — marks a "
+            "metric that was not configured or not computed."
         ),
         Heading("Table 1: in-domain vs out-of-domain"),
         table1(results.scores),

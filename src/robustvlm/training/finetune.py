@@ -9,6 +9,9 @@ risk/<env>). Besides the loop's outputs, the run folder holds:
                   on resume)
   skipped.jsonl   records skipped under data.on_bad_record: skip
   final/          the fine-tuned model + processor (save_pretrained format, LoRA merged)
+
+`export_checkpoint` writes an intermediate checkpoint in the same format as final/, so a sweep
+can evaluate several checkpoints of one run.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from robustvlm.models.trainable import (
     enable_gradient_checkpointing,
 )
 from robustvlm.objectives import Objective, build_objective
+from robustvlm.training.checkpoint import WEIGHTS_FILE
 from robustvlm.training.sampler import (
     EnvBalancedBatchSampler,
     ResumableBatchSampler,
@@ -193,3 +197,37 @@ class FineTuneTask(TrainingTask):
         weights = {k[len(prefix):]: v for k, v in state_dicts[ANSWER_MODEL].items()}
         save_final(self.model, self.processor, final_dir, state_dict=weights)
 
+
+
+def export_checkpoint(cfg: RunConfig, run_dir: Path, checkpoint: Path, out_dir: Path) -> Path:
+    """Write the model of training checkpoint `checkpoint` of the run in `run_dir` to `out_dir` in
+    final/'s format (model + processor, LoRA merged); returns `out_dir`.
+
+    The checkpoint holds the trainable weights (`training.checkpoint`); the frozen ones come from
+    the base model, as when the run was trained. Sharded checkpoints (DeepSpeed, FSDP) are not
+    exported. The folder is written under a temporary name and renamed when complete.
+    """
+    from safetensors.torch import load_file
+
+    weights = Path(checkpoint) / WEIGHTS_FILE
+    if not weights.is_file():
+        raise ConfigError(
+            f"{checkpoint}: no {WEIGHTS_FILE}; sharded (DeepSpeed / FSDP) checkpoints cannot be "
+            "exported for evaluation, only the final model"
+        )
+    tiny = cfg.model.name.startswith(TINY_PREFIX)
+    name = str(Path(run_dir) / "base") if tiny else cfg.model.name
+    model, processor = load_vlm(name, trust_remote_code=cfg.model.trust_remote_code)
+    model = configure_trainable(model, mode=cfg.model.trainable, lora=cfg.model.lora.model_dump())
+    result = AnswerModel(model).load_state_dict(load_file(str(weights)), strict=False)
+    if result.unexpected_keys:
+        raise ConfigError(
+            f"{weights}: weights the model lacks: {sorted(result.unexpected_keys)[:5]}"
+        )
+    out_dir = Path(out_dir)
+    tmp = out_dir.with_name(f".{out_dir.name}-tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_final(model, processor, tmp)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+    return out_dir

@@ -133,7 +133,8 @@ def test_a_registered_metric_is_computed_reported_and_offered(throwaway, example
 
     results = aggregate_study({"erm": {0: rows}}, ["chrf", "first", "short"])
     assert table1(results).header == [
-        "method", "ID chrF", "ID First word", "ID Short", "OOD chrF", "OOD First word", "OOD Short"]
+        "method", "ID chrF", "ID First word", "ID Short", "OOD chrF", "OOD First word", "OOD Short",
+        "worst env chrF", "worst env First word", "worst env Short"]
     assert study.absent_metrics(["first", "short"], ["chrf"]) == {
         "first": "not computed", "short": "not computed"}
     check_metric_names(["first", "short"])
