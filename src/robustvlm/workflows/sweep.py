@@ -63,7 +63,7 @@ from robustvlm.objectives import REGISTRY
 from robustvlm.objectives.search import draw_hparams
 from robustvlm.report.sweep_report import write_sweep_report
 from robustvlm.runs import claim_run_folder, write_jsonl
-from robustvlm.training.checkpoint import list_checkpoints
+from robustvlm.training.checkpoint import WEIGHTS_FILE, list_checkpoints
 from robustvlm.training.finetune import export_checkpoint
 from robustvlm.workflows.evaluate import evaluate
 from robustvlm.workflows.launchers import LAUNCHERS, LauncherConfig, run_jobs
@@ -419,6 +419,8 @@ def run_sweep_job(job: SweepJob) -> dict:
     for checkpoint in list_checkpoints(run_dir / "train"):
         step = int(checkpoint.name.split("-")[1])
         last = step == result.steps
+        if not last and not (checkpoint / WEIGHTS_FILE).is_file():
+            continue  # sharded (DeepSpeed / FSDP): only the final model can be evaluated
         model_dir = result.final_dir if last else run_dir / "models" / checkpoint.name
         if (
             not last
