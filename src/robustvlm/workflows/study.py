@@ -22,8 +22,9 @@ results are never mixed.
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,10 +60,48 @@ STUDY_KEYS = {"base", "methods", "seeds", "metrics", "launch"}
 # ---------------------------------------------------------------- configuration
 
 
-def _read_spec(config: str | Path | Mapping) -> tuple[dict, str]:
+def read_methods_config(
+    config: str | Path | Mapping,
+    kind: str,
+    keys: set[str],
+    dry_run_spec: Callable[[Mapping], dict],
+    *,
+    dry_run: bool = False,
+) -> tuple[dict, str, dict, dict]:
+    """Read a config of `base` + `methods` (a study's or a sweep's) and check its common part.
+
+    Args:
+        config: a YAML path or the mapping itself (copied, never modified).
+        kind: how messages name it ("study config").
+        keys: its allowed top-level keys.
+        dry_run_spec: the config's tiny stand-in, used when `dry_run`.
+
+    Returns:
+        (spec, source, base, methods): the whole config, the name messages give it, its `base`
+        run config (without `method`) and its non-empty `methods` mapping.
+    """
     if isinstance(config, Mapping):
-        return dict(config), "study config"
-    return read_yaml_mapping(config, "study config", "base, methods, seeds, metrics"), str(config)
+        spec, source = copy.deepcopy(dict(config)), kind
+    else:
+        spec, source = read_yaml_mapping(config, kind, ", ".join(sorted(keys))), str(config)
+    if dry_run:
+        spec, source = dry_run_spec(spec), f"{source} (dry run)"
+    unknown = sorted(set(spec) - keys)
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {unknown}; expected {', '.join(sorted(keys))}")
+    base = spec.get("base")
+    if not isinstance(base, dict):
+        raise ConfigError(
+            f"{source}: base: a run config mapping (model, data, train, eval) is required"
+        )
+    if "method" in base or "method_args" in base:
+        raise ConfigError(f"{source}: base.method: methods are given under `methods`, not in base")
+    methods = spec.get("methods")
+    if not isinstance(methods, dict) or not methods:
+        raise ConfigError(
+            f"{source}: methods: a non-empty mapping {{label: {{method: name, ...}}}} is required"
+        )
+    return spec, source, base, methods
 
 
 @dataclass(frozen=True)
@@ -77,26 +116,9 @@ class StudyPlan:
 
 def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyPlan:
     """Validate a study config (with `dry_run`, its tiny local stand-in: see `dry_run_spec`)."""
-    spec, source = _read_spec(config)
-    if dry_run:
-        spec, source = dry_run_spec(spec), f"{source} (dry run)"
-    unknown = sorted(set(spec) - STUDY_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown key(s) {unknown}; expected {', '.join(sorted(STUDY_KEYS))}"
-        )
-    base = spec.get("base")
-    if not isinstance(base, dict):
-        raise ConfigError(
-            f"{source}: base: a run config mapping (model, data, train, eval) is required"
-        )
-    if "method" in base or "method_args" in base:
-        raise ConfigError(f"{source}: base.method: methods are given under `methods`, not in base")
-    methods = spec.get("methods")
-    if not isinstance(methods, dict) or not methods:
-        raise ConfigError(
-            f"{source}: methods: a non-empty mapping {{label: {{method: name, ...}}}} is required"
-        )
+    spec, source, base, methods = read_methods_config(
+        config, "study config", STUDY_KEYS, dry_run_spec, dry_run=dry_run
+    )
     seeds = spec.get("seeds", [0])
     if (
         not isinstance(seeds, list)

@@ -55,7 +55,7 @@ from robustvlm.analysis.selection import (
     rule_calls,
     select_sweep,
 )
-from robustvlm.config import RunConfig, deep_merge, read_yaml_mapping, validate_config
+from robustvlm.config import RunConfig, deep_merge, validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.evaluation.metrics.registry import per_batch_metrics
@@ -67,6 +67,7 @@ from robustvlm.training.checkpoint import WEIGHTS_FILE, list_checkpoints
 from robustvlm.training.finetune import export_checkpoint
 from robustvlm.workflows.evaluate import evaluate
 from robustvlm.workflows.launchers import LAUNCHERS, LauncherConfig, run_jobs
+from robustvlm.workflows.study import read_methods_config
 from robustvlm.workflows.train import train
 
 SWEEP_KEYS = {
@@ -122,12 +123,6 @@ class SweepPlan:
     reference: dict | None
     launcher: LauncherConfig
     dry_run: bool
-
-
-def _read_spec(config: str | Path | Mapping) -> tuple[dict, str]:
-    if isinstance(config, Mapping):
-        return copy.deepcopy(dict(config)), "sweep config"
-    return read_yaml_mapping(config, "sweep config", ", ".join(sorted(SWEEP_KEYS))), str(config)
 
 
 def dry_run_spec(spec: Mapping) -> dict:
@@ -247,30 +242,13 @@ def sweep_plan(
     progress: bool = True,
 ) -> SweepPlan:
     """Validate a sweep config into its jobs (see the module doc); ConfigError names the key."""
-    spec, source = _read_spec(config)
-    if dry_run:
-        spec, source = dry_run_spec(spec), f"{source} (dry run)"
-    unknown = sorted(set(spec) - SWEEP_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown key(s) {unknown}; expected {', '.join(sorted(SWEEP_KEYS))}"
-        )
-    base = spec.get("base")
-    if not isinstance(base, dict):
-        raise ConfigError(
-            f"{source}: base: a run config mapping (model, data, train, eval) is required"
-        )
-    if "method" in base or "method_args" in base:
-        raise ConfigError(f"{source}: base.method: methods are given under `methods`, not in base")
+    spec, source, base, methods = read_methods_config(
+        config, "sweep config", SWEEP_KEYS, dry_run_spec, dry_run=dry_run
+    )
     base_cfg = validate_config(deep_merge(base, {}), f"{source} (base)")
     steps = base_cfg.train.steps
     if steps is None:
         raise ConfigError(f"{source}: base.train.steps: a sweep needs a fixed number of steps")
-    methods = spec.get("methods")
-    if not isinstance(methods, dict) or not methods:
-        raise ConfigError(
-            f"{source}: methods: a non-empty mapping {{label: {{method: name, ...}}}} is required"
-        )
     n_draws = _positive_int(spec, "n_draws", 3, source)
     seeds = _int_list(spec.get("seeds", [0]), "seeds", source)
     every = _positive_int(spec, "checkpoint_every", max(1, steps // 4), source)
