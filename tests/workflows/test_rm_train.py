@@ -74,3 +74,21 @@ def test_bad_reward_config_is_one_line_error(tmp_path, capsys):
     cfg.write_text("data: {benchmark: preferences}\ntrain: {lr: fast}\n")
     assert main(["rm", "train", str(cfg), "--out", str(tmp_path / "run2")]) == 2
     assert "train.lr" in capsys.readouterr().err
+
+
+def test_trains_on_several_sources_each_its_own_environment(tmp_path):
+    from robustvlm.data.synth import synthesize
+
+    folder = tmp_path / "prefs"
+    synthesize("preferences", folder, n_per_env=8)
+    rows = [json.loads(line) for line in (folder / "data.jsonl").read_text().splitlines()]
+    sources = {}
+    for env in ("clause", "short"):
+        path = folder / f"{env}.jsonl"
+        path.write_text("".join(json.dumps({**r, "env": None}) + "\n" for r in rows if r["env"] == env))
+        sources[f"src-{env}"] = {"path": str(path), "format": "preference"}
+    raw = {**RAW, "loss": "standard", "data": {"sources": sources},
+           "train": {**RAW["train"], "steps": 2, "save_every": 2}}
+    result = train_reward_model(validate_config(raw, "t", RewardConfig), tmp_path / "run", progress=False)
+    assert result.env_names == ["src-clause", "src-short"]
+    assert (result.final_dir / "reward_head.safetensors").is_file()

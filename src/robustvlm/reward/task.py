@@ -97,7 +97,8 @@ class RewardTask(TrainingTask):
         return self.spec.proxy and self.hp["proxy"] == "adapter"
 
     def prepare_files(self, out_dir: Path) -> None:
-        materialize(self.cfg.data, out_dir)  # a built-in benchmark is written once, by one process
+        if not self.cfg.data.sources:  # a built-in benchmark is written once, by one process
+            materialize(self.cfg.data, out_dir)
 
     def setup(self, ctx: SetupContext) -> TaskSetup:
         cfg = self.cfg
