@@ -375,10 +375,10 @@ def _rm_bon(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_train_parser(sub, help_text: str, example: str, func) -> None:
+def _add_train_parser(sub, help_text: str, example: str, func, config_help: str | None = None) -> None:
     """A `train` subcommand: CONFIG, key=value overrides, --out, --resume."""
     parser = sub.add_parser("train", help=help_text)
-    parser.add_argument("config")
+    parser.add_argument("config", help=config_help)
     parser.add_argument("overrides", nargs="*", help=f"key=value overrides, e.g. {example}")
     parser.add_argument("--out", help="run directory (default runs/<config name>)")
     parser.add_argument("--resume", action="store_true", help=RESUME_HELP + " (from the last checkpoint)")
@@ -521,12 +521,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     emb = sub.add_parser("embed", help="VLMs as embedding models (VLM2Vec): contrastive training, evaluation")
     emb_sub = emb.add_subparsers(dest="embed_command", required=True)
-    et = emb_sub.add_parser("train", help="contrastive (InfoNCE) training of a VLM into an embedding model")
-    et.add_argument("config", help="YAML: model, data, embed, train sections")
-    et.add_argument("overrides", nargs="*", help="key=value overrides, e.g. embed.chunk_size=8")
-    et.add_argument("--out", help="run directory (default runs/<config name>)")
-    et.add_argument("--resume", action="store_true", help=RESUME_HELP + " (from the last checkpoint)")
-    et.set_defaults(func=_embed_train)
+    _add_train_parser(
+        emb_sub, "contrastive (InfoNCE) training of a VLM into an embedding model", "embed.chunk_size=8",
+        _embed_train, config_help="YAML: model, data, embed, train sections",
+    )
     ee = emb_sub.add_parser(
         "eval", help="embedding models as zero-shot classifiers (results.csv) and image-text retrievers (recall@1/5)"
     )

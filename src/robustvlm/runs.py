@@ -44,13 +44,13 @@ def write_settings(settings: BaseModel | Mapping[str, Any], path: str | Path) ->
     )
 
 
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+def flatten_settings(value: Any, prefix: str = "") -> dict[str, Any]:
     """{dotted key: leaf value} of nested mappings (lists are leaves)."""
     if not isinstance(value, Mapping) or not value:
         return {prefix: value}
     out: dict[str, Any] = {}
     for key, child in value.items():
-        out.update(_flatten(child, f"{prefix}.{key}" if prefix else str(key)))
+        out.update(flatten_settings(child, f"{prefix}.{key}" if prefix else str(key)))
     return out
 
 
@@ -58,7 +58,7 @@ def differing_keys(
     saved: Mapping[str, Any], now: Mapping[str, Any], may_differ: Collection[str] = ()
 ) -> list[str]:
     """Sorted dotted keys whose values differ; a key under one of `may_differ` is not compared."""
-    a, b = _flatten(dict(saved)), _flatten(dict(now))
+    a, b = flatten_settings(dict(saved)), flatten_settings(dict(now))
     allowed = tuple(may_differ)
     return sorted(
         key
@@ -101,7 +101,7 @@ def claim_run_folder(
         saved = yaml.safe_load(stored_path.read_text(encoding="utf-8")) or {}
         keys = differing_keys(saved, now, may_differ)
         if keys:
-            before, after = _flatten(saved), _flatten(now)
+            before, after = flatten_settings(saved), flatten_settings(now)
             raise ConfigError(
                 f"cannot resume into {folder}: its {CONFIG_FILE} differs in {keys} (saved "
                 f"{[before.get(k) for k in keys]}, now {[after.get(k) for k in keys]}); use the "

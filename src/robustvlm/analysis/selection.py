@@ -338,8 +338,9 @@ class SweepResults:
         rules: {label: {"mean" | seed: RuleCall}} where the benchmark has colour prototypes.
         oracle_rules: {label: {test env: {seed: RuleCall}}} of the oracle's picks, likewise.
         headline_env: the environment the report leads with (e.g. the colour-free one).
-        reference: published figures printed beside ours ({"source", "note", "env", "ours_env",
-            "figures": {label: {rule: value in %}}}), or None.
+        reference: published figures printed beside ours (a packaged configs/reference YAML:
+            {"source", "dataset", "env", "note", "results": {their method: {rule: value in %}},
+            "objectives": {our method: their method}}, plus the sweep's `env`), or None.
         n_runs: runs trained; dry_run: a tiny stand-in, not a result.
     """
 

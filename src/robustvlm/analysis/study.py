@@ -208,6 +208,11 @@ def paired_tests(
     both scored (sorted), and `paired_bootstrap_test(method, baseline)` runs on those.
     """
     out: dict[str, dict[str, dict[str, PairedTest | None]]] = {}
+    base = {
+        (split, metric): seed_averaged_scores(rows[baseline], split, metric)
+        for split in SPLITS
+        for metric in metrics
+    }
     for label, seed_rows in rows.items():
         if label == baseline:
             continue
@@ -216,7 +221,7 @@ def paired_tests(
             out[label][split] = {}
             for metric in metrics:
                 a = seed_averaged_scores(seed_rows, split, metric)
-                b = seed_averaged_scores(rows[baseline], split, metric)
+                b = base[split, metric]
                 shared = sorted(set(a) & set(b))
                 out[label][split][metric] = (
                     PairedTest(**paired_bootstrap_test(

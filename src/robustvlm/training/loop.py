@@ -35,6 +35,7 @@ from robustvlm.errors import ConfigError
 from robustvlm.runs import (
     append_jsonl,
     claim_run_folder,
+    flatten_settings,
     read_jsonl,
     resolved_settings,
     write_jsonl,
@@ -79,18 +80,12 @@ def make_accelerator(cfg: TrainConfig, out_dir: Path) -> Accelerator:
     )
 
 
-def tracker_config(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def tracker_config(settings: dict[str, Any]) -> dict[str, Any]:
     """Settings flattened to {dotted key: int | float | str | bool}, as trackers' hparams take."""
-    flat: dict[str, Any] = {}
-    for key, value in settings.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(tracker_config(value, name + "."))
-        elif isinstance(value, bool | int | float | str):
-            flat[name] = value
-        else:
-            flat[name] = str(value)
-    return flat
+    return {
+        key: value if isinstance(value, bool | int | float | str) else str(value)
+        for key, value in flatten_settings(settings).items()
+    }
 
 
 def _batch_stream(sampler):

@@ -80,14 +80,15 @@ def _multi_gpu(fn: Callable[[Any], Any], jobs: Sequence[Any], cfg: LauncherConfi
         )
     workers = cfg.workers or len(gpus)
     context = get_context("spawn")  # CUDA cannot be used in forked children
-    slots = context.Manager().Queue()
-    for i in range(workers):
-        slots.put(gpus[i % len(gpus)] if gpus else "")
-    with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_pin_device, initargs=(slots,)
-    ) as pool:
-        futures = [pool.submit(fn, job) for job in jobs]
-        return [_outcome(f.result) for f in futures]
+    with context.Manager() as manager:
+        slots = manager.Queue()
+        for i in range(workers):
+            slots.put(gpus[i % len(gpus)] if gpus else "")
+        with ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_pin_device, initargs=(slots,)
+        ) as pool:
+            futures = [pool.submit(fn, job) for job in jobs]
+            return [_outcome(f.result) for f in futures]
 
 
 def _outcome(get: Callable[[], Any]) -> Any:

@@ -38,30 +38,42 @@ def dry_run_spec(spec: Mapping) -> dict:
     base = out.get("base")
     if isinstance(base, dict):
         _shrink_base(base)
-    methods = out.get("methods")
-    if isinstance(methods, dict):
-        for entry in methods.values():
-            if isinstance(entry, dict) and entry.get("method") in REGISTRY:
-                hparams = REGISTRY[entry["method"]].hparams
-                for key in WARMUP_KEYS:
-                    if key in hparams:
-                        entry[key] = min(entry.get(key, hparams[key].default), DRY_WARMUP)
+    cap_warmups(out.get("methods"))
     seeds = out.get("seeds")
     if isinstance(seeds, list) and seeds:
         out["seeds"] = seeds[:1]
     return out
 
 
-def _shrink_base(base: dict) -> None:
+def cap_warmups(methods: object) -> None:
+    """Cut every method entry's warm-ups (`k_skip`, `anneal_steps`, given or default) to
+    DRY_WARMUP steps, so each penalty is on within a dry run; malformed entries are left alone."""
+    if not isinstance(methods, dict):
+        return
+    for entry in methods.values():
+        if isinstance(entry, dict) and entry.get("method") in REGISTRY:
+            hparams = REGISTRY[entry["method"]].hparams
+            for key in WARMUP_KEYS:
+                if key in hparams and isinstance(entry.get(key, hparams[key].default), int):
+                    entry[key] = min(entry.get(key, hparams[key].default), DRY_WARMUP)
+
+
+def shrink_sections(base: dict, dry_train: Mapping, dry_eval: Mapping) -> None:
+    """In place: `tiny:idefics3` with the base's trainable setting and LoRA options; the base's
+    train section without `epochs`, overridden by `dry_train`; its eval section without a judge
+    or BERTScore encoder, overridden by `dry_eval`."""
     model = base.get("model") or {}
     base["model"] = {k: v for k, v in model.items() if k in ("trainable", "lora")} | {"name": "tiny:idefics3"}
+    base["train"] = {k: v for k, v in (base.get("train") or {}).items() if k != "epochs"} | dict(dry_train)
+    evaluation = {k: v for k, v in (base.get("eval") or {}).items() if k not in ("judge", "bertscore")}
+    base["eval"] = evaluation | dict(dry_eval)
+
+
+def _shrink_base(base: dict) -> None:
     data = base.get("data") or {}
+    batch = (base.get("train") or {}).get("batch_size", 4)
+    shrink_sections(base, DRY_TRAIN, DRY_EVAL)
     base["data"] = {**DRY_DATA, "seed": data.get("seed", 0)}
     if data.get("split_per_env"):
         base["data"]["split_per_env"] = dict(DRY_SPLIT)
-    train = base.get("train") or {}
-    base["train"] = {k: v for k, v in train.items() if k != "epochs"} | DRY_TRAIN
-    batch = train.get("batch_size", 4)
     base["train"]["batch_size"] = min(batch, 4) if isinstance(batch, int) else batch
-    evaluation = {k: v for k, v in (base.get("eval") or {}).items() if k not in ("judge", "bertscore")}
-    base["eval"] = evaluation | DRY_EVAL

@@ -55,6 +55,7 @@ from robustvlm.analysis.selection import (
     rule_calls,
     select_sweep,
 )
+from robustvlm.analysis.summary import EvalMetrics
 from robustvlm.config import RunConfig, deep_merge, validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError, RobustVLMError
@@ -65,9 +66,10 @@ from robustvlm.report.sweep_report import write_sweep_report
 from robustvlm.runs import claim_run_folder, write_jsonl
 from robustvlm.training.checkpoint import WEIGHTS_FILE, list_checkpoints
 from robustvlm.training.finetune import export_checkpoint
-from robustvlm.workflows.evaluate import evaluate
+from robustvlm.workflows.evaluate import METRICS_FILE, evaluate
 from robustvlm.workflows.launchers import LAUNCHERS, LauncherConfig, run_jobs
 from robustvlm.workflows.study import read_methods_config
+from robustvlm.workflows.study_dry_run import cap_warmups, shrink_sections
 from robustvlm.workflows.train import train
 
 SWEEP_KEYS = {
@@ -134,37 +136,22 @@ def dry_run_spec(spec: Mapping) -> dict:
     out["launcher"] = {"kind": "local"}
     base = out.get("base")
     if isinstance(base, dict):
-        model = base.get("model") or {}
-        base["model"] = {k: v for k, v in model.items() if k in ("trainable", "lora")} | {
-            "name": "tiny:idefics3"
-        }
         data = base.get("data") or {}
         if data.get("benchmark") is None:
             out.pop("test_envs", None)
             out.pop("headline_env", None)
+        shrink_sections(base, DRY_TRAIN, DRY_EVAL)
         base["data"] = {
             "benchmark": data.get("benchmark") or "spurious",
             "n_per_env": 8,
             "seed": data.get("seed", 0),
         }
-        train_cfg = base.get("train") or {}
-        base["train"] = {k: v for k, v in train_cfg.items() if k != "epochs"} | DRY_TRAIN
-        base["eval"] = {
-            k: v for k, v in (base.get("eval") or {}).items() if k not in ("judge", "bertscore")
-        } | DRY_EVAL
     out["checkpoint_every"] = 2
     if isinstance(out.get("n_draws"), int):
         out["n_draws"] = min(out["n_draws"], 2)
     if isinstance(out.get("seeds"), list) and out["seeds"]:
         out["seeds"] = out["seeds"][:1]
-    methods = out.get("methods")
-    if isinstance(methods, dict):
-        for entry in methods.values():
-            if isinstance(entry, dict) and entry.get("method") in REGISTRY:
-                hparams = REGISTRY[entry["method"]].hparams
-                for key in ("k_skip", "anneal_steps"):  # every penalty on within the 4 steps
-                    if key in hparams and isinstance(entry.get(key, hparams[key].default), int):
-                        entry[key] = min(entry.get(key, hparams[key].default), 2)
+    cap_warmups(out.get("methods"))  # every penalty on within the 4 steps
     return out
 
 
@@ -371,11 +358,11 @@ def sweep_plan(
 # ---------------------------------------------------------------- one run
 
 
-def _env_means(metrics, metric: str) -> dict[str, float]:
+def _env_means(metrics: EvalMetrics, metric: str) -> dict[str, float]:
     return {
-        env: float(v[metric])
-        for env, v in metrics.to_dict()["per_env"].items()
-        if v.get(metric) is not None
+        env: float(v.scores[metric])
+        for env, v in metrics.per_env.items()
+        if v.scores.get(metric) is not None
     }
 
 
@@ -402,7 +389,7 @@ def run_sweep_job(job: SweepJob) -> dict:
         model_dir = result.final_dir if last else run_dir / "models" / checkpoint.name
         if (
             not last
-            and not (run_dir / "eval" / checkpoint.name / "test" / "metrics.json").is_file()
+            and not (run_dir / "eval" / checkpoint.name / "test" / METRICS_FILE).is_file()
         ):
             export_checkpoint(job.cfg, run_dir / "train", checkpoint, model_dir)
         parts = {}

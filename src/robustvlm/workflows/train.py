@@ -3,23 +3,20 @@ any training task (reward models too) the same way."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from robustvlm.config import RewardConfig, RunConfig
 from robustvlm.training.finetune import FineTuneTask
-from robustvlm.training.loop import run_training
+from robustvlm.training.loop import LoopResult, run_training
 from robustvlm.training.task import TrainingTask
 
 
 @dataclass
-class TrainResult:
-    """Where a finished run left its outputs, and the environments it trained on."""
+class TrainResult(LoopResult):
+    """The loop's result and the environments the run trained on."""
 
-    out_dir: Path
-    final_dir: Path
-    steps: int
-    env_names: list[str]
+    env_names: list[str] = field(default_factory=list)
 
 
 def train_task(
@@ -27,7 +24,7 @@ def train_task(
 ) -> TrainResult:
     """Run `task` with `cfg.train` into `out_dir`, `cfg` stored as the run's settings."""
     done = run_training(task, cfg.train, out_dir, settings=cfg, resume=resume, progress=progress)
-    return TrainResult(done.out_dir, done.final_dir, done.steps, task.env_names)
+    return TrainResult(**vars(done), env_names=task.env_names)
 
 
 def train(
