@@ -105,6 +105,29 @@ def test_ce_and_scale_grads_match_autograd(monkeypatch, chunk):
     )
 
 
+def test_either_output_alone_back_propagates_like_autograd(monkeypatch):
+    # the penalty out of the loss (a warm-up) leaves the scale gradients unused, and the reverse
+    out = make_outputs(seed=7)
+    n = out.logits.shape[0]
+    scales = 1.0 + 0.3 * torch.randn(n, 2, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
+    ce, grads = ce_and_scale_grads(out.logits, out.targets, scales)
+    reference_ce = F.cross_entropy(out.logits, out.targets, reduction="none")
+    draws = []
+    probabilities = scale_grad._draw_probabilities
+    monkeypatch.setattr(
+        scale_grad, "_draw_probabilities", lambda z, w: draws.append(w.shape[1]) or probabilities(z, w)
+    )
+    torch.testing.assert_close(logit_grad(ce.sum(), out), logit_grad(reference_ce.sum(), out), rtol=1e-10, atol=1e-12)
+    assert set(draws) == {1}  # the cross-entropy's backward computes w = 1 only, not the draws
+    monkeypatch.setattr(scale_grad, "_draw_probabilities", probabilities)
+    ce, grads = ce_and_scale_grads(out.logits, out.targets, scales)
+    at = torch.cat([torch.ones(n, 1, dtype=torch.float64), scales], dim=1)
+    reference = torch.stack(
+        [torch.stack([autograd_dw(out, torch.arange(n) == i, at[i, s]) for s in range(3)]) for i in range(n)]
+    )
+    torch.testing.assert_close(logit_grad(grads.sum(), out), logit_grad(reference.sum(), out), rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("chunk", [1 << 21, 30])
 def test_vocab_scale_grad_sums_match_autograd(monkeypatch, chunk):
     monkeypatch.setattr(scale_grad, "CHUNK_ELEMENTS", chunk)

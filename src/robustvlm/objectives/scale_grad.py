@@ -53,7 +53,8 @@ def _draw_probabilities(z: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         z: [r, V] logits; w: [r, S] scales.
 
     On CPU torch.softmax is 20-30% faster than exp-and-normalise from a vocabulary of about
-    4096 on, and 2-3x slower below it (measured with torch 2.13: BENCHMARKS.md), so the short
+    4096 on, and 2-3x slower below it (measured ad hoc with torch 2.13 on a 2-core CPU, not kept
+    as a benchmark), so the short
     case shifts by the row maximum of w_s z by hand (w_s max z for w_s >= 0, w_s min z
     otherwise: no pass over the products) and normalises.
     """
@@ -87,6 +88,7 @@ class _CEAndScaleGrads(torch.autograd.Function):
     def forward(
         ctx: FunctionCtx, logits: torch.Tensor, targets: torch.Tensor, scales: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        ctx.set_materialize_grads(False)  # an unused output (the penalty off) gets None
         dtype = _work_dtype(logits)
         scales = torch.cat([scales.new_ones(scales.shape[0], 1), scales], dim=1).to(dtype)
         mean_z = torch.empty(scales.shape, dtype=dtype, device=logits.device)
@@ -105,8 +107,14 @@ class _CEAndScaleGrads(torch.autograd.Function):
     @once_differentiable
     def backward(ctx: FunctionCtx, grad_ce: torch.Tensor, grad_g: torch.Tensor):
         logits, targets, scales, mean_z = ctx.saved_tensors
+        if grad_ce is None and grad_g is None:
+            return None, None, None
         dtype = _work_dtype(logits)
-        grad_ce, grad_g = grad_ce.to(dtype), grad_g.to(dtype)
+        if grad_g is None:  # the penalty is out of the loss (a warm-up): w = 1 alone, one softmax
+            scales, mean_z = scales[:, :1], mean_z[:, :1]
+            grad_g = torch.zeros_like(mean_z)
+        grad_ce = torch.zeros_like(mean_z[:, 0]) if grad_ce is None else grad_ce.to(dtype)
+        grad_g = grad_g.to(dtype)
         coef_a = grad_g * (1.0 - scales * mean_z)  # [N, 1 + S]
         coef_a[:, 0] += grad_ce
         coef = torch.stack([coef_a, grad_g * scales], dim=1)  # [N, 2, 1 + S]
