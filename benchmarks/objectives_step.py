@@ -111,12 +111,13 @@ def setup_head(spec: dict, method: str, args: argparse.Namespace):
     n = args.batch * spec["answer"]
     example = torch.arange(args.batch).repeat_interleave(spec["answer"])
     batch = {
-        "hidden": torch.randn(n, spec["head"]["hidden"]).requires_grad_(),
+        "hidden": torch.randn(n, spec["head"]["hidden"]),
         "targets": torch.randint(0, spec["head"]["vocab"], (n,)),
         "example": example,
         "env": example % len(ENVS),
     }
     batch = {k: v.to(args.device) for k, v in batch.items()}
+    batch["hidden"].requires_grad_()  # a leaf on the device, as the backbone's output would be
     return head, None, build_objective(method, ENVS), batch
 
 
@@ -263,7 +264,11 @@ def describe(workload: str, args: argparse.Namespace) -> str:
 def report(workload: str, args: argparse.Namespace) -> None:
     spec = WORKLOADS[workload]
     args = argparse.Namespace(**{**vars(args), "steps": args.steps or spec["steps"]})
-    methods = ["erm"] + [m for m in args.methods.split(",") if m in METHODS and m != "erm"]
+    asked = [m for m in args.methods.split(",") if m]
+    unknown = sorted(set(asked) - set(METHODS))
+    if unknown:
+        raise SystemExit(f"--methods: unknown {unknown}; choose from {', '.join(METHODS)}")
+    methods = ["erm"] + [m for m in asked if m != "erm"]
     print(f"\n{describe(workload, args)}\n")
     memory = {method: memory_in_subprocess(workload, method, args) for method in methods}
     measured = measure_time(workload, methods, args)

@@ -472,20 +472,21 @@ def _add_rm_parser(sub) -> None:
 
 def _metrics_help() -> str:
     """The eval command's --metrics help, from the metrics registry."""
-    from robustvlm.evaluation.metrics.registry import METRICS, PER_BATCH, Metric
+    from robustvlm.evaluation.metrics.registry import METRICS, Metric, per_batch_metrics
 
     def one(m: Metric) -> str:
+        about = f"{m.title}, {m.scale}, {'higher' if m.higher_is_better else 'lower'} is better"
         needs = m.needs
         if needs is None:
-            return f"{m.name} ({m.title})"
+            return f"{m.name} ({about})"
         if needs.required:
-            return f"{m.name} ({m.title}; needs the {needs.what}: {needs.how})"
-        return f"{m.name} ({m.title}; {needs.what}: {needs.how}, default {needs.default})"
+            return f"{m.name} ({about}; needs the {needs.what}: {needs.how})"
+        return f"{m.name} ({about}; {needs.what}: {needs.how}, default {needs.default})"
 
-    always = ", ".join(m.name for m in METRICS.values() if m.when == PER_BATCH)
+    always = ", ".join(m.name for m in per_batch_metrics())
     return (
-        f"comma-separated, of: {', '.join(one(m) for m in METRICS.values())}; all 0-1, higher "
-        f"is better; {always} are always computed; the judge comes from --judge"
+        f"comma-separated, of: {', '.join(one(m) for m in METRICS.values())}; "
+        f"{always} are always computed; the judge comes from --judge"
     )
 
 

@@ -249,14 +249,17 @@ def test_visual_distractors_from_a_clip_vision_tower_match_brute_force(tmp_path:
     examples = load_examples(tmp_path / "shapes", fmt="folder", verbose=False)
     names = sorted({ex.target for ex in examples})
     images = {name: [ex.image for ex in examples if ex.target == name] for name in names}
+    from robustvlm.models.backends import load_backend
+
     embedder = load_image_embedder("tiny:clip")
+    clip = load_backend("tiny:clip")  # the same seeded tiny model, used directly
     means = []
     for name in names:  # each image alone through the model's own get_image_features
         vectors = []
         for ref in images[name]:
-            pixels = embedder.image_processor(images=[load_image(ref)], return_tensors="pt")["pixel_values"]
+            pixels = clip.processor(images=[load_image(ref)], return_tensors="pt")["pixel_values"]
             with torch.no_grad():
-                out = embedder.model.get_image_features(pixel_values=pixels)
+                out = clip.model.get_image_features(pixel_values=pixels)
             vector = (out if torch.is_tensor(out) else out.pooler_output)[0].double().numpy()
             vectors.append(vector / np.linalg.norm(vector))
         means.append(np.mean(vectors, axis=0))

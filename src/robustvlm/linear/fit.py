@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 import torch
 
-from robustvlm.data.synth.linear_unit_tests import EnvSample
+from robustvlm.data.synth.linear_unit_tests import EnvSample, Task
 from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives import Objective
 
-Task = Literal["regression", "classification"]
 TRACE_KEYS = ("R_emp", "R_inv", "lambda")
 
 
@@ -35,8 +33,8 @@ class LinearData:
     """Environments stacked for one linear model.
 
     Attributes:
-        features: [N, d + 1] float64, the inputs with a constant 1 appended (the bias input).
-        targets: [N] float64 (regression) or long 0/1 (classification).
+        features: [N, d + 1] float32, the inputs with a constant 1 appended (the bias input).
+        targets: [N] float32 (regression) or long 0/1 (classification).
         env: [N] long, the environment index of each row.
         task: "regression" or "classification".
     """
@@ -82,7 +80,7 @@ class LinearFit:
     """A trained linear model.
 
     Attributes:
-        weights: [d + 1] float64 (last entry: the bias); NaN when training diverged.
+        weights: [d + 1] float32 (last entry: the bias); NaN when training diverged.
         trace: every `trace_every` steps, {"step", "R_emp", "R_inv", "lambda"} from the
             objective's log row.
     """

@@ -18,17 +18,6 @@ from robustvlm.data.synth.linear_unit_tests import EXAMPLES
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, plot_series, save_figure
 
-#: Our methods (results.json keys) and how the table names them.
-LABELS = {
-    "erm": "ERM",
-    "irm": "IRMv1",
-    "irm_paper": "IRMv1, paper's search",
-    "vrex": "VREx",
-    "groupdro": "GroupDRO",
-    "birm": "BIRM",
-    "dynamic_birm": "Dynamic BIRM",
-    "oracle": "Oracle",
-}
 #: Table rows in order: (label, our method key or None, published key or None).
 ROWS = [
     ("ERM", "erm", "ERM"),
@@ -42,6 +31,8 @@ ROWS = [
     ("IGA", None, "IGA"),
     ("Oracle", "oracle", "Oracle"),
 ]
+#: Our methods (results.json keys) and how the table names them.
+LABELS = {ours: label for label, ours, _ in ROWS if ours}
 REGRESSION = ("Example1", "Example1s")
 
 
@@ -222,14 +213,13 @@ def reading_blocks(summary: Mapping) -> list[Block]:
 
 
 def write_invariance_report(
-    summary: Mapping, runs: Mapping, out_dir: str | Path, notes: list[Block] | None = None
+    summary: Mapping, runs: Mapping, out_dir: str | Path
 ) -> tuple[Path, Path]:
     """Draw the figures and write report.md and report.html into `out_dir`.
 
     Args:
         summary: `run_invariance_demo`'s results.json content.
         runs: {(example, method, draw, seed): Run} of every trained model.
-        notes: further blocks appended at the end (findings the workflow measured).
 
     Returns:
         (report.md, report.html) paths.
@@ -245,7 +235,6 @@ def write_invariance_report(
         Image("invariance.png", "test error per example"),
         *reading_blocks(summary),
         *lambda_blocks(summary, runs, out_dir),
-        *(notes or []),
         Heading("Selected hyperparameters"),
         hparam_table(summary),
     ]

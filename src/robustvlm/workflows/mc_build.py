@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from robustvlm.data.loaders import load_examples
 from robustvlm.errors import ConfigError
 from robustvlm.models.backends import load_backend
-from robustvlm.models.vision import VisionTowerEmbedder
 from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
+from robustvlm.multiple_choice.distractors import ImageEmbedder
 
 
-def load_image_embedder(name_or_path: str, *, batch_size: int = 32) -> VisionTowerEmbedder:
-    """The embedder of `visual` distractors: RGB images -> unit-norm embeddings [n, d] from the
-    vision tower of a model named as in `mc eval` (CLIP / SigLIP / a VLM; ConfigError when its
-    family cannot embed images)."""
+def load_image_embedder(name_or_path: str, *, batch_size: int = 32) -> ImageEmbedder:
+    """The embedder of `visual` distractors: RGB images -> unit-norm embeddings [n, d], the
+    family's own image embedding of a model named as in `mc eval` (CLIP / SigLIP, a VLM's vision
+    tower, an embedding model; ConfigError when its family cannot embed images)."""
     backend = load_backend(name_or_path)
     backend.require("image_embed")
-    return VisionTowerEmbedder(backend.model, backend.processor, batch_size=batch_size)
+    return partial(backend.embed_images, batch_size=batch_size)
 
 
 def build_benchmark(
