@@ -12,12 +12,11 @@ from PIL import Image
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError
+from robustvlm.models.answer import freeze_unused_lm_head, last_token_index
 from robustvlm.models.backends import infer_family, load_backend
 from robustvlm.models.reward import (
     RewardModel,
     candidate_rewards,
-    freeze_unused_lm_head,
-    last_token_index,
     load_reward_model,
     save_reward_model,
 )

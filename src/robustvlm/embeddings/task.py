@@ -27,7 +27,7 @@ from robustvlm.embeddings.distributed import gather_with_local_grad, loss_scale
 from robustvlm.embeddings.gradcache import cached_backward
 from robustvlm.embeddings.loss import info_nce
 from robustvlm.embeddings.pairs import FAMILIES, PairCollator, target_groups, trained_family
-from robustvlm.models.answer import get_lm_head
+from robustvlm.models.answer import freeze_unused_lm_head
 from robustvlm.models.embedding import EmbeddingModel, EmbeddingSpec
 from robustvlm.models.trainable import (
     configure_trainable,
@@ -38,15 +38,6 @@ from robustvlm.training.finetune import base_model, load_training_set, make_samp
 from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask, indexed
 
 EMBEDDER = "embedder"
-
-
-def freeze_lm_head(model: torch.nn.Module) -> None:
-    """An embedding never reaches the LM head: freeze it (an unused trainable parameter would
-    also stall data-parallel synchronisation), unless it shares its weight with the input
-    embeddings, which the model does use."""
-    head, inputs = get_lm_head(model), model.get_input_embeddings()
-    if head.weight is not inputs.weight:
-        head.requires_grad_(False)
 
 
 def _to(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
@@ -72,7 +63,7 @@ class EmbeddingTask(TrainingTask):
         corpus = [t for ex in train_set for t in (cfg.embed.query_template, ex.instruction, ex.target)]
         model, self.processor = base_model(cfg.model, ctx.out_dir, corpus, ctx.accelerator)
         self.model = configure_trainable(model, mode=cfg.model.trainable, lora=cfg.model.lora.model_dump())
-        freeze_lm_head(self.model)
+        freeze_unused_lm_head(self.model)
         if cfg.model.gradient_checkpointing:
             enable_gradient_checkpointing(self.model)
         n_trainable, n_total = count_parameters(self.model)

@@ -103,3 +103,20 @@ class AnswerModel(nn.Module):
 
     def forward(self, batch: dict[str, Any]) -> AnswerOutputs:
         return answer_outputs(self.vlm, batch)
+
+
+def last_token_index(attention_mask: torch.Tensor) -> torch.Tensor:
+    """[B] position of each row's last real token in an [B, T] attention mask (left or right
+    padding)."""
+    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+    return (attention_mask.bool() * positions).argmax(dim=1)
+
+
+def freeze_unused_lm_head(vlm: nn.Module) -> None:
+    """Freeze the LM head, which reward and embedding models never run (an unused trainable
+    parameter would also stall data-parallel synchronisation), unless it is tied to the input
+    embeddings (then it is the embedding matrix, which does run)."""
+    inner = unwrap_peft(vlm)
+    head, embeddings = inner.get_output_embeddings(), inner.get_input_embeddings()
+    if head is not None and head.weight is not embeddings.weight:
+        head.requires_grad_(False)

@@ -32,7 +32,7 @@ from robustvlm.data.collate import VLMCollator
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError
-from robustvlm.models.answer import get_backbone, model_inputs
+from robustvlm.models.answer import get_backbone, last_token_index, model_inputs
 
 SPEC_FILE = "embedding.json"
 QUESTION_SLOT = "{question}"
@@ -100,8 +100,7 @@ def last_token_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch
     """The state at each row's last non-padding position: hidden [B, T, D], mask [B, T] -> [B, D].
 
     Works for left and right padding alike (the last position whose mask is 1)."""
-    positions = torch.arange(hidden.shape[1], device=hidden.device)
-    last = (attention_mask.to(hidden.device).long() * positions).argmax(dim=1)  # [B]
+    last = last_token_index(attention_mask.to(hidden.device))  # [B]
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
 
 

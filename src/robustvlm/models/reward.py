@@ -31,7 +31,7 @@ from torch import nn
 
 from robustvlm.data.collate import chat_messages, render_chat, reply_ids
 from robustvlm.errors import ConfigError, DataError
-from robustvlm.models.answer import get_backbone, model_inputs
+from robustvlm.models.answer import get_backbone, last_token_index, model_inputs
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.loglik import (
     encode_prompt,
@@ -43,13 +43,6 @@ from robustvlm.models.trainable import unwrap_peft, use_adapter
 
 HEAD_FILE = "reward_head.safetensors"
 META_FILE = "reward_model.json"
-
-
-def last_token_index(attention_mask: torch.Tensor) -> torch.Tensor:
-    """[B] position of each row's last real token in an [B, T] attention mask (left or right
-    padding)."""
-    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
-    return (attention_mask.bool() * positions).argmax(dim=1)
 
 
 def hidden_size(vlm: nn.Module) -> int:
@@ -95,15 +88,6 @@ class RewardModel(nn.Module):
             states = self.hidden(inputs, use_cache=False).last_hidden_state
         rows = torch.arange(states.shape[0], device=states.device)
         return self.score(states[rows, last_token_index(inputs["attention_mask"])])
-
-
-def freeze_unused_lm_head(vlm: nn.Module) -> None:
-    """Freeze the LM head, which a reward model never runs, unless it is tied to the input
-    embeddings (then it is the embedding matrix, which does run)."""
-    inner = unwrap_peft(vlm)
-    head, embeddings = inner.get_output_embeddings(), inner.get_input_embeddings()
-    if head is not None and head.weight is not embeddings.weight:
-        head.requires_grad_(False)
 
 
 def save_reward_model(

@@ -31,7 +31,8 @@ from robustvlm.data.preference_collate import PairCollator
 from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
 from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError
-from robustvlm.models.reward import RewardModel, freeze_unused_lm_head, save_reward_model
+from robustvlm.models.answer import freeze_unused_lm_head
+from robustvlm.models.reward import RewardModel, save_reward_model
 from robustvlm.models.trainable import (
     add_adapter_copy,
     configure_trainable,
