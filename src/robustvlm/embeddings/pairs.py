@@ -17,11 +17,9 @@ import torch
 
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
-from robustvlm.models.embedding import embedding_collator, query_example, query_text
+from robustvlm.models.embedding import FAMILIES, embedding_collator, query_example, query_text
 
-VQA, CAPTION = "vqa", "caption"
-#: The backend family of a model trained on VQA pairs only, caption pairs only, or both.
-FAMILIES = {VQA: "vlm2vec-vqa", CAPTION: "vlm2vec-caption", "mixed": "vlm2vec-mixed"}
+VQA, CAPTION = "vqa", "caption"  # the keys of models.embedding.FAMILIES
 
 
 def pair_kind(example: Example, caption_envs: Sequence[str]) -> str:

@@ -26,7 +26,7 @@ from robustvlm.data.from_config import materialize
 from robustvlm.embeddings.distributed import gather_with_local_grad, loss_scale
 from robustvlm.embeddings.gradcache import cached_backward
 from robustvlm.embeddings.loss import info_nce
-from robustvlm.embeddings.pairs import FAMILIES, PairCollator, target_groups, trained_family
+from robustvlm.embeddings.pairs import PairCollator, target_groups, trained_family
 from robustvlm.models.answer import freeze_unused_lm_head
 from robustvlm.models.embedding import EmbeddingModel, EmbeddingSpec
 from robustvlm.models.trainable import (
@@ -112,9 +112,8 @@ class EmbeddingTask(TrainingTask):
         weights = {k[len(prefix):]: v for k, v in state_dicts[EMBEDDER].items()}
         save_final(self.model, self.processor, final_dir, state_dict=weights)
         embed = self.cfg.embed
-        EmbeddingSpec(
-            family=self.family,
-            query_style="image" if self.family == FAMILIES["caption"] else "question",
+        EmbeddingSpec.for_family(
+            self.family,
             query_template=embed.query_template,
             class_templates=tuple(embed.class_templates),
         ).save(final_dir)

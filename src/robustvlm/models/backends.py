@@ -39,6 +39,7 @@ from PIL import Image
 from transformers import AutoConfig, AutoModel, AutoProcessor
 
 from robustvlm.errors import ConfigError
+from robustvlm.models.embedding import FAMILIES as EMBEDDING_FAMILIES
 from robustvlm.models.embedding import Embedder, EmbeddingSpec
 from robustvlm.models.generate import generate_batch
 from robustvlm.models.loading import TINY_PREFIX, load_vlm
@@ -197,7 +198,7 @@ class EmbeddingBackend(Backend):
     def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
         spec = EmbeddingSpec.read(name) if Path(name).is_dir() else None
         if spec is None:
-            spec = EmbeddingSpec(family=family, query_style="image" if family == "vlm2vec-caption" else "question")
+            spec = EmbeddingSpec.for_family(family)
         model, processor = load_vlm(name, corpus=corpus, trust_remote_code=trust_remote_code)
         return cls(name, family, model, processor, spec)
 
@@ -246,7 +247,7 @@ BACKENDS: dict[str, BackendSpec] = {
     "reward": BackendSpec(RewardBackend, frozenset({"reward"}), marker=HEAD_FILE),
     **{
         family: BackendSpec(EmbeddingBackend, frozenset({"image_embed", "text_embed"}))
-        for family in ("vlm2vec-vqa", "vlm2vec-caption", "vlm2vec-mixed")
+        for family in EMBEDDING_FAMILIES.values()
     },
 }
 

@@ -40,6 +40,10 @@ QUESTION_SLOT = "{question}"
 QUERY_STYLES = ("question", "image")
 
 
+#: The backend family of a model trained on VQA pairs only, caption pairs only, or both.
+FAMILIES = {"vqa": "vlm2vec-vqa", "caption": "vlm2vec-caption", "mixed": "vlm2vec-mixed"}
+
+
 @dataclass(frozen=True)
 class EmbeddingSpec:
     """How a trained embedding model embeds (the `embedding.json` of its folder).
@@ -65,6 +69,12 @@ class EmbeddingSpec:
             raise ConfigError(f"query_template must hold {QUESTION_SLOT}, got {self.query_template!r}")
         if not self.class_templates or any("{class}" not in t for t in self.class_templates):
             raise ConfigError(f"class_templates must be non-empty and hold '{{class}}', got {list(self.class_templates)}")
+
+    @classmethod
+    def for_family(cls, family: str, **settings: Any) -> EmbeddingSpec:
+        """The spec of a `family` model: a caption-trained one sees the image alone."""
+        style = "image" if family == FAMILIES["caption"] else "question"
+        return cls(family=family, query_style=style, **settings)
 
     def query_text(self, question: str | None) -> str:
         """The text part of a query: the filled template, or "" for the image alone."""

@@ -103,7 +103,8 @@ def embed_eval(
         if not set(EMBEDS) <= BACKENDS[family].capabilities:
             raise ConfigError(f"model '{name}' (family '{family}') does not embed images and texts; "
                               f"give an embedding family, e.g. {{name: ..., family: vlm2vec-vqa}}")
-    results = evaluate_models(models, benches, out_dir, resume=resume, batch_size=batch_size) if benches else None
+    resolved = [{"name": name, "family": family} for name, family in specs]
+    results = evaluate_models(resolved, benches, out_dir, resume=resume, batch_size=batch_size) if benches else None
     retrieved = None
     if retrieval is not None:
         retrieved = evaluate_retrieval(specs, retrieval, Path(out_dir) / "retrieval", split=retrieval_split,

@@ -18,7 +18,6 @@ state the same attributes (`data.synth.digit_attributes`). Caption pairs live in
 
 from __future__ import annotations
 
-import json
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from robustvlm.data.synth.digit_attributes import (
 )
 from robustvlm.models.embedding import query_text
 from robustvlm.multiple_choice.build import build_questions, write_questions
+from robustvlm.runs import write_jsonl
 from robustvlm.workflows.demo_robustness import DATA_SEED, held_out_indices, synthesize_suite
 
 CAPTION_ENV = "caption"
@@ -69,9 +69,9 @@ def _record(ex: Example, slot: str, instruction: str, target: str, env: str) -> 
             "instruction": instruction, "target": target, "env": env, "split": "train"}
 
 
-def _write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+def _written(path: Path, rows: list[dict]) -> Path:
+    """`path`, once `rows` are written to it (`runs.write_jsonl`)."""
+    write_jsonl(path, rows)
     return path
 
 
@@ -117,11 +117,11 @@ def prepare_data(out: Path, cfg: TaskSignalConfig) -> SignalData:
     described = varying(list(attrs.values()))
     template = cfg.embed.query_template
     family_jsonl = {
-        name: _write_jsonl(out / "data" / f"{name}.jsonl",
+        name: _written(out / "data" / f"{name}.jsonl",
                            family_pairs(train, attrs, described, name, share))
         for name, share in cfg.families.items()
     }
-    base_jsonl = _write_jsonl(out / "data" / "base.jsonl", base_records(train, attrs, described, template))
+    base_jsonl = _written(out / "data" / "base.jsonl", base_records(train, attrs, described, template))
     benches = {}
     for style in dict.fromkeys([cfg.reference, *cfg.shifts]):
         held_out = [ex for ex in examples if ex.env == style and is_held(ex)]
@@ -129,5 +129,6 @@ def prepare_data(out: Path, cfg: TaskSignalConfig) -> SignalData:
                                     prompt=QUESTIONS["digit"])
         benches[style] = out / "questions" / f"{style}.jsonl"
         write_questions(questions, benches[style])
-    n_questions = sum(1 for _ in benches[cfg.reference].open(encoding="utf-8"))
+        if style == cfg.reference:
+            n_questions = len(questions)
     return SignalData(train, described, base_jsonl, family_jsonl, benches, n_questions)
