@@ -26,7 +26,8 @@ from robustvlm.errors import ConfigError, DataError
 
 FORMATS = ("auto", "jsonl", "json", "llava", "parquet", "hf", "folder")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
-_SPLIT_ALIASES = {"validation": "val", "valid": "val", "dev": "val"}
+#: Split names some datasets use for ours.
+SPLIT_ALIASES = {"validation": "val", "valid": "val", "dev": "val"}
 _HF_MARKERS = ("dataset_info.json", "dataset_dict.json", "state.json")
 
 
@@ -426,7 +427,7 @@ def _examples_of(row: RawRecord) -> list[Example]:
     if record_id in (None, ""):
         raise row.error("missing field 'id'")
     split = data.get("split") or "train"
-    split = _SPLIT_ALIASES.get(split, split)
+    split = SPLIT_ALIASES.get(split, split)
     if split not in SPLITS:
         raise row.error(f"split {split!r} is not one of {', '.join(SPLITS)}")
     ood = data.get("ood", False)
@@ -436,7 +437,7 @@ def _examples_of(row: RawRecord) -> list[Example]:
               "source": row.location}
     if "conversations" in data:
         return [
-            Example(id=f"{record_id}#{turn}", instruction=_without_placeholder(question),
+            Example(id=f"{record_id}#{turn}", instruction=without_image_placeholder(question),
                     target=answer, **shared)
             for turn, (question, answer) in enumerate(_turn_pairs(data["conversations"], row))
         ]
@@ -465,7 +466,7 @@ def _turn_pairs(conversations: object, row: RawRecord) -> list[tuple[str, str]]:
     return list(zip(values[::2], values[1::2]))
 
 
-def _without_placeholder(text: str) -> str:
+def without_image_placeholder(text: str) -> str:
     """The instruction with `<image>` placeholders and the whitespace around them removed."""
     return re.sub(r"\s*<image>\s*", " ", text).strip()
 

@@ -22,13 +22,12 @@ reasons, never dropped silently.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
-from robustvlm.data.loaders import RawRecord
+from robustvlm.data.loaders import RawRecord, without_image_placeholder
 from robustvlm.errors import ConfigError
 
 VLFEEDBACK_ASPECTS = ("Helpfulness", "Visual Faithfulness", "Ethical Considerations")
@@ -74,10 +73,6 @@ def _record_id(data: Mapping, row: RawRecord, *keys: str) -> str:
 def _pair(record_id: str, image: Any, query: str, chosen: str, rejected: str, **extra: Any) -> dict:
     return {"id": record_id, "image": image, "query": query, "chosen": chosen, "rejected": rejected,
             **{k: v for k, v in extra.items() if v is not None}}
-
-
-def _without_image_tag(text: str) -> str:
-    return re.sub(r"\s*<image>\s*", " ", text).strip()
 
 
 def _native(data: dict, row: RawRecord, aspect: str) -> Converted:
@@ -134,7 +129,7 @@ def _povid(data: dict, row: RawRecord, aspect: str) -> Converted:
     rejected = (data["rejected"] if isinstance(data.get("rejected"), str)
                 else _gpt_reply(data.get("rejected_conversations"), "rejected_conversations", row, rid))
     return Converted([_pair(
-        rid, data.get("image"), _without_image_tag(human[0]["value"]),
+        rid, data.get("image"), without_image_placeholder(human[0]["value"]),
         chosen, rejected, split=data.get("split"),
     )])
 

@@ -24,12 +24,10 @@ from robustvlm.data.carve import carve_per_env, short_environments
 from robustvlm.data.environments import format_env_counts
 from robustvlm.data.from_config import materialize
 from robustvlm.data.images import DEFAULT_MAX_PIXELS, load_image
-from robustvlm.data.loaders import RawRecord, check_new_id, image_ref, raw_records
+from robustvlm.data.loaders import SPLIT_ALIASES, RawRecord, check_new_id, image_ref, raw_records
 from robustvlm.data.preference_layouts import MEAN_ASPECT, Layout, detect_layout, layout_named
 from robustvlm.data.records import SPLITS, Example, SkipLog, bad_record_handler
 from robustvlm.errors import ConfigError, DataError
-
-_SPLIT_ALIASES = {"validation": "val", "valid": "val", "dev": "val"}
 
 
 @dataclass
@@ -194,7 +192,7 @@ def _checked(
     pair_id = fields["id"]
     where = row.where(pair_id)
     split = fields.get("split") or layout.default_split
-    split = _SPLIT_ALIASES.get(split, split)
+    split = SPLIT_ALIASES.get(split, split)
     if split not in SPLITS:
         raise row.error(f"split {split!r} is not one of {', '.join(SPLITS)}", pair_id)
     if options.split is not None and split != options.split:
