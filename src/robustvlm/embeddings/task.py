@@ -33,8 +33,9 @@ from robustvlm.models.trainable import (
     configure_trainable,
     count_parameters,
     enable_gradient_checkpointing,
+    save_merged,
 )
-from robustvlm.training.finetune import base_model, load_training_set, make_sampler, save_final
+from robustvlm.training.finetune import base_model, load_training_set, make_sampler
 from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask, indexed
 
 EMBEDDER = "embedder"
@@ -110,7 +111,7 @@ class EmbeddingTask(TrainingTask):
     def save_final(self, final_dir: Path, state_dicts: dict[str, dict[str, torch.Tensor]]) -> None:
         prefix = "vlm."  # EmbeddingModel keeps the VLM as its `vlm` attribute
         weights = {k[len(prefix):]: v for k, v in state_dicts[EMBEDDER].items()}
-        save_final(self.model, self.processor, final_dir, state_dict=weights)
+        save_merged(self.model, self.processor, final_dir, state_dict=weights)
         embed = self.cfg.embed
         EmbeddingSpec.for_family(
             self.family,

@@ -39,7 +39,7 @@ from robustvlm.models.loglik import (
     pad_right,
     run_shared_prefix,
 )
-from robustvlm.models.trainable import unwrap_peft, use_adapter
+from robustvlm.models.trainable import save_merged, unwrap_peft, use_adapter
 
 HEAD_FILE = "reward_head.safetensors"
 META_FILE = "reward_model.json"
@@ -111,11 +111,8 @@ def save_reward_model(
     if state is not None:
         vlm_state = {k[len("vlm."):]: v for k, v in state.items() if k.startswith("vlm.")}
         head = state["head.weight"]
-    if hasattr(vlm, "merge_and_unload"):
-        adapters = [model.adapter] if model.adapter is not None else None
-        vlm, vlm_state = vlm.merge_and_unload(adapter_names=adapters), None
-    vlm.save_pretrained(path, state_dict=vlm_state)
-    processor.save_pretrained(path)
+    adapters = [model.adapter] if model.adapter is not None else None
+    vlm = save_merged(vlm, processor, path, state_dict=vlm_state, adapter_names=adapters)
     save_file({"weight": head.detach().float().cpu().contiguous()}, str(path / HEAD_FILE))
     info = {"format": "robustvlm reward model", "hidden_size": hidden_size(vlm),
             "reads": "last-layer hidden state at the last non-padding token", **(meta or {})}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from peft import LoraConfig, PeftModel, get_peft_model
@@ -191,3 +192,24 @@ def use_adapter(model: nn.Module, name: str | None):
     finally:
         for layer, before in zip(layers, saved):
             layer._active_adapter = before
+
+
+def save_merged(
+    model: nn.Module,
+    processor: Any,
+    path: str | Path,
+    *,
+    state_dict: dict[str, Any] | None = None,
+    adapter_names: list[str] | None = None,
+) -> nn.Module:
+    """Save a plain transformers model (LoRA adapters merged: all, or `adapter_names`) with its
+    processor into `path`; returns the saved (merged) model.
+
+    `state_dict` (gathered weights of a sharded run) replaces the model's own where given; a
+    LoRA model is merged from its own (unsharded) weights.
+    """
+    if hasattr(model, "merge_and_unload"):
+        model, state_dict = model.merge_and_unload(adapter_names=adapter_names), None
+    model.save_pretrained(path, state_dict=state_dict)
+    processor.save_pretrained(path)
+    return model

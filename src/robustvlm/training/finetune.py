@@ -34,6 +34,7 @@ from robustvlm.models.trainable import (
     configure_trainable,
     count_parameters,
     enable_gradient_checkpointing,
+    save_merged,
 )
 from robustvlm.objectives import Objective, build_objective
 from robustvlm.training.checkpoint import WEIGHTS_FILE
@@ -117,18 +118,6 @@ def load_training_set(cfg: DataConfig, ctx: SetupContext) -> list[Example]:
     return train_set
 
 
-def save_final(model: torch.nn.Module, processor: Any, final_dir: Path, state_dict=None) -> None:
-    """Save a plain transformers model (LoRA adapters merged) with its processor.
-
-    `state_dict` (gathered weights of a sharded run) replaces the model's own where given; a
-    LoRA model is merged from its own (unsharded) weights.
-    """
-    if hasattr(model, "merge_and_unload"):
-        model, state_dict = model.merge_and_unload(), None
-    model.save_pretrained(final_dir, state_dict=state_dict)
-    processor.save_pretrained(final_dir)
-
-
 class FineTuneTask(TrainingTask):
     """Fine-tune `cfg.model` with `cfg.method` on the in-domain training records of `cfg.data`."""
 
@@ -195,7 +184,7 @@ class FineTuneTask(TrainingTask):
     def save_final(self, final_dir: Path, state_dicts: dict[str, dict[str, torch.Tensor]]) -> None:
         prefix = "vlm."  # AnswerModel keeps the VLM as its `vlm` attribute
         weights = {k[len(prefix):]: v for k, v in state_dicts[ANSWER_MODEL].items()}
-        save_final(self.model, self.processor, final_dir, state_dict=weights)
+        save_merged(self.model, self.processor, final_dir, state_dict=weights)
 
 
 
@@ -227,7 +216,7 @@ def export_checkpoint(cfg: RunConfig, run_dir: Path, checkpoint: Path, out_dir: 
     out_dir = Path(out_dir)
     tmp = out_dir.with_name(f".{out_dir.name}-tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    save_final(model, processor, tmp)
+    save_merged(model, processor, tmp)
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)
     return out_dir
