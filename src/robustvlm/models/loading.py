@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -52,3 +54,17 @@ def load_vlm(
     except (OSError, ValueError, KeyError) as exc:
         raise ConfigError(f"cannot load image-text-to-text model '{name_or_path}': {exc}") from exc
     return model, processor
+
+
+def save_tiny_base(name: str, folder: Path, *, tiny_options: dict | None = None, corpus: list[str]) -> Path:
+    """Build the tiny model `name` ("tiny:<kind>") into `folder` unless it is already there, under
+    a temporary name renamed when complete (a killed build never leaves a half-written folder);
+    returns `folder`."""
+    if not folder.is_dir():
+        model, processor = load_vlm(name, tiny_options=tiny_options, corpus=corpus)
+        tmp = folder.with_name(f".{folder.name}-tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        model.save_pretrained(tmp)
+        processor.save_pretrained(tmp)
+        tmp.rename(folder)
+    return folder

@@ -29,7 +29,7 @@ from robustvlm.data.from_config import load_from_config, materialize, training_e
 from robustvlm.data.records import Example, SkipLog
 from robustvlm.errors import ConfigError
 from robustvlm.models.answer import AnswerModel
-from robustvlm.models.loading import TINY_PREFIX, load_vlm
+from robustvlm.models.loading import TINY_PREFIX, load_vlm, save_tiny_base
 from robustvlm.models.trainable import (
     configure_trainable,
     count_parameters,
@@ -92,13 +92,8 @@ def base_model(cfg: ModelConfig, out_dir: Path, corpus: list[str], accelerator: 
     name = cfg.name
     if name.startswith(TINY_PREFIX):
         base = out_dir / "base"
-        if accelerator.is_main_process and not base.is_dir():
-            model, processor = load_vlm(name, tiny_options=cfg.tiny, corpus=corpus)
-            tmp = out_dir / ".base-tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            model.save_pretrained(tmp)
-            processor.save_pretrained(tmp)
-            tmp.rename(base)
+        if accelerator.is_main_process:
+            save_tiny_base(name, base, tiny_options=cfg.tiny, corpus=corpus)
         accelerator.wait_for_everyone()
         name = str(base)
     return load_vlm(name, trust_remote_code=cfg.trust_remote_code)

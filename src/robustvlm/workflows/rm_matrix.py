@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -41,7 +40,7 @@ from robustvlm.analysis.reward_matrix import MatrixResults, MatrixRun, aggregate
 from robustvlm.config import RewardConfig, deep_merge, read_yaml_mapping, validate_config
 from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
 from robustvlm.errors import ConfigError
-from robustvlm.models.loading import TINY_PREFIX, load_vlm
+from robustvlm.models.loading import TINY_PREFIX, save_tiny_base
 from robustvlm.models.reward import is_reward_model
 from robustvlm.report.reward_report import write_matrix_report
 from robustvlm.reward.losses import loss_spec
@@ -148,14 +147,8 @@ def _base_model(plan: MatrixPlan, out: Path, seed: int, corpus: list[str]) -> di
     name = model.get("name", "tiny:idefics3")
     if not name.startswith(TINY_PREFIX):
         return None
-    folder = out / "bases" / f"seed-{seed}"
-    if not folder.is_dir():
-        vlm, processor = load_vlm(name, tiny_options={**model.get("tiny", {}), "seed": seed}, corpus=corpus)
-        tmp = folder.with_name(folder.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        vlm.save_pretrained(tmp)
-        processor.save_pretrained(tmp)
-        tmp.rename(folder)
+    folder = save_tiny_base(name, out / "bases" / f"seed-{seed}",
+                            tiny_options={**model.get("tiny", {}), "seed": seed}, corpus=corpus)
     return {"name": str(folder), "tiny": {}}
 
 
