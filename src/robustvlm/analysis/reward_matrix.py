@@ -28,6 +28,7 @@ from robustvlm.analysis.reward import (
     correlation,
     length_balanced_subset,
     length_shares,
+    matrix_averages,
     paired_difference,
     seed_spread,
     shortcut_failure_degradation,
@@ -136,20 +137,23 @@ def aggregate_matrix(
         text_test: dict[str, dict[str, list[float]]] = {}
         balanced: dict[str, list[float]] = {}
         for s in seeds:
-            per_seed: dict[str, float] = {}
+            per_seed: dict[tuple[str, str], float] = {}
             seed_sfd = []
             for train in train_envs:
                 run = by_key.get((label, s, train))
                 if run is None:
                     continue
                 correct = run.correct()
+                proxy = by_key.get((proxy_label, s, train)) if proxy_label and label != proxy_label else None
+                if proxy is not None:
+                    proxy_correct, proxy_gaps, gaps = proxy.correct(), proxy.gaps(), run.gaps()
                 for test in test_envs:
                     ids = [pid for pid in correct if env_of.get(pid) == test]
                     if not ids:
                         continue
                     key = cell_key(train, test)
                     acc = float(np.mean([correct[i] for i in ids]))
-                    per_seed[key] = acc
+                    per_seed[train, test] = acc
                     cells.setdefault(key, []).append(acc)
                     if train == test:
                         kept = [i for i in ids if i in balanced_ids[test]]
@@ -161,10 +165,8 @@ def aggregate_matrix(
                             entry[run.view].append(acc)
                             entry[run.text_view].append(float(np.mean([without[i] for i in ids])))
                         continue
-                    proxy = by_key.get((proxy_label, s, train)) if proxy_label else None
-                    if proxy is None or label == proxy_label:
+                    if proxy is None:
                         continue
-                    proxy_correct, proxy_gaps, gaps = proxy.correct(), proxy.gaps(), run.gaps()
                     degradation = shortcut_failure_degradation([correct[i] for i in ids],
                                                                [proxy_correct[i] for i in ids]).sfd
                     if degradation is not None:
@@ -173,12 +175,11 @@ def aggregate_matrix(
                     r = correlation([gaps[i] for i in ids], [proxy_gaps[i] for i in ids])
                     if r is not None:
                         corr.setdefault(key, []).append(r)
-            diag = [v for k, v in per_seed.items() if k.split("->")[0] == k.split("->")[1]]
-            off = [v for k, v in per_seed.items() if k.split("->")[0] != k.split("->")[1]]
-            if diag:
-                iid.append(float(np.mean(diag)))
-            if off:
-                ood.append(float(np.mean(off)))
+            averages = matrix_averages(per_seed)
+            if averages["iid"] is not None:
+                iid.append(averages["iid"])
+            if averages["ood"] is not None:
+                ood.append(averages["ood"])
             if seed_sfd:
                 sfd_mean.append(float(np.mean(seed_sfd)))
         out.cells[label] = {k: seed_spread(v) for k, v in cells.items()}
