@@ -27,6 +27,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -78,7 +79,8 @@ def read_methods_config(
 
     Returns:
         (spec, source, base, methods): the whole config, the name messages give it, its `base`
-        run config (without `method`) and its non-empty `methods` mapping.
+        run config (without `method`) and its methods as {label: (objective name, the
+        hyperparameters the entry fixes)}.
     """
     if isinstance(config, Mapping):
         spec, source = copy.deepcopy(dict(config)), kind
@@ -101,7 +103,37 @@ def read_methods_config(
         raise ConfigError(
             f"{source}: methods: a non-empty mapping {{label: {{method: name, ...}}}} is required"
         )
-    return spec, source, base, methods
+    entries: dict[str, tuple[str, dict]] = {}
+    for label, entry in methods.items():
+        if not isinstance(entry, dict) or "method" not in entry:
+            raise ConfigError(f"{source}: methods.{label}: a mapping with a `method` key is required")
+        name = entry["method"]
+        if name not in REGISTRY:
+            raise ConfigError(
+                f"{source}: methods.{label}.method: unknown method {name!r}; choose one of {sorted(REGISTRY)}"
+            )
+        entries[str(label)] = (name, {k: v for k, v in entry.items() if k != "method"})
+    return spec, source, base, entries
+
+
+def int_list(value: Any, key: str, source: str) -> list[int]:
+    """`value` as a non-empty list of distinct integers; ConfigError naming `key` otherwise."""
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(s, int) and not isinstance(s, bool) for s in value)
+        or len(set(value)) != len(value)
+    ):
+        raise ConfigError(
+            f"{source}: {key}: a non-empty list of distinct integers is required (got {value!r})"
+        )
+    return list(value)
+
+
+def seeded_args(name: str, args: dict, seed: int) -> dict:
+    """An objective's arguments for a trial seed: the seed also seeds its own draws (BIRM's)
+    unless the entry fixes them."""
+    return {"seed": seed, **args} if "seed" in REGISTRY[name].hparams else args
 
 
 @dataclass(frozen=True)
@@ -119,16 +151,7 @@ def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyP
     spec, source, base, methods = read_methods_config(
         config, "study config", STUDY_KEYS, dry_run_spec, dry_run=dry_run
     )
-    seeds = spec.get("seeds", [0])
-    if (
-        not isinstance(seeds, list)
-        or not seeds
-        or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
-        or len(set(seeds)) != len(seeds)
-    ):
-        raise ConfigError(
-            f"{source}: seeds: a non-empty list of distinct integers is required (got {seeds!r})"
-        )
+    seeds = int_list(spec.get("seeds", [0]), "seeds", source)
     metrics = spec.get("metrics", study_default_metrics())
     if not isinstance(metrics, list) or not metrics:
         raise ConfigError(
@@ -144,28 +167,17 @@ def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyP
         raise ConfigError(f"{source}: launch: {err.errors()[0]['msg']} ({err.errors()[0]['loc']})") from None
 
     runs: dict[str, dict[int, RunConfig]] = {}
-    for label, entry in methods.items():
-        if not isinstance(entry, dict) or "method" not in entry:
-            raise ConfigError(
-                f"{source}: methods.{label}: a mapping with a `method` key is required"
-            )
-        args = {k: v for k, v in entry.items() if k != "method"}
-        name = entry["method"]
-        if name not in REGISTRY:
-            raise ConfigError(
-                f"{source}: methods.{label}.method: unknown method '{name}'; choose one of {sorted(REGISTRY)}"
-            )
-        runs[str(label)] = {}
+    for label, (name, args) in methods.items():
+        runs[label] = {}
         for seed in seeds:
-            seeded = {"seed": seed, **args} if "seed" in REGISTRY[name].hparams else args
             raw = deep_merge(base, {
-                "train": {"seed": seed}, "method": name, "method_args": seeded,
+                "train": {"seed": seed}, "method": name, "method_args": seeded_args(name, args, seed),
                 "eval": {"metrics": eval_metrics},
             })
-            runs[str(label)][seed] = validate_config(
+            runs[label][seed] = validate_config(
                 raw, f"{source} (methods.{label}, seed {seed})"
             )
-    return StudyPlan(runs, list(seeds), list(metrics), launch)
+    return StudyPlan(runs, seeds, list(metrics), launch)
 
 
 def computed_metrics(base: Mapping, metrics: Sequence[str]) -> list[str]:

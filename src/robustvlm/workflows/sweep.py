@@ -60,7 +60,6 @@ from robustvlm.config import RunConfig, deep_merge, validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.evaluation.metrics.registry import per_batch_metrics
-from robustvlm.objectives import REGISTRY
 from robustvlm.objectives.search import draw_hparams
 from robustvlm.report.sweep_report import write_sweep_report
 from robustvlm.runs import claim_run_folder, write_jsonl
@@ -68,7 +67,7 @@ from robustvlm.training.checkpoint import WEIGHTS_FILE, list_checkpoints
 from robustvlm.training.finetune import export_checkpoint
 from robustvlm.workflows.evaluate import METRICS_FILE, evaluate
 from robustvlm.workflows.launchers import LAUNCHERS, LauncherConfig, run_jobs
-from robustvlm.workflows.study import read_methods_config
+from robustvlm.workflows.study import int_list, read_methods_config, seeded_args
 from robustvlm.workflows.study_dry_run import cap_warmups, shrink_sections
 from robustvlm.workflows.train import train
 
@@ -155,19 +154,6 @@ def dry_run_spec(spec: Mapping) -> dict:
     return out
 
 
-def _int_list(value: Any, key: str, source: str) -> list[int]:
-    if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(s, int) and not isinstance(s, bool) for s in value)
-        or len(set(value)) != len(value)
-    ):
-        raise ConfigError(
-            f"{source}: {key}: a non-empty list of distinct integers is required (got {value!r})"
-        )
-    return list(value)
-
-
 def _positive_int(spec: Mapping, key: str, default: int | None, source: str) -> int | None:
     value = spec.get(key, default)
     if value is None:
@@ -237,7 +223,7 @@ def sweep_plan(
     if steps is None:
         raise ConfigError(f"{source}: base.train.steps: a sweep needs a fixed number of steps")
     n_draws = _positive_int(spec, "n_draws", 3, source)
-    seeds = _int_list(spec.get("seeds", [0]), "seeds", source)
+    seeds = int_list(spec.get("seeds", [0]), "seeds", source)
     every = _positive_int(spec, "checkpoint_every", max(1, steps // 4), source)
     checkpoints = sorted({*range(every, steps + 1, every), steps})
     holdout = spec.get("holdout_fraction", 0.2)
@@ -279,19 +265,9 @@ def sweep_plan(
     jobs: list[SweepJob] = []
     objectives: dict[str, str] = {}
     draws: dict[str, dict[int, dict]] = {}
-    for label, entry in methods.items():
-        if not isinstance(entry, dict) or "method" not in entry:
-            raise ConfigError(
-                f"{source}: methods.{label}: a mapping with a `method` key is required"
-            )
-        name = entry["method"]
-        if name not in REGISTRY:
-            raise ConfigError(
-                f"{source}: methods.{label}.method: unknown method {name!r}; choose one of {sorted(REGISTRY)}"
-            )
-        fixed = {k: v for k, v in entry.items() if k != "method"}
-        objectives[str(label)] = name
-        draws[str(label)] = {}
+    for label, (name, fixed) in methods.items():
+        objectives[label] = name
+        draws[label] = {}
         for draw in range(n_draws):
             drawn = draw_hparams(
                 name,
@@ -304,18 +280,17 @@ def sweep_plan(
                 optimizer_search=search,
             )
             args = {**drawn["method_args"], **fixed}
-            draws[str(label)][draw] = {
+            draws[label][draw] = {
                 "lr": drawn["lr"],
                 "weight_decay": drawn["weight_decay"],
                 "method_args": args,
             }
             for seed in seeds:
-                seeded = {"seed": seed, **args} if "seed" in REGISTRY[name].hparams else args
                 raw = deep_merge(
                     base,
                     {
                         "method": name,
-                        "method_args": seeded,
+                        "method_args": seeded_args(name, args, seed),
                         "data": {"holdout_fraction": float(holdout)},
                         "train": {
                             "seed": seed,
