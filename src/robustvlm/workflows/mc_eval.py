@@ -107,7 +107,7 @@ def score_bench(
     return [done[(q.id, q.rotation)] for q in questions]
 
 
-def _write_results(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_results(path: Path, rows: list[dict[str, Any]]) -> None:
     """Write results.csv: earlier rows of other (model, bench) pairs kept, these replacing theirs."""
     merged: dict[tuple[str, str], dict[str, Any]] = {}
     if path.exists():
@@ -174,7 +174,7 @@ def evaluate_models(
             rows = score_bench(scorer, questions, jsonl, resume=resume, batch_size=batch_size)
             summary = accuracy_summary(rows, circular=circular).to_dict()
             results.append({"model": name, "family": family, "method": way, "bench": bench, **summary})
-    _write_results(out / "results.csv", results)
+    write_results(out / "results.csv", results)
     return out / "results.csv"
 
 

@@ -61,7 +61,7 @@ from robustvlm.multiple_choice.build import read_questions
 from robustvlm.report.task_signal import ShiftResult, TaskSignalSummary, write_report
 from robustvlm.runs import claim_run_folder, read_jsonl, write_jsonl
 from robustvlm.workflows.embed_train import embed_train
-from robustvlm.workflows.mc_eval import RESULT_COLUMNS, evaluate_models, model_slug
+from robustvlm.workflows.mc_eval import evaluate_models, model_slug, write_results
 from robustvlm.workflows.robustness import pair_benches, read_results
 from robustvlm.workflows.task_signal_data import CAPTION_ENV, SignalData, prepare_data
 from robustvlm.workflows.train import train
@@ -203,14 +203,6 @@ def _member_rows(results_csv: Path, member: Member) -> list[dict]:
         return [{**row, "model": member.name, "family": member.family} for row in csv.DictReader(f)]
 
 
-def _write_results(path: Path, rows: list[dict]) -> Path:
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=RESULT_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
-
-
 def question_outcomes(out: Path, models: list[str], benches: list[str]) -> dict[str, dict[str, np.ndarray]]:
     """{model: {bench: its 0/1 outcomes, ordered by question id and rotation}} from the
     per-question rows of embedding members (models/<name>/scores/) and probes (probes/<name>/)."""
@@ -279,7 +271,8 @@ def run_task_signal(
     scored = run_members(jobs, cfg.workers)
     rows = [row for member, path in zip(members, scored) for row in _member_rows(path, member)]
     rows += probe_rows(out, cfg, data, base)
-    results_csv = _write_results(out / "results.csv", rows)
+    results_csv = out / "results.csv"
+    write_results(results_csv, rows)
     summary = TaskSignalSummary(
         label=label, config=cfg, described=data.described, n_train_images=len(data.train),
         n_questions=data.n_questions, results_csv=str(results_csv), shifts=analyse(out, results_csv, cfg),
