@@ -475,17 +475,17 @@ def _metrics_help() -> str:
     from robustvlm.evaluation.metrics.registry import METRICS, Metric, per_batch_metrics
 
     def one(m: Metric) -> str:
-        about = f"{m.title}, {m.scale}, {'higher' if m.higher_is_better else 'lower'} is better"
+        about = f"{m.name} ({m.title}): {m.scale}, {'higher' if m.higher_is_better else 'lower'} is better"
         needs = m.needs
         if needs is None:
-            return f"{m.name} ({about})"
+            return about
         if needs.required:
-            return f"{m.name} ({about}; needs the {needs.what}: {needs.how})"
-        return f"{m.name} ({about}; {needs.what}: {needs.how}, default {needs.default})"
+            return f"{about}, needs the {needs.what}: {needs.how}"
+        return f"{about}, {needs.what}: {needs.how}, default {needs.default}"
 
     always = ", ".join(m.name for m in per_batch_metrics())
     return (
-        f"comma-separated, of: {', '.join(one(m) for m in METRICS.values())}; "
+        f"comma-separated, of: {'; '.join(one(m) for m in METRICS.values())}; "
         f"{always} are always computed; the judge comes from --judge"
     )
 
