@@ -1,5 +1,6 @@
 """Shared check for the bad-input suite (tests/bad_input): a command fed one kind of bad input
-must stop with one clear error line, exit code 1 or 2, no traceback, and leave every file of an
+must stop with one clear error (one `error:` line, and the indented lines under it that list a
+config's problems one per line), exit code 1 or 2, no traceback, and leave every file of an
 earlier run as it was.
 
 Commands run in process through `robustvlm.cli.main` (a subprocess per case would spend seconds
@@ -41,7 +42,7 @@ def expect_clean_failure(
     mentions: Iterable[str] = (),
     untouched: Path | None = None,
 ) -> str:
-    """Run `robustvlm ARGV`; assert a clean failure (see module doc) and return the error line.
+    """Run `robustvlm ARGV`; assert a clean failure (see module doc) and return the error text.
 
     Args:
         argv: the command line without the program name.
@@ -54,10 +55,14 @@ def expect_clean_failure(
     _, err = capsys.readouterr()
     assert code in (1, 2), f"exit code {code}, stderr:\n{err}"
     assert "Traceback" not in err, err
-    errors = [line for line in err.splitlines() if line.startswith("error:") or ": error:" in line]
-    assert len(errors) == 1, f"expected one error line, got:\n{err}"
-    line = errors[0]
+    lines = err.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("error:") or ": error:" in line]
+    assert len(starts) == 1, f"expected one error, got:\n{err}"
+    # One error: its line, plus the indented lines that list a config's several problems.
+    block = [lines[starts[0]]]
+    block += [line for line in lines[starts[0] + 1 :] if line.startswith((" ", "\t"))]
+    line = "\n".join(block)
     for needle in mentions:
-        assert needle in line, f"{needle!r} not in error line {line!r}"
+        assert needle in line, f"{needle!r} not in error {line!r}"
     assert snapshot(untouched) == before, "a file of the earlier run changed"
     return line
