@@ -27,7 +27,7 @@ def test_demo_invariance_quick_writes_the_report(tmp_path):
 
 
 def test_worker_processes_give_the_same_runs_as_one_process():
-    from robustvlm.workflows.invariance_demo import run_jobs
+    from robustvlm.workflows.invariance_demo import train_models
 
     protocol = Protocol(n_per_env=50, steps=20, n_draws=2, n_seeds=1)
     jobs = [
@@ -35,6 +35,6 @@ def test_worker_processes_give_the_same_runs_as_one_process():
         ("Example2s", "dynamic_birm", 1, 0),
         ("Example3", "oracle", 0, 0),
     ]
-    inline = run_jobs(jobs, protocol, workers=1, progress=False)
-    assert run_jobs(jobs, protocol, workers=2, progress=False) == inline
+    inline = train_models(jobs, protocol, workers=1, progress=False)
+    assert train_models(jobs, protocol, workers=2, progress=False) == inline
     assert inline[jobs[1]].trace and not inline[jobs[0]].trace  # Dynamic BIRM's lambda is traced
