@@ -43,6 +43,16 @@ def test_done_jobs_are_skipped_and_counted_on_the_one_bar(capsys):
     assert "runs: 100%" in bar and "4/4" in bar and "2/4" in bar  # starts at the finished count
 
 
+def test_kept_results_are_read_back_and_only_failed_jobs_run_again(tmp_path):
+    store = tmp_path / "kept"
+    with pytest.raises(JobsFailed, match="1 of 3 jobs failed"):
+        run_jobs(device_and_process, [0, -1, 1], JobRunnerConfig(workers=2), store=store, progress=False)
+    assert len(list(store.glob("*.pkl"))) == 2  # each kept as it ended; the failure was not
+    first = run_jobs(device_and_process, [0, 1], store=store, progress=False)
+    assert os.getpid() not in {pid for _, _, pid in first}  # read back, not run here again
+    assert run_jobs(device_and_process, [2], store=store, progress=False)[0][2] == os.getpid()
+
+
 def test_multi_gpu_pins_one_device_per_worker_and_hands_back_failures(tmp_path):
     cfg = JobRunnerConfig(kind="multi-gpu", gpus=[5, 7])
     with pytest.raises(JobsFailed, match="1 of 5 jobs failed") as caught:

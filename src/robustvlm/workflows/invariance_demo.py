@@ -6,7 +6,8 @@ and the oracle (ERM on data whose spurious block is shuffled) through the object
 that train VLMs (`linear.fit`) -> random hyperparameter search, selection on the training
 environments' validation error, several data seeds (`linear.protocol`) -> results.json,
 runs.jsonl (every trained model), report.md and a self-contained report.html with the
-published ERM / IRMv1 / ANDMask / IGA / Oracle figures beside ours (`report.invariance`).
+published ERM / IRMv1 / ANDMask / IGA / Oracle figures beside ours (`report.invariance`);
+jobs/ keeps each model's run as it finishes, so re-running an interrupted demo resumes.
 
 The runs are independent and seeded, so they are spread over `workers` processes (one torch
 thread each) by the job runner (`workflows.launchers`) and the result does not depend on how
@@ -38,6 +39,9 @@ TRACED = ("dynamic_birm",)
 """Methods whose R_emp / R_inv / lambda are recorded over training (for the lambda plot)."""
 TRACE_EVERY = 10
 REFERENCE = "invariance_unit_tests_3env.yaml"
+JOBS_DIR = "jobs"
+"""Under OUT: every trained model's run, kept by the job runner as it ends, so an interrupted
+demo re-run with the same settings trains only the models it had not."""
 
 Job = tuple[str, str, int, int]  # example, method, draw, data seed
 
@@ -57,14 +61,16 @@ def _run_job(job: Job, protocol: Protocol) -> Run:
 
 
 def train_models(
-    jobs: list[Job], protocol: Protocol, *, workers: int, progress: bool = True
+    jobs: list[Job], protocol: Protocol, *, workers: int, progress: bool = True, store: Path | None = None
 ) -> dict[Job, Run]:
-    """Train every job's model through the job runner, in `workers` processes (1: in this one)."""
+    """Train every job's model through the job runner, in `workers` processes (1: in this one);
+    with `store`, each trained model's run is kept there and read back by a re-run."""
     runs = run_jobs(
         partial(_run_job, protocol=protocol),
         jobs,
         JobRunnerConfig(workers=workers),
         name=lambda job: "/".join(map(str, job)),
+        store=store,
         desc="models",
         progress=progress,
     )
@@ -100,7 +106,7 @@ def run_invariance_demo(
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     jobs = list(product(EXAMPLES, METHODS, range(protocol.n_draws), range(protocol.n_seeds)))
-    runs = train_models(jobs, protocol, workers=workers, progress=progress)
+    runs = train_models(jobs, protocol, workers=workers, progress=progress, store=out / JOBS_DIR)
     seconds = time.perf_counter() - t0
 
     with (out / "runs.jsonl").open("w", encoding="utf-8") as f:

@@ -6,7 +6,8 @@ A job is a picklable argument of a picklable (module-level) function. Whatever t
 - a failed job does not stop the others; when all have ended, `JobsFailed` names every failed
   job with its error (the first one chained, with its traceback), and the finished jobs' outputs
   stay where the jobs wrote them;
-- jobs `done` says are finished are not run again (a re-run resumes);
+- finished jobs are not run again, so a re-run resumes: those `done` says are finished (jobs
+  that keep their outputs in their own folders), and those whose result is kept in `store`;
 - one progress bar counts the finished jobs.
 
 Launchers (`JobRunnerConfig.kind`):
@@ -22,7 +23,9 @@ Launchers (`JobRunnerConfig.kind`):
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from functools import partial
@@ -61,6 +64,11 @@ class JobsFailed(RobustVLMError):
         self.results = results
 
 
+Note = Callable[[int, Any], None]
+"""Called by a launcher as each job ends: (its position in the launched jobs, result or error)."""
+Launch = Callable[[Callable[[Any], Any], list, Note], None]
+
+
 def run_jobs(
     fn: Callable[[Any], Any],
     jobs: Sequence[Any],
@@ -69,15 +77,21 @@ def run_jobs(
     *,
     name: Callable[[Any], str] = str,
     done: Callable[[Any], bool] | None = None,
+    store: Path | None = None,
     desc: str = "jobs",
     progress: bool = True,
 ) -> list[Any]:
-    """Run `fn(job)` for every job not `done` with the launcher `cfg` (default: local, in this
-    process); returns the results in job order (None for the jobs skipped as done).
+    """Run `fn(job)` for every job not yet finished with the launcher `cfg` (default: local, in
+    this process); returns the results in job order.
 
     Args:
         folder: the launcher's own files (submitit's logs and pickles; slurm only).
         name: a job's name in the failure report, e.g. "erm draw 1 seed 0".
+        done: jobs it says are finished are skipped (result None): for jobs that keep their
+            outputs in their own folders.
+        store: a folder where each job's result is kept (pickled, under a hash of `fn` and the
+            job) as soon as it ends; a job with a kept result is not run again, its result read
+            back: for jobs that write nothing themselves.
         desc: the progress bar's label and the noun of the failure report ("runs", "models").
 
     Raises:
@@ -85,17 +99,29 @@ def run_jobs(
             ERROR; ...); the finished runs are kept: re-run the same command to resume".
     """
     cfg = cfg or JobRunnerConfig()
-    pending = [i for i, job in enumerate(jobs) if done is None or not done(job)]
-    todo = [jobs[i] for i in pending]
-    launch = _launcher(cfg, folder) if todo else None  # bad settings fail before the bar opens
+    kept = [store / f"{_job_key(fn, job)}.pkl" for job in jobs] if store is not None else None
+    results: list[Any] = [None] * len(jobs)
+    pending = []
+    for i, job in enumerate(jobs):
+        if kept is not None and kept[i].is_file():
+            results[i] = pickle.loads(kept[i].read_bytes())
+        elif done is None or not done(job):
+            pending.append(i)
+    launch = _launcher(cfg, folder) if pending else None  # bad settings fail before the bar opens
     bar = tqdm(total=len(jobs), initial=len(jobs) - len(pending), disable=not progress, desc=desc, unit="job")
+
+    def note(position: int, outcome: Any) -> None:
+        i = pending[position]
+        results[i] = outcome
+        if kept is not None and not isinstance(outcome, Exception):
+            _keep(kept[i], outcome)
+        bar.update(1)
+
     try:
-        outcomes = launch(fn, todo, bar) if launch else []
+        if launch is not None:
+            launch(fn, [jobs[i] for i in pending], note)
     finally:
         bar.close()
-    results: list[Any] = [None] * len(jobs)
-    for i, outcome in zip(pending, outcomes):
-        results[i] = outcome
     failed = [(jobs[i], results[i]) for i in pending if isinstance(results[i], Exception)]
     if failed:
         lines = "; ".join(f"{name(job)}: {_last_line(err)}" for job, err in failed[:5])
@@ -108,46 +134,58 @@ def run_jobs(
     return results
 
 
+def _job_key(fn: Callable[[Any], Any], job: Any) -> str:
+    """A name for (fn, job) that changes with the function or any of its or the job's arguments."""
+    return hashlib.sha256(pickle.dumps((fn, job), protocol=4)).hexdigest()[:24]
+
+
+def _keep(path: Path, result: Any) -> None:
+    """Pickle `result` to `path`, written whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(pickle.dumps(result, protocol=4))
+    tmp.replace(path)
+
+
 def _last_line(err: Exception) -> str:
     text = str(err).strip()
     return text.splitlines()[-1] if text else type(err).__name__
 
 
-def _launcher(cfg: JobRunnerConfig, folder: Path | None) -> Callable[[Callable, list, tqdm], list]:
-    """The launcher of `cfg`, its settings checked: (fn, jobs, bar) -> outcomes in job order."""
+def _launcher(cfg: JobRunnerConfig, folder: Path | None) -> Launch:
+    """The launcher of `cfg`, its settings checked."""
     if cfg.kind == "multi-gpu":
         return _multi_gpu(cfg)
     if cfg.kind == "slurm":
         return _submitit(cfg, folder)
     if (cfg.workers or 1) > 1:
         return partial(_pool, workers=cfg.workers, initializer=_one_thread, initargs=())
-    return lambda fn, jobs, bar: [_outcome(partial(fn, job), bar) for job in jobs]
+    return _in_process
 
 
-def _outcome(get: Callable[[], Any], bar: tqdm) -> Any:
+def _outcome(get: Callable[[], Any]) -> Any:
     """`get()`, or the exception it raised (handed back to `run_jobs`, which reports it)."""
     try:
         return get()
     except Exception as err:  # noqa: BLE001
         return err
-    finally:
-        bar.update(1)
+
+
+def _in_process(fn: Callable[[Any], Any], jobs: list, note: Note) -> None:
+    for position, job in enumerate(jobs):
+        note(position, _outcome(partial(fn, job)))
 
 
 # ---------------------------------------------------------------- process pools
 
 
-def _pool(
-    fn: Callable[[Any], Any], jobs: Sequence[Any], bar: tqdm, *, workers: int, initializer, initargs
-) -> list[Any]:
+def _pool(fn: Callable[[Any], Any], jobs: list, note: Note, *, workers: int, initializer, initargs) -> None:
     """Run the jobs in `workers` spawned processes (CUDA cannot be used in forked children)."""
     context = get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
         futures = {pool.submit(fn, job): i for i, job in enumerate(jobs)}
-        outcomes: list[Any] = [None] * len(jobs)
         for future in as_completed(futures):
-            outcomes[futures[future]] = _outcome(future.result, bar)
-        return outcomes
+            note(futures[future], _outcome(future.result))
 
 
 def _one_thread() -> None:
@@ -168,7 +206,7 @@ def _pin_device(slots) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = str(slots.get())
 
 
-def _multi_gpu(cfg: JobRunnerConfig) -> Callable[[Callable, list, tqdm], list]:
+def _multi_gpu(cfg: JobRunnerConfig) -> Launch:
     gpus = cfg.gpus if cfg.gpus is not None else _visible_gpus()
     if not gpus and cfg.workers is None:
         raise ConfigError(
@@ -177,12 +215,12 @@ def _multi_gpu(cfg: JobRunnerConfig) -> Callable[[Callable, list, tqdm], list]:
         )
     workers = cfg.workers or len(gpus)
 
-    def launch(fn: Callable[[Any], Any], jobs: list, bar: tqdm) -> list[Any]:
+    def launch(fn: Callable[[Any], Any], jobs: list, note: Note) -> None:
         with get_context("spawn").Manager() as manager:
             slots = manager.Queue()
             for i in range(workers):
                 slots.put(gpus[i % len(gpus)] if gpus else "")
-            return _pool(fn, jobs, bar, workers=workers, initializer=_pin_device, initargs=(slots,))
+            _pool(fn, jobs, note, workers=workers, initializer=_pin_device, initargs=(slots,))
 
     return launch
 
@@ -190,7 +228,7 @@ def _multi_gpu(cfg: JobRunnerConfig) -> Callable[[Callable, list, tqdm], list]:
 # ---------------------------------------------------------------- submitit (SLURM)
 
 
-def _submitit(cfg: JobRunnerConfig, folder: Path | None) -> Callable[[Callable, list, tqdm], list]:
+def _submitit(cfg: JobRunnerConfig, folder: Path | None) -> Launch:
     try:
         import submitit
     except ImportError:
@@ -205,7 +243,8 @@ def _submitit(cfg: JobRunnerConfig, folder: Path | None) -> Callable[[Callable, 
     except (ValueError, TypeError, NameError) as err:
         raise ConfigError(f"launcher.parameters: {str(err).splitlines()[0]}") from None
 
-    def launch(fn: Callable[[Any], Any], jobs: list, bar: tqdm) -> list[Any]:
-        return [_outcome(job.result, bar) for job in executor.map_array(fn, jobs)]
+    def launch(fn: Callable[[Any], Any], jobs: list, note: Note) -> None:
+        for position, job in enumerate(executor.map_array(fn, jobs)):
+            note(position, _outcome(job.result))
 
     return launch
