@@ -91,7 +91,8 @@ def run_jobs(
             outputs in their own folders.
         store: a folder where each job's result is kept (pickled, under a hash of `fn` and the
             job) as soon as it ends; a job with a kept result is not run again, its result read
-            back: for jobs that write nothing themselves.
+            back: for jobs that write nothing themselves. The hash covers every argument, not
+            the code: empty the folder after changing what a job computes.
         desc: the progress bar's label and the noun of the failure report ("runs", "models").
 
     Raises:
