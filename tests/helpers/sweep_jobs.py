@@ -6,7 +6,7 @@ import os
 
 
 def device_and_process(job: int) -> tuple[int, str, int]:
-    """(job, the CUDA_VISIBLE_DEVICES this worker sees, its process id); job -1 raises."""
+    """(job, the CUDA_VISIBLE_DEVICES this worker sees, its process id); a negative job raises."""
     if job < 0:
-        raise ValueError("job -1 fails on purpose")
+        raise ValueError(f"job {job} fails on purpose")
     return job, os.environ.get("CUDA_VISIBLE_DEVICES", "unset"), os.getpid()

@@ -14,7 +14,9 @@ from robustvlm.training.task import TaskSetup, TrainingTask
 
 class RegressionTask(TrainingTask):
     """Least squares on a fixed random problem; each micro-batch runs two backward passes
-    (half a batch each, as a gradient cache would) and counts its calls as task state."""
+    (half a batch each, as a gradient cache would) and counts its calls as task state. Its row:
+    the micro-batch's mean squared error `loss`, `hit` (the share of examples within 1 of their
+    target: a rate, like a reward model's accuracy) and `calls`."""
 
     label = "regression"
 
@@ -41,13 +43,14 @@ class RegressionTask(TrainingTask):
     def training_step(self, batch, ctx):
         self.calls += 1
         model, half = ctx.models["linear"], len(batch["y"]) // 2
-        total = 0.0
+        total, hits = 0.0, 0
         for part in (slice(0, half), slice(half, None)):
             err = model(batch["x"][part])[:, 0] - batch["y"][part]
             loss = (err**2).sum() / len(batch["y"])
             ctx.backward(loss)
             total += float(loss.detach())
-        return {"loss": total, "calls": float(self.calls)}
+            hits += int((err.detach().abs() < 1).sum())
+        return {"loss": total, "hit": hits / len(batch["y"]), "calls": float(self.calls)}
 
     def state_dict(self):
         return {"calls": self.calls}

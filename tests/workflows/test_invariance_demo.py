@@ -9,7 +9,7 @@ from robustvlm.data.synth.linear_unit_tests import EXAMPLES
 from robustvlm.linear.protocol import METHODS, Protocol
 
 
-def test_demo_invariance_quick_writes_the_report(tmp_path):
+def test_demo_invariance_quick_writes_the_report_and_resumes(tmp_path, monkeypatch):
     out = tmp_path / "inv"
     assert main(["demo", "invariance", "--quick", "--out", str(out)]) == 0
     summary = json.loads((out / "results.json").read_text())
@@ -25,9 +25,19 @@ def test_demo_invariance_quick_writes_the_report(tmp_path):
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") == 2 and "](" not in html
 
+    # every model was kept as it finished: a re-run (after a kill) trains nothing again
+    def no_training(*args, **kwargs):
+        raise AssertionError("a kept model was trained again")
+
+    monkeypatch.setattr("robustvlm.workflows.invariance_demo.run_one", no_training)
+    assert len(list((out / "jobs").glob("*.pkl"))) == len(rows)
+    assert main(["demo", "invariance", "--quick", "--out", str(out)]) == 0
+    again = json.loads((out / "results.json").read_text())
+    assert again["results"] == summary["results"] and again["lambda"] == summary["lambda"]
+
 
 def test_worker_processes_give_the_same_runs_as_one_process():
-    from robustvlm.workflows.invariance_demo import run_jobs
+    from robustvlm.workflows.invariance_demo import train_models
 
     protocol = Protocol(n_per_env=50, steps=20, n_draws=2, n_seeds=1)
     jobs = [
@@ -35,6 +45,6 @@ def test_worker_processes_give_the_same_runs_as_one_process():
         ("Example2s", "dynamic_birm", 1, 0),
         ("Example3", "oracle", 0, 0),
     ]
-    inline = run_jobs(jobs, protocol, workers=1, progress=False)
-    assert run_jobs(jobs, protocol, workers=2, progress=False) == inline
+    inline = train_models(jobs, protocol, workers=1, progress=False)
+    assert train_models(jobs, protocol, workers=2, progress=False) == inline
     assert inline[jobs[1]].trace and not inline[jobs[0]].trace  # Dynamic BIRM's lambda is traced

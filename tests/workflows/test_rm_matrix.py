@@ -69,3 +69,15 @@ def test_matrix_config_errors_name_the_key():
     assert spec["base"]["model"]["name"] == "OpenGVLab/InternVL3-8B-hf"  # input untouched
     assert dry["base"]["model"] == {"name": "tiny:idefics3", "trainable": "paper"}
     assert "per_env" not in dry and dry["seeds"] == [0] and dry["base"]["train"]["lr"] == 1e-5
+
+
+@pytest.mark.slow
+def test_worker_processes_give_the_same_matrix_as_one_process(tmp_path):
+    """`jobs: 2` runs through the job runner's process pool: the same matrix as one process."""
+    from robustvlm.workflows.rm_matrix import run_matrix
+
+    spec = dry_run_matrix_spec(yaml.safe_load(RECIPE.read_text()))
+    spec["losses"] = {k: v for k, v in spec["losses"].items() if k in ("standard", "text_only")}
+    one = run_matrix(spec, tmp_path / "one").results.to_dict()
+    two = run_matrix({**spec, "jobs": 2}, tmp_path / "two").results.to_dict()
+    assert one["cells"]["standard"] and one == two

@@ -88,3 +88,12 @@ def test_base_steps_zero_builds_the_tiny_base_once_or_takes_a_hub_model(quick, t
     assert (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file()
     hub = untrained.model_copy(update={"model": untrained.model.model_copy(update={"name": "org/some-vlm"})})
     assert base_vlm(tmp_path, hub, data) == "org/some-vlm"
+
+
+@pytest.mark.slow
+def test_worker_processes_give_the_same_results_as_one_process(quick, tmp_path):
+    """`workers: 2` trains the members through the job runner's process pool: the same results."""
+    out, cfg, summary = quick
+    two = run_task_signal(cfg.model_copy(update={"workers": 2}), tmp_path / "two", label="quick")
+    assert (tmp_path / "two" / "results.csv").read_text() == (out / "results.csv").read_text()
+    assert two.to_dict()["shifts"] == summary.to_dict()["shifts"]

@@ -2,8 +2,9 @@
 
 Outputs in the run folder (besides what the task writes):
   config.resolved.yaml   every setting, defaults filled in (see `robustvlm.runs`)
-  train_log.jsonl        one row per logged optimizer step: `step`, the task's row (`loss`, ...),
-                         `grad_norm`, `lr`, `seconds`
+  train_log.jsonl        one row per logged optimizer step: `step`, the task's row (`loss`, ...)
+                         averaged over the step's micro-batches and processes
+                         (`training.metrics`), `grad_norm`, `lr`, `seconds`
   checkpoints/step-N/    see `training.checkpoint`
   final/                 the task's inference format
   <tracker folders>      with `train.report_to` (e.g. tensorboard/), through Accelerate
@@ -46,6 +47,7 @@ from robustvlm.training.checkpoint import (
     register_checkpoint_hooks,
     save_checkpoint,
 )
+from robustvlm.training.metrics import step_row
 from robustvlm.training.task import SetupContext, StepContext, TrainingTask
 
 LOG_FILE = "train_log.jsonl"
@@ -173,11 +175,12 @@ def run_training(
         for step in range(start, total):
             if task.resets_optimizer_at(step):
                 _reset_optimizer_state(optimizer)
+            rows = []
             for micro in range(cfg.grad_accum):
                 ctx = StepContext(step, models, accelerator, cfg.grad_accum, micro == cfg.grad_accum - 1)
                 batch = _to_device(setup.collate(next(stream)), accelerator.device)
                 with nullcontext() if ctx.last_micro else ctx.no_sync(), accelerator.autocast():
-                    row = task.training_step(batch, ctx)
+                    rows.append(task.training_step(batch, ctx))
             grad_norm = accelerator.clip_grad_norm_(params, cfg.clip_norm)
             optimizer.step()
             scheduler.step()
@@ -186,7 +189,7 @@ def run_training(
             if done % cfg.log_every == 0 or done == total:
                 row = {
                     "step": done,
-                    **row,
+                    **step_row(rows, accelerator),
                     "grad_norm": float(grad_norm),
                     "lr": scheduler.get_last_lr()[0],
                     "seconds": round(time.perf_counter() - t0, 3),

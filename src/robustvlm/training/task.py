@@ -10,7 +10,8 @@ TRL's split between its trainer and `compute_loss` / `training_step`:
 - `setup`: the data, the model(s) to prepare (parameters with `requires_grad` train), the batch
   sampler and the collate function;
 - `training_step`: one micro-batch: forward, `ctx.backward(loss)` (as many passes as the task
-  needs: gradient caching runs its own), and the row to log;
+  needs: gradient caching runs its own), and its row to log (the loop averages the rows of a
+  step's micro-batches and processes);
 - `state_dict` / `load_state_dict`: task state a checkpoint must carry (e.g. an objective's
   penalty-weight controller), JSON-safe;
 - `save_final`: the trained model in its inference format.
@@ -129,7 +130,9 @@ class TrainingTask(ABC):
 
     @abstractmethod
     def training_step(self, batch: dict[str, Any], ctx: StepContext) -> dict[str, float]:
-        """Forward and backward one micro-batch; return the log row (with a float `loss`)."""
+        """Forward and backward one micro-batch; return its log row (a float `loss`, ...: means
+        over this micro-batch; the loop logs their mean over the step's micro-batches and
+        processes, `training.metrics`)."""
 
     def resets_optimizer_at(self, step: int) -> bool:
         """True when the optimizer's state should be cleared before `step` (IRM's anneal)."""

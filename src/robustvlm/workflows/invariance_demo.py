@@ -6,19 +6,20 @@ and the oracle (ERM on data whose spurious block is shuffled) through the object
 that train VLMs (`linear.fit`) -> random hyperparameter search, selection on the training
 environments' validation error, several data seeds (`linear.protocol`) -> results.json,
 runs.jsonl (every trained model), report.md and a self-contained report.html with the
-published ERM / IRMv1 / ANDMask / IGA / Oracle figures beside ours (`report.invariance`).
+published ERM / IRMv1 / ANDMask / IGA / Oracle figures beside ours (`report.invariance`);
+jobs/ keeps each model's run as it finishes, so re-running an interrupted demo resumes.
 
 The runs are independent and seeded, so they are spread over `workers` processes (one torch
-thread each) and the result does not depend on how they were scheduled.
+thread each) by the job runner (`workflows.launchers`) and the result does not depend on how
+they were scheduled.
 """
 
 from __future__ import annotations
 
 import json
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, replace
+from functools import partial
 from importlib import resources
 from itertools import product
 from pathlib import Path
@@ -26,11 +27,11 @@ from typing import Any
 
 import torch
 import yaml
-from tqdm.auto import tqdm
 
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
 from robustvlm.linear.protocol import METHODS, Protocol, Run, run_one, select
 from robustvlm.report.invariance import write_invariance_report
+from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
 FULL = Protocol(n_per_env=1000, steps=600, n_draws=4, n_seeds=2)
 QUICK = Protocol(n_per_env=80, steps=40, n_draws=2, n_seeds=1)
@@ -38,6 +39,9 @@ TRACED = ("dynamic_birm",)
 """Methods whose R_emp / R_inv / lambda are recorded over training (for the lambda plot)."""
 TRACE_EVERY = 10
 REFERENCE = "invariance_unit_tests_3env.yaml"
+JOBS_DIR = "jobs"
+"""Under OUT: every trained model's run, kept by the job runner as it ends, so an interrupted
+demo re-run with the same settings trains only the models it had not."""
 
 Job = tuple[str, str, int, int]  # example, method, draw, data seed
 
@@ -48,37 +52,29 @@ def load_reference() -> dict[str, Any]:
     return yaml.safe_load(text)
 
 
-def _init_worker() -> None:
+def _run_job(job: Job, protocol: Protocol) -> Run:
+    """Train one model, on one torch thread (the same arithmetic in any process)."""
     torch.set_num_threads(1)
-
-
-def _run_job(job: Job, protocol: Protocol) -> tuple[Job, Run]:
     example, method, draw, seed = job
     trace = TRACE_EVERY if method in TRACED else 0
-    return job, run_one(example, method, draw, seed, protocol, trace_every=trace)
+    return run_one(example, method, draw, seed, protocol, trace_every=trace)
 
 
-def run_jobs(
-    jobs: list[Job], protocol: Protocol, *, workers: int, progress: bool = True
+def train_models(
+    jobs: list[Job], protocol: Protocol, *, workers: int, progress: bool = True, store: Path | None = None
 ) -> dict[Job, Run]:
-    """Train every job's model, in `workers` processes (1: in this process)."""
-    bar = tqdm(total=len(jobs), disable=not progress, desc="invariance", unit="model")
-    done: dict[Job, Run] = {}
-    if workers <= 1:
-        _init_worker()
-        for job in jobs:
-            done[job] = _run_job(job, protocol)[1]
-            bar.update(1)
-    else:
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker) as pool:
-            futures = [pool.submit(_run_job, job, protocol) for job in jobs]
-            for future in as_completed(futures):
-                job, run = future.result()
-                done[job] = run
-                bar.update(1)
-    bar.close()
-    return done
+    """Train every job's model through the job runner, in `workers` processes (1: in this one);
+    with `store`, each trained model's run is kept there and read back by a re-run."""
+    runs = run_jobs(
+        partial(_run_job, protocol=protocol),
+        jobs,
+        JobRunnerConfig(workers=workers),
+        name=lambda job: "/".join(map(str, job)),
+        store=store,
+        desc="models",
+        progress=progress,
+    )
+    return dict(zip(jobs, runs))
 
 
 def run_invariance_demo(
@@ -110,7 +106,7 @@ def run_invariance_demo(
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     jobs = list(product(EXAMPLES, METHODS, range(protocol.n_draws), range(protocol.n_seeds)))
-    runs = run_jobs(jobs, protocol, workers=workers, progress=progress)
+    runs = train_models(jobs, protocol, workers=workers, progress=progress, store=out / JOBS_DIR)
     seconds = time.perf_counter() - t0
 
     with (out / "runs.jsonl").open("w", encoding="utf-8") as f:

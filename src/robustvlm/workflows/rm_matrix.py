@@ -10,7 +10,8 @@ Matrix config (YAML or dict):
                paper's global batch of 128 for RLHF-V against 256 elsewhere)
   text_only:   the label of the text-only models that SFD and the correlations compare with
                (default: the label whose loss is text_only)
-  jobs:        runs trained side by side in worker processes (default 1)
+  jobs:        runs trained side by side in worker processes, one torch thread each (default 1:
+               one after another in this process), through the job runner (`workflows.launchers`)
 
 Every (label, seed, training environment) trains on that environment's training pairs and is
 scored on the test pairs of every environment. Layout of OUT: data/ (a built-in benchmark,
@@ -29,12 +30,9 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
+from functools import partial
 from pathlib import Path
-
-import torch
 
 from robustvlm.analysis.reward_matrix import MatrixResults, MatrixRun, aggregate_matrix, gap_points
 from robustvlm.config import RewardConfig, deep_merge, read_yaml_mapping, validate_config
@@ -45,6 +43,7 @@ from robustvlm.models.reward import is_reward_model
 from robustvlm.report.reward_report import write_matrix_report
 from robustvlm.reward.losses import loss_spec
 from robustvlm.runs import claim_run_folder, read_jsonl, write_settings
+from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 from robustvlm.workflows.rm_eval import PAIRS_FILE, eval_pairs, eval_views, evaluate_reward_model
 from robustvlm.workflows.rm_matrix_dry_run import dry_run_matrix_spec
 from robustvlm.workflows.rm_train import train_reward_model
@@ -152,17 +151,14 @@ def _base_model(plan: MatrixPlan, out: Path, seed: int, corpus: list[str]) -> di
     return {"name": str(folder), "tiny": {}}
 
 
-def _train_and_score(cfg_raw: dict, run_dir: str, data: dict, threads: int | None) -> None:
+def _train_and_score(job: MatrixJob, data: dict) -> None:
     """Train one run (reused when finished) and score it on the test pairs (resumable)."""
-    if threads:
-        torch.set_num_threads(threads)
-    cfg = RewardConfig.model_validate(cfg_raw)
-    run = Path(run_dir)
-    final = run / "train" / "final"
+    cfg = RewardConfig.model_validate(job.config)
+    final = job.folder / "train" / "final"
     if not is_reward_model(final):
-        train_reward_model(cfg, run / "train", resume=True, progress=False)
-    pairs = load_pairs_from_config(cfg.data.model_copy(update={"envs": None}), run, verbose=False).pairs
-    evaluate_reward_model(final, pairs, run / "eval", cfg=cfg.eval, data=data, resume=True, progress=False)
+        train_reward_model(cfg, job.folder / "train", resume=True, progress=False)
+    pairs = load_pairs_from_config(cfg.data.model_copy(update={"envs": None}), job.folder, verbose=False).pairs
+    evaluate_reward_model(final, pairs, job.folder / "eval", cfg=cfg.eval, data=data, resume=True, progress=False)
 
 
 @dataclass
@@ -198,16 +194,8 @@ def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool
     for job in jobs:  # each run's config, for launching it on its own (e.g. under DeepSpeed)
         job.folder.mkdir(parents=True, exist_ok=True)
         write_settings(job.config, job.folder / RUN_CONFIG)
-    threads = 1 if plan.jobs > 1 else None
-    if plan.jobs == 1:
-        for i, job in enumerate(jobs):
-            print(f"[{i + 1}/{len(jobs)}] {job.label} seed {job.seed} trained on {job.env}")
-            _train_and_score(job.config, str(job.folder), data, threads)
-    else:
-        with ProcessPoolExecutor(plan.jobs, mp_context=get_context("spawn")) as pool:
-            futures = [pool.submit(_train_and_score, job.config, str(job.folder), data, threads) for job in jobs]
-            for future in futures:
-                future.result()
+    run_jobs(partial(_train_and_score, data=data), jobs, JobRunnerConfig(workers=plan.jobs),
+             name=lambda job: f"{job.label} seed {job.seed} trained on {job.env}", desc="runs")
     runs = [_matrix_run(job) for job in jobs]
     results = aggregate_matrix(runs, {p.id: (p.env, p.chosen, p.rejected) for p in tests},
                                proxy_label=plan.text_only)

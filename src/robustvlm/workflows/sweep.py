@@ -58,7 +58,7 @@ from robustvlm.analysis.selection import (
 from robustvlm.analysis.summary import EvalMetrics
 from robustvlm.config import RunConfig, deep_merge, validate_config
 from robustvlm.data.from_config import load_from_config
-from robustvlm.errors import ConfigError, RobustVLMError
+from robustvlm.errors import ConfigError
 from robustvlm.evaluation.metrics.registry import per_batch_metrics
 from robustvlm.objectives.search import draw_hparams
 from robustvlm.report.sweep_report import write_sweep_report
@@ -66,7 +66,7 @@ from robustvlm.runs import claim_run_folder, write_jsonl
 from robustvlm.training.checkpoint import WEIGHTS_FILE, list_checkpoints
 from robustvlm.training.finetune import export_checkpoint
 from robustvlm.workflows.evaluate import METRICS_FILE, evaluate
-from robustvlm.workflows.launchers import LAUNCHERS, LauncherConfig, run_jobs
+from robustvlm.workflows.launchers import LAUNCHERS, JobRunnerConfig, run_jobs
 from robustvlm.workflows.study import int_list, read_methods_config, seeded_args
 from robustvlm.workflows.study_dry_run import cap_warmups, shrink_sections
 from robustvlm.workflows.train import train
@@ -122,7 +122,7 @@ class SweepPlan:
     metric: str
     headline_env: str | None
     reference: dict | None
-    launcher: LauncherConfig
+    launcher: JobRunnerConfig
     dry_run: bool
 
 
@@ -248,7 +248,7 @@ def sweep_plan(
     if headline is not None and not isinstance(headline, str):
         raise ConfigError(f"{source}: headline_env: an environment name is required")
     try:
-        launch = LauncherConfig.model_validate(spec.get("launcher") or {})
+        launch = JobRunnerConfig.model_validate(spec.get("launcher") or {})
         if launcher is not None:
             launch = launch.model_copy(update={"kind": launcher})
     except ValidationError as err:
@@ -311,7 +311,7 @@ def sweep_plan(
                         cfg,
                         str(run_dir),
                         metric,
-                        progress and launch.kind == "local",
+                        progress and launch.kind == "local" and (launch.workers or 1) == 1,
                     )
                 )
     return SweepPlan(
@@ -413,6 +413,11 @@ def _prototypes(run_dir: Path) -> dict[str, dict[str, float]]:
     return colour_rule_prototypes(info["colour_agreement"], info["label_noise"])
 
 
+def _finished(job: SweepJob) -> bool:
+    """A run is finished when its scores.json exists."""
+    return (Path(job.run_dir) / SCORES_FILE).is_file()
+
+
 def run_sweep(
     config: str | Path | Mapping,
     out_dir: str | Path,
@@ -426,23 +431,22 @@ def run_sweep(
     plan = sweep_plan(config, out_dir, dry_run=dry_run, launcher=launcher, progress=progress)
     for job in plan.jobs:  # refuse a folder made with other settings before anything runs
         claim_run_folder(Path(job.run_dir) / "train", job.cfg, resume=True, write=False)
-    pending = [j for j in plan.jobs if not (Path(j.run_dir) / SCORES_FILE).is_file()]
+    pending = [j for j in plan.jobs if not _finished(j)]
     if progress:
         print(
             f"sweep: {len(plan.jobs)} runs, {len(plan.jobs) - len(pending)} finished, "
             f"{len(pending)} to run ({plan.launcher.kind} launcher)"
         )
-    outcomes = run_jobs(run_sweep_job, pending, plan.launcher, out_dir / "launcher")
-    failed = [(j, o) for j, o in zip(pending, outcomes) if isinstance(o, BaseException)]
-    if failed:
-        lines = "; ".join(
-            f"{j.label} draw {j.draw} seed {j.seed}: {str(o).splitlines()[-1] if str(o) else type(o).__name__}"
-            for j, o in failed[:5]
-        )
-        raise RobustVLMError(
-            f"{len(failed)} of {len(plan.jobs)} runs failed ({lines}); the finished runs are kept: "
-            "re-run the same command to resume"
-        )
+    run_jobs(
+        run_sweep_job,
+        plan.jobs,
+        plan.launcher,
+        out_dir / "launcher",
+        name=lambda j: f"{j.label} draw {j.draw} seed {j.seed}",
+        done=_finished,
+        desc="runs",
+        progress=progress,
+    )
     done = [
         json.loads((Path(j.run_dir) / SCORES_FILE).read_text(encoding="utf-8")) for j in plan.jobs
     ]

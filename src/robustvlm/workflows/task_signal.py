@@ -27,9 +27,7 @@ by `robustness fit`), `results.json`, `report.md`, `report.html`, `plots/<shift>
 from __future__ import annotations
 
 import csv
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from importlib import resources
@@ -61,6 +59,7 @@ from robustvlm.multiple_choice.build import read_questions
 from robustvlm.report.task_signal import ShiftResult, TaskSignalSummary, write_report
 from robustvlm.runs import claim_run_folder, read_jsonl, write_jsonl
 from robustvlm.workflows.embed_train import embed_train
+from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 from robustvlm.workflows.mc_eval import evaluate_models, model_slug, write_results
 from robustvlm.workflows.robustness import pair_benches, read_results
 from robustvlm.workflows.task_signal_data import CAPTION_ENV, SignalData, prepare_data
@@ -158,11 +157,11 @@ def train_and_score(job: Job) -> str:
 
 
 def run_members(jobs: list[Job], workers: int) -> list[Path]:
-    """Run the jobs, `workers` at a time in fresh processes (one in this process when 1)."""
-    if workers == 1:
-        return [Path(train_and_score(job)) for job in jobs]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return [Path(p) for p in pool.map(train_and_score, jobs)]
+    """Run the jobs through the job runner, `workers` at a time in fresh processes (one after
+    another in this process when 1); a failed member is named by its run folder."""
+    paths = run_jobs(train_and_score, jobs, JobRunnerConfig(workers=workers),
+                     name=lambda job: Path(job[1]).name, desc="models")
+    return [Path(p) for p in paths]
 
 
 def image_features(base: Path | str, paths: list[str]) -> np.ndarray:
