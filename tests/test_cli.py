@@ -162,3 +162,36 @@ def test_mc_build_text_distractors_take_the_configured_encoder(tmp_path, capsys)
     capsys.readouterr()
     assert main([*base, "--distractors", "random", "--text-encoder", str(encoder)]) == 2
     assert "--text-encoder applies only to --distractors text" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "c.yaml", "--out", "runs/erm", "train.steps=500"],
+        ["train", "c.yaml", "train.lr=1e-4", "--out", "runs/erm", "train.steps=500"],
+        ["rm", "train", "c.yaml", "--resume", "train.steps=500"],
+        ["embed", "train", "c.yaml", "--out", "runs/emb", "train.steps=500"],
+        ["demo", "--quick", "train.steps=500"],
+        ["robustness", "task-signal", "c.yaml", "--out", "ts", "train.steps=500"],
+    ],
+)
+def test_overrides_are_accepted_anywhere_on_the_line(argv):
+    """The README's first example put an override after --out and was refused (issue 17.1)."""
+    from robustvlm.cli import build_parser, parse_command_line
+
+    args = parse_command_line(build_parser(), argv)
+    assert args.overrides[-1] == "train.steps=500"
+    assert all("=" in item for item in args.overrides)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["train", "c.yaml", "--out", "d", "--bogus"], ["eval", "--model", "m", "--data", "d", "--out", "o", "x=1"]],
+)
+def test_leftover_options_and_overrides_without_a_home_are_still_refused(argv, capsys):
+    from robustvlm.cli import build_parser, parse_command_line
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_command_line(build_parser(), argv)
+    assert exit_.value.code == 2
+    assert "unrecognized arguments" in capsys.readouterr().err

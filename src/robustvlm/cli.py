@@ -737,9 +737,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse `argv`, taking key=value overrides anywhere on the line, as intermixed parsing does.
+
+    argparse's `parse_intermixed_args` refuses parsers with subcommands, and plain parsing ends a
+    `nargs="*"` positional at the first option: `train CONFIG --out DIR steps=5` leaves
+    `steps=5` unrecognised. Those leftovers are appended to the command's overrides; a leftover
+    option (`--x`), or one given to a command that takes no overrides, is still an error.
+    """
+    args, extras = parser.parse_known_args(argv)
+    stray = [e for e in extras if e.startswith("-") or not hasattr(args, "overrides")]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    if extras:
+        args.overrides = [*args.overrides, *extras]
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `robustvlm` console script."""
-    args = build_parser().parse_args(argv)
+    args = parse_command_line(build_parser(), argv)
     try:
         return args.func(args)
     except RobustVLMError as err:
