@@ -4,12 +4,26 @@ line is an interruption, any other bad line is damage)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
 from robustvlm.config import TrainConfig
 from robustvlm.errors import ConfigError, DataError
-from robustvlm.runs import CONFIG_FILE, append_jsonl, claim_run_folder, differing_keys, read_jsonl
+from robustvlm.runs import (
+    CONFIG_FILE,
+    LOCK_FILE,
+    append_jsonl,
+    claim_run_folder,
+    differing_keys,
+    read_jsonl,
+    redact_secrets,
+    release_run_folders,
+)
 
 
 def test_missing_file_is_empty(tmp_path):
@@ -60,6 +74,7 @@ def test_claim_gives_resume_one_meaning(tmp_path):
     claim_run_folder(run, cfg, resume=False)  # a new folder
     stored = (run / CONFIG_FILE).read_text()
     assert "steps: 5" in stored and "lr:" in stored  # every default filled in
+    (run / "train_log.jsonl").write_text('{"step": 1}\n')  # finished work: the folder is taken
     with pytest.raises(ConfigError, match="already holds a run.*pass --resume"):
         claim_run_folder(run, cfg, resume=False)
     claim_run_folder(run, cfg, resume=True)  # same settings: continue
@@ -71,3 +86,79 @@ def test_claim_gives_resume_one_meaning(tmp_path):
     (other / "predictions.jsonl").write_text("{}\n")
     with pytest.raises(ConfigError, match="settings they were made with are unknown"):
         claim_run_folder(other, cfg, resume=True)
+
+
+def test_a_folder_whose_run_finished_nothing_is_free_again(tmp_path):
+    """Issue 17.3: a run that failed validation or setup left its settings (and a prepared
+    benchmark) behind; the corrected command is accepted with and without --resume."""
+    run = tmp_path / "run"
+    claim_run_folder(run, TrainConfig(steps=5, lr=-1.0), resume=False)
+    (run / "data").mkdir()
+    (run / "data" / "manifest.json").write_text("{}")  # prepared from the bad settings
+    (run / "train_log.jsonl").write_text("")  # opened, nothing written
+    claim_run_folder(run, TrainConfig(steps=5), resume=False)
+    assert "lr: 3.0e-05" in (run / CONFIG_FILE).read_text()
+    assert not (run / "data").exists()  # prepared for other settings: rebuilt
+    claim_run_folder(run, TrainConfig(steps=7), resume=True)
+    assert "steps: 7" in (run / CONFIG_FILE).read_text()
+
+
+def test_paths_compare_resolved_on_resume(tmp_path, monkeypatch):
+    """Issue 17.9: `runs/base` and its absolute spelling are one setting."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models" / "m").mkdir(parents=True)
+    run = tmp_path / "run"
+    claim_run_folder(run, {"model": "models/m", "method": "erm"}, resume=False)
+    (run / "rows.jsonl").write_text("{}\n")
+    claim_run_folder(run, {"model": str(tmp_path / "models" / "m"), "method": "erm"}, resume=True)
+    claim_run_folder(run, {"model": "./models/../models/m", "method": "erm"}, resume=True)
+    with pytest.raises(ConfigError, match=r"differs in \['model'\]"):
+        claim_run_folder(run, {"model": "models/other", "method": "erm"}, resume=True)
+
+
+def test_a_torn_multibyte_character_is_dropped_on_resume(tmp_path):
+    """Issue 17.8: the cut fell inside a UTF-8 sequence (é is two bytes)."""
+    path = tmp_path / "rows.jsonl"
+    whole = '{"id": "a"}\n'.encode() + '{"id": "é"}'.encode()
+    path.write_bytes(whole[:-3])  # ends with the first byte of é
+    assert read_jsonl(path) == [{"id": "a"}]
+    assert path.read_bytes() == b'{"id": "a"}\n'
+    path.write_bytes(b'{"id": "a"}\n{"id": "\xc3"}\n{"id": "b"}\n')  # damage, not a torn end
+    with pytest.raises(DataError, match="line 2"):
+        read_jsonl(path)
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from robustvlm.runs import claim_run_folder
+    claim_run_folder(sys.argv[1], {"a": 1}, resume=True)
+    print("held", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_a_second_writer_stops_at_once_naming_the_holder_and_a_killed_holder_frees_it(tmp_path):
+    """Issue 17.2: every writer locks its folder; the lock dies with its process."""
+    run = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(run), "--out", "http://user:sekrit@host/v1"],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ConfigError, match=rf"being written by process {holder.pid} "):
+            claim_run_folder(run, {"a": 1}, resume=True)
+        assert "sekrit" not in (run / LOCK_FILE).read_text()
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    claim_run_folder(run, {"a": 1}, resume=True)  # free once the holder is dead
+    assert f"process {os.getpid()} " in (run / LOCK_FILE).read_text()
+    release_run_folders()
+
+
+def test_redact_secrets_removes_userinfo_from_urls():
+    assert redact_secrets("--server http://bob:k3y@h:8000/v1 x") == "--server http://***@h:8000/v1 x"
+    assert redact_secrets("http://h/v1") == "http://h/v1"

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from robustvlm.errors import ConfigError, RobustVLMError
+from robustvlm.runs import release_run_folders
 
 RESUME_HELP = (
     "continue the run that --out holds (its settings must match; finished work is kept); "
@@ -197,6 +198,7 @@ def _robustness_fit(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         transform=args.transform,
         out_dir=args.out,
+        resume=args.resume,
     ).fit
     print(
         f"{args.transform} line: slope {line.slope:.3f}, intercept {line.intercept:.3f}, "
@@ -208,7 +210,7 @@ def _robustness_fit(args: argparse.Namespace) -> int:
 def _robustness_simulate(args: argparse.Namespace) -> int:
     from robustvlm.workflows.robustness import simulate_to_dir
 
-    result = simulate_to_dir(args.out, seed=args.seed)
+    result = simulate_to_dir(args.out, seed=args.seed, resume=args.resume)
     print(
         f"fitted slope {result['fit_test']['slope']:.3f}, predicted {result['predicted']['slope']:.3f}; "
         f"wrote {args.out}"
@@ -686,12 +688,14 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--baseline", help="family whose models define the line (default: all)")
     fit.add_argument("--transform", default="probit", choices=["probit", "logit"])
     fit.add_argument("--out", default="robustness_fit")
+    fit.add_argument("--resume", action="store_true", help="write into a folder that holds this same fit")
     fit.set_defaults(func=_robustness_fit)
     sim = rb_sub.add_parser(
         "simulate", help="the Gaussian location model behind accuracy on the line"
     )
     sim.add_argument("--out", default="robustness_simulate")
     sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--resume", action="store_true", help="write into a folder that holds this same simulation")
     sim.set_defaults(func=_robustness_simulate)
     ts = rb_sub.add_parser(
         "task-signal",
@@ -767,6 +771,8 @@ def main(argv: list[str] | None = None) -> int:
             "interrupted: finished work is kept; re-run with --resume to continue", file=sys.stderr
         )
         return 130
+    finally:
+        release_run_folders()
 
 
 if __name__ == "__main__":

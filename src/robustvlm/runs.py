@@ -8,6 +8,18 @@ A run folder holds `config.resolved.yaml`, every setting of the run with default
 - with resume, the stored settings must equal the new ones (keys allowed to differ, such as a
   batch size that changes no result, are named by the command); the error names every key that
   differs. A folder with files but no stored settings is refused: what made them is unknown.
+  Paths compare resolved: `runs/x` and `/abs/runs/x` are one setting when they name one file;
+- a folder whose run finished no work (nothing in it but its settings, its lock, empty files and
+  the inputs a run prepares from its settings, `data/` and `base/`) is free again: a run that
+  failed validation or setup never blocks the corrected command, with or without `--resume`.
+
+Whoever writes a run folder holds an exclusive OS lock on its `run.lock` (`fcntl.flock`, taken
+before the settings are written and held until `release_run_folders()` or the process ends, so a
+killed writer frees it). A second writer stops at once with a ConfigError naming the process that
+holds it. Only the main process of a distributed run writes (and locks); the others only check.
+Every command that writes a run folder claims it here: train / embed train / rm train (the
+training loop), eval, mc eval, icl eval, diagnose, embed eval, rm eval / score / sample / bon,
+rm matrix, robustness fit / task-signal, study and sweep (their top folders and each run's).
 
 Per-row outputs (predictions, per-question scores, training logs) are JSONL files written one
 row at a time as work finishes. `read_jsonl` reads them back to resume: a torn last line (a
@@ -17,7 +29,12 @@ other unreadable line is damage and raises a DataError naming the file and line.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import re
+import shutil
+import sys
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -28,6 +45,10 @@ from pydantic import BaseModel
 from robustvlm.errors import ConfigError, DataError
 
 CONFIG_FILE = "config.resolved.yaml"
+LOCK_FILE = "run.lock"
+PREPARED = ("data", "base")  # inputs a run rebuilds from its settings: benchmark, tiny base model
+
+_held_locks: dict[Path, IO[str]] = {}
 
 
 def resolved_settings(settings: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
@@ -63,9 +84,69 @@ def differing_keys(
     return sorted(
         key
         for key in set(a) | set(b)
-        if a.get(key) != b.get(key)
+        if not _same_setting(a.get(key), b.get(key))
         and not any(key == p or key.startswith(p + ".") for p in allowed)
     )
+
+
+def _same_setting(saved: Any, now: Any) -> bool:
+    """Equal values, or two spellings (relative / absolute) of one existing path."""
+    if saved == now:
+        return True
+    if not (isinstance(saved, str) and isinstance(now, str)) or "\n" in saved + now:
+        return False
+    try:
+        a, b = Path(saved).expanduser(), Path(now).expanduser()
+        return (a.exists() or b.exists()) and a.resolve() == b.resolve()
+    except (OSError, ValueError):
+        return False
+
+
+def holds_finished_work(folder: Path) -> bool:
+    """Whether `folder` holds anything a run produced (see the module doc for what does not count)."""
+    for entry in folder.iterdir():
+        if entry.name in (CONFIG_FILE, LOCK_FILE, *PREPARED):
+            continue
+        files = [entry] if entry.is_file() else [p for p in entry.rglob("*") if p.is_file()]
+        if any(p.stat().st_size > 0 for p in files):
+            return True
+    return False
+
+
+def redact_secrets(text: str) -> str:
+    """`text` with the user:password part of every URL in it replaced by `***`."""
+    return re.sub(r"(?<=://)[^/@\s]+@", "***@", text)
+
+
+def lock_run_folder(folder: Path) -> None:
+    """Take the exclusive lock of `folder` for this process (see the module doc); ConfigError
+    naming the holder when another process has it. Taking it again in the same process is a no-op."""
+    key = folder.resolve()
+    if key in _held_locks:
+        return
+    handle = (folder / LOCK_FILE).open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise ConfigError(
+            f"{folder} is being written by {holder}: two writers would corrupt it; wait for that "
+            "run to end (or stop it), then run again"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"process {os.getpid()} ({redact_secrets(' '.join(sys.argv))})\n")
+    handle.flush()
+    _held_locks[key] = handle
+
+
+def release_run_folders() -> None:
+    """Release every run-folder lock this process holds (the CLI does at the end of a command)."""
+    for handle in _held_locks.values():
+        handle.close()
+    _held_locks.clear()
 
 
 def claim_run_folder(
@@ -90,16 +171,35 @@ def claim_run_folder(
         the folder as a Path.
     """
     folder = Path(path)
-    stored_path = folder / CONFIG_FILE
     now = resolved_settings(settings)
+    reuse = _check_claim(folder, now, resume, may_differ)
+    if write:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock_run_folder(folder)
+        reuse = _check_claim(folder, now, resume, may_differ)  # another writer may have ended
+        if reuse:  # nothing finished: what an earlier attempt prepared may not fit these settings
+            for name in PREPARED:
+                shutil.rmtree(folder / name, ignore_errors=True)
+        write_settings(now, folder / CONFIG_FILE)
+    return folder
+
+
+def _check_claim(
+    folder: Path, now: dict[str, Any], resume: bool, may_differ: Collection[str]
+) -> bool:
+    """Raise ConfigError if this run may not write `folder`; True when the folder holds stored
+    settings of another run that finished no work (free again, its settings replaced)."""
+    stored_path = folder / CONFIG_FILE
     if stored_path.is_file():
+        saved = yaml.safe_load(stored_path.read_text(encoding="utf-8")) or {}
+        keys = differing_keys(saved, now, may_differ)
+        if not holds_finished_work(folder):
+            return bool(keys)
         if not resume:
             raise ConfigError(
                 f"{folder} already holds a run ({CONFIG_FILE}): pass --resume to continue it, or "
                 "choose another --out"
             )
-        saved = yaml.safe_load(stored_path.read_text(encoding="utf-8")) or {}
-        keys = differing_keys(saved, now, may_differ)
         if keys:
             before, after = flatten_settings(saved), flatten_settings(now)
             raise ConfigError(
@@ -107,15 +207,12 @@ def claim_run_folder(
                 f"{[before.get(k) for k in keys]}, now {[after.get(k) for k in keys]}); use the "
                 "same settings, or a new --out"
             )
-    elif resume and folder.is_dir() and any(folder.iterdir()):
+    elif resume and folder.is_dir() and any(p.name != LOCK_FILE for p in folder.iterdir()):
         raise ConfigError(
             f"cannot resume into {folder}: it holds files but no {CONFIG_FILE}, so the settings "
             "they were made with are unknown; use another --out"
         )
-    if write:
-        folder.mkdir(parents=True, exist_ok=True)
-        write_settings(now, stored_path)
-    return folder
+    return False
 
 
 # ---------------------------------------------------------------- JSONL rows
@@ -126,20 +223,20 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return []
-    lines = path.read_text(encoding="utf-8").split("\n")
-    complete, last = lines[:-1], lines[-1]  # `last` is "" when the file ends with a newline
+    lines = path.read_bytes().split(b"\n")
+    complete, last = lines[:-1], lines[-1]  # `last` is b"" when the file ends with a newline
     rows = []
     for number, line in enumerate(complete, start=1):
         if line.strip():
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
+                rows.append(json.loads(line.decode("utf-8")))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise DataError(f"line {number} is not valid JSON ({exc})", str(path), number) from exc
     if last.strip():
         try:
-            rows.append(json.loads(last))
-        except json.JSONDecodeError:
-            pass  # torn by an interrupted write
+            rows.append(json.loads(last.decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            pass  # torn by an interrupted write, possibly inside a multi-byte character
         write_jsonl(path, rows)
     return rows
 

@@ -17,6 +17,7 @@ from robustvlm.analysis.robustness import ModelPoint, RobustnessFit, Transform, 
 from robustvlm.analysis.simulate import simulate
 from robustvlm.errors import DataError
 from robustvlm.report.robustness import scatter
+from robustvlm.runs import claim_run_folder
 
 REQUIRED_COLUMNS = ("model", "family", "bench", "accuracy", "n")
 
@@ -117,6 +118,7 @@ def fit_from_results(
     out_dir: str | Path,
     n_boot: int = 1000,
     seed: int = 0,
+    resume: bool = False,
 ) -> RobustnessFit:
     """Fit the baseline line of `shift` vs `ref` accuracy; write fit.json and scatter.png.
 
@@ -127,6 +129,7 @@ def fit_from_results(
         transform: "probit" or "logit".
         out_dir: folder for fit.json and scatter.png (created).
         n_boot, seed: bootstrap of the line band (models resampled).
+        resume: write into a folder that holds this same fit (it is claimed as every run folder).
     """
     source = str(results_csv)
     points = pair_benches(read_results(results_csv), ref, shift, source)
@@ -137,7 +140,9 @@ def fit_from_results(
         )
     except DataError as err:
         raise DataError(err.message, source) from None
-    out = Path(out_dir)
+    settings = {"results": str(Path(results_csv).resolve()), "ref": ref, "shift": shift,
+                "baseline": baseline, "transform": transform, "n_boot": n_boot, "seed": seed}
+    out = claim_run_folder(out_dir, settings, resume=resume)
     _write_json(out / "fit.json", result.to_dict())
     fit = result.fit
     scatter(
@@ -153,15 +158,15 @@ def fit_from_results(
     return result
 
 
-def simulate_to_dir(out_dir: str | Path, *, n_boot: int = 1000, **kwargs) -> dict:
+def simulate_to_dir(out_dir: str | Path, *, n_boot: int = 1000, resume: bool = False, **kwargs) -> dict:
     """Run `analysis.simulate.simulate(**kwargs)`; write simulate.json and simulate.png.
 
     The scatter shows the accuracies measured on the test sets, coloured by algorithm noise
     xi, with the line fitted on them (and its bootstrap band) and the predicted line.
     Returns the simulate.json content (see `simulate`).
     """
+    out = claim_run_folder(out_dir, {"n_boot": n_boot, **kwargs}, resume=resume)
     result = simulate(**kwargs)
-    out = Path(out_dir)
     _write_json(out / "simulate.json", result)
     n_test = result["params"]["n_test"]
     points = [
