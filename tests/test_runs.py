@@ -119,7 +119,7 @@ def test_paths_compare_resolved_on_resume(tmp_path, monkeypatch):
 def test_a_torn_multibyte_character_is_dropped_on_resume(tmp_path):
     """Issue 17.8: the cut fell inside a UTF-8 sequence (é is two bytes)."""
     path = tmp_path / "rows.jsonl"
-    whole = '{"id": "a"}\n'.encode() + '{"id": "é"}'.encode()
+    whole = b'{"id": "a"}\n' + '{"id": "é"}'.encode()
     path.write_bytes(whole[:-3])  # ends with the first byte of é
     assert read_jsonl(path) == [{"id": "a"}]
     assert path.read_bytes() == b'{"id": "a"}\n'

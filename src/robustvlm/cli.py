@@ -329,7 +329,7 @@ def _rm_matrix(args: argparse.Namespace) -> int:
 
 
 def _rm_sample(args: argparse.Namespace) -> int:
-    from robustvlm.config import JudgeConfig, RewardEvalConfig
+    from robustvlm.config import JudgeConfig, RewardEvalConfig, validate_config
     from robustvlm.workflows.rm_eval import eval_pairs
     from robustvlm.workflows.rm_sample import Sampling, sample_candidates
 
@@ -337,8 +337,10 @@ def _rm_sample(args: argparse.Namespace) -> int:
         raise ConfigError("give exactly one of --policy MODEL or --server URL")
     if args.server is not None and args.server_model is None:
         raise ConfigError("--server needs --server-model (the model name the server serves)")
-    server = JudgeConfig(base_url=args.server, model=args.server_model, api_key_env=args.api_key_env) \
-        if args.server else None
+    server = validate_config(
+        {"base_url": args.server, "model": args.server_model, "api_key_env": args.api_key_env},
+        "--server", JudgeConfig,
+    ) if args.server else None
     pairs, data = _read_pairs_for(args)
     prompts = eval_pairs(pairs, RewardEvalConfig(split=args.split or "test", max_per_env=args.max_per_env))
     sampling = Sampling(k=args.k, temperature=args.temperature, top_p=args.top_p,
@@ -350,10 +352,10 @@ def _rm_sample(args: argparse.Namespace) -> int:
 
 
 def _rm_score(args: argparse.Namespace) -> int:
-    from robustvlm.config import JudgeConfig, read_yaml_mapping
+    from robustvlm.config import load_judge_config
     from robustvlm.workflows.rm_score import score_candidates
 
-    judge = JudgeConfig(**read_yaml_mapping(args.judge, "judge config", "judge settings")) if args.judge else None
+    judge = load_judge_config(args.judge) if args.judge else None
     path = score_candidates(args.candidates, args.out, model=args.model, gold=args.gold, judge=judge,
                             shared_prefix=not args.full_sequences, resume=args.resume)
     print(f"wrote {path}")

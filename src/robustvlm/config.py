@@ -7,11 +7,12 @@ A wrong key or a value of the wrong type raises ConfigError naming the key, e.g.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from robustvlm.errors import ConfigError
 
@@ -144,6 +145,10 @@ class BERTScoreConfig(_Section):
     batch_size: int = 32
 
 
+INLINE_SECRET_KEYS = {"api_key", "key", "token", "password", "secret", "authorization"}
+SECRET_FIELDS = {"base_url", "api_key_env", *INLINE_SECRET_KEYS}  # values never echoed in errors
+
+
 class JudgeConfig(_Section):
     """Where and how to ask the CEE judge model (`eval.judge`): an OpenAI-compatible endpoint."""
 
@@ -158,6 +163,36 @@ class JudgeConfig(_Section):
     max_concurrency: int = Field(8, ge=1, description="requests in flight at once")
     max_retries: int = Field(5, ge=0, description="retries after the first attempt")
     backoff_s: float = Field(1.0, ge=0.0, description="first retry delay; doubles each retry")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_inline_secret(cls, raw: Any) -> Any:
+        inline = sorted(k for k in raw if str(k).lower() in INLINE_SECRET_KEYS) if isinstance(raw, dict) else []
+        if inline:
+            raise ValueError(
+                f"{inline[0]}: a key written in a config would be copied into every run folder; put "
+                "it in an environment variable and give that variable's NAME as api_key_env"
+            )
+        return raw
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials_in_url(cls, url: str) -> str:
+        if re.search(r"://[^/@]+@", url):
+            raise ValueError(
+                "holds credentials (user:key@): they would be written to the run folder; give the "
+                "key through api_key_env instead"
+            )
+        return url
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_variable_name(cls, name: str | None) -> str | None:
+        if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(
+                "must be the NAME of an environment variable (letters, digits, _), not the key"
+            )
+        return name
 
 
 class EvalConfig(_Section):
@@ -420,11 +455,13 @@ def _describe(err: ValidationError, source: str) -> str:
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"]) or "(top level)"
         msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
-        got = (
-            f" (got {e['input']!r})"
-            if e["type"] != "extra_forbidden" and "input" in e and not isinstance(e["input"], dict)
-            else ""
+        echo = (
+            e["type"] != "extra_forbidden"
+            and "input" in e
+            and not isinstance(e["input"], dict)
+            and not SECRET_FIELDS & {str(p) for p in e["loc"]}
         )
+        got = f" (got {e['input']!r})" if echo else ""
         lines.append(f"  {key}: {msg}{got}")
     return "\n".join(lines)
 
@@ -451,6 +488,14 @@ def read_yaml_mapping(path: str | Path, what: str = "config", expected: str = "s
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of {expected}")
     return data
+
+
+def load_judge_config(path: str | Path) -> JudgeConfig:
+    """The judge (or served-model) endpoint settings of a YAML file; ConfigError naming the file
+    and every bad key, never echoing a secret."""
+    return validate_config(
+        read_yaml_mapping(path, "judge config", "judge settings"), str(path), JudgeConfig
+    )
 
 
 def load_config(

@@ -21,14 +21,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
 from tqdm.auto import tqdm
 
 from robustvlm.analysis.summary import EvalMetrics, summarize
-from robustvlm.config import EvalConfig, read_yaml_mapping
+from robustvlm.config import EvalConfig, load_judge_config, validate_config
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
-from robustvlm.errors import ConfigError
 from robustvlm.evaluation.generation import generation_rows, select_examples
 from robustvlm.evaluation.metrics.registry import (
     METRICS,
@@ -116,12 +114,9 @@ def run_eval(
 ) -> EvalMetrics:
     """`robustvlm eval`: the eval settings (EvalConfig fields; `judge` read from `judge_file`, a
     YAML file) are checked before the data or the model is loaded, then `evaluate` runs."""
-    judge = read_yaml_mapping(judge_file, "judge config", "judge settings") if judge_file else None
+    judge = load_judge_config(judge_file).model_dump() if judge_file else None
     check_metric_names(settings.get("metrics", []), key="--metrics")
-    try:
-        cfg = EvalConfig(**settings, judge=judge)
-    except ValidationError as err:
-        raise ConfigError(f"eval options: {err}") from None
+    cfg = validate_config({**settings, "judge": judge}, "eval options", EvalConfig)
     check_needs(cfg.metrics, dict(cfg))
     examples = load_examples(data, env_map=env_map, task_rules=task_rules, image_root=image_root)
     return evaluate(model, examples, out_dir, cfg=cfg, resume=resume)
