@@ -35,7 +35,8 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -213,6 +214,19 @@ def _check_claim(
             "they were made with are unknown; use another --out"
         )
     return False
+
+
+@contextmanager
+def atomic_folder(path: str | Path) -> Iterator[Path]:
+    """Write a folder under a temporary name (the yielded path) and rename it to `path` once the
+    block ends without error, so a kill mid-write never leaves a half folder under its name (a
+    half `final/` would load). An earlier folder at `path` is replaced."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}-tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    yield tmp
+    shutil.rmtree(path, ignore_errors=True)
+    tmp.rename(path)
 
 
 # ---------------------------------------------------------------- JSONL rows

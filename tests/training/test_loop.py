@@ -167,3 +167,20 @@ def test_two_process_fsdp2_run_resumes_exactly(tmp_path):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731
     assert strip(_log(full)) == strip(_log(cut))
+
+
+class _SaveKilledMidway(RegressionTask):
+    def save_final(self, final_dir, state_dicts):
+        super().save_final(final_dir, state_dicts)  # a loadable model is on disk ...
+        raise KeyboardInterrupt  # ... when the kill lands, before the save has finished
+
+
+def test_a_kill_during_the_final_save_leaves_no_final_folder(tmp_path):
+    """Issue 17.12: final/ is written under a temporary name and renamed when complete."""
+    run = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_training(_SaveKilledMidway(), TRAIN, run, settings=SETTINGS, progress=False)
+    assert not (run / "final").exists()
+    run_training(RegressionTask(), TRAIN, run, settings=SETTINGS, resume=True, progress=False)
+    assert (run / "final" / "linear.safetensors").is_file()
+    assert not any(p.name.endswith("-tmp") for p in run.iterdir())

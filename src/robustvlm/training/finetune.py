@@ -16,7 +16,6 @@ can evaluate several checkpoints of one run.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from robustvlm.models.trainable import (
     save_merged,
 )
 from robustvlm.objectives import Objective, build_objective
+from robustvlm.runs import atomic_folder
 from robustvlm.training.checkpoint import WEIGHTS_FILE
 from robustvlm.training.sampler import (
     EnvBalancedBatchSampler,
@@ -209,9 +209,6 @@ def export_checkpoint(cfg: RunConfig, run_dir: Path, checkpoint: Path, out_dir: 
             f"{weights}: weights the model lacks: {sorted(result.unexpected_keys)[:5]}"
         )
     out_dir = Path(out_dir)
-    tmp = out_dir.with_name(f".{out_dir.name}-tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    save_merged(model, processor, tmp)
-    shutil.rmtree(out_dir, ignore_errors=True)
-    tmp.rename(out_dir)
+    with atomic_folder(out_dir) as tmp:
+        save_merged(model, processor, tmp)
     return out_dir

@@ -35,6 +35,7 @@ from robustvlm.config import TrainConfig
 from robustvlm.errors import ConfigError
 from robustvlm.runs import (
     append_jsonl,
+    atomic_folder,
     claim_run_folder,
     flatten_settings,
     read_jsonl,
@@ -218,7 +219,8 @@ def run_training(
     final_dir = out_dir / "final"
     state_dicts = {name: accelerator.get_state_dict(model) for name, model in models.items()}
     if is_main:
-        task.save_final(final_dir, state_dicts)
+        with atomic_folder(final_dir) as tmp:
+            task.save_final(tmp, state_dicts)
     accelerator.wait_for_everyone()
     if cfg.report_to:
         accelerator.end_training()

@@ -226,7 +226,7 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> Robustne
     fits = {
         shift: fit_from_results(
             results_csv, ref=REFERENCE, shift=shift, baseline=None, transform="probit",
-            out_dir=out / "fits" / shift,
+            out_dir=out / "fits" / shift, resume=True,
         )
         for shift in SHIFTS
     }
