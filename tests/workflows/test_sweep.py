@@ -209,3 +209,30 @@ def test_dry_run_shrinks_the_sweep_and_turns_every_penalty_on(tmp_path):
     assert all(j.cfg.model.name == "tiny:idefics3" and j.cfg.train.steps == 4 for j in plan.jobs)
     args = {j.label: j.cfg.method_args for j in plan.jobs if j.draw == 0}
     assert args["dyn"]["k_skip"] == 2 and args["irm"]["anneal_steps"] == 2
+
+
+TASKS_SWEEP = {
+    "base": {
+        "model": {"name": "tiny:idefics3", "trainable": "full"},
+        "data": {"benchmark": "tasks", "seed": 0, "n_per_env": 4},
+        "train": {"steps": 4, "lr": 3.0e-3, "batch_size": 4, "cpu_threads": 1},
+        "eval": {"batch_size": 16, "max_new_tokens": 4, "metrics": ["exact"]},
+    },
+    "methods": {"erm": {"method": "erm"}},
+    "n_draws": 1,
+    "seeds": [0],
+    "checkpoint_every": 2,
+    "holdout_fraction": 0.2,
+    "metric": "exact",
+    "launcher": {"kind": "local"},
+}
+
+
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "full"])
+def test_a_sweep_on_data_without_a_colour_manifest_finishes_with_its_report(tmp_path, dry_run):
+    """Issue 17.6: on `tasks` (or any user data) the rule analysis crashed after training
+    (`min() arg is an empty sequence`), in the dry run as in the full run."""
+    results = sweep.run_sweep(TASKS_SWEEP, tmp_path / "sw", dry_run=dry_run, progress=False)
+    assert results.rules == {} and results.oracle_rules == {}
+    report = (tmp_path / "sw" / "report.md").read_text()
+    assert "Not analysed: the data has no colour manifest" in report

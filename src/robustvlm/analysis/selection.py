@@ -290,9 +290,12 @@ def rule_calls(
     """{method: {"mean" | seed: RuleCall}}: the rule nearest to each method's per-environment
     accuracy under training-domain validation, of the seed mean and of every seed.
 
-    Only environments that every prototype names are compared.
+    Only environments that every prototype names are compared; without prototypes (data with no
+    colour manifest) there is nothing to compare and the result is empty.
     """
     out: dict[str, dict[str, RuleCall]] = {}
+    if not prototypes:
+        return out
     for label, by_rule in selection.items():
         td = by_rule[TRAINING_DOMAIN]
         envs = [e for e in td.per_env if all(e in p for p in prototypes.values())]
@@ -310,8 +313,11 @@ def oracle_rule_calls(
     prototypes: Mapping[str, Mapping[str, float]],
 ) -> dict[str, dict[str, dict[str, RuleCall]]]:
     """{method: {test environment: {seed: RuleCall}}}: the rule nearest to the per-environment
-    accuracies of the model the oracle picked for that environment and seed."""
+    accuracies of the model the oracle picked for that environment and seed ({} without
+    prototypes)."""
     out: dict[str, dict[str, dict[str, RuleCall]]] = {}
+    if not prototypes:
+        return out
     for label, by_rule in selection.items():
         for seed, by_env in by_rule[ORACLE].choices.items():
             for env, choice in by_env.items():

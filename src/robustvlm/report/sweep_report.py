@@ -133,7 +133,13 @@ def headline(results: SweepResults) -> list[Block]:
 def rules_blocks(results: SweepResults) -> list[Block]:
     """How the learned rule is decided, with each rule's ideal per-environment accuracy."""
     if not results.rules:
-        return []
+        return [
+            Heading("Which rule each method learned"),
+            Paragraph(
+                "Not analysed: the data has no colour manifest (only the built-in colour "
+                "benchmarks name the rules a model can learn)."
+            ),
+        ]
     first = next(iter(results.rules.values()))["mean"]
     return [
         Heading("Which rule each method learned"),
