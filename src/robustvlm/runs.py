@@ -24,7 +24,9 @@ rm matrix, robustness fit / task-signal, study and sweep (their top folders and 
 Per-row outputs (predictions, per-question scores, training logs) are JSONL files written one
 row at a time as work finishes. `read_jsonl` reads them back to resume: a torn last line (a
 killed run: no newline, not valid JSON) is dropped and the file rewritten without it, while any
-other unreadable line is damage and raises a DataError naming the file and line.
+other unreadable line is damage and raises a DataError naming the file and line. Files a user
+gives as input (candidates, scores, predictions) are read with `read_input_jsonl`, which never
+writes: a torn line there is an error.
 """
 
 from __future__ import annotations
@@ -252,6 +254,30 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
         except (UnicodeDecodeError, json.JSONDecodeError):
             pass  # torn by an interrupted write, possibly inside a multi-byte character
         write_jsonl(path, rows)
+    return rows
+
+
+def read_input_jsonl(path: str | Path, what: str = "JSONL file") -> list[tuple[int, dict[str, Any]]]:
+    """(line number, row) of every row of a JSONL file the user gives as input.
+
+    Inputs are read-only: unlike `read_jsonl`, nothing is ever repaired. A missing file, a line
+    that is not a JSON object, or a torn last line is a DataError naming the file and line;
+    blank lines are skipped."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{what} not found" if not path.exists() else f"{what} is not a file", str(path))
+    rows = []
+    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DataError(f"not valid JSON ({exc}); a cut last line means the file is incomplete",
+                            str(path), number) from exc
+        if not isinstance(row, dict):
+            raise DataError("not a JSON object", str(path), number)
+        rows.append((number, row))
     return rows
 
 

@@ -38,7 +38,7 @@ from robustvlm.multiple_choice.scoring import (
     scoring_method,
 )
 from robustvlm.multiple_choice.stability import accuracy_vs_size
-from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl
+from robustvlm.runs import append_jsonl, claim_run_folder, read_input_jsonl, read_jsonl
 
 RESULT_COLUMNS = ("model", "family", "method", "bench", "accuracy", "n", "ci_lo", "ci_hi", "unparsed")
 
@@ -181,8 +181,8 @@ def evaluate_models(
 def stability_rows(predictions: str | Path, *, draws: int = 50, seed: int = 0) -> list[dict]:
     """Accuracy against the number of sampled questions (`multiple_choice.stability`) from a
     per-question JSONL written by `evaluate_models`; a row without `correct` is a DataError."""
-    rows = read_jsonl(predictions)
-    for line, row in enumerate(rows, 1):
-        if not isinstance(row, dict) or "correct" not in row:
+    rows = read_input_jsonl(predictions, "predictions file")
+    for line, row in rows:
+        if "correct" not in row:
             raise DataError("not a per-question row with a 'correct' field", str(predictions), line)
-    return accuracy_vs_size([bool(r["correct"]) for r in rows], n_draws=draws, seed=seed)
+    return accuracy_vs_size([bool(r["correct"]) for _, r in rows], n_draws=draws, seed=seed)

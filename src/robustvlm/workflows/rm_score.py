@@ -28,7 +28,7 @@ from robustvlm.evaluation.metrics.chrf import chrf_scores
 from robustvlm.evaluation.metrics.exact import exact_match
 from robustvlm.evaluation.metrics.judge import CEEJudge
 from robustvlm.models.backends import load_backend
-from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl
+from robustvlm.runs import append_jsonl, claim_run_folder, read_input_jsonl, read_jsonl
 
 SCORES_FILE = "scores.jsonl"
 GOLD = ("chrf", "exact", "judge")
@@ -74,12 +74,12 @@ def score_candidates(
 ) -> Path:
     """Score every prompt's candidates with reward model `model` into OUT/scores.jsonl."""
     out = Path(out_dir)
+    rows = [row for _, row in read_input_jsonl(candidates_file, "candidates file")]
+    if not rows:
+        raise ConfigError(f"{candidates_file}: no candidates (run rm sample first)")
     settings = {"candidates": str(candidates_file), "model": model, "gold": gold,
                 "judge": judge.model_dump(mode="json") if judge else None, "shared_prefix": shared_prefix}
     claim_run_folder(out, settings, resume=resume, may_differ=("judge.max_concurrency", "judge.timeout_s"))
-    rows = read_jsonl(candidates_file)
-    if not rows:
-        raise ConfigError(f"{candidates_file}: no candidates (run rm sample first)")
     gold_of = GoldScorer(gold, judge, out)
     backend = load_backend(model, family="reward")
     path = out / SCORES_FILE
