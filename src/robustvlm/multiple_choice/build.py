@@ -333,6 +333,14 @@ def _question_from_row(row: object) -> MCQuestion:
     options = row["options"]
     if len(options) < 2 or not all(isinstance(o, str) for o in options):
         raise ValueError(f"options must be a list of at least 2 strings, got {options!r}")
+    if len(options) > len(LETTERS):
+        raise ValueError(f"{len(options)} options, but answer letters run A..{LETTERS[-1]} (at most {len(LETTERS)})")
+    if any(not o.strip() for o in options):
+        raise ValueError(f"options must not be empty, got {options!r}")
+    normal = [" ".join(o.split()).casefold() for o in options]
+    repeated = sorted({o for o, n in zip(options, normal) if normal.count(n) > 1})
+    if repeated:
+        raise ValueError(f"options repeat {repeated}: a question's options must be distinct")
     if not 0 <= row["answer"] < len(options):
         raise ValueError(f"answer {row['answer']} is not an index into the {len(options)} options")
     return MCQuestion(image=_image_of(row), **{k: v for k, v in row.items() if k in _FIELD_TYPES})
