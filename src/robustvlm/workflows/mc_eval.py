@@ -163,8 +163,8 @@ def evaluate_models(
         raise ConfigError("need at least one model")
     settings = {"method": method, "circular": circular, "normalize": normalize, "batch_size": batch_size,
                 "models": [f"{name} ({family})" for name, family in specs], "benches": [str(p) for p in paths]}
+    question_sets = {p.stem: load_bench(p, circular) for p in paths}  # checked before the claim
     out = claim_run_folder(out_dir, settings, resume=resume, may_differ=("models", "benches", "batch_size"))
-    question_sets = {p.stem: load_bench(p, circular) for p in paths}
     results = []
     for name, family in specs:
         way = scoring_method(family, method)
