@@ -17,6 +17,10 @@ IMAGE_ROOT_HELP = (
     "folder that relative image paths in record files are taken from "
     "(LLaVA's --image_folder; default: the data file's folder)"
 )
+OUTSIDE_ROOT_HELP = (
+    "accept image paths in data files that resolve outside the data root or --image-root "
+    "(absolute paths, ../, symlinks); by default each is a bad record"
+)
 
 
 def _data_check(args: argparse.Namespace) -> int:
@@ -29,6 +33,7 @@ def _data_check(args: argparse.Namespace) -> int:
         env_map=args.env_map,
         task_rules=args.task_rules,
         image_root=args.image_root,
+        allow_outside_root=args.allow_outside_root,
     )
     print(report.format())
     return 0 if report.ok else 1
@@ -91,6 +96,7 @@ def _eval(args: argparse.Namespace) -> int:
     metrics = run_eval(
         args.model, args.data, args.out, settings=settings, judge_file=args.judge,
         env_map=args.env_map, task_rules=args.task_rules, image_root=args.image_root,
+        allow_outside_root=args.allow_outside_root,
         resume=args.resume,
     )
     print(env_table(metrics, "chrf"))
@@ -149,6 +155,7 @@ def _mc_build(args: argparse.Namespace) -> int:
         vision_model=args.vision_model,
         text_encoder=args.text_encoder,
         image_root=args.image_root,
+        allow_outside_root=args.allow_outside_root,
         k=args.k,
         n=args.n,
         seed=args.seed,
@@ -268,7 +275,8 @@ def _diagnose(args: argparse.Namespace) -> int:
 def _pair_options(args: argparse.Namespace) -> dict:
     """The preference-reading options every `rm` command that reads pairs shares."""
     return {"fmt": args.format, "split": args.split, "image_root": args.image_root,
-            "env_column": args.env_column, "aspect": args.aspect}
+            "allow_outside_root": args.allow_outside_root, "env_column": args.env_column,
+            "aspect": args.aspect}
 
 
 def _rm_data_check(args: argparse.Namespace) -> int:
@@ -396,6 +404,7 @@ def _add_pair_options(parser: argparse.ArgumentParser) -> None:
                         "(auto recognises it from the columns and says which)")
     parser.add_argument("--split", help="keep only this split (train | val | test); for hf: the split loaded")
     parser.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP + "; COCO's folder for POVID")
+    parser.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
     parser.add_argument("--env-column", help="record field that names the environment (default env)")
     parser.add_argument("--aspect", default="mean", help="VLFeedback rating pairs are formed by: an aspect "
                         "(Helpfulness, 'Visual Faithfulness', 'Ethical Considerations') or mean")
@@ -514,6 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--task-rules", action="store_true", help="assign task types from the instruction"
     )
     check.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
+    check.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
     check.set_defaults(func=_data_check)
     synth = data_sub.add_parser("synth", help="write a built-in synthetic benchmark")
     synth.add_argument("--benchmark", required=True, help="tasks | spurious | digits | domains")
@@ -562,6 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--env-map")
     ev.add_argument("--task-rules", action="store_true")
     ev.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
+    ev.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
     ev.set_defaults(func=_eval)
 
     st = sub.add_parser("study", help="methods x seeds -> train -> evaluate -> Table-1 report (resumable)")
@@ -652,6 +663,7 @@ def build_parser() -> argparse.ArgumentParser:
     mb.add_argument("--prompt", type=int, default=0, help="prompt formulation 0-4")
     mb.add_argument("--circular", action="store_true", help="add every rotation of the options")
     mb.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
+    mb.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
     mb.set_defaults(func=_mc_build)
 
     me = mc_sub.add_parser("eval", help="score models on question files; results.csv with CIs")

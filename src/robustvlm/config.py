@@ -60,7 +60,8 @@ class RecordSource(_Section):
     Give `path` (a data file or folder, or `hf:NAME[:CONFIG]`) or `benchmark` (a built-in
     synthetic benchmark, generated into the run directory). `split_per_env` re-splits every
     environment into fixed-size train / test sets (seed `seed`). `image_root`: folder of
-    relative image paths in record files (default: the data file's folder).
+    relative image paths in record files (default: the data file's folder); image paths that
+    leave it (absolute, `../`, symlinks) are bad records unless `allow_outside_root`.
     """
 
     path: str | None = None
@@ -74,6 +75,7 @@ class RecordSource(_Section):
     max_train_per_env: int | None = None
     split_per_env: SplitSizes | None = None
     image_root: str | None = None
+    allow_outside_root: bool = False
 
     @property
     def on_hub(self) -> bool:

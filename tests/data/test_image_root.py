@@ -12,7 +12,7 @@ from PIL import Image
 from robustvlm.config import DataConfig
 from robustvlm.data import check_dataset, load_examples
 from robustvlm.data.from_config import load_from_config
-from robustvlm.errors import ConfigError
+from robustvlm.errors import ConfigError, DataError
 
 RECORD = {"id": "r1", "image": "img/a.png", "instruction": "Colour?", "target": "red", "env": "e"}
 CONVERSATION = {"id": "r1", "image": "img/a.png", "data_source": "e",
@@ -82,13 +82,18 @@ def test_without_the_image_root_the_error_names_the_file_and_record(layout, monk
     assert [str(error) for error in report.errors] == [f"{where}: file not found"]
 
 
-def test_absolute_image_paths_ignore_the_image_root(layout):
+def test_absolute_image_paths_must_lie_inside_the_image_root_unless_allowed(layout):
+    """Issue 17.13: an absolute path used to be opened wherever it pointed."""
     absolute = {**RECORD, "id": "r2", "image": str(layout / "images/img/a.png")}
     path = layout / "data/d.jsonl"
     path.write_text(json.dumps(absolute) + "\n", encoding="utf-8")
+    assert load_examples(path, image_root=layout / "images", verbose=False)[0].image == absolute["image"]
     other = layout / "other"
     other.mkdir()
-    assert load_examples(path, image_root=other, verbose=False)[0].image == absolute["image"]
+    with pytest.raises(DataError, match="leaves the data root"):
+        load_examples(path, image_root=other, verbose=False)
+    allowed = load_examples(path, image_root=other, allow_outside_root=True, verbose=False)
+    assert allowed[0].image == absolute["image"]
 
 
 def test_image_root_from_the_data_config(layout):

@@ -46,6 +46,7 @@ def load_from_config(
         skip_log=skip_log,
         max_pixels=cfg.max_pixels,
         image_root=cfg.image_root,
+        allow_outside_root=cfg.allow_outside_root,
         hub=HubSelection(tuple(cfg.subsets), cfg.max_rows_per_subset, cfg.seed) if cfg.on_hub else None,
         verbose=verbose and cfg.split_per_env is None and cfg.holdout_fraction is None,
     )

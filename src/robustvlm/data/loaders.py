@@ -46,6 +46,7 @@ def load_examples(
     max_pixels: int = DEFAULT_MAX_PIXELS,
     hub: HubSelection | None = None,
     image_root: str | Path | None = None,
+    allow_outside_root: bool = False,
     verbose: bool = True,
 ) -> list[Example]:
     """Read a dataset into Examples, in file order.
@@ -72,6 +73,8 @@ def load_examples(
             each; each record carries its subset name in a `subset` field.
         image_root: the folder relative image paths of record files are taken from (LLaVA's
             `--image_folder`) instead of the data file's folder; not for image folders.
+        allow_outside_root: accept image paths (absolute, `../`, symlinks) that resolve outside
+            the data root; otherwise each such record is a bad record.
         verbose: print the per-environment counts table (and the number skipped).
     """
     on_error, log = bad_record_handler(on_bad_record, skip_log)
@@ -80,6 +83,7 @@ def load_examples(
         path, on_error, fmt=fmt, split=split, env_column=env_column, env_map=env_map,
         task_rules=task_rules, instruction_template=instruction_template,
         validate_images=validate_images, max_pixels=max_pixels, hub=hub, image_root=image_root,
+        allow_outside_root=allow_outside_root,
     )
     if verbose:
         print(format_env_counts(examples))
@@ -102,6 +106,7 @@ def read_examples(
     max_pixels: int = DEFAULT_MAX_PIXELS,
     hub: HubSelection | None = None,
     image_root: str | Path | None = None,
+    allow_outside_root: bool = False,
 ) -> list[Example]:
     """`load_examples` without printing: every bad record is passed to `on_error` and dropped."""
     if fmt not in FORMATS:
@@ -113,7 +118,8 @@ def read_examples(
     first_seen: dict[str, str] = {}
     if hub is not None and not (isinstance(path, str) and path.startswith("hf:")):
         raise ConfigError(f"{path}: hub subsets and row sampling apply only to hf:NAME datasets")
-    for row in _rows(path, fmt, split, instruction_template, hub, _image_root_dir(image_root)):
+    rows = _rows(path, fmt, split, instruction_template, hub, _image_root_dir(image_root), allow_outside_root)
+    for row in rows:
         try:
             if isinstance(row, DataError):
                 raise row
@@ -152,7 +158,8 @@ class RawRecord:
     data: object
     file: str
     ref: int | str  # the 1-based line number, or the record id / position
-    base_dir: Path | None  # relative image paths are taken from here
+    base_dir: Path | None  # relative image paths are taken from here, and must stay inside it
+    allow_outside_root: bool = False  # the user allowed image paths that leave base_dir
 
     def where(self, example_id: str | None = None) -> dict[str, str | int | None]:
         """DataError's `source`, `record` and `record_id` for this row (or one of its examples):
@@ -185,9 +192,28 @@ def _rows(
     template: str,
     hub: HubSelection | None = None,
     image_root: Path | None = None,
+    allow_outside_root: bool = False,
 ) -> Iterator[RawRecord | DataError]:
-    """Raw records of any format, relative image paths taken from `image_root` when given;
-    unreadable lines come as DataErrors, unreadable files raise."""
+    """Raw records of any format, relative image paths taken from `image_root` when given (see
+    `load_examples` for `allow_outside_root`); unreadable lines come as DataErrors, unreadable
+    files raise."""
+    rows = _located_rows(path, fmt, split, template, hub, image_root)
+    if not allow_outside_root:
+        yield from rows
+        return
+    for row in rows:
+        yield replace(row, allow_outside_root=True) if isinstance(row, RawRecord) else row
+
+
+def _located_rows(
+    path: str | Path,
+    fmt: str,
+    split: str | None,
+    template: str,
+    hub: HubSelection | None,
+    image_root: Path | None,
+) -> Iterator[RawRecord | DataError]:
+    """`_rows` before the outside-root allowance."""
     if isinstance(path, str) and path.startswith("hf:"):
         rows = _hub_rows(path, split, hub or HubSelection())
     else:
@@ -211,6 +237,7 @@ def raw_records(
     split: str | None = None,
     hub: HubSelection | None = None,
     image_root: str | Path | None = None,
+    allow_outside_root: bool = False,
 ) -> Iterator[RawRecord | DataError]:
     """The raw records (dicts with their location) of a record file: JSONL, JSON, parquet, a saved
     HF dataset or `hf:NAME[:CONFIG]` (its `split`, default train), the file type told from the
@@ -220,7 +247,7 @@ def raw_records(
         if _detect_format(Path(path)) == "folder":
             raise DataError("expected a record file (JSONL, JSON, parquet or a saved dataset), "
                             "not an image folder", str(path))
-    return _rows(path, "auto", split, "", hub, _image_root_dir(image_root))
+    return _rows(path, "auto", split, "", hub, _image_root_dir(image_root), allow_outside_root)
 
 
 def _record_file_rows(path: Path, fmt: str) -> Iterator[RawRecord | DataError]:
@@ -405,7 +432,8 @@ def _folder_rows(root: Path, template: str) -> Iterator[RawRecord]:
             "target": label.replace("_", " "),
             "env": domain,
         }
-        yield RawRecord(record, str(root), rel, root)
+        # Found by listing ROOT, not named by a data file: a symlinked domain folder is fine.
+        yield RawRecord(record, str(root), rel, root, allow_outside_root=True)
 
 
 def _position(record: object, index: int) -> str:
@@ -479,7 +507,16 @@ def image_ref(value: object, row: RawRecord) -> str | bytes | None:
         return value
     if isinstance(value, str):
         path = Path(value)
-        return str(path if path.is_absolute() or row.base_dir is None else (row.base_dir / path).absolute())
+        if row.base_dir is None:  # hub rows: the datasets library's own cache paths
+            return str(path)
+        full = path if path.is_absolute() else (row.base_dir / path).absolute()
+        if not row.allow_outside_root and not full.resolve().is_relative_to(row.base_dir.resolve()):
+            raise row.error(
+                f"image path {value!r} leaves the data root {row.base_dir} (paths in data files stay "
+                "inside it, or inside --image-root); pass --allow-outside-root (data.allow_outside_root) "
+                "to allow it"
+            )
+        return str(full)
     if isinstance(value, dict):
         return image_ref(value.get("bytes") or value.get("path"), row)
     if isinstance(value, Image.Image):

@@ -98,6 +98,7 @@ class PairOptions:
         env: environment of records that name none (default: the layout's name).
         env_column: the record field naming the environment (default `env`).
         image_root: folder that relative image paths are taken from (COCO for POVID).
+        allow_outside_root: accept image paths that resolve outside the data root.
         aspect: VLFeedback rating to form pairs by: an aspect name or "mean".
         validate_images: fully decode every image once to find bad ones.
         max_pixels: images with more pixels are bad records.
@@ -108,6 +109,7 @@ class PairOptions:
     env: str | None = None
     env_column: str | None = None
     image_root: str | Path | None = None
+    allow_outside_root: bool = False
     aspect: str = MEAN_ASPECT
     validate_images: bool = True
     max_pixels: int = DEFAULT_MAX_PIXELS
@@ -122,7 +124,8 @@ def read_pairs(path: str | Path, on_error: Callable[[DataError], None], options:
     layout = layout_named(fmt, aspect)
     out = PairSet()
     seen: dict[str, str] = {}
-    for row in raw_records(path, split=split, image_root=options.image_root):
+    for row in raw_records(path, split=split, image_root=options.image_root,
+                           allow_outside_root=options.allow_outside_root):
         if isinstance(row, DataError):
             on_error(row)
             continue
@@ -225,7 +228,8 @@ def load_pairs_from_config(
     `work_dir/data`), each source its own environment, filtered to `cfg.envs` and, with
     `split_per_env`, each environment carved into its train / test sets (`data.carve`)."""
     common = dict(on_bad_record=cfg.on_bad_record, skip_log=skip_log, verbose=False,
-                  env_column=cfg.env_column, aspect=cfg.aspect, max_pixels=cfg.max_pixels)
+                  env_column=cfg.env_column, aspect=cfg.aspect, max_pixels=cfg.max_pixels,
+                  allow_outside_root=cfg.allow_outside_root)
     if cfg.sources:
         pairs = PairSet()
         for env, source in cfg.sources.items():

@@ -110,6 +110,7 @@ def run_eval(
     env_map: str | Path | None = None,
     task_rules: bool = False,
     image_root: str | Path | None = None,
+    allow_outside_root: bool = False,
     resume: bool = False,
 ) -> EvalMetrics:
     """`robustvlm eval`: the eval settings (EvalConfig fields; `judge` read from `judge_file`, a
@@ -118,5 +119,6 @@ def run_eval(
     check_metric_names(settings.get("metrics", []), key="--metrics")
     cfg = validate_config({**settings, "judge": judge}, "eval options", EvalConfig)
     check_needs(cfg.metrics, dict(cfg))
-    examples = load_examples(data, env_map=env_map, task_rules=task_rules, image_root=image_root)
+    examples = load_examples(data, env_map=env_map, task_rules=task_rules, image_root=image_root,
+                             allow_outside_root=allow_outside_root)
     return evaluate(model, examples, out_dir, cfg=cfg, resume=resume)

@@ -29,6 +29,7 @@ def build_benchmark(
     vision_model: str | None = None,
     text_encoder: str | None = None,
     image_root: str | Path | None = None,
+    allow_outside_root: bool = False,
     **options,
 ) -> list[MCQuestion]:
     """Load labelled images, build questions (`build_questions` with `options`: k, n, seed,
@@ -44,7 +45,7 @@ def build_benchmark(
         )
     if text_encoder and distractors != "text":
         raise ConfigError("--text-encoder applies only to --distractors text")
-    examples = load_examples(data, image_root=image_root)
+    examples = load_examples(data, image_root=image_root, allow_outside_root=allow_outside_root)
     questions = build_questions(
         examples,
         distractors=distractors,
