@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from robustvlm.errors import ConfigError, RobustVLMError
@@ -17,6 +18,46 @@ IMAGE_ROOT_HELP = (
     "folder that relative image paths in record files are taken from "
     "(LLaVA's --image_folder; default: the data file's folder)"
 )
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= `low`, else an error naming the value and the range."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is out of range: an integer >= {low}")
+        return value
+
+    return parse
+
+
+def _float_where(ok: Callable[[float], bool], allowed: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"{value:g} is out of range: {allowed}")
+        return value
+
+    return parse
+
+
+def float_at_least(low: float) -> Callable[[str], float]:
+    """An argparse type: a number >= `low`."""
+    return _float_where(lambda v: v >= low, f"a number >= {low:g}")
+
+
+def float_above(low: float) -> Callable[[str], float]:
+    """An argparse type: a number > `low`."""
+    return _float_where(lambda v: v > low, f"a number > {low:g}")
+
+
+float_in_unit_interval = _float_where(lambda v: 0 < v <= 1, "a number in (0, 1]")
+
 OUTSIDE_ROOT_HELP = (
     "accept image paths in data files that resolve outside the data root or --image-root "
     "(absolute paths, ../, symlinks); by default each is a bad record"
@@ -428,7 +469,7 @@ def _add_rm_parser(sub) -> None:
     re_.add_argument("--model", required=True, help="a reward model folder (RUN/final)")
     re_.add_argument("--data", required=True, help="preference data")
     re_.add_argument("--out", required=True)
-    re_.add_argument("--max-per-env", type=int, default=None)
+    re_.add_argument("--max-per-env", type=int_at_least(1), default=None)
     re_.add_argument("--no-text-only-test", action="store_true", help="skip scoring without the image")
     re_.add_argument("--text-mode", default="drop", choices=["drop", "blank"],
                      help="how the text-only test removes the image")
@@ -453,12 +494,12 @@ def _add_rm_parser(sub) -> None:
     rs.add_argument("--server", metavar="URL", help="an OpenAI-compatible API root, e.g. http://localhost:8000/v1")
     rs.add_argument("--server-model", help="the model name the server serves")
     rs.add_argument("--api-key-env", help="NAME of the environment variable holding the server's key")
-    rs.add_argument("--k", type=int, default=16, help="candidates per prompt")
-    rs.add_argument("--temperature", type=float, default=1.0)
-    rs.add_argument("--top-p", type=float, default=0.95)
-    rs.add_argument("--max-new-tokens", type=int, default=64)
-    rs.add_argument("--seed", type=int, default=0)
-    rs.add_argument("--max-per-env", type=int, default=None, help="prompts per environment")
+    rs.add_argument("--k", type=int_at_least(2), default=16, help="candidates per prompt")
+    rs.add_argument("--temperature", type=float_at_least(0.0), default=1.0)
+    rs.add_argument("--top-p", type=float_in_unit_interval, default=0.95)
+    rs.add_argument("--max-new-tokens", type=int_at_least(1), default=64)
+    rs.add_argument("--seed", type=int_at_least(0), default=0)
+    rs.add_argument("--max-per-env", type=int_at_least(1), default=None, help="prompts per environment")
     rs.add_argument("--resume", action="store_true", help=RESUME_HELP)
     _add_pair_options(rs)
     rs.set_defaults(func=_rm_sample)
@@ -528,8 +569,8 @@ def build_parser() -> argparse.ArgumentParser:
     synth = data_sub.add_parser("synth", help="write a built-in synthetic benchmark")
     synth.add_argument("--benchmark", required=True, help="tasks | spurious | digits | domains")
     synth.add_argument("--out", required=True)
-    synth.add_argument("--seed", type=int, default=0)
-    synth.add_argument("--n-per-env", type=int, default=None)
+    synth.add_argument("--seed", type=int_at_least(0), default=0)
+    synth.add_argument("--n-per-env", type=int_at_least(1), default=None)
     synth.set_defaults(func=_data_synth)
 
     _add_train_parser(sub, "fine-tune a VLM from a YAML config", "train.lr=1e-4", _train)
@@ -551,7 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
     ee.add_argument("--retrieval", help="dataset of image-text records (any loader) for recall@1/5")
     ee.add_argument("--retrieval-split", default="test", help="which records of --retrieval to use")
     ee.add_argument("--out", required=True)
-    ee.add_argument("--batch-size", type=int, default=16)
+    ee.add_argument("--batch-size", type=int_at_least(1), default=16)
     ee.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
     ee.set_defaults(func=_embed_eval)
 
@@ -561,10 +602,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", required=True)
     ev.add_argument("--resume", action="store_true", help=RESUME_HELP)
     ev.add_argument("--split", default="test")
-    ev.add_argument("--batch-size", type=int, default=8)
-    ev.add_argument("--max-new-tokens", type=int, default=128)
-    ev.add_argument("--repetition-penalty", type=float, default=1.15)
-    ev.add_argument("--max-per-env", type=int, default=None)
+    ev.add_argument("--batch-size", type=int_at_least(1), default=8)
+    ev.add_argument("--max-new-tokens", type=int_at_least(1), default=128)
+    ev.add_argument("--repetition-penalty", type=float_above(0.0), default=1.15)
+    ev.add_argument("--max-per-env", type=int_at_least(1), default=None)
     ev.add_argument("--metrics", default="chrf,exact", help=_metrics_help())
     ev.add_argument(
         "--judge", help="YAML with the judge endpoint for cee: base_url, model, api_key_env, ..."
@@ -623,9 +664,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", help="default demo_out (demo_out_quick with --quick; demo_robustness for robustness; "
         "demo_reward[_quick] for reward)"
     )
-    dm.add_argument("--n-envs", type=int, default=3, help="demo invariance: environments")
-    dm.add_argument("--dim-inv", type=int, default=5, help="demo invariance: invariant dimensions")
-    dm.add_argument("--dim-spu", type=int, default=5, help="demo invariance: spurious dimensions")
+    dm.add_argument("--n-envs", type=int_at_least(2), default=3, help="demo invariance: environments")
+    dm.add_argument("--dim-inv", type=int_at_least(1), default=5, help="demo invariance: invariant dimensions")
+    dm.add_argument("--dim-spu", type=int_at_least(0), default=5, help="demo invariance: spurious dimensions")
     dm.set_defaults(func=_demo)
 
     mc = sub.add_parser("mc", help="multiple-choice benchmarks with hard distractors")
@@ -635,7 +676,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--data", required=True, help="labelled images (any loader; e.g. ROOT/DOMAIN/CLASS)"
     )
     mb.add_argument("--out", required=True, help="questions JSONL")
-    mb.add_argument("--k", type=int, default=5)
+    mb.add_argument("--k", type=int_at_least(2), default=5)
     mb.add_argument(
         "--distractors",
         default="random",
@@ -654,13 +695,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="for --distractors text: a sentence encoder (local folder or already-cached hub "
         "name; default the offline all-MiniLM-L6-v2)",
     )
-    mb.add_argument("--n", type=int, default=None, help="number of questions (stratified by class)")
-    mb.add_argument("--seed", type=int, default=0)
+    mb.add_argument("--n", type=int_at_least(1), default=None, help="number of questions (stratified by class)")
+    mb.add_argument("--seed", type=int_at_least(0), default=0)
     mb.add_argument(
         "--class-subset", help="class list or {dataset_class: reference_class} mapping file"
     )
     mb.add_argument("--class-names", help="file mapping class keys (e.g. WordNet ids) to names")
-    mb.add_argument("--prompt", type=int, default=0, help="prompt formulation 0-4")
+    mb.add_argument("--prompt", type=int_at_least(0), default=0, help="prompt formulation 0-4")
     mb.add_argument("--circular", action="store_true", help="add every rotation of the options")
     mb.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
     mb.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
@@ -684,13 +725,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="rank options by summed, not length-normalised, log-likelihood",
     )
-    me.add_argument("--batch-size", type=int, default=8)
+    me.add_argument("--batch-size", type=int_at_least(1), default=8)
     me.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
     me.set_defaults(func=_mc_eval)
     ms = mc_sub.add_parser("stability", help="accuracy against the number of sampled questions")
     ms.add_argument("predictions", help="per-question JSONL written by mc eval")
-    ms.add_argument("--draws", type=int, default=50)
-    ms.add_argument("--seed", type=int, default=0)
+    ms.add_argument("--draws", type=int_at_least(1), default=50)
+    ms.add_argument("--seed", type=int_at_least(0), default=0)
     ms.set_defaults(func=_mc_stability)
 
     rb = sub.add_parser("robustness", help="accuracy-on-the-line fits and effective robustness")
@@ -708,7 +749,7 @@ def build_parser() -> argparse.ArgumentParser:
         "simulate", help="the Gaussian location model behind accuracy on the line"
     )
     sim.add_argument("--out", default="robustness_simulate")
-    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--seed", type=int_at_least(0), default=0)
     sim.add_argument("--resume", action="store_true", help="write into a folder that holds this same simulation")
     sim.set_defaults(func=_robustness_simulate)
     ts = rb_sub.add_parser(
@@ -735,9 +776,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="random",
         help="comma-separated: random, same-domain, cross-domain, label-shift, spurious",
     )
-    ie.add_argument("--n-per-domain", type=int, default=20)
-    ie.add_argument("--seed", type=int, default=0)
-    ie.add_argument("--batch-size", type=int, default=8, help="prompts per generation batch")
+    ie.add_argument("--n-per-domain", type=int_at_least(1), default=20)
+    ie.add_argument("--seed", type=int_at_least(0), default=0)
+    ie.add_argument("--batch-size", type=int_at_least(1), default=8, help="prompts per generation batch")
     ie.add_argument("--resume", action="store_true", help=RESUME_HELP)
     ie.set_defaults(func=_icl_eval)
 
@@ -746,9 +787,9 @@ def build_parser() -> argparse.ArgumentParser:
     dg.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/*.png")
     dg.add_argument("--out", required=True)
     dg.add_argument("--descriptions", help="YAML {class: description} (default: WordNet glosses)")
-    dg.add_argument("--shots", type=int, default=4)
-    dg.add_argument("--n-per-domain", type=int, default=20)
-    dg.add_argument("--seed", type=int, default=0)
+    dg.add_argument("--shots", type=int_at_least(0), default=4)
+    dg.add_argument("--n-per-domain", type=int_at_least(1), default=20)
+    dg.add_argument("--seed", type=int_at_least(0), default=0)
     dg.add_argument("--resume", action="store_true", help=RESUME_HELP)
     dg.set_defaults(func=_diagnose)
     _add_rm_parser(sub)

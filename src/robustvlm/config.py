@@ -9,10 +9,19 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from robustvlm.errors import ConfigError
 
@@ -20,13 +29,38 @@ from robustvlm.errors import ConfigError
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_booleans_for_numbers(cls, raw: Any) -> Any:
+        """YAML's `true` is no number: pydantic would read it as 1 (a seed, a step count)."""
+        if isinstance(raw, dict):
+            for name, field in cls.model_fields.items():
+                value = raw.get(name)
+                values = value if isinstance(value, list) else [value]
+                if any(isinstance(v, bool) for v in values) and _takes_numbers(field.annotation):
+                    raise ValueError(f"{name}: expected a number, got a boolean ({value!r})")
+        return raw
+
+
+def _takes_numbers(annotation: Any) -> bool:
+    """Whether a field's type holds int or float (directly, in a union or a list) and no bool."""
+    seen: set[Any] = set()
+
+    def walk(tp: Any) -> None:
+        seen.add(tp)
+        for arg in get_args(tp):
+            walk(arg)
+
+    walk(annotation)
+    return bool(seen & {int, float}) and bool not in seen
+
 
 class LoraConfig(_Section):
     """PEFT LoRA settings (used when `model.trainable: lora`)."""
 
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
+    r: int = Field(16, ge=1)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.05, ge=0, lt=1)
     target_modules: list[str] | str | None = None
 
 
@@ -66,13 +100,13 @@ class RecordSource(_Section):
 
     path: str | None = None
     benchmark: str | None = None
-    seed: int = 0
-    n_per_env: int | None = None
+    seed: int = Field(0, ge=0)
+    n_per_env: int | None = Field(None, ge=1)
     format: str = "auto"
     env_column: str | None = None
     on_bad_record: Literal["error", "skip"] = "error"
-    max_pixels: int = 40_000_000
-    max_train_per_env: int | None = None
+    max_pixels: int = Field(40_000_000, ge=1)
+    max_train_per_env: int | None = Field(None, ge=1)
     split_per_env: SplitSizes | None = None
     image_root: str | None = None
     allow_outside_root: bool = False
@@ -120,21 +154,21 @@ class TrainConfig(_Section):
     (e.g. [tensorboard], [wandb], [mlflow]; each needs its package installed); off by default.
     """
 
-    steps: int | None = None
-    epochs: float = 1.0
-    lr: float = 3e-5
-    weight_decay: float = 0.0
-    batch_size: int = 4
-    grad_accum: int = 1
-    warmup_ratio: float = 0.1
-    clip_norm: float = 1.0
-    seed: int = 0
+    steps: int | None = Field(None, ge=1)
+    epochs: float = Field(1.0, gt=0)
+    lr: float = Field(3e-5, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    batch_size: int = Field(4, ge=1)
+    grad_accum: int = Field(1, ge=1)
+    warmup_ratio: float = Field(0.1, ge=0, le=1)
+    clip_norm: float = Field(1.0, gt=0)
+    seed: int = Field(0, ge=0)
     bf16: Literal["auto", True, False] = "auto"
     sampler: Literal["balanced", "shuffle"] = "balanced"
-    save_every: int = 100
-    keep_checkpoints: int = 2
-    log_every: int = 1
-    cpu_threads: int | None = None
+    save_every: int = Field(100, ge=1)
+    keep_checkpoints: int = Field(2, ge=1)
+    log_every: int = Field(1, ge=1)
+    cpu_threads: int | None = Field(None, ge=1)
     report_to: list[str] = Field(default_factory=list)
 
 
@@ -142,9 +176,9 @@ class BERTScoreConfig(_Section):
     """BERTScore encoder: any HF encoder name/path and layer (default: offline all-MiniLM-L6-v2)."""
 
     model: str | None = None
-    layer: int | None = None
+    layer: int | None = Field(None, ge=0)
     idf: bool = False
-    batch_size: int = 32
+    batch_size: int = Field(32, ge=1)
 
 
 INLINE_SECRET_KEYS = {"api_key", "key", "token", "password", "secret", "authorization"}
@@ -210,10 +244,10 @@ class EvalConfig(_Section):
     bertscore: BERTScoreConfig = Field(default_factory=BERTScoreConfig)
     judge: JudgeConfig | None = None
     split: str = "test"
-    batch_size: int = 8
-    max_new_tokens: int = 128
-    repetition_penalty: float = 1.15
-    max_per_env: int | None = None
+    batch_size: int = Field(8, ge=1)
+    max_new_tokens: int = Field(128, ge=1)
+    repetition_penalty: float = Field(1.15, gt=0)
+    max_per_env: int | None = Field(None, ge=1)
 
 
 class _Run(_Section):
@@ -270,8 +304,8 @@ class RewardTrainConfig(TrainConfig):
     """`TrainConfig` with the shortcut-aware paper's optimiser defaults (lr 1e-5, weight decay
     0.05, cosine with 10% warm-up) and plain shuffled batches (one environment is the norm)."""
 
-    lr: float = 1e-5
-    weight_decay: float = 0.05
+    lr: float = Field(1e-5, gt=0)
+    weight_decay: float = Field(0.05, ge=0)
     sampler: Literal["balanced", "shuffle"] = "shuffle"
 
 
@@ -311,8 +345,8 @@ QUERY_TEMPLATE = "Represent the given image with the following question: {questi
 class EmbedLoraConfig(LoraConfig):
     """LoRA as VLM2Vec ships it: rank 16, alpha 64, dropout 0.1."""
 
-    alpha: int = 64
-    dropout: float = 0.1
+    alpha: int = Field(64, ge=1)
+    dropout: float = Field(0.1, ge=0, lt=1)
 
 
 class EmbedModelConfig(ModelConfig):
@@ -370,8 +404,8 @@ class ProbeSettings(_Section):
     """The linear-probe family: logistic regression on the frozen tower's features of
     `n_train` training images (each size x seed is one model), L2 strength 1 / `c`."""
 
-    n_train: list[int] = Field(default_factory=lambda: [40, 80, 160, 320])
-    seeds: list[int] = Field(default_factory=lambda: [0, 1])
+    n_train: list[PositiveInt] = Field(default_factory=lambda: [40, 80, 160, 320])
+    seeds: list[NonNegativeInt] = Field(default_factory=lambda: [0, 1])
     c: float = Field(1.0, gt=0)
 
 
@@ -399,8 +433,8 @@ class TaskSignalConfig(_Section):
     k_options: int = Field(10, ge=2, le=10)
     base_steps: int = Field(300, ge=0)
     families: dict[str, float] = Field(default_factory=lambda: {"caption": 0.0, "mix": 0.5, "vqa": 1.0})
-    seeds: list[int] = Field(default_factory=lambda: [0, 1])
-    budgets: list[int] = Field(default_factory=lambda: [100, 200, 400])
+    seeds: list[NonNegativeInt] = Field(default_factory=lambda: [0, 1])
+    budgets: list[PositiveInt] = Field(default_factory=lambda: [100, 200, 400])
     model: EmbedModelConfig = Field(default_factory=lambda: EmbedModelConfig(trainable="paper"))
     train: EmbedTrainConfig = Field(default_factory=EmbedTrainConfig)
     embed: EmbedSettings = Field(default_factory=EmbedSettings)
