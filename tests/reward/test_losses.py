@@ -80,11 +80,11 @@ def test_registry_and_argument_errors_name_the_key():
                                                     "text_mode": "drop", "proxy": "copy"}
     with pytest.raises(ConfigError, match="loss: unknown reward loss 'dpo'"):
         loss_spec("dpo")
-    with pytest.raises(ConfigError, match=r"loss_args: loss 'standard' has no argument\(s\) \['proxy'\]"):
+    with pytest.raises(ConfigError, match=r"loss_args: loss 'standard' has no hyperparameter\(s\) \['proxy'\]"):
         LOSSES["standard"].resolve({"proxy": "copy"})
-    with pytest.raises(ConfigError, match="loss_args.text_mode"):
+    with pytest.raises(ConfigError, match="loss_args: loss 'text_only': text_mode must be one of"):
         LOSSES["text_only"].resolve({"text_mode": "grey"})
-    with pytest.raises(ConfigError, match="loss_args.proxy"):
+    with pytest.raises(ConfigError, match="loss_args: loss 'shortcut_aware': proxy must be one of"):
         LOSSES["shortcut_aware"].resolve({"proxy": "twin"})
     with pytest.raises(ConfigError, match="center_rewards_coefficient"):
         LOSSES["standard"].resolve({"center_rewards_coefficient": "high"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from robustvlm.errors import ConfigError
 from robustvlm.objectives.base import HParam, LossParts, Objective
 from robustvlm.objectives.birm import BIRM
 from robustvlm.objectives.dynamic_birm import DynamicBIRM
@@ -24,4 +25,16 @@ def build_objective(method: str, env_names: list[str], hparams: dict[str, Any] |
     return REGISTRY[method](env_names, **(hparams or {}))
 
 
-__all__ = ["REGISTRY", "HParam", "LossParts", "Objective", "build_objective"]
+def check_method(method: str, hparams: dict[str, Any], where: str = "method") -> None:
+    """ConfigError naming `where` unless `method` is registered and `hparams` are values it
+    accepts: declared keys of the right kinds (`check_hparam_values`), and whatever the class
+    itself checks when built. Run when a config is read, before any run starts."""
+    if method not in REGISTRY:
+        raise ConfigError(f"{where}: unknown method {method!r}; choose one of {sorted(REGISTRY)}")
+    try:
+        REGISTRY[method](["env0", "env1"], **hparams)  # the class's own checks, on stand-in envs
+    except (ConfigError, ValueError, TypeError) as err:
+        raise ConfigError(f"{where}: {err}") from None
+
+
+__all__ = ["REGISTRY", "HParam", "LossParts", "Objective", "build_objective", "check_method"]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
 
+from robustvlm.errors import ConfigError
 from robustvlm.models.outputs import AnswerOutputs
 
 
@@ -22,6 +24,29 @@ class HParam:
     default: Any
     search: tuple | None = None
     help: str = ""
+
+
+def check_hparam_values(declared: Mapping[str, HParam], given: Mapping[str, Any], owner: str) -> None:
+    """ConfigError unless every key of `given` is declared and its value is of its default's kind
+    (a number for a number, a bool for a bool, text for text; any value where the default is
+    None) and, where a text default has a `("choice", ...)` search, one of the choices. `owner` names it in messages
+    ("method 'irm'")."""
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise ConfigError(f"{owner} has no hyperparameter(s) {unknown}; known: {sorted(declared)}")
+    for key, value in given.items():
+        default, search = declared[key].default, declared[key].search
+        if isinstance(default, str) and search is not None and search[0] == "choice":
+            if value not in search[1:]:  # an enumeration: its choices are every valid value
+                raise ConfigError(f"{owner}: {key} must be one of {list(search[1:])}, not {value!r}")
+        elif isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{owner}: {key} must be true or false, not {value!r}")
+        elif isinstance(default, int | float):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(f"{owner}: {key} must be a number, not {value!r}")
+        elif isinstance(default, str) and not isinstance(value, str):
+            raise ConfigError(f"{owner}: {key} must be text, not {value!r}")
 
 
 @dataclass
@@ -70,12 +95,7 @@ class Objective:
     hparams: ClassVar[dict[str, HParam]] = {}
 
     def __init__(self, env_names: list[str], **hparams: Any):
-        unknown = set(hparams) - set(self.hparams)
-        if unknown:
-            raise ValueError(
-                f"method '{self.name}' has no hyperparameter(s) {sorted(unknown)}; "
-                f"known: {sorted(self.hparams)}"
-            )
+        check_hparam_values(self.hparams, hparams, f"method '{self.name}'")
         self.env_names = list(env_names)
         self.hp = {k: hparams.get(k, p.default) for k, p in self.hparams.items()}
 

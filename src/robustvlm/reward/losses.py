@@ -29,11 +29,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from robustvlm.data.preference_collate import TEXT_MODES
 from robustvlm.errors import ConfigError
-from robustvlm.objectives.base import HParam
-
-PROXIES = ("copy", "adapter")
+from robustvlm.objectives.base import HParam, check_hparam_values
 
 
 def bradley_terry(
@@ -75,15 +72,11 @@ class LossSpec:
 
     def resolve(self, args: dict[str, Any]) -> dict[str, Any]:
         """The hyperparameters with `args` applied; ConfigError naming a bad key or value."""
-        unknown = set(args) - set(self.hparams)
-        if unknown:
-            raise ConfigError(f"loss_args: loss '{self.name}' has no argument(s) {sorted(unknown)}; "
-                              f"known: {sorted(self.hparams)}")
+        try:
+            check_hparam_values(self.hparams, args, f"loss '{self.name}'")
+        except ConfigError as err:
+            raise ConfigError(f"loss_args: {err}") from None
         hp = {k: args.get(k, p.default) for k, p in self.hparams.items()}
-        if "text_mode" in hp and hp["text_mode"] not in TEXT_MODES:
-            raise ConfigError(f"loss_args.text_mode: one of {list(TEXT_MODES)}, not {hp['text_mode']!r}")
-        if "proxy" in hp and hp["proxy"] not in PROXIES:
-            raise ConfigError(f"loss_args.proxy: one of {list(PROXIES)}, not {hp['proxy']!r}")
         coefficient = hp["center_rewards_coefficient"]
         if coefficient is not None and (isinstance(coefficient, bool) or not isinstance(coefficient, int | float)):
             raise ConfigError(f"loss_args.center_rewards_coefficient: a number or null, not {coefficient!r}")

@@ -47,6 +47,7 @@ from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 from robustvlm.workflows.rm_eval import PAIRS_FILE, eval_pairs, eval_views, evaluate_reward_model
 from robustvlm.workflows.rm_matrix_dry_run import dry_run_matrix_spec
 from robustvlm.workflows.rm_train import train_reward_model
+from robustvlm.workflows.study import int_list
 
 MATRIX_KEYS = {"base", "losses", "seeds", "train_envs", "per_env", "text_only", "jobs"}
 RESULTS_FILE = "matrix.json"
@@ -111,9 +112,7 @@ def matrix_plan(spec: Mapping) -> MatrixPlan:
         args = {k: v for k, v in entry.items() if k != "loss"}
         loss_spec(entry["loss"]).resolve(args)
         losses[str(label)] = (entry["loss"], args)
-    seeds = spec.get("seeds", [0])
-    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds):
-        raise ConfigError("matrix config: `seeds` must be a non-empty list of integers")
+    seeds = int_list(spec.get("seeds", [0]), "seeds", "matrix config")
     text_only = spec.get("text_only") or next((lb for lb, (loss, _) in losses.items() if loss == "text_only"), None)
     if text_only is not None and text_only not in losses:
         raise ConfigError(f"matrix config: text_only names {text_only!r}, which is not a label of `losses`")

@@ -47,7 +47,7 @@ from robustvlm.evaluation.metrics.registry import (
     check_metric_names,
     study_default_metrics,
 )
-from robustvlm.objectives import REGISTRY
+from robustvlm.objectives import REGISTRY, check_method
 from robustvlm.report.study_report import write_study_report
 from robustvlm.runs import claim_run_folder, lock_run_folder, read_jsonl
 from robustvlm.training.launch import LaunchConfig, launched_train
@@ -108,11 +108,9 @@ def read_methods_config(
         if not isinstance(entry, dict) or "method" not in entry:
             raise ConfigError(f"{source}: methods.{label}: a mapping with a `method` key is required")
         name = entry["method"]
-        if name not in REGISTRY:
-            raise ConfigError(
-                f"{source}: methods.{label}.method: unknown method {name!r}; choose one of {sorted(REGISTRY)}"
-            )
-        entries[str(label)] = (name, {k: v for k, v in entry.items() if k != "method"})
+        fixed = {k: v for k, v in entry.items() if k != "method"}
+        check_method(name, fixed, f"{source}: methods.{label}")  # before any run starts
+        entries[str(label)] = (name, fixed)
     return spec, source, base, entries
 
 

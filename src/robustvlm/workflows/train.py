@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from robustvlm.config import RewardConfig, RunConfig
+from robustvlm.objectives import check_method
 from robustvlm.training.finetune import FineTuneTask
 from robustvlm.training.loop import LoopResult, run_training
 from robustvlm.training.task import TrainingTask
@@ -30,5 +31,7 @@ def train_task(
 def train(
     cfg: RunConfig, out_dir: str | Path, *, resume: bool = False, progress: bool = True
 ) -> TrainResult:
-    """Fine-tune `cfg.model` with `cfg.method` into `out_dir` (see `training.finetune`)."""
+    """Fine-tune `cfg.model` with `cfg.method` into `out_dir` (see `training.finetune`); the
+    method and its hyperparameters are checked before the folder is claimed."""
+    check_method(cfg.method, cfg.method_args, "method_args")
     return train_task(FineTuneTask(cfg), cfg, out_dir, resume=resume, progress=progress)

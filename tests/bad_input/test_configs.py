@@ -1,0 +1,93 @@
+"""Configs of train, study, sweep and rm matrix are fully checked when they are read, before any
+run starts or any folder is claimed: a method's or loss's hyperparameters against its declared
+ones, seeds, and the YAML itself. Kinds of bad input covered: 16."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from bad_input import expect_clean_failure
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+STUDY = yaml.safe_load((CONFIGS / "study_tasks.yaml").read_text())
+SWEEP = yaml.safe_load((CONFIGS / "study_spurious.yaml").read_text())
+
+
+def _with(spec: dict, **changes) -> dict:
+    return {**spec, **changes}
+
+
+STUDY_CASES = {
+    "unknown-hparam": (_with(STUDY, methods={"irm": {"method": "irm", "penalty_weigth": 10}}), ["methods.irm", "penalty_weigth"]),
+    "hparam-wrong-kind": (_with(STUDY, methods={"birm": {"method": "birm", "lambda": "big"}}), ["methods.birm", "lambda", "number"]),
+    "hparam-not-a-choice": (_with(STUDY, methods={"irm": {"method": "irm", "penalty_reduction": "max"}}), ["methods.irm", "penalty_reduction"]),
+    "hparam-out-of-range": (_with(STUDY, methods={"dyn": {"method": "dynamic_birm", "alpha": 1.0}}), ["methods.dyn", "alpha"]),
+    "unknown-method": (_with(STUDY, methods={"x": {"method": "jtt"}}), ["methods.x", "unknown method 'jtt'"]),
+    "boolean-seeds": (_with(STUDY, seeds=[True, False]), ["seeds", "distinct integers"]),
+    "unknown-top-level-key": (_with(STUDY, sedes=[0]), ["unknown key", "sedes"]),
+}
+
+
+@pytest.mark.parametrize("case", list(STUDY_CASES))
+def test_study_config_is_checked_before_any_run(case, tmp_path, capsys):
+    spec, mentions = STUDY_CASES[case]
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    expect_clean_failure(["study", str(path), "--out", str(tmp_path / "st")], capsys, mentions=[str(path), *mentions])
+    assert not (tmp_path / "st").exists()
+
+
+SWEEP_CASES = {
+    "unknown-hparam": (_with(SWEEP, methods={"vrex": {"method": "vrex", "gamma": 2}}), ["methods.vrex", "gamma"]),
+    "hparam-wrong-kind": (_with(SWEEP, methods={"irm": {"method": "irm", "unbiased": "yes"}}), ["methods.irm", "unbiased"]),
+    "boolean-seeds": (_with(SWEEP, seeds=[True]), ["seeds"]),
+}
+
+
+@pytest.mark.parametrize("case", list(SWEEP_CASES))
+def test_sweep_config_is_checked_before_any_run(case, tmp_path, capsys):
+    spec, mentions = SWEEP_CASES[case]
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    expect_clean_failure(["sweep", str(path), "--out", str(tmp_path / "sw")], capsys, mentions=[str(path), *mentions])
+    assert not (tmp_path / "sw").exists()
+
+
+MATRIX = {
+    "base": {"model": {"name": "tiny:idefics3"}, "data": {"benchmark": "preferences"}, "train": {"steps": 2}},
+    "losses": {"standard": {"loss": "standard"}},
+}
+MATRIX_CASES = {
+    "boolean-seeds": (_with(MATRIX, seeds=[True, True]), ["seeds"]),
+    "unknown-loss-arg": (_with(MATRIX, losses={"sa": {"loss": "shortcut_aware", "proxi": "copy"}}), ["proxi"]),
+    "loss-arg-not-a-choice": (_with(MATRIX, losses={"sa": {"loss": "shortcut_aware", "proxy": "twin"}}), ["proxy", "twin"]),
+}
+
+
+@pytest.mark.parametrize("case", list(MATRIX_CASES))
+def test_matrix_config_is_checked_before_any_run(case, tmp_path, capsys):
+    spec, mentions = MATRIX_CASES[case]
+    path = tmp_path / "matrix.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    expect_clean_failure(["rm", "matrix", str(path), "--out", str(tmp_path / "mx")], capsys, mentions=mentions)
+    assert not (tmp_path / "mx").exists()
+
+
+TRAIN_CASES = {
+    "method-args-unknown": ("method_args.penalty_weigth=3", ["method_args", "penalty_weigth"]),
+    "method-args-wrong-kind": ("method_args.k_skip=soon", ["method_args", "k_skip", "number"]),
+    "loss-args-on-a-run-config": ("loss_args.proxy=copy", ["loss_args", "unknown key"]),
+}
+
+
+@pytest.mark.parametrize("case", list(TRAIN_CASES))
+def test_train_checks_the_method_before_claiming_its_folder(case, tmp_path, capsys):
+    override, mentions = TRAIN_CASES[case]
+    method = "method=dynamic_birm" if "k_skip" in override or "weigth" in override else "method=erm"
+    expect_clean_failure(
+        ["train", str(CONFIGS / "erm_tasks.yaml"), "--out", str(tmp_path / "run"), method, override],
+        capsys, mentions=mentions,
+    )
+    assert not (tmp_path / "run").exists()
