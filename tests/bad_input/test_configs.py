@@ -25,7 +25,7 @@ STUDY_CASES = {
     "hparam-not-a-choice": (_with(STUDY, methods={"irm": {"method": "irm", "penalty_reduction": "max"}}), ["methods.irm", "penalty_reduction"]),
     "hparam-out-of-range": (_with(STUDY, methods={"dyn": {"method": "dynamic_birm", "alpha": 1.0}}), ["methods.dyn", "alpha"]),
     "unknown-method": (_with(STUDY, methods={"x": {"method": "jtt"}}), ["methods.x", "unknown method 'jtt'"]),
-    "boolean-seeds": (_with(STUDY, seeds=[True, False]), ["seeds", "distinct integers"]),
+    "boolean-seeds": (_with(STUDY, seeds=[True, False]), ["seeds.0", "valid integer"]),
     "unknown-top-level-key": (_with(STUDY, sedes=[0]), ["unknown key", "sedes"]),
 }
 

@@ -11,6 +11,7 @@ import yaml
 
 import robustvlm.workflows.study as study
 from robustvlm.cli import main
+from robustvlm.errors import ConfigError
 from robustvlm.training.launch import LaunchConfig, launch_command
 from robustvlm.workflows.study_dry_run import dry_run_spec
 
@@ -115,5 +116,5 @@ def test_study_trains_through_accelerate_launch(tmp_path, monkeypatch):
 def test_bad_launch_section_names_the_key(bad):
     spec = yaml.safe_load(RECIPE.read_text())
     spec["launch"] = bad
-    with pytest.raises(study.ConfigError, match="launch"):
+    with pytest.raises(ConfigError, match="launch"):
         study.study_runs(spec)

@@ -37,19 +37,16 @@ from pathlib import Path
 from robustvlm.analysis.reward_matrix import MatrixResults, MatrixRun, aggregate_matrix, gap_points
 from robustvlm.config import RewardConfig, deep_merge, read_yaml_mapping, validate_config
 from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
-from robustvlm.errors import ConfigError
 from robustvlm.models.loading import TINY_PREFIX, save_tiny_base
 from robustvlm.models.reward import is_reward_model
 from robustvlm.report.reward_report import write_matrix_report
-from robustvlm.reward.losses import loss_spec
 from robustvlm.runs import claim_run_folder, read_jsonl, write_settings
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
+from robustvlm.workflows.plan_configs import MatrixConfig
 from robustvlm.workflows.rm_eval import PAIRS_FILE, eval_pairs, eval_views, evaluate_reward_model
 from robustvlm.workflows.rm_matrix_dry_run import dry_run_matrix_spec
 from robustvlm.workflows.rm_train import train_reward_model
-from robustvlm.workflows.study import int_list
 
-MATRIX_KEYS = {"base", "losses", "seeds", "train_envs", "per_env", "text_only", "jobs"}
 RESULTS_FILE = "matrix.json"
 RUN_CONFIG = "train.yaml"
 
@@ -96,31 +93,13 @@ class MatrixJob:
 
 
 def matrix_plan(spec: Mapping) -> MatrixPlan:
-    """Validate a matrix spec (see the module doc); ConfigError naming the key."""
-    unknown = set(spec) - MATRIX_KEYS
-    if unknown:
-        raise ConfigError(f"matrix config: unknown key(s) {sorted(unknown)}; known: {sorted(MATRIX_KEYS)}")
-    base, entries = spec.get("base"), spec.get("losses")
-    if not isinstance(base, dict) or "loss" in base or "loss_args" in base:
-        raise ConfigError("matrix config: `base` must be a reward config without loss / loss_args")
-    if not isinstance(entries, dict) or not entries:
-        raise ConfigError("matrix config: `losses` must map labels to {loss: NAME, ...}")
-    losses = {}
-    for label, entry in entries.items():
-        if not isinstance(entry, dict) or "loss" not in entry:
-            raise ConfigError(f"matrix config: losses.{label} needs a `loss`")
-        args = {k: v for k, v in entry.items() if k != "loss"}
-        loss_spec(entry["loss"]).resolve(args)
-        losses[str(label)] = (entry["loss"], args)
-    seeds = int_list(spec.get("seeds", [0]), "seeds", "matrix config")
-    text_only = spec.get("text_only") or next((lb for lb, (loss, _) in losses.items() if loss == "text_only"), None)
-    if text_only is not None and text_only not in losses:
-        raise ConfigError(f"matrix config: text_only names {text_only!r}, which is not a label of `losses`")
-    jobs = spec.get("jobs", 1)
-    if not isinstance(jobs, int) or jobs < 1:
-        raise ConfigError("matrix config: `jobs` must be a positive integer")
-    plan = MatrixPlan(base, losses, seeds, spec.get("train_envs"), dict(spec.get("per_env") or {}),
-                      text_only, jobs)
+    """Validate a matrix spec (`plan_configs.MatrixConfig`, see the module doc); ConfigError
+    naming every bad key."""
+    cfg = validate_config(copy.deepcopy(dict(spec)), "matrix config", MatrixConfig)
+    losses = {label: (entry.loss, entry.args) for label, entry in cfg.losses.items()}
+    text_only = cfg.text_only or next((lb for lb, (loss, _) in losses.items() if loss == "text_only"), None)
+    seeds = cfg.seeds
+    plan = MatrixPlan(cfg.base, losses, seeds, cfg.train_envs, dict(cfg.per_env), text_only, cfg.jobs)
     for label in losses:  # every run config must validate before anything trains
         plan.run_config(label, seeds[0], "_")
     return plan

@@ -27,9 +27,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TypeVar
 
 from robustvlm.analysis.study import (
     MethodRuns,
@@ -41,21 +39,21 @@ from robustvlm.analysis.study import (
 from robustvlm.analysis.summary import EvalMetrics
 from robustvlm.config import EvalConfig, RunConfig, deep_merge, read_yaml_mapping, validate_config
 from robustvlm.data.from_config import load_from_config
-from robustvlm.errors import ConfigError
 from robustvlm.evaluation.metrics.registry import (
     METRICS,
     check_metric_names,
     study_default_metrics,
 )
-from robustvlm.objectives import REGISTRY, check_method
+from robustvlm.objectives import REGISTRY
 from robustvlm.report.study_report import write_study_report
 from robustvlm.runs import claim_run_folder, lock_run_folder, read_jsonl
 from robustvlm.training.launch import LaunchConfig, launched_train
 from robustvlm.workflows.evaluate import METRICS_FILE, evaluate
+from robustvlm.workflows.plan_configs import MatrixConfig, StudyConfig, SweepConfig
 from robustvlm.workflows.study_dry_run import dry_run_spec
 from robustvlm.workflows.train import train
 
-STUDY_KEYS = {"base", "methods", "seeds", "metrics", "launch"}
+MultiRun = TypeVar("MultiRun", StudyConfig, SweepConfig, MatrixConfig)
 
 
 # ---------------------------------------------------------------- configuration
@@ -64,68 +62,29 @@ STUDY_KEYS = {"base", "methods", "seeds", "metrics", "launch"}
 def read_methods_config(
     config: str | Path | Mapping,
     kind: str,
-    keys: set[str],
+    schema: type[MultiRun],
     dry_run_spec: Callable[[Mapping], dict],
     *,
     dry_run: bool = False,
-) -> tuple[dict, str, dict, dict]:
-    """Read a config of `base` + `methods` (a study's or a sweep's) and check its common part.
+) -> tuple[MultiRun, str]:
+    """Read and validate a config of many runs (a study's, a sweep's or a matrix's).
 
     Args:
         config: a YAML path or the mapping itself (copied, never modified).
         kind: how messages name it ("study config").
-        keys: its allowed top-level keys.
+        schema: its typed model (`workflows.plan_configs`).
         dry_run_spec: the config's tiny stand-in, used when `dry_run`.
 
     Returns:
-        (spec, source, base, methods): the whole config, the name messages give it, its `base`
-        run config (without `method`) and its methods as {label: (objective name, the
-        hyperparameters the entry fixes)}.
+        (the validated config, the name messages give it).
     """
     if isinstance(config, Mapping):
         spec, source = copy.deepcopy(dict(config)), kind
     else:
-        spec, source = read_yaml_mapping(config, kind, ", ".join(sorted(keys))), str(config)
+        spec, source = read_yaml_mapping(config, kind, ", ".join(schema.model_fields)), str(config)
     if dry_run:
         spec, source = dry_run_spec(spec), f"{source} (dry run)"
-    unknown = sorted(set(spec) - keys)
-    if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {unknown}; expected {', '.join(sorted(keys))}")
-    base = spec.get("base")
-    if not isinstance(base, dict):
-        raise ConfigError(
-            f"{source}: base: a run config mapping (model, data, train, eval) is required"
-        )
-    if "method" in base or "method_args" in base:
-        raise ConfigError(f"{source}: base.method: methods are given under `methods`, not in base")
-    methods = spec.get("methods")
-    if not isinstance(methods, dict) or not methods:
-        raise ConfigError(
-            f"{source}: methods: a non-empty mapping {{label: {{method: name, ...}}}} is required"
-        )
-    entries: dict[str, tuple[str, dict]] = {}
-    for label, entry in methods.items():
-        if not isinstance(entry, dict) or "method" not in entry:
-            raise ConfigError(f"{source}: methods.{label}: a mapping with a `method` key is required")
-        name = entry["method"]
-        fixed = {k: v for k, v in entry.items() if k != "method"}
-        check_method(name, fixed, f"{source}: methods.{label}")  # before any run starts
-        entries[str(label)] = (name, fixed)
-    return spec, source, base, entries
-
-
-def int_list(value: Any, key: str, source: str) -> list[int]:
-    """`value` as a non-empty list of distinct integers; ConfigError naming `key` otherwise."""
-    if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(s, int) and not isinstance(s, bool) for s in value)
-        or len(set(value)) != len(value)
-    ):
-        raise ConfigError(
-            f"{source}: {key}: a non-empty list of distinct integers is required (got {value!r})"
-        )
-    return list(value)
+    return validate_config(spec, source, schema), source
 
 
 def seeded_args(name: str, args: dict, seed: int) -> dict:
@@ -146,26 +105,18 @@ class StudyPlan:
 
 def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyPlan:
     """Validate a study config (with `dry_run`, its tiny local stand-in: see `dry_run_spec`)."""
-    spec, source, base, methods = read_methods_config(
-        config, "study config", STUDY_KEYS, dry_run_spec, dry_run=dry_run
-    )
-    seeds = int_list(spec.get("seeds", [0]), "seeds", source)
-    metrics = spec.get("metrics", study_default_metrics())
-    if not isinstance(metrics, list) or not metrics:
-        raise ConfigError(
-            f"{source}: metrics: a non-empty list of metric names is required (got {metrics!r})"
-        )
+    cfg, source = read_methods_config(config, "study config", StudyConfig, dry_run_spec, dry_run=dry_run)
+    base, seeds = cfg.base, cfg.seeds
+    metrics = cfg.metrics or study_default_metrics()
     check_metric_names(metrics, key=f"{source}: metrics")
     if isinstance(base.get("eval"), dict) and "metrics" in base["eval"]:
         check_metric_names(base["eval"]["metrics"], key=f"{source}: base.eval.metrics")
     eval_metrics = computed_metrics(base, metrics)
-    try:
-        launch = LaunchConfig.model_validate(spec["launch"]) if spec.get("launch") else None
-    except ValidationError as err:
-        raise ConfigError(f"{source}: launch: {err.errors()[0]['msg']} ({err.errors()[0]['loc']})") from None
+    launch = cfg.launch
 
     runs: dict[str, dict[int, RunConfig]] = {}
-    for label, (name, args) in methods.items():
+    for label, entry in cfg.methods.items():
+        name, args = entry.method, entry.args
         runs[label] = {}
         for seed in seeds:
             raw = deep_merge(base, {

@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
 from robustvlm.analysis.selection import (
     CheckpointScores,
@@ -67,24 +66,11 @@ from robustvlm.training.checkpoint import WEIGHTS_FILE, list_checkpoints
 from robustvlm.training.finetune import export_checkpoint
 from robustvlm.workflows.evaluate import METRICS_FILE, evaluate
 from robustvlm.workflows.launchers import LAUNCHERS, JobRunnerConfig, run_jobs
-from robustvlm.workflows.study import int_list, read_methods_config, seeded_args
+from robustvlm.workflows.plan_configs import ReferenceEntry, SweepConfig
+from robustvlm.workflows.study import read_methods_config, seeded_args
 from robustvlm.workflows.study_dry_run import cap_warmups, shrink_sections
 from robustvlm.workflows.train import train
 
-SWEEP_KEYS = {
-    "base",
-    "methods",
-    "n_draws",
-    "seeds",
-    "search",
-    "checkpoint_every",
-    "holdout_fraction",
-    "test_envs",
-    "metric",
-    "headline_env",
-    "reference",
-    "launcher",
-}
 DEFAULT_SEARCH = {"lr": ("log", 1e-4, 1e-2), "weight_decay": ("log", 1e-6, 1e-2)}
 SEARCH_KINDS = ("log", "int_log", "uniform", "choice")
 SCORES_FILE = "scores.json"
@@ -154,19 +140,8 @@ def dry_run_spec(spec: Mapping) -> dict:
     return out
 
 
-def _positive_int(spec: Mapping, key: str, default: int | None, source: str) -> int | None:
-    value = spec.get(key, default)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"{source}: {key}: a positive integer is required (got {value!r})")
-    return value
-
-
-def _search(spec: Mapping, source: str) -> dict[str, tuple]:
-    search = spec.get("search", DEFAULT_SEARCH)
-    if not isinstance(search, dict):
-        raise ConfigError(f"{source}: search: a mapping {{lr: [log, lo, hi], ...}} is required")
+def _search(search: Mapping[str, Any], source: str) -> dict[str, tuple]:
+    """The optimizer search rules of draws k > 0 (`search:`), each checked."""
     out = {}
     for key, rule in search.items():
         if key not in ("lr", "weight_decay"):
@@ -191,19 +166,15 @@ def _search(spec: Mapping, source: str) -> dict[str, tuple]:
     return out
 
 
-def load_reference(entry: Any, source: str) -> dict | None:
+def load_reference(entry: ReferenceEntry | None, source: str) -> dict | None:
     """The packaged published figures a sweep prints beside its own (`reference:`), or None."""
     if entry is None:
         return None
-    if not isinstance(entry, dict) or set(entry) != {"name", "env"}:
-        raise ConfigError(
-            f"{source}: reference: a mapping {{name: REFERENCE, env: OUR_ENV}} is required"
-        )
-    path = resources.files("robustvlm.configs").joinpath("reference", f"{entry['name']}.yaml")
+    path = resources.files("robustvlm.configs").joinpath("reference", f"{entry.name}.yaml")
     if not path.is_file():
-        raise ConfigError(f"{source}: reference.name: no packaged reference {entry['name']!r}")
+        raise ConfigError(f"{source}: reference.name: no packaged reference {entry.name!r}")
     ref = yaml.safe_load(path.read_text("utf-8"))
-    return {**ref, "ours_env": entry["env"]}
+    return {**ref, "ours_env": entry.env}
 
 
 def sweep_plan(
@@ -215,57 +186,36 @@ def sweep_plan(
     progress: bool = True,
 ) -> SweepPlan:
     """Validate a sweep config into its jobs (see the module doc); ConfigError names the key."""
-    spec, source, base, methods = read_methods_config(
-        config, "sweep config", SWEEP_KEYS, dry_run_spec, dry_run=dry_run
-    )
+    cfg, source = read_methods_config(config, "sweep config", SweepConfig, dry_run_spec, dry_run=dry_run)
+    base = cfg.base
     base_cfg = validate_config(deep_merge(base, {}), f"{source} (base)")
     steps = base_cfg.train.steps
     if steps is None:
         raise ConfigError(f"{source}: base.train.steps: a sweep needs a fixed number of steps")
-    n_draws = _positive_int(spec, "n_draws", 3, source)
-    seeds = int_list(spec.get("seeds", [0]), "seeds", source)
-    every = _positive_int(spec, "checkpoint_every", max(1, steps // 4), source)
+    n_draws, seeds, holdout = cfg.n_draws, cfg.seeds, cfg.holdout_fraction
+    every = cfg.checkpoint_every or max(1, steps // 4)
     checkpoints = sorted({*range(every, steps + 1, every), steps})
-    holdout = spec.get("holdout_fraction", 0.2)
-    if not isinstance(holdout, int | float) or isinstance(holdout, bool) or not 0 < holdout < 1:
-        raise ConfigError(
-            f"{source}: holdout_fraction: a number between 0 and 1 is required (got {holdout!r})"
-        )
-    metric = spec.get("metric", "exact")
+    metric = cfg.metric
     per_batch = [m.name for m in per_batch_metrics()]
     if metric not in per_batch:
         raise ConfigError(
             f"{source}: metric: {metric!r} is not a per-example accuracy; choose one of {per_batch}"
         )
-    test_envs = spec.get("test_envs")
-    if test_envs is not None and (
-        not isinstance(test_envs, list)
-        or not test_envs
-        or not all(isinstance(e, str) for e in test_envs)
-    ):
-        raise ConfigError(f"{source}: test_envs: a non-empty list of environment names is required")
-    headline = spec.get("headline_env")
-    if headline is not None and not isinstance(headline, str):
-        raise ConfigError(f"{source}: headline_env: an environment name is required")
-    try:
-        launch = JobRunnerConfig.model_validate(spec.get("launcher") or {})
-        if launcher is not None:
-            launch = launch.model_copy(update={"kind": launcher})
-    except ValidationError as err:
-        e = err.errors()[0]
-        raise ConfigError(
-            f"{source}: launcher.{'.'.join(map(str, e['loc']))}: {e['msg']}"
-        ) from None
-    if launch.kind not in LAUNCHERS:
-        raise ConfigError(f"--launcher: choose one of {list(LAUNCHERS)}")
-    search = _search(spec, source)
-    reference = load_reference(spec.get("reference"), source)
+    test_envs, headline = cfg.test_envs, cfg.headline_env
+    launch = cfg.launcher
+    if launcher is not None:
+        if launcher not in LAUNCHERS:
+            raise ConfigError(f"--launcher: choose one of {list(LAUNCHERS)}")
+        launch = launch.model_copy(update={"kind": launcher})
+    search = _search(DEFAULT_SEARCH if cfg.search is None else cfg.search, source)
+    reference = load_reference(cfg.reference, source)
 
     out_dir = Path(out_dir)
     jobs: list[SweepJob] = []
     objectives: dict[str, str] = {}
     draws: dict[str, dict[int, dict]] = {}
-    for label, (name, fixed) in methods.items():
+    for label, entry in cfg.methods.items():
+        name, fixed = entry.method, entry.args
         objectives[label] = name
         draws[label] = {}
         for draw in range(n_draws):
