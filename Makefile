@@ -13,7 +13,7 @@ $(BIN)/python:
 # torch is pinned and installed first: an unpinned torch pulls a CUDA build.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q -e ".[dev,data]"
 	touch $(STAMP)
 
 # WordNet 3.0 from Debian (read from disk by NLTK) for WordNet distractors; tests that need it
@@ -23,7 +23,14 @@ $(WORDNET):
 	-(apt-get update -qq && apt-get install -y -qq --no-install-recommends wordnet-base) >/dev/null 2>&1 \
 	  || echo "warning: could not install Debian's wordnet-base; WordNet distractors unavailable"
 
-install: $(STAMP) $(WORDNET)
+# Fashion-MNIST (70,000 real images, MIT) from Debian for the fashion suites; tests that need it
+# skip with a reason where it cannot be installed (no root).
+FASHION := /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+$(FASHION):
+	-(apt-get update -qq && apt-get install -y -qq --no-install-recommends dataset-fashion-mnist) >/dev/null 2>&1 \
+	  || echo "warning: could not install Debian's dataset-fashion-mnist; the fashion suites are unavailable"
+
+install: $(STAMP) $(WORDNET) $(FASHION)
 
 demo: install
 	$(BIN)/robustvlm demo --out demo_out

