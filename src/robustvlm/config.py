@@ -156,7 +156,7 @@ class TrainConfig(_Section):
 
     steps: int | None = Field(None, ge=1)
     epochs: float = Field(1.0, gt=0)
-    lr: float = Field(3e-5, gt=0)
+    lr: float = Field(3e-5, ge=0)
     weight_decay: float = Field(0.0, ge=0)
     batch_size: int = Field(4, ge=1)
     grad_accum: int = Field(1, ge=1)
@@ -304,7 +304,7 @@ class RewardTrainConfig(TrainConfig):
     """`TrainConfig` with the shortcut-aware paper's optimiser defaults (lr 1e-5, weight decay
     0.05, cosine with 10% warm-up) and plain shuffled batches (one environment is the norm)."""
 
-    lr: float = Field(1e-5, gt=0)
+    lr: float = Field(1e-5, ge=0)
     weight_decay: float = Field(0.05, ge=0)
     sampler: Literal["balanced", "shuffle"] = "shuffle"
 

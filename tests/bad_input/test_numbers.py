@@ -12,7 +12,7 @@ from bad_input import expect_clean_failure
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "erm_tasks.yaml"
 
 BAD_SETTINGS = {
-    "negative-lr": ("train.lr=-1", "greater than 0"),
+    "negative-lr": ("train.lr=-1", "greater than or equal to 0"),
     "save-every-0": ("train.save_every=0", "greater than or equal to 1"),
     "negative-steps": ("train.steps=-5", "greater than or equal to 1"),
     "batch-size-0": ("train.batch_size=0", "greater than or equal to 1"),
