@@ -92,7 +92,7 @@ def test_a_folder_whose_run_finished_nothing_is_free_again(tmp_path):
     """Issue 17.3: a run that failed validation or setup left its settings (and a prepared
     benchmark) behind; the corrected command is accepted with and without --resume."""
     run = tmp_path / "run"
-    claim_run_folder(run, TrainConfig(steps=5, lr=-1.0), resume=False)
+    claim_run_folder(run, TrainConfig(steps=5, lr=1.0), resume=False)
     (run / "data").mkdir()
     (run / "data" / "manifest.json").write_text("{}")  # prepared from the bad settings
     (run / "train_log.jsonl").write_text("")  # opened, nothing written

@@ -84,13 +84,13 @@ def train_policy(out: Path, data: Path, plan: RewardDemoPlan) -> Path:
     records = [json.loads(line) for line in (data / "data.jsonl").read_text(encoding="utf-8").splitlines()]
     captions = out / "policy" / "captions.jsonl"
     captions.parent.mkdir(parents=True, exist_ok=True)
-    rows = [{"id": r["id"], "image": str(data / r["image"]), "instruction": r["query"],
+    rows = [{"id": r["id"], "image": r["image"], "instruction": r["query"],  # relative to data/
              "target": statement(r["truth"]["kind"], r["truth"]["colour"], r["truth"]["count"]),
              "env": "captions", "split": r["split"]} for r in records if r["split"] == "train"]
     captions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     cfg = validate_config({
         "model": {"name": "tiny:idefics3", "trainable": "full", "tiny": TINY},
-        "data": {"path": str(captions)},
+        "data": {"path": str(captions), "image_root": str(data)},
         "method": "erm",
         "train": {"steps": plan.policy_steps, "lr": 3e-3, "batch_size": 8, "sampler": "shuffle",
                   "save_every": plan.policy_steps, "keep_checkpoints": 1, "cpu_threads": 1, "log_every": 10},
