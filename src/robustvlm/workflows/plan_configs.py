@@ -10,7 +10,7 @@ with the run's method, seed and draw) and validated as a RunConfig / RewardConfi
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
 
@@ -76,8 +76,19 @@ class _MultiRunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: Keys each run sets itself, given under `methods` / `losses`, never in base.
+    per_run_keys: ClassVar[tuple[str, str]]
+
     base: dict[str, Any]
     seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1)
+
+    @field_validator("base")
+    @classmethod
+    def _no_per_run_keys_in_base(cls, base: dict[str, Any]) -> dict[str, Any]:
+        if set(cls.per_run_keys) & set(base):
+            what = "methods" if "method" in cls.per_run_keys else "losses"
+            raise ValueError(f"{', '.join(cls.per_run_keys)} are given under `{what}`, not in base")
+        return base
 
     @field_validator("seeds")
     @classmethod
@@ -88,14 +99,9 @@ class _MultiRunConfig(BaseModel):
 
 
 class _MethodsConfig(_MultiRunConfig):
-    methods: dict[str, MethodEntry] = Field(min_length=1)
+    per_run_keys = ("method", "method_args")
 
-    @field_validator("base")
-    @classmethod
-    def _no_method_in_base(cls, base: dict[str, Any]) -> dict[str, Any]:
-        if "method" in base or "method_args" in base:
-            raise ValueError("methods are given under `methods`, not in base (method, method_args)")
-        return base
+    methods: dict[str, MethodEntry] = Field(min_length=1)
 
 
 class StudyConfig(_MethodsConfig):
@@ -131,18 +137,13 @@ class SweepConfig(_MethodsConfig):
 class MatrixConfig(_MultiRunConfig):
     """`robustvlm rm matrix` (see `workflows.rm_matrix`)."""
 
+    per_run_keys = ("loss", "loss_args")
+
     losses: dict[str, LossEntry] = Field(min_length=1)
     train_envs: list[str] | None = Field(None, min_length=1)
     per_env: dict[str, Any] = Field(default_factory=dict)
     text_only: str | None = None
     jobs: PositiveCount = 1
-
-    @field_validator("base")
-    @classmethod
-    def _no_loss_in_base(cls, base: dict[str, Any]) -> dict[str, Any]:
-        if "loss" in base or "loss_args" in base:
-            raise ValueError("losses are given under `losses`, not in base (loss, loss_args)")
-        return base
 
     @model_validator(mode="after")
     def _text_only_label(self) -> MatrixConfig:
