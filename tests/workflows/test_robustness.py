@@ -128,3 +128,22 @@ def test_simulate_to_dir_writes_json_and_png(tmp_path):
     )
     assert json.loads((tmp_path / "simulate.json").read_text())["predicted"] == result["predicted"]
     assert (tmp_path / "simulate.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_a_fit_claims_its_folder_and_never_overwrites_an_earlier_fit(tmp_path, capsys):
+    """Issue 17.11: `robustness fit` into a folder holding a fit overwrote it."""
+    from bad_input import expect_clean_failure
+
+    from robustvlm.cli import main
+
+    csv_path = tmp_path / "results.csv"
+    _write_results(csv_path, _demo_rows())
+    out = tmp_path / "fit"
+    argv = ["robustness", "fit", str(csv_path), "--ref", "ref-set", "--shift", "shift-set", "--out", str(out)]
+    assert main(argv) == 0
+    assert (out / "config.resolved.yaml").is_file() and (out / "fit.json").is_file()
+    expect_clean_failure([*argv[:-2], "--out", str(out), "--transform", "logit"], capsys,
+                         mentions=[str(out), "--resume"], untouched=out)
+    expect_clean_failure([*argv, "--transform", "logit", "--resume"], capsys,
+                         mentions=["differs in ['transform']"], untouched=out)
+    assert main([*argv, "--resume"]) == 0  # the same fit again
