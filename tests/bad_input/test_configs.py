@@ -30,29 +30,25 @@ STUDY_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(STUDY_CASES))
-def test_study_config_is_checked_before_any_run(case, tmp_path, capsys):
-    spec, mentions = STUDY_CASES[case]
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    expect_clean_failure(["study", str(path), "--out", str(tmp_path / "st")], capsys, mentions=[str(path), *mentions])
-    assert not (tmp_path / "st").exists()
-
-
 SWEEP_CASES = {
     "unknown-hparam": (_with(SWEEP, methods={"vrex": {"method": "vrex", "gamma": 2}}), ["methods.vrex", "gamma"]),
     "hparam-wrong-kind": (_with(SWEEP, methods={"irm": {"method": "irm", "unbiased": "yes"}}), ["methods.irm", "unbiased"]),
     "boolean-seeds": (_with(SWEEP, seeds=[True]), ["seeds"]),
 }
 
+PLANNED = {("study", case): spec for case, spec in STUDY_CASES.items()} | {
+    ("sweep", case): spec for case, spec in SWEEP_CASES.items()
+}
 
-@pytest.mark.parametrize("case", list(SWEEP_CASES))
-def test_sweep_config_is_checked_before_any_run(case, tmp_path, capsys):
-    spec, mentions = SWEEP_CASES[case]
-    path = tmp_path / "sweep.yaml"
+
+@pytest.mark.parametrize(("command", "case"), list(PLANNED), ids=[f"{c}-{k}" for c, k in PLANNED])
+def test_study_and_sweep_configs_are_checked_before_any_run(command, case, tmp_path, capsys):
+    spec, mentions = PLANNED[command, case]
+    path = tmp_path / f"{command}.yaml"
     path.write_text(yaml.safe_dump(spec))
-    expect_clean_failure(["sweep", str(path), "--out", str(tmp_path / "sw")], capsys, mentions=[str(path), *mentions])
-    assert not (tmp_path / "sw").exists()
+    expect_clean_failure([command, str(path), "--out", str(tmp_path / "out")], capsys,
+                         mentions=[str(path), *mentions])
+    assert not (tmp_path / "out").exists()
 
 
 MATRIX = {
