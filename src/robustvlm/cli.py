@@ -641,7 +641,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument(
         "--launcher",
         choices=["local", "multi-gpu", "slurm"],
-        help="overrides the config's launcher.kind: local (in process, one run after another), "
+        help="overrides the config's launcher.kind: local (this process, or a pool of CPU worker processes with launcher.workers), "
         "multi-gpu (one worker process per GPU), slurm (submitit)",
     )
     sw.add_argument(
