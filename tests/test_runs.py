@@ -92,15 +92,28 @@ def test_a_folder_whose_run_finished_nothing_is_free_again(tmp_path):
     """Issue 17.3: a run that failed validation or setup left its settings (and a prepared
     benchmark) behind; the corrected command is accepted with and without --resume."""
     run = tmp_path / "run"
-    claim_run_folder(run, TrainConfig(steps=5, lr=1.0), resume=False)
-    (run / "data").mkdir()
-    (run / "data" / "manifest.json").write_text("{}")  # prepared from the bad settings
+    claim_run_folder(run, {"data": {"benchmark": "tasks", "seed": 1}, "model": {"name": "tiny:idefics3"}}, resume=False)
+    for prepared in ("data", "base"):  # prepared from the failed run's settings
+        (run / prepared).mkdir()
+        (run / prepared / "x.json").write_text("{}")
     (run / "train_log.jsonl").write_text("")  # opened, nothing written
-    claim_run_folder(run, TrainConfig(steps=5), resume=False)
-    assert "lr: 3.0e-05" in (run / CONFIG_FILE).read_text()
-    assert not (run / "data").exists()  # prepared for other settings: rebuilt
-    claim_run_folder(run, TrainConfig(steps=7), resume=True)
-    assert "steps: 7" in (run / CONFIG_FILE).read_text()
+    claim_run_folder(run, {"data": {"benchmark": "tasks", "seed": 0}, "model": {"name": "tiny:idefics3"}}, resume=False)
+    assert "seed: 0" in (run / CONFIG_FILE).read_text()
+    assert not (run / "data").exists() and not (run / "base").exists()  # rebuilt for these settings
+    claim_run_folder(run, {"data": {"path": "mine"}, "model": {"name": "tiny:idefics3"}}, resume=True)
+    assert "path: mine" in (run / CONFIG_FILE).read_text()
+
+
+def test_folders_the_stored_settings_did_not_make_are_never_removed(tmp_path):
+    """A user's own data/ beside a failed run's settings: that run named no built-in benchmark
+    and no tiny model, so neither data/ nor base/ was its to remove."""
+    run = tmp_path / "run"
+    claim_run_folder(run, {"data": {"path": "data/mine.jsonl"}, "model": {"name": "org/vlm"}}, resume=False)
+    for mine in ("data", "base"):
+        (run / mine).mkdir()
+        (run / mine / "mine.jsonl").write_text("{}\n")
+    claim_run_folder(run, {"data": {"path": "data/other.jsonl"}, "model": {"name": "org/vlm"}}, resume=False)
+    assert (run / "data" / "mine.jsonl").is_file() and (run / "base" / "mine.jsonl").is_file()
 
 
 def test_paths_compare_resolved_on_resume(tmp_path, monkeypatch):

@@ -175,16 +175,26 @@ def claim_run_folder(
     """
     folder = Path(path)
     now = resolved_settings(settings)
-    reuse = _check_claim(folder, now, resume, may_differ)
+    _check_claim(folder, now, resume, may_differ)
     if write:
         folder.mkdir(parents=True, exist_ok=True)
         lock_run_folder(folder)
-        reuse = _check_claim(folder, now, resume, may_differ)  # another writer may have ended
-        if reuse:  # nothing finished: what an earlier attempt prepared may not fit these settings
-            for name in PREPARED:
-                shutil.rmtree(folder / name, ignore_errors=True)
+        if _check_claim(folder, now, resume, may_differ):  # checked again: a writer may have ended
+            _remove_prepared(folder)
         write_settings(now, folder / CONFIG_FILE)
     return folder
+
+
+def _remove_prepared(folder: Path) -> None:
+    """Remove what an earlier attempt that finished nothing prepared from its (other) settings: a
+    built-in benchmark (`data/`, when those settings named one) and a tiny base model (`base/`,
+    when they named a `tiny:` model). Folders the stored settings do not account for are the
+    user's and stay."""
+    saved = flatten_settings(yaml.safe_load((folder / CONFIG_FILE).read_text(encoding="utf-8")) or {})
+    if saved.get("data.benchmark") is not None:
+        shutil.rmtree(folder / "data", ignore_errors=True)
+    if str(saved.get("model.name", "")).startswith("tiny:"):
+        shutil.rmtree(folder / "base", ignore_errors=True)
 
 
 def _check_claim(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ from transformers import AutoModelForImageTextToText, AutoProcessor, PreTrainedM
 
 from robustvlm.errors import ConfigError
 from robustvlm.models.tiny import FAMILIES, build_tiny_vlm
+from robustvlm.runs import atomic_folder
 
 TINY_PREFIX = "tiny:"
 
@@ -62,9 +62,7 @@ def save_tiny_base(name: str, folder: Path, *, tiny_options: dict | None = None,
     returns `folder`."""
     if not folder.is_dir():
         model, processor = load_vlm(name, tiny_options=tiny_options, corpus=corpus)
-        tmp = folder.with_name(f".{folder.name}-tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        model.save_pretrained(tmp)
-        processor.save_pretrained(tmp)
-        tmp.rename(folder)
+        with atomic_folder(folder) as tmp:
+            model.save_pretrained(tmp)
+            processor.save_pretrained(tmp)
     return folder
