@@ -115,6 +115,7 @@ def _embed_eval(args: argparse.Namespace) -> int:
     result = embed_eval(
         models, args.out, benches=args.bench or (), retrieval=args.retrieval,
         retrieval_split=args.retrieval_split, resume=args.resume, batch_size=args.batch_size,
+        allow_outside_root=args.allow_outside_root,
     )
     for path in (result.results_csv, result.retrieval_csv):
         if path is not None:
@@ -597,6 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
     ee.add_argument("--out", required=True)
     ee.add_argument("--batch-size", type=int_at_least(1), default=16)
     ee.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
+    ee.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
     ee.set_defaults(func=_embed_eval)
 
     ev = sub.add_parser("eval", help="generate and score a model on a dataset")

@@ -1,7 +1,8 @@
 """Image paths that leave the data root (issue 17.13): a path in a data file resolves inside the
 data file's folder (or --image-root); anything else is a bad record naming the file and line,
 unless --allow-outside-root. Kinds of bad input covered: 4 (`../` path, absolute path, a symlink
-pointing out, an absolute path outside --image-root), across data check, eval and rm data check."""
+pointing out, an absolute path outside --image-root), across data check, eval, embed eval's
+retrieval records and rm data check."""
 
 from __future__ import annotations
 
@@ -77,3 +78,11 @@ def test_preference_pairs_are_held_to_the_same_root(layout, capsys):
     assert run_cli(["rm", "data", "check", str(path)]) == 1
     assert "leaves the data root" in "".join(capsys.readouterr())
     assert run_cli(["rm", "data", "check", str(path), "--allow-outside-root"]) == 0
+
+
+def test_embed_eval_retrieval_records_stay_inside_the_root_unless_allowed(layout, tmp_path, capsys):
+    records = _records(layout["data"], "../secret/outside.png")
+    argv = ["embed", "eval", "--model", "tiny:idefics3", "--family", "vlm2vec-vqa", "--retrieval", str(records)]
+    expect_clean_failure([*argv, "--out", str(tmp_path / "ee")], capsys,
+                         mentions=[f"{records}:2", "leaves the data root"])
+    assert not (tmp_path / "ee").exists()

@@ -52,14 +52,17 @@ def evaluate_retrieval(
     split: str = "test",
     resume: bool = False,
     batch_size: int = 16,
+    allow_outside_root: bool = False,
 ) -> Path:
-    """recall@1/5 of each (name, family) on the `split` records of `data`; returns retrieval.csv."""
+    """recall@1/5 of each (name, family) on the `split` records of `data` (read, and checked,
+    before the folder is claimed); returns retrieval.csv."""
+    loaded = load_examples(data, allow_outside_root=allow_outside_root, verbose=False)
+    examples = [ex for ex in loaded if ex.split == split]
+    if not examples:
+        raise ConfigError(f"{data}: no records in split {split!r} to retrieve")
     settings = {"data": str(data), "split": split, "models": [f"{n} ({f})" for n, f in models],
                 "batch_size": batch_size}
     out = claim_run_folder(out_dir, settings, resume=resume, may_differ=("models", "batch_size"))
-    examples = [ex for ex in load_examples(data, verbose=False) if ex.split == split]
-    if not examples:
-        raise ConfigError(f"{data}: no records in split {split!r} to retrieve")
     path = out / "retrieval.csv"
     rows = _read_rows(path) if resume else []
     done = {r["model"] for r in rows}
@@ -86,6 +89,7 @@ def embed_eval(
     retrieval_split: str = "test",
     resume: bool = False,
     batch_size: int = 16,
+    allow_outside_root: bool = False,
 ) -> EmbedEvalResult:
     """Score embedding models on multiple-choice benchmarks and/or a retrieval split.
 
@@ -95,6 +99,7 @@ def embed_eval(
         out_dir: results.csv and per-question JSONL (see `workflows.mc_eval`); retrieval/.
         benches: question files (`mc build`).
         retrieval: a dataset whose `retrieval_split` records are image-text pairs.
+        allow_outside_root: accept retrieval image paths outside the data file's folder.
     """
     if not benches and retrieval is None:
         raise ConfigError("embed eval needs --bench and/or --retrieval")
@@ -108,5 +113,6 @@ def embed_eval(
     retrieved = None
     if retrieval is not None:
         retrieved = evaluate_retrieval(specs, retrieval, Path(out_dir) / "retrieval", split=retrieval_split,
-                                       resume=resume, batch_size=batch_size)
+                                       resume=resume, batch_size=batch_size,
+                                       allow_outside_root=allow_outside_root)
     return EmbedEvalResult(results, retrieved)
