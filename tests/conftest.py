@@ -35,6 +35,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 torch.set_num_threads(1)
 
 
+@pytest.fixture(autouse=True)
+def response_cache_folder(tmp_path, monkeypatch) -> Path:
+    """Each test's own served-model response cache (`ROBUSTVLM_CACHE`): nothing is written to the
+    user's cache and no test sees another's answers."""
+    folder = tmp_path / "response_cache"
+    monkeypatch.setenv("ROBUSTVLM_CACHE", str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def domains_suite(tmp_path_factory) -> Path:
     """The built-in `domains` benchmark (seed 0, 3 images per class and domain): shapes/ and
@@ -55,14 +64,13 @@ def shapes_examples(domains_suite) -> list[Example]:
 
 
 @pytest.fixture(scope="session")
-def shapes_vlm(shapes_examples) -> tuple:
-    """(model, processor): "tiny:idefics3" through load_backend (eval mode), its tokenizer trained
-    on the task corpus of `shapes_examples` (as the icl and diagnosis workflows build it)."""
+def shapes_backend(shapes_examples) -> Backend:
+    """"tiny:idefics3" through load_backend (eval mode), its tokenizer trained on the task corpus
+    of `shapes_examples` (as the icl and diagnosis workflows build it)."""
     from robustvlm.models.backends import load_backend
     from robustvlm.workflows.icl import task_corpus
 
-    backend = load_backend("tiny:idefics3", corpus=task_corpus(shapes_examples))
-    return backend.model, backend.processor
+    return load_backend("tiny:idefics3", corpus=task_corpus(shapes_examples))
 
 
 @pytest.fixture(scope="session")

@@ -64,6 +64,35 @@ OUTSIDE_ROOT_HELP = (
 )
 
 
+def _add_served_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a served model (`--model openai:MODEL`), shared by every command that
+    generates from `--model`."""
+    group = parser.add_argument_group("served model (--model openai:MODEL, any OpenAI-compatible server)")
+    group.add_argument("--base-url", metavar="URL", help="the server's API root, e.g. http://localhost:8000/v1")
+    group.add_argument("--api-key-env", metavar="VAR",
+                       help="NAME of the environment variable that holds the API key (never the key itself)")
+    group.add_argument("--concurrency", type=int_at_least(1), default=8, metavar="N", help="requests in flight at once (8)")
+    group.add_argument("--request-timeout", type=float_above(0.0), default=60.0, metavar="S",
+                       help="seconds per request (60)")
+    group.add_argument("--max-retries", type=int_at_least(0), default=5, metavar="N",
+                       help="retries of a request on 429, 5xx and timeouts, with exponential backoff (5)")
+    group.add_argument("--no-cache", action="store_true",
+                       help="send every request (default: answers are reused from the response cache in "
+                       "$ROBUSTVLM_CACHE, else ~/.cache/robustvlm)")
+
+
+def _served(args: argparse.Namespace):
+    """The ServedConfig of the served-model options, or None without --base-url."""
+    from robustvlm.config import ServedConfig, validate_config
+
+    if args.base_url is None:
+        return None
+    return validate_config({
+        "base_url": args.base_url, "api_key_env": args.api_key_env, "max_concurrency": args.concurrency,
+        "timeout_s": args.request_timeout, "max_retries": args.max_retries, "cache": not args.no_cache,
+    }, "served-model options", ServedConfig)
+
+
 def _data_check(args: argparse.Namespace) -> int:
     from robustvlm.data.check import check_dataset
 
@@ -139,7 +168,7 @@ def _eval(args: argparse.Namespace) -> int:
         args.model, args.data, args.out, settings=settings, judge_file=args.judge,
         env_map=args.env_map, task_rules=args.task_rules, image_root=args.image_root,
         allow_outside_root=args.allow_outside_root,
-        resume=args.resume,
+        resume=args.resume, served=_served(args),
     )
     print(env_table(metrics, "chrf"))
     return 0
@@ -222,6 +251,7 @@ def _mc_eval(args: argparse.Namespace) -> int:
         resume=args.resume,
         batch_size=args.batch_size,
         normalize=not args.sum,
+        served=_served(args),
     )
     print(Path(csv_path).read_text())
     return 0
@@ -292,6 +322,7 @@ def _icl_eval(args: argparse.Namespace) -> int:
         seed=args.seed,
         batch_size=args.batch_size,
         resume=args.resume,
+        served=_served(args),
     )
     print(f"wrote {args.out}/icl_results.json and icl_results.md")
     return 0
@@ -309,6 +340,7 @@ def _diagnose(args: argparse.Namespace) -> int:
         n_per_domain=args.n_per_domain,
         seed=args.seed,
         resume=args.resume,
+        served=_served(args),
     )
     print((Path(args.out) / "diagnosis.md").read_text())
     return 0
@@ -602,7 +634,8 @@ def build_parser() -> argparse.ArgumentParser:
     ee.set_defaults(func=_embed_eval)
 
     ev = sub.add_parser("eval", help="generate and score a model on a dataset")
-    ev.add_argument("--model", required=True, help="model directory (e.g. RUN/final) or hub name")
+    ev.add_argument("--model", required=True,
+                    help="model directory (e.g. RUN/final), hub name, or openai:MODEL with --base-url")
     ev.add_argument("--data", required=True)
     ev.add_argument("--out", required=True)
     ev.add_argument("--resume", action="store_true", help=RESUME_HELP)
@@ -619,6 +652,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--task-rules", action="store_true")
     ev.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
     ev.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
+    _add_served_options(ev)
     ev.set_defaults(func=_eval)
 
     st = sub.add_parser("study", help="methods x seeds -> train -> evaluate -> Table-1 report (resumable)")
@@ -713,7 +747,8 @@ def build_parser() -> argparse.ArgumentParser:
     mb.set_defaults(func=_mc_build)
 
     me = mc_sub.add_parser("eval", help="score models on question files; results.csv with CIs")
-    me.add_argument("--model", action="append", required=True, help="repeat for several models")
+    me.add_argument("--model", action="append", required=True,
+                    help="repeat for several models; openai:MODEL is a served model (--base-url)")
     me.add_argument("--bench", action="append", required=True, help="questions JSONL; repeatable")
     me.add_argument("--out", required=True)
     me.add_argument(
@@ -732,6 +767,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     me.add_argument("--batch-size", type=int_at_least(1), default=8)
     me.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
+    _add_served_options(me)
     me.set_defaults(func=_mc_eval)
     ms = mc_sub.add_parser("stability", help="accuracy against the number of sampled questions")
     ms.add_argument("predictions", help="per-question JSONL written by mc eval")
@@ -772,7 +808,7 @@ def build_parser() -> argparse.ArgumentParser:
     icl = sub.add_parser("icl", help="zero-shot and in-context (k-shot) evaluation across domains")
     icl_sub = icl.add_subparsers(dest="icl_command", required=True)
     ie = icl_sub.add_parser("eval", help="k-shot accuracy per domain and demo policy")
-    ie.add_argument("--model", required=True)
+    ie.add_argument("--model", required=True, help="a model folder, hub name, or openai:MODEL with --base-url")
     ie.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/*.png")
     ie.add_argument("--out", required=True)
     ie.add_argument("--shots", default="0,1,2,4", help="comma-separated shot counts")
@@ -785,10 +821,11 @@ def build_parser() -> argparse.ArgumentParser:
     ie.add_argument("--seed", type=int_at_least(0), default=0)
     ie.add_argument("--batch-size", type=int_at_least(1), default=8, help="prompts per generation batch")
     ie.add_argument("--resume", action="store_true", help=RESUME_HELP)
+    _add_served_options(ie)
     ie.set_defaults(func=_icl_eval)
 
     dg = sub.add_parser("diagnose", help="is a failure visual, semantic or a mapping failure?")
-    dg.add_argument("--model", required=True)
+    dg.add_argument("--model", required=True, help="a model folder, hub name, or openai:MODEL with --base-url")
     dg.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/*.png")
     dg.add_argument("--out", required=True)
     dg.add_argument("--descriptions", help="YAML {class: description} (default: WordNet glosses)")
@@ -796,6 +833,7 @@ def build_parser() -> argparse.ArgumentParser:
     dg.add_argument("--n-per-domain", type=int_at_least(1), default=20)
     dg.add_argument("--seed", type=int_at_least(0), default=0)
     dg.add_argument("--resume", action="store_true", help=RESUME_HELP)
+    _add_served_options(dg)
     dg.set_defaults(func=_diagnose)
     _add_rm_parser(sub)
     return parser

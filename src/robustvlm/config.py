@@ -185,15 +185,11 @@ INLINE_SECRET_KEYS = {"api_key", "key", "token", "password", "secret", "authoriz
 SECRET_FIELDS = {"base_url", "api_key_env", *INLINE_SECRET_KEYS}  # values never echoed in errors
 
 
-class JudgeConfig(_Section):
-    """Where and how to ask the CEE judge model (`eval.judge`): an OpenAI-compatible endpoint."""
+class EndpointConfig(_Section):
+    """An OpenAI-compatible endpoint and how to send requests to it (shared by the CEE judge,
+    `rm sample --server` and served models): the key only through an environment variable."""
 
     base_url: str = Field(description="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
-    model: str = Field(
-        description="model name sent in each request, e.g. Qwen/Qwen2.5-32B-Instruct"
-    )
-    temperature: float = Field(0.0, ge=0.0)
-    max_tokens: int = Field(64, gt=0, description="reply length limit per verdict")
     api_key_env: str | None = Field(None, description="NAME of the env variable holding the key")
     timeout_s: float = Field(60.0, gt=0.0, description="seconds per HTTP request")
     max_concurrency: int = Field(8, ge=1, description="requests in flight at once")
@@ -229,6 +225,24 @@ class JudgeConfig(_Section):
                 "must be the NAME of an environment variable (letters, digits, _), not the key"
             )
         return name
+
+
+class JudgeConfig(EndpointConfig):
+    """Where and how to ask the CEE judge model (`eval.judge`): an OpenAI-compatible endpoint."""
+
+    model: str = Field(
+        description="model name sent in each request, e.g. Qwen/Qwen2.5-32B-Instruct"
+    )
+    temperature: float = Field(0.0, ge=0.0)
+    max_tokens: int = Field(64, gt=0, description="reply length limit per verdict")
+
+
+class ServedConfig(EndpointConfig):
+    """A model behind an OpenAI-compatible server (`--model openai:MODEL --base-url URL`):
+    greedy (temperature 0) chat completions, answers kept in the response cache unless `cache`
+    is false (`models.response_cache`)."""
+
+    cache: bool = Field(True, description="reuse answers from the response cache (ROBUSTVLM_CACHE)")
 
 
 class EvalConfig(_Section):

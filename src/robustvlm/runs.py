@@ -306,3 +306,19 @@ def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
     )
     tmp.replace(path)
+
+
+USAGE_FILE = "usage.json"
+
+
+def add_usage(folder: str | Path, counts: Mapping[str, int] | None) -> None:
+    """Add a served model's counts of this run (requests sent, cache hits, tokens) to the folder's
+    usage.json, which sums every run into the folder; None (a local model) writes nothing."""
+    if counts is None:
+        return
+    path = Path(folder) / USAGE_FILE
+    total = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    for key, value in counts.items():
+        total[key] = total.get(key, 0) + value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(total, indent=2, sort_keys=True), encoding="utf-8")

@@ -18,8 +18,8 @@ from robustvlm.models.loglik import option_logliks
 torch.set_num_threads(1)
 
 
-def test_option_logliks_match_unpadded_token_by_token(shapes_vlm):
-    model, processor = shapes_vlm
+def test_option_logliks_match_unpadded_token_by_token(shapes_backend):
+    model, processor = shapes_backend.model, shapes_backend.processor
     tok = processor.tokenizer
     messages = diagnose.semantic_question("a plane figure with four equal sides", ["circle", "square"])
     options = ["circle", "square", "hexagon", "a"]
@@ -34,10 +34,10 @@ def test_option_logliks_match_unpadded_token_by_token(shapes_vlm):
         assert value == pytest.approx(brute, abs=1e-4)
 
 
-def test_vision_features_match_one_by_one(shapes_vlm, shapes_examples):
-    model, processor = shapes_vlm
+def test_vision_features_match_one_by_one(shapes_backend, shapes_examples):
+    model, processor = shapes_backend.model, shapes_backend.processor
     examples = shapes_examples[:5]
-    batched = diagnose.vision_features(model, processor, examples, batch_size=4)
+    batched = diagnose.vision_features(shapes_backend, examples, batch_size=4)
     vision, connector = find_parts(model).vision, model.model.connector
     assert batched.shape == (5, model.config.text_config.hidden_size)
     for ex, row in zip(examples, batched):
@@ -48,16 +48,15 @@ def test_vision_features_match_one_by_one(shapes_vlm, shapes_examples):
         np.testing.assert_allclose(row, single.numpy(), atol=1e-5)
 
 
-def test_semantic_accuracy_records(shapes_vlm):
-    model, processor = shapes_vlm
+def test_semantic_accuracy_records(shapes_backend):
     descriptions = {"circle": "a round figure", "square": "four equal sides", "cross": "two bars"}
-    acc, records = diagnose.semantic_accuracy(model, processor, descriptions, n_orders=2, seed=1)
+    acc, records = diagnose.semantic_accuracy(shapes_backend, descriptions, n_orders=2, seed=1)
     assert len(records) == 6 and sorted({r["class"] for r in records}) == sorted(descriptions)
     for r in records:
         assert sorted(r["options"]) == sorted(descriptions)
         assert r["answer"] == r["options"][int(np.argmax(r["logliks"]))]
     assert acc == pytest.approx(np.mean([r["answer"] == r["class"] for r in records]))
-    again, _ = diagnose.semantic_accuracy(model, processor, descriptions, n_orders=2, seed=1)
+    again, _ = diagnose.semantic_accuracy(shapes_backend, descriptions, n_orders=2, seed=1)
     assert again == acc
 
 

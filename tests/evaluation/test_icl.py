@@ -12,6 +12,8 @@ import torch
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation import icl
 from robustvlm.evaluation.metrics.exact import normalize_answer
+from robustvlm.models.backends import VLMBackend
+from robustvlm.models.chat import check_multi_image
 
 torch.set_num_threads(1)
 
@@ -74,6 +76,7 @@ class _SpyProcessor:
     def __init__(self, processor, max_images=None):
         self.inner, self.max_images, self.calls = processor, max_images, []
         self.tokenizer, self.image_processor = processor.tokenizer, processor.image_processor
+        self.chat_template = processor.chat_template
 
     def apply_chat_template(self, *args, **kwargs):
         return self.inner.apply_chat_template(*args, **kwargs)
@@ -114,21 +117,19 @@ def test_prompt_has_k_plus_one_images_and_demo_answers(shapes_examples, tiny_vlm
             add_generation_prompt=True, tokenize=False).rstrip())
 
 
-def test_single_image_model_is_a_clear_error(shapes_examples, shapes_vlm):
-    model, processor = shapes_vlm
-    spy = _SpyProcessor(processor, max_images=1)
+def test_single_image_model_is_a_clear_error(shapes_examples, shapes_backend):
+    spy = VLMBackend("spy", "vlm", shapes_backend.model, _SpyProcessor(shapes_backend.processor, max_images=1))
     with pytest.raises(ConfigError, match="several images"):
-        icl.evaluate_icl(model, spy, shapes_examples, shots=(0, 1), policies=("random",), n_per_domain=1)
-    icl.check_multi_image(processor)  # the real tiny processor passes
+        icl.evaluate_icl(spy, shapes_examples, shots=(0, 1), policies=("random",), n_per_domain=1)
+    check_multi_image(shapes_backend.processor)  # the real tiny processor passes
 
 
-def test_evaluate_icl_is_deterministic_and_counts_right(shapes_examples, shapes_vlm):
-    model, processor = shapes_vlm
+def test_evaluate_icl_is_deterministic_and_counts_right(shapes_examples, shapes_backend):
     kwargs = dict(shots=(0, 2), policies=("random", "cross-domain"), n_per_domain=2, seed=1)
     preds_a, preds_b, preds_c = [], [], []
-    rows_a = icl.evaluate_icl(model, processor, shapes_examples, predictions=preds_a, **kwargs)
-    rows_b = icl.evaluate_icl(model, processor, shapes_examples, predictions=preds_b, **kwargs)
-    icl.evaluate_icl(model, processor, shapes_examples, predictions=preds_c, batch_size=3, **kwargs)
+    rows_a = icl.evaluate_icl(shapes_backend, shapes_examples, predictions=preds_a, **kwargs)
+    rows_b = icl.evaluate_icl(shapes_backend, shapes_examples, predictions=preds_b, **kwargs)
+    icl.evaluate_icl(shapes_backend, shapes_examples, predictions=preds_c, batch_size=3, **kwargs)
     assert rows_a == rows_b and preds_a == preds_b
     assert [p["demos"] for p in preds_a] == [p["demos"] for p in preds_c]  # demos ignore batching
     cells = {(r.shots, r.policy) for r in rows_a}
@@ -148,9 +149,8 @@ def test_evaluate_icl_is_deterministic_and_counts_right(shapes_examples, shapes_
         assert r.n == (8 if r.domain == "all" else 2)
 
 
-def test_bad_arguments(shapes_examples, shapes_vlm):
-    model, processor = shapes_vlm
+def test_bad_arguments(shapes_examples, shapes_backend):
     with pytest.raises(ConfigError, match="shots"):
-        icl.evaluate_icl(model, processor, shapes_examples, shots=(-1,))
+        icl.evaluate_icl(shapes_backend, shapes_examples, shots=(-1,))
     with pytest.raises(ConfigError, match="policies"):
-        icl.evaluate_icl(model, processor, shapes_examples, shots=(1,), policies=("nearest",))
+        icl.evaluate_icl(shapes_backend, shapes_examples, shots=(1,), policies=("nearest",))

@@ -47,7 +47,8 @@ def _question() -> MCQuestion:
 
 
 def test_registry_declares_known_capabilities():
-    assert list(BACKENDS) == ["vlm", "clip", "siglip", "reward", "vlm2vec-vqa", "vlm2vec-caption", "vlm2vec-mixed"]
+    assert list(BACKENDS) == ["vlm", "clip", "siglip", "reward", "vlm2vec-vqa", "vlm2vec-caption", "vlm2vec-mixed",
+                             "openai"]
     for spec in BACKENDS.values():
         assert spec.capabilities and spec.capabilities <= set(CAPABILITIES)
     assert BACKENDS["vlm"].capabilities == {"generate", "option_loglik", "image_embed"}

@@ -106,9 +106,8 @@ def test_continuation_is_letter_and_text():
     assert continuation(1, "red circle") == "B. red circle"
 
 
-def test_generate_answers_one_reply_per_question(tiny_vlm):
-    model, processor = tiny_vlm
-    replies = generate_answers(model, processor, [_question(), _question((200, 0, 0), qid="q2")], max_new_tokens=3)
+def test_generate_answers_one_reply_per_question(tiny_backends):
+    replies = generate_answers(tiny_backends("idefics3"), [_question(), _question((200, 0, 0), qid="q2")], max_new_tokens=3)
     assert len(replies) == 2 and all(isinstance(r, str) for r in replies)
 
 

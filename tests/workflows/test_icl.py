@@ -9,8 +9,7 @@ import pytest
 
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import ConfigError, DataError
-from robustvlm.evaluation import icl
-from robustvlm.models.generate import generate_batch
+from robustvlm.models.backends import VLMBackend
 from robustvlm.workflows import icl as icl_run
 
 
@@ -27,19 +26,23 @@ def test_run_icl_writes_results(tmp_path):
     assert len(lines) == 2 * 4  # two cells x four domains x one query
 
 
+_GENERATE_CHATS = VLMBackend.generate_chats  # unpatched
+
+
 class _Killed(Exception):
     """Stands in for a kill in the middle of a run."""
 
 
 def _counting_generate(monkeypatch, calls: list[int], kill_on_call: int | None = None):
-    """Patch icl.generate_batch to record the number of prompts of each call (and die on one)."""
-    def generate(model, processor, batch, **kwargs):
+    """Patch the local backend's generate_chats to record the number of prompts of each call (and
+    die on one)."""
+    def generate(self, prompts, **kwargs):
         if kill_on_call is not None and len(calls) + 1 == kill_on_call:
             raise _Killed
-        calls.append(int(batch["input_ids"].shape[0]))
-        return generate_batch(model, processor, batch, **kwargs)
+        calls.append(len(prompts))
+        return _GENERATE_CHATS(self, prompts, **kwargs)
 
-    monkeypatch.setattr(icl, "generate_batch", generate)
+    monkeypatch.setattr(VLMBackend, "generate_chats", generate)
 
 
 def test_killed_run_resumes_without_recomputing(tmp_path, monkeypatch):

@@ -75,13 +75,13 @@ def test_resume_scores_only_missing_questions(bench, tmp_path, monkeypatch):
     lines = jsonl.read_text().splitlines(keepends=True)
     jsonl.write_text("".join(lines[:2]) + lines[2][:25])  # two rows kept, a torn third
     scored = []
-    original = scoring.score_options
+    original = scoring.question_logliks
 
-    def counting(model, processor, question):
+    def counting(backend, question):
         scored.append(question.id)
-        return original(model, processor, question)
+        return original(backend, question)
 
-    monkeypatch.setattr(scoring, "score_options", counting)
+    monkeypatch.setattr(scoring, "question_logliks", counting)
     again = _csv(ev.evaluate_models(["tiny:idefics3"], [bench], out, resume=True))
     assert scored == [f"img{i}" for i in range(2, 6)]
     assert again == first
@@ -126,7 +126,7 @@ def test_circular_counts_a_question_only_if_all_rotations_are_right(bench, tmp_p
 
 def test_generation_counts_unparsed_replies(bench, tmp_path, monkeypatch):
     replies = iter(["B", "no idea", "Answer: (C)", "cat", "zzz", "A. dog"])
-    monkeypatch.setattr(scoring, "generate_answers", lambda m, p, qs: [next(replies) for _ in qs])
+    monkeypatch.setattr(scoring, "generate_answers", lambda backend, qs: [next(replies) for _ in qs])
     out = tmp_path / "out"
     row = _csv(ev.evaluate_models(["tiny:idefics3"], [bench], out, method="generate", batch_size=4))[0]
     scored = _jsonl(out / "tiny_idefics3" / "shapes.jsonl")

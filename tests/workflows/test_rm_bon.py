@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from stub_judge_server import StubJudgeServer
+from stub_openai_server import StubOpenAIServer
 
 from robustvlm.cli import main
 from robustvlm.config import JudgeConfig
@@ -34,13 +34,10 @@ def reward_folder(tmp_path_factory, tiny_vlms):
     return folder
 
 
-class PolicyServer(StubJudgeServer):
-    """Answers a chat request with `n` numbered candidates; records the request bodies."""
-
-    bodies: list
+class PolicyServer(StubOpenAIServer):
+    """Answers a chat request with `n` numbered candidates (the stub records the request bodies)."""
 
     def choices_for(self, body: dict) -> list[str]:
-        self.bodies = [*getattr(self, "bodies", []), body]
         return [f"There are {i} shapes." for i in range(body.get("n", 1))]
 
 

@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 from robustvlm.config import validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError
-from robustvlm.evaluation import generation
+from robustvlm.models.backends import VLMBackend
 from robustvlm.workflows.evaluate import evaluate
 from robustvlm.workflows.train import train
 
@@ -95,13 +95,13 @@ def test_evaluate_writes_metrics_and_resumes(uninterrupted, tmp_path, monkeypatc
     lines = (out / "predictions.jsonl").read_text().splitlines()
     (out / "predictions.jsonl").write_text("\n".join(lines[:10]) + '\n{"id": "tor')
     generated = []
-    real = generation.generate_batch
+    real = VLMBackend.generate_chats
 
-    def counting(model, processor, batch, **kw):
-        generated.extend(batch["ids"])
-        return real(model, processor, batch, **kw)
+    def counting(self, prompts, **kw):
+        generated.extend(p.record for p in prompts)
+        return real(self, prompts, **kw)
 
-    monkeypatch.setattr(generation, "generate_batch", counting)
+    monkeypatch.setattr(VLMBackend, "generate_chats", counting)
     again = evaluate(result.final_dir, examples, out, cfg=cfg.eval, resume=True, progress=False)
     assert len(generated) == 6
     assert again == metrics

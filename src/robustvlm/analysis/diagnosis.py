@@ -11,6 +11,8 @@ Pure functions on numbers and arrays. Three measurements per domain (accuracies 
 Each accuracy is turned into a chance-corrected skill, (acc - 1/C) / (1 - 1/C) for C classes
 (0 = chance, 1 = perfect), and the verdict names the first stage of the pipeline whose skill
 falls below its threshold: `visual`, then `semantic`, then `mapping`; `none` when all pass.
+A stage measured as None (a served model has no vision tower to probe; a server that returns no
+prompt log-probabilities cannot score the semantic question) has no skill and is never a gap.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 from robustvlm.errors import DataError
 
 VERDICTS = ("visual", "semantic", "mapping", "none")
+OPTIONAL_STAGES = ("probe_acc", "semantic_acc")  # None: that stage was not measured
 
 
 def skill(accuracy: float, n_classes: int) -> float:
@@ -42,8 +45,9 @@ def diagnose_table(
     """Attach the dominant gap to each domain row.
 
     Args:
-        rows: one mapping per domain with `domain`, `n_classes`, `probe_acc`, `semantic_acc`,
-            `zero_shot_acc` and optionally `icl_acc` (None or missing: not measured).
+        rows: one mapping per domain with `domain`, `n_classes`, `probe_acc`, `semantic_acc`
+            (None: not measured), `zero_shot_acc` and optionally `icl_acc` (None or missing:
+            not measured).
         visual_min_skill: the probe's skill below this -> `visual` (features lack the class).
         semantic_min_skill: the text-only matching skill below this -> `semantic`.
         mapping_min_skill: the skill of the better of zero-shot and ICL accuracy below this ->
@@ -51,25 +55,27 @@ def diagnose_table(
 
     Returns:
         copies of the rows with `probe_skill`, `semantic_skill`, `mapping_skill`, `icl_gain`
-        (icl_acc - zero_shot_acc, or None), `gaps` (every failing stage, pipeline order) and
+        (icl_acc - zero_shot_acc, or None), skills None for stages not measured, `gaps` (every
+        failing measured stage, pipeline order) and
         `verdict` (the first failing stage, or "none").
     """
     out = []
     for i, row in enumerate(rows):
         missing = [k for k in ("domain", "n_classes", "probe_acc", "semantic_acc", "zero_shot_acc")
-                   if row.get(k) is None]
+                   if k not in row or (row[k] is None and k not in OPTIONAL_STAGES)]
         if missing:
             raise DataError(f"diagnosis row {i} ({row.get('domain')!r}) lacks {', '.join(missing)}")
         c = int(row["n_classes"])
         icl = row.get("icl_acc")
         task_acc = max(row["zero_shot_acc"], icl) if icl is not None else row["zero_shot_acc"]
         skills = {
-            "visual": skill(row["probe_acc"], c),
-            "semantic": skill(row["semantic_acc"], c),
+            "visual": skill(row["probe_acc"], c) if row["probe_acc"] is not None else None,
+            "semantic": skill(row["semantic_acc"], c) if row["semantic_acc"] is not None else None,
             "mapping": skill(task_acc, c),
         }
         limits = {"visual": visual_min_skill, "semantic": semantic_min_skill, "mapping": mapping_min_skill}
-        gaps = [stage for stage in ("visual", "semantic", "mapping") if skills[stage] < limits[stage]]
+        gaps = [stage for stage in ("visual", "semantic", "mapping")
+                if skills[stage] is not None and skills[stage] < limits[stage]]
         out.append({
             **row,
             "probe_skill": skills["visual"],

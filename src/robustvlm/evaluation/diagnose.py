@@ -7,17 +7,20 @@
               summed log-likelihood of each class name as the answer
               (`models.loglik.option_logliks`, text-only prompt)
     mapping   zero-shot and k-shot accuracy from `evaluation.icl.evaluate_icl`
+
+A model that cannot take a measurement gets None for it, never a guess: a served model has no
+vision tower to probe, and its semantic questions need a server that returns prompt
+log-probabilities (`models.served`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-import torch
 
 from robustvlm.analysis.diagnosis import linear_probe_accuracy
 from robustvlm.analysis.icl import IclCell
@@ -25,19 +28,20 @@ from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
 from robustvlm.evaluation.icl import ZERO_SHOT, evaluate_icl
-from robustvlm.models.loglik import option_logliks
-from robustvlm.models.vision import VisionTowerEmbedder
+from robustvlm.models.backends import Backend
+from robustvlm.models.served import LoglikUnavailable
+
+logger = logging.getLogger(__name__)
 
 
-def vision_features(
-    model: torch.nn.Module, processor: Any, examples: Sequence[Example], *, batch_size: int = 16
-) -> np.ndarray:
+def vision_features(backend: Backend, examples: Sequence[Example], *, batch_size: int = 16) -> np.ndarray:
     """The image features the language model receives (vision tower + connector, mean-pooled
     over tokens and crops, not normalised: `models.vision`), one row per example: [N, D]."""
-    embed = VisionTowerEmbedder(model, processor, batch_size=batch_size, normalize=False)
     chunks = [examples[start : start + batch_size] for start in range(0, len(examples), batch_size)]
     return np.concatenate([
-        embed([load_image(ex.image, source=ex.source, record=ex.id) for ex in chunk]) for chunk in chunks
+        backend.embed_images([load_image(ex.image, source=ex.source, record=ex.id) for ex in chunk],
+                             batch_size=batch_size, normalize=False)
+        for chunk in chunks
     ])
 
 
@@ -72,8 +76,7 @@ def semantic_question(description: str, options: Sequence[str]) -> list[dict]:
 
 
 def semantic_accuracy(
-    model: torch.nn.Module,
-    processor: Any,
+    backend: Backend,
     descriptions: Mapping[str, str],
     *,
     n_orders: int = 2,
@@ -90,7 +93,7 @@ def semantic_accuracy(
     for name in names:
         for _ in range(n_orders):
             options = [names[i] for i in rng.permutation(len(names))]
-            scores = option_logliks(model, processor, semantic_question(descriptions[name], options), options).sum
+            scores = backend.option_logliks(semantic_question(descriptions[name], options), options).sum
             records.append({"class": name, "options": options, "answer": options[int(np.argmax(scores))],
                             "logliks": scores})
     return float(np.mean([r["answer"] == r["class"] for r in records])), records
@@ -113,9 +116,19 @@ class DomainMeasurements:
     semantic_records: list[dict]
 
 
+def _semantic_or_none(backend: Backend, descriptions: Mapping[str, str], seed: int) -> tuple[float | None, list[dict]]:
+    """`semantic_accuracy`, or (None, []) when the model cannot score options (module doc)."""
+    if not backend.supports("option_loglik"):
+        return None, []
+    try:
+        return semantic_accuracy(backend, descriptions, seed=seed)
+    except LoglikUnavailable as exc:
+        logger.warning("semantic stage not measured: %s", exc)
+        return None, []
+
+
 def measure_domains(
-    model: torch.nn.Module,
-    processor: Any,
+    backend: Backend,
     examples: Sequence[Example],
     *,
     descriptions: Mapping[str, str] | None = None,
@@ -129,7 +142,7 @@ def measure_domains(
     by_domain: dict[str, list[Example]] = defaultdict(list)
     for ex in examples:
         by_domain[ex.env].append(ex)
-    icl_cells = evaluate_icl(model, processor, examples, shots=sorted({0, shots}), policies=(icl_policy,),
+    icl_cells = evaluate_icl(backend, examples, shots=sorted({0, shots}), policies=(icl_policy,),
                              n_per_domain=n_per_domain, seed=seed)
     accuracy = {(c.policy, c.domain): c.accuracy for c in icl_cells}
     semantic: dict[tuple[str, ...], tuple[float, list[dict]]] = {}
@@ -138,16 +151,16 @@ def measure_domains(
         group = by_domain[domain]
         classes = tuple(sorted({ex.target for ex in group}))
         if classes not in semantic:
-            semantic[classes] = semantic_accuracy(
-                model, processor, class_descriptions(classes, descriptions), seed=seed
-            )
-        features = vision_features(model, processor, group)
+            semantic[classes] = _semantic_or_none(backend, class_descriptions(classes, descriptions), seed)
+        probe = None
+        if backend.supports("image_embed"):
+            probe = linear_probe_accuracy(vision_features(backend, group), [ex.target for ex in group],
+                                          test_fraction=probe_test_fraction, seed=seed)
         rows.append({
             "domain": domain,
             "n_classes": len(classes),
             "n_images": len(group),
-            "probe_acc": linear_probe_accuracy(features, [ex.target for ex in group],
-                                               test_fraction=probe_test_fraction, seed=seed),
+            "probe_acc": probe,
             "semantic_acc": semantic[classes][0],
             "zero_shot_acc": accuracy[(ZERO_SHOT, domain)],
             "icl_acc": accuracy[(icl_policy, domain)] if shots else None,

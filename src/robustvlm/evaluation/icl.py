@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
-from PIL import Image
 from tqdm.auto import tqdm
 
 from robustvlm.analysis.icl import IclCell, accuracy_cells, icl_summary
@@ -34,11 +32,13 @@ from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation.metrics.exact import normalize_answer
-from robustvlm.models.generate import generate_batch
+from robustvlm.models.backends import Backend
+from robustvlm.models.chat import ChatPrompt, encode_chats
 
 POLICIES = ("random", "same-domain", "cross-domain", "label-shift", "spurious")
 ZERO_SHOT = "zero-shot"  # the policy name of 0-shot rows (no demos, so no policy applies)
 RecordKey = tuple[int, str, str]  # (shots, policy, query id): one per-query record
+REPETITION_PENALTY = 1.15  # greedy decoding as in evaluation (the papers' setting)
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,21 @@ def build_messages(query: Example, demos: Sequence[Example], class_names: Sequen
     return messages
 
 
+def chat_prompts(
+    items: Sequence[tuple[Example, Sequence[Example]]],
+    class_names: Sequence[str],
+    *,
+    image_loader: Callable[..., Any] = load_image,
+) -> list[ChatPrompt]:
+    """One chat prompt per (query, demos) pair: len(demos) + 1 images, the query's last."""
+    return [
+        ChatPrompt(build_messages(query, demos, class_names),
+                   [image_loader(ex.image, source=ex.source, record=ex.id) for ex in [*demos, query]],
+                   record=query.id)
+        for query, demos in items
+    ]
+
+
 def encode_prompts(
     processor: Any,
     items: Sequence[tuple[Example, Sequence[Example]]],
@@ -126,42 +141,8 @@ def encode_prompts(
     *,
     image_loader: Callable[..., Any] = load_image,
 ) -> dict[str, Any]:
-    """Left-padded generation batch for (query, demos) pairs; row i gets len(demos_i) + 1 images."""
-    texts, images = [], []
-    for query, demos in items:
-        messages = build_messages(query, demos, class_names)
-        texts.append(processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False))
-        images.append([image_loader(ex.image, source=ex.source, record=ex.id) for ex in [*demos, query]])
-    return processor(text=texts, images=images, padding=True, padding_side="left", return_tensors="pt")
-
-
-def check_multi_image(processor: Any) -> None:
-    """Raise ConfigError unless the processor expands two images in one prompt into two images.
-
-    Compares prompt lengths with 0, 1 and 2 image entries: each image must add the same
-    positive number of tokens.
-    """
-    blank = Image.new("RGB", (32, 32))
-    lengths = []
-    for n in range(3):
-        content = [{"type": "image"}] * n + [{"type": "text", "text": "x"}]
-        text = processor.apply_chat_template(
-            [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
-        )
-        try:
-            enc = processor(text=[text], images=[[blank] * n] if n else None, return_tensors="pt")
-        except (ValueError, TypeError, RuntimeError) as exc:
-            raise ConfigError(
-                f"{type(processor).__name__} cannot take {n} images in one prompt ({exc}); "
-                "in-context evaluation needs a model that accepts several images"
-            ) from exc
-        lengths.append(enc["input_ids"].shape[1])
-    per_image = lengths[1] - lengths[0]
-    if per_image <= 0 or lengths[2] - lengths[1] != per_image:
-        raise ConfigError(
-            f"{type(processor).__name__} does not expand several images in one prompt (prompt "
-            f"lengths with 0/1/2 images: {lengths}); in-context evaluation needs a multi-image model"
-        )
+    """Left-padded generation batch for (query, demos) pairs, as a local model receives them."""
+    return encode_chats(processor, chat_prompts(items, class_names, image_loader=image_loader))
 
 
 def sample_queries(examples: Sequence[Example], n_per_domain: int, seed: int) -> list[Example]:
@@ -181,8 +162,7 @@ def sample_queries(examples: Sequence[Example], n_per_domain: int, seed: int) ->
 
 
 def evaluate_icl(
-    model: torch.nn.Module,
-    processor: Any,
+    backend: Backend,
     examples: Sequence[Example],
     *,
     shots: Sequence[int] = (0, 1, 2, 4),
@@ -215,7 +195,7 @@ def evaluate_icl(
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
     if any(k > 0 for k in shots):
-        check_multi_image(processor)
+        backend.check_multi_image()
     finished = finished or {}
     class_names = sorted({ex.target for ex in examples})
     queries = sample_queries(examples, n_per_domain, seed)
@@ -227,7 +207,6 @@ def evaluate_icl(
     n_done = sum((k, p, q.id) in finished for k, p in settings for q in queries)
     bar = tqdm(total=len(settings) * len(queries), initial=n_done, disable=not progress, desc="icl", unit="query")
     cells: list[IclCell] = []
-    model.eval()
     for k, policy in settings:
         items = [
             (q, select_demos(q, pool, k, policy, plan, _demo_rng(seed, policy, k, i)) if k else [])
@@ -237,8 +216,8 @@ def evaluate_icl(
         new: dict[RecordKey, dict] = {}
         for start in range(0, len(pending), batch_size):
             chunk = pending[start : start + batch_size]
-            batch = encode_prompts(processor, chunk, class_names)
-            answers = generate_batch(model, processor, batch, max_new_tokens=max_new_tokens)
+            answers = backend.generate_chats(chat_prompts(chunk, class_names), max_new_tokens=max_new_tokens,
+                                             repetition_penalty=REPETITION_PENALTY)
             records = [_record(k, policy, q, demos, a) for (q, demos), a in zip(chunk, answers)]
             if on_records is not None:
                 on_records(records)

@@ -14,10 +14,12 @@ it differently).
 | `siglip` | SigLIP dual encoders                                 | image_embed, text_embed                 |
 | `reward` | reward models (a VLM + scalar head, `models.reward`) | reward |
 | `vlm2vec-vqa`, `vlm2vec-caption`, `vlm2vec-mixed` | a VLM as an embedding model (VLM2Vec), trained on VQA pairs, caption pairs or both | image_embed, text_embed |
+| `openai` | a model behind an OpenAI-compatible server, "openai:MODEL" (`models.served`) | generate, option_loglik (where the server returns prompt log-probabilities) |
 
 A folder holding a family's marker file (a reward model's `reward_head.safetensors`) is that
 family; a folder written by `robustvlm embed train` names its family in its `embedding.json`.
-The operations (`Backend.generate`, `option_logliks`, `embed_images`, `embed_queries`,
+A served model ("openai:MODEL") needs the server's settings (`ServedConfig`: --base-url, ...).
+The operations (`Backend.generate`, `generate_chats`, `option_logliks`, `embed_images`, `embed_queries`,
 `embed_texts`, `rewards`) call the model operations of `models.generate`, `models.loglik`,
 `models.vision`, `models.text_encoder`, `models.embedding` and `models.reward`; asking a backend
 for one its family does not declare is a ConfigError naming the model, its family and what it
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +40,9 @@ import torch
 from PIL import Image
 from transformers import AutoConfig, AutoModel, AutoProcessor
 
+from robustvlm.config import ServedConfig
 from robustvlm.errors import ConfigError
+from robustvlm.models.chat import ChatPrompt, check_multi_image, encode_chats
 from robustvlm.models.embedding import FAMILIES as EMBEDDING_FAMILIES
 from robustvlm.models.embedding import Embedder, EmbeddingSpec
 from robustvlm.models.generate import generate_batch
@@ -51,6 +55,7 @@ from robustvlm.models.reward import (
     candidate_rewards,
     load_reward_model,
 )
+from robustvlm.models.served import SERVED_PREFIX, ServedModel
 from robustvlm.models.text_encoder import tower_text_embeddings
 from robustvlm.models.tiny_clip import build_tiny_dual_encoder
 from robustvlm.models.vision import VisionTowerEmbedder
@@ -110,6 +115,23 @@ class Backend(ABC):
         (`models.generate.generate_batch`: max_new_tokens, repetition_penalty)."""
         self.require("generate")
         return generate_batch(self.model, self.processor, batch, **options)
+
+    def generate_chats(
+        self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int, repetition_penalty: float
+    ) -> list[str]:
+        """Greedy replies to chat prompts, one per prompt, in order (one left-padded batch)."""
+        self.require("generate")
+        return generate_batch(self.model, self.processor, encode_chats(self.processor, prompts),
+                              max_new_tokens=max_new_tokens, repetition_penalty=repetition_penalty)
+
+    def check_multi_image(self) -> None:
+        """ConfigError unless the model takes several images in one prompt."""
+        check_multi_image(self.processor)
+
+    @property
+    def usage(self) -> Mapping[str, int] | None:
+        """The live counts of a served model's requests, cache hits and tokens (None: a local model)."""
+        return None
 
     def option_logliks(self, messages: list[dict], continuations: Sequence[str], **options: Any) -> OptionScores:
         """Log-likelihoods (nats) of K continuations of a chat prompt
@@ -222,6 +244,48 @@ class EmbeddingBackend(Backend):
         return self._embedder(options).texts(texts)
 
 
+class ServedBackend(Backend):
+    """A model behind an OpenAI-compatible server (`models.served.ServedModel`): no weights here.
+    A served model decodes at temperature 0 with the server's own sampling defaults otherwise
+    (`repetition_penalty` is a local-model setting; it is not sent)."""
+
+    def __init__(self, name: str, family: str, served: ServedModel):
+        self.name, self.family, self.served = name, family, served
+        self.model = self.processor = None
+
+    @classmethod
+    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
+        raise ConfigError(f"model '{name}' is served: give its server's address (--base-url URL)")
+
+    @classmethod
+    def connect(cls, name: str, family: str, config: ServedConfig) -> ServedBackend:
+        """The backend of "openai:MODEL" at the server `config` names."""
+        return cls(name, family, ServedModel(name, config))
+
+    def generate_chats(
+        self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int, repetition_penalty: float
+    ) -> list[str]:
+        """Greedy replies from the server, one per prompt (see the class docstring)."""
+        return self.served.generate(prompts, max_new_tokens=max_new_tokens)
+
+    def check_multi_image(self) -> None:
+        """A chat-completions request may hold several images; a server that refuses them fails
+        the request with its own message."""
+
+    @property
+    def usage(self) -> Mapping[str, int] | None:
+        return self.served.usage
+
+    def option_logliks(self, messages: list[dict], continuations: Sequence[str], **options: Any) -> OptionScores:
+        """Log-likelihoods from the server's prompt log-probabilities (`ServedModel.option_logliks`:
+        images, record; `shared_prefix` is the server's business: its prefix cache)."""
+        options.pop("shared_prefix", None)
+        return self.served.option_logliks(messages, continuations, **options)
+
+    def generate(self, batch: dict[str, Any], **options: Any) -> list[str]:
+        raise ConfigError(f"model '{self.name}' is served: it answers chat prompts, not token batches")
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """A family of the registry.
@@ -249,14 +313,18 @@ BACKENDS: dict[str, BackendSpec] = {
         family: BackendSpec(EmbeddingBackend, frozenset({"image_embed", "text_embed"}))
         for family in EMBEDDING_FAMILIES.values()
     },
+    "openai": BackendSpec(ServedBackend, frozenset({"generate", "option_loglik"})),
 }
+SERVED_FAMILY = "openai"
 
 
 def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
     """The family of a model: the one whose marker file its folder holds (a reward model), or
     the one its folder's `embedding.json` names (a model from `robustvlm embed train`), else the
     one whose `model_types` prefixes its config's `model_type` (for "tiny:<kind>", the kind:
-    "tiny:clip" is a CLIP), else DEFAULT_FAMILY."""
+    "tiny:clip" is a CLIP), else DEFAULT_FAMILY; "openai:MODEL" is a served model."""
+    if name.startswith(SERVED_PREFIX):
+        return SERVED_FAMILY
     for family, spec in BACKENDS.items():
         if spec.marker and (Path(name) / spec.marker).is_file():
             return family
@@ -277,8 +345,34 @@ def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
     return DEFAULT_FAMILY
 
 
+def generative_family(name: str) -> str:
+    """The family of a model that generates: a served one for "openai:MODEL", else DEFAULT_FAMILY
+    (no config is read)."""
+    return SERVED_FAMILY if name.startswith(SERVED_PREFIX) else DEFAULT_FAMILY
+
+
+SERVER_MAY_DIFFER = "server.base_url"
+
+
+def served_settings(names: str | Sequence[str], served: ServedConfig | None) -> dict[str, Any]:
+    """What a run folder records of the server: {"server": {"base_url": ...}} when one of `names`
+    is a served model, else {} (no key, no request policy). The model name is what identifies a
+    served model: a resumed run may reach it at another address (SERVER_MAY_DIFFER).
+
+    Raises ConfigError, before any folder is claimed, for a served model without a server and for
+    a server given to no served model."""
+    names = [names] if isinstance(names, str) else list(names)
+    is_served = [n for n in names if n.startswith(SERVED_PREFIX)]
+    if is_served and served is None:
+        raise ConfigError(f"model '{is_served[0]}' is served: give its server's address (--base-url URL)")
+    if served is not None and not is_served:
+        raise ConfigError(f"--base-url is for a served model ({SERVED_PREFIX}MODEL); no --model names one")
+    return {"server": {"base_url": served.base_url}} if served is not None else {}
+
+
 def load_backend(
-    name: str, family: str | None = None, *, corpus: list[str] | None = None, trust_remote_code: bool = False
+    name: str, family: str | None = None, *, corpus: list[str] | None = None, trust_remote_code: bool = False,
+    served: ServedConfig | None = None,
 ) -> Backend:
     """Load a model and its processor as a Backend.
 
@@ -288,10 +382,13 @@ def load_backend(
         family: a key of BACKENDS; None infers it (`infer_family`).
         corpus: tokenizer training text for "tiny:" models (ignored for others).
         trust_remote_code: passed to transformers only when True.
+        served: the server of a served model ("openai:MODEL"); needed for one, unused by others.
 
     Raises ConfigError for an unknown family or a model that cannot be loaded.
     """
     family = family or infer_family(name, trust_remote_code=trust_remote_code)
     if family not in BACKENDS:
         raise ConfigError(f"model '{name}': family must be one of {list(BACKENDS)}, got '{family}'")
+    if family == SERVED_FAMILY and served is not None:
+        return ServedBackend.connect(name, family, served)
     return BACKENDS[family].backend.load(name, family, corpus=corpus, trust_remote_code=trust_remote_code)

@@ -10,7 +10,10 @@ harness way, with the same numbers up to float rounding. A model fine-tuned to b
 way must learn to reply with this very continuation: tiny models trained to reply with the bare
 class name scored at chance even on their training images.
 
-Generation. Greedy decoding, then `extract_choice` maps the reply to an option index or None
+`question_logliks` asks any backend for the same scores (a served model through its server's
+prompt log-probabilities).
+
+Generation. Greedy decoding (local or served, `generate_answers`), then `extract_choice` maps the reply to an option index or None
 (unparsed: counted and reported by the runner, never scored as a guess).
 """
 
@@ -23,10 +26,9 @@ from typing import Any
 import torch
 from PIL import Image
 
-from robustvlm.data.collate import VLMCollator
 from robustvlm.data.images import load_image
-from robustvlm.data.records import Example
-from robustvlm.models.generate import generate_batch
+from robustvlm.models.backends import Backend
+from robustvlm.models.chat import ChatPrompt
 from robustvlm.models.loglik import OptionScores, continuation_ids, encode_prompt, option_logliks
 from robustvlm.multiple_choice.build import MCQuestion
 from robustvlm.multiple_choice.prompts import (
@@ -70,6 +72,14 @@ def option_token_ids(processor: Any, options: Sequence[str]) -> list[list[int]]:
     return continuation_ids(processor, option_continuations(options))
 
 
+def question_logliks(backend: Backend, question: MCQuestion) -> OptionScores:
+    """Log-likelihoods of the question's K option continuations from any backend that scores
+    options (a local model as `score_options` does, or a served one)."""
+    messages, images = question_prompt(question)
+    return backend.option_logliks(messages, option_continuations(question.options), images=images,
+                                  record=f"question {question.id!r}")
+
+
 def score_options(
     model: torch.nn.Module, processor: Any, question: MCQuestion, *, shared_prefix: bool = True
 ) -> OptionScores:
@@ -111,17 +121,8 @@ def extract_choice(reply: str, options: Sequence[str]) -> int | None:
     return found[0] if len(found) == 1 else None
 
 
-def generate_answers(
-    model: torch.nn.Module,
-    processor: Any,
-    questions: Sequence[MCQuestion],
-    *,
-    max_new_tokens: int = 16,
-) -> list[str]:
-    """Greedy replies (no repetition penalty) to a batch of questions, in order."""
-    examples = [
-        Example(id=q.id, image=q.image, instruction=vlm_prompt_text(q), target="", env=q.source, source=q.source)
-        for q in questions
-    ]
-    batch = VLMCollator(processor, {}, train=False)(examples)
-    return generate_batch(model, processor, batch, max_new_tokens=max_new_tokens, repetition_penalty=1.0)
+def generate_answers(backend: Backend, questions: Sequence[MCQuestion], *, max_new_tokens: int = 16) -> list[str]:
+    """Greedy replies (no repetition penalty) to a batch of questions, in order, from a local or
+    served model."""
+    prompts = [ChatPrompt(*question_prompt(q), record=q.id) for q in questions]
+    return backend.generate_chats(prompts, max_new_tokens=max_new_tokens, repetition_penalty=1.0)

@@ -18,7 +18,7 @@ from typing import Any
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.models.backends import BACKENDS, Backend
 from robustvlm.multiple_choice.build import MCQuestion, read_questions, rotations
-from robustvlm.multiple_choice.score import extract_choice, generate_answers, score_options
+from robustvlm.multiple_choice.score import extract_choice, generate_answers, question_logliks
 from robustvlm.multiple_choice.similarity import SimilarityScorer
 
 METHODS = ("loglik", "generate")
@@ -38,7 +38,7 @@ def _by_similarity(backend: Backend, normalize: bool) -> Scorer:
 
 def _by_generation(backend: Backend, normalize: bool) -> Scorer:
     def score(questions: list[MCQuestion]) -> list[dict[str, Any]]:
-        replies = generate_answers(backend.model, backend.processor, questions)
+        replies = generate_answers(backend, questions)
         return [{"prediction": extract_choice(r, q.options), "scores": None, "response": r}
                 for q, r in zip(questions, replies)]
 
@@ -49,7 +49,7 @@ def _by_loglik(backend: Backend, normalize: bool) -> Scorer:
     def score(questions: list[MCQuestion]) -> list[dict[str, Any]]:
         rows = []
         for q in questions:
-            scores = score_options(backend.model, backend.processor, q)
+            scores = question_logliks(backend, q)
             rows.append({"prediction": scores.prediction(normalize),
                          "scores": scores.mean if normalize else scores.sum, "n_tokens": scores.n_tokens})
         return rows

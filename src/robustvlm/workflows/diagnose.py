@@ -15,11 +15,11 @@ from typing import Any
 
 from robustvlm.analysis.diagnosis import diagnose_table
 from robustvlm.analysis.icl import IclCell
-from robustvlm.config import read_yaml_mapping
+from robustvlm.config import ServedConfig, read_yaml_mapping
 from robustvlm.evaluation.diagnose import measure_domains
-from robustvlm.models.backends import load_backend
+from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings
 from robustvlm.report.icl import diagnosis_markdown
-from robustvlm.runs import claim_run_folder
+from robustvlm.runs import add_usage, claim_run_folder
 from robustvlm.workflows.icl import load_domains, task_corpus
 
 RESULT_FILE = "diagnosis.json"
@@ -67,29 +67,35 @@ def run_diagnosis(
     semantic_min_skill: float = 0.5,
     mapping_min_skill: float = 0.5,
     resume: bool = False,
+    served: ServedConfig | None = None,
 ) -> Diagnosis:
     """Load the model and ROOT/DOMAIN/CLASS/*.png data, measure, diagnose, write the outputs.
 
     `descriptions`: {class: description} or a YAML file of them (default: WordNet glosses).
-    Thresholds: see `analysis.diagnosis.diagnose_table`.
+    Thresholds: see `analysis.diagnosis.diagnose_table`. `served`: the server of an
+    "openai:MODEL" model (its stages that need weights are not measured: `evaluation.diagnose`).
     """
     if isinstance(descriptions, str | Path):
         descriptions = read_descriptions(descriptions)
     config = {"model": model_name, "data": str(data_root), "descriptions": dict(descriptions or {}),
               "shots": shots, "icl_policy": icl_policy, "n_per_domain": n_per_domain, "seed": seed,
               "probe_test_fraction": probe_test_fraction, "visual_min_skill": visual_min_skill,
-              "semantic_min_skill": semantic_min_skill, "mapping_min_skill": mapping_min_skill}
-    out = claim_run_folder(out_dir, config, resume=resume)
+              "semantic_min_skill": semantic_min_skill, "mapping_min_skill": mapping_min_skill,
+              **served_settings(model_name, served)}
+    out = claim_run_folder(out_dir, config, resume=resume, may_differ=(SERVER_MAY_DIFFER,))
     if resume and (out / RESULT_FILE).is_file():
         return Diagnosis.from_dict(json.loads((out / RESULT_FILE).read_text(encoding="utf-8")))
     examples = load_domains(data_root)
-    backend = load_backend(model_name, corpus=task_corpus(examples))
-    backend.require("generate", "option_loglik", "image_embed")
-    measured = measure_domains(
-        backend.model, backend.processor, examples, descriptions=descriptions, shots=shots,
-        icl_policy=icl_policy, n_per_domain=n_per_domain, seed=seed,
-        probe_test_fraction=probe_test_fraction,
-    )
+    backend = load_backend(model_name, corpus=task_corpus(examples), served=served)
+    backend.require("generate")
+    try:
+        measured = measure_domains(
+            backend, examples, descriptions=descriptions, shots=shots,
+            icl_policy=icl_policy, n_per_domain=n_per_domain, seed=seed,
+            probe_test_fraction=probe_test_fraction,
+        )
+    finally:
+        add_usage(out, backend.usage)
     rows = diagnose_table(measured.rows, visual_min_skill=visual_min_skill,
                           semantic_min_skill=semantic_min_skill, mapping_min_skill=mapping_min_skill)
     result = Diagnosis(config, rows, measured.icl_cells, measured.semantic_records)

@@ -11,6 +11,7 @@ Writes in `out_dir`:
                         CEE, the counts of undecided samples (ties, no readable verdict), which
                         are left out of the means rather than counted as wrong
   judge_cache/          the CEE judge's verdict cache (no API key is ever written)
+  usage.json            a served model's requests sent, cache hits and tokens (`models.served`)
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from robustvlm.analysis.summary import EvalMetrics, summarize
-from robustvlm.config import EvalConfig, load_judge_config, validate_config
+from robustvlm.config import EvalConfig, ServedConfig, load_judge_config, validate_config
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.evaluation.generation import generation_rows, select_examples
@@ -35,8 +36,13 @@ from robustvlm.evaluation.metrics.registry import (
     check_needs,
     per_batch_metrics,
 )
-from robustvlm.models.backends import load_backend
-from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl, write_jsonl
+from robustvlm.models.backends import (
+    SERVER_MAY_DIFFER,
+    generative_family,
+    load_backend,
+    served_settings,
+)
+from robustvlm.runs import add_usage, append_jsonl, claim_run_folder, read_jsonl, write_jsonl
 
 PREDICTIONS_FILE = "predictions.jsonl"
 METRICS_FILE = "metrics.json"
@@ -55,12 +61,14 @@ def evaluate(
     cfg: EvalConfig | None = None,
     resume: bool = False,
     progress: bool = True,
+    served: ServedConfig | None = None,
 ) -> EvalMetrics:
     """Generate, score, write predictions.jsonl + metrics.json (see the module doc).
 
     Every per-batch metric of the registry is computed as batches are generated; the
     after-generation ones named in `cfg.metrics` then fill in the rows lacking them. Unknown
     metric names and missing settings (a judge for CEE) fail before any model is loaded.
+    `served`: the server of an "openai:MODEL" model.
     """
     cfg = cfg or EvalConfig()
     check_metric_names(cfg.metrics)
@@ -70,24 +78,28 @@ def evaluate(
         "model": str(model_dir),
         "records": {"n": len(todo), "ids_sha256": records_digest(todo)},
         "eval": cfg.model_dump(mode="json"),
+        **served_settings(str(model_dir), served),
     }
     out_dir = claim_run_folder(
-        out_dir, settings, resume=resume, may_differ=("eval.batch_size", "eval.metrics")
+        out_dir, settings, resume=resume, may_differ=("eval.batch_size", "eval.metrics", SERVER_MAY_DIFFER)
     )
     pred_path = out_dir / PREDICTIONS_FILE
     done_rows = read_jsonl(pred_path) if resume else []
     finished = {r["id"] for r in done_rows}
     pending = [ex for ex in todo if ex.id not in finished]
     if pending:
-        backend = load_backend(str(model_dir), "vlm")
+        backend = load_backend(str(model_dir), generative_family(str(model_dir)), served=served)
         backend.require("generate")
         bar = tqdm(total=len(todo), initial=len(todo) - len(pending), disable=not progress, desc="eval", unit="ex")
-        with pred_path.open("a" if resume else "w", encoding="utf-8") as log:
-            for rows in generation_rows(backend.model, backend.processor, pending, cfg):
-                append_jsonl(log, rows)
-                done_rows += rows
-                bar.update(len(rows))
-        bar.close()
+        try:
+            with pred_path.open("a" if resume else "w", encoding="utf-8") as log:
+                for rows in generation_rows(backend, pending, cfg):
+                    append_jsonl(log, rows)
+                    done_rows += rows
+                    bar.update(len(rows))
+        finally:
+            bar.close()
+            add_usage(out_dir, backend.usage)
 
     wanted = {ex.id for ex in todo}
     rows = [r for r in done_rows if r["id"] in wanted]
@@ -112,6 +124,7 @@ def run_eval(
     image_root: str | Path | None = None,
     allow_outside_root: bool = False,
     resume: bool = False,
+    served: ServedConfig | None = None,
 ) -> EvalMetrics:
     """`robustvlm eval`: the eval settings (EvalConfig fields; `judge` read from `judge_file`, a
     YAML file) are checked before the data or the model is loaded, then `evaluate` runs."""
@@ -121,4 +134,4 @@ def run_eval(
     check_needs(cfg.metrics, dict(cfg))
     examples = load_examples(data, env_map=env_map, task_rules=task_rules, image_root=image_root,
                              allow_outside_root=allow_outside_root)
-    return evaluate(model, examples, out_dir, cfg=cfg, resume=resume)
+    return evaluate(model, examples, out_dir, cfg=cfg, resume=resume, served=served)

@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from robustvlm.analysis.icl import IclCell
+from robustvlm.config import ServedConfig
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
 from robustvlm.evaluation.icl import POLICIES, evaluate_icl, record_key
-from robustvlm.models.backends import load_backend
+from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings
 from robustvlm.report.icl import icl_markdown
-from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl, write_jsonl
+from robustvlm.runs import add_usage, append_jsonl, claim_run_folder, read_jsonl, write_jsonl
 
 PREDICTIONS_FILE = "icl_predictions.jsonl"
 
@@ -64,23 +65,28 @@ def run_icl(
     batch_size: int = 8,
     resume: bool = False,
     progress: bool = True,
+    served: ServedConfig | None = None,
 ) -> IclRun:
-    """Load the model and the domains, run `evaluate_icl`, write the outputs (module doc)."""
+    """Load the model (`served`: the server of an "openai:MODEL" model) and the domains, run
+    `evaluate_icl`, write the outputs (module doc)."""
     config = {"model": model_name, "data": str(data_root), "shots": list(shots),
               "policies": list(policies), "n_per_domain": n_per_domain, "seed": seed,
-              "batch_size": batch_size}
-    out = claim_run_folder(out_dir, config, resume=resume, may_differ=("batch_size",))
+              "batch_size": batch_size, **served_settings(model_name, served)}
+    out = claim_run_folder(out_dir, config, resume=resume, may_differ=("batch_size", SERVER_MAY_DIFFER))
     log_path = out / PREDICTIONS_FILE
     finished = {record_key(r): r for r in read_jsonl(log_path)} if resume else {}
     examples = load_domains(data_root)
-    backend = load_backend(model_name, corpus=task_corpus(examples))
+    backend = load_backend(model_name, corpus=task_corpus(examples), served=served)
     backend.require("generate")
     predictions: list[dict] = []
-    with log_path.open("a" if resume else "w", encoding="utf-8") as log:
-        cells = evaluate_icl(backend.model, backend.processor, examples, shots=shots, policies=policies,
-                             n_per_domain=n_per_domain, seed=seed, batch_size=batch_size,
-                             predictions=predictions, finished=finished,
-                             on_records=lambda records: append_jsonl(log, records), progress=progress)
+    try:
+        with log_path.open("a" if resume else "w", encoding="utf-8") as log:
+            cells = evaluate_icl(backend, examples, shots=shots, policies=policies,
+                                 n_per_domain=n_per_domain, seed=seed, batch_size=batch_size,
+                                 predictions=predictions, finished=finished,
+                                 on_records=lambda records: append_jsonl(log, records), progress=progress)
+    finally:
+        add_usage(out, backend.usage)
     run = IclRun(config, cells)
     (out / "icl_results.json").write_text(json.dumps(run.to_dict(), indent=2), encoding="utf-8")
     (out / "icl_results.md").write_text(

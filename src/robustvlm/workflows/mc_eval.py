@@ -8,6 +8,7 @@ Layout of `out_dir`:
 - `results.csv`: one row per (model, bench): model, family, method (how it was scored: loglik,
   generate or similarity), bench, accuracy, n, ci_lo, ci_hi (95% Clopper-Pearson), unparsed.
   Rows of earlier runs for other (model, bench) pairs are kept.
+- `<model-slug>/usage.json`: a served model's requests sent, cache hits and tokens.
 - `<model-slug>/<bench-stem>.jsonl`: one line per scored question, appended as it goes: id,
   rotation, answer, prediction (option index, null = unparsed), correct, scores, plus `response`
   (generation) or `n_tokens` (log-likelihood); see `multiple_choice.scoring`.
@@ -27,8 +28,9 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from robustvlm.analysis.accuracy import accuracy_summary
+from robustvlm.config import ServedConfig
 from robustvlm.errors import ConfigError, DataError
-from robustvlm.models.backends import BACKENDS, infer_family, load_backend
+from robustvlm.models.backends import BACKENDS, Backend, infer_family, load_backend, served_settings
 from robustvlm.multiple_choice.build import MCQuestion
 from robustvlm.multiple_choice.scoring import (
     METHODS,
@@ -38,7 +40,7 @@ from robustvlm.multiple_choice.scoring import (
     scoring_method,
 )
 from robustvlm.multiple_choice.stability import accuracy_vs_size
-from robustvlm.runs import append_jsonl, claim_run_folder, read_input_jsonl, read_jsonl
+from robustvlm.runs import add_usage, append_jsonl, claim_run_folder, read_input_jsonl, read_jsonl
 
 RESULT_COLUMNS = ("model", "family", "method", "bench", "accuracy", "n", "ci_lo", "ci_hi", "unparsed")
 
@@ -66,14 +68,15 @@ def model_spec(spec: ModelSpec) -> tuple[str, str]:
 class _LazyScorer:
     """Loads the model on first use, so a fully resumed model is never loaded."""
 
-    def __init__(self, name: str, family: str, *, way: str, normalize: bool):
-        self.name, self.family, self.way, self.normalize = name, family, way, normalize
+    def __init__(self, name: str, family: str, *, way: str, normalize: bool, served: ServedConfig | None):
+        self.name, self.family, self.way, self.normalize, self.served = name, family, way, normalize, served
         self._scorer: Scorer | None = None
+        self.backend: Backend | None = None
 
     def __call__(self) -> Scorer:
         if self._scorer is None:
-            backend = load_backend(self.name, self.family)
-            self._scorer = make_scorer(backend, way=self.way, normalize=self.normalize)
+            self.backend = load_backend(self.name, self.family, served=self.served)
+            self._scorer = make_scorer(self.backend, way=self.way, normalize=self.normalize)
         return self._scorer
 
 
@@ -132,6 +135,7 @@ def evaluate_models(
     resume: bool = False,
     batch_size: int = 8,
     normalize: bool = True,
+    served: ServedConfig | None = None,
 ) -> Path:
     """Score every model on every benchmark (question JSONL files from `write_questions`).
 
@@ -146,6 +150,7 @@ def evaluate_models(
         batch_size: questions per scoring call (generation and dual encoders batch them;
             log-likelihood runs one question, K options, at a time).
         normalize: log-likelihood prediction by the per-token mean (True) or the sum.
+        served: the server of the "openai:MODEL" models (their usage.json goes in their folder).
 
     Returns:
         the path of results.csv.
@@ -162,18 +167,23 @@ def evaluate_models(
     if not specs:
         raise ConfigError("need at least one model")
     settings = {"method": method, "circular": circular, "normalize": normalize, "batch_size": batch_size,
-                "models": [f"{name} ({family})" for name, family in specs], "benches": [str(p) for p in paths]}
+                "models": [f"{name} ({family})" for name, family in specs], "benches": [str(p) for p in paths],
+                **served_settings([name for name, _ in specs], served)}
     question_sets = {p.stem: load_bench(p, circular) for p in paths}  # checked before the claim
-    out = claim_run_folder(out_dir, settings, resume=resume, may_differ=("models", "benches", "batch_size"))
+    out = claim_run_folder(out_dir, settings, resume=resume, may_differ=("models", "benches", "batch_size", "server"))
     results = []
     for name, family in specs:
         way = scoring_method(family, method)
-        scorer = _LazyScorer(name, family, way=way, normalize=normalize)
-        for bench, questions in question_sets.items():
-            jsonl = out / model_slug(name) / f"{bench}.jsonl"
-            rows = score_bench(scorer, questions, jsonl, resume=resume, batch_size=batch_size)
-            summary = accuracy_summary(rows, circular=circular).to_dict()
-            results.append({"model": name, "family": family, "method": way, "bench": bench, **summary})
+        scorer = _LazyScorer(name, family, way=way, normalize=normalize, served=served)
+        try:
+            for bench, questions in question_sets.items():
+                jsonl = out / model_slug(name) / f"{bench}.jsonl"
+                rows = score_bench(scorer, questions, jsonl, resume=resume, batch_size=batch_size)
+                summary = accuracy_summary(rows, circular=circular).to_dict()
+                results.append({"model": name, "family": family, "method": way, "bench": bench, **summary})
+        finally:
+            if scorer.backend is not None:
+                add_usage(out / model_slug(name), scorer.backend.usage)
     write_results(out / "results.csv", results)
     return out / "results.csv"
 

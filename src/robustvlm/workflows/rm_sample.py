@@ -14,8 +14,6 @@ samples only the prompts not there yet.
 
 from __future__ import annotations
 
-import base64
-import io
 import zlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +30,7 @@ from robustvlm.data.images import load_image
 from robustvlm.data.preferences import PreferencePair
 from robustvlm.evaluation.metrics.judge import ChatClient
 from robustvlm.models.backends import load_backend
+from robustvlm.models.endpoint import openai_messages
 from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl
 
 CANDIDATES_FILE = "candidates.jsonl"
@@ -78,14 +77,9 @@ def _local(policy: str, prompts: list[PreferencePair], sampling: Sampling) -> It
 
 
 def server_messages(pair: PreferencePair) -> list[dict]:
-    """The prompt as OpenAI chat messages, the image inlined as a PNG data URI."""
-    buffer = io.BytesIO()
-    load_image(pair.image, source=pair.source, record=pair.id).save(buffer, format="PNG")
-    uri = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-    content: list[dict[str, Any]] = []
-    for part in chat_messages(pair.query, image=True)[0]["content"]:
-        content.append({"type": "image_url", "image_url": {"url": uri}} if part["type"] == "image" else part)
-    return [{"role": "user", "content": content}]
+    """The prompt as OpenAI chat messages, the image inlined as a PNG data URL."""
+    image = load_image(pair.image, source=pair.source, record=pair.id)
+    return openai_messages(chat_messages(pair.query, image=True), [image])
 
 
 def _served(server: JudgeConfig, prompts: list[PreferencePair], sampling: Sampling) -> Iterator[tuple[PreferencePair, list[str]]]:

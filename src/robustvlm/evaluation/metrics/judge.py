@@ -12,15 +12,9 @@ never logged, cached or returned.
 from __future__ import annotations
 
 import hashlib
-import http.client
-import itertools
 import json
 import logging
-import os
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -29,7 +23,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from robustvlm.config import JudgeConfig
-from robustvlm.errors import ConfigError, RobustVLMError
+from robustvlm.errors import RobustVLMError
 from robustvlm.evaluation.metrics.inputs import check_text_columns
 from robustvlm.evaluation.metrics.judge_prompts import (
     CASE_TEMPLATE,
@@ -38,14 +32,14 @@ from robustvlm.evaluation.metrics.judge_prompts import (
     JudgePrompt,
     parse_verdict,
 )
+from robustvlm.models.endpoint import EndpointClient, EndpointError
 
 logger = logging.getLogger(__name__)
 
 CACHE_FILE = "cee_verdicts.jsonl"
-RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
-class JudgeError(RobustVLMError):
+class JudgeError(EndpointError):
     """The judge endpoint failed for good (after retries, or with a non-retryable status)."""
 
 
@@ -162,18 +156,16 @@ class CEEJudge:
 
 
 class ChatClient:
-    """POSTs chat-completions requests to an OpenAI-compatible endpoint with retries (429, 5xx
-    and connection errors, exponential backoff); returns the reply texts. The judge and
-    `rm sample` (a policy served by vLLM or any such server) share it."""
+    """Chat-completions requests to an OpenAI-compatible endpoint (`models.endpoint`: retries,
+    timeout, key from the environment); returns the reply texts. The judge and `rm sample` (a
+    policy served by vLLM or any such server) share it."""
 
     def __init__(self, config: JudgeConfig):
         self.config = config
-        self.url = config.base_url.rstrip("/") + "/chat/completions"
+        self.endpoint = EndpointClient(config, who="judge", error=JudgeError)
 
     def check_key(self) -> None:
-        name = self.config.api_key_env
-        if name is not None and not os.environ.get(name):
-            raise ConfigError(f"judge API key variable {name} is not set in the environment")
+        self.endpoint.check_key()
 
     def complete(self, messages: list[dict]) -> str:
         """The first reply to `messages`."""
@@ -182,77 +174,23 @@ class ChatClient:
     def choices(self, messages: list[dict], **extra: object) -> list[str]:
         """Every reply (`choices[i].message.content`) to `messages`; `extra` adds request
         fields (e.g. n, top_p) to the config's model, temperature and max_tokens."""
-        body = json.dumps(
-            {
-                "model": self.config.model,
-                "messages": messages,
-                "temperature": self.config.temperature,
-                "max_tokens": self.config.max_tokens,
-                **extra,
-            }
-        ).encode("utf-8")
-        for attempt in itertools.count():
-            try:
-                return self._post(body)
-            except _Retryable as err:
-                if attempt == self.config.max_retries:
-                    raise JudgeError(
-                        f"judge request to {self.url} failed after "
-                        f"{attempt + 1} attempts: {err.reason}"
-                    ) from None
-                delay = max(self.config.backoff_s * 2**attempt, err.retry_after)
-                logger.warning(
-                    "judge request failed (%s); retry %d/%d in %.2fs",
-                    err.reason,
-                    attempt + 1,
-                    self.config.max_retries,
-                    delay,
-                )
-                time.sleep(delay)
-
-    def _post(self, body: bytes) -> list[str]:
-        headers = {"Content-Type": "application/json"}
-        if self.config.api_key_env is not None:
-            self.check_key()
-            headers["Authorization"] = f"Bearer {os.environ[self.config.api_key_env]}"
-        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        reply = self.endpoint.post("/chat/completions", {
+            "model": self.config.model,
+            "messages": messages,
+            "temperature": self.config.temperature,
+            "max_tokens": self.config.max_tokens,
+            **extra,
+        })
         try:
-            with urllib.request.urlopen(request, timeout=self.config.timeout_s) as response:
-                payload = response.read()
-        except urllib.error.HTTPError as err:
-            if err.code in RETRY_STATUS:
-                raise _Retryable(f"HTTP {err.code}", _retry_after(err.headers)) from None
-            detail = err.read(300).decode("utf-8", "replace")
-            raise JudgeError(
-                f"judge endpoint {self.url} answered HTTP {err.code}: {detail}"
-            ) from None
-        except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
-            raise _Retryable(f"{type(err).__name__}: {getattr(err, 'reason', err)}") from None
-        try:
-            contents = [choice["message"]["content"] or "" for choice in json.loads(payload)["choices"]]
+            contents = [choice["message"]["content"] or "" for choice in reply["choices"]]
             if not contents:
                 raise IndexError("no choices")
-        except (ValueError, KeyError, IndexError, TypeError) as err:
+        except (KeyError, IndexError, TypeError) as err:
             raise JudgeError(
-                f"judge endpoint {self.url} returned no chat completion ({type(err).__name__}): "
-                f"{payload[:200].decode('utf-8', 'replace')}"
+                f"judge endpoint {self.endpoint.root} returned no chat completion ({type(err).__name__}): "
+                f"{json.dumps(reply)[:200]}"
             ) from None
         return contents
-
-
-class _Retryable(Exception):
-    def __init__(self, reason: str, retry_after: float = 0.0):
-        super().__init__(reason)
-        self.reason = reason
-        self.retry_after = retry_after
-
-
-def _retry_after(headers) -> float:
-    """Seconds from a numeric Retry-After header (capped at 60), else 0."""
-    try:
-        return min(float(headers.get("Retry-After", 0)), 60.0)
-    except (TypeError, ValueError):
-        return 0.0
 
 
 class _ReplyCache:
