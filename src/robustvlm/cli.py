@@ -204,6 +204,11 @@ def _demo(args: argparse.Namespace) -> int:
         run_invariance_demo(args.out or "demo_invariance", n_envs=args.n_envs, dim_inv=args.dim_inv,
                             dim_spu=args.dim_spu, quick=args.quick)
         return 0
+    if args.overrides[:1] == ["ladder"]:
+        from robustvlm.workflows.ladder import run_ladder_demo
+
+        run_ladder_demo(args.out or ("demo_ladder_quick" if args.quick else "demo_ladder"), quick=args.quick)
+        return 0
     if args.overrides[:1] == ["reward"]:
         from robustvlm.workflows.demo_reward import run_reward_demo
 
@@ -696,12 +701,13 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="*",
         help="key=value overrides of the demo config; or `robustness` for the "
         "accuracy-on-the-line demo (a family of tiny models, probit fits); or `reward` for the "
-        "shortcut-aware reward-model demo (generalization matrices, SFD, Best-of-N)",
+        "shortcut-aware reward-model demo (generalization matrices, SFD, Best-of-N); or `ladder` for the "
+        "invariance ladder (the IRM paper's Colored MNIST on real images, pixels and frozen vision towers)",
     )
     dm.add_argument("--quick", action="store_true", help="a smaller run (a few minutes)")
     dm.add_argument(
         "--out", help="default demo_out (demo_out_quick with --quick; demo_robustness for robustness; "
-        "demo_reward[_quick] for reward)"
+        "demo_reward[_quick] for reward; demo_ladder[_quick] for ladder)"
     )
     dm.add_argument("--n-envs", type=int_at_least(2), default=3, help="demo invariance: environments")
     dm.add_argument("--dim-inv", type=int_at_least(1), default=5, help="demo invariance: invariant dimensions")

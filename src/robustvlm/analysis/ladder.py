@@ -1,0 +1,76 @@
+"""Readings and summaries of the invariance ladder's runs (`workflows.ladder`).
+
+A run is {"source", "rung", "method", "seed", "diverged", "evaluations": [{"step", "acc": {env:
+accuracy}, "val": {training env: held-out accuracy}}, ...]}; accuracies are 0-1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from robustvlm.analysis.selection import nearest_rule
+
+ORACLE = "oracle"  # the grayscale oracle's method name
+COLOUR_FREE = "test-nocolour"
+REVERSED = "test-reversed"
+READINGS = ("final", "training-domain", "oracle")
+MIN_MARGIN = 0.01  # a win over ERM is at least one point, whatever the seeds' spread
+
+
+def readings(run: Mapping[str, Any], train_envs: Sequence[str], test_envs: Sequence[str]) -> dict[str, dict[str, float]]:
+    """The three readings of a run: {"final" | "training-domain" | "oracle": {env: accuracy}}:
+    the last evaluation; the one with the best mean held-out accuracy of the training
+    environments (the first such); and, per test environment, the best accuracy on it."""
+    evals = run["evaluations"]
+    chosen = max(evals, key=lambda e: np.mean([e["val"][n] for n in train_envs]))["acc"]
+    oracle = {n: max(e["acc"][n] for e in evals) for n in test_envs}
+    return {"final": dict(evals[-1]["acc"]), "training-domain": dict(chosen), "oracle": oracle}
+
+
+def summarize(
+    runs: Sequence[Mapping[str, Any]],
+    train_envs: Sequence[str],
+    test_envs: Sequence[str],
+    prototypes: Mapping[str, Mapping[str, float]],
+) -> dict[str, Any]:
+    """{"source/rung": {method: entry}}, entry = {"n_seeds", "n_diverged", reading: {env: {"mean",
+    "std", "n"}}, "worst": the worst environment's final accuracy, "rule": the rule of
+    `prototypes` nearest to the seed-mean final accuracies}; sds over seeds with ddof 0; a
+    diverged run counts in n_diverged only."""
+    grouped: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
+    for run in runs:
+        grouped.setdefault(f"{run['source']}/{run['rung']}", {}).setdefault(run["method"], []).append(run)
+    summary: dict[str, Any] = {}
+    for cell, methods in grouped.items():
+        summary[cell] = {}
+        for method, group in methods.items():
+            finished = [readings(r, train_envs, test_envs) for r in group if not r["diverged"]]
+            entry: dict[str, Any] = {"n_seeds": len(group), "n_diverged": len(group) - len(finished)}
+            for reading in READINGS:
+                envs = finished[0][reading] if finished else {}
+                entry[reading] = {env: stats([f[reading][env] for f in finished]) for env in envs}
+            entry["worst"] = stats([min(f["final"].values()) for f in finished])
+            if finished:
+                entry["rule"] = nearest_rule({env: v["mean"] for env, v in entry["final"].items()}, prototypes).rule
+            summary[cell][method] = entry
+    return summary
+
+
+def stats(values: Sequence[float]) -> dict[str, float | int | None]:
+    """{"mean", "std" (ddof 0), "n"} of values (None, None, 0 for none)."""
+    if not values:
+        return {"mean": None, "std": None, "n": 0}
+    return {"mean": float(np.mean(values)), "std": float(np.std(values)), "n": len(values)}
+
+
+def beats_erm(summary: Mapping[str, Any], cell: str, method: str, reading: str, env: str = COLOUR_FREE) -> bool:
+    """Whether `method` beats ERM on `env` under `reading` by more than the seeds' spread (the
+    larger of the two sds) and by at least MIN_MARGIN."""
+    ours = summary[cell].get(method, {}).get(reading, {}).get(env)
+    erm = summary[cell].get("erm", {}).get(reading, {}).get(env)
+    if not ours or not erm or ours["mean"] is None or erm["mean"] is None:
+        return False
+    return ours["mean"] - erm["mean"] > max(ours["std"], erm["std"], MIN_MARGIN)
