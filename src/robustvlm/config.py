@@ -386,7 +386,10 @@ class EmbedSettings(_Section):
     are caption pairs, whose query is the image alone; all others are VQA pairs, whose query is
     the image with `query_template` filled with the record's instruction. `class_templates` are
     what zero-shot classification fills with class names (saved with the model).
-    `distinct_negatives`: a target with the same text as a row's own target is no negative of it.
+    `distinct_negatives`: a target with the same text as a row's own target is no negative of it
+    (robustvlm's option, not VLM2Vec's: its InfoNCE counts every other in-batch target as a
+    negative, the default here too; with few distinct answers most of a batch would be false
+    negatives, which is why the task-signal experiment turns it on).
     """
 
     temperature: float = Field(0.02, gt=0)
@@ -394,7 +397,7 @@ class EmbedSettings(_Section):
     query_template: str = QUERY_TEMPLATE
     caption_envs: list[str] = Field(default_factory=list)
     class_templates: list[str] = Field(default_factory=lambda: ["{class}"])
-    distinct_negatives: bool = True
+    distinct_negatives: bool = False
 
     @model_validator(mode="after")
     def _templates(self) -> EmbedSettings:

@@ -84,3 +84,16 @@ def test_text_only_test_lengths_and_comparison(runs):
         [b - a for a, b in zip(res.averages["std"]["ood"]["values"], res.averages["sa"]["ood"]["values"])])
     points = gap_points(runs, {pid: env for pid, (env, _, _) in TEXTS.items()}, label="sa", proxy_label="txt", seed=0)
     assert len(points) == 12 and {env for _, _, env in points} == {"a", "b"}  # 6 o.o.d. pairs per training env
+
+
+def test_the_number_of_cells_behind_the_mean_sfd_is_counted():
+    """A cell where the text-only model gets every pair right has no SFD: the mean leaves it out
+    and `sfd_cells` says so (2 o.o.d. cells per seed, 1 defined)."""
+    ones = {env: np.ones(6) for env in ENVS}
+    mixed = {env: np.array([1.0, -1.0] * 3) for env in ENVS}
+    runs = [run("txt", 0, "a", mixed, "drop"), run("txt", 0, "b", ones, "drop"),
+            run("sa", 0, "a", mixed, text_gaps=mixed), run("sa", 0, "b", mixed, text_gaps=mixed)]
+    res = aggregate_matrix(runs, TEXTS, proxy_label="txt")
+    assert res.sfd_cells["sa"] == {"defined": [1], "cells": [2]}
+    assert list(res.sfd["sa"]) == ["a->b"]
+    assert res.sfd_average["sa"]["values"] == pytest.approx([res.sfd["sa"]["a->b"]["mean"]])

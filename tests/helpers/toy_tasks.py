@@ -67,3 +67,30 @@ TRAIN = TrainConfig(steps=10, lr=0.05, batch_size=8, save_every=4, keep_checkpoi
 SETTINGS = {"task": "regression", "train": TRAIN.model_dump(mode="json")}
 
 
+
+
+class TwoBranchTask(RegressionTask):
+    """Two least-squares models trained side by side, the second's loss scaled by `scale`;
+    with `per_branch`, each model's gradients are clipped on its own (as a reward model's main
+    branch and its text-only proxy are)."""
+
+    label = "two-branch"
+
+    def __init__(self, scale: float, per_branch: bool):
+        super().__init__()
+        self.scale, self.per_branch = scale, per_branch
+
+    def setup(self, ctx):
+        setup = super().setup(ctx)
+        torch.manual_seed(1)
+        self.other = torch.nn.Linear(3, 1)
+        setup.models = {"linear": self.model, "other": self.other}
+        if self.per_branch:
+            setup.clip_groups = lambda models: [list(m.parameters()) for m in models.values()]
+        return setup
+
+    def training_step(self, batch, ctx):
+        row = super().training_step(batch, ctx)
+        err = ctx.models["other"](batch["x"])[:, 0] - batch["y"]
+        ctx.backward(self.scale * (err**2).mean())
+        return row

@@ -108,3 +108,29 @@ def test_adapter_step_gradients_equal_the_summed_objective(tmp_path):
     for n, p in branches.named_parameters():
         if n in grads:
             assert torch.allclose(grads[n], p.grad, atol=1e-6), n
+
+
+@pytest.mark.parametrize("proxy", ["copy", "adapter"])
+def test_branches_are_clipped_apart(proxy, tmp_path):
+    """The main branch and the proxy are two clip groups holding every trainable parameter
+    exactly once: the proxy's group is the proxy model (copy) or its adapter and head (adapter)."""
+    from robustvlm.reward.task import PROXY_ADAPTER
+    from robustvlm.training.loop import make_accelerator
+    from robustvlm.training.task import SetupContext
+
+    model = {"trainable": "lora", "lora": {"r": 4}} if proxy == "adapter" else {}
+    cfg = config("shortcut_aware", model=model, loss_args={"proxy": proxy})
+    task = RewardTask(cfg)
+    task.prepare_files(tmp_path)
+    setup = task.setup(SetupContext(tmp_path, make_accelerator(cfg.train, tmp_path), 4, False))
+    main, side = setup.clip_groups(setup.models)
+    names = {id(p): n for m in setup.models.values() for n, p in m.named_parameters()}
+    trainable = [p for m in setup.models.values() for p in m.parameters() if p.requires_grad]
+    assert sorted(map(id, main + side)) == sorted(map(id, trainable))
+    if proxy == "copy":
+        assert {id(p) for p in side} == {id(p) for p in setup.models["proxy"].parameters() if p.requires_grad}
+    else:
+        assert all(names[id(p)].startswith("proxy.head") or f"lora_A.{PROXY_ADAPTER}." in names[id(p)]
+                   or f"lora_B.{PROXY_ADAPTER}." in names[id(p)] for p in side)
+        assert not any(PROXY_ADAPTER in names[id(p)] for p in main)
+    assert RewardTask(config("standard")).spec.proxy is False

@@ -184,3 +184,19 @@ def test_a_kill_during_the_final_save_leaves_no_final_folder(tmp_path):
     run_training(RegressionTask(), TRAIN, run, settings=SETTINGS, resume=True, progress=False)
     assert (run / "final" / "linear.safetensors").is_file()
     assert not any(p.name.endswith("-tmp") for p in run.iterdir())
+
+
+def test_clip_groups_keep_one_models_update_independent_of_the_others_gradient_scale(tmp_path):
+    """With a clip norm that binds, a model clipped with another shares its scale: its update
+    changes when the other's loss is scaled. Clipped on its own, it does not change at all."""
+    from toy_tasks import TwoBranchTask
+
+    cfg = TRAIN.model_copy(update={"steps": 4, "clip_norm": 1e-2, "save_every": 4})
+
+    def trained(scale: float, per_branch: bool, name: str) -> torch.Tensor:
+        task = TwoBranchTask(scale, per_branch)
+        run_training(task, cfg, tmp_path / name, settings={**SETTINGS, "train": cfg.model_dump()}, progress=False)
+        return torch.cat([p.detach().flatten() for p in task.model.parameters()])
+
+    assert torch.equal(trained(1.0, True, "a"), trained(1e3, True, "b"))
+    assert not torch.allclose(trained(1.0, False, "c"), trained(1e3, False, "d"))

@@ -33,7 +33,8 @@ def test_recipe_validates_with_the_paper_settings():
     assert (cfg.data.split_per_env.train, cfg.data.split_per_env.test) == (400, 200)
     t = cfg.train
     assert (t.epochs, t.lr, t.batch_size, t.warmup_ratio, t.clip_norm, t.bf16) == (30, 3e-5, 4, 0.1, 1.0, True)
-    assert cfg.method_args == {"seed": 1, "alpha": 0.8, "gamma": 0.15, "p_min": 0.05, "k_skip": 200}
+    # the paper's controller exactly: no floor on R_inv (robustvlm's default eps_rel is 0.1)
+    assert cfg.method_args == {"seed": 1, "alpha": 0.8, "gamma": 0.15, "p_min": 0.05, "k_skip": 200, "eps_rel": 0.0}
     e = cfg.eval
     assert (e.max_new_tokens, e.repetition_penalty) == (128, 1.15)
     assert e.metrics == ["chrf", "exact", "bertscore", "cee"]

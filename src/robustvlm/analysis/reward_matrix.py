@@ -8,7 +8,10 @@ test pairs. Output (`MatrixResults`), each quantity as mean / std / min / max ov
   then spread over seeds (the paper's Figure 1);
 - `sfd[label]["train->test"]` per o.o.d. cell: shortcut-failure degradation of the label's model,
   the pairs split by whether the text-only model of the same seed and training environment gets
-  them right; `sfd_average[label]`: the per-seed mean over o.o.d. cells;
+  them right; `sfd_average[label]`: the per-seed mean over o.o.d. cells whose SFD is defined (a
+  cell where the text-only model gets every pair right, or none, has none);
+  `sfd_cells[label]`: {"defined": per seed, how many o.o.d. cells the mean covers, "cells": per
+  seed, how many o.o.d. cells were scored};
 - `correlation[label]["train->test"]`: Pearson correlation of the label's reward differences
   (r_chosen - r_rejected) with the text-only model's on the same pairs;
 - `text_only_test[label]["env"]`: on the diagonal, accuracy with and without the image;
@@ -81,6 +84,7 @@ class MatrixResults:
     averages: dict[str, dict[str, dict | None]] = field(default_factory=dict)
     sfd: dict[str, dict[str, dict]] = field(default_factory=dict)
     sfd_average: dict[str, dict | None] = field(default_factory=dict)
+    sfd_cells: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     correlation: dict[str, dict[str, dict]] = field(default_factory=dict)
     text_only_test: dict[str, dict[str, dict[str, dict]]] = field(default_factory=dict)
     lengths: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -132,6 +136,7 @@ def aggregate_matrix(
     for label in labels:
         cells: dict[str, list[float]] = {}
         iid, ood, sfd_mean = [], [], []
+        defined_cells, ood_cells = [], []
         sfd: dict[str, list[float]] = {}
         corr: dict[str, list[float]] = {}
         text_test: dict[str, dict[str, list[float]]] = {}
@@ -139,6 +144,7 @@ def aggregate_matrix(
         for s in seeds:
             per_seed: dict[tuple[str, str], float] = {}
             seed_sfd = []
+            scored_ood = 0
             for train in train_envs:
                 run = by_key.get((label, s, train))
                 if run is None:
@@ -167,6 +173,7 @@ def aggregate_matrix(
                         continue
                     if proxy is None:
                         continue
+                    scored_ood += 1
                     degradation = shortcut_failure_degradation([correct[i] for i in ids],
                                                                [proxy_correct[i] for i in ids]).sfd
                     if degradation is not None:
@@ -182,11 +189,14 @@ def aggregate_matrix(
                 ood.append(averages["ood"])
             if seed_sfd:
                 sfd_mean.append(float(np.mean(seed_sfd)))
+            defined_cells.append(len(seed_sfd))
+            ood_cells.append(scored_ood)
         out.cells[label] = {k: seed_spread(v) for k, v in cells.items()}
         out.averages[label] = {"iid": _spread(iid), "ood": _spread(ood)}
         if label != proxy_label and proxy_label is not None:
             out.sfd[label] = {k: seed_spread(v) for k, v in sfd.items()}
             out.sfd_average[label] = _spread(sfd_mean)
+            out.sfd_cells[label] = {"defined": defined_cells, "cells": ood_cells}
             out.correlation[label] = {k: seed_spread(v) for k, v in corr.items()}
         out.text_only_test[label] = {e: {v: seed_spread(x) for v, x in d.items()} for e, d in text_test.items()}
         out.length_balanced[label] = {e: seed_spread(v) for e, v in balanced.items()}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
-from robustvlm.report.reward_report import bon_curves, matrix_blocks, pct
+from robustvlm.report.reward_report import bon_curves, matrix_blocks, pct, sfd_cells_text
 
 
 def _seeds(diff: Mapping) -> str:
@@ -16,11 +16,17 @@ def _seeds(diff: Mapping) -> str:
 
 
 def verdict(comparison: Mapping[str, Mapping | None], *, base: str = "standard",
-            other: str = "shortcut_aware") -> list[str]:
+            other: str = "shortcut_aware", sfd_cells: str | None = None) -> list[str]:
     """Plain sentences on whether `other` lowered SFD and raised o.o.d. accuracy against `base`,
-    seed by seed (paired differences in accuracy points)."""
+    seed by seed (paired differences in accuracy points); `sfd_cells` ("k of n") says how many
+    o.o.d. cells the mean SFD covers. With one seed the first sentence says that nothing can be
+    concluded."""
     ood, sfd, iid = comparison["ood"], comparison["sfd"], comparison["iid"]
     lines = []
+    n_seeds = next((c["n"] for c in (ood, sfd, iid) if c is not None), 0)
+    if n_seeds == 1:
+        lines.append("One seed only: a smoke test. The figures below carry no spread and support no "
+                     "conclusion; run the full demo for one.")
     if ood is not None:
         lines.append(
             f"o.o.d. accuracy, `{other}` minus `{base}`: {pct(ood, signed=True)} points "
@@ -28,7 +34,8 @@ def verdict(comparison: Mapping[str, Mapping | None], *, base: str = "standard",
     if sfd is not None:
         lower = sum(v < 0 for v in sfd["values"])
         lines.append(
-            f"Mean SFD over o.o.d. cells, `{other}` minus `{base}`: {pct(sfd, signed=True)} points "
+            f"Mean SFD over o.o.d. cells{f' (cells with a defined SFD: {sfd_cells})' if sfd_cells else ''}, "
+            f"`{other}` minus `{base}`: {pct(sfd, signed=True)} points "
             f"(per seed {_seeds(sfd)}); lower in {lower} of {sfd['n']} seed(s).")
     if iid is not None:
         lines.append(f"i.i.d. accuracy changed by {pct(iid, signed=True)} points (per seed {_seeds(iid)}).")
@@ -75,9 +82,11 @@ def demo_blocks(
         f"training images; it is the Best-of-N policy and the initial weights of every reward model. "
         f"Each loss trained {plan['rm_steps']} steps (batch 8 pairs) on one environment and was tested on "
         f"{plan['test_per_env']} test pairs of every environment, for {len(plan['seeds'])} seed(s). "
-        f"Accuracies are in %, mean ± std over seeds; differences are paired by seed. "
-        f"Wall time: {seconds:.0f} s.")]
-    blocks += [Heading("Verdict"), *(Paragraph(line) for line in verdict(comparison))]
+        + ("Accuracies are in %, mean ± std over seeds; differences are paired by seed. "
+           if len(plan["seeds"]) > 1 else "Accuracies are in %, from one seed (no spread). ")
+        + f"Wall time: {seconds:.0f} s.")]
+    cells = ", ".join(f"`{label}` {sfd_cells_text(results, label)}" for label in ("standard", "shortcut_aware"))
+    blocks += [Heading("Verdict"), *(Paragraph(line) for line in verdict(comparison, sfd_cells=cells))]
     blocks += matrix_blocks(results, out_dir, points=points)
     figure = bon_curves({label: r["curve"] for label, r in bon.items()}, out_dir / "bon.png", gold="chrF")
     blocks += [Heading("Best-of-N"), Paragraph(
@@ -85,6 +94,7 @@ def demo_blocks(
         f"(no text cue); the standard and shortcut-aware models trained on `{train_env}` (a length "
         "shortcut) picked the best of N. Gold: chrF of the pick against the reference answer (0-1, ×100 "
         "in the table), mean over prompts, exact unbiased estimator over the K candidates; curves "
-        "averaged over seeds, the table gives mean ± std over seeds."), Image(figure.name, "Best-of-N curves"),
+        + ("averaged over seeds, the table gives mean ± std over seeds." if len(plan["seeds"]) > 1 else
+           "from one seed.")), Image(figure.name, "Best-of-N curves"),
         bon_table(bon)]
     return blocks

@@ -117,11 +117,22 @@ def bon_curves(curves: Mapping[str, Sequence[Mapping]], path: Path, *, gold: str
     return save_figure(fig, path)
 
 
+def sfd_cells_text(results: MatrixResults, label: str) -> str:
+    """"k of n" o.o.d. cells whose SFD the mean covers, summed over seeds ("—" without SFD)."""
+    counts = results.sfd_cells.get(label)
+    if not counts:
+        return "—"
+    return f"{sum(counts['defined'])} of {sum(counts['cells'])}"
+
+
 def summary_table(results: MatrixResults) -> Table:
-    """Per label: i.i.d. and o.o.d. averages and the mean SFD, each mean ± std over seeds."""
+    """Per label: i.i.d. and o.o.d. averages and the mean SFD, each mean ± std over seeds, and how
+    many o.o.d. cells (over all seeds) had a defined SFD."""
     rows = [[label, pct(results.averages[label]["iid"]), pct(results.averages[label]["ood"]),
-             pct(results.sfd_average.get(label), signed=True)] for label in results.labels]
-    return Table(["model", "i.i.d. accuracy (%)", "o.o.d. accuracy (%)", "mean SFD (points)"], rows)
+             pct(results.sfd_average.get(label), signed=True), sfd_cells_text(results, label)]
+            for label in results.labels]
+    return Table(["model", "i.i.d. accuracy (%)", "o.o.d. accuracy (%)", "mean SFD (points)",
+                  "o.o.d. cells with SFD"], rows)
 
 
 def cell_tables(results: MatrixResults) -> list[Block]:

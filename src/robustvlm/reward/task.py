@@ -12,7 +12,9 @@ exact resume; this task supplies the pairs, the model(s) and the step of a rewar
 Each step logs `loss`, `acc` (share of pairs with r_chosen > r_rejected) and `reward_gap` (mean
 r_chosen - r_rejected) of the main branch; shortcut-aware runs add `loss_proxy`, `acc_proxy`,
 `sfc` and `sfc/<env>` (mean SFC of the batch's pairs of each environment, this process's share).
-`final/` holds the main branch in the reward format (`models.reward.save_reward_model`).
+`final/` holds the main branch in the reward format (`models.reward.save_reward_model`). The
+two branches' gradients are clipped each on its own (`branch_parameters`), so the main branch's
+update does not depend on the proxy's gradient scale.
 """
 
 from __future__ import annotations
@@ -72,6 +74,19 @@ def freeze_vision_side(vlm: nn.Module) -> None:
     parts = find_parts(vlm)
     parts.vision.requires_grad_(False)
     parts.projector.requires_grad_(False)
+
+
+def branch_parameters(models: dict[str, nn.Module]) -> list[list[nn.Parameter]]:
+    """[main branch's trainable parameters, the proxy's]: clipped each on its own, so that the
+    main branch's update never depends on the scale of the proxy's gradients. The copy proxy is
+    its own model; in the adapter proxy the proxy's are its LoRA adapter and its head."""
+    if "proxy" in models:
+        return [[p for p in models[name].parameters() if p.requires_grad] for name in ("main", "proxy")]
+    groups: list[list[nn.Parameter]] = [[], []]
+    for name, param in models["reward"].named_parameters():
+        if param.requires_grad:
+            groups[name.startswith("proxy.") or f".{PROXY_ADAPTER}." in name].append(param)
+    return groups
 
 
 def _on(device: torch.device, batch: dict[str, Any]) -> dict[str, Any]:
@@ -135,6 +150,7 @@ class RewardTask(TrainingTask):
             summary=(f"training a {cfg.loss} reward model on {cfg.model.name}: {n_trainable:,} of "
                      f"{n_total:,} parameters trainable, {len(pairs)} pairs in {len(self.env_names)} "
                      "environment(s)"),
+            clip_groups=branch_parameters if self.spec.proxy else None,
         )
 
     def _build(self, vlm: nn.Module) -> dict[str, nn.Module]:

@@ -101,6 +101,13 @@ def _to_device(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
 
+def _clip(accelerator: Accelerator, groups: list[list[torch.nn.Parameter]], max_norm: float) -> float:
+    """Clip each group's gradients to `max_norm` on its own; the norm of all of them before
+    clipping (what a single group's clipping returns)."""
+    norms = [float(accelerator.clip_grad_norm_(group, max_norm)) for group in groups if group]
+    return math.sqrt(sum(n * n for n in norms))
+
+
 def _reset_optimizer_state(optimizer: torch.optim.Optimizer) -> None:
     getattr(optimizer, "optimizer", optimizer).state.clear()
 
@@ -146,6 +153,7 @@ def run_training(
     models = dict(zip(names, prepared))
     # FSDP2 swaps parameters for sharded ones: clip those the prepared models hold.
     params = [p for m in models.values() for p in m.parameters() if p.requires_grad]
+    clip_groups = setup.clip_groups(models) if setup.clip_groups is not None else [params]
     register_checkpoint_hooks(accelerator)
 
     start, elapsed = 0, 0.0
@@ -182,7 +190,7 @@ def run_training(
                 batch = _to_device(setup.collate(next(stream)), accelerator.device)
                 with nullcontext() if ctx.last_micro else ctx.no_sync(), accelerator.autocast():
                     rows.append(task.training_step(batch, ctx))
-            grad_norm = accelerator.clip_grad_norm_(params, cfg.clip_norm)
+            grad_norm = _clip(accelerator, clip_groups, cfg.clip_norm)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)

@@ -65,12 +65,16 @@ class TaskSetup:
             position is checkpointed, so a resumed run sees exactly the batches it had not.
         collate: this process's indices of one batch -> the batch (tensors on the CPU).
         summary: one line printed when a fresh run starts.
+        clip_groups: the prepared models -> groups of trainable parameters whose gradients are
+            clipped each on its own to `train.clip_norm` (models trained side by side whose
+            updates must not depend on each other's gradient scale); None: all of them together.
     """
 
     models: dict[str, torch.nn.Module]
     sampler: ResumableBatchSampler
     collate: Callable[[list[int]], dict[str, Any]]
     summary: str = ""
+    clip_groups: Callable[[dict[str, torch.nn.Module]], list[list[torch.nn.Parameter]]] | None = None
 
 
 def indexed(collator: Callable[[list[Any]], dict[str, Any]], examples: list[Any]) -> Callable[[list[int]], dict[str, Any]]:
