@@ -30,6 +30,7 @@ from typing import Any
 import torch
 from PIL import Image
 from transformers.cache_utils import Cache, DynamicLayer, DynamicSlidingWindowLayer
+from transformers.modeling_outputs import BaseModelOutputWithPast
 
 from robustvlm.errors import DataError
 
@@ -87,12 +88,22 @@ def share_cache(cache: Cache, k: int) -> None:
             layer.values = layer.values.expand(k, *layer.values.shape[1:])
 
 
+#: The name under which this transformers passes a key/value cache to `forward` and returns it:
+#: `cache` from 5.2x on (`past_key_values` is deprecated there), `past_key_values` before.
+CACHE_ARG = "cache" if "cache" in BaseModelOutputWithPast.__dataclass_fields__ else "past_key_values"
+
+
+def cache_of(output: Any) -> Any:
+    """The key/value cache a forward pass returned (`CACHE_ARG`)."""
+    return getattr(output, CACHE_ARG)
+
+
 def run_shared_prefix(model: torch.nn.Module, prefix: dict[str, torch.Tensor], k: int, **forward_kwargs: Any) -> Any:
-    """Run a batch-of-one prefix once with the cache on; returns the model output, whose
-    `past_key_values` now serves `k` rows (`share_cache`) for K continuations run on top of it.
+    """Run a batch-of-one prefix once with the cache on; returns the model output, whose cache
+    (`cache_of`) now serves `k` rows (`share_cache`) for K continuations run on top of it.
     `forward_kwargs` go to the forward call (e.g. `logits_to_keep=1`)."""
     out = model(**prefix, use_cache=True, **forward_kwargs)
-    share_cache(out.past_key_values, k)
+    share_cache(cache_of(out), k)
     return out
 
 
@@ -128,7 +139,7 @@ def _shared_prefix_logprobs(
     logprobs = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
     logprobs[:, 0] = torch.log_softmax(out.logits[0, -1].float(), dim=-1)[ids[:, 0]]
     if ids.shape[1] > 1:
-        logits = model(input_ids=ids[:, :-1], past_key_values=out.past_key_values, use_cache=True).logits
+        logits = model(input_ids=ids[:, :-1], use_cache=True, **{CACHE_ARG: cache_of(out)}).logits
         logprobs[:, 1:] = _token_logprobs(logits, ids[:, 1:], mask[:, 1:])
     return logprobs
 

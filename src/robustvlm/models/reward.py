@@ -34,6 +34,8 @@ from robustvlm.errors import ConfigError, DataError
 from robustvlm.models.answer import get_backbone, last_token_index, model_inputs
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.loglik import (
+    CACHE_ARG,
+    cache_of,
     encode_prompt,
     full_sequence_inputs,
     pad_right,
@@ -177,8 +179,8 @@ def candidate_rewards(
     last = mask.sum(dim=1) - 1  # [K] index of each row's last real token within the row
     with use_adapter(model.vlm, model.adapter):
         if shared_prefix:
-            cache = run_shared_prefix(get_backbone(model.vlm), prefix, len(rows)).past_key_values
-            states = model.hidden({"input_ids": ids}, past_key_values=cache, use_cache=True).last_hidden_state
+            cache = cache_of(run_shared_prefix(get_backbone(model.vlm), prefix, len(rows)))
+            states = model.hidden({"input_ids": ids}, use_cache=True, **{CACHE_ARG: cache}).last_hidden_state
         else:
             states = model.hidden(full_sequence_inputs(prefix, ids, mask), use_cache=False).last_hidden_state
             last = last + prefix["input_ids"].shape[1]
