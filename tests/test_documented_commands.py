@@ -38,6 +38,10 @@ RUNS = {
     "robustvlm sweep configs/study_spurious.yaml --dry-run": "",
     "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --dry-run": "",
     "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --dry-run": "",
+    "robustvlm rm train configs/reward/shortcut_aware.yaml --out runs/rm_shortcut_aware":
+        "train.steps=2 train.save_every=2 data.n_per_env=8",
+    "robustvlm rm eval --model runs/rm_shortcut_aware/final --data runs/rm_shortcut_aware/data --out runs/rm_shortcut_aware/eval":
+        "--max-per-env 2",
 }
 
 #: {documented line: why it does not run in the test suite}.
@@ -92,3 +96,4 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
             code = run_cli(shlex.split(command)[1:] + shlex.split(RUNS[command]))
             assert code == 0, f"{command!r} failed:\n{capsys.readouterr().err[-3000:]}"
     assert (tmp_path / "runs" / "erm" / "eval" / "metrics.json").is_file()
+    assert (tmp_path / "runs" / "rm_shortcut_aware" / "eval").is_dir()

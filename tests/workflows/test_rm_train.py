@@ -92,3 +92,15 @@ def test_trains_on_several_sources_each_its_own_environment(tmp_path):
     result = train_reward_model(validate_config(raw, "t", RewardConfig), tmp_path / "run", progress=False)
     assert result.env_names == ["src-clause", "src-short"]
     assert (result.final_dir / "reward_head.safetensors").is_file()
+
+
+@pytest.mark.parametrize("name", ["standard", "text_only", "shortcut_aware", "rlaif_v"])
+def test_example_reward_configs_validate(name):
+    """Each example config in configs/reward/ is a valid reward config with the loss it names."""
+    from pathlib import Path
+
+    from robustvlm.config import RewardConfig, load_config
+
+    root = Path(__file__).resolve().parents[2] / "configs" / "reward"
+    cfg = load_config(root / f"{name}.yaml", schema=RewardConfig)
+    assert cfg.loss == ("shortcut_aware" if name == "rlaif_v" else name)
