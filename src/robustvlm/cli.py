@@ -376,25 +376,35 @@ def _rm_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_pairs_for(args: argparse.Namespace) -> tuple[list, dict]:
-    """The pairs of --data and the options they were read with (stored with a run's settings)."""
+def _read_pairs_for(args: argparse.Namespace, skipped=None) -> tuple[list, dict]:
+    """The pairs of --data and the options they were read with (stored with a run's settings);
+    with a SkipLog `skipped`, bad records are counted there instead of stopping the command."""
     from robustvlm.data.preferences import load_pairs
 
     options = {**_pair_options(args), "split": None}
-    pairs = load_pairs(args.data, verbose=False, **options).pairs
+    on_bad = "skip" if skipped is not None else "error"
+    pairs = load_pairs(args.data, verbose=False, on_bad_record=on_bad, skip_log=skipped, **options).pairs
     return pairs, {"path": args.data, **{k: v for k, v in options.items() if k != "split"}}
 
 
 def _rm_eval(args: argparse.Namespace) -> int:
     from robustvlm.config import RewardEvalConfig
+    from robustvlm.data.records import SkipLog
     from robustvlm.report.tables import markdown_table
-    from robustvlm.workflows.rm_eval import evaluate_reward_model
+    from robustvlm.workflows.rm_eval import check_split, evaluate_reward_model
 
     cfg = RewardEvalConfig(split=args.split or "test", shared_prefix=not args.full_sequences,
                            text_only_test=not args.no_text_only_test, text_mode=args.text_mode,
                            max_per_env=args.max_per_env)
-    pairs, data = _read_pairs_for(args)
-    metrics = evaluate_reward_model(args.model, pairs, args.out, cfg=cfg, data=data, resume=args.resume)
+    check_split(cfg, args.score_training_pairs)
+    skipped = SkipLog() if args.skip_bad else None
+    pairs, data = _read_pairs_for(args, skipped)
+    metrics = evaluate_reward_model(args.model, pairs, args.out, cfg=cfg, data=data, resume=args.resume,
+                                    skipped=skipped, training_pairs=args.score_training_pairs)
+    if skipped is not None and len(skipped):
+        print(f"skipped {len(skipped)} bad record(s): see {Path(args.out) / 'skipped.jsonl'}")
+    if cfg.split == "train":
+        print("scored the training split: accuracy on pairs the model may have been trained on")
     rows = [[env, *(f"{100 * acc[v].accuracy:.1f} [{100 * acc[v].ci_lo:.1f}, {100 * acc[v].ci_hi:.1f}]"
                     for v in metrics.views), str(acc[metrics.primary].n)]
             for env, acc in {**metrics.per_env, "all": metrics.overall}.items()]
@@ -514,6 +524,11 @@ def _add_rm_parser(sub) -> None:
     re_.add_argument("--full-sequences", action="store_true",
                      help="score each response as its own sequence instead of sharing the prompt's cache")
     re_.add_argument("--resume", action="store_true", help=RESUME_HELP)
+    re_.add_argument("--skip-bad", action="store_true",
+                     help="leave bad records out (listed in OUT/skipped.jsonl, counted in metrics.json) "
+                     "instead of stopping at the first")
+    re_.add_argument("--score-training-pairs", action="store_true",
+                     help="allow --split train (pairs the model may have been trained on; metrics.json says so)")
     _add_pair_options(re_)
     re_.set_defaults(func=_rm_eval)
 

@@ -68,3 +68,34 @@ def test_eval_split_and_cli(reward_folder, prefs, tmp_path, capsys):
                  "--max-per-env", "1", "--no-text-only-test"]) == 0
     out = capsys.readouterr().out
     assert "accuracy % (multimodal)" in out and "drop" not in out and "| all |" in out
+
+
+def test_skip_bad_counts_what_it_left_out_and_training_pairs_need_a_flag(reward_folder, prefs, tmp_path, capsys):
+    """A data file with two bad records: without --skip-bad one clear error; with it, the rest is
+    scored and the two are listed and counted. --split train needs --score-training-pairs."""
+    import shutil
+
+    data = tmp_path / "prefs"
+    shutil.copytree(prefs, data)
+    lines = (data / "data.jsonl").read_text().splitlines()
+    broken = [json.loads(line) for line in lines[2:4]]  # the first record names the layout: kept whole
+    del broken[0]["chosen"]
+    broken[1]["image"] = "images/missing.png"
+    (data / "data.jsonl").write_text("\n".join(lines[:2] + [json.dumps(r) for r in broken] + lines[4:]) + "\n")
+    base = ["rm", "eval", "--model", str(reward_folder), "--data", str(data), "--max-per-env", "1",
+            "--no-text-only-test"]
+    assert main([*base, "--out", str(tmp_path / "strict")]) == 2
+    assert capsys.readouterr().err.count("error:") == 1
+    assert main([*base, "--out", str(tmp_path / "lenient"), "--skip-bad"]) == 0
+    assert "skipped 2 bad record(s)" in capsys.readouterr().out
+    metrics = json.loads((tmp_path / "lenient" / "metrics.json").read_text())
+    assert metrics["skipped_records"] == 2 and "training_pairs" not in metrics
+    assert len((tmp_path / "lenient" / "skipped.jsonl").read_text().splitlines()) == 2
+
+    assert main([*base, "--out", str(tmp_path / "train"), "--split", "train"]) == 2
+    assert "--score-training-pairs" in capsys.readouterr().err
+    assert not (tmp_path / "train").exists()
+    assert main([*base, "--out", str(tmp_path / "train"), "--split", "train", "--score-training-pairs",
+                 "--skip-bad"]) == 0
+    assert "training split" in capsys.readouterr().out
+    assert json.loads((tmp_path / "train" / "metrics.json").read_text())["training_pairs"] is True

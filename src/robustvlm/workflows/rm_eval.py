@@ -2,9 +2,13 @@
 text-only test (the same model scored without the image).
 
 Outputs in OUT: `config.resolved.yaml`, `pairs.jsonl` (one row per pair as it is scored: id, env,
-and per view [r_chosen, r_rejected]; `--resume` scores only the pairs not there yet) and
+and per view [r_chosen, r_rejected]; `--resume` scores only the pairs not there yet),
 `metrics.json` (`analysis.reward.RewardEvalMetrics`: accuracy, ties and a 95% bootstrap CI per
-environment and view).
+environment and view; `skipped_records`, the bad records `--skip-bad` left out, listed in
+`skipped.jsonl`; `training_pairs: true` when the training split was scored on purpose).
+
+Scoring the training split (`--split train`) measures what the model may have learned by heart:
+it needs `--score-training-pairs`, and the metrics say so.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 from robustvlm.analysis.reward import RewardEvalMetrics, summarize_pair_rows
 from robustvlm.config import RewardEvalConfig
 from robustvlm.data.preferences import PreferencePair
+from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError
 from robustvlm.models.backends import load_backend
 from robustvlm.reward.scoring import score_pairs, training_view
@@ -23,6 +28,7 @@ from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl
 
 PAIRS_FILE = "pairs.jsonl"
 METRICS_FILE = "metrics.json"
+SKIPPED_FILE = "skipped.jsonl"
 
 
 def eval_pairs(pairs: list[PreferencePair], cfg: RewardEvalConfig) -> list[PreferencePair]:
@@ -36,6 +42,13 @@ def eval_pairs(pairs: list[PreferencePair], cfg: RewardEvalConfig) -> list[Prefe
     if not kept:
         raise ConfigError(f"eval.split: no pairs in split {cfg.split!r}")
     return kept
+
+
+def check_split(cfg: RewardEvalConfig, training_pairs: bool) -> None:
+    """ConfigError for the training split unless `training_pairs` says it is meant."""
+    if cfg.split == "train" and not training_pairs:
+        raise ConfigError("--split train scores pairs the model may have been trained on; pass "
+                          "--score-training-pairs to do that on purpose (the metrics will say so)")
 
 
 def eval_views(meta: dict[str, Any], cfg: RewardEvalConfig) -> list[str]:
@@ -54,13 +67,19 @@ def evaluate_reward_model(
     data: dict[str, Any],
     resume: bool = False,
     progress: bool = True,
+    skipped: SkipLog | None = None,
+    training_pairs: bool = False,
 ) -> RewardEvalMetrics:
     """Score `model` (a reward-model folder) on the test pairs of `pairs` into `out_dir`.
 
     Args:
         data: what the pairs are (path, format, ...), stored with the settings so a resume
             cannot mix two datasets.
+        skipped: the bad records left out while reading `pairs` (written to skipped.jsonl and
+            counted in metrics.json).
+        training_pairs: allow `cfg.split == "train"` (ConfigError otherwise).
     """
+    check_split(cfg, training_pairs)
     out = Path(out_dir)
     settings = {"model": str(model), "data": data, "eval": cfg.model_dump(mode="json")}
     claim_run_folder(out, settings, resume=resume)
@@ -77,5 +96,11 @@ def evaluate_reward_model(
     wanted = {p.id for p in todo_pairs}
     rows = [row for row in read_jsonl(path) if row["id"] in wanted]
     metrics = summarize_pair_rows(rows, views, views[0], n_boot=cfg.n_boot)
-    (out / METRICS_FILE).write_text(json.dumps(metrics.to_dict(), indent=2) + "\n", encoding="utf-8")
+    report = metrics.to_dict()
+    if skipped is not None:
+        skipped.write(out / SKIPPED_FILE)
+        report["skipped_records"] = len(skipped)
+    if cfg.split == "train":
+        report["training_pairs"] = True
+    (out / METRICS_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return metrics
