@@ -41,3 +41,13 @@ def test_every_published_number_of_environments_has_its_row():
         if source is not None:  # the development checkout: the shipped copy is verbatim
             assert row == source["results"][str(n)]
     assert published_row(reference, 11, 5, 5) is None and published_row(reference, 3, 5, 3) is None
+
+
+def test_worst_environment_beside_the_average():
+    from robustvlm.report.invariance import worst_env_table
+
+    results = {ex: {m: {"mean": 0.3, "std": 0.0, "per_env": [0.1, 0.5, 0.3]} for m in METHODS} for ex in EXAMPLES}
+    results["Example2"]["irm"]["per_env"] = [0.1, float("nan"), 0.2]
+    rows = {row[0]: row[1:] for row in worst_env_table({"results": results}).rows}
+    assert rows["ERM"][0] == "0.50 / 0.30" and rows["ERM"][2] == "0.500 / 0.300"
+    assert rows["IRMv1"][2] == "diverged"
