@@ -16,15 +16,22 @@ def test_quick_ladder_writes_its_report_and_resumes(tmp_path, monkeypatch):
     results = json.loads((out / "results.json").read_text())
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     plan = ladder.QUICK
-    assert len(runs) == len(plan.rungs) * len(plan.methods) * len(plan.seeds)
+    given = [r for r in runs if r["envs"] == ladder.GIVEN]
+    assert len(given) == len(plan.rungs) * len(plan.methods) * len(plan.seeds)
+    assert len(runs) - len(given) == (len(plan.infer_on) * len(ladder.INFERRED) * len(ladder.INFERRED_METHODS)
+                                      * len(plan.seeds))
     assert set(results["summary"]) == {f"{s}/{r}" for s, r in plan.rungs}
-    assert results["summary"] == json.loads(json.dumps(summarize(runs, ladder.TRAIN_ENVS, ladder.TEST_ENVS,
+    assert results["summary"] == json.loads(json.dumps(summarize(given, ladder.TRAIN_ENVS, ladder.TEST_ENVS,
                                                                  ladder.PROTOTYPES)))
+    inference = results["inference"]["mnist/pixels"]
+    assert set(inference) == set(ladder.INFERRED)
+    assert all(0.5 <= v["purity_given"] <= 1 and sum(v["sizes"]) == 360 for v in inference.values())
     for run in runs:
         steps = [e["step"] for e in run["evaluations"]]
         assert steps == list(range(plan.eval_every, plan.steps + 1, plan.eval_every))
     report = (out / "report.md").read_text()
     assert "Quick run" in report and "grayscale oracle" in report and "ladder.png" in report
+    assert "Environments inferred from data" in report and "± 0.0" not in report  # one seed: no spread
     assert (out / "report.html").is_file() and (out / "ladder.png").stat().st_size > 0
 
     calls = []

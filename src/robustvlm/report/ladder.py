@@ -21,9 +21,12 @@ PUBLISHED = ("The IRM paper (Arjovsky et al. 2019; 50,000 MNIST digits, MLP 390 
 
 
 def pct(entry: Mapping | None) -> str:
-    """"mean ± sd" in percent of a {"mean", "std"} entry ("n/a" when nothing was measured)."""
+    """"mean ± sd" in percent of a {"mean", "std", "n"} entry; the mean alone from one seed ("n/a"
+    when nothing was measured)."""
     if not entry or entry.get("mean") is None:
         return "n/a"
+    if entry.get("n", 0) < 2:
+        return f"{100 * entry['mean']:.1f}"
     return f"{100 * entry['mean']:.1f} ± {100 * entry['std']:.1f}"
 
 
@@ -98,6 +101,40 @@ def verdicts(summary: Mapping) -> Table:
     return Table(["rung", *READINGS.values()], rows)
 
 
+def inference_blocks(results: Mapping) -> list[Block]:
+    """How pure the inferred environments are, and what invariance training makes of them beside
+    the given environments."""
+    inference, inferred = results.get("inference") or {}, results.get("inferred_summary") or {}
+    if not inference:
+        return []
+    blocks: list[Block] = [
+        Heading("Environments inferred from data"),
+        Paragraph("Without environment labels: an ERM reference model (seed 0) trained on the pooled training "
+                  "rows, then two environments from EIIL (the split that maximises its IRMv1 penalty), a loss "
+                  "split at the median, or k-means of its penultimate features. Purity: the share of rows in "
+                  "their environment's majority group, against the given environments (train-0.9 / train-0.8) "
+                  "and against whether the colour agrees with the label."),
+    ]
+    for cell, splits in inference.items():
+        rows = [[name, " / ".join(map(str, v["sizes"])), f"{100 * v['purity_given']:.1f}",
+                 f"{100 * v['purity_colour']:.1f}"] for name, v in splits.items()]
+        blocks += [Paragraph(f"`{cell}`:"), Table(["split", "sizes", "purity vs given (%)",
+                                                   "purity vs colour agreement (%)"], rows)]
+        header = ["method", "environments", "reversed", "colour-free", "rule learned"]
+        table = []
+        for method in ("erm", "irm", "dynamic_birm"):
+            sources = {"given": results["summary"].get(cell, {}).get(method)}
+            if method != "erm":
+                sources.update({name: inferred.get(name, {}).get(cell, {}).get(method) for name in splits})
+            for envs, entry in sources.items():
+                if entry:
+                    table.append([LABELS[method], envs, pct(entry["final"].get(REVERSED)),
+                                  pct(entry["final"].get(COLOUR_FREE)), entry.get("rule", "n/a")])
+        blocks += [Paragraph("Final-step accuracy (%) with the given and the inferred environments:"),
+                   Table(header, table)]
+    return blocks
+
+
 def protocol_text(results: Mapping) -> str:
     plan, paper = results["plan"], results["paper"]
     per_env = plan["per_env"] if plan["per_env"] is not None else "all"
@@ -138,6 +175,7 @@ def write_ladder_report(results: Mapping, out_dir: Path) -> tuple[Path, Path]:
         verdicts(summary),
         Paragraph(PUBLISHED),
     ]
+    blocks += inference_blocks(results)
     for cell, entries in summary.items():
         blocks += [Heading(f"Rung `{cell}`", 3), cell_table(entries, results["train_envs"])]
     return write_page(blocks, out_dir, title="robustvlm: the invariance ladder")

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from robustvlm.analysis.env_inference import cluster_split, eiil_split, loss_split, purity
 from robustvlm.analysis.ladder import ORACLE, summarize
 from robustvlm.analysis.selection import colour_rule_prototypes
 from robustvlm.data.colored_mnist import ColouredEnv, colored_mnist
@@ -54,6 +55,9 @@ TOWER = "tower:"
 TRAIN_ENVS = tuple(e.name for e in COLOUR_ENVS if not e.ood)
 TEST_ENVS = tuple(e.name for e in COLOUR_ENVS if e.ood)
 PROTOTYPES = colour_rule_prototypes({e.name: e.agreement for e in COLOUR_ENVS}, LABEL_NOISE)
+GIVEN = "given"
+INFERRED = ("eiil", "loss-split", "cluster")
+INFERRED_METHODS = ("irm", "dynamic_birm")
 JOBS_DIR = "jobs"
 FEATURES_DIR = "features"
 
@@ -90,6 +94,8 @@ class LadderPlan:
         seeds: model seeds (initial weights; the data draw is fixed).
         holdout: share of each training environment held out for training-domain validation.
         workers: processes the runs are spread over.
+        infer_on: (source, rung) cells where environments are also inferred from data
+            (`INFERRED`) and `INFERRED_METHODS` are trained on them.
     """
 
     rungs: tuple[tuple[str, str], ...]
@@ -102,15 +108,17 @@ class LadderPlan:
     holdout: float = 0.1
     workers: int = 2
     methods: tuple[str, ...] = METHODS
+    infer_on: tuple[tuple[str, str], ...] = ()
 
 
 FULL = LadderPlan(
     rungs=(("fashion", PIXELS), ("fashion", TOWER + "tiny:idefics3"), ("fashion", TOWER + "tiny:clip"),
            ("mnist", PIXELS)),
     per_env=5000, hidden=128, steps=PAPER["steps"], eval_every=50, seeds=(0, 1, 2),
+    infer_on=(("fashion", PIXELS),),
 )
 QUICK = LadderPlan(rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:clip")), per_env=200, hidden=32, steps=40,
-                   eval_every=20, seeds=(0,), anneal=20, workers=1)
+                   eval_every=20, seeds=(0,), anneal=20, workers=1, infer_on=(("mnist", PIXELS),))
 
 
 @dataclass
@@ -162,10 +170,12 @@ def _split(n: int, holdout: float) -> tuple[np.ndarray, np.ndarray]:
     return np.arange(cut), np.arange(cut, n)
 
 
-def run_one(job: tuple[str, str, str, int], plan: LadderPlan, features: Path) -> dict[str, Any]:
-    """Train one (source, rung, method, seed) model on one torch thread; its evaluations."""
+def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Path) -> dict[str, Any]:
+    """Train one (source, rung, method, seed, environments) model on one torch thread; its
+    evaluations. Environments `given` are the data's; an `INFERRED` split replaces them on the
+    training rows (the held-out rows and the test environments stay as they are)."""
     torch.set_num_threads(1)
-    source, rung, method, seed = job
+    source, rung, method, seed, envs = job
     data = np.load(features / _feature_file(source, rung), allow_pickle=False)
     kind = "grey" if method == ORACLE else "inputs"
     inputs = {name: data[f"{kind}/{name}"] for name in (*TRAIN_ENVS, *TEST_ENVS)}
@@ -174,7 +184,11 @@ def run_one(job: tuple[str, str, str, int], plan: LadderPlan, features: Path) ->
     x = np.concatenate([inputs[n][splits[n][0]] for n in TRAIN_ENVS])
     y = np.concatenate([labels[n][splits[n][0]] for n in TRAIN_ENVS])
     env = np.concatenate([np.full(len(splits[n][0]), i) for i, n in enumerate(TRAIN_ENVS)])
-    objective = build_objective("erm" if method == ORACLE else method, list(TRAIN_ENVS),
+    env_names = list(TRAIN_ENVS)
+    if envs != GIVEN:
+        env = np.load(features / _inferred_file(source, rung))[envs]
+        env_names = [f"{envs}-{i}" for i in range(int(env.max()) + 1)]
+    objective = build_objective("erm" if method == ORACLE else method, env_names,
                                 method_hparams(plan.anneal)[method])
     evaluations: list[dict[str, Any]] = []
 
@@ -187,8 +201,8 @@ def run_one(job: tuple[str, str, str, int], plan: LadderPlan, features: Path) ->
 
     fit = fit_mlp(objective, x, y, env, hidden=plan.hidden, lr=PAPER["lr"], l2=PAPER["l2"], steps=plan.steps,
                   seed=seed, eval_every=plan.eval_every, on_eval=evaluate)
-    return {"source": source, "rung": rung, "method": method, "seed": seed, "diverged": fit.diverged,
-            "evaluations": evaluations}
+    return {"source": source, "rung": rung, "method": method, "seed": seed, "envs": envs,
+            "diverged": fit.diverged, "evaluations": evaluations}
 
 
 def _feature_file(source: str, rung: str) -> str:
@@ -202,12 +216,67 @@ def prepare_features(plan: LadderPlan, folder: Path) -> None:
         path = folder / _feature_file(source, rung)
         if path.is_file():
             continue
-        data = rung_data(colored_mnist(source, seed=0, limit=plan.per_env), rung)
+        envs = colored_mnist(source, seed=0, limit=plan.per_env)
+        data = rung_data(envs, rung)
         arrays = {f"{kind}/{name}": getattr(data, kind)[name] for kind in ("inputs", "grey", "labels")
                   for name in data.labels}
+        arrays.update({f"agrees/{e.name}": (e.colour == e.labels).astype(np.int64) for e in envs})
         tmp = path.with_suffix(".tmp.npz")
         np.savez(tmp, **arrays)
         tmp.rename(path)
+
+
+def _inferred_file(source: str, rung: str) -> str:
+    return f"envs__{_feature_file(source, rung)}"
+
+
+def training_rows(data: Any, plan: LadderPlan) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """(inputs, labels, {"given": env ids, "colour": 1 where the colour agrees with the label})
+    of the training rows of a rung's saved data, in `run_one`'s order."""
+    xs, ys, given, agrees = [], [], [], []
+    for i, name in enumerate(TRAIN_ENVS):
+        rows = _split(len(data[f"labels/{name}"]), plan.holdout)[0]
+        xs.append(data[f"inputs/{name}"][rows])
+        ys.append(data[f"labels/{name}"][rows])
+        given.append(np.full(len(rows), i))
+        agrees.append(data[f"agrees/{name}"][rows])
+    return np.concatenate(xs), np.concatenate(ys), {"given": np.concatenate(given), "colour": np.concatenate(agrees)}
+
+
+def prepare_inferred_envs(plan: LadderPlan, folder: Path) -> dict[str, Any]:
+    """For each `plan.infer_on` cell: an ERM reference model (seed 0, the rung's protocol) on the
+    pooled training rows, then its `INFERRED` splits (`analysis.env_inference`: EIIL from its
+    per-example scale gradients, a loss split at the median, k-means of its penultimate
+    features), saved for `run_one`; returns {cell: {split: {purity vs given, purity vs colour
+    agreement, sizes}}}."""
+    report: dict[str, Any] = {}
+    for source, rung in plan.infer_on:
+        path = folder / _inferred_file(source, rung)
+        data = np.load(folder / _feature_file(source, rung))
+        x, y, truth = training_rows(data, plan)
+        if not path.is_file():
+            torch.manual_seed(0)
+            reference = fit_mlp(build_objective("erm", ["pooled"]), x, y, np.zeros(len(y), dtype=np.int64),
+                                hidden=plan.hidden, lr=PAPER["lr"], l2=PAPER["l2"], steps=plan.steps, seed=0)
+            with torch.no_grad():
+                inputs = torch.from_numpy(x).float()
+                logits = reference.model(inputs).double().numpy()
+                hidden = reference.model.body(inputs).numpy()
+            prob = 1 / (1 + np.exp(-logits))
+            losses = -(y * np.log(prob + 1e-12) + (1 - y) * np.log(1 - prob + 1e-12))
+            splits = {"eiil": eiil_split((prob - y) * logits), "loss-split": loss_split(losses),
+                      "cluster": cluster_split(hidden)}
+            tmp = path.with_suffix(".tmp.npz")
+            np.savez(tmp, **splits)
+            tmp.rename(path)
+        splits = np.load(path)
+        report[f"{source}/{rung}"] = {
+            name: {"purity_given": purity(splits[name], truth["given"]),
+                   "purity_colour": purity(splits[name], truth["colour"]),
+                   "sizes": np.bincount(splits[name]).tolist()}
+            for name in INFERRED
+        }
+    return report
 
 
 def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool = True) -> dict[str, Any]:
@@ -220,7 +289,11 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     prepare_features(plan, out / FEATURES_DIR)
-    jobs = [(source, rung, method, seed) for (source, rung), method, seed in product(plan.rungs, plan.methods, plan.seeds)]
+    inference = prepare_inferred_envs(plan, out / FEATURES_DIR)
+    jobs = [(source, rung, method, seed, GIVEN)
+            for (source, rung), method, seed in product(plan.rungs, plan.methods, plan.seeds)]
+    jobs += [(source, rung, method, seed, envs) for (source, rung), envs, method, seed
+             in product(plan.infer_on, INFERRED, INFERRED_METHODS, plan.seeds)]
     runs = run_jobs(partial(run_one, plan=plan, features=out / FEATURES_DIR), jobs,
                     JobRunnerConfig(workers=plan.workers), name=lambda job: "/".join(map(str, job)),
                     store=out / JOBS_DIR, desc="models", progress=progress)
@@ -230,7 +303,10 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
             f.write(json.dumps(run) + "\n")
     results = {"quick": quick, "seconds": round(seconds, 1), "plan": asdict(plan), "paper": PAPER,
                "method_hparams": method_hparams(plan.anneal), "train_envs": list(TRAIN_ENVS), "test_envs": list(TEST_ENVS),
-               "summary": summarize(runs, TRAIN_ENVS, TEST_ENVS, PROTOTYPES)}
+               "summary": summarize([r for r in runs if r["envs"] == GIVEN], TRAIN_ENVS, TEST_ENVS, PROTOTYPES),
+               "inference": inference,
+               "inferred_summary": {envs: summarize([r for r in runs if r["envs"] == envs], TRAIN_ENVS, TEST_ENVS,
+                                                    PROTOTYPES) for envs in INFERRED if plan.infer_on}}
     (out / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     md, html = write_ladder_report(results, out)
     print(f"report: {md} and {html} ({seconds:.0f} s)")
