@@ -54,7 +54,11 @@ def test_shared_prefix_equals_full_sequences_and_the_training_batch(tiny_vlms, i
     examples = [Example(str(i), str(tmp_path / "x.png"), QUERY, r, "e") for i, r in enumerate(RESPONSES)]
     with torch.no_grad():
         batch = model(VLMCollator(processor, {}, train=True)(examples)).tolist()
+        left = model(VLMCollator(processor, {}, train=True, padding_side="left")(examples)).tolist()
+    # the reward is read at each sequence's last real token, image tokens in the sequence, with
+    # the padding on either side (the responses differ in length)
     assert batch == pytest.approx(shared, abs=1e-5)
+    assert left == pytest.approx(shared, abs=1e-5)
     text_only = candidate_rewards(model, processor, QUERY, RESPONSES)
     assert text_only == pytest.approx(candidate_rewards(model, processor, QUERY, RESPONSES, shared_prefix=False),
                                       abs=1e-5)
