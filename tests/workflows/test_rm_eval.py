@@ -99,3 +99,24 @@ def test_skip_bad_counts_what_it_left_out_and_training_pairs_need_a_flag(reward_
                  "--skip-bad"]) == 0
     assert "training split" in capsys.readouterr().out
     assert json.loads((tmp_path / "train" / "metrics.json").read_text())["training_pairs"] is True
+
+
+def test_eval_scores_the_pairs_the_training_run_held_out(tmp_path):
+    """`data.split_per_env` carves held-out pairs the data file does not mark: the run records its
+    split, and `rm eval --model RUN/final` scores exactly the pairs it held out."""
+    from robustvlm.config import RewardConfig, validate_config
+    from robustvlm.workflows.rm_train import train_reward_model
+
+    cfg = validate_config({
+        "model": {"name": "tiny:idefics3", "trainable": "full", "tiny": {"hidden_size": 32, "vocab_size": 300}},
+        "data": {"benchmark": "preferences", "n_per_env": 6, "split_per_env": {"test": 2}},
+        "train": {"steps": 1, "batch_size": 4, "save_every": 1, "cpu_threads": 1},
+    }, "test", RewardConfig)
+    run = tmp_path / "run"
+    result = train_reward_model(cfg, run, progress=False)
+    split = json.loads((run / "pair_split.json").read_text())
+    assert len(split["test"]) == 2 * 4 and not set(split["test"]) & set(split["train"])
+    assert main(["rm", "eval", "--model", str(result.final_dir), "--data", str(run / "data"),
+                 "--out", str(tmp_path / "eval"), "--no-text-only-test"]) == 0
+    scored = [json.loads(line)["id"] for line in (tmp_path / "eval" / "pairs.jsonl").read_text().splitlines()]
+    assert sorted(scored) == sorted(split["test"])

@@ -12,6 +12,7 @@ exact resume; this task supplies the pairs, the model(s) and the step of a rewar
 Each step logs `loss`, `acc` (share of pairs with r_chosen > r_rejected) and `reward_gap` (mean
 r_chosen - r_rejected) of the main branch; shortcut-aware runs add `loss_proxy`, `acc_proxy`,
 `sfc` and `sfc/<env>` (mean SFC of the batch's pairs of each environment, this process's share).
+`pair_split.json` records the ids of the pairs trained on and held out (`write_pair_split`).
 `final/` holds the main branch in the reward format (`models.reward.save_reward_model`). The
 two branches' gradients are clipped each on its own (`branch_parameters`), so the main branch's
 update does not depend on the proxy's gradient scale.
@@ -20,6 +21,7 @@ update does not depend on the proxy's gradient scale.
 from __future__ import annotations
 
 import copy
+import json
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,24 @@ class SharedBaseBranches(nn.Module):
 
     def forward(self, batch: dict[str, Any], branch: str) -> torch.Tensor:
         return getattr(self, branch)(batch)
+
+
+SPLIT_FILE = "pair_split.json"
+
+
+def write_pair_split(out_dir: Path, every: list[PreferencePair], trained: list[PreferencePair]) -> None:
+    """Record in the run folder which pairs the model trained on and which it held out
+    ({"train": ids, "test": ids}), so that `rm eval --model RUN/final` scores the held-out ones
+    even where `data.split_per_env` carved them (the data file does not say so)."""
+    trained_ids = [p.id for p in trained]
+    held_out = [p.id for p in every if p.split == "test"]
+    (out_dir / SPLIT_FILE).write_text(json.dumps({"train": trained_ids, "test": held_out}), encoding="utf-8")
+
+
+def read_pair_split(model: str | Path) -> dict[str, list[str]] | None:
+    """The pair split stored by the training run of a reward model folder (RUN/final), or None."""
+    path = Path(model).parent / SPLIT_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def freeze_vision_side(vlm: nn.Module) -> None:
@@ -119,10 +139,10 @@ class RewardTask(TrainingTask):
     def setup(self, ctx: SetupContext) -> TaskSetup:
         cfg = self.cfg
         skips = SkipLog()
-        pairs: list[PreferencePair] = training_examples(
-            load_pairs_from_config(cfg.data, ctx.out_dir, skips, verbose=ctx.verbose).pairs,
-            cfg.data.max_train_per_env,
-        )
+        every = load_pairs_from_config(cfg.data, ctx.out_dir, skips, verbose=ctx.verbose).pairs
+        pairs: list[PreferencePair] = training_examples(every, cfg.data.max_train_per_env)
+        if ctx.is_main:
+            write_pair_split(ctx.out_dir, every, pairs)
         if not pairs:
             raise ConfigError("data: no training pairs (split 'train')")
         if ctx.is_main and len(skips):

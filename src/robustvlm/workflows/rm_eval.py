@@ -7,6 +7,10 @@ and per view [r_chosen, r_rejected]; `--resume` scores only the pairs not there 
 environment and view; `skipped_records`, the bad records `--skip-bad` left out, listed in
 `skipped.jsonl`; `training_pairs: true` when the training split was scored on purpose).
 
+When the model's training run recorded its pair split (`pair_split.json` beside `final/`), the
+pairs it trained on and held out take that split (`apply_training_split`), so the test split is
+what the run held out, also where `data.split_per_env` carved it.
+
 Scoring the training split (`--split train`) measures what the model may have learned by heart:
 it needs `--score-training-pairs`, and the metrics say so.
 """
@@ -14,6 +18,7 @@ it needs `--score-training-pairs`, and the metrics say so.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +29,7 @@ from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError
 from robustvlm.models.backends import load_backend
 from robustvlm.reward.scoring import score_pairs, training_view
+from robustvlm.reward.task import read_pair_split
 from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl
 
 PAIRS_FILE = "pairs.jsonl"
@@ -42,6 +48,15 @@ def eval_pairs(pairs: list[PreferencePair], cfg: RewardEvalConfig) -> list[Prefe
     if not kept:
         raise ConfigError(f"eval.split: no pairs in split {cfg.split!r}")
     return kept
+
+
+def apply_training_split(pairs: list[PreferencePair], split: dict[str, list[str]] | None) -> list[PreferencePair]:
+    """The pairs with the split their model's training run gave them (`reward.task.write_pair_split`):
+    a pair it trained on is "train", one it held out "test"; pairs it never saw keep their own."""
+    if split is None:
+        return pairs
+    given = {**dict.fromkeys(split["train"], "train"), **dict.fromkeys(split["test"], "test")}
+    return [replace(p, split=given[p.id]) if p.id in given else p for p in pairs]
 
 
 def check_split(cfg: RewardEvalConfig, training_pairs: bool) -> None:
@@ -85,7 +100,7 @@ def evaluate_reward_model(
     claim_run_folder(out, settings, resume=resume)
     backend = load_backend(str(model), family="reward")
     views = eval_views(backend.meta, cfg)
-    todo_pairs = eval_pairs(pairs, cfg)
+    todo_pairs = eval_pairs(apply_training_split(pairs, read_pair_split(model)), cfg)
     path = out / PAIRS_FILE
     done = {row["id"] for row in read_jsonl(path)}
     todo = [p for p in todo_pairs if p.id not in done]
