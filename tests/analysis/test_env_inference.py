@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from robustvlm.analysis.env_inference import cluster_split, eiil_penalty, eiil_split, loss_split, purity
+from robustvlm.analysis.env_inference import (
+    cluster_split,
+    eiil_penalty,
+    eiil_split,
+    loss_split,
+    purity,
+)
 
 
 def _hard_penalty(assign: np.ndarray, grads: np.ndarray) -> float:

@@ -10,6 +10,9 @@ An environment comes from one of three places (see `load_examples`):
         reasoning: {sources: [geo170k]}
         ocr: {sources: [textocr, st_vqa], ood: true}
 
+  An environment may also list record ids (`ids: [...]`, what `robustvlm envs infer` writes);
+  a record listed by id goes there, whatever its source;
+
 - task-type keyword rules on the instruction (`assign_task_type`).
 """
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -57,10 +60,12 @@ def assign_task_type(instruction: str) -> str:
 
 @dataclass(frozen=True)
 class EnvMap:
-    """Source names mapped to environments; `ood` holds the environments held out of training."""
+    """Source names (and record ids) mapped to environments; `ood` holds the environments held
+    out of training."""
 
     env_of: dict[str, str]
     ood: frozenset[str]
+    env_of_id: dict[str, str] = field(default_factory=dict)
 
 
 def load_env_map(spec: str | Path | Mapping) -> EnvMap:
@@ -76,12 +81,17 @@ def load_env_map(spec: str | Path | Mapping) -> EnvMap:
     if not isinstance(envs, Mapping) or not envs:
         raise ConfigError(f"{where}: expected a non-empty mapping under 'environments'")
     env_of: dict[str, str] = {}
+    env_of_id: dict[str, str] = {}
     ood: set[str] = set()
     for env, entry in envs.items():
-        sources = entry.get("sources") if isinstance(entry, Mapping) else None
-        if not isinstance(sources, list) or not sources or not all(isinstance(s, str) for s in sources):
-            raise ConfigError(f"{where}: environments.{env}.sources must be a non-empty list of names")
-        unknown = set(entry) - {"sources", "ood"}
+        entry = entry if isinstance(entry, Mapping) else {}
+        sources, ids = entry.get("sources", []), entry.get("ids", [])
+        for key, names in (("sources", sources), ("ids", ids)):
+            if not isinstance(names, list) or not all(isinstance(s, str) for s in names):
+                raise ConfigError(f"{where}: environments.{env}.{key} must be a list of names")
+        if not sources and not ids:
+            raise ConfigError(f"{where}: environments.{env} needs a non-empty list of sources (or ids)")
+        unknown = set(entry) - {"sources", "ids", "ood"}
         if unknown:
             raise ConfigError(f"{where}: environments.{env}: unknown key(s) {sorted(unknown)}")
         if not isinstance(entry.get("ood", False), bool):
@@ -90,9 +100,13 @@ def load_env_map(spec: str | Path | Mapping) -> EnvMap:
             if source in env_of and env_of[source] != env:
                 raise ConfigError(f"{where}: source {source!r} is in both {env_of[source]!r} and {env!r}")
             env_of[source] = str(env)
+        for record in ids:
+            if record in env_of_id and env_of_id[record] != env:
+                raise ConfigError(f"{where}: record {record!r} is in both {env_of_id[record]!r} and {env!r}")
+            env_of_id[record] = str(env)
         if entry.get("ood", False):
             ood.add(str(env))
-    return EnvMap(env_of=env_of, ood=frozenset(ood))
+    return EnvMap(env_of=env_of, ood=frozenset(ood), env_of_id=env_of_id)
 
 
 COUNT_COLUMNS = (*SPLITS, "ood", "total")

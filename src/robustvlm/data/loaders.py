@@ -546,7 +546,7 @@ def _with_env(ex: Example, label: str | None, env_map: EnvMap | None, task_rules
         raise row.error(f"missing environment (no {field} field)", ex.id)
     if env_map is None:
         return replace(ex, env=label)
-    env = env_map.env_of.get(label)
+    env = env_map.env_of_id.get(ex.id) or env_map.env_of.get(label)
     if env is None:
         raise row.error(f"environment source {label!r} is not in the env map", ex.id)
     if env in env_map.ood:
