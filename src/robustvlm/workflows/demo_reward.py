@@ -35,7 +35,8 @@ from robustvlm.data.preferences import load_pairs
 from robustvlm.data.synth import synthesize
 from robustvlm.data.synth.preferences import statement
 from robustvlm.report.page import Heading, write_page
-from robustvlm.report.reward_demo import demo_blocks
+from robustvlm.report.reward_demo import demo_blocks, linear_rung_blocks
+from robustvlm.reward.linear_rung import linear_rung
 from robustvlm.workflows.rm_bon import bon_results
 from robustvlm.workflows.rm_matrix import run_matrix
 from robustvlm.workflows.rm_sample import Sampling, sample_candidates
@@ -155,6 +156,7 @@ class RewardDemoSummary:
     matrix: dict
     comparison: dict
     bon: dict
+    linear: dict
 
 
 def run_reward_demo(out_dir: str | Path, *, quick: bool = False) -> RewardDemoSummary:
@@ -168,14 +170,16 @@ def run_reward_demo(out_dir: str | Path, *, quick: bool = False) -> RewardDemoSu
     matrix = run_matrix(matrix_spec(data, policy, plan), out / "matrix")
     results = matrix.results
     bon = best_of_n(out, data, policy, plan)
+    linear = linear_rung(plan.seeds, n=1000 if quick else 2000, steps=300 if quick else 500)
     summary = RewardDemoSummary(
         quick=quick, seconds=round(time.perf_counter() - t0, 1), plan=asdict(plan),
-        matrix=results.to_dict(), comparison=compare_labels(results, *COMPARED), bon=bon,
+        matrix=results.to_dict(), comparison=compare_labels(results, *COMPARED), bon=bon, linear=linear,
     )
     (out / "results.json").write_text(json.dumps(asdict(summary), indent=2) + "\n", encoding="utf-8")
     blocks = [Heading("Shortcut-aware reward models: the demo", 1),
               *demo_blocks(results, summary.comparison, bon, out, points=matrix.points, plan=asdict(plan),
-                           seconds=summary.seconds, bon_setup=(BON_TRAIN_ENV, BON_TEST_ENV))]
+                           seconds=summary.seconds, bon_setup=(BON_TRAIN_ENV, BON_TEST_ENV)),
+              *linear_rung_blocks(linear)]
     md, html = write_page(blocks, out, title="robustvlm reward demo")
     print(f"\n{summary.seconds:.0f} s; report: {md} and {html}")
     return summary
