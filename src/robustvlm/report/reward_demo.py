@@ -102,13 +102,13 @@ def demo_blocks(
     return blocks
 
 
-def _spread_text(values: Sequence[float | None], scale: float = 100.0) -> str:
+def _spread_text(values: Sequence[float | None], scale: float = 100.0, digits: int = 1) -> str:
     """"mean ± sd" of the defined values ("mean" alone for one; "—" for none), times `scale`."""
     defined = [v for v in values if v is not None]
     if not defined:
         return "—"
-    mean = f"{scale * float(np.mean(defined)):.1f}"
-    return mean if len(defined) == 1 else f"{mean} ± {scale * float(np.std(defined, ddof=1)):.1f}"
+    mean = f"{scale * float(np.mean(defined)):.{digits}f}"
+    return mean if len(defined) == 1 else f"{mean} ± {scale * float(np.std(defined, ddof=1)):.{digits}f}"
 
 
 def linear_rung_blocks(rows: Mapping[str, Mapping[str, list]]) -> list[Block]:
@@ -124,8 +124,9 @@ def linear_rung_blocks(rows: Mapping[str, Mapping[str, list]]) -> list[Block]:
                   "feature that favours the chosen response everywhere (noisily) and a text cue that agrees "
                   "with the preference 95% of the time in training and 50% at test. Seeds: "
                   f"{len(proxy['ood_accuracy'])}; values in %."),
-        Table(["loss", "image share of |w|", "train accuracy", "o.o.d. accuracy", "SFD (points)"], table),
+        Table(["loss", "image feature's share of the weight", "train accuracy", "o.o.d. accuracy",
+               "SFD (points)"], table),
         Paragraph(f"The text-only proxy's o.o.d. accuracy: {_spread_text(proxy['ood_accuracy'])}; SFC weights in "
-                  f"training: mean {_spread_text(proxy['sfc_mean'], 1.0)}, share above 0.5 "
+                  f"training: mean {_spread_text(proxy['sfc_mean'], 1.0, 2)}, share above 0.5 "
                   f"{_spread_text(proxy['sfc_above_half'])}%."),
     ]
