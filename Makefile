@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-quick demo-reward test lint install clean
+.PHONY: demo demo-quick demo-reward figures test lint install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,13 @@ demo-quick: install
 
 demo-reward: install
 	$(BIN)/robustvlm demo reward --out demo_reward
+
+# The measured tables of README.md, rewritten from the full demos' results.json (about 25 min on
+# 2 cores); docs/quick_figures.md holds the quick demos' tables, which `make test` checks.
+figures: install
+	$(BIN)/robustvlm demo ladder --out figures/ladder
+	$(BIN)/robustvlm demo reward --out figures/reward
+	$(BIN)/python -m robustvlm.report.figures README.md ladder=figures/ladder reward-linear=figures/reward
 
 test: install
 	$(BIN)/python -m pytest tests -p no:cacheprovider

@@ -8,7 +8,12 @@ import pytest
 import torch
 
 from robustvlm.reward.linear_rung import LinearPrefs, _rewards, image_share, linear_rung, sfd
-from robustvlm.reward.losses import LOSSES, branch_objective, pair_losses, shortcut_failure_coefficient
+from robustvlm.reward.losses import (
+    LOSSES,
+    branch_objective,
+    pair_losses,
+    shortcut_failure_coefficient,
+)
 
 
 def test_shortcut_aware_gradient_is_the_sfc_weighted_logistic_gradient():

@@ -1,0 +1,91 @@
+"""Measured tables of the docs, produced from a demo's results.json, never typed by hand.
+
+A table in a document sits between `<!-- figure:NAME -->` and `<!-- /figure:NAME -->`; `FIGURES`
+says which demo's results.json makes it and how. `make figures` runs the full demos and rewrites
+README.md's tables; `docs/quick_figures.md` holds the same tables from the `--quick` variants,
+which a test regenerates and compares, so a change that moves a figure shows up at once.
+
+    python -m robustvlm.report.figures DOC NAME=RESULTS_DIR [NAME=RESULTS_DIR ...]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from robustvlm.errors import ConfigError, RobustVLMError
+from robustvlm.report.ladder import summary_table
+from robustvlm.report.page import Table
+from robustvlm.report.reward_demo import linear_rung_blocks
+from robustvlm.report.tables import markdown_table
+
+
+def _ladder(results: Mapping) -> str:
+    table = summary_table(results["summary"], "final")
+    return markdown_table(table.header, table.rows)
+
+
+def _reward_linear(results: Mapping) -> str:
+    table = next(b for b in linear_rung_blocks(results["linear"]) if isinstance(b, Table))
+    return markdown_table(table.header, table.rows)
+
+
+#: figure name -> (the demo that writes its results.json, the table made from it)
+FIGURES: dict[str, tuple[str, Callable[[Mapping], str]]] = {
+    "ladder": ("demo ladder", _ladder),
+    "reward-linear": ("demo reward", _reward_linear),
+}
+
+
+def render(name: str, results_dir: str | Path) -> str:
+    """The markdown table of figure `name` from `results_dir/results.json`."""
+    if name not in FIGURES:
+        raise ConfigError(f"unknown figure {name!r}; known: {sorted(FIGURES)}")
+    path = Path(results_dir) / "results.json"
+    if not path.is_file():
+        raise ConfigError(f"{path} not found: run `robustvlm {FIGURES[name][0]}` into {results_dir} first")
+    return FIGURES[name][1](json.loads(path.read_text(encoding="utf-8")))
+
+
+def _block(name: str) -> re.Pattern:
+    return re.compile(rf"(<!-- figure:{re.escape(name)} -->\n)(.*?)(<!-- /figure:{re.escape(name)} -->)", re.S)
+
+
+def read_figure(text: str, name: str) -> str:
+    """The table between the markers of figure `name` in `text` (ConfigError when absent)."""
+    match = _block(name).search(text)
+    if match is None:
+        raise ConfigError(f"no <!-- figure:{name} --> block")
+    return match.group(2).strip()
+
+
+def update(doc: str | Path, name: str, table: str) -> None:
+    """Replace the table between the markers of figure `name` in `doc`."""
+    path = Path(doc)
+    text = path.read_text(encoding="utf-8")
+    read_figure(text, name)
+    path.write_text(_block(name).sub(lambda m: m.group(1) + table.strip() + "\n" + m.group(3), text),
+                    encoding="utf-8")
+
+
+def main(argv: list[str]) -> int:
+    """`DOC NAME=RESULTS_DIR ...`: rewrite each named figure of DOC from its results."""
+    if len(argv) < 2 or not all("=" in a for a in argv[1:]):
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    for pair in argv[1:]:
+        name, results_dir = pair.split("=", 1)
+        try:
+            update(argv[0], name, render(name, results_dir))
+        except RobustVLMError as err:
+            print(f"error: {argv[0]}: {err}", file=sys.stderr)
+            return 2
+        print(f"{argv[0]}: figure {name} from {results_dir}/results.json")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
