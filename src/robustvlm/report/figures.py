@@ -16,15 +16,22 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.report.ladder import summary_table
 from robustvlm.report.page import Table
 from robustvlm.report.reward_demo import linear_rung_blocks
+from robustvlm.report.reward_report import summary_table as matrix_summary_table
 from robustvlm.report.tables import markdown_table
 
 
 def _ladder(results: Mapping) -> str:
     table = summary_table(results["summary"], "final")
+    return markdown_table(table.header, table.rows)
+
+
+def _reward_matrix(results: Mapping) -> str:
+    table = matrix_summary_table(MatrixResults.from_dict(results["matrix"]))
     return markdown_table(table.header, table.rows)
 
 
@@ -36,6 +43,7 @@ def _reward_linear(results: Mapping) -> str:
 #: figure name -> (the demo that writes its results.json, the table made from it)
 FIGURES: dict[str, tuple[str, Callable[[Mapping], str]]] = {
     "ladder": ("demo ladder", _ladder),
+    "reward-matrix": ("demo reward", _reward_matrix),
     "reward-linear": ("demo reward", _reward_linear),
 }
 
