@@ -1,2 +1,2 @@
 """End-to-end runs: the only layer that strings data, models, training, evaluation, analysis and
-reports together. `cli.py` parses arguments and calls one function here per subcommand."""
+reports together. `cli/` parses arguments and calls one function here per subcommand."""
