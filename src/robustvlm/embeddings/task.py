@@ -35,7 +35,7 @@ from robustvlm.models.trainable import (
     enable_gradient_checkpointing,
     save_merged,
 )
-from robustvlm.training.finetune import base_model, load_training_set, make_sampler
+from robustvlm.training.setup import base_model, load_training_set, make_sampler
 from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask, indexed
 
 EMBEDDER = "embedder"

@@ -51,7 +51,7 @@ from robustvlm.reward.losses import (
     pair_losses,
     shortcut_failure_coefficient,
 )
-from robustvlm.training.finetune import base_model, make_sampler
+from robustvlm.training.setup import base_model, make_sampler
 from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask
 
 MAIN_ADAPTER, PROXY_ADAPTER = "default", "proxy"
