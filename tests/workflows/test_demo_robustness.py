@@ -12,7 +12,7 @@ from scipy.stats import norm
 from robustvlm.data.collate import IGNORE_INDEX, VLMCollator
 from robustvlm.data.loaders import load_examples
 from robustvlm.models.loading import load_vlm
-from robustvlm.multiple_choice.score import encode_prefix, option_token_ids, score_options
+from robustvlm.multiple_choice.generative import encode_prefix, option_token_ids, score_options
 from robustvlm.workflows.demo_robustness import (
     QUICK,
     REFERENCE,

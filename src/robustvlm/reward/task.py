@@ -31,7 +31,7 @@ from torch import nn
 
 from robustvlm.config import RewardConfig
 from robustvlm.data.from_config import materialize, training_examples
-from robustvlm.data.preference_collate import PairCollator
+from robustvlm.data.preference_collate import PreferenceCollator
 from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
 from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError
@@ -161,8 +161,8 @@ class RewardTask(TrainingTask):
             cfg.train.sampler, [env_ids[p.env] for p in pairs], global_batch=ctx.global_batch_size,
             seed=cfg.train.seed, accelerator=ctx.accelerator,
         )
-        collator = PairCollator(self.processor, env_ids, views=self.spec.views,
-                                text_mode=self.hp.get("text_mode", "drop"), max_length=cfg.data.max_length)
+        collator = PreferenceCollator(self.processor, env_ids, views=self.spec.views,
+                                      text_mode=self.hp.get("text_mode", "drop"), max_length=cfg.data.max_length)
         return TaskSetup(
             models=self.models,
             sampler=sampler,

@@ -27,7 +27,7 @@ from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.data.synth import synthesize
 from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
-from robustvlm.multiple_choice.score import continuation, vlm_prompt_text
+from robustvlm.multiple_choice.generative import continuation, vlm_prompt_text
 from robustvlm.report.robustness_demo import RobustnessDemoSummary, render_report
 from robustvlm.workflows.mc_eval import evaluate_models
 from robustvlm.workflows.robustness import fit_from_results

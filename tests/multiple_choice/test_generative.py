@@ -11,7 +11,7 @@ from robustvlm.models import build_tiny_vlm, loglik
 from robustvlm.models.backends import DualEncoderBackend
 from robustvlm.models.tiny_clip import build_tiny_dual_encoder
 from robustvlm.multiple_choice.build import MCQuestion
-from robustvlm.multiple_choice.score import (
+from robustvlm.multiple_choice.generative import (
     continuation,
     encode_prefix,
     extract_choice,
