@@ -29,7 +29,7 @@ def test_every_published_number_of_environments_has_its_row():
     import json
     from pathlib import Path
 
-    from robustvlm.workflows.invariance_demo import load_reference, published_row
+    from robustvlm.workflows.demos.invariance import load_reference, published_row
 
     source = json.loads((Path(__file__).resolve().parents[3] / "shared" / "reference"
                          / "invariance_unit_tests_nenvs.json").read_text()) if (

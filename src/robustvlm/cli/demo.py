@@ -9,27 +9,27 @@ from robustvlm.cli.options import int_at_least
 
 def _demo(args: argparse.Namespace) -> int:
     if args.overrides[:1] == ["robustness"]:
-        from robustvlm.workflows.demo_robustness import run_robustness_demo
+        from robustvlm.workflows.demos.robustness import run_robustness_demo
 
         run_robustness_demo(args.out or "demo_robustness", quick=args.quick)
         return 0
     if args.overrides[:1] == ["invariance"]:
-        from robustvlm.workflows.invariance_demo import run_invariance_demo
+        from robustvlm.workflows.demos.invariance import run_invariance_demo
 
         run_invariance_demo(args.out or "demo_invariance", n_envs=args.n_envs, dim_inv=args.dim_inv,
                             dim_spu=args.dim_spu, quick=args.quick)
         return 0
     if args.overrides[:1] == ["ladder"]:
-        from robustvlm.workflows.ladder import run_ladder_demo
+        from robustvlm.workflows.demos.ladder import run_ladder_demo
 
         run_ladder_demo(args.out or ("demo_ladder_quick" if args.quick else "demo_ladder"), quick=args.quick)
         return 0
     if args.overrides[:1] == ["reward"]:
-        from robustvlm.workflows.demo_reward import run_reward_demo
+        from robustvlm.workflows.demos.reward import run_reward_demo
 
         run_reward_demo(args.out or ("demo_reward_quick" if args.quick else "demo_reward"), quick=args.quick)
         return 0
-    from robustvlm.workflows.demo import run_demo
+    from robustvlm.workflows.demos.finetune import run_demo
 
     run_demo(args.out or ("demo_out_quick" if args.quick else "demo_out"), quick=args.quick,
              overrides=args.overrides)

@@ -10,7 +10,7 @@ from robustvlm.cli.options import OUTSIDE_ROOT_HELP, RESUME_HELP, add_train_pars
 
 def _embed_train(args: argparse.Namespace) -> int:
     from robustvlm.config import EmbedRunConfig, load_config
-    from robustvlm.workflows.embed_train import embed_train
+    from robustvlm.workflows.embed.train import embed_train
 
     cfg = load_config(args.config, args.overrides, EmbedRunConfig)
     result = embed_train(cfg, args.out or Path("runs") / Path(args.config).stem, resume=args.resume)
@@ -19,7 +19,7 @@ def _embed_train(args: argparse.Namespace) -> int:
 
 
 def _embed_eval(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.embed_eval import embed_eval
+    from robustvlm.workflows.embed.evaluate import embed_eval
 
     models = [{"name": m, "family": args.family} if args.family else m for m in args.model]
     result = embed_eval(

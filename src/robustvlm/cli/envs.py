@@ -9,7 +9,7 @@ from robustvlm.cli.options import IMAGE_ROOT_HELP, OUTSIDE_ROOT_HELP, RESUME_HEL
 
 
 def _envs_infer(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.envs_infer import infer_environments
+    from robustvlm.workflows.finetune.envs_infer import infer_environments
 
     summary = infer_environments(args.model, args.data, args.out, method=args.method, k=args.k,
                                  batch_size=args.batch_size, seed=args.seed, image_root=args.image_root,

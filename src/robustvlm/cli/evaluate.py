@@ -17,7 +17,7 @@ from robustvlm.cli.options import (
 
 def _eval(args: argparse.Namespace) -> int:
     from robustvlm.report.tables import env_table
-    from robustvlm.workflows.evaluate import run_eval
+    from robustvlm.workflows.finetune.evaluate import run_eval
 
     settings = {
         "split": args.split,

@@ -9,7 +9,7 @@ from robustvlm.cli.options import RESUME_HELP, add_served_options, int_at_least,
 
 
 def _icl_eval(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.icl import run_icl
+    from robustvlm.workflows.measure.icl import run_icl
 
     run_icl(
         args.model,
@@ -28,7 +28,7 @@ def _icl_eval(args: argparse.Namespace) -> int:
 
 
 def _diagnose(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.diagnose import run_diagnosis
+    from robustvlm.workflows.measure.diagnose import run_diagnosis
 
     run_diagnosis(
         args.model,

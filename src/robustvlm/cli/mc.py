@@ -16,7 +16,7 @@ from robustvlm.cli.options import (
 
 
 def _mc_build(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.mc_build import build_benchmark
+    from robustvlm.workflows.measure.mc_build import build_benchmark
 
     questions = build_benchmark(
         args.data,
@@ -39,7 +39,7 @@ def _mc_build(args: argparse.Namespace) -> int:
 
 
 def _mc_eval(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.mc_eval import evaluate_models
+    from robustvlm.workflows.measure.mc_eval import evaluate_models
 
     csv_path = evaluate_models(
         args.model,
@@ -58,7 +58,7 @@ def _mc_eval(args: argparse.Namespace) -> int:
 
 def _mc_stability(args: argparse.Namespace) -> int:
     from robustvlm.report.tables import markdown_table
-    from robustvlm.workflows.mc_eval import stability_rows
+    from robustvlm.workflows.measure.mc_eval import stability_rows
 
     rows = stability_rows(args.predictions, draws=args.draws, seed=args.seed)
     cells = [[str(r["size"])] + [f"{r[k]:.4f}" for k in ("mean", "std", "lo", "hi")] for r in rows]

@@ -34,7 +34,7 @@ def _rm_data_check(args: argparse.Namespace) -> int:
 
 def _rm_train(args: argparse.Namespace) -> int:
     from robustvlm.config import RewardConfig, load_config
-    from robustvlm.workflows.rm_train import train_reward_model
+    from robustvlm.workflows.reward.train import train_reward_model
 
     cfg = load_config(args.config, args.overrides, RewardConfig)
     result = train_reward_model(cfg, args.out or Path("runs") / Path(args.config).stem, resume=args.resume)
@@ -57,7 +57,7 @@ def _rm_eval(args: argparse.Namespace) -> int:
     from robustvlm.config import RewardEvalConfig
     from robustvlm.data.records import SkipLog
     from robustvlm.report.tables import markdown_table
-    from robustvlm.workflows.rm_eval import check_split, evaluate_reward_model
+    from robustvlm.workflows.reward.evaluate import check_split, evaluate_reward_model
 
     cfg = RewardEvalConfig(split=args.split or "test", shared_prefix=not args.full_sequences,
                            text_only_test=not args.no_text_only_test, text_mode=args.text_mode,
@@ -81,7 +81,7 @@ def _rm_eval(args: argparse.Namespace) -> int:
 def _rm_matrix(args: argparse.Namespace) -> int:
     from robustvlm.report.reward_report import summary_table
     from robustvlm.report.tables import markdown_table
-    from robustvlm.workflows.rm_matrix import run_matrix
+    from robustvlm.workflows.reward.matrix import run_matrix
 
     name = Path(args.config).stem + ("-dry-run" if args.dry_run else "")
     out = args.out or Path("studies") / name
@@ -93,8 +93,8 @@ def _rm_matrix(args: argparse.Namespace) -> int:
 
 def _rm_sample(args: argparse.Namespace) -> int:
     from robustvlm.config import JudgeConfig, RewardEvalConfig, validate_config
-    from robustvlm.workflows.rm_eval import eval_pairs
-    from robustvlm.workflows.rm_sample import Sampling, sample_candidates
+    from robustvlm.workflows.reward.evaluate import eval_pairs
+    from robustvlm.workflows.reward.sample import Sampling, sample_candidates
 
     if (args.policy is None) == (args.server is None):
         raise ConfigError("give exactly one of --policy MODEL or --server URL")
@@ -116,7 +116,7 @@ def _rm_sample(args: argparse.Namespace) -> int:
 
 def _rm_score(args: argparse.Namespace) -> int:
     from robustvlm.config import load_judge_config
-    from robustvlm.workflows.rm_score import score_candidates
+    from robustvlm.workflows.reward.score import score_candidates
 
     judge = load_judge_config(args.judge) if args.judge else None
     path = score_candidates(args.candidates, args.out, model=args.model, gold=args.gold, judge=judge,
@@ -126,7 +126,7 @@ def _rm_score(args: argparse.Namespace) -> int:
 
 
 def _rm_bon(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.rm_bon import run_bon
+    from robustvlm.workflows.reward.bon import run_bon
 
     scores = {}
     for item in args.scores:

@@ -9,7 +9,7 @@ from robustvlm.cli.options import RESUME_HELP, int_at_least
 
 
 def _robustness_fit(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.robustness import fit_from_results
+    from robustvlm.workflows.measure.robustness import fit_from_results
 
     line = fit_from_results(
         args.results,
@@ -28,7 +28,7 @@ def _robustness_fit(args: argparse.Namespace) -> int:
 
 
 def _robustness_simulate(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.robustness import simulate_to_dir
+    from robustvlm.workflows.measure.robustness import simulate_to_dir
 
     result = simulate_to_dir(args.out, seed=args.seed, resume=args.resume)
     print(
@@ -39,7 +39,7 @@ def _robustness_simulate(args: argparse.Namespace) -> int:
 
 
 def _robustness_task_signal(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.task_signal import load_task_signal_config, run_task_signal
+    from robustvlm.workflows.measure.task_signal import load_task_signal_config, run_task_signal
 
     config, overrides = args.config, list(args.overrides)
     if config is not None and "=" in config and not Path(config).is_file():  # an override, no config file

@@ -10,7 +10,7 @@ from robustvlm.cli.options import add_train_parser
 
 def _train(args: argparse.Namespace) -> int:
     from robustvlm.config import load_config
-    from robustvlm.workflows.train import train
+    from robustvlm.workflows.finetune.train import train
 
     cfg = load_config(args.config, args.overrides)
     result = train(cfg, args.out or Path("runs") / Path(args.config).stem, resume=args.resume)
@@ -19,7 +19,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _study(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.study import run_study
+    from robustvlm.workflows.finetune.study import run_study
 
     name = Path(args.config).stem + ("-dry-run" if args.dry_run else "")
     run_study(args.config, args.out or Path("studies") / name, dry_run=args.dry_run)
@@ -27,7 +27,7 @@ def _study(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.sweep import run_sweep
+    from robustvlm.workflows.finetune.sweep import run_sweep
 
     name = Path(args.config).stem + ("-dry-run" if args.dry_run else "")
     run_sweep(
