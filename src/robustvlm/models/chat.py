@@ -16,6 +16,7 @@ import torch
 from PIL import Image
 
 from robustvlm.errors import ConfigError
+from robustvlm.models.prompt_inputs import processor_tensors
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,8 @@ def encode_chats(processor: Any, prompts: Sequence[ChatPrompt]) -> dict[str, tor
         raise ConfigError(f"{type(processor).__name__} has no chat template; chat prompts need one")
     texts = [processor.apply_chat_template(p.messages, add_generation_prompt=True, tokenize=False) for p in prompts]
     images = [list(p.images) for p in prompts]
-    return processor(text=texts, images=images if any(images) else None, padding=True, padding_side="left",
-                     return_tensors="pt")
+    return processor_tensors(processor(text=texts, images=images if any(images) else None, padding=True,
+                                       padding_side="left", return_tensors="pt"))
 
 
 def check_multi_image(processor: Any) -> None:

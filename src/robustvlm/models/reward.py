@@ -41,6 +41,7 @@ from robustvlm.models.loglik import (
     pad_right,
     run_shared_prefix,
 )
+from robustvlm.models.prompt_inputs import appended_token_values
 from robustvlm.models.trainable import save_merged, unwrap_peft, use_adapter
 
 HEAD_FILE = "reward_head.safetensors"
@@ -182,7 +183,8 @@ def candidate_rewards(
             cache = cache_of(run_shared_prefix(get_backbone(model.vlm), prefix, len(rows)))
             states = model.hidden({"input_ids": ids}, use_cache=True, **{CACHE_ARG: cache}).last_hidden_state
         else:
-            states = model.hidden(full_sequence_inputs(prefix, ids, mask), use_cache=False).last_hidden_state
+            states = model.hidden(full_sequence_inputs(prefix, ids, mask, appended_token_values(processor)),
+                                  use_cache=False).last_hidden_state
             last = last + prefix["input_ids"].shape[1]
     return model.score(states[torch.arange(len(rows), device=device), last]).tolist()
 
