@@ -15,9 +15,9 @@ import torch
 from PIL import Image
 
 from robustvlm.data.images import load_image
+from robustvlm.data.prompt_inputs import appended_token_values, processor_tensors
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError
-from robustvlm.models.prompt_inputs import appended_token_values, processor_tensors
 
 IGNORE_INDEX = -100
 

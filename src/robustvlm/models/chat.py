@@ -15,8 +15,8 @@ from typing import Any
 import torch
 from PIL import Image
 
+from robustvlm.data.prompt_inputs import processor_tensors
 from robustvlm.errors import ConfigError
-from robustvlm.models.prompt_inputs import processor_tensors
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ Two ways to compute it, with the same numbers up to float rounding:
   it. `run_shared_prefix` is that prefix step on its own, for any model that scores K
   candidates after one prompt.
 - full sequences (`shared_prefix=False`): K sequences prompt + continuation as one right-padded
-  batch, images repeated K times (`prompt_inputs.repeat_batch_of_one`), no cache; the harness way, kept as the independent check
+  batch, images repeated K times (`data.prompt_inputs.repeat_batch_of_one`), no cache; the harness way, kept as the independent check
   (several times slower, see BENCHMARKS.md).
 
 Both take the log-softmax only at the rows that score a token.
@@ -32,13 +32,13 @@ from PIL import Image
 from transformers.cache_utils import Cache, DynamicLayer, DynamicSlidingWindowLayer
 from transformers.modeling_outputs import BaseModelOutputWithPast
 
-from robustvlm.errors import DataError
-from robustvlm.models.prompt_inputs import (
+from robustvlm.data.prompt_inputs import (
     PER_TOKEN_INPUTS,
     appended_token_values,
     processor_tensors,
     repeat_batch_of_one,
 )
+from robustvlm.errors import DataError
 
 
 @dataclass
@@ -156,7 +156,7 @@ def full_sequence_inputs(
     """Model inputs of K sequences prefix + row: the batch-1 prefix inputs repeated K times
     (`repeat_batch_of_one`) and the [K, L] right-padded rows `ids` appended; the attention mask
     covers the prefix and each row's real tokens (`mask`); per-token inputs are extended with
-    `appended` (`prompt_inputs.appended_token_values`; 0 where missing)."""
+    `appended` (`data.prompt_inputs.appended_token_values`; 0 where missing)."""
     k = len(ids)
     inputs = repeat_batch_of_one(prefix, k)
     n_prefix = inputs["input_ids"].shape[1]

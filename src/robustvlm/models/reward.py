@@ -30,6 +30,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from robustvlm.data.collate import chat_messages, render_chat, reply_ids
+from robustvlm.data.prompt_inputs import appended_token_values
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.models.answer import get_backbone, last_token_index, model_inputs
 from robustvlm.models.loading import load_vlm
@@ -41,7 +42,6 @@ from robustvlm.models.loglik import (
     pad_right,
     run_shared_prefix,
 )
-from robustvlm.models.prompt_inputs import appended_token_values
 from robustvlm.models.trainable import save_merged, unwrap_peft, use_adapter
 
 HEAD_FILE = "reward_head.safetensors"
