@@ -75,11 +75,16 @@ def test_readme_support_table_is_generated():
     assert read_figure(README.read_text(encoding="utf-8"), NAME) == support_table()
 
 
-def test_unknown_architecture_is_one_clear_error(tmp_path):
+def test_unknown_architecture_is_one_clear_error(tmp_path, bench, capsys):
     raw = {"model": {"name": "tiny:qwen9_vl"}, "data": {"benchmark": "spurious", "n_per_env": 4}}
     with pytest.raises(ConfigError, match="unknown tiny architecture 'qwen9_vl'.*known: .*'qwen2_vl'"):
         train(validate_config(raw), tmp_path / "run", progress=False)
     assert not (tmp_path / "run").exists()
+    # several models: refused before the first one is scored
+    code = main(["mc", "eval", "--model", "tiny:clip", "--model", "tiny:qwen9_vl", "--bench", str(bench),
+                 "--out", str(tmp_path / "mc")])
+    assert code == 2 and "unknown tiny model 'tiny:qwen9_vl'" in capsys.readouterr().err
+    assert not (tmp_path / "mc").exists()
 
 
 # ---- parts: vision tower, projector and language model found ----------------------------------

@@ -5,7 +5,7 @@
 where h_T is the backbone's last-layer hidden state (`last_hidden_state`, the input of the LM
 head, which is not used) at the last non-padding token of prompt + response; for sequences the
 collator builds that is the end-of-turn token closing the response. Any
-`AutoModelForImageTextToText` backbone works (SmolVLM/Idefics3, LLaVA, Qwen2-VL, InternVL-hf,
+`AutoModelForImageTextToText` backbone works (the architectures of `models.support` but PaliGemma,
 the tiny offline ones), also wrapped by PEFT.
 
 Save format (`save_reward_model`, read back by `load_reward_model` with identical rewards): the

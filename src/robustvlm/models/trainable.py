@@ -15,9 +15,11 @@ from torch import nn
 from robustvlm.errors import ConfigError
 
 # Attribute names of the parts in transformers 5.x image-text-to-text models:
-# Idefics3/SmolVLM/Idefics2: vision_model, connector, text_model;
-# LLaVA/LLaVA-NeXT/Gemma3/PaliGemma/InternVL: vision_tower, multi_modal_projector, language_model;
-# Qwen2-VL/Qwen2.5-VL: visual (its `merger` is the projector), language_model.
+# (the architectures of `models.support`, each checked by tests/models/test_conformance.py)
+# Idefics3/SmolVLM: vision_model, connector, text_model;
+# LLaVA/LLaVA-OneVision/Gemma3/PaliGemma/InternVL: vision_tower, multi_modal_projector, language_model
+#   (LLaVA-OneVision's image_newline sits on the wrapper and trains with the projector);
+# Qwen2-VL/Qwen2.5-VL/Qwen3-VL: visual (its `merger` is the projector), language_model.
 VISION_NAMES = ("vision_model", "vision_tower", "visual")
 PROJECTOR_NAMES = ("connector", "multi_modal_projector", "merger")
 DECODER_NAMES = ("text_model", "language_model")
@@ -109,7 +111,7 @@ def configure_trainable(model: nn.Module, *, mode: str = "paper", lora: dict | N
     if mode == "paper":
         parts = find_parts(model)
         parts.vision.requires_grad_(False)
-        parts.projector.requires_grad_(True)  # Qwen2-VL keeps its projector inside `visual`
+        parts.projector.requires_grad_(True)  # Qwen-VL keeps its projector inside `visual`
     return model
 
 
