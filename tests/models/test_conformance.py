@@ -80,6 +80,9 @@ def test_unknown_architecture_is_one_clear_error(tmp_path, bench, capsys):
     with pytest.raises(ConfigError, match="unknown tiny architecture 'qwen9_vl'.*known: .*'qwen2_vl'"):
         train(validate_config(raw), tmp_path / "run", progress=False)
     assert not (tmp_path / "run").exists()
+    with pytest.raises(ConfigError, match="unknown tiny architecture 'qwen9_vl'"):
+        evaluate("tiny:qwen9_vl", [], tmp_path / "eval", progress=False)
+    assert not (tmp_path / "eval").exists()
     # several models: refused before the first one is scored
     code = main(["mc", "eval", "--model", "tiny:clip", "--model", "tiny:qwen9_vl", "--bench", str(bench),
                  "--out", str(tmp_path / "mc")])
@@ -125,7 +128,8 @@ def _train_raw(kind: str, trainable: str, method: str, steps: int = 2) -> dict:
 @pytest.mark.parametrize("trainable,method", [("lora", "erm"), ("lora", "dynamic_birm"),
                                               ("paper", "erm"), ("paper", "dynamic_birm")])
 def test_train_one_step(kind, trainable, method, tmp_path):
-    """Training moves the language model and never the frozen vision tower."""
+    """Training moves the language model and never the frozen vision tower; LoRA moves nothing
+    but the language model."""
     run = tmp_path / "run"
     with outcome(kind, "train", run):
         result = train(validate_config(_train_raw(kind, trainable, method, steps=1)), run, progress=False)
@@ -139,6 +143,9 @@ def test_train_one_step(kind, trainable, method, tmp_path):
         tower = _names(base, parts.vision) - _names(base, parts.projector)
         assert tower <= set(before)
         assert changed and not changed & tower, f"{kind}: vision tower weights moved: {sorted(changed & tower)[:3]}"
+        if trainable == "lora":  # adapters on the language model only (merged into final/)
+            outside = changed - _names(base, parts.decoder)
+            assert not outside, f"{kind}: LoRA moved weights outside the language model: {sorted(outside)[:3]}"
 
 
 def _parameters(folder: Path) -> dict[str, torch.Tensor]:
