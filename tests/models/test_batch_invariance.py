@@ -14,7 +14,7 @@ from PIL import Image
 
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
-from robustvlm.models.chat import ChatPrompt
+from robustvlm.models.chat import ChatPrompt, encode_chats
 from robustvlm.models.embedding import Embedder, EmbeddingSpec, embed_batch
 from robustvlm.models.reward import RewardModel, candidate_rewards, new_head
 from robustvlm.models.tiny_families import FAMILIES
@@ -44,6 +44,13 @@ def test_greedy_generation_is_the_same_alone_and_batched(kind, tiny_backends):
     options = {"max_new_tokens": 6, "repetition_penalty": 1.0}
     alone = [backend.generate_chats([p], **options)[0] for p in prompts]
     assert backend.generate_chats(prompts, **options) == alone
+    # a random model may reply with the same token whatever it sees: the next-token scores of
+    # the left-padded batch must equal those of each prompt alone
+    with torch.no_grad():
+        batched = backend.model(**encode_chats(backend.processor, prompts)).logits[:, -1]
+        for i, prompt in enumerate(prompts):
+            single = backend.model(**encode_chats(backend.processor, [prompt])).logits[0, -1]
+            torch.testing.assert_close(batched[i], single, atol=TOL, rtol=0)
 
 
 @pytest.mark.parametrize("kind", KINDS)
