@@ -68,6 +68,17 @@ def test_declaration_covers_every_architecture():
     assert set(support.ARCHITECTURES) == set(FAMILIES)
     assert set(support.NOT_SUPPORTED) <= set(FAMILIES)
     assert all(set(gaps) <= set(support.CAPABILITIES) for gaps in support.NOT_SUPPORTED.values())
+    with pytest.raises(ConfigError, match="unknown capability 'fly'"):
+        support.supports("llava", "fly")
+
+
+def test_architecture_of_a_saved_model_is_read_from_its_config(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "paligemma"}))
+    assert support.model_type_of(str(tmp_path)) == "paligemma"
+    assert support.model_type_of("Qwen/Qwen2-VL-2B-Instruct") is None  # a hub name: checked when loaded
+    with pytest.raises(ConfigError, match=r"\(PaliGemma\) cannot run robustvlm icl eval"):
+        support.require_capability(str(tmp_path), "icl")
+    support.require_capability(str(tmp_path), "mc-loglik")
 
 
 def test_readme_support_table_is_generated():
