@@ -6,7 +6,11 @@ import torch
 from PIL import Image
 
 from robustvlm.data.collate import IGNORE_INDEX, VLMCollator
-from robustvlm.data.prompt_inputs import appended_token_values, processor_tensors, repeat_batch_of_one
+from robustvlm.data.prompt_inputs import (
+    appended_token_values,
+    processor_tensors,
+    repeat_batch_of_one,
+)
 from robustvlm.data.records import Example
 
 
