@@ -120,7 +120,14 @@ def test_parts_are_found_and_frozen_as_asked(kind, tiny_vlms):
     # the paper setting freezes exactly the vision tower without its projector
     paper = configure_trainable(copy.deepcopy(model), mode="paper")
     frozen = {name for name, p in paper.named_parameters() if not p.requires_grad}
-    assert frozen == _names(model, parts.vision) - _names(model, parts.projector) and frozen
+    assert frozen == _tower(model, parts) and frozen
+    assert bool(parts.extra_projectors) == (kind == "qwen3_vl")  # DeepStack mergers train with the projector
+
+
+def _tower(model: torch.nn.Module, parts) -> set[str]:
+    """Parameter names of the vision tower without its projectors."""
+    projectors = set().union(*(_names(model, m) for m in (parts.projector, *parts.extra_projectors)))
+    return _names(model, parts.vision) - projectors
 
 
 # ---- train (ERM / Dynamic BIRM x LoRA / frozen vision), resume, eval -------------------------
@@ -151,7 +158,7 @@ def test_train_one_step(kind, trainable, method, tmp_path):
         changed = {k for k in before if not torch.equal(before[k], after[k])}
         base = AutoModelForImageTextToText.from_pretrained(run / "base")
         parts = find_parts(base)
-        tower = _names(base, parts.vision) - _names(base, parts.projector)
+        tower = _tower(base, parts)
         assert tower <= set(before)
         assert changed and not changed & tower, f"{kind}: vision tower weights moved: {sorted(changed & tower)[:3]}"
         if trainable == "lora":  # adapters on the language model only (merged into final/)
