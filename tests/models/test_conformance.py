@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import io
 import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from PIL import Image
 from safetensors.torch import load_file
 from transformers import AutoModelForImageTextToText
 
@@ -27,7 +30,10 @@ from robustvlm.data.preferences import load_pairs
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import ConfigError
 from robustvlm.models import support
+from robustvlm.models.backends import load_backend
 from robustvlm.models.loglik import option_logliks
+from robustvlm.models.reward import RewardModel, save_reward_model
+from robustvlm.models.tiny import build_tiny_vlm
 from robustvlm.models.tiny_families import FAMILIES
 from robustvlm.models.trainable import configure_trainable, find_parts
 from robustvlm.multiple_choice.build import MCQuestion, read_questions, write_questions
@@ -208,10 +214,6 @@ def test_resume_continues_exactly_and_eval_generates(kind, tmp_path):
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory) -> Path:
-    import io
-
-    from PIL import Image
-
     questions = []
     for i in range(3):
         buf = io.BytesIO()
@@ -279,9 +281,6 @@ def test_rm_train_and_eval(kind, prefs, tmp_path):
 
 def _reward_folder(kind: str, folder: Path) -> Path:
     """An untrained reward model of `kind` (to check that `rm eval` refuses it)."""
-    from robustvlm.models.reward import RewardModel, save_reward_model
-    from robustvlm.models.tiny import build_tiny_vlm
-
     vlm, processor = build_tiny_vlm(kind, **TINY)
     save_reward_model(RewardModel(vlm), processor, folder, meta={"loss": "standard"})
     return folder
@@ -296,6 +295,9 @@ def test_embed_train_one_step(kind, tmp_path):
     with outcome(kind, "embed", run):
         result = embed_train(validate_config(raw, "t", EmbedRunConfig), run, progress=False)
         assert result.steps == 1 and (result.final_dir / "embedding.json").is_file()
+        backend = load_backend(str(result.final_dir))  # the saved model loads back and embeds
+        queries = backend.embed_queries([Image.new("RGB", (64, 64), "red")] * 2, ["Which shape?", "Which colour?"])
+        assert queries.shape[0] == 2 and np.allclose(np.linalg.norm(queries, axis=1), 1, atol=1e-5)
 
 
 @pytest.mark.parametrize("kind", KINDS)
