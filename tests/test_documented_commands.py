@@ -35,6 +35,8 @@ RUNS = {
     "robustvlm data synth --benchmark tasks --out data/tasks": "--n-per-env 2",
     "robustvlm train configs/erm_tasks.yaml --out runs/erm train.steps=500": "train.steps=2 train.save_every=2",
     "robustvlm eval --model runs/erm/final --data data/tasks --out runs/erm/eval": "--max-per-env 1 --max-new-tokens 4",
+    "robustvlm train configs/erm_tasks.yaml --out runs/erm_qwen2_vl model.name=tiny:qwen2_vl":
+        "train.steps=2 train.save_every=2",
     "robustvlm sweep configs/study_spurious.yaml --dry-run": "",
     "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --dry-run": "",
     "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --dry-run": "",
@@ -96,4 +98,5 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
             code = run_cli(shlex.split(command)[1:] + shlex.split(RUNS[command]))
             assert code == 0, f"{command!r} failed:\n{capsys.readouterr().err[-3000:]}"
     assert (tmp_path / "runs" / "erm" / "eval" / "metrics.json").is_file()
+    assert (tmp_path / "runs" / "erm_qwen2_vl" / "final" / "config.json").is_file()
     assert (tmp_path / "runs" / "rm_shortcut_aware" / "eval").is_dir()

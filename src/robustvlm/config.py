@@ -68,7 +68,8 @@ class ModelConfig(_Section):
     """Which VLM to fine-tune and which parts train.
 
     `name` is a hub name (e.g. HuggingFaceTB/SmolVLM-Base), a local path, or
-    `tiny:idefics3` / `tiny:llava` (built offline, tokenizer trained on the training text).
+    `tiny:<model_type>` (an architecture of `models.support`, built offline, tokenizer trained on the
+    training text).
     `gradient_checkpointing` recomputes activations in the backward pass instead of storing them
     (a real 2B VLM with hundreds of image tokens needs it; results are unchanged).
     """

@@ -137,3 +137,15 @@ def test_split_batch_trims_padding_and_cuts_flattened_pixels():
     assert first["ids"] == ["a", "b"] and second["image_grid_thw"].tolist() == [[1, 1, 2]]
     with pytest.raises(ConfigError, match="right-padded"):
         split_batch({"input_ids": batch["input_ids"], "attention_mask": mask.flip(1)}, 2)
+
+
+def test_split_batch_cuts_internvl_tiles_by_image_tokens():
+    """InternVL: pixel_values [tiles, ...] flattened over the batch, each tile 2 image tokens (9)."""
+    ids = torch.tensor([[9, 9, 9, 9, 1, 0], [9, 9, 1, 0, 0, 0], [9, 9, 9, 9, 9, 9]])  # 2, 1, 3 tiles
+    batch = {"input_ids": ids, "attention_mask": (ids > 0).long(), "pixel_values": torch.arange(6).reshape(6, 1)}
+    first, second = split_batch(batch, 2, image_token_id=9)
+    assert first["pixel_values"].flatten().tolist() == [0, 1, 2] and second["pixel_values"].flatten().tolist() == [3, 4, 5]
+    with pytest.raises(ConfigError, match="needs the image token"):
+        split_batch(batch, 2)
+    with pytest.raises(ConfigError, match="do not split evenly"):
+        split_batch({**batch, "pixel_values": torch.arange(5).reshape(5, 1)}, 2, image_token_id=9)

@@ -134,3 +134,19 @@ def test_branches_are_clipped_apart(proxy, tmp_path):
                    or f"lora_B.{PROXY_ADAPTER}." in names[id(p)] for p in side)
         assert not any(PROXY_ADAPTER in names[id(p)] for p in main)
     assert RewardTask(config("standard")).spec.proxy is False
+
+
+def test_drop_mode_freezes_everything_the_text_never_reaches(tiny_vlms):
+    """Only the text decoder and LM head train on text-only inputs, LLaVA-OneVision's
+    wrapper-level image_newline included among the frozen."""
+    import copy
+
+    from robustvlm.models.trainable import find_parts
+    from robustvlm.reward.task import freeze_vision_side
+
+    vlm = copy.deepcopy(tiny_vlms("llava_onevision")[0])
+    freeze_vision_side(vlm)
+    parts = find_parts(vlm)
+    text = {id(p) for module in (parts.decoder, parts.lm_head) for p in module.parameters()}
+    assert {id(p) for p in vlm.parameters() if p.requires_grad} == text
+    assert not vlm.model.image_newline.requires_grad and not any(p.requires_grad for p in parts.vision.parameters())

@@ -15,6 +15,7 @@ import torch
 from PIL import Image
 
 from robustvlm.data.images import load_image
+from robustvlm.data.prompt_inputs import appended_token_values, processor_tensors
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError
 
@@ -63,6 +64,7 @@ class VLMCollator:
         self.image_loader = image_loader
         pad = self.tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else self.tokenizer.eos_token_id
+        self.appended = appended_token_values(processor)
         if self.pad_id is None:
             raise ConfigError(f"{type(self.tokenizer).__name__} has neither a pad nor an eos token")
 
@@ -70,7 +72,7 @@ class VLMCollator:
         if not examples:
             raise DataError("cannot collate an empty batch")
         prompts = [self._render(ex, with_answer=False) for ex in examples]
-        encoded = self._encode_prompts(examples, prompts)
+        encoded = processor_tensors(self._encode_prompts(examples, prompts))
         mask = encoded.pop("attention_mask").bool()
         token_keys = [k for k, v in encoded.items() if torch.is_tensor(v) and v.shape == mask.shape]
         rows = [{k: encoded[k][i][mask[i]] for k in token_keys} for i in range(len(examples))]
@@ -128,7 +130,8 @@ class VLMCollator:
             reply = reply[: self.max_length - n_prompt]
         tokens = torch.tensor(reply, dtype=row["input_ids"].dtype)
         for key, values in row.items():
-            extra = tokens if key == "input_ids" else torch.zeros(len(reply), dtype=values.dtype)
+            fill = self.appended.get(key, 0)
+            extra = tokens if key == "input_ids" else torch.full((len(reply),), fill, dtype=values.dtype)
             row[key] = torch.cat([values, extra])
         return torch.cat([torch.full((n_prompt,), IGNORE_INDEX, dtype=torch.long), tokens.long()])
 

@@ -61,31 +61,46 @@ def batch_size(batch: Batch) -> int:
     return len(batch["input_ids"])
 
 
-def _pixel_ranges(batch: Batch, starts: list[int]) -> list[tuple[int, int]] | None:
-    """Row ranges of `pixel_values` per chunk when they are flattened over the batch (Qwen2-VL:
-    [sum of patches, dim] with `image_grid_thw` [images, 3], one image per row), else None."""
+def _pixel_ranges(batch: Batch, starts: list[int], image_token_id: int | None) -> list[tuple[int, int]] | None:
+    """Row ranges of `pixel_values` per chunk when they are flattened over the batch, else None.
+
+    Qwen-VL: [sum of patches, dim] with `image_grid_thw` [images, 3], one image per row.
+    InternVL: [sum of tiles, 3, H, W], each tile `image_token_id` tokens: a row's share of the
+    pixel rows is its share of the image tokens."""
+    pixels, n = batch.get("pixel_values"), batch_size(batch)
     grid = batch.get("image_grid_thw")
-    if grid is None or "pixel_values" not in batch:
+    if pixels is None or (grid is None and len(pixels) == n):
         return None
-    if len(grid) != batch_size(batch):
-        raise ConfigError("gradient caching needs one image per query when pixel values are flattened")
-    ends = torch.cumsum(grid.prod(dim=1), dim=0).tolist()
+    if grid is not None:
+        if len(grid) != n:
+            raise ConfigError("gradient caching needs one image per query when pixel values are flattened")
+        per_row = grid.prod(dim=1)
+    else:
+        if image_token_id is None:
+            raise ConfigError(f"{len(pixels)} pixel rows for {n} queries: gradient caching needs the image token "
+                              "to split them")
+        tokens = (batch["input_ids"] == image_token_id).sum(dim=1)
+        if int(tokens.sum()) % len(pixels):
+            raise ConfigError(f"{int(tokens.sum())} image tokens do not split evenly over {len(pixels)} pixel rows")
+        per_row = tokens // (int(tokens.sum()) // len(pixels))
+    ends = torch.cumsum(per_row, dim=0).tolist()
     bounds = [0, *[int(ends[s - 1]) for s in starts[1:]], int(ends[-1])]
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-def split_batch(batch: Batch, chunk_size: int) -> list[Batch]:
+def split_batch(batch: Batch, chunk_size: int, image_token_id: int | None = None) -> list[Batch]:
     """Consecutive chunks of at most `chunk_size` rows of a collated, right-padded batch.
 
     Tensors with a leading batch axis are sliced; token tensors [B, T] lose the trailing
     columns that are padding in every row of the chunk; flattened pixel values are cut at
-    their images' boundaries. Non-tensors are sliced when they are per-row lists, else kept.
+    their images' boundaries (`image_token_id`: the processor's, needed to split InternVL's
+    tiles). Non-tensors are sliced when they are per-row lists, else kept.
     """
     if chunk_size < 1:
         raise ConfigError(f"chunk_size must be >= 1, got {chunk_size}")
     n = batch_size(batch)
     starts = list(range(0, n, chunk_size))
-    pixels = _pixel_ranges(batch, starts)
+    pixels = _pixel_ranges(batch, starts, image_token_id)
     mask = batch["attention_mask"]
     if (mask[:, 1:] > mask[:, :-1]).any():
         raise ConfigError("split_batch needs right-padded batches (a padding column precedes a real token)")
@@ -128,6 +143,7 @@ def cached_backward(
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     backward: Callable[[torch.Tensor], None],
     no_sync: Callable[[], AbstractContextManager],
+    image_token_id: int | None = None,
 ) -> float:
     """Accumulate the gradient of `loss_fn(query embeddings, target embeddings)` into the
     parameters, chunk by chunk (see the module doc); returns the loss.
@@ -140,10 +156,11 @@ def cached_backward(
             all-gather them across processes).
         backward: back-propagates a scalar (e.g. the loop's `ctx.backward`, times any scale).
         no_sync: a context in which data-parallel gradients are not synchronised.
+        image_token_id: the processor's image token (`split_batch`).
     """
     if batch_size(queries) != batch_size(targets):
         raise ConfigError(f"{batch_size(queries)} queries but {batch_size(targets)} targets")
-    sides = [split_batch(queries, chunk_size), split_batch(targets, chunk_size)]
+    sides = [split_batch(side, chunk_size, image_token_id) for side in (queries, targets)]
     embedded = [_embed_without_graph(embed, chunks) for chunks in sides]
     leaves = [torch.cat(side_embeddings).requires_grad_() for side_embeddings, _ in embedded]
     loss = loss_fn(*leaves)

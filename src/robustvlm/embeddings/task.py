@@ -105,6 +105,7 @@ class EmbeddingTask(TrainingTask):
         value = cached_backward(
             model, queries, targets, chunk_size=self.cfg.embed.chunk_size, loss_fn=loss_fn,
             backward=lambda surrogate: ctx.backward(surrogate * scale), no_sync=ctx.no_sync,
+            image_token_id=getattr(self.processor, "image_token_id", None),
         )
         return {"loss": value}
 

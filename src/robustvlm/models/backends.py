@@ -57,7 +57,8 @@ from robustvlm.models.reward import (
 )
 from robustvlm.models.served import SERVED_PREFIX, ServedModel
 from robustvlm.models.text_encoder import tower_text_embeddings
-from robustvlm.models.tiny_clip import build_tiny_dual_encoder
+from robustvlm.models.tiny_clip import DUAL_ENCODER_KINDS, build_tiny_dual_encoder
+from robustvlm.models.tiny_families import FAMILIES as TINY_VLMS
 from robustvlm.models.vision import VisionTowerEmbedder
 
 CAPABILITIES = ("generate", "option_loglik", "image_embed", "text_embed", "reward")
@@ -322,7 +323,8 @@ def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
     """The family of a model: the one whose marker file its folder holds (a reward model), or
     the one its folder's `embedding.json` names (a model from `robustvlm embed train`), else the
     one whose `model_types` prefixes its config's `model_type` (for "tiny:<kind>", the kind:
-    "tiny:clip" is a CLIP), else DEFAULT_FAMILY; "openai:MODEL" is a served model."""
+    "tiny:clip" is a CLIP; an unknown kind is a ConfigError), else DEFAULT_FAMILY; "openai:MODEL"
+    is a served model."""
     if name.startswith(SERVED_PREFIX):
         return SERVED_FAMILY
     for family, spec in BACKENDS.items():
@@ -333,6 +335,9 @@ def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
         return embedding.family
     if name.startswith(TINY_PREFIX):
         model_type = name[len(TINY_PREFIX):]
+        if model_type not in (*TINY_VLMS, *DUAL_ENCODER_KINDS):
+            raise ConfigError(f"unknown tiny model '{name}'; known: "
+                              f"{[TINY_PREFIX + k for k in (*sorted(TINY_VLMS), *DUAL_ENCODER_KINDS)]}")
     else:
         kwargs = {"trust_remote_code": True} if trust_remote_code else {}
         try:
@@ -377,8 +382,8 @@ def load_backend(
     """Load a model and its processor as a Backend.
 
     Args:
-        name: hub name, local folder, or "tiny:<kind>" (built offline: "tiny:idefics3",
-            "tiny:llava", "tiny:clip", "tiny:siglip").
+        name: hub name, local folder, or "tiny:<kind>" (built offline: a VLM architecture of
+            `models.support`, e.g. "tiny:qwen2_vl", or "tiny:clip" / "tiny:siglip").
         family: a key of BACKENDS; None infers it (`infer_family`).
         corpus: tokenizer training text for "tiny:" models (ignored for others).
         trust_remote_code: passed to transformers only when True.

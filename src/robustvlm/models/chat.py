@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from PIL import Image
 
+from robustvlm.data.prompt_inputs import processor_tensors
 from robustvlm.errors import ConfigError
 
 
@@ -36,19 +37,20 @@ def encode_chats(processor: Any, prompts: Sequence[ChatPrompt]) -> dict[str, tor
         raise ConfigError(f"{type(processor).__name__} has no chat template; chat prompts need one")
     texts = [processor.apply_chat_template(p.messages, add_generation_prompt=True, tokenize=False) for p in prompts]
     images = [list(p.images) for p in prompts]
-    return processor(text=texts, images=images if any(images) else None, padding=True, padding_side="left",
-                     return_tensors="pt")
+    return processor_tensors(processor(text=texts, images=images if any(images) else None, padding=True,
+                                       padding_side="left", return_tensors="pt"))
 
 
 def check_multi_image(processor: Any) -> None:
     """Raise ConfigError unless the processor expands two images in one prompt into two images.
 
-    Compares prompt lengths with 0, 1 and 2 image entries: each image must add the same
-    positive number of tokens.
+    Compares prompt lengths with 0 to 3 image entries: one image must add tokens, and from two
+    images on each image must add the same positive number (a lone image may be expanded
+    differently: LLaVA-OneVision tiles it, and gives each of several images its base view only).
     """
     blank = Image.new("RGB", (32, 32))
     lengths = []
-    for n in range(3):
+    for n in range(4):
         content = [{"type": "image"}] * n + [{"type": "text", "text": "x"}]
         text = processor.apply_chat_template(
             [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
@@ -61,9 +63,9 @@ def check_multi_image(processor: Any) -> None:
                 "in-context evaluation needs a model that accepts several images"
             ) from exc
         lengths.append(enc["input_ids"].shape[1])
-    per_image = lengths[1] - lengths[0]
-    if per_image <= 0 or lengths[2] - lengths[1] != per_image:
+    per_image = lengths[3] - lengths[2]
+    if lengths[1] <= lengths[0] or per_image <= 0 or lengths[2] - lengths[0] != 2 * per_image:
         raise ConfigError(
             f"{type(processor).__name__} does not expand several images in one prompt (prompt "
-            f"lengths with 0/1/2 images: {lengths}); in-context evaluation needs a multi-image model"
+            f"lengths with 0/1/2/3 images: {lengths}); in-context evaluation needs a multi-image model"
         )

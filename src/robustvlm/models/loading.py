@@ -7,8 +7,10 @@ from typing import Any
 
 import torch
 from transformers import AutoModelForImageTextToText, AutoProcessor, PreTrainedModel, ProcessorMixin
+from transformers.utils import is_torchvision_available
 
 from robustvlm.errors import ConfigError
+from robustvlm.models.image_only import load_image_only_processor
 from robustvlm.models.tiny import FAMILIES, build_tiny_vlm
 from robustvlm.runs import atomic_folder
 
@@ -27,7 +29,7 @@ def load_vlm(
 
     Args:
         name_or_path: a hub name (e.g. "HuggingFaceTB/SmolVLM-256M-Instruct"), a folder written by
-            `save_pretrained`, or "tiny:idefics3" / "tiny:llava" (built offline, random weights).
+            `save_pretrained`, or "tiny:<kind>" (built offline, random weights; `tiny.FAMILIES`).
         dtype: parameter dtype (None: the library default for hub models, float32 for tiny).
         trust_remote_code: passed to transformers only when True.
         tiny_options: keyword arguments of `build_tiny_vlm` (tiny models only).
@@ -47,13 +49,27 @@ def load_vlm(
         raise ConfigError(f"tiny_options apply to 'tiny:' models only, not '{name_or_path}'")
     kwargs: dict[str, Any] = {"trust_remote_code": True} if trust_remote_code else {}
     try:
-        processor = AutoProcessor.from_pretrained(name_or_path, **kwargs)
+        processor = _load_processor(name_or_path, **kwargs)
         if dtype is not None:
             kwargs["dtype"] = dtype
         model = AutoModelForImageTextToText.from_pretrained(name_or_path, **kwargs)
     except (OSError, ValueError, KeyError) as exc:
         raise ConfigError(f"cannot load image-text-to-text model '{name_or_path}': {exc}") from exc
     return model, processor
+
+
+def _load_processor(name_or_path: str, **kwargs: Any) -> ProcessorMixin:
+    """AutoProcessor's processor; without torchvision, a video-capable model's processor loads
+    without its video processor (`image_only`)."""
+    try:
+        return AutoProcessor.from_pretrained(name_or_path, **kwargs)
+    except OSError:
+        if is_torchvision_available():
+            raise
+        processor = load_image_only_processor(name_or_path, **kwargs)
+        if processor is None:
+            raise
+        return processor
 
 
 def save_tiny_base(name: str, folder: Path, *, tiny_options: dict | None = None, corpus: list[str]) -> Path:

@@ -15,7 +15,7 @@ Two ways to compute it, with the same numbers up to float rounding:
   it. `run_shared_prefix` is that prefix step on its own, for any model that scores K
   candidates after one prompt.
 - full sequences (`shared_prefix=False`): K sequences prompt + continuation as one right-padded
-  batch, images repeated K times, no cache; the harness way, kept as the independent check
+  batch, images repeated K times (`data.prompt_inputs.repeat_batch_of_one`), no cache; the harness way, kept as the independent check
   (several times slower, see BENCHMARKS.md).
 
 Both take the log-softmax only at the rows that score a token.
@@ -23,7 +23,7 @@ Both take the log-softmax only at the rows that score a token.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,12 @@ from PIL import Image
 from transformers.cache_utils import Cache, DynamicLayer, DynamicSlidingWindowLayer
 from transformers.modeling_outputs import BaseModelOutputWithPast
 
+from robustvlm.data.prompt_inputs import (
+    PER_TOKEN_INPUTS,
+    appended_token_values,
+    processor_tensors,
+    repeat_batch_of_one,
+)
 from robustvlm.errors import DataError
 
 
@@ -61,8 +67,7 @@ def encode_prompt(
     """The processor's batch-of-one encoding of `messages` up to the assistant turn: tensors
     with a leading axis of 1 (`input_ids` [1, T], pixel inputs when there are images)."""
     prompt = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    encoded = processor(text=[prompt], images=[list(images)] if images else None, return_tensors="pt")
-    return {k: v for k, v in encoded.items() if torch.is_tensor(v)}
+    return processor_tensors(processor(text=[prompt], images=[list(images)] if images else None, return_tensors="pt"))
 
 
 def continuation_ids(processor: Any, continuations: Sequence[str]) -> list[list[int]]:
@@ -145,30 +150,34 @@ def _shared_prefix_logprobs(
 
 
 def full_sequence_inputs(
-    prefix: dict[str, torch.Tensor], ids: torch.Tensor, mask: torch.Tensor
+    prefix: dict[str, torch.Tensor], ids: torch.Tensor, mask: torch.Tensor,
+    appended: Mapping[str, int] | None = None,
 ) -> dict[str, torch.Tensor]:
     """Model inputs of K sequences prefix + row: the batch-1 prefix inputs repeated K times
-    (a stride-0 view) and the [K, L] right-padded rows `ids` appended; the attention mask covers
-    the prefix and each row's real tokens (`mask`)."""
+    (`repeat_batch_of_one`) and the [K, L] right-padded rows `ids` appended; the attention mask
+    covers the prefix and each row's real tokens (`mask`); per-token inputs are extended with
+    `appended` (`data.prompt_inputs.appended_token_values`; 0 where missing)."""
     k = len(ids)
-    inputs = {name: value.expand(k, *value.shape[1:]) for name, value in prefix.items()}
+    inputs = repeat_batch_of_one(prefix, k)
     n_prefix = inputs["input_ids"].shape[1]
     inputs["input_ids"] = torch.cat([inputs["input_ids"], ids], dim=1)
     ones = torch.ones((k, n_prefix), dtype=torch.long, device=ids.device)
     inputs["attention_mask"] = torch.cat([ones, mask.long()], dim=1)
-    for name in ("token_type_ids", "mm_token_type_ids"):
+    for name in PER_TOKEN_INPUTS:
         if name in inputs:
-            inputs[name] = torch.cat([inputs[name], torch.zeros_like(ids)], dim=1)
+            value = (appended or {}).get(name, 0)
+            inputs[name] = torch.cat([inputs[name], torch.full_like(ids, value)], dim=1)
     return inputs
 
 
 def _full_sequence_logprobs(
-    model: torch.nn.Module, prefix: dict[str, torch.Tensor], ids: torch.Tensor, mask: torch.Tensor
+    model: torch.nn.Module, prefix: dict[str, torch.Tensor], ids: torch.Tensor, mask: torch.Tensor,
+    appended: Mapping[str, int],
 ) -> torch.Tensor:
     """[K, L] token log-probs from K full sequences prefix + row (prefix inputs repeated K
     times, no cache); logits only at the last L + 1 positions (those that predict row tokens,
     and the final one)."""
-    inputs = full_sequence_inputs(prefix, ids, mask)
+    inputs = full_sequence_inputs(prefix, ids, mask, appended)
     logits = model(**inputs, use_cache=False, logits_to_keep=ids.shape[1] + 1).logits
     # kept row t predicts continuation token t (the last kept row predicts nothing scored)
     return _token_logprobs(logits[:, :-1], ids, mask)
@@ -204,7 +213,10 @@ def option_logliks(
         raise DataError(f"a continuation of {record} tokenises to nothing: {list(continuations)}")
     prefix = {k: v.to(model.device) for k, v in encode_prompt(processor, messages, images).items()}
     ids, mask = (t.to(model.device) for t in pad_right(rows))
-    logprobs = (_shared_prefix_logprobs if shared_prefix else _full_sequence_logprobs)(model, prefix, ids, mask)
+    if shared_prefix:
+        logprobs = _shared_prefix_logprobs(model, prefix, ids, mask)
+    else:
+        logprobs = _full_sequence_logprobs(model, prefix, ids, mask, appended_token_values(processor))
     totals = (logprobs * mask).sum(dim=1)
     counts = mask.sum(dim=1)
     return OptionScores(sum=totals.tolist(), mean=(totals / counts).tolist(), n_tokens=counts.tolist())

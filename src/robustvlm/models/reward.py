@@ -5,7 +5,7 @@
 where h_T is the backbone's last-layer hidden state (`last_hidden_state`, the input of the LM
 head, which is not used) at the last non-padding token of prompt + response; for sequences the
 collator builds that is the end-of-turn token closing the response. Any
-`AutoModelForImageTextToText` backbone works (SmolVLM/Idefics3, LLaVA, Qwen2-VL, InternVL-hf,
+`AutoModelForImageTextToText` backbone works (the architectures of `models.support` but PaliGemma,
 the tiny offline ones), also wrapped by PEFT.
 
 Save format (`save_reward_model`, read back by `load_reward_model` with identical rewards): the
@@ -30,6 +30,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from robustvlm.data.collate import chat_messages, render_chat, reply_ids
+from robustvlm.data.prompt_inputs import appended_token_values
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.models.answer import get_backbone, last_token_index, model_inputs
 from robustvlm.models.loading import load_vlm
@@ -182,7 +183,8 @@ def candidate_rewards(
             cache = cache_of(run_shared_prefix(get_backbone(model.vlm), prefix, len(rows)))
             states = model.hidden({"input_ids": ids}, use_cache=True, **{CACHE_ARG: cache}).last_hidden_state
         else:
-            states = model.hidden(full_sequence_inputs(prefix, ids, mask), use_cache=False).last_hidden_state
+            states = model.hidden(full_sequence_inputs(prefix, ids, mask, appended_token_values(processor)),
+                                  use_cache=False).last_hidden_state
             last = last + prefix["input_ids"].shape[1]
     return model.score(states[torch.arange(len(rows), device=device), last]).tolist()
 

@@ -1,7 +1,8 @@
 """Tiny, randomly initialised VLMs built fully offline (tests, demo, benchmarks).
 
-Each tiny model is a real transformers architecture (Idefics3 = SmolVLM, LLaVA) at toy width,
-with a byte-level BPE tokenizer trained on the spot and a ChatML chat template, so every code
+Each tiny model is a real transformers architecture (`tiny_families.FAMILIES`: Idefics3 =
+SmolVLM, LLaVA, LLaVA-OneVision, Qwen2-VL, Qwen2.5-VL, Qwen3-VL, InternVL, Gemma 3, PaliGemma)
+at toy width, with a byte-level BPE tokenizer trained on the spot and a ChatML chat template, so every code
 path (processor, chat template, collate, training, generation, save/load) runs as it would on a
 hub model. Image processors are the PIL backends: no torchvision needed.
 
@@ -13,28 +14,15 @@ cores.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import (
-    Idefics3Config,
-    Idefics3ForConditionalGeneration,
-    Idefics3ImageProcessorPil,
-    Idefics3Processor,
-    LlavaConfig,
-    LlavaForConditionalGeneration,
-    LlavaImageProcessorPil,
-    LlavaProcessor,
-    PreTrainedConfig,
-    PreTrainedModel,
-    PreTrainedTokenizerFast,
-    ProcessorMixin,
-)
+from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerFast, ProcessorMixin
 
 from robustvlm.errors import ConfigError
+from robustvlm.models.tiny_families import FAMILIES
 
 PAD, BOS, EOS = "<pad>", "<|im_start|>", "<|im_end|>"
 
@@ -71,136 +59,20 @@ BUILTIN_CORPUS = [
 ]
 
 
-@dataclass(frozen=True)
-class _Family:
-    """How to build one tiny architecture.
-
-    Attributes:
-        special_tokens: tokens beyond pad/bos/eos that the processor needs.
-        image_text: what the chat template writes for an image (the processor expands it).
-        make_config: (tokenizer, sizes) -> model config.
-        make_processor: (tokenizer, config, chat template) -> processor matching the config.
-        model_class: the ...ForConditionalGeneration class.
-    """
-
-    special_tokens: tuple[str, ...]
-    image_text: str
-    make_config: Callable[[PreTrainedTokenizerFast, dict[str, int]], PreTrainedConfig]
-    make_processor: Callable[[PreTrainedTokenizerFast, Any, str], ProcessorMixin]
-    model_class: type[PreTrainedModel]
-
-
-def _text_config(tokenizer: PreTrainedTokenizerFast, sizes: dict[str, int]) -> dict[str, Any]:
-    hidden = sizes["hidden_size"]
-    return dict(
-        model_type="llama",
-        vocab_size=len(tokenizer),
-        hidden_size=hidden,
-        intermediate_size=2 * hidden,
-        num_hidden_layers=sizes["num_layers"],
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=1024,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-
-
-def _vision_config(sizes: dict[str, int], patch_size: int) -> dict[str, Any]:
-    return dict(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        image_size=sizes["image_size"],
-        patch_size=patch_size,
-    )
-
-
-def _idefics3_config(tokenizer, sizes) -> Idefics3Config:
-    return Idefics3Config(
-        text_config=_text_config(tokenizer, sizes),
-        vision_config=_vision_config(sizes, patch_size=8),
-        scale_factor=2,
-        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
-        pad_token_id=tokenizer.pad_token_id,
-    )
-
-
-def _idefics3_processor(tokenizer, config: Idefics3Config, chat_template: str) -> Idefics3Processor:
-    vision = config.vision_config
-    side = vision.image_size // vision.patch_size
-    if vision.image_size % vision.patch_size or side % config.scale_factor:
-        raise ConfigError(
-            f"tiny idefics3: image_size {vision.image_size} must be a multiple of patch_size "
-            f"{vision.patch_size} x scale_factor {config.scale_factor}"
-        )
-    longest = {"longest_edge": vision.image_size}
-    return Idefics3Processor(
-        image_processor=Idefics3ImageProcessorPil(
-            do_image_splitting=False, size=longest, max_image_size=longest
-        ),
-        tokenizer=tokenizer,
-        # must equal (image_size / patch_size)^2 / scale_factor^2, the model's image_seq_len
-        image_seq_len=(side // config.scale_factor) ** 2,
-        chat_template=chat_template,
-    )
-
-
-def _llava_config(tokenizer, sizes) -> LlavaConfig:
-    vision = dict(model_type="clip_vision_model", projection_dim=64, **_vision_config(sizes, 16))
-    return LlavaConfig(
-        vision_config=vision,
-        text_config=_text_config(tokenizer, sizes),
-        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
-        vision_feature_layer=-1,
-        vision_feature_select_strategy="default",
-    )
-
-
-def _llava_processor(tokenizer, config: LlavaConfig, chat_template: str) -> LlavaProcessor:
-    side = config.vision_config.image_size
-    return LlavaProcessor(
-        image_processor=LlavaImageProcessorPil(
-            size={"shortest_edge": side}, crop_size={"height": side, "width": side}
-        ),
-        tokenizer=tokenizer,
-        patch_size=config.vision_config.patch_size,
-        vision_feature_select_strategy=config.vision_feature_select_strategy,
-        num_additional_image_tokens=1,  # the CLS token, dropped by the "default" strategy
-        chat_template=chat_template,
-    )
-
-
-FAMILIES: dict[str, _Family] = {
-    "idefics3": _Family(
-        special_tokens=("<image>", "<fake_token_around_image>", "<global-img>", "<end_of_utterance>"),
-        image_text="<image>",
-        make_config=_idefics3_config,
-        make_processor=_idefics3_processor,
-        model_class=Idefics3ForConditionalGeneration,
-    ),
-    "llava": _Family(
-        special_tokens=("<image>",),
-        image_text="<image>",
-        make_config=_llava_config,
-        make_processor=_llava_processor,
-        model_class=LlavaForConditionalGeneration,
-    ),
-}
-
-
 def train_tokenizer(
-    texts: Iterable[str], *, vocab_size: int, special_tokens: tuple[str, ...] = ()
+    texts: Iterable[str], *, vocab_size: int, special_tokens: tuple[str, ...] = (),
+    named_tokens: dict[str, str] | None = None,
 ) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE tokenizer on `texts` (plus the built-in corpus).
 
     `vocab_size` is an upper bound: it counts the 256 byte symbols, the special tokens and the
     merges; a small corpus stops with fewer merges. pad/bos/eos are `<pad>`, `<|im_start|>`,
     `<|im_end|>`; no token is added automatically (the chat template writes them).
+    `named_tokens` (attribute name -> token) are special tokens the tokenizer also exposes by
+    name (`tokenizer.<name>`, `tokenizer.<name>_id`), as processors of some families expect.
     """
-    specials = [PAD, BOS, EOS, *special_tokens]
+    named_tokens = named_tokens or {}
+    specials = [PAD, BOS, EOS, *special_tokens, *named_tokens.values()]
     if vocab_size < 256 + len(specials) + 16:
         raise ConfigError(f"tiny tokenizer: vocab_size {vocab_size} is below {256 + len(specials) + 16}")
     backend = Tokenizer(models.BPE())
@@ -218,7 +90,7 @@ def train_tokenizer(
         pad_token=PAD,
         bos_token=BOS,
         eos_token=EOS,
-        extra_special_tokens=list(special_tokens),
+        extra_special_tokens=named_tokens or list(special_tokens),
     )
 
 
@@ -236,7 +108,9 @@ def build_tiny_vlm(
     """Build a tiny random VLM and its processor offline.
 
     Args:
-        kind: "idefics3" (SmolVLM architecture) or "llava" (CLIP vision tower).
+        kind: a key of `FAMILIES`, transformers' `model_type`: "idefics3" (SmolVLM), "llava",
+            "llava_onevision", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "internvl" (the -hf layout),
+            "gemma3", "paligemma".
         seed: seeds the weight initialisation (the global RNG is left untouched).
         corpus: extra tokenizer training text (instructions and targets of the task).
         vocab_size: tokenizer vocabulary upper bound (the main cost at this width).
@@ -251,7 +125,8 @@ def build_tiny_vlm(
     family = FAMILIES.get(kind)
     if family is None:
         raise ConfigError(f"unknown tiny model kind '{kind}'; known: {sorted(FAMILIES)}")
-    tokenizer = train_tokenizer(corpus or [], vocab_size=vocab_size, special_tokens=family.special_tokens)
+    tokenizer = train_tokenizer(corpus or [], vocab_size=vocab_size, special_tokens=family.special_tokens,
+                                named_tokens=family.named_tokens)
     sizes = {"hidden_size": hidden_size, "num_layers": num_layers, "image_size": image_size}
     config = family.make_config(tokenizer, sizes)
     _apply_overrides(config, overrides, kind)

@@ -74,6 +74,9 @@ def build_tiny_clip(seed: int = 0, corpus: Iterable[str] = ()) -> tuple[PreTrain
     return build_tiny_dual_encoder("clip", seed=seed, corpus=corpus)
 
 
+DUAL_ENCODER_KINDS = ("clip", "siglip")
+
+
 def build_tiny_dual_encoder(
     kind: str, *, seed: int = 0, corpus: Iterable[str] = ()
 ) -> tuple[PreTrainedModel, ProcessorMixin]:
@@ -91,7 +94,7 @@ def build_tiny_dual_encoder(
         processor = SiglipProcessor(image_processor=SiglipImageProcessorPil(size=side), tokenizer=tokenizer)
         model_class = SiglipModel
     else:
-        raise ConfigError(f"unknown tiny dual encoder '{kind}'; known: ['clip', 'siglip']")
+        raise ConfigError(f"unknown tiny dual encoder '{kind}'; known: {list(DUAL_ENCODER_KINDS)}")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = model_class(config)

@@ -15,11 +15,15 @@ from torch import nn
 from robustvlm.errors import ConfigError
 
 # Attribute names of the parts in transformers 5.x image-text-to-text models:
-# Idefics3/SmolVLM/Idefics2: vision_model, connector, text_model;
-# LLaVA/LLaVA-NeXT/Gemma3/PaliGemma/InternVL: vision_tower, multi_modal_projector, language_model;
-# Qwen2-VL/Qwen2.5-VL: visual (its `merger` is the projector), language_model.
+# (the architectures of `models.support`, each checked by tests/models/test_conformance.py)
+# Idefics3/SmolVLM: vision_model, connector, text_model;
+# LLaVA/LLaVA-OneVision/Gemma3/PaliGemma/InternVL: vision_tower, multi_modal_projector, language_model
+#   (LLaVA-OneVision's image_newline sits on the wrapper and trains with the projector);
+# Qwen2-VL/Qwen2.5-VL/Qwen3-VL: visual (its `merger` is the projector), language_model.
 VISION_NAMES = ("vision_model", "vision_tower", "visual")
 PROJECTOR_NAMES = ("connector", "multi_modal_projector", "merger")
+# Qwen3-VL: projectors of intermediate vision layers into early decoder layers (DeepStack)
+EXTRA_PROJECTOR_NAMES = ("deepstack_merger_list",)
 DECODER_NAMES = ("text_model", "language_model")
 DECODER_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 MODES = ("paper", "full", "lora")
@@ -34,13 +38,17 @@ LORA_DEFAULTS: dict[str, Any] = {
 
 @dataclass
 class VLMParts:
-    """The parts of a VLM and their dotted paths inside it (paths feed LoRA patterns)."""
+    """The parts of a VLM and their dotted paths inside it (paths feed LoRA patterns).
+
+    `extra_projectors`: modules inside the vision encoder that, like the projector, map vision
+    features into the decoder (Qwen3-VL's DeepStack mergers); they train with the projector."""
 
     vision: nn.Module
     projector: nn.Module
     decoder: nn.Module
     lm_head: nn.Module
     decoder_path: str
+    extra_projectors: tuple[nn.Module, ...] = ()
 
 
 def unwrap_peft(model: nn.Module) -> nn.Module:
@@ -72,7 +80,8 @@ def find_parts(model: nn.Module) -> VLMParts:
     ]
     if missing:
         raise ConfigError(f"{type(model).__name__}: cannot locate {', '.join(missing)}")
-    return VLMParts(vision[1], projector[1], decoder[1], lm_head, decoder_path=decoder[0])
+    extras = tuple(m for name in EXTRA_PROJECTOR_NAMES if isinstance(m := getattr(vision[1], name, None), nn.Module))
+    return VLMParts(vision[1], projector[1], decoder[1], lm_head, decoder_path=decoder[0], extra_projectors=extras)
 
 
 def _find(roots: list[tuple[str, nn.Module]], names: tuple[str, ...]) -> tuple[str, nn.Module] | None:
@@ -109,7 +118,8 @@ def configure_trainable(model: nn.Module, *, mode: str = "paper", lora: dict | N
     if mode == "paper":
         parts = find_parts(model)
         parts.vision.requires_grad_(False)
-        parts.projector.requires_grad_(True)  # Qwen2-VL keeps its projector inside `visual`
+        for projector in (parts.projector, *parts.extra_projectors):
+            projector.requires_grad_(True)  # Qwen-VL keeps its projectors inside `visual`
     return model
 
 

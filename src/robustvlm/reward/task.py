@@ -89,11 +89,14 @@ def read_pair_split(model: str | Path) -> dict[str, list[str]] | None:
 
 
 def freeze_vision_side(vlm: nn.Module) -> None:
-    """Freeze the vision encoder and projector of a model that never sees an image (drop mode):
-    they would get no gradient, which distributed training reports as an error."""
+    """Freeze all but the text decoder and LM head of a model that never sees an image (drop
+    mode): the vision encoder, projectors and image-only parameters (LLaVA-OneVision's
+    `image_newline`) would get no gradient, which distributed training reports as an error."""
     parts = find_parts(vlm)
-    parts.vision.requires_grad_(False)
-    parts.projector.requires_grad_(False)
+    text = {id(p) for module in (parts.decoder, parts.lm_head) for p in module.parameters()}
+    for parameter in vlm.parameters():
+        if id(parameter) not in text:
+            parameter.requires_grad_(False)
 
 
 def branch_parameters(models: dict[str, nn.Module]) -> list[list[nn.Parameter]]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from robustvlm.config import EmbedRunConfig
 from robustvlm.embeddings.task import EmbeddingTask
+from robustvlm.models.support import require_capability
 from robustvlm.training.loop import LoopResult, run_training
 
 
@@ -21,6 +22,7 @@ def embed_train(
     cfg: EmbedRunConfig, out_dir: str | Path, *, resume: bool = False, progress: bool = True
 ) -> EmbedTrainResult:
     """Train `cfg.model` on the pairs of `cfg.data` into `out_dir` (see `embeddings.task`)."""
+    require_capability(cfg.model.name, "embed")
     task = EmbeddingTask(cfg)
     done = run_training(task, cfg.train, out_dir, settings=cfg, resume=resume, progress=progress)
     return EmbedTrainResult(**vars(done), family=task.family)

@@ -42,6 +42,7 @@ from robustvlm.models.backends import (
     load_backend,
     served_settings,
 )
+from robustvlm.models.support import require_capability
 from robustvlm.runs import add_usage, append_jsonl, claim_run_folder, read_jsonl, write_jsonl
 
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -73,6 +74,7 @@ def evaluate(
     cfg = cfg or EvalConfig()
     check_metric_names(cfg.metrics)
     check_needs(cfg.metrics, dict(cfg))
+    require_capability(str(model_dir), "eval")
     todo = select_examples(examples, cfg.split, cfg.max_per_env)
     settings = {
         "model": str(model_dir),

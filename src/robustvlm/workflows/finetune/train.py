@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from robustvlm.config import RewardConfig, RunConfig
+from robustvlm.models.support import require_capability
 from robustvlm.objectives import check_method
 from robustvlm.training.finetune import FineTuneTask
 from robustvlm.training.loop import LoopResult, run_training
@@ -34,4 +35,5 @@ def train(
     """Fine-tune `cfg.model` with `cfg.method` into `out_dir` (see `training.finetune`); the
     method and its hyperparameters are checked before the folder is claimed."""
     check_method(cfg.method, cfg.method_args, "method_args")
+    require_capability(cfg.model.name, "train")
     return train_task(FineTuneTask(cfg), cfg, out_dir, resume=resume, progress=progress)

@@ -18,6 +18,7 @@ from robustvlm.analysis.icl import IclCell
 from robustvlm.config import ServedConfig, read_yaml_mapping
 from robustvlm.evaluation.diagnose import measure_domains
 from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings
+from robustvlm.models.support import require_capability
 from robustvlm.report.icl import diagnosis_markdown
 from robustvlm.runs import add_usage, claim_run_folder
 from robustvlm.workflows.measure.icl import load_domains, task_corpus
@@ -75,6 +76,7 @@ def run_diagnosis(
     Thresholds: see `analysis.diagnosis.diagnose_table`. `served`: the server of an
     "openai:MODEL" model (its stages that need weights are not measured: `evaluation.diagnose`).
     """
+    require_capability(model_name, "diagnose")
     if isinstance(descriptions, str | Path):
         descriptions = read_descriptions(descriptions)
     config = {"model": model_name, "data": str(data_root), "descriptions": dict(descriptions or {}),

@@ -22,6 +22,7 @@ from robustvlm.data.records import Example
 from robustvlm.errors import DataError
 from robustvlm.evaluation.icl import POLICIES, evaluate_icl, record_key
 from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings
+from robustvlm.models.support import require_capability
 from robustvlm.report.icl import icl_markdown
 from robustvlm.runs import add_usage, append_jsonl, claim_run_folder, read_jsonl, write_jsonl
 
@@ -69,6 +70,7 @@ def run_icl(
 ) -> IclRun:
     """Load the model (`served`: the server of an "openai:MODEL" model) and the domains, run
     `evaluate_icl`, write the outputs (module doc)."""
+    require_capability(model_name, "icl")
     config = {"model": model_name, "data": str(data_root), "shots": list(shots),
               "policies": list(policies), "n_per_domain": n_per_domain, "seed": seed,
               "batch_size": batch_size, **served_settings(model_name, served)}

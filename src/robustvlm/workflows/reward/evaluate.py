@@ -28,6 +28,7 @@ from robustvlm.data.preferences import PreferencePair
 from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError
 from robustvlm.models.backends import load_backend
+from robustvlm.models.support import require_capability
 from robustvlm.reward.scoring import score_pairs, training_view
 from robustvlm.reward.task import read_pair_split
 from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl
@@ -95,6 +96,7 @@ def evaluate_reward_model(
         training_pairs: allow `cfg.split == "train"` (ConfigError otherwise).
     """
     check_split(cfg, training_pairs)
+    require_capability(str(model), "rm")
     out = Path(out_dir)
     settings = {"model": str(model), "data": data, "eval": cfg.model_dump(mode="json")}
     claim_run_folder(out, settings, resume=resume)

@@ -1,0 +1,53 @@
+"""README's architecture support table, generated from `models.support` (never typed by hand).
+
+Each cell is "tested" (tests/models/test_conformance.py runs it on the tiny model of that
+architecture) or "no (n)" with its reason n below the table (the same test checks the command
+stops with that reason). The table sits between `<!-- figure:support -->` markers.
+
+    python -m robustvlm.report.support_table README.md
+"""
+
+from __future__ import annotations
+
+import sys
+
+from robustvlm.models.support import ARCHITECTURES, CAPABILITIES, NOT_SUPPORTED, supports
+from robustvlm.report.figures import update
+from robustvlm.report.tables import markdown_table
+
+NAME = "support"
+
+
+def support_table() -> str:
+    """The markdown table (architecture x capability) and the numbered reasons of its gaps."""
+    reasons: list[str] = []
+    rows = []
+    for kind, label in ARCHITECTURES.items():
+        cells = []
+        for capability in CAPABILITIES:
+            if supports(kind, capability):
+                cells.append("tested")
+                continue
+            reason = NOT_SUPPORTED[kind][capability]
+            if reason not in reasons:
+                reasons.append(reason)
+            cells.append(f"no ({reasons.index(reason) + 1})")
+        rows.append([f"{label} `tiny:{kind}`", *cells])
+    table = markdown_table(["architecture", *CAPABILITIES], rows)
+    notes = [f"({i}) {reason}." for i, reason in enumerate(reasons, start=1)]
+    legend = [f"- {capability}: {command}" for capability, command in CAPABILITIES.items()]
+    return "\n\n".join([table, *(["\n".join(notes)] if notes else []), "Columns:", "\n".join(legend)])
+
+
+def main(argv: list[str]) -> int:
+    """`DOC`: rewrite DOC's support table."""
+    if len(argv) != 1:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    update(argv[0], NAME, support_table())
+    print(f"{argv[0]}: figure {NAME} from robustvlm.models.support")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
