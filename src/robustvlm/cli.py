@@ -778,8 +778,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dm.add_argument(
         "--methods",
-        help="demo invariance: comma-separated methods to train (default all: erm,irm,vrex,groupdro,birm,"
-        "dynamic_birm,oracle)",
+        help="demo invariance: comma-separated methods to train (default erm,irm,vrex,groupdro,birm,"
+        "dynamic_birm,oracle; irm_eiil and dynamic_birm_eiil train on environments inferred by EIIL)",
     )
     dm.add_argument(
         "--launcher",

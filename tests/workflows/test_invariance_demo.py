@@ -59,13 +59,15 @@ def test_a_subset_of_methods_a_launcher_file_and_a_setting_without_a_published_r
     launcher.write_text("kind: local\nworkers: 1\n")
     out = tmp_path / "inv"
     argv = ["demo", "invariance", "--budget", "quick", "--n-envs", "4", "--dim-spu", "2",
-            "--methods", "irm,erm", "--launcher", str(launcher), "--out", str(out)]
+            "--methods", "irm_eiil,irm,erm", "--launcher", str(launcher), "--out", str(out)]
     assert main(argv) == 0
     summary = json.loads((out / "results.json").read_text())
-    assert summary["methods"] == ["erm", "irm"] and summary["reference"] is None
+    assert summary["methods"] == ["erm", "irm", "irm_eiil"] and summary["reference"] is None
     assert summary["within_spread"] is None and summary["launcher"]["workers"] == 1
+    assert set(summary["purity"]) == set(EXAMPLES) and all(0.25 <= v <= 1 for v in summary["purity"].values())
     report = (out / "report.md").read_text()
-    assert "No published row for this setting (4 environments" in report and "BIRM" not in report
+    assert "No published row for this setting (4 environments" in report and "| BIRM |" not in report
+    assert "## Environments inferred by EIIL" in report and "| IRMv1, EIIL environments | ours |" in report
 
 
 def test_bad_budget_methods_and_launcher_are_refused(tmp_path, capsys):

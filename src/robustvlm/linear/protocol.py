@@ -17,6 +17,9 @@ As in the authors' release (facebookresearch/InvarianceUnitTests, `scripts/model
   removes a constant factor of the loss but not of its L2 term, so this is `irm` with weight
   l / (1 - l) and weight decay wd / (1 - l) (`paper_irm_config`). Their penalty also squares the
   gradient of a shift dummy; ours has the scale dummy only.
+- `irm_eiil` and `dynamic_birm_eiil` train IRMv1 and Dynamic BIRM (same draws) on two
+  environments inferred by EIIL from a reference ERM model instead of the given ones
+  (`linear.inferred`); the run records the split's purity against the given environments.
 - a *data seed* draws the problem (its weights and environment parameters) and its rows:
   training and validation rows from the training split (the oracle: both from the test split,
   where the spurious block is shuffled), test rows from the test split; `n_per_env` training
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,12 +46,17 @@ import numpy as np
 from robustvlm.data.synth.linear_unit_tests import make_unit_test
 from robustvlm.errors import ConfigError
 from robustvlm.linear.fit import LinearData, errors, fit_linear
+from robustvlm.linear.inferred import INFERRED_ENVS, InferredEnvs, eiil_environments
 from robustvlm.objectives import build_objective
 from robustvlm.objectives.search import draw_hparams, sample_value
 
 ORACLE = "oracle"
 METHODS = ("erm", "irm", "vrex", "groupdro", "birm", "dynamic_birm", ORACLE)
-OBJECTIVES = {ORACLE: "erm"}
+"""The methods every sweep trains by default."""
+INFERRED = {"irm_eiil": "irm", "dynamic_birm_eiil": "dynamic_birm"}
+"""Methods trained on EIIL's inferred environments, and the method whose draws they take."""
+ALL_METHODS = METHODS + tuple(INFERRED)
+OBJECTIVES = {ORACLE: "erm", **INFERRED}
 """The objective of each method that is not itself an objective."""
 PAPER_IRM_LAMBDA = 0.9
 PAPER_IRM_LAMBDA_EXPONENT = (-3.0, -0.3)
@@ -70,6 +79,8 @@ class Protocol:
         steps: full-batch Adam steps per model.
         n_draws: hyperparameter draws per (example, method) (draw 0 = defaults).
         n_seeds: data seeds per draw.
+        eiil_steps: Adam steps of EIIL's split (methods on inferred environments; the EIIL
+            authors' release: 10,000).
     """
 
     n_envs: int = 3
@@ -80,17 +91,18 @@ class Protocol:
     steps: int = 10_000
     n_draws: int = 20
     n_seeds: int = 50
+    eiil_steps: int = 10_000
 
     def __post_init__(self) -> None:
-        for name in ("n_per_env", "n_eval_per_env", "steps", "n_draws", "n_seeds"):
+        for name in ("n_per_env", "n_eval_per_env", "steps", "n_draws", "n_seeds", "eiil_steps"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"linear unit tests: {name} must be >= 1, got {getattr(self, name)}")
 
 
 def objective_name(method: str) -> str:
     """The objective a method trains with (the oracle is ERM on the test distribution)."""
-    if method not in METHODS:
-        raise ConfigError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    if method not in ALL_METHODS:
+        raise ConfigError(f"unknown method {method!r}; choose one of {list(ALL_METHODS)}")
     return OBJECTIVES.get(method, method)
 
 
@@ -118,6 +130,7 @@ def draw_config(method: str, draw: int, steps: int) -> dict[str, Any]:
         "searched": the drawn values in the authors' terms (lr, wd, and irm_lambda for IRMv1)}.
     """
     name = objective_name(method)
+    method = INFERRED.get(method, method)
     rng = np.random.default_rng([draw, DRAW_STREAM])
     if draw == 0:
         searched = {"lr": OPTIMIZER_DEFAULTS["lr"], "wd": OPTIMIZER_DEFAULTS["weight_decay"]}
@@ -142,6 +155,7 @@ class Run:
         validation: [E] validation error per training environment.
         test: [E] test error per environment.
         trace: the objective's R_emp / R_inv / lambda over training (when traced).
+        purity: for a method on inferred environments, the split's purity against the given ones.
     """
 
     draw: int
@@ -151,6 +165,7 @@ class Run:
     test: list[float]
     diverged: bool
     trace: list[dict[str, float]] = field(default_factory=list)
+    purity: float | None = None
 
 
 def run_one(
@@ -169,10 +184,14 @@ def run_one(
     validation = problem.sample(fit_split, protocol.n_eval_per_env, stream=1)
     test = problem.sample("test", protocol.n_eval_per_env, stream=2)
     config = draw_config(method, draw, protocol.steps)
-    objective = build_objective(objective_name(method), problem.env_names, config["method_args"])
+    data, env_names, split_purity = LinearData.from_envs(train, problem.task), problem.env_names, None
+    if method in INFERRED:
+        inferred = _inferred_envs(example, seed, protocol)
+        data, env_names, split_purity = inferred.data, INFERRED_ENVS, inferred.purity
+    objective = build_objective(objective_name(method), env_names, config["method_args"])
     fit = fit_linear(
         objective,
-        LinearData.from_envs(train, problem.task),
+        data,
         lr=config["lr"],
         weight_decay=config["weight_decay"],
         steps=protocol.steps,
@@ -187,7 +206,18 @@ def run_one(
         test=errors(fit.weights, test, problem.task),
         diverged=fit.diverged,
         trace=fit.trace,
+        purity=split_purity,
     )
+
+
+@lru_cache(maxsize=8)
+def _inferred_envs(example: str, seed: int, protocol: Protocol) -> InferredEnvs:
+    """EIIL's split of one (example, data seed)'s training rows, shared by every draw (in this process)."""
+    problem = make_unit_test(
+        example, n_envs=protocol.n_envs, dim_inv=protocol.dim_inv, dim_spu=protocol.dim_spu, seed=seed
+    )
+    train = problem.sample("train", protocol.n_per_env, stream=0)
+    return eiil_environments(train, problem.task, steps=protocol.steps, eiil_steps=protocol.eiil_steps, seed=seed)
 
 
 @dataclass

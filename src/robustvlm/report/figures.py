@@ -19,7 +19,7 @@ from pathlib import Path
 
 from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.errors import ConfigError, RobustVLMError
-from robustvlm.report.invariance import error_table, spread_grid_table
+from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
 from robustvlm.report.ladder import summary_table
 from robustvlm.report.page import Table
 from robustvlm.report.reward_demo import linear_rung_blocks
@@ -47,6 +47,13 @@ def _invariance(results: Mapping) -> str:
     return markdown_table(table.header, table.rows)
 
 
+def _invariance_eiil(results: Mapping) -> str:
+    table = inferred_envs_table(results)
+    if table is None:
+        raise ConfigError("no EIIL method in this run: run `demo invariance --methods irm,irm_eiil,...`")
+    return markdown_table(table.header, table.rows)
+
+
 def _invariance_spread(runs: Mapping[str, Mapping]) -> str:
     table = spread_grid_table(runs)
     return markdown_table(table.header, table.rows)
@@ -59,6 +66,7 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], str]]] = {
     "reward-linear": ("demo reward", _reward_linear),
     "invariance": ("demo invariance", _invariance),
     "invariance-spread": ("demo invariance", _invariance_spread),
+    "invariance-eiil": ("demo invariance", _invariance_eiil),
 }
 GRIDS = ("invariance-spread",)
 """Figures made from several runs: their folder holds one demo output folder per run."""

@@ -30,13 +30,13 @@ import torch
 
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
 from robustvlm.errors import ConfigError
-from robustvlm.linear.protocol import METHODS, Protocol, Run, run_one, select
+from robustvlm.linear.protocol import ALL_METHODS, METHODS, Protocol, Run, run_one, select
 from robustvlm.linear.published import published_row, published_settings, spread_verdicts
 from robustvlm.report.invariance import write_invariance_report
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
 BUDGETS = {
-    "quick": Protocol(n_per_env=80, n_eval_per_env=200, steps=40, n_draws=2, n_seeds=1),
+    "quick": Protocol(n_per_env=80, n_eval_per_env=200, steps=40, n_draws=2, n_seeds=1, eiil_steps=200),
     "default": Protocol(n_per_env=1000, steps=600, n_draws=4, n_seeds=2),
     "paper": Protocol(),
 }
@@ -102,7 +102,8 @@ def run_invariance_demo(
             figures are shown where the authors ran the setting (`linear.published`).
         budget: one of BUDGETS ("quick" is a smoke test: too few draws and steps for the
             figures to mean much).
-        methods: the methods to train (default all of METHODS).
+        methods: the methods to train (default METHODS; ALL_METHODS adds IRMv1 and Dynamic
+            BIRM on environments inferred by EIIL).
         launcher: how the job runner runs the models (default: 2 local worker processes; 1,
             this one, for "quick", whose trainings take less time than starting a process).
 
@@ -111,10 +112,10 @@ def run_invariance_demo(
     """
     if budget not in BUDGETS:
         raise ConfigError(f"demo invariance: unknown budget {budget!r}; choose one of {list(BUDGETS)}")
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown or not methods:
-        raise ConfigError(f"demo invariance: unknown methods {unknown}; choose among {list(METHODS)}")
-    methods = tuple(m for m in METHODS if m in methods)
+        raise ConfigError(f"demo invariance: unknown methods {unknown}; choose among {list(ALL_METHODS)}")
+    methods = tuple(m for m in ALL_METHODS if m in methods)
     protocol = replace(BUDGETS[budget], n_envs=n_envs, dim_inv=dim_inv, dim_spu=dim_spu)
     launcher = launcher or JobRunnerConfig(workers=1 if budget == "quick" else 2)
     out = Path(out_dir)
@@ -145,6 +146,7 @@ def run_invariance_demo(
         "methods": list(methods),
         "results": results,
         "lambda": lambda_summary(runs),
+        "purity": purity_summary(runs),
         "reference": asdict(row) if row is not None else None,
         "within_spread": spread_verdicts(results, row) if row is not None else None,
         "published_settings": published_settings(),
@@ -153,6 +155,16 @@ def run_invariance_demo(
     md, html = write_invariance_report(summary, runs, out)
     print(f"report: {md} and {html} ({seconds:.0f} s)")
     return summary
+
+
+def purity_summary(runs: dict[Job, Run]) -> dict[str, float]:
+    """Per example, the mean purity of EIIL's split against the given environments (over the
+    data seeds; the split depends on the data seed only), where a method used it."""
+    splits: dict[str, dict[int, float]] = {}
+    for (example, _, _, seed), run in runs.items():
+        if run.purity is not None:
+            splits.setdefault(example, {})[seed] = run.purity
+    return {example: sum(by_seed.values()) / len(by_seed) for example, by_seed in splits.items()}
 
 
 def lambda_summary(runs: dict[Job, Run]) -> dict[str, dict[str, float | None]]:
