@@ -212,10 +212,9 @@ def _demo(args: argparse.Namespace) -> int:
         run_robustness_demo(args.out or "demo_robustness", quick=args.quick)
         return 0
     if args.overrides[:1] == ["invariance"]:
-        from robustvlm.workflows.invariance_demo import run_invariance_demo
-
         from robustvlm.config import read_yaml_mapping, validate_config
         from robustvlm.linear.protocol import METHODS
+        from robustvlm.workflows.invariance_demo import run_invariance_demo
         from robustvlm.workflows.launchers import JobRunnerConfig
 
         launcher = None

@@ -82,3 +82,13 @@ def test_bad_budget_methods_and_launcher_are_refused(tmp_path, capsys):
     bad.write_text("kind: local\nworkerz: 2\n")
     assert main(["demo", "invariance", "--quick", "--launcher", str(bad), "--out", str(tmp_path / "y")]) != 0
     assert "workerz: unknown key" in capsys.readouterr().err
+
+
+def test_the_shipped_slurm_launcher_is_a_valid_job_runner_config():
+    from pathlib import Path
+
+    from robustvlm.config import read_yaml_mapping, validate_config
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "launchers" / "slurm_invariance.yaml"
+    config = validate_config(read_yaml_mapping(path), str(path), JobRunnerConfig)
+    assert config.kind == "slurm" and config.parameters["cpus_per_task"] == 1

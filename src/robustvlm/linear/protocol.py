@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import math
 import zlib
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np

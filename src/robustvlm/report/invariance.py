@@ -212,13 +212,15 @@ def spread_grid_table(summaries: Mapping[str, Mapping]) -> Table:
     """Several settings' ERM and IRMv1 (and Oracle where run) against the published row of each.
 
     Args:
-        summaries: {name: a `demo invariance` results.json}, in the order to show them.
+        summaries: {name: a `demo invariance` results.json}; shown by number of environments,
+            then of spurious dimensions.
 
     Cells: "ours (published mean ± std) in|out", "n.c." where the published figure used another
     test split; the last column counts the cells within the spread of those comparable.
     """
     rows = []
-    for summary in summaries.values():
+    order = sorted(summaries.values(), key=lambda s: (s["protocol"]["n_envs"], s["protocol"]["dim_spu"]))
+    for summary in order:
         p, reference, verdicts = summary["protocol"], summary["reference"], summary["within_spread"]
         if reference is None:
             continue
@@ -250,7 +252,7 @@ def inferred_envs_table(summary: Mapping) -> Table | None:
     if not pairs:
         return None
     header = ["example", "EIIL purity (given envs)"]
-    for given, inferred in pairs:
+    for given, _ in pairs:
         header += [f"{LABELS[given]}, given envs", f"{LABELS[given]}, EIIL envs"]
     rows = []
     for example in EXAMPLES:
