@@ -12,8 +12,9 @@ jobs/ keeps each model's run as it finishes, so re-running an interrupted demo r
 The runs are independent and seeded, so they are spread by the job runner
 (`workflows.launchers`: worker processes with one torch thread each, or a SLURM array) and the
 result does not depend on how they were scheduled. `budget` sets the sweep's size: "quick" (a
-smoke test), "default" (a few CPU minutes) or "paper" (the authors' 20 draws x 50 data seeds,
-10,000 rows and 10,000 steps: about 4 CPU-days, for a cluster).
+smoke test), "default" (a few CPU minutes per method) or "paper" (the authors' 20 draws x 50 data
+seeds, 10,000 rows and 10,000 steps: 42,000 models, on the order of 2,000 CPU-hours at this
+machine's step times, most of them BIRM's and Dynamic BIRM's: for a cluster).
 """
 
 from __future__ import annotations
