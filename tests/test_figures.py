@@ -25,8 +25,9 @@ def quick_runs(tmp_path_factory) -> dict[str, Path]:
     runs["invariance-spread"] = folder / "invariance"
     runs["invariance"] = runs["invariance-spread"] / "3envs"
     assert main(["demo", "invariance", "--quick", "--out", str(runs["invariance"])]) == 0
-    assert main(["demo", "invariance", "--quick", "--n-envs", "2", "--methods", "erm,irm", "--out",
-                 str(runs["invariance-spread"] / "2envs")]) == 0
+    runs["invariance-eiil"] = runs["invariance-spread"] / "2envs"
+    assert main(["demo", "invariance", "--quick", "--n-envs", "2", "--methods", "erm,irm,irm_eiil", "--out",
+                 str(runs["invariance-eiil"])]) == 0
     return runs
 
 
