@@ -26,8 +26,8 @@ from shared_prefix_bench import (
 )
 
 from robustvlm.multiple_choice.build import MCQuestion
+from robustvlm.multiple_choice.generative import encode_prefix, score_options
 from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
-from robustvlm.multiple_choice.score import encode_prefix, score_options
 
 OPTIONS = ["golden retriever", "tabby cat", "red fox", "grey wolf", "brown bear"]
 

@@ -59,8 +59,8 @@ def test_data_check_takes_images_from_the_image_root(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("command", "workflow"), [
-    (["eval", "--model", "m", "--out", "o"], "robustvlm.workflows.evaluate"),
-    (["mc", "build", "--out", "q.jsonl"], "robustvlm.workflows.mc_build"),
+    (["eval", "--model", "m", "--out", "o"], "robustvlm.workflows.finetune.evaluate"),
+    (["mc", "build", "--out", "q.jsonl"], "robustvlm.workflows.measure.mc_build"),
 ])
 def test_eval_and_mc_build_pass_the_image_root_to_the_loader(monkeypatch, command, workflow):
     import importlib
@@ -103,7 +103,7 @@ def test_parser_defaults_follow_the_paper():
 def test_mc_build_visual_distractors_use_the_vision_model(tmp_path, capsys):
     from robustvlm.data.loaders import load_examples
     from robustvlm.multiple_choice import build_questions, read_questions
-    from robustvlm.workflows.mc_build import load_image_embedder
+    from robustvlm.workflows.measure.mc_build import load_image_embedder
 
     data = tmp_path / "synth"
     assert main(["data", "synth", "--benchmark", "domains", "--out", str(data), "--n-per-env", "1"]) == 0

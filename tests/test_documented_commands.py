@@ -46,9 +46,9 @@ RUNS = {
 
 #: {documented line: why it does not run in the test suite}.
 NOT_RUN = {
-    "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/test_demo.py",
+    "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/demos/test_finetune.py",
     "make test": "this suite itself",
-    "robustvlm study configs/study_tasks.yaml --out runs/study_tasks": "a full study (minutes); study runs are tested in tests/workflows/test_study.py",
+    "robustvlm study configs/study_tasks.yaml --out runs/study_tasks": "a full study (minutes); study runs are tested in tests/workflows/finetune/test_study.py",
     "robustvlm sweep configs/study_spurious.yaml --out sweeps/study_spurious": "a full sweep (30 min); its dry run is run here",
     "robustvlm sweep configs/study_digits.yaml --out sweeps/study_digits": "a full sweep (20 min)",
     "robustvlm embed train configs/paper/vlm2vec_vqa.yaml --out runs/vlm2vec_vqa": "hub model (GPU machine)",
@@ -56,13 +56,13 @@ NOT_RUN = {
     "robustvlm embed train my_embed.yaml embed.chunk_size=8 --out runs/emb": "the user's own config",
     "robustvlm mc build --data data/domains/digits --out q/clean.jsonl ...": "elided options (...): a pattern, not a command",
     "robustvlm robustness task-signal --out task_signal": "the full experiment (8 min)",
-    "robustvlm robustness task-signal --quick --out ts_quick": "about a minute; tested in tests/workflows/test_task_signal.py",
+    "robustvlm robustness task-signal --quick --out ts_quick": "about a minute; tested in tests/workflows/measure/test_task_signal.py",
     "robustvlm robustness task-signal my.yaml workers=1 --out ts": "the user's own config",
     "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --out studies/dynamic_birm_smolvlm": "hub model and data (GPU machine); its dry run is run here",
     "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --out studies/shortcut_aware_rm": "hub model and data (GPU machine); its dry run is run here",
-    "robustvlm demo invariance --out figures/invariance/default": "the full demo (minutes); `--quick` runs in tests/workflows/test_invariance_demo.py",
+    "robustvlm demo invariance --out figures/invariance/default": "the full demo (minutes); `--quick` runs in tests/workflows/demos/test_invariance.py",
     "robustvlm demo invariance --methods irm,dynamic_birm,irm_eiil,dynamic_birm_eiil --out figures/invariance_eiil":
-        "minutes; the EIIL methods run quick in tests/workflows/test_invariance_demo.py",
+        "minutes; the EIIL methods run quick in tests/workflows/demos/test_invariance.py",
     "robustvlm demo invariance --budget paper --launcher configs/launchers/slurm_invariance.yaml":
         "a SLURM cluster (42,000 models); the launcher file is checked to exist and the line to parse",
 }

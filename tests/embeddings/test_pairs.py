@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from robustvlm.data.records import Example
-from robustvlm.embeddings.pairs import PairCollator, pair_kind, target_groups, trained_family
+from robustvlm.embeddings.pairs import (
+    ContrastivePairCollator,
+    pair_kind,
+    target_groups,
+    trained_family,
+)
 from robustvlm.errors import DataError
 
 
@@ -27,7 +32,7 @@ def test_collator_shows_the_question_only_in_vqa_queries(tiny_vlms, domains_suit
     _, processor = tiny_vlms("idefics3")
     image = str(next((domains_suite / "digits" / "clean" / "seven").glob("*.png")))
     examples = [_ex("vqa", "seven", image), _ex("caption", "a handwritten seven", image)]
-    collate = PairCollator(processor, "Represent the given image with the following question: {question}",
+    collate = ContrastivePairCollator(processor, "Represent the given image with the following question: {question}",
                            ["caption"], target_groups(examples))
     batch = collate(examples)
     assert batch["groups"].tolist() == [1, 0]

@@ -1,6 +1,6 @@
 """Failure diagnosis measurements: option log-likelihoods, vision features, semantic accuracy and
 class descriptions (the verdict table and probe: tests/analysis/test_diagnosis.py; the run:
-tests/workflows/test_diagnose.py)."""
+tests/workflows/measure/test_diagnose.py)."""
 
 from __future__ import annotations
 

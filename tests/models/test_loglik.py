@@ -1,4 +1,4 @@
-"""models.loglik on text-only prompts (images: see multiple_choice/test_score.py): both ways against a brute
+"""models.loglik on text-only prompts (images: see multiple_choice/test_generative.py): both ways against a brute
 force, the shared cache as a stride-0 view, and the error for an empty continuation."""
 
 from __future__ import annotations

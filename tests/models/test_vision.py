@@ -11,7 +11,7 @@ from PIL import Image
 from robustvlm.errors import ConfigError
 from robustvlm.models import build_tiny_vlm
 from robustvlm.models.vision import VisionTowerEmbedder, pool_image_features
-from robustvlm.workflows.mc_build import load_image_embedder
+from robustvlm.workflows.measure.mc_build import load_image_embedder
 
 torch.set_num_threads(1)
 

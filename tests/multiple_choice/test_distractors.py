@@ -243,7 +243,7 @@ def test_visual_distractors_from_a_clip_vision_tower_match_brute_force(tmp_path:
     from robustvlm.data.images import load_image
     from robustvlm.data.loaders import load_examples
     from robustvlm.data.synth import synthesize
-    from robustvlm.workflows.mc_build import load_image_embedder
+    from robustvlm.workflows.measure.mc_build import load_image_embedder
 
     synthesize("domains", tmp_path, n_per_env=1)  # 4 domains x 8 shape classes x 1 image
     examples = load_examples(tmp_path / "shapes", fmt="folder", verbose=False)

@@ -415,8 +415,8 @@ def test_groupdro_weights_follow_exponentiated_gradient():
 
 def fresh_draws(hp: dict, vocab: int) -> torch.Tensor:
     """The scales a fresh BIRM objective with these hyperparameters draws on its first call."""
-    full = {**{k: p.default for k, p in REGISTRY["birm"].hparams.items()}, **hp}
-    return BayesianScalePenalty("birm", 3, full).draw(vocab)
+    typed = REGISTRY["birm"].hparams_class.from_config(hp, "birm")
+    return BayesianScalePenalty("birm", 3, typed).draw(vocab)
 
 
 @pytest.mark.parametrize("scope", ["scalar", "vocab"])

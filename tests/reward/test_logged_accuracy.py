@@ -17,7 +17,7 @@ from robustvlm.data.from_config import training_examples
 from robustvlm.data.preferences import load_pairs_from_config
 from robustvlm.models.reward import load_reward_model
 from robustvlm.reward.scoring import score_pairs
-from robustvlm.workflows.rm_train import train_reward_model
+from robustvlm.workflows.reward.train import train_reward_model
 
 PAIRS = 16  # training pairs; lr 0 keeps the initial weights, so one step scores all of them
 

@@ -76,7 +76,7 @@ def test_sfc_weighted_loss_value_and_gradient():
 def test_registry_and_argument_errors_name_the_key():
     assert set(LOSSES) == {"standard", "text_only", "shortcut_aware"}
     assert LOSSES["shortcut_aware"].views == ("multimodal", "text") and LOSSES["text_only"].views == ("text",)
-    assert LOSSES["shortcut_aware"].resolve({}) == {"center_rewards_coefficient": None, "use_margin": True,
+    assert LOSSES["shortcut_aware"].resolve({}).to_config() == {"center_rewards_coefficient": None, "use_margin": True,
                                                     "text_mode": "drop", "proxy": "copy"}
     with pytest.raises(ConfigError, match="loss: unknown reward loss 'dpo'"):
         loss_spec("dpo")

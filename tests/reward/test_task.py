@@ -13,7 +13,7 @@ from robustvlm.config import RewardConfig, validate_config
 from robustvlm.errors import ConfigError
 from robustvlm.models.reward import load_reward_model
 from robustvlm.reward.task import RewardTask
-from robustvlm.workflows.rm_train import train_reward_model
+from robustvlm.workflows.reward.train import train_reward_model
 
 TINY = {"hidden_size": 32, "vocab_size": 300}
 

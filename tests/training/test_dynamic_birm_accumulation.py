@@ -7,7 +7,7 @@ import pytest
 from safetensors.torch import load_file
 
 from robustvlm.config import validate_config
-from robustvlm.workflows.train import train
+from robustvlm.workflows.finetune.train import train
 
 ALPHA, K_SKIP = 0.6, 2
 RAW = {

@@ -85,7 +85,7 @@ RAW = {
 
 
 def test_checkpoint_holds_only_trainable_weights_and_rejects_foreign_ones(tmp_path):
-    from robustvlm.workflows.train import train
+    from robustvlm.workflows.finetune.train import train
 
     run = tmp_path / "run"
     train(validate_config(RAW), run, progress=False)

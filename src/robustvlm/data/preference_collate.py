@@ -32,7 +32,7 @@ def blank_image(ref: str | bytes, **where: Any) -> Image.Image:
     return Image.new("RGB", load_image(ref, **where).size, _WHITE)
 
 
-class PairCollator:
+class PreferenceCollator:
     """Pairs -> {"multimodal": batch, "text": batch (the views asked for), "env": [B] ids,
     "margin": [B] float (0 where a pair has none)}; see the module doc.
 

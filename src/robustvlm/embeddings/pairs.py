@@ -39,7 +39,7 @@ def target_groups(examples: Sequence[Example]) -> dict[str, int]:
 
 
 @dataclass
-class PairCollator:
+class ContrastivePairCollator:
     """Examples -> {"query": batch, "target": batch, "groups": LongTensor [B]}: right-padded
     model inputs of the queries and of the target texts (`models.embedding`) and the id of each
     row's target text (rows with the same id are no negatives of each other).

@@ -26,7 +26,7 @@ from robustvlm.data.from_config import materialize
 from robustvlm.embeddings.distributed import gather_with_local_grad, loss_scale
 from robustvlm.embeddings.gradcache import cached_backward
 from robustvlm.embeddings.loss import info_nce
-from robustvlm.embeddings.pairs import PairCollator, target_groups, trained_family
+from robustvlm.embeddings.pairs import ContrastivePairCollator, target_groups, trained_family
 from robustvlm.models.answer import freeze_unused_lm_head
 from robustvlm.models.embedding import EmbeddingModel, EmbeddingSpec
 from robustvlm.models.trainable import (
@@ -35,7 +35,7 @@ from robustvlm.models.trainable import (
     enable_gradient_checkpointing,
     save_merged,
 )
-from robustvlm.training.finetune import base_model, load_training_set, make_sampler
+from robustvlm.training.setup import base_model, load_training_set, make_sampler
 from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask, indexed
 
 EMBEDDER = "embedder"
@@ -73,8 +73,8 @@ class EmbeddingTask(TrainingTask):
             cfg.train.sampler, [envs.index(ex.env) for ex in train_set],
             global_batch=ctx.global_batch_size, seed=cfg.train.seed, accelerator=ctx.accelerator,
         )
-        collator = PairCollator(self.processor, cfg.embed.query_template, cfg.embed.caption_envs,
-                                target_groups(train_set))
+        collator = ContrastivePairCollator(self.processor, cfg.embed.query_template, cfg.embed.caption_envs,
+                                           target_groups(train_set))
         n_caption = sum(collator.query_of(ex).instruction == "" for ex in train_set)
         summary = (f"embedding training of {cfg.model.name} ({self.family}): {n_trainable:,} of {n_total:,} "
                    f"parameters trainable, {len(train_set)} pairs ({n_caption} caption, "

@@ -1,12 +1,12 @@
 """How a multiple-choice question is scored by a model: by what its family supports.
 
-A generative VLM scores by option log-likelihood ("loglik", see `score`) or by generation and
+A generative VLM scores by option log-likelihood ("loglik", see `generative`) or by generation and
 answer extraction ("generate"); a dual encoder (CLIP, SigLIP) or an embedding model (VLM2Vec)
 by query-option similarity with a template ensemble ("similarity", see `similarity`). A scorer maps a batch of questions to one
 row each: prediction (option index, None = unparsed), scores (the K option scores:
 log-likelihoods in nats, cosine similarities, or None for generation), plus `response`
 (generation) or `n_tokens` (log-likelihood). Scoring many models into results.csv is
-`workflows.mc_eval`.
+`workflows.measure.mc_eval`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.models.backends import BACKENDS, Backend
 from robustvlm.multiple_choice.build import MCQuestion, read_questions, rotations
-from robustvlm.multiple_choice.score import extract_choice, generate_answers, question_logliks
+from robustvlm.multiple_choice.generative import extract_choice, generate_answers, question_logliks
 from robustvlm.multiple_choice.similarity import SimilarityScorer
 
 METHODS = ("loglik", "generate")

@@ -1,7 +1,15 @@
-"""The objective interface: one class per method, hyperparameters declared once."""
+"""The objective interface: one class per method, hyperparameters declared once.
+
+Hyperparameters are declared as `HParam`s (default, search range, meaning); from that one
+declaration `hyperparameter_class` makes a frozen dataclass, the typed value objectives and
+reward losses read (`self.hp.eta`): a key a config misspells is refused when the config is
+read (`Hyperparameters.from_config`), a name the code misspells is an AttributeError.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import keyword
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -49,6 +57,41 @@ def check_hparam_values(declared: Mapping[str, HParam], given: Mapping[str, Any]
             raise ConfigError(f"{owner}: {key} must be text, not {value!r}")
 
 
+def field_name(key: str) -> str:
+    """The dataclass field of config key `key`: the key itself, with a trailing underscore where
+    it is a Python keyword (`lambda` -> `lambda_`)."""
+    return f"{key}_" if keyword.iskeyword(key) else key
+
+
+class Hyperparameters:
+    """Base of the frozen dataclasses `hyperparameter_class` makes: one field per declared
+    hyperparameter (`field_name` of its config key), defaulting to its declared default."""
+
+    declared: ClassVar[Mapping[str, HParam]] = {}
+
+    @classmethod
+    def from_config(cls, given: Mapping[str, Any], owner: str) -> Hyperparameters:
+        """The values of `given` over the defaults; ConfigError naming `owner` on an undeclared
+        key or a value of the wrong kind (`check_hparam_values`)."""
+        check_hparam_values(cls.declared, given, owner)
+        return cls(**{field_name(key): value for key, value in given.items()})
+
+    def to_config(self) -> dict[str, Any]:
+        """{config key: value}, as a config writes them."""
+        return {key: getattr(self, field_name(key)) for key in self.declared}
+
+
+def hyperparameter_class(name: str, declared: Mapping[str, HParam]) -> type[Hyperparameters]:
+    """A frozen dataclass `name` with one field per entry of `declared` (module doc)."""
+    fields = [
+        (field_name(key), Any, dataclasses.field(default=hparam.default))
+        for key, hparam in declared.items()
+    ]
+    cls = dataclasses.make_dataclass(name, fields, bases=(Hyperparameters,), frozen=True)
+    cls.declared = dict(declared)
+    return cls
+
+
 @dataclass
 class LossParts:
     """What one objective step returns.
@@ -84,7 +127,8 @@ class LossParts:
 
 
 class Objective:
-    """Base class. Subclasses set `name` and `hparams` and implement `__call__`.
+    """Base class. Subclasses set `name` and `hparams` and implement `__call__`; each gets its
+    typed hyperparameter class `hparams_class` (`hyperparameter_class`) when it is defined.
 
     Args:
         env_names: training environment names; env id i in AnswerOutputs.env is env_names[i].
@@ -93,11 +137,15 @@ class Objective:
 
     name: ClassVar[str]
     hparams: ClassVar[dict[str, HParam]] = {}
+    hparams_class: ClassVar[type[Hyperparameters]]
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        cls.hparams_class = hyperparameter_class(f"{cls.__name__}Hyperparameters", cls.hparams)
 
     def __init__(self, env_names: list[str], **hparams: Any):
-        check_hparam_values(self.hparams, hparams, f"method '{self.name}'")
+        self.hp: Any = self.hparams_class.from_config(hparams, f"method '{self.name}'")
         self.env_names = list(env_names)
-        self.hp = {k: hparams.get(k, p.default) for k, p in self.hparams.items()}
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
         raise NotImplementedError

@@ -55,19 +55,19 @@ class BayesianScalePenalty:
     draws exactly what an uninterrupted one would.
     """
 
-    def __init__(self, method: str, num_envs: int, hp: dict[str, Any]):
-        require(hp["n_samples"] >= 1, method, "n_samples must be >= 1")
-        require(hp["prior_sd"] >= 0, method, "prior_sd must be >= 0")
+    def __init__(self, method: str, num_envs: int, hp: Any):
+        require(hp.n_samples >= 1, method, "n_samples must be >= 1")
+        require(hp.prior_sd >= 0, method, "prior_sd must be >= 0")
         require(
-            hp["scope"] in ("scalar", "vocab"),
+            hp.scope in ("scalar", "vocab"),
             method,
-            f"scope must be 'scalar' or 'vocab', got {hp['scope']!r}",
+            f"scope must be 'scalar' or 'vocab', got {hp.scope!r}",
         )
         self.num_envs = num_envs
-        self.n_samples = int(hp["n_samples"])
-        self.prior_sd = float(hp["prior_sd"])
-        self.scope = hp["scope"]
-        self.seed = int(hp["seed"])
+        self.n_samples = int(hp.n_samples)
+        self.prior_sd = float(hp.prior_sd)
+        self.scope = hp.scope
+        self.seed = int(hp.seed)
         self.calls = 0
 
     def draw(self, vocab_size: int) -> torch.Tensor:

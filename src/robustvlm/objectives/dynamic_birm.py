@@ -124,22 +124,22 @@ class DynamicBIRM(Objective):
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)
         hp = self.hp
-        require(0.0 <= hp["alpha"] < 1.0, self.name, "alpha must be in [0, 1)")
-        require(hp["eps"] > 0, self.name, "eps must be > 0")
-        require(hp["k_skip"] >= 0, self.name, "k_skip must be >= 0")
-        require(0.0 <= hp["eps_rel"] < 1.0, self.name, "eps_rel must be in [0, 1)")
+        require(0.0 <= hp.alpha < 1.0, self.name, "alpha must be in [0, 1)")
+        require(hp.eps > 0, self.name, "eps must be > 0")
+        require(hp.k_skip >= 0, self.name, "k_skip must be >= 0")
+        require(0.0 <= hp.eps_rel < 1.0, self.name, "eps_rel must be in [0, 1)")
         require(
-            hp["lambda_max"] is None or hp["lambda_max"] > 0, self.name, "lambda_max must be > 0"
+            hp.lambda_max is None or hp.lambda_max > 0, self.name, "lambda_max must be > 0"
         )
         self.penalty = BayesianScalePenalty(self.name, len(self.env_names), hp)
         self.controller = LambdaController(
-            gamma=float(hp["gamma"]),
-            alpha=float(hp["alpha"]),
-            p_min=float(hp["p_min"]),
-            k_skip=int(hp["k_skip"]),
-            eps=float(hp["eps"]),
-            lambda_max=None if hp["lambda_max"] is None else float(hp["lambda_max"]),
-            eps_rel=float(hp["eps_rel"]),
+            gamma=float(hp.gamma),
+            alpha=float(hp.alpha),
+            p_min=float(hp.p_min),
+            k_skip=int(hp.k_skip),
+            eps=float(hp.eps),
+            lambda_max=None if hp.lambda_max is None else float(hp.lambda_max),
+            eps_rel=float(hp.eps_rel),
         )
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:

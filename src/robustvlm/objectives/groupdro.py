@@ -27,13 +27,13 @@ class GroupDRO(Objective):
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)
-        require(self.hp["eta"] >= 0, self.name, "eta must be >= 0")
+        require(self.hp.eta >= 0, self.name, "eta must be >= 0")
         self.q = torch.full((len(self.env_names),), 1.0 / len(self.env_names), dtype=torch.float64)
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
         risks, _ = reduce_env_stats(out, len(self.env_names))
         present = risks.present.cpu()
-        exponent = self.hp["eta"] * risks.risks.detach().cpu().double() * present
+        exponent = self.hp.eta * risks.risks.detach().cpu().double() * present
         self.q = torch.softmax(self.q.log() + exponent, dim=0)
         weights = self.q[present] / self.q[present].sum()
         loss = (weights.to(risks.risks) * risks.risks[risks.present]).sum()

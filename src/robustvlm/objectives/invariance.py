@@ -43,15 +43,15 @@ class AnnealedObjective(Objective):
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)
-        require(self.hp["anneal_steps"] >= 0, self.name, "anneal_steps must be >= 0")
+        require(self.hp.anneal_steps >= 0, self.name, "anneal_steps must be >= 0")
 
     def penalty_weight(self, step: int) -> float:
         """lambda at this step (0-based)."""
-        return float(self.hp["lambda" if step >= self.hp["anneal_steps"] else "lambda_before"])
+        return float(self.hp.lambda_ if step >= self.hp.anneal_steps else self.hp.lambda_before)
 
     def resets_optimizer_at(self, step: int) -> bool:
         """True at the switch step when `reset_optimizer_at_anneal` is set."""
-        return bool(self.hp["reset_optimizer_at_anneal"]) and step == self.hp["anneal_steps"] > 0
+        return bool(self.hp.reset_optimizer_at_anneal) and step == self.hp.anneal_steps > 0
 
 
 def penalised_parts(

@@ -48,9 +48,9 @@ class IRM(AnnealedObjective):
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)
         require(
-            self.hp["penalty_reduction"] in ("mean", "sum"),
+            self.hp.penalty_reduction in ("mean", "sum"),
             self.name,
-            f"penalty_reduction must be 'mean' or 'sum', got {self.hp['penalty_reduction']!r}",
+            f"penalty_reduction must be 'mean' or 'sum', got {self.hp.penalty_reduction!r}",
         )
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
@@ -61,7 +61,7 @@ class IRM(AnnealedObjective):
         )
         risk, grads = risk_and_scale_grads(out, no_draws)
         grads = grads[:, 0]  # [N] d risk/dw at w = 1
-        if self.hp["unbiased"]:
+        if self.hp.unbiased:
             half, examples = split_examples_in_halves(out, num_envs)
         else:
             half, examples = torch.zeros_like(out.env), None
@@ -80,5 +80,5 @@ class IRM(AnnealedObjective):
             half_grad = grad_sum / token_count.clamp(min=1)
             per_env = torch.where(examples >= 2, half_grad[:, 0] * half_grad[:, 1], per_env)
         per_env = per_env[risks.present]
-        penalty = per_env.mean() if self.hp["penalty_reduction"] == "mean" else per_env.sum()
+        penalty = per_env.mean() if self.hp.penalty_reduction == "mean" else per_env.sum()
         return penalised_parts(risks, penalty, self.penalty_weight(step), self.env_names)

@@ -1,4 +1,4 @@
-"""The invariance ladder's report (`workflows.ladder`): one summary table and one plot of
+"""The invariance ladder's report (`workflows.demos.ladder`): one summary table and one plot of
 colour-free accuracy (methods x rungs), a table per rung, and the verdicts computed from them."""
 
 from __future__ import annotations

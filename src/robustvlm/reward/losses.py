@@ -24,13 +24,14 @@ Per pair i with rewards r_c (chosen) and r_r (rejected):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from robustvlm.errors import ConfigError
-from robustvlm.objectives.base import HParam, check_hparam_values
+from robustvlm.objectives.base import HParam, Hyperparameters, hyperparameter_class
 
 
 def bradley_terry(
@@ -70,14 +71,19 @@ class LossSpec:
     proxy: bool
     hparams: dict[str, HParam]
 
-    def resolve(self, args: dict[str, Any]) -> dict[str, Any]:
-        """The hyperparameters with `args` applied; ConfigError naming a bad key or value."""
+    @cached_property
+    def hparams_class(self) -> type[Hyperparameters]:
+        """The typed hyperparameters of this loss (`objectives.base.hyperparameter_class`, as
+        objectives get theirs)."""
+        return hyperparameter_class(f"{self.name}_hyperparameters", self.hparams)
+
+    def resolve(self, args: dict[str, Any]) -> Any:
+        """The typed hyperparameters with `args` applied; ConfigError naming a bad key or value."""
         try:
-            check_hparam_values(self.hparams, args, f"loss '{self.name}'")
+            hp = self.hparams_class.from_config(args, f"loss '{self.name}'")
         except ConfigError as err:
             raise ConfigError(f"loss_args: {err}") from None
-        hp = {k: args.get(k, p.default) for k, p in self.hparams.items()}
-        coefficient = hp["center_rewards_coefficient"]
+        coefficient = hp.center_rewards_coefficient
         if coefficient is not None and (isinstance(coefficient, bool) or not isinstance(coefficient, int | float)):
             raise ConfigError(f"loss_args.center_rewards_coefficient: a number or null, not {coefficient!r}")
         return hp
@@ -118,21 +124,21 @@ def loss_spec(name: str) -> LossSpec:
 
 
 def pair_losses(
-    rewards: torch.Tensor, margin: torch.Tensor, hp: dict[str, Any]
+    rewards: torch.Tensor, margin: torch.Tensor, hp: Any
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(r_chosen [B], r_rejected [B], Bradley-Terry losses [B]) of one branch's rewards [2B]
-    (chosen rows first), with the pairs' margins [B] when `use_margin`."""
+    (chosen rows first), with the pairs' margins [B] when `use_margin` (`hp`: `LossSpec.resolve`)."""
     r_chosen, r_rejected = rewards.chunk(2)
-    return r_chosen, r_rejected, bradley_terry(r_chosen, r_rejected, margin if hp["use_margin"] else None)
+    return r_chosen, r_rejected, bradley_terry(r_chosen, r_rejected, margin if hp.use_margin else None)
 
 
 def branch_objective(
-    r_chosen: torch.Tensor, r_rejected: torch.Tensor, per_pair: torch.Tensor, hp: dict[str, Any],
+    r_chosen: torch.Tensor, r_rejected: torch.Tensor, per_pair: torch.Tensor, hp: Any,
     weights: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The scalar a branch minimises: mean_i w_i L_i (w = 1 without `weights`) plus the
     centering term when `center_rewards_coefficient` is set."""
     loss = (per_pair if weights is None else weights * per_pair).mean()
-    if hp["center_rewards_coefficient"]:
-        loss = loss + hp["center_rewards_coefficient"] * centering_penalty(r_chosen, r_rejected)
+    if hp.center_rewards_coefficient:
+        loss = loss + hp.center_rewards_coefficient * centering_penalty(r_chosen, r_rejected)
     return loss

@@ -31,7 +31,7 @@ from torch import nn
 
 from robustvlm.config import RewardConfig
 from robustvlm.data.from_config import materialize, training_examples
-from robustvlm.data.preference_collate import PairCollator
+from robustvlm.data.preference_collate import PreferenceCollator
 from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
 from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError
@@ -51,7 +51,7 @@ from robustvlm.reward.losses import (
     pair_losses,
     shortcut_failure_coefficient,
 )
-from robustvlm.training.finetune import base_model, make_sampler
+from robustvlm.training.setup import base_model, make_sampler
 from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask
 
 MAIN_ADAPTER, PROXY_ADAPTER = "default", "proxy"
@@ -124,13 +124,18 @@ class RewardTask(TrainingTask):
         self.hp = self.spec.resolve(cfg.loss_args)
         self.label = cfg.loss
         self.env_names: list[str] = []
-        if self.hp.get("proxy") == "adapter" and cfg.model.trainable != "lora":
+        if self.adapter_proxy and cfg.model.trainable != "lora":
             raise ConfigError("loss_args.proxy: adapter puts the proxy on a shared frozen base, "
                               "which needs model.trainable: lora (or use proxy: copy)")
 
     @property
+    def text_mode(self) -> str:
+        """How the text view removes the image ("drop" where the loss has no text view)."""
+        return self.hp.text_mode if "text" in self.spec.views else "drop"
+
+    @property
     def adapter_proxy(self) -> bool:
-        return self.spec.proxy and self.hp["proxy"] == "adapter"
+        return self.spec.proxy and self.hp.proxy == "adapter"
 
     def prepare_files(self, out_dir: Path) -> None:
         if not self.cfg.data.sources:  # a built-in benchmark is written once, by one process
@@ -161,8 +166,8 @@ class RewardTask(TrainingTask):
             cfg.train.sampler, [env_ids[p.env] for p in pairs], global_batch=ctx.global_batch_size,
             seed=cfg.train.seed, accelerator=ctx.accelerator,
         )
-        collator = PairCollator(self.processor, env_ids, views=self.spec.views,
-                                text_mode=self.hp.get("text_mode", "drop"), max_length=cfg.data.max_length)
+        collator = PreferenceCollator(self.processor, env_ids, views=self.spec.views,
+                                      text_mode=self.text_mode, max_length=cfg.data.max_length)
         return TaskSetup(
             models=self.models,
             sampler=sampler,
@@ -178,7 +183,7 @@ class RewardTask(TrainingTask):
         cfg = self.cfg
         vlm = configure_trainable(vlm, mode=cfg.model.trainable, lora=cfg.model.lora.model_dump())
         freeze_unused_lm_head(vlm)
-        drop = self.hp.get("text_mode") == "drop"
+        drop = self.text_mode == "drop"
         if self.spec.main_view == "text" and drop:
             freeze_vision_side(vlm)
         if self.adapter_proxy:
@@ -248,7 +253,7 @@ class RewardTask(TrainingTask):
             )
 
     def save_final(self, final_dir: Path, state_dicts: dict[str, dict[str, torch.Tensor]]) -> None:
-        meta = {"loss": self.cfg.loss, "loss_args": self.hp, "trained_on": self.env_names}
+        meta = {"loss": self.cfg.loss, "loss_args": self.hp.to_config(), "trained_on": self.env_names}
         if self.adapter_proxy:
             save_reward_model(self.models["reward"].main, self.processor, final_dir, meta=meta)
             return

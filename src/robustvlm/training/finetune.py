@@ -20,97 +20,30 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from accelerate import Accelerator
 
-from robustvlm.config import DataConfig, ModelConfig, RunConfig
+from robustvlm.config import RunConfig
 from robustvlm.data.collate import VLMCollator
-from robustvlm.data.from_config import load_from_config, materialize, training_examples
-from robustvlm.data.records import Example, SkipLog
+from robustvlm.data.from_config import materialize
 from robustvlm.errors import ConfigError
 from robustvlm.models.answer import AnswerModel
-from robustvlm.models.loading import TINY_PREFIX, load_vlm, save_tiny_base
+from robustvlm.models.loading import TINY_PREFIX, load_vlm
 from robustvlm.models.trainable import (
     configure_trainable,
     count_parameters,
     enable_gradient_checkpointing,
     save_merged,
 )
-from robustvlm.objectives import Objective, build_objective
 from robustvlm.runs import atomic_folder
 from robustvlm.training.checkpoint import WEIGHTS_FILE
-from robustvlm.training.sampler import (
-    EnvBalancedBatchSampler,
-    ResumableBatchSampler,
-    ShuffleBatchSampler,
+from robustvlm.training.setup import (
+    base_model,
+    build_run_objective,
+    load_training_set,
+    make_sampler,
 )
 from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask, indexed
 
 ANSWER_MODEL = "answer"
-
-
-def build_run_objective(cfg: RunConfig, env_names: list[str]) -> Objective:
-    """The configured objective; a bad method or hyperparameter becomes a ConfigError."""
-    try:
-        return build_objective(cfg.method, env_names, cfg.method_args)
-    except ValueError as err:
-        raise ConfigError(f"method/method_args: {err}") from None
-
-
-def make_sampler(
-    sampler: str, envs: list[int], *, global_batch: int, seed: int, accelerator: Accelerator
-) -> ResumableBatchSampler:
-    """`train.sampler` over examples with environment ids `envs`.
-
-    "balanced": every global batch holds the same number of examples from several environments
-    (at least two, at most half the batch); "shuffle": plain shuffled batches.
-    """
-    kw = dict(seed=seed, rank=accelerator.process_index, world_size=accelerator.num_processes)
-    if sampler == "shuffle":
-        return ShuffleBatchSampler(len(envs), batch_size=global_batch, **kw)
-    n_envs = len(set(envs))
-    if n_envs < 2:
-        raise ConfigError(
-            "train.sampler: balanced needs at least two training environments; use shuffle"
-        )
-    envs_per_batch = min(n_envs, max(2, global_batch // 2))
-    if global_batch % envs_per_batch:
-        raise ConfigError(
-            f"train.batch_size: a balanced global batch of {global_batch} cannot hold the same number "
-            f"of examples from {envs_per_batch} environments; pick a multiple of {envs_per_batch}"
-        )
-    return EnvBalancedBatchSampler(
-        envs, per_env=global_batch // envs_per_batch, envs_per_batch=envs_per_batch, **kw
-    )
-
-
-def base_model(cfg: ModelConfig, out_dir: Path, corpus: list[str], accelerator: Accelerator):
-    """Load the model `cfg` names; a tiny model is built once into `out_dir/base` and reused.
-
-    The base folder is written under a temporary name and renamed, so a killed run never leaves a
-    half-written one; every process waits for it before loading.
-    """
-    name = cfg.name
-    if name.startswith(TINY_PREFIX):
-        base = out_dir / "base"
-        if accelerator.is_main_process:
-            save_tiny_base(name, base, tiny_options=cfg.tiny, corpus=corpus)
-        accelerator.wait_for_everyone()
-        name = str(base)
-    return load_vlm(name, trust_remote_code=cfg.trust_remote_code)
-
-
-def load_training_set(cfg: DataConfig, ctx: SetupContext) -> list[Example]:
-    """The in-domain training records of `cfg` (capped per environment by
-    `max_train_per_env`); skipped bad records are listed in the run's skipped.jsonl."""
-    skips = SkipLog()
-    examples = load_from_config(cfg, ctx.out_dir, skips, verbose=ctx.verbose)
-    train_set = training_examples(examples, cfg.max_train_per_env)
-    if not train_set:
-        raise ConfigError("data: no in-domain training records (split 'train', ood false)")
-    if ctx.is_main and len(skips):
-        skips.write(ctx.out_dir / "skipped.jsonl")
-        print(f"skipped {len(skips)} bad record(s): see {ctx.out_dir / 'skipped.jsonl'}")
-    return train_set
 
 
 class FineTuneTask(TrainingTask):

@@ -20,7 +20,7 @@ TRL's split between its trainer and `compute_loss` / `training_step`:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,10 +120,13 @@ class TrainingTask(ABC):
     Attributes:
         label: the progress bar's label (e.g. the objective's name).
         progress_keys: log-row keys shown beside the progress bar.
+        env_names: the training environments' names, set by `setup` (environment id i is
+            `env_names[i]`); empty for a task whose data has no environments.
     """
 
     label: str = "train"
     progress_keys: tuple[str, ...] = ("loss",)
+    env_names: Sequence[str] = ()
 
     def prepare_files(self, out_dir: Path) -> None:  # noqa: B027 - optional hook
         """Write files every process reads (e.g. a synthesised benchmark); main process only."""

@@ -1,2 +1,11 @@
 """End-to-end runs: the only layer that strings data, models, training, evaluation, analysis and
-reports together. `cli.py` parses arguments and calls one function here per subcommand."""
+reports together. `cli/` parses arguments and calls one function here per subcommand.
+
+Grouped by system (a dry-run variant lives beside the workflow it shadows):
+  finetune/  train, evaluate, study (+ study_dry_run), sweep, envs_infer
+  measure/   mc_build, mc_eval, robustness, task_signal (+ task_signal_data), icl, diagnose
+  reward/    train, evaluate, matrix (+ matrix_dry_run), sample, score, bon
+  embed/     train, evaluate
+  demos/     finetune (`robustvlm demo`), robustness, reward, invariance, ladder
+Shared by several groups: plan_configs.py (the multi-run commands' typed configs) and
+launchers.py (the one job runner)."""

@@ -105,7 +105,7 @@ class _MethodsConfig(_MultiRunConfig):
 
 
 class StudyConfig(_MethodsConfig):
-    """`robustvlm study` (see `workflows.study`)."""
+    """`robustvlm study` (see `workflows.finetune.study`)."""
 
     metrics: list[str] | None = Field(None, min_length=1)
     launch: LaunchConfig | None = None
@@ -121,7 +121,7 @@ class ReferenceEntry(BaseModel):
 
 
 class SweepConfig(_MethodsConfig):
-    """`robustvlm sweep` (see `workflows.sweep` for each key)."""
+    """`robustvlm sweep` (see `workflows.finetune.sweep` for each key)."""
 
     n_draws: PositiveCount = 3
     search: dict[str, Any] | None = None
@@ -135,7 +135,7 @@ class SweepConfig(_MethodsConfig):
 
 
 class MatrixConfig(_MultiRunConfig):
-    """`robustvlm rm matrix` (see `workflows.rm_matrix`)."""
+    """`robustvlm rm matrix` (see `workflows.reward.matrix`)."""
 
     per_run_keys = ("loss", "loss_args")
 

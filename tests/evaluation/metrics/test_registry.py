@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-import robustvlm.workflows.study as study
+import robustvlm.workflows.finetune.study as study
 from robustvlm.analysis.study import aggregate_study
 from robustvlm.cli import main
 from robustvlm.config import EvalConfig
@@ -21,7 +21,7 @@ from robustvlm.evaluation.metrics.registry import (
     check_metric_names,
 )
 from robustvlm.report.study_report import table1
-from robustvlm.workflows.evaluate import evaluate
+from robustvlm.workflows.finetune.evaluate import evaluate
 
 torch.set_num_threads(1)
 

@@ -1,0 +1,96 @@
+"""The `robustvlm` command line: parse, load config, call one function per subcommand.
+
+Each command group lives in its own module (`data`, `train` with `study` and `sweep`, `embed`,
+`envs`, `evaluate`, `demo`, `mc`, `robustness`, `icl` with `diagnose`, `rm`), which registers its
+subcommands with one `add_<command>(sub)` function; options shared by several commands are in
+`options`. This module only assembles them: a new command is one module (copy the closest one)
+and one entry in `COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from robustvlm.cli import data, demo, embed, envs, evaluate, icl, mc, rm, robustness, train
+from robustvlm.cli.options import (
+    IMAGE_ROOT_HELP,
+    OUTSIDE_ROOT_HELP,
+    RESUME_HELP,
+    float_above,
+    float_at_least,
+    float_in_unit_interval,
+    int_at_least,
+)
+from robustvlm.errors import MissingDataSource, RobustVLMError
+from robustvlm.runs import release_run_folders
+
+__all__ = [
+    "COMMANDS", "IMAGE_ROOT_HELP", "OUTSIDE_ROOT_HELP", "RESUME_HELP", "build_parser", "float_above",
+    "float_at_least", "float_in_unit_interval", "int_at_least", "main", "parse_command_line",
+]
+
+#: The top-level commands' registration functions, in the order `robustvlm --help` lists them.
+COMMANDS = (
+    data.add_data,
+    train.add_train,
+    embed.add_embed,
+    envs.add_envs,
+    evaluate.add_eval,
+    train.add_study,
+    train.add_sweep,
+    demo.add_demo,
+    mc.add_mc,
+    robustness.add_robustness,
+    icl.add_icl,
+    icl.add_diagnose,
+    rm.add_rm,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="robustvlm",
+        description="Measure and improve how vision-language models hold up under distribution shift.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse `argv`, taking key=value overrides anywhere on the line, as intermixed parsing does.
+
+    argparse's `parse_intermixed_args` refuses parsers with subcommands, and plain parsing ends a
+    `nargs="*"` positional at the first option: `train CONFIG --out DIR steps=5` leaves
+    `steps=5` unrecognised. Those leftovers are appended to the command's overrides; a leftover
+    option (`--x`), or one given to a command that takes no overrides, is still an error.
+    """
+    args, extras = parser.parse_known_args(argv)
+    stray = [e for e in extras if e.startswith("-") or not hasattr(args, "overrides")]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    if extras:
+        args.overrides = [*args.overrides, *extras]
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `robustvlm` console script."""
+    args = parse_command_line(build_parser(), argv)
+    try:
+        return args.func(args)
+    except MissingDataSource as err:  # not bad input: something to install
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except RobustVLMError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "interrupted: finished work is kept; re-run with --resume to continue", file=sys.stderr
+        )
+        return 130
+    finally:
+        release_run_folders()

@@ -1,0 +1,60 @@
+"""`robustvlm data`: check datasets and synthesise the built-in benchmarks."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from robustvlm.cli.options import IMAGE_ROOT_HELP, OUTSIDE_ROOT_HELP, int_at_least
+
+
+def _data_check(args: argparse.Namespace) -> int:
+    from robustvlm.data.check import check_dataset
+
+    report = check_dataset(
+        args.path,
+        fmt=args.format,
+        env_column=args.env_column,
+        env_map=args.env_map,
+        task_rules=args.task_rules,
+        image_root=args.image_root,
+        allow_outside_root=args.allow_outside_root,
+    )
+    print(report.format())
+    return 0 if report.ok else 1
+
+
+def _data_synth(args: argparse.Namespace) -> int:
+    from robustvlm.data.synth import synthesize
+
+    manifest = synthesize(args.benchmark, Path(args.out), seed=args.seed, n_per_env=args.n_per_env)
+    print(f"wrote {args.benchmark} to {args.out} (manifest: {manifest})")
+    return 0
+
+
+def add_data(sub) -> None:
+    """data check, data synth."""
+    data = sub.add_parser("data", help="check datasets and synthesise the built-in benchmarks")
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+    check = data_sub.add_parser(
+        "check", help="validate a dataset; list every bad record (exit 1 if any)"
+    )
+    check.add_argument("path")
+    check.add_argument("--format", default="auto", help="auto|jsonl|json|llava|parquet|hf|folder")
+    check.add_argument("--env-map", help="YAML mapping source names to environments")
+    check.add_argument("--env-column", help="record field that holds the environment")
+    check.add_argument(
+        "--task-rules", action="store_true", help="assign task types from the instruction"
+    )
+    check.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
+    check.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
+    check.set_defaults(func=_data_check)
+    synth = data_sub.add_parser("synth", help="write a built-in synthetic benchmark")
+    synth.add_argument(
+        "--benchmark", required=True,
+        help="tasks | spurious | digits | domains | preferences | mnist | fashion | fashion-spurious",
+    )
+    synth.add_argument("--out", required=True)
+    synth.add_argument("--seed", type=int_at_least(0), default=0)
+    synth.add_argument("--n-per-env", type=int_at_least(1), default=None)
+    synth.set_defaults(func=_data_synth)

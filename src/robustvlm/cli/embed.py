@@ -1,0 +1,58 @@
+"""`robustvlm embed`: VLMs as embedding models (VLM2Vec), contrastive training and evaluation."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from robustvlm.cli.options import OUTSIDE_ROOT_HELP, RESUME_HELP, add_train_parser, int_at_least
+
+
+def _embed_train(args: argparse.Namespace) -> int:
+    from robustvlm.config import EmbedRunConfig, load_config
+    from robustvlm.workflows.embed.train import embed_train
+
+    cfg = load_config(args.config, args.overrides, EmbedRunConfig)
+    result = embed_train(cfg, args.out or Path("runs") / Path(args.config).stem, resume=args.resume)
+    print(f"final embedding model ({result.family}): {result.final_dir}")
+    return 0
+
+
+def _embed_eval(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.embed.evaluate import embed_eval
+
+    models = [{"name": m, "family": args.family} if args.family else m for m in args.model]
+    result = embed_eval(
+        models, args.out, benches=args.bench or (), retrieval=args.retrieval,
+        retrieval_split=args.retrieval_split, resume=args.resume, batch_size=args.batch_size,
+        allow_outside_root=args.allow_outside_root,
+    )
+    for path in (result.results_csv, result.retrieval_csv):
+        if path is not None:
+            print(f"{path}:\n{Path(path).read_text()}")
+    return 0
+
+
+def add_embed(sub) -> None:
+    """embed train, embed eval."""
+    emb = sub.add_parser("embed", help="VLMs as embedding models (VLM2Vec): contrastive training, evaluation")
+    emb_sub = emb.add_subparsers(dest="embed_command", required=True)
+    add_train_parser(
+        emb_sub, "contrastive (InfoNCE) training of a VLM into an embedding model", "embed.chunk_size=8",
+        _embed_train, config_help="YAML: model, data, embed, train sections",
+    )
+    ee = emb_sub.add_parser(
+        "eval", help="embedding models as zero-shot classifiers (results.csv) and image-text retrievers (recall@1/5)"
+    )
+    ee.add_argument("--model", action="append", required=True,
+                    help="a folder from embed train (family read from its embedding.json) or a hub name; repeatable")
+    ee.add_argument("--family", choices=["vlm2vec-vqa", "vlm2vec-caption", "vlm2vec-mixed"],
+                    help="the family of every --model (needed for models without embedding.json)")
+    ee.add_argument("--bench", action="append", help="questions JSONL from mc build; repeatable")
+    ee.add_argument("--retrieval", help="dataset of image-text records (any loader) for recall@1/5")
+    ee.add_argument("--retrieval-split", default="test", help="which records of --retrieval to use")
+    ee.add_argument("--out", required=True)
+    ee.add_argument("--batch-size", type=int_at_least(1), default=16)
+    ee.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
+    ee.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
+    ee.set_defaults(func=_embed_eval)

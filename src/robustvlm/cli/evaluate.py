@@ -1,0 +1,81 @@
+"""`robustvlm eval`: generate and score a model on a dataset."""
+
+from __future__ import annotations
+
+import argparse
+
+from robustvlm.cli.options import (
+    IMAGE_ROOT_HELP,
+    OUTSIDE_ROOT_HELP,
+    RESUME_HELP,
+    add_served_options,
+    float_above,
+    int_at_least,
+    served,
+)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from robustvlm.report.tables import env_table
+    from robustvlm.workflows.finetune.evaluate import run_eval
+
+    settings = {
+        "split": args.split,
+        "batch_size": args.batch_size,
+        "max_new_tokens": args.max_new_tokens,
+        "repetition_penalty": args.repetition_penalty,
+        "max_per_env": args.max_per_env,
+        "metrics": args.metrics.split(","),
+    }
+    metrics = run_eval(
+        args.model, args.data, args.out, settings=settings, judge_file=args.judge,
+        env_map=args.env_map, task_rules=args.task_rules, image_root=args.image_root,
+        allow_outside_root=args.allow_outside_root,
+        resume=args.resume, served=served(args),
+    )
+    print(env_table(metrics, "chrf"))
+    return 0
+
+
+def _metrics_help() -> str:
+    """The eval command's --metrics help, from the metrics registry."""
+    from robustvlm.evaluation.metrics.registry import METRICS, Metric, per_batch_metrics
+
+    def one(m: Metric) -> str:
+        about = f"{m.name} ({m.title}): {m.scale}, {'higher' if m.higher_is_better else 'lower'} is better"
+        needs = m.needs
+        if needs is None:
+            return about
+        if needs.required:
+            return f"{about}, needs the {needs.what}: {needs.how}"
+        return f"{about}, {needs.what}: {needs.how}, default {needs.default}"
+
+    always = ", ".join(m.name for m in per_batch_metrics())
+    return (
+        f"comma-separated, of: {'; '.join(one(m) for m in METRICS.values())}; "
+        f"{always} are always computed; the judge comes from --judge"
+    )
+
+
+def add_eval(sub) -> None:
+    ev = sub.add_parser("eval", help="generate and score a model on a dataset")
+    ev.add_argument("--model", required=True,
+                    help="model directory (e.g. RUN/final), hub name, or openai:MODEL with --base-url")
+    ev.add_argument("--data", required=True)
+    ev.add_argument("--out", required=True)
+    ev.add_argument("--resume", action="store_true", help=RESUME_HELP)
+    ev.add_argument("--split", default="test")
+    ev.add_argument("--batch-size", type=int_at_least(1), default=8)
+    ev.add_argument("--max-new-tokens", type=int_at_least(1), default=128)
+    ev.add_argument("--repetition-penalty", type=float_above(0.0), default=1.15)
+    ev.add_argument("--max-per-env", type=int_at_least(1), default=None)
+    ev.add_argument("--metrics", default="chrf,exact", help=_metrics_help())
+    ev.add_argument(
+        "--judge", help="YAML with the judge endpoint for cee: base_url, model, api_key_env, ..."
+    )
+    ev.add_argument("--env-map")
+    ev.add_argument("--task-rules", action="store_true")
+    ev.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
+    ev.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
+    add_served_options(ev)
+    ev.set_defaults(func=_eval)

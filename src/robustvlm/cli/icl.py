@@ -1,0 +1,81 @@
+"""`robustvlm icl` and `diagnose`: in-context evaluation across domains and failure diagnosis."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from robustvlm.cli.options import RESUME_HELP, add_served_options, int_at_least, served
+
+
+def _icl_eval(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.measure.icl import run_icl
+
+    run_icl(
+        args.model,
+        args.data,
+        args.out,
+        shots=tuple(int(k) for k in args.shots.split(",")),
+        policies=tuple(args.demos.split(",")),
+        n_per_domain=args.n_per_domain,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        resume=args.resume,
+        served=served(args),
+    )
+    print(f"wrote {args.out}/icl_results.json and icl_results.md")
+    return 0
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.measure.diagnose import run_diagnosis
+
+    run_diagnosis(
+        args.model,
+        args.data,
+        args.out,
+        descriptions=args.descriptions,
+        shots=args.shots,
+        n_per_domain=args.n_per_domain,
+        seed=args.seed,
+        resume=args.resume,
+        served=served(args),
+    )
+    print((Path(args.out) / "diagnosis.md").read_text())
+    return 0
+
+
+def add_icl(sub) -> None:
+    """icl eval."""
+    icl = sub.add_parser("icl", help="zero-shot and in-context (k-shot) evaluation across domains")
+    icl_sub = icl.add_subparsers(dest="icl_command", required=True)
+    ie = icl_sub.add_parser("eval", help="k-shot accuracy per domain and demo policy")
+    ie.add_argument("--model", required=True, help="a model folder, hub name, or openai:MODEL with --base-url")
+    ie.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/*.png")
+    ie.add_argument("--out", required=True)
+    ie.add_argument("--shots", default="0,1,2,4", help="comma-separated shot counts")
+    ie.add_argument(
+        "--demos",
+        default="random",
+        help="comma-separated: random, same-domain, cross-domain, label-shift, spurious",
+    )
+    ie.add_argument("--n-per-domain", type=int_at_least(1), default=20)
+    ie.add_argument("--seed", type=int_at_least(0), default=0)
+    ie.add_argument("--batch-size", type=int_at_least(1), default=8, help="prompts per generation batch")
+    ie.add_argument("--resume", action="store_true", help=RESUME_HELP)
+    add_served_options(ie)
+    ie.set_defaults(func=_icl_eval)
+
+
+def add_diagnose(sub) -> None:
+    dg = sub.add_parser("diagnose", help="is a failure visual, semantic or a mapping failure?")
+    dg.add_argument("--model", required=True, help="a model folder, hub name, or openai:MODEL with --base-url")
+    dg.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/*.png")
+    dg.add_argument("--out", required=True)
+    dg.add_argument("--descriptions", help="YAML {class: description} (default: WordNet glosses)")
+    dg.add_argument("--shots", type=int_at_least(0), default=4)
+    dg.add_argument("--n-per-domain", type=int_at_least(1), default=20)
+    dg.add_argument("--seed", type=int_at_least(0), default=0)
+    dg.add_argument("--resume", action="store_true", help=RESUME_HELP)
+    add_served_options(dg)
+    dg.set_defaults(func=_diagnose)

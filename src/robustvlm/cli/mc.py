@@ -1,0 +1,136 @@
+"""`robustvlm mc`: multiple-choice benchmarks with hard distractors."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from robustvlm.cli.options import (
+    IMAGE_ROOT_HELP,
+    OUTSIDE_ROOT_HELP,
+    RESUME_HELP,
+    add_served_options,
+    int_at_least,
+    served,
+)
+
+
+def _mc_build(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.measure.mc_build import build_benchmark
+
+    questions = build_benchmark(
+        args.data,
+        args.out,
+        distractors=args.distractors,
+        vision_model=args.vision_model,
+        text_encoder=args.text_encoder,
+        image_root=args.image_root,
+        allow_outside_root=args.allow_outside_root,
+        k=args.k,
+        n=args.n,
+        seed=args.seed,
+        class_subset=args.class_subset,
+        class_names=args.class_names,
+        prompt=args.prompt,
+        circular=args.circular,
+    )
+    print(f"wrote {len(questions)} questions to {args.out}")
+    return 0
+
+
+def _mc_eval(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.measure.mc_eval import evaluate_models
+
+    csv_path = evaluate_models(
+        args.model,
+        args.bench,
+        args.out,
+        method=args.method,
+        circular=args.circular,
+        resume=args.resume,
+        batch_size=args.batch_size,
+        normalize=not args.sum,
+        served=served(args),
+    )
+    print(Path(csv_path).read_text())
+    return 0
+
+
+def _mc_stability(args: argparse.Namespace) -> int:
+    from robustvlm.report.tables import markdown_table
+    from robustvlm.workflows.measure.mc_eval import stability_rows
+
+    rows = stability_rows(args.predictions, draws=args.draws, seed=args.seed)
+    cells = [[str(r["size"])] + [f"{r[k]:.4f}" for k in ("mean", "std", "lo", "hi")] for r in rows]
+    print(markdown_table(["questions", "mean", "std", "lo", "hi"], cells))
+    return 0
+
+
+def add_mc(sub) -> None:
+    """mc build, mc eval, mc stability."""
+    mc = sub.add_parser("mc", help="multiple-choice benchmarks with hard distractors")
+    mc_sub = mc.add_subparsers(dest="mc_command", required=True)
+    mb = mc_sub.add_parser("build", help="turn labelled images into K-way questions")
+    mb.add_argument(
+        "--data", required=True, help="labelled images (any loader; e.g. ROOT/DOMAIN/CLASS)"
+    )
+    mb.add_argument("--out", required=True, help="questions JSONL")
+    mb.add_argument("--k", type=int_at_least(2), default=5)
+    mb.add_argument(
+        "--distractors",
+        default="random",
+        choices=["random", "wordnet", "text", "visual"],
+        help="how wrong options are chosen: random classes; nearest in the WordNet tree; nearest "
+        "class-name sentence embeddings; or visual: classes whose mean image embedding under "
+        "--vision-model is nearest",
+    )
+    mb.add_argument(
+        "--vision-model",
+        help="for --distractors visual: a CLIP/SigLIP model or a VLM (its vision tower is "
+        "used) as hub name, local folder or tiny:clip / tiny:siglip / tiny:idefics3",
+    )
+    mb.add_argument(
+        "--text-encoder",
+        help="for --distractors text: a sentence encoder (local folder or already-cached hub "
+        "name; default the offline all-MiniLM-L6-v2)",
+    )
+    mb.add_argument("--n", type=int_at_least(1), default=None, help="number of questions (stratified by class)")
+    mb.add_argument("--seed", type=int_at_least(0), default=0)
+    mb.add_argument(
+        "--class-subset", help="class list or {dataset_class: reference_class} mapping file"
+    )
+    mb.add_argument("--class-names", help="file mapping class keys (e.g. WordNet ids) to names")
+    mb.add_argument("--prompt", type=int_at_least(0), default=0, help="prompt formulation 0-4")
+    mb.add_argument("--circular", action="store_true", help="add every rotation of the options")
+    mb.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
+    mb.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
+    mb.set_defaults(func=_mc_build)
+
+    me = mc_sub.add_parser("eval", help="score models on question files; results.csv with CIs")
+    me.add_argument("--model", action="append", required=True,
+                    help="repeat for several models; openai:MODEL is a served model (--base-url)")
+    me.add_argument("--bench", action="append", required=True, help="questions JSONL; repeatable")
+    me.add_argument("--out", required=True)
+    me.add_argument(
+        "--method",
+        default="loglik",
+        choices=["loglik", "generate"],
+        help="option log-likelihood (shared prefix) or generation + answer extraction",
+    )
+    me.add_argument(
+        "--circular", action="store_true", help="count a question only if every rotation is right"
+    )
+    me.add_argument(
+        "--sum",
+        action="store_true",
+        help="rank options by summed, not length-normalised, log-likelihood",
+    )
+    me.add_argument("--batch-size", type=int_at_least(1), default=8)
+    me.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
+    add_served_options(me)
+    me.set_defaults(func=_mc_eval)
+    ms = mc_sub.add_parser("stability", help="accuracy against the number of sampled questions")
+    ms.add_argument("predictions", help="per-question JSONL written by mc eval")
+    ms.add_argument("--draws", type=int_at_least(1), default=50)
+    ms.add_argument("--seed", type=int_at_least(0), default=0)
+    ms.set_defaults(func=_mc_stability)

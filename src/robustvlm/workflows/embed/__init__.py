@@ -1,0 +1,1 @@
+"""VLMs as embedding models: contrastive training and evaluation."""

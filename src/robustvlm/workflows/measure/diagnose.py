@@ -1,0 +1,106 @@
+"""`robustvlm diagnose`: is a model's failure on a domain visual, semantic or a mapping failure?
+
+Writes diagnosis.json ({config, rows, icl_rows, semantic_records}) and diagnosis.md into its
+output folder (claimed like every run folder: `--resume` with the same settings reuses a
+finished diagnosis).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from robustvlm.analysis.diagnosis import diagnose_table
+from robustvlm.analysis.icl import IclCell
+from robustvlm.config import ServedConfig, read_yaml_mapping
+from robustvlm.evaluation.diagnose import measure_domains
+from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings
+from robustvlm.report.icl import diagnosis_markdown
+from robustvlm.runs import add_usage, claim_run_folder
+from robustvlm.workflows.measure.icl import load_domains, task_corpus
+
+RESULT_FILE = "diagnosis.json"
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A finished diagnosis: settings, one verdict row per domain (`diagnose_table`), and the
+    measurements behind it."""
+
+    config: dict[str, Any]
+    rows: list[dict]
+    icl_cells: list[IclCell]
+    semantic_records: list[dict]
+
+    def to_dict(self) -> dict:
+        """The diagnosis.json content."""
+        return {"config": self.config, "rows": self.rows,
+                "icl_rows": [c.to_dict() for c in self.icl_cells], "semantic_records": self.semantic_records}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Diagnosis:
+        return cls(dict(data["config"]), list(data["rows"]), [IclCell(**c) for c in data["icl_rows"]],
+                   list(data["semantic_records"]))
+
+
+def read_descriptions(path: str | Path) -> dict[str, str]:
+    """{class: description} from a YAML file; ConfigError when it is missing or not a mapping."""
+    data = read_yaml_mapping(path, "descriptions", "class: description")
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def run_diagnosis(
+    model_name: str,
+    data_root: str | Path,
+    out_dir: str | Path,
+    *,
+    descriptions: Mapping[str, str] | str | Path | None = None,
+    shots: int = 4,
+    icl_policy: str = "same-domain",
+    n_per_domain: int = 20,
+    seed: int = 0,
+    probe_test_fraction: float = 0.5,
+    visual_min_skill: float = 0.5,
+    semantic_min_skill: float = 0.5,
+    mapping_min_skill: float = 0.5,
+    resume: bool = False,
+    served: ServedConfig | None = None,
+) -> Diagnosis:
+    """Load the model and ROOT/DOMAIN/CLASS/*.png data, measure, diagnose, write the outputs.
+
+    `descriptions`: {class: description} or a YAML file of them (default: WordNet glosses).
+    Thresholds: see `analysis.diagnosis.diagnose_table`. `served`: the server of an
+    "openai:MODEL" model (its stages that need weights are not measured: `evaluation.diagnose`).
+    """
+    if isinstance(descriptions, str | Path):
+        descriptions = read_descriptions(descriptions)
+    config = {"model": model_name, "data": str(data_root), "descriptions": dict(descriptions or {}),
+              "shots": shots, "icl_policy": icl_policy, "n_per_domain": n_per_domain, "seed": seed,
+              "probe_test_fraction": probe_test_fraction, "visual_min_skill": visual_min_skill,
+              "semantic_min_skill": semantic_min_skill, "mapping_min_skill": mapping_min_skill,
+              **served_settings(model_name, served)}
+    out = claim_run_folder(out_dir, config, resume=resume, may_differ=(SERVER_MAY_DIFFER,))
+    if resume and (out / RESULT_FILE).is_file():
+        return Diagnosis.from_dict(json.loads((out / RESULT_FILE).read_text(encoding="utf-8")))
+    examples = load_domains(data_root)
+    backend = load_backend(model_name, corpus=task_corpus(examples), served=served)
+    backend.require("generate")
+    try:
+        measured = measure_domains(
+            backend, examples, descriptions=descriptions, shots=shots,
+            icl_policy=icl_policy, n_per_domain=n_per_domain, seed=seed,
+            probe_test_fraction=probe_test_fraction,
+        )
+    finally:
+        add_usage(out, backend.usage)
+    rows = diagnose_table(measured.rows, visual_min_skill=visual_min_skill,
+                          semantic_min_skill=semantic_min_skill, mapping_min_skill=mapping_min_skill)
+    result = Diagnosis(config, rows, measured.icl_cells, measured.semantic_records)
+    (out / RESULT_FILE).write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
+    (out / "diagnosis.md").write_text(
+        f"# Failure diagnosis\n\nmodel: `{model_name}`\n\n{diagnosis_markdown(rows)}\n", encoding="utf-8"
+    )
+    return result

@@ -1,0 +1,40 @@
+"""`robustvlm demo ladder --quick`: every rung and method runs, the report says what was measured,
+and a re-run resumes from the kept runs."""
+
+from __future__ import annotations
+
+import json
+
+from robustvlm.analysis.ladder import summarize
+from robustvlm.cli import main
+from robustvlm.workflows.demos import ladder
+
+
+def test_quick_ladder_writes_its_report_and_resumes(tmp_path, monkeypatch):
+    out = tmp_path / "ladder"
+    assert main(["demo", "ladder", "--quick", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    plan = ladder.QUICK
+    given = [r for r in runs if r["envs"] == ladder.GIVEN]
+    assert len(given) == len(plan.rungs) * len(plan.methods) * len(plan.seeds)
+    assert len(runs) - len(given) == (len(plan.infer_on) * len(ladder.INFERRED) * len(ladder.INFERRED_METHODS)
+                                      * len(plan.seeds))
+    assert set(results["summary"]) == {f"{s}/{r}" for s, r in plan.rungs}
+    assert results["summary"] == json.loads(json.dumps(summarize(given, ladder.TRAIN_ENVS, ladder.TEST_ENVS,
+                                                                 ladder.PROTOTYPES)))
+    inference = results["inference"]["mnist/pixels"]
+    assert set(inference) == set(ladder.INFERRED)
+    assert all(0.5 <= v["purity_given"] <= 1 and sum(v["sizes"]) == 360 for v in inference.values())
+    for run in runs:
+        steps = [e["step"] for e in run["evaluations"]]
+        assert steps == list(range(plan.eval_every, plan.steps + 1, plan.eval_every))
+    report = (out / "report.md").read_text()
+    assert "Quick run" in report and "grayscale oracle" in report and "ladder.png" in report
+    assert "Environments inferred from data" in report and "± 0.0" not in report  # one seed: no spread
+    assert (out / "report.html").is_file() and (out / "ladder.png").stat().st_size > 0
+
+    calls = []
+    monkeypatch.setattr(ladder, "fit_mlp", lambda *a, **k: calls.append(a))
+    assert main(["demo", "ladder", "--quick", "--out", str(out)]) == 0
+    assert calls == []  # every run was kept: nothing trains again
