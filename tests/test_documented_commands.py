@@ -62,6 +62,11 @@ NOT_RUN = {
     "robustvlm robustness task-signal my.yaml workers=1 --out ts": "the user's own config",
     "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --out studies/dynamic_birm_smolvlm": "hub model and data (GPU machine); its dry run is run here",
     "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --out studies/shortcut_aware_rm": "hub model and data (GPU machine); its dry run is run here",
+    "robustvlm demo invariance --out figures/invariance/default": "the full demo (minutes); `--quick` runs in tests/workflows/demos/test_invariance.py",
+    "robustvlm demo invariance --methods irm,dynamic_birm,irm_eiil,dynamic_birm_eiil --out figures/invariance_eiil":
+        "minutes; the EIIL methods run quick in tests/workflows/demos/test_invariance.py",
+    "robustvlm demo invariance --budget paper --launcher configs/launchers/slurm_invariance.yaml":
+        "a SLURM cluster (42,000 models); the launcher file is checked to exist and the line to parse",
 }
 def test_every_documented_line_is_classified():
     unknown = [c for c in documented_commands() if c not in RUNS and c not in NOT_RUN and not _needs_outputs(c)]

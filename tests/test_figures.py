@@ -22,6 +22,12 @@ def quick_runs(tmp_path_factory) -> dict[str, Path]:
     runs = {"ladder": folder / "ladder", "reward-linear": folder / "reward", "reward-matrix": folder / "reward"}
     assert main(["demo", "ladder", "--quick", "--out", str(runs["ladder"])]) == 0
     assert main(["demo", "reward", "--quick", "--out", str(runs["reward-linear"])]) == 0
+    runs["invariance-spread"] = folder / "invariance"
+    runs["invariance"] = runs["invariance-spread"] / "3envs"
+    assert main(["demo", "invariance", "--quick", "--out", str(runs["invariance"])]) == 0
+    runs["invariance-eiil"] = runs["invariance-spread"] / "2envs"
+    assert main(["demo", "invariance", "--quick", "--n-envs", "2", "--methods", "erm,irm,irm_eiil", "--out",
+                 str(runs["invariance-eiil"])]) == 0
     return runs
 
 

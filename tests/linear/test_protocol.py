@@ -7,18 +7,64 @@ import math
 import pytest
 
 from robustvlm.errors import ConfigError
-from robustvlm.linear.protocol import Protocol, Run, draw_config, run_one, select
+from robustvlm.linear.protocol import Protocol, Run, draw_config, paper_irm_config, run_one, select
 
 
-def test_draws_are_defaults_first_then_seeded_and_bounded_by_the_run():
-    assert draw_config("irm", 0, 100) == {"lr": 1e-3, "weight_decay": 0.0, "method_args": {}}
+def test_draws_are_the_authors_defaults_first_then_their_ranges():
+    erm0 = draw_config("erm", 0, 100)
+    assert erm0 == {"lr": 1e-3, "weight_decay": 0.0, "method_args": {}, "searched": {"lr": 1e-3, "wd": 0.0}}
+    irm0 = draw_config("irm", 0, 100)
+    assert irm0["searched"]["irm_lambda"] == 0.9 and irm0["method_args"]["lambda"] == pytest.approx(9.0)
+    assert irm0["method_args"]["anneal_steps"] == 0 and irm0["method_args"]["penalty_reduction"] == "sum"
     for draw in range(1, 20):
-        config = draw_config("dynamic_birm", draw, 100)
-        assert config == draw_config("dynamic_birm", draw, 100)
-        assert 1e-4 <= config["lr"] <= 1e-2 and 1e-6 <= config["weight_decay"] <= 1e-2
-        assert 1 <= config["method_args"]["k_skip"] <= 50
-        assert 1 <= draw_config("irm", draw, 100)["method_args"]["anneal_steps"] <= 50
-    assert draw_config("oracle", 3, 100) == draw_config("erm", 3, 100)
+        erm, irm, birm = (draw_config(m, draw, 100) for m in ("erm", "irm", "dynamic_birm"))
+        assert erm == draw_config("erm", draw, 100) == draw_config("oracle", draw, 100)
+        assert 1e-4 <= erm["lr"] <= 1e-2 and 1e-6 <= erm["weight_decay"] <= 1e-2
+        # one random state per draw, as the authors' model seed: ERM, IRMv1 and the rest share lr and wd
+        assert irm["searched"]["lr"] == erm["lr"] == birm["lr"] and irm["searched"]["wd"] == erm["weight_decay"]
+        lam = irm["searched"]["irm_lambda"]
+        assert 1 - 10**-0.3 <= lam <= 1 - 1e-3
+        assert irm["weight_decay"] == pytest.approx(erm["weight_decay"] / (1 - lam))
+        assert 1 <= birm["method_args"]["k_skip"] <= 50
+    with pytest.raises(ConfigError, match="irm_lambda"):
+        paper_irm_config(1.0, 1e-3, 0.0)
+
+
+def test_paper_irm_config_is_the_authors_adam_on_their_objective():
+    """Adam(lr, wd) on (1 - l) R + l P takes the same steps as Adam(lr, wd / (1 - l)) on
+    R + (l / (1 - l)) P (computed here with two separate optimisers on a toy problem)."""
+    import torch
+
+    lam, lr, wd = 0.97, 1e-2, 3e-3
+    config = paper_irm_config(lam, lr, wd)
+    weight = config["method_args"]["lambda"]
+    target = torch.tensor([1.0, -2.0, 0.5])
+
+    def risk(w):
+        return ((w - target) ** 2).sum()
+
+    def penalty(w):
+        return (w.sum() - 0.3) ** 2
+
+    theirs = torch.tensor([0.2, 0.1, -0.4], requires_grad=True)
+    ours = theirs.detach().clone().requires_grad_()
+    opt_theirs = torch.optim.Adam([theirs], lr=lr, weight_decay=wd)
+    opt_ours = torch.optim.Adam([ours], lr=config["lr"], weight_decay=config["weight_decay"])
+    for _ in range(50):
+        opt_theirs.zero_grad()
+        ((1 - lam) * risk(theirs) + lam * penalty(theirs)).backward()
+        opt_theirs.step()
+        opt_ours.zero_grad()
+        (risk(ours) + weight * penalty(ours)).backward()
+        opt_ours.step()
+    assert torch.allclose(theirs, ours, atol=1e-5)
+    unscaled = torch.tensor([0.2, 0.1, -0.4], requires_grad=True)  # wd not rescaled: another path
+    opt = torch.optim.Adam([unscaled], lr=lr, weight_decay=wd)
+    for _ in range(50):
+        opt.zero_grad()
+        (risk(unscaled) + weight * penalty(unscaled)).backward()
+        opt.step()
+    assert not torch.allclose(theirs, unscaled, atol=1e-5)
 
 
 def run(draw, seed, validation, test):
@@ -41,9 +87,10 @@ def test_selection_is_the_smallest_seed_mean_validation_error():
 
 
 def test_one_run_uses_its_split_and_the_oracle_sees_shuffled_data():
-    protocol = Protocol(n_per_env=100, steps=20, n_draws=1, n_seeds=1)
+    protocol = Protocol(n_per_env=100, n_eval_per_env=150, steps=20, n_draws=1, n_seeds=1)
     ours, oracle = (run_one("Example2", m, 0, 0, protocol) for m in ("erm", "oracle"))
     assert len(ours.validation) == len(ours.test) == 3 and not ours.diverged
+    assert all(abs(e * 150 - round(e * 150)) < 1e-9 for e in ours.test)  # scored on n_eval_per_env rows
     assert ours.validation != oracle.validation and ours.config == oracle.config
     with pytest.raises(ConfigError, match="unknown method"):
         run_one("Example2", "andmask", 0, 0, protocol)

@@ -11,36 +11,56 @@ def test_other_settings_show_no_published_figures():
 
     entry = {"mean": 0.5, "std": 0.1}
     summary = {
+        "methods": list(METHODS),
         "results": {ex: dict.fromkeys(METHODS, entry) for ex in EXAMPLES},
         "reference": None,
-        "reference_setting": {"n_envs": list(range(2, 11)), "dim_inv": 5, "dim_spu": 5},
-        "reference_source": {"paper": "Aubin et al.", "source": "their release"},
-        "protocol": {"n_envs": 3, "dim_inv": 5, "dim_spu": 2},
+        "published_settings": "n_envs 2 to 10 (dim_inv 5, dim_spu 5); dim_spu 0 to 10 (dim_inv 5, n_envs 3)",
+        "protocol": {"n_envs": 4, "dim_inv": 5, "dim_spu": 2},
     }
     assert {row[1] for row in error_table(summary).rows} == {"ours"}
     text = reference_paragraph(summary).text
-    assert "No published row for this setting (3 environments, 5 invariant and 2 spurious" in text
-    assert "2 to 10 environments" in text
+    assert "No published row for this setting (4 environments, 5 invariant and 2 spurious" in text
+    assert "n_envs 2 to 10" in text and "dim_spu 0 to 10" in text
 
 
-def test_every_published_number_of_environments_has_its_row():
-    """The shipped table holds the authors' rows for 2-10 environments (5 + 5 dimensions); other
-    dimensions have none."""
-    import json
-    from pathlib import Path
+def _summary(methods, means):
+    """A results.json with the published row of 3 environments and 2 spurious dimensions and our
+    means {method: {example: mean}}."""
+    from dataclasses import asdict
 
-    from robustvlm.workflows.demos.invariance import load_reference, published_row
+    from robustvlm.linear.published import published_row, spread_verdicts
 
-    source = json.loads((Path(__file__).resolve().parents[3] / "shared" / "reference"
-                         / "invariance_unit_tests_nenvs.json").read_text()) if (
-        Path(__file__).resolve().parents[3] / "shared").is_dir() else None
-    reference = load_reference()
-    for n in range(2, 11):
-        row = published_row(reference, n, 5, 5)
-        assert set(row) == set(EXAMPLES) and "ERM" in row["Example1"] and "IRMv1" in row["Example3"]
-        if source is not None:  # the development checkout: the shipped copy is verbatim
-            assert row == source["results"][str(n)]
-    assert published_row(reference, 11, 5, 5) is None and published_row(reference, 3, 5, 3) is None
+    row = published_row(3, 5, 2)
+    results = {ex: {m: {"mean": means[m][ex], "std": 0.0} for m in methods} for ex in EXAMPLES}
+    return {"methods": list(methods), "results": results, "reference": asdict(row),
+            "within_spread": spread_verdicts(results, row), "protocol": {"n_envs": 3, "dim_inv": 5, "dim_spu": 2}}
+
+
+def test_the_spread_tables_mark_each_cell_and_count_the_comparable_ones():
+    from robustvlm.report.invariance import spread_grid_table, spread_table
+
+    published = {"Example1": 13.0225, "Example1s": 30.0, "Example2": 0.5, "Example2s": 0.5,
+                 "Example3": 0.25, "Example3s": 0.28}
+    summary = _summary(["erm", "irm"], {"erm": published, "irm": published})
+    rows = {row[0]: row[1:] for row in spread_table(summary).rows}
+    assert rows["ERM"][0] == "within (+0.0 sd)" and rows["ERM"][1].startswith("outside (+7.6 sd)")
+    assert rows["ERM"][2] == rows["ERM"][3] == "not comparable"  # their Example2 split at dim_spu 2
+    assert rows["IRMv1"][0].startswith("outside")  # 13.02 against their IRMv1's 10.88 ± 0.36
+    grid = spread_grid_table({"a": summary}).rows
+    assert grid[0][:3] == ["3 envs, 2 spurious", "ERM", "13.02 (13.02 ± 2.24) in"]
+    assert grid[0][4] == "n.c." and grid[0][-1] == "3 of 4"
+
+
+def test_birm_rows_say_where_they_fall_short_of_irmv1():
+    from robustvlm.report.invariance import short_of_irm
+
+    irm = dict.fromkeys(EXAMPLES, 0.3)
+    summary = _summary(["irm", "birm", "dynamic_birm"],
+                       {"irm": irm, "birm": {**irm, "Example3": 0.4}, "dynamic_birm": irm})
+    text = short_of_irm(summary).text
+    assert "BIRM falls short of IRMv1 (higher mean test error) on Example3." in text
+    assert "Dynamic BIRM is at or below IRMv1 on every example." in text
+    assert short_of_irm(_summary(["erm"], {"erm": irm})) is None
 
 
 def test_worst_environment_beside_the_average():
@@ -48,6 +68,6 @@ def test_worst_environment_beside_the_average():
 
     results = {ex: {m: {"mean": 0.3, "std": 0.0, "per_env": [0.1, 0.5, 0.3]} for m in METHODS} for ex in EXAMPLES}
     results["Example2"]["irm"]["per_env"] = [0.1, float("nan"), 0.2]
-    rows = {row[0]: row[1:] for row in worst_env_table({"results": results}).rows}
+    rows = {row[0]: row[1:] for row in worst_env_table({"results": results, "methods": list(METHODS)}).rows}
     assert rows["ERM"][0] == "0.50 / 0.30" and rows["ERM"][2] == "0.500 / 0.300"
     assert rows["IRMv1"][2] == "diverged"

@@ -1,22 +1,30 @@
 """The linear unit tests' protocol: random hyperparameter search, selection, several data seeds.
 
-As in the authors' release (facebookresearch/InvarianceUnitTests, `scripts/sweep.py`,
-`scripts/main.py`, `scripts/collect_results.py`):
+As in the authors' release (facebookresearch/InvarianceUnitTests, `scripts/models.py`,
+`scripts/sweep.py`, `scripts/main.py`, `scripts/collect_results.py`):
 
-- a *draw* is one hyperparameter setting: draw 0 takes the defaults (Adam lr 1e-3, no weight
-  decay, the objective's declared defaults), draw k > 0 samples lr ~ 10^U(-4, -2), weight
-  decay ~ 10^U(-6, -2) and every method hyperparameter from the search range its objective
-  declares (`HParam.search`); step counts (`anneal_steps`, `k_skip`) are bounded by half the
-  run, so every penalty is on for at least half of it. A draw depends on the draw index and
-  the objective only, so it is the same across data seeds, and the oracle shares ERM's draws.
-- `irm_paper` is IRMv1 searched as the paper searched it: the objective (1 - l) R + l R_inv of
-  their release is R + (l / (1 - l)) R_inv up to a factor Adam removes, with
-  l = 1 - 10^U(-3, -0.3) (a weight of 1 to 999; default l = 0.9), R_inv summed over the
-  environments, the plain (biased) square, on from the first step. It shares `irm`'s lr and
-  weight decay draws.
+- a *draw* is one hyperparameter setting. Draw 0 takes the defaults: Adam lr 1e-3, no weight
+  decay, IRMv1's irm_lambda 0.9, every other objective's declared defaults. Draw k > 0 samples,
+  as the authors' `models.py` does, lr ~ 10^U(-4, -2) and weight decay ~ 10^U(-6, -2) for every
+  method, and for IRMv1 irm_lambda = 1 - 10^U(-3, -0.3). As in their release (one random state
+  per model seed), draw k gives ERM, the oracle and IRMv1 the same lr and weight decay, and every
+  data seed the same draw. V-REx, GroupDRO, BIRM and Dynamic BIRM, which the authors did not run,
+  share those lr and weight-decay draws and sample their own hyperparameters from the search
+  ranges their objectives declare (`HParam.search`), step counts (`anneal_steps`, `k_skip`)
+  bounded by half the run so that every penalty is on for at least half of it.
+- IRMv1 is trained as theirs: (1 - l) R + l R_inv with l = irm_lambda, R_inv the plain square of
+  each environment's scale gradient summed over the environments, on from the first step. Adam
+  removes a constant factor of the loss but not of its L2 term, so this is `irm` with weight
+  l / (1 - l) and weight decay wd / (1 - l) (`paper_irm_config`). Their penalty also squares the
+  gradient of a shift dummy; ours has the scale dummy only.
+- `irm_eiil` and `dynamic_birm_eiil` train IRMv1 and Dynamic BIRM (same draws) on two
+  environments inferred by EIIL from a reference ERM model instead of the given ones
+  (`linear.inferred`); the run records the split's purity against the given environments.
 - a *data seed* draws the problem (its weights and environment parameters) and its rows:
   training and validation rows from the training split (the oracle: both from the test split,
-  where the spurious block is shuffled), test rows from the test split, `n_per_env` each.
+  where the spurious block is shuffled), test rows from the test split; `n_per_env` training
+  rows and `n_eval_per_env` validation and test rows per environment (the authors: 10,000 each;
+  scoring is cheap, so the smaller budgets keep the authors' evaluation sizes).
 - every (draw, data seed) trains one linear model (`linear.fit.fit_linear`);
 - selection: the draw with the smallest validation error summed over the environments and
   averaged over the data seeds (training-environment validation: the test split is never
@@ -30,6 +38,7 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -37,18 +46,26 @@ import numpy as np
 from robustvlm.data.synth.linear_unit_tests import make_unit_test
 from robustvlm.errors import ConfigError
 from robustvlm.linear.fit import LinearData, errors, fit_linear
+from robustvlm.linear.inferred import INFERRED_ENVS, InferredEnvs, eiil_environments
 from robustvlm.objectives import build_objective
 from robustvlm.objectives.search import draw_hparams, sample_value
 
 ORACLE = "oracle"
-IRM_PAPER = "irm_paper"
-METHODS = ("erm", "irm", IRM_PAPER, "vrex", "groupdro", "birm", "dynamic_birm", ORACLE)
-OBJECTIVES = {ORACLE: "erm", IRM_PAPER: "irm"}
+METHODS = ("erm", "irm", "vrex", "groupdro", "birm", "dynamic_birm", ORACLE)
+"""The methods every sweep trains by default."""
+INFERRED = {"irm_eiil": "irm", "dynamic_birm_eiil": "dynamic_birm"}
+"""Methods trained on EIIL's inferred environments, and the method whose draws they take."""
+ALL_METHODS = METHODS + tuple(INFERRED)
+OBJECTIVES = {ORACLE: "erm", **INFERRED}
 """The objective of each method that is not itself an objective."""
-PAPER_IRM_DEFAULT = 0.9
+PAPER_IRM_LAMBDA = 0.9
+PAPER_IRM_LAMBDA_EXPONENT = (-3.0, -0.3)
+"""irm_lambda = 1 - 10^U(-3, -0.3): a penalty weight l / (1 - l) of 1 to 999."""
 PAPER_IRM_FIXED = {"anneal_steps": 0, "penalty_reduction": "sum", "unbiased": False}
 OPTIMIZER_DEFAULTS = {"lr": 1e-3, "weight_decay": 0.0}
 OPTIMIZER_SEARCH = {"lr": ("log", 1e-4, 1e-2), "weight_decay": ("log", 1e-6, 1e-2)}
+DRAW_STREAM = zlib.crc32(b"linear unit tests")
+"""Seeds the generator of draw k (with k): lr, weight decay, then irm_lambda, as one random state."""
 
 
 @dataclass(frozen=True)
@@ -57,54 +74,77 @@ class Protocol:
 
     Attributes:
         n_envs, dim_inv, dim_spu: the problems' environments and input dimensions.
-        n_per_env: rows per environment in each of the training, validation and test sets.
+        n_per_env: training rows per environment.
+        n_eval_per_env: validation rows and test rows per environment.
         steps: full-batch Adam steps per model.
         n_draws: hyperparameter draws per (example, method) (draw 0 = defaults).
         n_seeds: data seeds per draw.
+        eiil_steps: Adam steps of EIIL's split (methods on inferred environments; the EIIL
+            authors' release: 10,000).
     """
 
     n_envs: int = 3
     dim_inv: int = 5
     dim_spu: int = 5
     n_per_env: int = 10_000
+    n_eval_per_env: int = 10_000
     steps: int = 10_000
     n_draws: int = 20
     n_seeds: int = 50
+    eiil_steps: int = 10_000
 
     def __post_init__(self) -> None:
-        for name in ("n_per_env", "steps", "n_draws", "n_seeds"):
+        for name in ("n_per_env", "n_eval_per_env", "steps", "n_draws", "n_seeds", "eiil_steps"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"linear unit tests: {name} must be >= 1, got {getattr(self, name)}")
 
 
 def objective_name(method: str) -> str:
     """The objective a method trains with (the oracle is ERM on the test distribution)."""
-    if method not in METHODS:
-        raise ConfigError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    if method not in ALL_METHODS:
+        raise ConfigError(f"unknown method {method!r}; choose one of {list(ALL_METHODS)}")
     return OBJECTIVES.get(method, method)
 
 
-def paper_irm_args(irm_lambda: float) -> dict[str, Any]:
-    """IRMv1 arguments equivalent to the paper's (1 - l) R + l R_inv with l = `irm_lambda`."""
-    return {"lambda": irm_lambda / (1 - irm_lambda), **PAPER_IRM_FIXED}
+def paper_irm_config(irm_lambda: float, lr: float, weight_decay: float) -> dict[str, Any]:
+    """The `irm` run equal to the authors' Adam(lr, weight_decay) on (1 - l) R + l R_inv, l = irm_lambda.
+
+    Their gradient is (1 - l) (grad R + l / (1 - l) grad R_inv + weight_decay / (1 - l) w); Adam
+    divides out the factor (1 - l), so the weight is l / (1 - l) and the weight decay is scaled by
+    1 / (1 - l).
+    """
+    if not 0.0 <= irm_lambda < 1.0:
+        raise ConfigError(f"linear unit tests: irm_lambda must be in [0, 1), got {irm_lambda}")
+    return {
+        "lr": lr,
+        "weight_decay": weight_decay / (1.0 - irm_lambda),
+        "method_args": {"lambda": irm_lambda / (1.0 - irm_lambda), **PAPER_IRM_FIXED},
+    }
 
 
 def draw_config(method: str, draw: int, steps: int) -> dict[str, Any]:
-    """{"lr", "weight_decay", "method_args"} of hyperparameter draw `draw` (0: the defaults)."""
+    """Hyperparameter draw `draw` (0: the defaults) of `method` (see the module doc).
+
+    Returns:
+        {"lr", "weight_decay": what Adam gets, "method_args": the objective's arguments,
+        "searched": the drawn values in the authors' terms (lr, wd, and irm_lambda for IRMv1)}.
+    """
     name = objective_name(method)
-    if method == IRM_PAPER:
-        if draw == 0:
-            return {**OPTIMIZER_DEFAULTS, "method_args": paper_irm_args(PAPER_IRM_DEFAULT)}
-        rng = np.random.default_rng([draw, zlib.crc32(name.encode())])
-        optimizer = {k: sample_value(rule, rng) for k, rule in OPTIMIZER_SEARCH.items()}
-        return {**optimizer, "method_args": paper_irm_args(1 - 10 ** rng.uniform(-3, -0.3))}
-    return draw_hparams(
-        name,
-        draw,
-        steps=steps,
-        optimizer_defaults=OPTIMIZER_DEFAULTS,
-        optimizer_search=OPTIMIZER_SEARCH,
-    )
+    method = INFERRED.get(method, method)
+    rng = np.random.default_rng([draw, DRAW_STREAM])
+    if draw == 0:
+        searched = {"lr": OPTIMIZER_DEFAULTS["lr"], "wd": OPTIMIZER_DEFAULTS["weight_decay"]}
+    else:
+        searched = {"lr": sample_value(OPTIMIZER_SEARCH["lr"], rng),
+                    "wd": sample_value(OPTIMIZER_SEARCH["weight_decay"], rng)}
+    if method == "irm":
+        low, high = PAPER_IRM_LAMBDA_EXPONENT
+        searched["irm_lambda"] = PAPER_IRM_LAMBDA if draw == 0 else float(1 - 10 ** rng.uniform(low, high))
+        return {**paper_irm_config(searched["irm_lambda"], searched["lr"], searched["wd"]), "searched": searched}
+    method_args = draw_hparams(
+        name, draw, steps=steps, optimizer_defaults=OPTIMIZER_DEFAULTS, optimizer_search=OPTIMIZER_SEARCH
+    )["method_args"]
+    return {"lr": searched["lr"], "weight_decay": searched["wd"], "method_args": method_args, "searched": searched}
 
 
 @dataclass
@@ -115,6 +155,7 @@ class Run:
         validation: [E] validation error per training environment.
         test: [E] test error per environment.
         trace: the objective's R_emp / R_inv / lambda over training (when traced).
+        purity: for a method on inferred environments, the split's purity against the given ones.
     """
 
     draw: int
@@ -124,6 +165,7 @@ class Run:
     test: list[float]
     diverged: bool
     trace: list[dict[str, float]] = field(default_factory=list)
+    purity: float | None = None
 
 
 def run_one(
@@ -139,13 +181,17 @@ def run_one(
     )
     fit_split = "test" if method == ORACLE else "train"
     train = problem.sample(fit_split, protocol.n_per_env, stream=0)
-    validation = problem.sample(fit_split, protocol.n_per_env, stream=1)
-    test = problem.sample("test", protocol.n_per_env, stream=2)
+    validation = problem.sample(fit_split, protocol.n_eval_per_env, stream=1)
+    test = problem.sample("test", protocol.n_eval_per_env, stream=2)
     config = draw_config(method, draw, protocol.steps)
-    objective = build_objective(objective_name(method), problem.env_names, config["method_args"])
+    data, env_names, split_purity = LinearData.from_envs(train, problem.task), problem.env_names, None
+    if method in INFERRED:
+        inferred = _inferred_envs(example, seed, protocol)
+        data, env_names, split_purity = inferred.data, INFERRED_ENVS, inferred.purity
+    objective = build_objective(objective_name(method), env_names, config["method_args"])
     fit = fit_linear(
         objective,
-        LinearData.from_envs(train, problem.task),
+        data,
         lr=config["lr"],
         weight_decay=config["weight_decay"],
         steps=protocol.steps,
@@ -160,7 +206,18 @@ def run_one(
         test=errors(fit.weights, test, problem.task),
         diverged=fit.diverged,
         trace=fit.trace,
+        purity=split_purity,
     )
+
+
+@lru_cache(maxsize=8)
+def _inferred_envs(example: str, seed: int, protocol: Protocol) -> InferredEnvs:
+    """EIIL's split of one (example, data seed)'s training rows, shared by every draw (in this process)."""
+    problem = make_unit_test(
+        example, n_envs=protocol.n_envs, dim_inv=protocol.dim_inv, dim_spu=protocol.dim_spu, seed=seed
+    )
+    train = problem.sample("train", protocol.n_per_env, stream=0)
+    return eiil_environments(train, problem.task, steps=protocol.steps, eiil_steps=protocol.eiil_steps, seed=seed)
 
 
 @dataclass

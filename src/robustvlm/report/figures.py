@@ -1,7 +1,8 @@
 """Measured tables of the docs, produced from a demo's results.json, never typed by hand.
 
 A table in a document sits between `<!-- figure:NAME -->` and `<!-- /figure:NAME -->`; `FIGURES`
-says which demo's results.json makes it and how. `make figures` runs the full demos and rewrites
+says which demo's results.json makes it and how (a figure of several runs, in `GRIDS`, reads the
+results.json of every subfolder of its folder, in name order). `make figures` runs the full demos and rewrites
 README.md's tables; `docs/quick_figures.md` holds the same tables from the `--quick` variants,
 which a test regenerates and compares, so a change that moves a figure shows up at once.
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.errors import ConfigError, RobustVLMError
+from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
 from robustvlm.report.ladder import summary_table
 from robustvlm.report.page import Table
 from robustvlm.report.reward_demo import linear_rung_blocks
@@ -40,22 +42,50 @@ def _reward_linear(results: Mapping) -> str:
     return markdown_table(table.header, table.rows)
 
 
+def _invariance(results: Mapping) -> str:
+    table = error_table(results)
+    return markdown_table(table.header, table.rows)
+
+
+def _invariance_eiil(results: Mapping) -> str:
+    table = inferred_envs_table(results)
+    if table is None:
+        raise ConfigError("no EIIL method in this run: run `demo invariance --methods irm,irm_eiil,...`")
+    return markdown_table(table.header, table.rows)
+
+
+def _invariance_spread(runs: Mapping[str, Mapping]) -> str:
+    table = spread_grid_table(runs)
+    return markdown_table(table.header, table.rows)
+
+
 #: figure name -> (the demo that writes its results.json, the table made from it)
 FIGURES: dict[str, tuple[str, Callable[[Mapping], str]]] = {
     "ladder": ("demo ladder", _ladder),
     "reward-matrix": ("demo reward", _reward_matrix),
     "reward-linear": ("demo reward", _reward_linear),
+    "invariance": ("demo invariance", _invariance),
+    "invariance-spread": ("demo invariance", _invariance_spread),
+    "invariance-eiil": ("demo invariance", _invariance_eiil),
 }
+GRIDS = ("invariance-spread",)
+"""Figures made from several runs: their folder holds one demo output folder per run."""
 
 
 def render(name: str, results_dir: str | Path) -> str:
     """The markdown table of figure `name` from `results_dir/results.json`."""
     if name not in FIGURES:
         raise ConfigError(f"unknown figure {name!r}; known: {sorted(FIGURES)}")
+    demo, make = FIGURES[name]
+    if name in GRIDS:
+        paths = sorted(Path(results_dir).glob("*/results.json"))
+        if not paths:
+            raise ConfigError(f"no */results.json under {results_dir}: run `robustvlm {demo}` into its subfolders first")
+        return make({path.parent.name: json.loads(path.read_text(encoding="utf-8")) for path in paths})
     path = Path(results_dir) / "results.json"
     if not path.is_file():
-        raise ConfigError(f"{path} not found: run `robustvlm {FIGURES[name][0]}` into {results_dir} first")
-    return FIGURES[name][1](json.loads(path.read_text(encoding="utf-8")))
+        raise ConfigError(f"{path} not found: run `robustvlm {demo}` into {results_dir} first")
+    return make(json.loads(path.read_text(encoding="utf-8")))
 
 
 def _block(name: str) -> re.Pattern:
@@ -91,7 +121,7 @@ def main(argv: list[str]) -> int:
         except RobustVLMError as err:
             print(f"error: {argv[0]}: {err}", file=sys.stderr)
             return 2
-        print(f"{argv[0]}: figure {name} from {results_dir}/results.json")
+        print(f"{argv[0]}: figure {name} from {results_dir}")
     return 0
 
 

@@ -22,11 +22,12 @@ from robustvlm.report.plots import new_figure, plot_series, save_figure
 ROWS = [
     ("ERM", "erm", "ERM"),
     ("IRMv1", "irm", "IRMv1"),
-    ("IRMv1, paper's search", "irm_paper", None),
     ("VREx", "vrex", None),
     ("GroupDRO", "groupdro", None),
     ("BIRM", "birm", None),
     ("Dynamic BIRM", "dynamic_birm", None),
+    ("IRMv1, EIIL environments", "irm_eiil", None),
+    ("Dynamic BIRM, EIIL environments", "dynamic_birm_eiil", None),
     ("ANDMask", None, "ANDMask"),
     ("IGA", None, "IGA"),
     ("Oracle", "oracle", "Oracle"),
@@ -55,7 +56,7 @@ def error_table(summary: Mapping) -> Table:
     results, reference = summary["results"], summary["reference"]
     rows = []
     for label, ours, theirs in ROWS:
-        if ours is not None:
+        if ours is not None and ours in summary["methods"]:
             rows.append(
                 [label, "ours"] + [cell(results[ex][ours], digits(ex)) for ex in EXAMPLES]
             )
@@ -75,7 +76,7 @@ def bar_chart(summary: Mapping, path: Path) -> Path:
     for ax, example in zip(np.ravel(axes), EXAMPLES):
         positions = np.arange(len(ROWS))
         for i, (_, ours, theirs) in enumerate(ROWS):
-            if ours is not None:
+            if ours is not None and ours in summary["methods"]:
                 entry = results[example][ours]
                 ax.bar(i, entry["mean"], yerr=entry["std"], color="C0" if ours != "oracle" else "0.6",
                        capsize=3, label="ours" if i == 0 else None)
@@ -98,6 +99,8 @@ def hparam_table(summary: Mapping) -> Table:
     rows = []
     for example in EXAMPLES:
         for method, label in LABELS.items():
+            if method not in summary["methods"]:
+                continue
             entry = summary["results"][example][method]
             config = entry["config"]
             args = ", ".join(f"{k}={_short(v)}" for k, v in config["method_args"].items()) or "defaults"
@@ -113,6 +116,8 @@ def _short(value: Any) -> str:
 
 def lambda_blocks(summary: Mapping, runs: Mapping, out_dir: Path) -> list[Block]:
     """Dynamic BIRM's lambda and R_inv over training (selected draw, first seed) and extremes."""
+    if "dynamic_birm" not in summary["methods"]:
+        return []
     traces = {}
     for example in EXAMPLES:
         draw = summary["results"][example]["dynamic_birm"]["draw"]
@@ -141,35 +146,136 @@ def protocol_paragraph(summary: Mapping) -> Paragraph:
     p = summary["protocol"]
     return Paragraph(
         f"{p['n_envs']} environments, {p['dim_inv']} invariant and {p['dim_spu']} spurious "
-        f"dimensions; {p['n_per_env']} rows per environment in each of the training, validation "
-        f"and test sets; {p['steps']} full-batch Adam steps per model; {p['n_draws']} "
+        f"dimensions; {p['n_per_env']} training rows and {p['n_eval_per_env']} validation and "
+        f"test rows per environment; {p['steps']} full-batch Adam steps per model; {p['n_draws']} "
         f"hyperparameter draws (draw 0 = defaults) x {p['n_seeds']} data seeds per example and "
         f"method; selection on the training environments' validation error; cells: test error of "
         f"the selected draw, mean ± std over data seeds, averaged over the test environments "
-        f"(mean squared error for Example1/1s, 0-1 error otherwise). Wall time "
-        f"{summary['seconds']:.0f} s with {summary['workers']} worker process(es)."
+        f"(mean squared error for Example1/1s, 0-1 error otherwise). Budget {summary['budget']!r}; "
+        f"wall time {summary['seconds']:.0f} s, launcher {_launcher_words(summary['launcher'])}."
         + (" Quick run: a smoke test, too small for the figures to mean much." if summary["quick"] else "")
     )
 
 
+def _launcher_words(launcher: Mapping) -> str:
+    if launcher["kind"] == "local":
+        return f"local, {launcher['workers'] or 1} process(es)"
+    return str(launcher["kind"])
+
+
 def reference_paragraph(summary: Mapping) -> Paragraph:
     """Where the published figures come from and how they average, or why none are shown."""
-    source, setting, p = summary["reference_source"], summary["reference_setting"], summary["protocol"]
-    published = (f"{min(setting['n_envs'])} to {max(setting['n_envs'])} environments with "
-                 f"{setting['dim_inv']} invariant and {setting['dim_spu']} spurious dimensions")
-    if summary["reference"] is None:
+    p, reference = summary["protocol"], summary["reference"]
+    if reference is None:
         return Paragraph(
             f"No published row for this setting ({p['n_envs']} environments, {p['dim_inv']} invariant and "
-            f"{p['dim_spu']} spurious dimensions): the authors published {published}. Source: {source['paper']}."
+            f"{p['dim_spu']} spurious dimensions): the authors published {summary['published_settings']}."
         )
+    skipped = ""
+    if reference["not_comparable"]:
+        skipped = (f" Their {' and '.join(reference['not_comparable'])} figures at this setting used a test split "
+                   "that shuffled the wrong columns (a bug they fixed later): not comparable with ours.")
     return Paragraph(
-        f"Published: {source['paper']}; {source['source']} (the row for {p['n_envs']} environments; they "
-        f"published {published}). Both tables average the test error over all test environments, as the "
-        "authors' collect_results.py does (from 4 environments on, Example1's later environments have "
-        "larger scales and dominate its average). They ran 20 hyperparameter draws x 50 data seeds, 10,000 "
-        "full-batch Adam steps and 10,000 rows per environment and split, with the same selection rule. "
-        "ANDMask and IGA are not implemented here; VREx, GroupDRO, BIRM and Dynamic BIRM were not in the paper."
+        f"Published: {reference['paper']}; {reference['source']} (the row for {p['n_envs']} environments, "
+        f"{p['dim_spu']} spurious dimensions; they published {summary['published_settings']}). Both tables "
+        "average the test error over all test environments and give the standard deviation over data "
+        "seeds averaged over the environments, as the authors' collect_results.py does (from 4 "
+        "environments on, Example1's later environments have larger scales and dominate its average). "
+        "They ran 20 hyperparameter draws x 50 data seeds, 10,000 full-batch Adam steps and 10,000 rows "
+        "per environment and split, with the same search ranges and selection rule (`--budget paper`). "
+        "ANDMask and IGA are not implemented here; VREx, GroupDRO, BIRM and Dynamic BIRM were not in the "
+        "paper." + skipped
     )
+
+
+def spread_table(summary: Mapping) -> Table:
+    """Per example, ERM / IRMv1 / Oracle against the published spread: within one published
+    standard deviation of the published mean or not, and how many standard deviations away."""
+    verdicts = summary["within_spread"]
+    rows = []
+    for label, ours, theirs in ROWS:
+        if ours is None or theirs is None or ours not in summary["methods"]:
+            continue
+        row = [label]
+        for example in EXAMPLES:
+            verdict = verdicts[example].get(ours)
+            if verdict is None or verdict["within"] is None:
+                row.append("not comparable")
+                continue
+            away = "" if verdict["sds"] is None else f" ({verdict['sds']:+.1f} sd)"
+            row.append(("within" if verdict["within"] else "outside") + away)
+        rows.append(row)
+    return Table(["method", *EXAMPLES], rows)
+
+
+def spread_grid_table(summaries: Mapping[str, Mapping]) -> Table:
+    """Several settings' ERM and IRMv1 (and Oracle where run) against the published row of each.
+
+    Args:
+        summaries: {name: a `demo invariance` results.json}; shown by number of environments,
+            then of spurious dimensions.
+
+    Cells: "ours (published mean ± std) in|out", "n.c." where the published figure used another
+    test split; the last column counts the cells within the spread of those comparable.
+    """
+    rows = []
+    order = sorted(summaries.values(), key=lambda s: (s["protocol"]["n_envs"], s["protocol"]["dim_spu"]))
+    for summary in order:
+        p, reference, verdicts = summary["protocol"], summary["reference"], summary["within_spread"]
+        if reference is None:
+            continue
+        setting = f"{p['n_envs']} envs, {p['dim_spu']} spurious"
+        for label, ours, theirs in ROWS:
+            if ours is None or theirs is None or ours not in summary["methods"]:
+                continue
+            row, inside, comparable = [setting, label], 0, 0
+            for example in EXAMPLES:
+                verdict, k = verdicts[example][ours], digits(example)
+                published = reference["results"][example][theirs]
+                if verdict["within"] is None:
+                    row.append("n.c.")
+                    continue
+                comparable += 1
+                inside += verdict["within"]
+                row.append(f"{summary['results'][example][ours]['mean']:.{k}f} "
+                           f"({published['mean']:.{k}f} ± {published['std']:.{k}f}) "
+                           + ("in" if verdict["within"] else "out"))
+            rows.append(row + [f"{inside} of {comparable}"])
+    return Table(["setting", "method", *EXAMPLES, "within"], rows)
+
+
+def inferred_envs_table(summary: Mapping) -> Table | None:
+    """Per example: the purity of EIIL's split against the given environments, and IRMv1 / Dynamic
+    BIRM test error trained on the given environments and on EIIL's (None if no EIIL method ran)."""
+    pairs = [(given, inferred) for inferred, given in (("irm_eiil", "irm"), ("dynamic_birm_eiil", "dynamic_birm"))
+             if inferred in summary["methods"]]
+    if not pairs:
+        return None
+    header = ["example", "EIIL purity (given envs)"]
+    for given, _ in pairs:
+        header += [f"{LABELS[given]}, given envs", f"{LABELS[given]}, EIIL envs"]
+    rows = []
+    for example in EXAMPLES:
+        row = [example, f"{100 * summary['purity'][example]:.1f}%"]
+        for given, inferred in pairs:
+            row += [cell(summary["results"][example].get(given), digits(example)),
+                    cell(summary["results"][example][inferred], digits(example))]
+        rows.append(row)
+    return Table(header, rows)
+
+
+def short_of_irm(summary: Mapping) -> Paragraph | None:
+    """Where BIRM or Dynamic BIRM has a higher test error than IRMv1 (None if neither ran)."""
+    results = summary["results"]
+    methods = [m for m in ("birm", "dynamic_birm") if m in summary["methods"]]
+    if "irm" not in summary["methods"] or not methods:
+        return None
+    lines = []
+    for method in methods:
+        worse = [ex for ex in EXAMPLES if not results[ex][method]["mean"] <= results[ex]["irm"]["mean"]]
+        lines.append(f"{LABELS[method]} falls short of IRMv1 (higher mean test error) on "
+                     f"{', '.join(worse)}." if worse else f"{LABELS[method]} is at or below IRMv1 on every example.")
+    return Paragraph(" ".join(lines))
 
 
 def reading_blocks(summary: Mapping) -> list[Block]:
@@ -179,39 +285,45 @@ def reading_blocks(summary: Mapping) -> list[Block]:
     for example in EXAMPLES:
         ours = results[example]
         k = digits(example)
-        candidates = [m for m in LABELS if m != "oracle" and np.isfinite(ours[m]["mean"])]
+        candidates = [m for m in ours if m != "oracle" and np.isfinite(ours[m]["mean"])]
         best = min(candidates, key=lambda m: ours[m]["mean"]) if candidates else None
-        line = f"{example}: ERM {ours['erm']['mean']:.{k}f}, oracle {ours['oracle']['mean']:.{k}f}"
+        line = f"{example}: " + ", ".join(f"{LABELS[m]} {ours[m]['mean']:.{k}f}" for m in ("erm", "oracle") if m in ours)
         if best is not None:
             line += f"; lowest without the oracle: {LABELS[best]} {ours[best]['mean']:.{k}f}"
         lines.append(line + ".")
     blocks: list[Block] = [Heading("Reading"), Paragraph(" ".join(lines))]
     one = results["Example1"]
-    verdict = "beats" if one["irm"]["mean"] + one["irm"]["std"] < one["erm"]["mean"] - one["erm"]["std"] else "does not clearly beat"
-    text = (
-        f"Positive control (Example1, where the paper's IRMv1 beats ERM): our IRMv1 "
-        f"{one['irm']['mean']:.2f} ± {one['irm']['std']:.2f} {verdict} ERM "
-        f"{one['erm']['mean']:.2f} ± {one['erm']['std']:.2f}; IRMv1 searched as the paper searched "
-        f"it: {one['irm_paper']['mean']:.2f} ± {one['irm_paper']['std']:.2f}"
-    )
-    if reference is not None:
-        published = reference["results"]["Example1"]
-        text += (
-            f" (published: IRMv1 {published['IRMv1']['mean']:.2f}, ERM {published['ERM']['mean']:.2f}, "
-            f"oracle {published['Oracle']['mean']:.2f})"
-        )
-    blocks.append(Paragraph(text + "."))
-    blocks.append(Paragraph(
-        "Why IRMv1's row can depart from the paper's: hyperparameters are chosen on the training "
-        "environments' validation error, which rewards using the spurious features, so the "
-        "selection leans to the weakest penalty in the search space. The `irm` objective declares "
-        "a weight from 0.1 (averaged over environments) after an anneal of up to half the run at "
-        "weight 1, where the weakest draws are close to ERM; the paper's search starts at a summed "
-        "weight of 1 from the first step. The row \"IRMv1, paper's search\" uses the same lr and "
-        "weight-decay draws with the paper's penalty search, which isolates that difference. Our "
-        "runs are also shorter (see above) than the paper's 10,000 steps."
-    ))
+    if "irm" in one and "erm" in one:
+        verdict = ("beats" if one["irm"]["mean"] + one["irm"]["std"] < one["erm"]["mean"] - one["erm"]["std"]
+                   else "does not clearly beat")
+        text = (f"Positive control (Example1, where the paper's IRMv1 beats ERM): our IRMv1 "
+                f"{one['irm']['mean']:.2f} ± {one['irm']['std']:.2f} {verdict} ERM "
+                f"{one['erm']['mean']:.2f} ± {one['erm']['std']:.2f}")
+        if reference is not None:
+            published = reference["results"]["Example1"]
+            text += (f" (published: IRMv1 {published['IRMv1']['mean']:.2f}, ERM {published['ERM']['mean']:.2f}, "
+                     f"oracle {published['Oracle']['mean']:.2f})")
+        blocks.append(Paragraph(text + "."))
+    shortfall = short_of_irm(summary)
+    if shortfall is not None:
+        blocks.append(shortfall)
     return blocks
+
+
+def inferred_blocks(summary: Mapping) -> list[Block]:
+    """The EIIL section, where an EIIL method ran."""
+    table = inferred_envs_table(summary)
+    if table is None:
+        return []
+    return [
+        Heading("Environments inferred by EIIL"),
+        Paragraph("Two environments inferred from a reference ERM model's per-row IRMv1 scale gradients "
+                  "(EIIL, no environment labels; `linear.inferred`), then IRMv1 / Dynamic BIRM trained on them "
+                  "with the same draws and selection. Purity: share of training rows in their inferred "
+                  "environment's majority given environment (with 3 equal given environments, about 33-50% "
+                  "is no alignment). Test error, mean ± std over data seeds; '—': not run."),
+        table,
+    ]
 
 
 def worst_env_table(summary: Mapping) -> Table:
@@ -220,7 +332,7 @@ def worst_env_table(summary: Mapping) -> Table:
     results = summary["results"]
     rows = []
     for label, ours, _ in ROWS:
-        if ours is None:
+        if ours is None or ours not in summary["methods"]:
             continue
         row = [label]
         for ex in EXAMPLES:
@@ -252,12 +364,17 @@ def write_invariance_report(
         reference_paragraph(summary),
         Heading("Test error"),
         error_table(summary),
+        *([Heading("Against the published spread"),
+           Paragraph("Within: our mean lies within one published standard deviation (over their 50 data "
+                     "seeds) of the published mean; in brackets, (ours - published mean) / published std."),
+           spread_table(summary)] if summary["within_spread"] is not None else []),
         Image("invariance.png", "test error per example"),
         Heading("Worst test environment"),
         Paragraph("Test error of the selected draw on its worst test environment / averaged over the test "
                   "environments (seed means; the published table gives averages only)."),
         worst_env_table(summary),
         *reading_blocks(summary),
+        *inferred_blocks(summary),
         *lambda_blocks(summary, runs, out_dir),
         Heading("Selected hyperparameters"),
         hparam_table(summary),

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from robustvlm.cli import main
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
 from robustvlm.linear.protocol import METHODS, Protocol
+from robustvlm.workflows.launchers import JobRunnerConfig
 
 
 def test_demo_invariance_quick_writes_the_report_and_resumes(tmp_path, monkeypatch):
@@ -21,7 +24,8 @@ def test_demo_invariance_quick_writes_the_report_and_resumes(tmp_path, monkeypat
     assert (
         "| IRMv1 | published | 11.15 ± 0.71 |" in report
     )  # the shipped reference, read at run time
-    assert "| Dynamic BIRM | ours |" in report
+    assert "| Dynamic BIRM | ours |" in report and "## Against the published spread" in report
+    assert summary["within_spread"]["Example1"]["erm"]["within"] in (True, False)
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") == 2 and "](" not in html
 
@@ -45,6 +49,46 @@ def test_worker_processes_give_the_same_runs_as_one_process():
         ("Example2s", "dynamic_birm", 1, 0),
         ("Example3", "oracle", 0, 0),
     ]
-    inline = train_models(jobs, protocol, workers=1, progress=False)
-    assert train_models(jobs, protocol, workers=2, progress=False) == inline
+    inline = train_models(jobs, protocol, launcher=JobRunnerConfig(), progress=False)
+    assert train_models(jobs, protocol, launcher=JobRunnerConfig(workers=2), progress=False) == inline
     assert inline[jobs[1]].trace and not inline[jobs[0]].trace  # Dynamic BIRM's lambda is traced
+
+
+def test_a_subset_of_methods_a_launcher_file_and_a_setting_without_a_published_row(tmp_path):
+    launcher = tmp_path / "launcher.yaml"
+    launcher.write_text("kind: local\nworkers: 1\n")
+    out = tmp_path / "inv"
+    argv = ["demo", "invariance", "--budget", "quick", "--n-envs", "4", "--dim-spu", "2",
+            "--methods", "irm_eiil,irm,erm", "--launcher", str(launcher), "--out", str(out)]
+    assert main(argv) == 0
+    summary = json.loads((out / "results.json").read_text())
+    assert summary["methods"] == ["erm", "irm", "irm_eiil"] and summary["reference"] is None
+    assert summary["within_spread"] is None and summary["launcher"]["workers"] == 1
+    assert set(summary["purity"]) == set(EXAMPLES) and all(0.25 <= v <= 1 for v in summary["purity"].values())
+    report = (out / "report.md").read_text()
+    assert "No published row for this setting (4 environments" in report and "| BIRM |" not in report
+    assert "## Environments inferred by EIIL" in report and "| IRMv1, EIIL environments | ours |" in report
+
+
+def test_bad_budget_methods_and_launcher_are_refused(tmp_path, capsys):
+    from robustvlm.errors import ConfigError
+    from robustvlm.workflows.demos.invariance import run_invariance_demo
+
+    for kwargs, message in [({"budget": "huge"}, "unknown budget 'huge'"),
+                            ({"methods": ("erm", "andmask")}, "unknown methods \\['andmask'\\]")]:
+        with pytest.raises(ConfigError, match=message):
+            run_invariance_demo(tmp_path / "x", **kwargs)
+    bad = tmp_path / "launcher.yaml"
+    bad.write_text("kind: local\nworkerz: 2\n")
+    assert main(["demo", "invariance", "--quick", "--launcher", str(bad), "--out", str(tmp_path / "y")]) != 0
+    assert "workerz: unknown key" in capsys.readouterr().err
+
+
+def test_the_shipped_slurm_launcher_is_a_valid_job_runner_config():
+    from pathlib import Path
+
+    from robustvlm.config import read_yaml_mapping, validate_config
+
+    path = Path(__file__).resolve().parents[3] / "configs" / "launchers" / "slurm_invariance.yaml"
+    config = validate_config(read_yaml_mapping(path), str(path), JobRunnerConfig)
+    assert config.kind == "slurm" and config.parameters["cpus_per_task"] == 1

@@ -9,9 +9,12 @@ runs.jsonl (every trained model), report.md and a self-contained report.html wit
 published ERM / IRMv1 / ANDMask / IGA / Oracle figures beside ours (`report.invariance`);
 jobs/ keeps each model's run as it finishes, so re-running an interrupted demo resumes.
 
-The runs are independent and seeded, so they are spread over `workers` processes (one torch
-thread each) by the job runner (`workflows.launchers`) and the result does not depend on how
-they were scheduled.
+The runs are independent and seeded, so they are spread by the job runner
+(`workflows.launchers`: worker processes with one torch thread each, or a SLURM array) and the
+result does not depend on how they were scheduled. `budget` sets the sweep's size: "quick" (a
+smoke test), "default" (a few CPU minutes per method) or "paper" (the authors' 20 draws x 50 data
+seeds, 10,000 rows and 10,000 steps: 42,000 models, on the order of 2,000 CPU-hours at this
+machine's step times, most of them BIRM's and Dynamic BIRM's: for a cluster).
 """
 
 from __future__ import annotations
@@ -20,46 +23,33 @@ import json
 import time
 from dataclasses import asdict, replace
 from functools import partial
-from importlib import resources
 from itertools import product
 from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
-from robustvlm.linear.protocol import METHODS, Protocol, Run, run_one, select
+from robustvlm.errors import ConfigError
+from robustvlm.linear.protocol import ALL_METHODS, METHODS, Protocol, Run, run_one, select
+from robustvlm.linear.published import published_row, published_settings, spread_verdicts
 from robustvlm.report.invariance import write_invariance_report
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
-FULL = Protocol(n_per_env=1000, steps=600, n_draws=4, n_seeds=2)
-QUICK = Protocol(n_per_env=80, steps=40, n_draws=2, n_seeds=1)
+BUDGETS = {
+    "quick": Protocol(n_per_env=80, n_eval_per_env=200, steps=40, n_draws=2, n_seeds=1, eiil_steps=200),
+    "default": Protocol(n_per_env=1000, steps=600, n_draws=4, n_seeds=2),
+    "paper": Protocol(),
+}
+"""Sweep sizes: a smoke test; a few CPU minutes; the authors' sweep (`Protocol`'s defaults)."""
 TRACED = ("dynamic_birm",)
 """Methods whose R_emp / R_inv / lambda are recorded over training (for the lambda plot)."""
 TRACE_EVERY = 10
-REFERENCE = "invariance_unit_tests_nenvs.yaml"
 JOBS_DIR = "jobs"
 """Under OUT: every trained model's run, kept by the job runner as it ends, so an interrupted
 demo re-run with the same settings trains only the models it had not."""
 
 Job = tuple[str, str, int, int]  # example, method, draw, data seed
-
-
-def load_reference() -> dict[str, Any]:
-    """The published tables shipped in `robustvlm/configs/reference/` (source named inside): their
-    `results` keyed by the number of environments."""
-    text = resources.files("robustvlm.configs").joinpath("reference", REFERENCE).read_text("utf-8")
-    return yaml.safe_load(text)
-
-
-def published_row(reference: dict[str, Any], n_envs: int, dim_inv: int, dim_spu: int) -> dict[str, Any] | None:
-    """The published results of this setting ({example: {method: {mean, std, hparams}}}), or None
-    where the authors published none (other dimensions, or a number of environments they did not run)."""
-    setting = reference["setting"]
-    if (dim_inv, dim_spu) != (setting["dim_inv"], setting["dim_spu"]):
-        return None
-    return reference["results"].get(n_envs)
 
 
 def _run_job(job: Job, protocol: Protocol) -> Run:
@@ -71,14 +61,21 @@ def _run_job(job: Job, protocol: Protocol) -> Run:
 
 
 def train_models(
-    jobs: list[Job], protocol: Protocol, *, workers: int, progress: bool = True, store: Path | None = None
+    jobs: list[Job],
+    protocol: Protocol,
+    *,
+    launcher: JobRunnerConfig,
+    progress: bool = True,
+    store: Path | None = None,
+    folder: Path | None = None,
 ) -> dict[Job, Run]:
-    """Train every job's model through the job runner, in `workers` processes (1: in this one);
-    with `store`, each trained model's run is kept there and read back by a re-run."""
+    """Train every job's model through the job runner with `launcher`; with `store`, each trained
+    model's run is kept there and read back by a re-run; `folder` holds a SLURM launcher's files."""
     runs = run_jobs(
         partial(_run_job, protocol=protocol),
         jobs,
-        JobRunnerConfig(workers=workers),
+        launcher,
+        folder,
         name=lambda job: "/".join(map(str, job)),
         store=store,
         desc="models",
@@ -93,8 +90,9 @@ def run_invariance_demo(
     n_envs: int = 3,
     dim_inv: int = 5,
     dim_spu: int = 5,
-    quick: bool = False,
-    workers: int | None = None,
+    budget: str = "default",
+    methods: tuple[str, ...] = METHODS,
+    launcher: JobRunnerConfig | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Run the sweep and write results.json, runs.jsonl, report.md, report.html and figures.
@@ -102,21 +100,31 @@ def run_invariance_demo(
     Args:
         out_dir: output folder (created).
         n_envs, dim_inv, dim_spu: the problems' environments and dimensions; the published
-            figures are shown only for their setting (3, 5, 5).
-        quick: a small sweep (a smoke test: too few draws and steps for the figures to mean much).
-        workers: processes to spread the trainings over (default 2; 1 with `quick`, whose
-            trainings take less time than starting a worker process).
+            figures are shown where the authors ran the setting (`linear.published`).
+        budget: one of BUDGETS ("quick" is a smoke test: too few draws and steps for the
+            figures to mean much).
+        methods: the methods to train (default METHODS; ALL_METHODS adds IRMv1 and Dynamic
+            BIRM on environments inferred by EIIL).
+        launcher: how the job runner runs the models (default: 2 local worker processes; 1,
+            this one, for "quick", whose trainings take less time than starting a process).
 
     Returns:
         The results.json content.
     """
-    protocol = replace(QUICK if quick else FULL, n_envs=n_envs, dim_inv=dim_inv, dim_spu=dim_spu)
-    workers = workers or (1 if quick else 2)
+    if budget not in BUDGETS:
+        raise ConfigError(f"demo invariance: unknown budget {budget!r}; choose one of {list(BUDGETS)}")
+    unknown = [m for m in methods if m not in ALL_METHODS]
+    if unknown or not methods:
+        raise ConfigError(f"demo invariance: unknown methods {unknown}; choose among {list(ALL_METHODS)}")
+    methods = tuple(m for m in ALL_METHODS if m in methods)
+    protocol = replace(BUDGETS[budget], n_envs=n_envs, dim_inv=dim_inv, dim_spu=dim_spu)
+    launcher = launcher or JobRunnerConfig(workers=1 if budget == "quick" else 2)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    jobs = list(product(EXAMPLES, METHODS, range(protocol.n_draws), range(protocol.n_seeds)))
-    runs = train_models(jobs, protocol, workers=workers, progress=progress, store=out / JOBS_DIR)
+    jobs = list(product(EXAMPLES, methods, range(protocol.n_draws), range(protocol.n_seeds)))
+    runs = train_models(jobs, protocol, launcher=launcher, progress=progress, store=out / JOBS_DIR,
+                        folder=out / "launcher")
     seconds = time.perf_counter() - t0
 
     with (out / "runs.jsonl").open("w", encoding="utf-8") as f:
@@ -126,26 +134,38 @@ def run_invariance_demo(
     results = {}
     for example in EXAMPLES:
         results[example] = {}
-        for method in METHODS:
+        for method in methods:
             cell = [runs[j] for j in jobs if j[:2] == (example, method)]
             results[example][method] = asdict(select(cell))
-    reference = load_reference()
-    row = published_row(reference, n_envs, dim_inv, dim_spu)
+    row = published_row(n_envs, dim_inv, dim_spu)
     summary = {
-        "quick": quick,
+        "budget": budget,
+        "quick": budget == "quick",
         "seconds": round(seconds, 1),
-        "workers": workers,
+        "launcher": launcher.model_dump(),
         "protocol": asdict(protocol),
+        "methods": list(methods),
         "results": results,
         "lambda": lambda_summary(runs),
-        "reference": {"results": row} if row is not None else None,
-        "reference_setting": reference["setting"],
-        "reference_source": {k: reference[k] for k in ("source", "paper")},
+        "purity": purity_summary(runs),
+        "reference": asdict(row) if row is not None else None,
+        "within_spread": spread_verdicts(results, row) if row is not None else None,
+        "published_settings": published_settings(),
     }
     (out / "results.json").write_text(json.dumps(summary, indent=2, allow_nan=True), encoding="utf-8")
     md, html = write_invariance_report(summary, runs, out)
     print(f"report: {md} and {html} ({seconds:.0f} s)")
     return summary
+
+
+def purity_summary(runs: dict[Job, Run]) -> dict[str, float]:
+    """Per example, the mean purity of EIIL's split against the given environments (over the
+    data seeds; the split depends on the data seed only), where a method used it."""
+    splits: dict[str, dict[int, float]] = {}
+    for (example, _, _, seed), run in runs.items():
+        if run.purity is not None:
+            splits.setdefault(example, {})[seed] = run.purity
+    return {example: sum(by_seed.values()) / len(by_seed) for example, by_seed in splits.items()}
 
 
 def lambda_summary(runs: dict[Job, Run]) -> dict[str, dict[str, float | None]]:
