@@ -8,8 +8,11 @@ and the same objective classes (`objectives`, the ones `train` uses) on models o
   VLM's own, `tiny:idefics3`; a tiny CLIP's, `tiny:clip`; both random-weight offline models),
   each image given to the tower as an RGB picture (channel 0 red, channel 1 green), features
   standardised with the training rows' mean and sd;
-- the VLM's answer head and the fine-tuned VLM (the issue's rungs 3 and 4) are not part of this
-  demo yet: `robustvlm sweep configs/study_digits.yaml` measures the fine-tuned VLM.
+- rung `vlm:<mode>:<model>` (`ladder_vlm`): the generative VLM asked the benchmark's
+  two-option question about each picture, trained on the answer tokens as `train` trains it:
+  `head`, backbone frozen, projector and a LoRA on the last decoder layer trained (the issue's
+  rung 3); `lora` and `full` (rung 4), with mini-batches, AdamW and `train`'s schedule
+  (`VLM_PLAN`).
 
 Methods: ERM, IRMv1, V-REx, BIRM, Dynamic BIRM, and the grayscale oracle (ERM on inputs whose
 colour is removed: the two channels summed). Hyperparameters: the IRM paper's selected ones
@@ -37,7 +40,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from PIL import Image
 
 from robustvlm.analysis.env_inference import cluster_split, eiil_split, loss_split, purity
 from robustvlm.analysis.ladder import ORACLE, summarize
@@ -47,6 +49,7 @@ from robustvlm.data.synth.shortcut import COLOUR_ENVS, LABEL_NOISE
 from robustvlm.linear.mlp import fit_mlp
 from robustvlm.models.backends import load_backend
 from robustvlm.objectives import build_objective
+from robustvlm.workflows.ladder_vlm import VLM, VLMRungPlan, rgb_pictures, vlm_evaluations
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
 METHODS = ("erm", "irm", "vrex", "birm", "dynamic_birm", ORACLE)
@@ -60,6 +63,9 @@ INFERRED = ("eiil", "loss-split", "cluster")
 INFERRED_METHODS = ("irm", "dynamic_birm")
 JOBS_DIR = "jobs"
 FEATURES_DIR = "features"
+
+#: The VLM rungs' training (`ladder_vlm`).
+VLM_PLAN = VLMRungPlan(per_env=1000, image_size=32, steps=250, anneal=100, batch_size=64, lr=1e-3, eval_every=50)
 
 #: The IRM paper's selected hyperparameters (facebookresearch/InvariantRiskMinimization,
 #: reproduce_paper_results.sh); its MLP is 390 wide.
@@ -96,6 +102,8 @@ class LadderPlan:
         workers: processes the runs are spread over.
         infer_on: (source, rung) cells where environments are also inferred from data
             (`INFERRED`) and `INFERRED_METHODS` are trained on them.
+        vlm: how the `vlm:` rungs train (`ladder_vlm`); their images per environment
+            `vlm.per_env` instead of `per_env`.
     """
 
     rungs: tuple[tuple[str, str], ...]
@@ -109,6 +117,7 @@ class LadderPlan:
     workers: int = 2
     methods: tuple[str, ...] = METHODS
     infer_on: tuple[tuple[str, str], ...] = ()
+    vlm: VLMRungPlan = VLM_PLAN
 
 
 FULL = LadderPlan(
@@ -117,8 +126,10 @@ FULL = LadderPlan(
     per_env=5000, hidden=128, steps=PAPER["steps"], eval_every=50, seeds=(0, 1, 2),
     infer_on=(("fashion", PIXELS),),
 )
-QUICK = LadderPlan(rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:clip")), per_env=200, hidden=32, steps=40,
-                   eval_every=20, seeds=(0,), anneal=20, workers=1, infer_on=(("mnist", PIXELS),))
+QUICK = LadderPlan(rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:clip"), ("mnist", VLM + "head:tiny:idefics3")),
+                   per_env=200, hidden=32, steps=40, eval_every=20, seeds=(0,), anneal=20, workers=1,
+                   infer_on=(("mnist", PIXELS),),
+                   vlm=VLMRungPlan(per_env=40, image_size=16, steps=6, anneal=3, batch_size=8, lr=1e-3, eval_every=3))
 
 
 @dataclass
@@ -135,19 +146,11 @@ class RungData:
         self.dim = next(iter(self.inputs.values())).shape[1]
 
 
-def rgb_pictures(env: ColouredEnv, *, grey: bool) -> list[Image.Image]:
-    """The 14 x 14 inputs as RGB pictures: channel 0 red, channel 1 green; `grey`: the summed
-    channels in all three."""
-    planes = env.inputs.sum(1, keepdims=True).repeat(3, 1) if grey else np.concatenate(
-        [env.inputs, np.zeros_like(env.inputs[:, :1])], axis=1)
-    pixels = (np.clip(planes, 0, 1) * 255).astype(np.uint8).transpose(0, 2, 3, 1)
-    return [Image.fromarray(p) for p in pixels]
-
-
 def rung_data(envs: list[ColouredEnv], rung: str) -> RungData:
-    """The inputs of a rung (module doc) for the four environments."""
+    """The inputs of a rung (module doc) for the four environments (a VLM rung's: the pixels,
+    drawn as pictures by `ladder_vlm`)."""
     labels = {e.name: e.labels for e in envs}
-    if rung == PIXELS:
+    if rung == PIXELS or rung.startswith(VLM):
         return RungData({e.name: e.inputs.reshape(len(e.inputs), -1) for e in envs},
                         {e.name: e.inputs.sum(1).reshape(len(e.inputs), -1) for e in envs}, labels)
     if not rung.startswith(TOWER):
@@ -156,7 +159,8 @@ def rung_data(envs: list[ColouredEnv], rung: str) -> RungData:
     torch.manual_seed(0)
     kinds = {}
     for grey in (False, True):
-        raw = {e.name: backend.embed_images(rgb_pictures(e, grey=grey), batch_size=256, normalize=False)
+        raw = {e.name: backend.embed_images(rgb_pictures(e.inputs.sum(1, keepdims=True) if grey else e.inputs),
+                                            batch_size=256, normalize=False)
                for e in envs}
         train = np.concatenate([raw[name] for name in TRAIN_ENVS])
         mean, sd = train.mean(0), train.std(0) + 1e-6
@@ -188,8 +192,13 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
     if envs != GIVEN:
         env = np.load(features / _inferred_file(source, rung))[envs]
         env_names = [f"{envs}-{i}" for i in range(int(env.max()) + 1)]
+    vlm = rung.startswith(VLM)
     objective = build_objective("erm" if method == ORACLE else method, env_names,
-                                method_hparams(plan.anneal)[method])
+                                method_hparams(plan.vlm.anneal if vlm else plan.anneal)[method])
+    if vlm:
+        evaluations = vlm_evaluations(objective, rung, source, seed, plan.vlm, inputs, labels, splits)
+        return {"source": source, "rung": rung, "method": method, "seed": seed, "envs": envs, "diverged": False,
+                "evaluations": evaluations}
     evaluations: list[dict[str, Any]] = []
 
     def evaluate(step: int, fit) -> None:
@@ -216,7 +225,7 @@ def prepare_features(plan: LadderPlan, folder: Path) -> None:
         path = folder / _feature_file(source, rung)
         if path.is_file():
             continue
-        envs = colored_mnist(source, seed=0, limit=plan.per_env)
+        envs = colored_mnist(source, seed=0, limit=plan.vlm.per_env if rung.startswith(VLM) else plan.per_env)
         data = rung_data(envs, rung)
         arrays = {f"{kind}/{name}": getattr(data, kind)[name] for kind in ("inputs", "grey", "labels")
                   for name in data.labels}
