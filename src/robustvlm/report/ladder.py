@@ -156,8 +156,9 @@ def vlm_protocol_text(results: Mapping) -> str:
     return (f"VLM rungs: the tiny offline Idefics3 (random weights, built per seed), {vlm['per_env']} images per "
             f"environment resized to {vlm['image_size']} x {vlm['image_size']}, {vlm['steps']} AdamW steps of "
             f"{vlm['batch_size']} rows (half from each training environment) at peak lr {vlm['lr']:g} with "
-            f"`train`'s warm-up and cosine decay and gradient clipping at 1, the penalty weight switching after "
-            f"{vlm['anneal']} steps; accuracy: the answer whose first token has the larger logit.")
+            f"`train`'s warm-up and cosine decay and gradient clipping at 1, the penalty weight switching from 1 to "
+            f"{vlm['penalty_weight']:g} after {vlm['anneal']} steps (Dynamic BIRM: its own weight after "
+            f"{vlm['anneal']} steps); accuracy: the answer whose first token has the larger logit.")
 
 
 def write_ladder_report(results: Mapping, out_dir: Path) -> tuple[Path, Path]:

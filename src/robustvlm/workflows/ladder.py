@@ -49,6 +49,7 @@ from robustvlm.data.synth.shortcut import COLOUR_ENVS, LABEL_NOISE
 from robustvlm.linear.mlp import fit_mlp
 from robustvlm.models.backends import load_backend
 from robustvlm.objectives import build_objective
+from robustvlm.workflows.ladder_vlm import MODES as VLM_MODES
 from robustvlm.workflows.ladder_vlm import VLM, VLMRungPlan, rgb_pictures, vlm_evaluations
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
@@ -65,7 +66,8 @@ JOBS_DIR = "jobs"
 FEATURES_DIR = "features"
 
 #: The VLM rungs' training (`ladder_vlm`).
-VLM_PLAN = VLMRungPlan(per_env=1000, image_size=32, steps=250, anneal=100, batch_size=64, lr=1e-3, eval_every=50)
+VLM_PLAN = VLMRungPlan(per_env=500, image_size=32, steps=150, anneal=60, batch_size=64, lr=1e-3, eval_every=50,
+                       penalty_weight=100.0)
 
 #: The IRM paper's selected hyperparameters (facebookresearch/InvariantRiskMinimization,
 #: reproduce_paper_results.sh); its MLP is 390 wide.
@@ -73,9 +75,10 @@ PAPER = {"hidden": 390, "l2": 0.00110794568, "lr": 0.0004898536566546834, "steps
          "penalty_weight": 91257.18613115903}
 
 
-def method_hparams(anneal: int) -> dict[str, dict[str, Any]]:
-    """Each method's hyperparameters: the paper's penalty schedule switching at `anneal` steps."""
-    schedule = {"lambda": PAPER["penalty_weight"], "lambda_before": 1.0, "anneal_steps": anneal,
+def method_hparams(anneal: int, weight: float = PAPER["penalty_weight"]) -> dict[str, dict[str, Any]]:
+    """Each method's hyperparameters: the paper's penalty schedule switching at `anneal` steps
+    (to `weight`, by default the paper's)."""
+    schedule = {"lambda": weight, "lambda_before": 1.0, "anneal_steps": anneal,
                 "reset_optimizer_at_anneal": False}
     return {
         "erm": {},
@@ -85,6 +88,12 @@ def method_hparams(anneal: int) -> dict[str, dict[str, Any]]:
         "dynamic_birm": {"k_skip": anneal},
         ORACLE: {},
     }
+
+
+def vlm_hparams(vlm: VLMRungPlan) -> dict[str, dict[str, Any]]:
+    """The VLM rungs' method hyperparameters: the paper's schedule at `vlm.anneal` steps to
+    `vlm.penalty_weight`."""
+    return method_hparams(vlm.anneal, vlm.penalty_weight)
 
 
 @dataclass(frozen=True)
@@ -122,14 +131,15 @@ class LadderPlan:
 
 FULL = LadderPlan(
     rungs=(("fashion", PIXELS), ("fashion", TOWER + "tiny:idefics3"), ("fashion", TOWER + "tiny:clip"),
-           ("mnist", PIXELS)),
+           ("mnist", PIXELS), *(("fashion", f"{VLM}{mode}:tiny:idefics3") for mode in VLM_MODES)),
     per_env=5000, hidden=128, steps=PAPER["steps"], eval_every=50, seeds=(0, 1, 2),
     infer_on=(("fashion", PIXELS),),
 )
 QUICK = LadderPlan(rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:clip"), ("mnist", VLM + "head:tiny:idefics3")),
                    per_env=200, hidden=32, steps=40, eval_every=20, seeds=(0,), anneal=20, workers=1,
                    infer_on=(("mnist", PIXELS),),
-                   vlm=VLMRungPlan(per_env=40, image_size=16, steps=6, anneal=3, batch_size=8, lr=1e-3, eval_every=3))
+                   vlm=VLMRungPlan(per_env=40, image_size=16, steps=6, anneal=3, batch_size=8, lr=1e-3, eval_every=3,
+                                   penalty_weight=100.0))
 
 
 @dataclass
@@ -194,7 +204,7 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
         env_names = [f"{envs}-{i}" for i in range(int(env.max()) + 1)]
     vlm = rung.startswith(VLM)
     objective = build_objective("erm" if method == ORACLE else method, env_names,
-                                method_hparams(plan.vlm.anneal if vlm else plan.anneal)[method])
+                                (vlm_hparams(plan.vlm) if vlm else method_hparams(plan.anneal))[method])
     if vlm:
         evaluations = vlm_evaluations(objective, rung, source, seed, plan.vlm, inputs, labels, splits)
         return {"source": source, "rung": rung, "method": method, "seed": seed, "envs": envs, "diverged": False,
@@ -288,12 +298,13 @@ def prepare_inferred_envs(plan: LadderPlan, folder: Path) -> dict[str, Any]:
     return report
 
 
-def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool = True) -> dict[str, Any]:
-    """Run the ladder (`QUICK` or `FULL`), write results.json, runs.jsonl, report.md/html and the
-    figure into `out_dir`; returns the results.json content."""
+def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool = True,
+                    plan: LadderPlan | None = None) -> dict[str, Any]:
+    """Run the ladder (`plan`; by default `QUICK` or `FULL`), write results.json, runs.jsonl,
+    report.md/html and the figure into `out_dir`; returns the results.json content."""
     from robustvlm.report.ladder import write_ladder_report
 
-    plan = QUICK if quick else FULL
+    plan = plan or (QUICK if quick else FULL)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -311,7 +322,8 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
         for run in runs:
             f.write(json.dumps(run) + "\n")
     results = {"quick": quick, "seconds": round(seconds, 1), "plan": asdict(plan), "paper": PAPER,
-               "method_hparams": method_hparams(plan.anneal), "train_envs": list(TRAIN_ENVS), "test_envs": list(TEST_ENVS),
+               "method_hparams": method_hparams(plan.anneal), "vlm_method_hparams": vlm_hparams(plan.vlm),
+               "train_envs": list(TRAIN_ENVS), "test_envs": list(TEST_ENVS),
                "summary": summarize([r for r in runs if r["envs"] == GIVEN], TRAIN_ENVS, TEST_ENVS, PROTOTYPES),
                "inference": inference,
                "inferred_summary": {envs: summarize([r for r in runs if r["envs"] == envs], TRAIN_ENVS, TEST_ENVS,

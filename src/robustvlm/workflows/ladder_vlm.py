@@ -47,8 +47,10 @@ QUESTIONS = {"mnist": (digits.INSTRUCTION, digits.ANSWERS), "fashion": (SPURIOUS
 class VLMRungPlan:
     """How the VLM rungs train: `per_env` images per environment, pictures resized to
     `image_size`, `steps` AdamW steps of `batch_size` rows at peak `lr`, the penalty weight
-    switching after `anneal` steps, evaluations every `eval_every` steps; `candidates_only`:
-    the objective sees the two answers' logits only (`training.answer_fit.fit_answer`)."""
+    switching to `penalty_weight` after `anneal` steps (the IRM paper's 91257 collapses every
+    fixed-weight method to a constant answer here: README, "The invariance ladder"), evaluations
+    every `eval_every` steps; `candidates_only`: the objective sees the two answers' logits only
+    (`training.answer_fit.fit_answer`)."""
 
     per_env: int | None
     image_size: int
@@ -57,6 +59,7 @@ class VLMRungPlan:
     batch_size: int
     lr: float
     eval_every: int
+    penalty_weight: float
     candidates_only: bool = False
 
 
