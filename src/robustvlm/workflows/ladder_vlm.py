@@ -33,10 +33,11 @@ from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.data.synth import digits
 from robustvlm.data.synth.real import SPURIOUS_ANSWERS, SPURIOUS_INSTRUCTION
+from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.trainable import DECODER_PROJECTIONS, configure_trainable, find_parts
 from robustvlm.objectives import Objective
-from robustvlm.training.answer_fit import AnswerModel, AnswerRows, candidate_correct, env_rows, fit_answer
+from robustvlm.training.answer_fit import AnswerRows, candidate_correct, env_rows, fit_answer
 
 VLM = "vlm:"
 MODES = ("head", "lora", "full")
