@@ -46,7 +46,7 @@ demo-reward: install
 figures: install
 	$(BIN)/robustvlm demo ladder --out figures/ladder
 	$(BIN)/robustvlm demo reward --out figures/reward
-	$(BIN)/python -m robustvlm.report.figures README.md ladder=figures/ladder reward-matrix=figures/reward reward-linear=figures/reward
+	$(BIN)/python -m robustvlm.report.figures README.md ladder=figures/ladder ladder-vlm=figures/ladder reward-matrix=figures/reward reward-linear=figures/reward
 
 test: install
 	$(BIN)/python -m pytest tests -p no:cacheprovider

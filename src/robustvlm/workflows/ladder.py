@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from robustvlm.analysis.env_inference import cluster_split, eiil_split, loss_split, purity
-from robustvlm.analysis.ladder import ORACLE, summarize
+from robustvlm.analysis.ladder import ORACLE, VLM, summarize
 from robustvlm.analysis.selection import colour_rule_prototypes
 from robustvlm.data.colored_mnist import ColouredEnv, colored_mnist
 from robustvlm.data.synth.shortcut import COLOUR_ENVS, LABEL_NOISE
@@ -50,7 +50,7 @@ from robustvlm.linear.mlp import fit_mlp
 from robustvlm.models.backends import load_backend
 from robustvlm.objectives import build_objective
 from robustvlm.workflows.ladder_vlm import MODES as VLM_MODES
-from robustvlm.workflows.ladder_vlm import VLM, VLMRungPlan, rgb_pictures, vlm_evaluations
+from robustvlm.workflows.ladder_vlm import VLMRungPlan, rgb_pictures, vlm_evaluations
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
 METHODS = ("erm", "irm", "vrex", "birm", "dynamic_birm", ORACLE)

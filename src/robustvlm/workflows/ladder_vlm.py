@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from robustvlm.analysis.ladder import VLM
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.data.synth import digits
@@ -39,7 +40,6 @@ from robustvlm.models.trainable import DECODER_PROJECTIONS, configure_trainable,
 from robustvlm.objectives import Objective
 from robustvlm.training.answer_fit import AnswerRows, candidate_correct, env_rows, fit_answer
 
-VLM = "vlm:"
 MODES = ("head", "lora", "full")
 QUESTIONS = {"mnist": (digits.INSTRUCTION, digits.ANSWERS), "fashion": (SPURIOUS_INSTRUCTION, SPURIOUS_ANSWERS)}
 
