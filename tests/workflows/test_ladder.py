@@ -33,6 +33,7 @@ def test_quick_ladder_writes_its_report_and_resumes(tmp_path, monkeypatch):
     report = (out / "report.md").read_text()
     assert "Quick run" in report and "grayscale oracle" in report and "ladder.png" in report
     assert "Environments inferred from data" in report and "± 0.0" not in report  # one seed: no spread
+    assert "VLM rungs: the tiny offline Idefics3" in report and "mnist/vlm:head:tiny:idefics3" in report
     assert (out / "report.html").is_file() and (out / "ladder.png").stat().st_size > 0
 
     calls = []
