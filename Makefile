@@ -51,7 +51,7 @@ figures: install
 	$(BIN)/robustvlm demo invariance --out figures/invariance/default
 	for s in $(INVARIANCE_SETTINGS); do $(BIN)/robustvlm demo invariance $$s --methods erm,irm --out figures/invariance/$${s#--}; done
 	$(BIN)/robustvlm demo invariance --methods irm,dynamic_birm,irm_eiil,dynamic_birm_eiil --out figures/invariance_eiil
-	$(BIN)/python -m robustvlm.report.figures README.md ladder=figures/ladder reward-matrix=figures/reward reward-linear=figures/reward invariance=figures/invariance/default invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
+	$(BIN)/python -m robustvlm.report.figures README.md ladder=figures/ladder ladder-vlm=figures/ladder reward-matrix=figures/reward reward-linear=figures/reward invariance=figures/invariance/default invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
 	$(BIN)/python -m robustvlm.report.figures BENCHMARKS.md invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
 
 test: install

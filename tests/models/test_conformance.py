@@ -37,16 +37,16 @@ from robustvlm.models.tiny import build_tiny_vlm
 from robustvlm.models.tiny_families import FAMILIES
 from robustvlm.models.trainable import configure_trainable, find_parts
 from robustvlm.multiple_choice.build import MCQuestion, read_questions, write_questions
-from robustvlm.multiple_choice.score import option_continuations, question_prompt
+from robustvlm.multiple_choice.generative import option_continuations, question_prompt
 from robustvlm.report.figures import read_figure
 from robustvlm.report.support_table import NAME, support_table
-from robustvlm.workflows.diagnose import run_diagnosis
-from robustvlm.workflows.embed_train import embed_train
-from robustvlm.workflows.evaluate import evaluate
-from robustvlm.workflows.icl import run_icl
-from robustvlm.workflows.rm_eval import evaluate_reward_model
-from robustvlm.workflows.rm_train import train_reward_model
-from robustvlm.workflows.train import train
+from robustvlm.workflows.embed.train import embed_train
+from robustvlm.workflows.finetune.evaluate import evaluate
+from robustvlm.workflows.finetune.train import train
+from robustvlm.workflows.measure.diagnose import run_diagnosis
+from robustvlm.workflows.measure.icl import run_icl
+from robustvlm.workflows.reward.evaluate import evaluate_reward_model
+from robustvlm.workflows.reward.train import train_reward_model
 
 KINDS = list(FAMILIES)
 README = Path(__file__).resolve().parents[2] / "README.md"

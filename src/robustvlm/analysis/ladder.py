@@ -18,6 +18,12 @@ COLOUR_FREE = "test-nocolour"
 REVERSED = "test-reversed"
 READINGS = ("final", "training-domain", "oracle")
 MIN_MARGIN = 0.01  # a win over ERM is at least one point, whatever the seeds' spread
+VLM = "vlm:"  # the prefix of the VLM rungs (`workflows.demos.ladder_vlm`)
+
+
+def is_vlm_cell(cell: str) -> bool:
+    """Whether a summary cell "source/rung" is a VLM rung's."""
+    return cell.partition("/")[2].startswith(VLM)
 
 
 def readings(run: Mapping[str, Any], train_envs: Sequence[str], test_envs: Sequence[str]) -> dict[str, dict[str, float]]:

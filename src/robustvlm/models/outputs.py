@@ -54,3 +54,25 @@ class AnswerOutputs:
         if self.risk == "squared":
             return (self.logits[:, 0] - self.targets).square()
         return self.token_ce()
+
+
+def restrict_to_candidates(out: AnswerOutputs, candidates: torch.Tensor) -> AnswerOutputs:
+    """The outputs at the positions whose target is one of `candidates` [K] (token ids of the
+    answers' first tokens), with the logits of those K tokens only: logits [n, K], targets [n]
+    the target's index in `candidates`, classifier [K, d] (its rows). The cross-entropy is then
+    the K-way one between the answers, and a scale on the logits (IRMv1, BIRM) scales only
+    their differences: the IRM paper's binary classifier when K = 2. Positions of other tokens
+    (the end-of-turn token, later tokens of a long answer) are dropped."""
+    if out.risk != "ce":
+        raise ValueError("restrict_to_candidates needs cross-entropy outputs")
+    candidates = candidates.to(out.targets.device)
+    match = out.targets[:, None] == candidates[None]  # [N, K]
+    keep = match.any(1)
+    return AnswerOutputs(
+        logits=out.logits[keep][:, candidates],
+        targets=match[keep].long().argmax(1),
+        example=out.example[keep],
+        env=out.env[keep],
+        hidden=out.hidden[keep],
+        classifier=out.classifier[candidates],
+    )

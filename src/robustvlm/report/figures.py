@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from robustvlm.analysis.ladder import is_vlm_cell
 from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
@@ -27,9 +28,13 @@ from robustvlm.report.reward_report import summary_table as matrix_summary_table
 from robustvlm.report.tables import markdown_table
 
 
-def _ladder(results: Mapping) -> str:
-    table = summary_table(results["summary"], "final")
-    return markdown_table(table.header, table.rows)
+def _ladder_cells(vlm: bool) -> Callable[[Mapping], str]:
+    """The ladder's table of its VLM rungs (`vlm`) or of the others."""
+    def table(results: Mapping) -> str:
+        cells = {cell: v for cell, v in results["summary"].items() if is_vlm_cell(cell) == vlm}
+        made = summary_table(cells, "final")
+        return markdown_table(made.header, made.rows)
+    return table
 
 
 def _reward_matrix(results: Mapping) -> str:
@@ -61,7 +66,8 @@ def _invariance_spread(runs: Mapping[str, Mapping]) -> str:
 
 #: figure name -> (the demo that writes its results.json, the table made from it)
 FIGURES: dict[str, tuple[str, Callable[[Mapping], str]]] = {
-    "ladder": ("demo ladder", _ladder),
+    "ladder": ("demo ladder", _ladder_cells(vlm=False)),
+    "ladder-vlm": ("demo ladder", _ladder_cells(vlm=True)),
     "reward-matrix": ("demo reward", _reward_matrix),
     "reward-linear": ("demo reward", _reward_linear),
     "invariance": ("demo invariance", _invariance),

@@ -148,6 +148,19 @@ def protocol_text(results: Mapping) -> str:
             f"{len(plan['seeds'])}; {results['seconds']:.0f} s.")
 
 
+def vlm_protocol_text(results: Mapping) -> str:
+    """How the `vlm:` rungs were trained (empty when the run has none)."""
+    vlm = results["plan"].get("vlm")
+    if not vlm or not any("/vlm:" in cell for cell in results["summary"]):
+        return ""
+    return (f"VLM rungs: the tiny offline Idefics3 (random weights, built per seed), {vlm['per_env']} images per "
+            f"environment resized to {vlm['image_size']} x {vlm['image_size']}, {vlm['steps']} AdamW steps of "
+            f"{vlm['batch_size']} rows (half from each training environment) at peak lr {vlm['lr']:g} with "
+            f"`train`'s warm-up and cosine decay and gradient clipping at 1, the penalty weight switching from 1 to "
+            f"{vlm['penalty_weight']:g} after {vlm['anneal']} steps (Dynamic BIRM: its own weight after "
+            f"{vlm['anneal']} steps); accuracy: the answer whose first token has the larger logit.")
+
+
 def write_ladder_report(results: Mapping, out_dir: Path) -> tuple[Path, Path]:
     """report.md and report.html (with ladder.png) in `out_dir`."""
     summary = results["summary"]
@@ -160,8 +173,10 @@ def write_ladder_report(results: Mapping, out_dir: Path) -> tuple[Path, Path]:
         Paragraph(protocol_text(results)),
         Paragraph("Rungs: `pixels` is the IRM paper's MLP on the 2 x 14 x 14 pixels; `tower:M` is the same MLP "
                   "head on the standardised pooled features of model M's frozen vision tower (random-weight "
-                  "tiny models, offline). The VLM's answer head and the fine-tuned VLM are not rungs of this "
-                  "demo yet."),
+                  "tiny models, offline); `vlm:MODE:M` is the generative model M asked the benchmark's "
+                  "two-option question about each picture and trained on its answer tokens as `train` trains "
+                  "it: `head`, backbone frozen, projector and a LoRA on the last decoder layer trained; `lora` "
+                  "and `full`, `train`'s trainable modes. " + vlm_protocol_text(results)),
         Heading("Colour-free accuracy, final step"),
         summary_table(summary, "final"),
         Image("ladder.png", "colour-free accuracy per rung and method"),

@@ -27,14 +27,17 @@ def test_quick_ladder_writes_its_report_and_resumes(tmp_path, monkeypatch):
     assert set(inference) == set(ladder.INFERRED)
     assert all(0.5 <= v["purity_given"] <= 1 and sum(v["sizes"]) == 360 for v in inference.values())
     for run in runs:
-        steps = [e["step"] for e in run["evaluations"]]
-        assert steps == list(range(plan.eval_every, plan.steps + 1, plan.eval_every))
+        every, last = ((plan.vlm.eval_every, plan.vlm.steps) if run["rung"].startswith(ladder.VLM)
+                       else (plan.eval_every, plan.steps))
+        assert [e["step"] for e in run["evaluations"]] == list(range(every, last + 1, every))
     report = (out / "report.md").read_text()
     assert "Quick run" in report and "grayscale oracle" in report and "ladder.png" in report
     assert "Environments inferred from data" in report and "± 0.0" not in report  # one seed: no spread
+    assert "VLM rungs: the tiny offline Idefics3" in report and "mnist/vlm:head:tiny:idefics3" in report
     assert (out / "report.html").is_file() and (out / "ladder.png").stat().st_size > 0
 
     calls = []
     monkeypatch.setattr(ladder, "fit_mlp", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(ladder, "vlm_evaluations", lambda *a, **k: calls.append(a))
     assert main(["demo", "ladder", "--quick", "--out", str(out)]) == 0
     assert calls == []  # every run was kept: nothing trains again

@@ -8,8 +8,11 @@ and the same objective classes (`objectives`, the ones `train` uses) on models o
   VLM's own, `tiny:idefics3`; a tiny CLIP's, `tiny:clip`; both random-weight offline models),
   each image given to the tower as an RGB picture (channel 0 red, channel 1 green), features
   standardised with the training rows' mean and sd;
-- the VLM's answer head and the fine-tuned VLM (the issue's rungs 3 and 4) are not part of this
-  demo yet: `robustvlm sweep configs/study_digits.yaml` measures the fine-tuned VLM.
+- rung `vlm:<mode>:<model>` (`ladder_vlm`): the generative VLM asked the benchmark's
+  two-option question about each picture, trained on the answer tokens as `train` trains it:
+  `head`, backbone frozen, projector and a LoRA on the last decoder layer trained (the issue's
+  rung 3); `lora` and `full` (rung 4), with mini-batches, AdamW and `train`'s schedule
+  (`VLM_PLAN`).
 
 Methods: ERM, IRMv1, V-REx, BIRM, Dynamic BIRM, and the grayscale oracle (ERM on inputs whose
 colour is removed: the two channels summed). Hyperparameters: the IRM paper's selected ones
@@ -37,16 +40,17 @@ from typing import Any
 
 import numpy as np
 import torch
-from PIL import Image
 
 from robustvlm.analysis.env_inference import cluster_split, eiil_split, loss_split, purity
-from robustvlm.analysis.ladder import ORACLE, summarize
+from robustvlm.analysis.ladder import ORACLE, VLM, summarize
 from robustvlm.analysis.selection import colour_rule_prototypes
 from robustvlm.data.colored_mnist import ColouredEnv, colored_mnist
 from robustvlm.data.synth.shortcut import COLOUR_ENVS, LABEL_NOISE
 from robustvlm.linear.mlp import fit_mlp
 from robustvlm.models.backends import load_backend
 from robustvlm.objectives import build_objective
+from robustvlm.workflows.demos.ladder_vlm import MODES as VLM_MODES
+from robustvlm.workflows.demos.ladder_vlm import VLMRungPlan, rgb_pictures, vlm_evaluations
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
 METHODS = ("erm", "irm", "vrex", "birm", "dynamic_birm", ORACLE)
@@ -61,15 +65,20 @@ INFERRED_METHODS = ("irm", "dynamic_birm")
 JOBS_DIR = "jobs"
 FEATURES_DIR = "features"
 
+#: The VLM rungs' training (`ladder_vlm`).
+VLM_PLAN = VLMRungPlan(per_env=500, image_size=32, steps=150, anneal=60, batch_size=64, lr=1e-3, eval_every=50,
+                       penalty_weight=100.0)
+
 #: The IRM paper's selected hyperparameters (facebookresearch/InvariantRiskMinimization,
 #: reproduce_paper_results.sh); its MLP is 390 wide.
 PAPER = {"hidden": 390, "l2": 0.00110794568, "lr": 0.0004898536566546834, "steps": 501, "anneal": 190,
          "penalty_weight": 91257.18613115903}
 
 
-def method_hparams(anneal: int) -> dict[str, dict[str, Any]]:
-    """Each method's hyperparameters: the paper's penalty schedule switching at `anneal` steps."""
-    schedule = {"lambda": PAPER["penalty_weight"], "lambda_before": 1.0, "anneal_steps": anneal,
+def method_hparams(anneal: int, weight: float = PAPER["penalty_weight"]) -> dict[str, dict[str, Any]]:
+    """Each method's hyperparameters: the paper's penalty schedule switching at `anneal` steps
+    (to `weight`, by default the paper's)."""
+    schedule = {"lambda": weight, "lambda_before": 1.0, "anneal_steps": anneal,
                 "reset_optimizer_at_anneal": False}
     return {
         "erm": {},
@@ -79,6 +88,12 @@ def method_hparams(anneal: int) -> dict[str, dict[str, Any]]:
         "dynamic_birm": {"k_skip": anneal},
         ORACLE: {},
     }
+
+
+def vlm_hparams(vlm: VLMRungPlan) -> dict[str, dict[str, Any]]:
+    """The VLM rungs' method hyperparameters: the paper's schedule at `vlm.anneal` steps to
+    `vlm.penalty_weight`."""
+    return method_hparams(vlm.anneal, vlm.penalty_weight)
 
 
 @dataclass(frozen=True)
@@ -96,6 +111,8 @@ class LadderPlan:
         workers: processes the runs are spread over.
         infer_on: (source, rung) cells where environments are also inferred from data
             (`INFERRED`) and `INFERRED_METHODS` are trained on them.
+        vlm: how the `vlm:` rungs train (`ladder_vlm`); their images per environment
+            `vlm.per_env` instead of `per_env`.
     """
 
     rungs: tuple[tuple[str, str], ...]
@@ -109,16 +126,20 @@ class LadderPlan:
     workers: int = 2
     methods: tuple[str, ...] = METHODS
     infer_on: tuple[tuple[str, str], ...] = ()
+    vlm: VLMRungPlan = VLM_PLAN
 
 
 FULL = LadderPlan(
     rungs=(("fashion", PIXELS), ("fashion", TOWER + "tiny:idefics3"), ("fashion", TOWER + "tiny:clip"),
-           ("mnist", PIXELS)),
+           ("mnist", PIXELS), *(("fashion", f"{VLM}{mode}:tiny:idefics3") for mode in VLM_MODES)),
     per_env=5000, hidden=128, steps=PAPER["steps"], eval_every=50, seeds=(0, 1, 2),
     infer_on=(("fashion", PIXELS),),
 )
-QUICK = LadderPlan(rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:clip")), per_env=200, hidden=32, steps=40,
-                   eval_every=20, seeds=(0,), anneal=20, workers=1, infer_on=(("mnist", PIXELS),))
+QUICK = LadderPlan(rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:clip"), ("mnist", VLM + "head:tiny:idefics3")),
+                   per_env=200, hidden=32, steps=40, eval_every=20, seeds=(0,), anneal=20, workers=1,
+                   infer_on=(("mnist", PIXELS),),
+                   vlm=VLMRungPlan(per_env=40, image_size=16, steps=6, anneal=3, batch_size=8, lr=1e-3, eval_every=3,
+                                   penalty_weight=100.0))
 
 
 @dataclass
@@ -135,19 +156,11 @@ class RungData:
         self.dim = next(iter(self.inputs.values())).shape[1]
 
 
-def rgb_pictures(env: ColouredEnv, *, grey: bool) -> list[Image.Image]:
-    """The 14 x 14 inputs as RGB pictures: channel 0 red, channel 1 green; `grey`: the summed
-    channels in all three."""
-    planes = env.inputs.sum(1, keepdims=True).repeat(3, 1) if grey else np.concatenate(
-        [env.inputs, np.zeros_like(env.inputs[:, :1])], axis=1)
-    pixels = (np.clip(planes, 0, 1) * 255).astype(np.uint8).transpose(0, 2, 3, 1)
-    return [Image.fromarray(p) for p in pixels]
-
-
 def rung_data(envs: list[ColouredEnv], rung: str) -> RungData:
-    """The inputs of a rung (module doc) for the four environments."""
+    """The inputs of a rung (module doc) for the four environments (a VLM rung's: the pixels,
+    drawn as pictures by `ladder_vlm`)."""
     labels = {e.name: e.labels for e in envs}
-    if rung == PIXELS:
+    if rung == PIXELS or rung.startswith(VLM):
         return RungData({e.name: e.inputs.reshape(len(e.inputs), -1) for e in envs},
                         {e.name: e.inputs.sum(1).reshape(len(e.inputs), -1) for e in envs}, labels)
     if not rung.startswith(TOWER):
@@ -156,7 +169,8 @@ def rung_data(envs: list[ColouredEnv], rung: str) -> RungData:
     torch.manual_seed(0)
     kinds = {}
     for grey in (False, True):
-        raw = {e.name: backend.embed_images(rgb_pictures(e, grey=grey), batch_size=256, normalize=False)
+        raw = {e.name: backend.embed_images(rgb_pictures(e.inputs.sum(1, keepdims=True) if grey else e.inputs),
+                                            batch_size=256, normalize=False)
                for e in envs}
         train = np.concatenate([raw[name] for name in TRAIN_ENVS])
         mean, sd = train.mean(0), train.std(0) + 1e-6
@@ -188,8 +202,13 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
     if envs != GIVEN:
         env = np.load(features / _inferred_file(source, rung))[envs]
         env_names = [f"{envs}-{i}" for i in range(int(env.max()) + 1)]
+    vlm = rung.startswith(VLM)
     objective = build_objective("erm" if method == ORACLE else method, env_names,
-                                method_hparams(plan.anneal)[method])
+                                (vlm_hparams(plan.vlm) if vlm else method_hparams(plan.anneal))[method])
+    if vlm:
+        evaluations = vlm_evaluations(objective, rung, source, seed, plan.vlm, inputs, labels, splits)
+        return {"source": source, "rung": rung, "method": method, "seed": seed, "envs": envs, "diverged": False,
+                "evaluations": evaluations}
     evaluations: list[dict[str, Any]] = []
 
     def evaluate(step: int, fit) -> None:
@@ -216,7 +235,7 @@ def prepare_features(plan: LadderPlan, folder: Path) -> None:
         path = folder / _feature_file(source, rung)
         if path.is_file():
             continue
-        envs = colored_mnist(source, seed=0, limit=plan.per_env)
+        envs = colored_mnist(source, seed=0, limit=plan.vlm.per_env if rung.startswith(VLM) else plan.per_env)
         data = rung_data(envs, rung)
         arrays = {f"{kind}/{name}": getattr(data, kind)[name] for kind in ("inputs", "grey", "labels")
                   for name in data.labels}
@@ -279,12 +298,13 @@ def prepare_inferred_envs(plan: LadderPlan, folder: Path) -> dict[str, Any]:
     return report
 
 
-def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool = True) -> dict[str, Any]:
-    """Run the ladder (`QUICK` or `FULL`), write results.json, runs.jsonl, report.md/html and the
-    figure into `out_dir`; returns the results.json content."""
+def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool = True,
+                    plan: LadderPlan | None = None) -> dict[str, Any]:
+    """Run the ladder (`plan`; by default `QUICK` or `FULL`), write results.json, runs.jsonl,
+    report.md/html and the figure into `out_dir`; returns the results.json content."""
     from robustvlm.report.ladder import write_ladder_report
 
-    plan = QUICK if quick else FULL
+    plan = plan or (QUICK if quick else FULL)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -302,7 +322,8 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
         for run in runs:
             f.write(json.dumps(run) + "\n")
     results = {"quick": quick, "seconds": round(seconds, 1), "plan": asdict(plan), "paper": PAPER,
-               "method_hparams": method_hparams(plan.anneal), "train_envs": list(TRAIN_ENVS), "test_envs": list(TEST_ENVS),
+               "method_hparams": method_hparams(plan.anneal), "vlm_method_hparams": vlm_hparams(plan.vlm),
+               "train_envs": list(TRAIN_ENVS), "test_envs": list(TEST_ENVS),
                "summary": summarize([r for r in runs if r["envs"] == GIVEN], TRAIN_ENVS, TEST_ENVS, PROTOTYPES),
                "inference": inference,
                "inferred_summary": {envs: summarize([r for r in runs if r["envs"] == envs], TRAIN_ENVS, TEST_ENVS,

@@ -1,0 +1,147 @@
+"""The invariance ladder's VLM rungs (`workflows.demos.ladder`): the generative model asked a
+two-option question about each Colored MNIST picture, trained on the answer tokens with the
+objective classes `train` uses (`training.answer_fit`).
+
+A rung `vlm:<mode>:<model>`, mode:
+
+- `head` (the issue's rung 3, the answer head): vision tower and text decoder frozen; the
+  projector (`connector`) and a LoRA on the last decoder layer trained (`train`'s
+  `trainable: lora` with `lora.target_modules` on that layer and `lora.modules_to_save:
+  [connector]`);
+- `lora`, `full` (rung 4): `train`'s `trainable: lora` (every decoder layer) and `full`.
+
+The model is the tiny offline Idefics3 (random weights: no pretrained VLM is available
+offline), built per seed, so the seed sets the frozen backbone as well as the batches. Its
+pictures are the rung's 14 x 14 inputs drawn as RGB (channel 0 red, channel 1 green; the
+grayscale oracle's the summed channels in all three), resized by the processor to
+`image_size`. The question and the two answers are the built-in benchmark's for the source
+(`digits` for mnist, `fashion-spurious` for fashion).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from robustvlm.analysis.ladder import VLM
+from robustvlm.data.collate import VLMCollator
+from robustvlm.data.records import Example
+from robustvlm.data.synth import digits
+from robustvlm.data.synth.real import SPURIOUS_ANSWERS, SPURIOUS_INSTRUCTION
+from robustvlm.models.answer import AnswerModel
+from robustvlm.models.loading import load_vlm
+from robustvlm.models.trainable import DECODER_PROJECTIONS, configure_trainable, find_parts
+from robustvlm.objectives import Objective
+from robustvlm.training.answer_fit import AnswerRows, candidate_correct, env_rows, fit_answer
+
+MODES = ("head", "lora", "full")
+QUESTIONS = {"mnist": (digits.INSTRUCTION, digits.ANSWERS), "fashion": (SPURIOUS_INSTRUCTION, SPURIOUS_ANSWERS)}
+
+
+@dataclass(frozen=True)
+class VLMRungPlan:
+    """How the VLM rungs train: `per_env` images per environment, pictures resized to
+    `image_size`, `steps` AdamW steps of `batch_size` rows at peak `lr`, the penalty weight
+    switching to `penalty_weight` after `anneal` steps (the IRM paper's 91257 collapses every
+    fixed-weight method to a constant answer here: README, "The invariance ladder"), evaluations
+    every `eval_every` steps; `candidates_only`: the objective sees the two answers' logits only
+    (`training.answer_fit.fit_answer`)."""
+
+    per_env: int | None
+    image_size: int
+    steps: int
+    anneal: int
+    batch_size: int
+    lr: float
+    eval_every: int
+    penalty_weight: float
+    candidates_only: bool = False
+
+
+def parse_rung(rung: str) -> tuple[str, str]:
+    """(mode, model name) of a rung `vlm:<mode>:<model>`."""
+    mode, _, model = rung[len(VLM):].partition(":")
+    if not rung.startswith(VLM) or mode not in MODES or not model:
+        raise ValueError(f"a VLM rung is vlm:<{'|'.join(MODES)}>:<model>, not {rung!r}")
+    return mode, model
+
+
+def rgb_pictures(planes: np.ndarray) -> list[Image.Image]:
+    """[n, c, h, w] inputs in [0, 1] as RGB pictures: c = 2, channel 0 red and channel 1 green;
+    c = 1, grey (the plane in all three)."""
+    rgb = planes.repeat(3, 1) if planes.shape[1] == 1 else np.concatenate([planes, np.zeros_like(planes[:, :1])], 1)
+    pixels = (np.clip(rgb, 0, 1) * 255).astype(np.uint8).transpose(0, 2, 3, 1)
+    return [Image.fromarray(p) for p in pixels]
+
+
+def _png(picture: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def build_vlm(rung: str, seed: int, source: str, image_size: int) -> tuple[torch.nn.Module, Any]:
+    """(the rung's model with its trainable parameters set, processor); weights from `seed`."""
+    mode, name = parse_rung(rung)
+    question, answers = QUESTIONS[source]
+    model, processor = load_vlm(name, tiny_options={"image_size": image_size, "seed": seed},
+                                corpus=[question, *answers])
+    torch.manual_seed(seed)  # the LoRA's initial weights
+    if mode == "head":
+        parts = find_parts(model)
+        last = len(parts.decoder.layers) - 1
+        targets = rf"{re.escape(parts.decoder_path)}\.layers\.{last}\..*\.({'|'.join(DECODER_PROJECTIONS)})"
+        projector = next(n for n, m in model.named_modules() if m is parts.projector).rsplit(".", 1)[-1]
+        return configure_trainable(model, mode="lora", lora={"target_modules": targets,
+                                                              "modules_to_save": [projector]}), processor
+    return configure_trainable(model, mode=mode), processor
+
+
+def answer_rows(processor: Any, source: str, inputs: np.ndarray, labels: np.ndarray, env_id: dict[str, int],
+                env: str) -> AnswerRows:
+    """One environment's rows: [n, c * 14 * 14] inputs (c = 2 coloured, 1 grey), [n] 0/1 labels."""
+    question, answers = QUESTIONS[source]
+    pictures = rgb_pictures(inputs.reshape(len(inputs), -1, 14, 14))
+    examples = [Example(f"{env}-{i}", _png(p), question, answers[int(y)], env)
+                for i, (p, y) in enumerate(zip(pictures, labels))]
+    candidates = torch.tensor([processor.tokenizer.encode(a, add_special_tokens=False)[0] for a in answers])
+    return env_rows(VLMCollator(processor, env_id, train=True), examples, candidates)
+
+
+def vlm_evaluations(
+    objective: Objective,
+    rung: str,
+    source: str,
+    seed: int,
+    plan: VLMRungPlan,
+    inputs: dict[str, np.ndarray],
+    labels: dict[str, np.ndarray],
+    splits: dict[str, tuple[np.ndarray, np.ndarray]],
+) -> list[dict[str, Any]]:
+    """Train the rung's model on the training rows of the training environments (`splits`:
+    name -> (training rows, held-out rows); their order is the objective's env ids) and return
+    its evaluations: [{"step", "acc": {env: accuracy on all its rows}, "val": {training env:
+    accuracy on its held-out rows}}] (accuracies 0-1)."""
+    vlm, processor = build_vlm(rung, seed, source, plan.image_size)
+    env_id = {name: i for i, name in enumerate(splits)}
+    rows = {name: answer_rows(processor, source, inputs[name], labels[name], env_id, name) for name in inputs}
+    evaluations: list[dict[str, Any]] = []
+
+    def evaluate(step: int, model: AnswerModel) -> None:
+        correct = {name: candidate_correct(model, r) for name, r in rows.items()}
+        evaluations.append({
+            "step": step,
+            "acc": {name: float(c.mean()) for name, c in correct.items()},
+            "val": {name: float(correct[name][held].mean()) for name, (_, held) in splits.items()},
+        })
+
+    train = [AnswerRows(rows[name].take(kept), rows[name].candidates) for name, (kept, _) in splits.items()]
+    fit_answer(objective, vlm, train, steps=plan.steps, lr=plan.lr, batch_size=plan.batch_size, seed=seed,
+               candidates_only=plan.candidates_only, eval_every=plan.eval_every, on_eval=evaluate)
+    return evaluations
