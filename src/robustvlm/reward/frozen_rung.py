@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,7 +28,7 @@ from robustvlm.analysis.reward import sfc_distribution
 from robustvlm.analysis.reward_matrix import MatrixRun, aggregate_matrix
 from robustvlm.data.preferences import PreferencePair
 from robustvlm.models.loading import load_vlm
-from robustvlm.models.reward import RewardModel, candidate_states
+from robustvlm.models.reward import RewardModel, candidate_states, hidden_size, new_head
 from robustvlm.reward.linear_rung import train_linear_rewards
 from robustvlm.reward.scoring import view_image
 
@@ -35,7 +36,7 @@ from robustvlm.reward.scoring import view_image
 LABELS = {"standard": "multimodal", "text_only": "drop", "shortcut_aware": "multimodal"}
 
 
-def pair_states(model: RewardModel, processor, pairs: Sequence[PreferencePair], view: str) -> np.ndarray:
+def pair_states(model: RewardModel, processor: Any, pairs: Sequence[PreferencePair], view: str) -> np.ndarray:
     """[n, 2, d] float64: the hidden states the head reads for each pair's chosen and rejected
     response, in `view` ("multimodal" or "drop")."""
     rows = []
@@ -50,9 +51,9 @@ def pair_states(model: RewardModel, processor, pairs: Sequence[PreferencePair], 
 def frozen_states(backbone: str | Path, pairs: Sequence[PreferencePair]) -> dict[str, np.ndarray]:
     """{view: [n, 2, d]} states of `pairs` under the frozen `backbone` (a model folder), with and
     without the image."""
-    torch.manual_seed(0)  # the head is never used; its draw must not move other RNG users
     vlm, processor = load_vlm(str(backbone))
-    model = RewardModel(vlm.eval())
+    head = new_head(hidden_size(vlm), generator=torch.Generator().manual_seed(0))  # unused: states only
+    model = RewardModel(vlm.eval(), head)
     return {view: pair_states(model, processor, pairs, view) for view in ("multimodal", "drop")}
 
 
