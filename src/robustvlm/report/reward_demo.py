@@ -10,7 +10,14 @@ import numpy as np
 
 from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
-from robustvlm.report.reward_report import bon_curves, matrix_blocks, pct, sfd_cells_text
+from robustvlm.report.reward_report import (
+    bon_curves,
+    cell_tables,
+    matrix_blocks,
+    pct,
+    sfd_cells_text,
+    sfd_table,
+)
 
 
 def _seeds(diff: Mapping) -> str:
@@ -204,4 +211,14 @@ def ladder_blocks(linear: Mapping, frozen: Mapping, full: Mapping, *, frozen_set
                   "SFC as fractions). Rungs 1 and 2: every training pair under the final weights; rung 3: "
                   "the logged batches of the second half of training."),
         sfc_table,
+        *rung_cells(frozen),
     ]
+
+
+def rung_cells(frozen: Mapping) -> list[Block]:
+    """Rung 2's matrices and SFD per o.o.d. cell (rung 3's are in the matrix section)."""
+    results = MatrixResults.from_dict(frozen["matrix"])
+    table = sfd_table(results)
+    return [Paragraph("Rung 2, per cell (rows: trained on; columns: tested on):"), *cell_tables(results),
+            *([Paragraph("Rung 2's SFD per o.o.d. cell (points) and the correlation of the heads' reward "
+                         "differences with the text-only head's:"), table] if table is not None else [])]
