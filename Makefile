@@ -47,7 +47,7 @@ figures: install
 	$(BIN)/robustvlm demo ladder --out figures/ladder
 	$(BIN)/robustvlm demo reward --out figures/reward
 	$(BIN)/python -m robustvlm.report.figures README.md ladder=figures/ladder reward-matrix=figures/reward reward-linear=figures/reward \
-		reward-ladder=figures/reward reward-ladder-sfc=figures/reward
+		reward-ladder=figures/reward reward-ladder-sfc=figures/reward reward-ladder-runs=figures/reward
 
 test: install
 	$(BIN)/python -m pytest tests -p no:cacheprovider

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from robustvlm.report.reward_demo import ladder_tables, verdict
+from robustvlm.report.reward_demo import full_runs_table, ladder_tables, verdict
 
 
 def diff(values: list[float]) -> dict:
@@ -64,3 +64,12 @@ def test_ladder_tables_pair_each_rung_by_seed():
     assert rows["1 linear", "standard"][4:6] == ["50.0", "1 of 2"]  # one SFD undefined
     assert rows["3 full model", "text_only"][4:] == ["—", "—", "—"]
     assert weights.rows[0][1:] == ["90.0 ± 0.0", "10.0 ± 0.0", "20.0 ± 0.0", "0.90 ± 0.00", "0.40 ± 0.00", "50.0 ± 0.0"]
+
+
+def test_full_runs_table_gives_each_runs_weight_shift_and_gain():
+    cells = {label: {f"a->{t}": {"values": [v, 0.0]} for t, v in zip("abc", values)}
+             for label, values in (("standard", [0.9, 0.2, 0.4]), ("shortcut_aware", [0.8, 0.5, 0.5]))}
+    sfc = {"proxy_wrong": 0.1, "weight_proxy_wrong": 0.25}
+    table = full_runs_table({"matrix": {"seeds": [3, 4], "test_envs": ["a", "b", "c"], "cells": cells},
+                             "proxy": {"runs": [{"seed": 3, "env": "a", "sfc": sfc}]}})
+    assert table.rows == [["3", "a", "10.0", "25.0", "2.50", "+20.0"]]  # (0.5 + 0.5) / 2 - (0.2 + 0.4) / 2

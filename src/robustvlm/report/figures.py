@@ -20,7 +20,7 @@ from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.report.ladder import summary_table
 from robustvlm.report.page import Table
-from robustvlm.report.reward_demo import ladder_tables, linear_rung_blocks
+from robustvlm.report.reward_demo import full_runs_table, ladder_tables, linear_rung_blocks
 from robustvlm.report.reward_report import summary_table as matrix_summary_table
 from robustvlm.report.tables import markdown_table
 
@@ -46,6 +46,11 @@ def _reward_ladder(results: Mapping, which: int) -> str:
     return markdown_table(table.header, table.rows)
 
 
+def _reward_ladder_runs(results: Mapping) -> str:
+    table = full_runs_table({"matrix": results["matrix"], "proxy": results["full_proxy"]})
+    return markdown_table(table.header, table.rows)
+
+
 #: figure name -> (the demo that writes its results.json, the table made from it)
 FIGURES: dict[str, tuple[str, Callable[[Mapping], str]]] = {
     "ladder": ("demo ladder", _ladder),
@@ -53,6 +58,7 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], str]]] = {
     "reward-linear": ("demo reward", _reward_linear),
     "reward-ladder": ("demo reward", lambda results: _reward_ladder(results, 0)),
     "reward-ladder-sfc": ("demo reward", lambda results: _reward_ladder(results, 1)),
+    "reward-ladder-runs": ("demo reward", _reward_ladder_runs),
 }
 
 

@@ -211,8 +211,35 @@ def ladder_blocks(linear: Mapping, frozen: Mapping, full: Mapping, *, frozen_set
                   "SFC as fractions). Rungs 1 and 2: every training pair under the final weights; rung 3: "
                   "the logged batches of the second half of training."),
         sfc_table,
+        Paragraph("Rung 3 run by run: the shortcut-aware run's proxy-wrong pairs, their share of the SFC "
+                  "weight and its ratio to their share of the pairs (1: uniform weights), beside the run's "
+                  "o.o.d. accuracy minus the standard run's of the same seed and environment (points)."),
+        full_runs_table(full),
         *rung_cells(frozen),
     ]
+
+
+def _row_ood(matrix: Mapping, label: str, env: str, index: int) -> float:
+    """Mean accuracy of `label`'s model trained on `env` (seed number `index`) over the other
+    test environments: its row of the matrix off the diagonal."""
+    return float(np.mean([matrix["cells"][label][f"{env}->{test}"]["values"][index]
+                          for test in matrix["test_envs"] if test != env]))
+
+
+def full_runs_table(full: Mapping) -> Table:
+    """Per shortcut-aware run of the matrix (`full["proxy"]["runs"]`): where its logged SFC
+    weights fell and its o.o.d. gain over the standard run of the same seed and environment
+    (mean over the o.o.d. cells of that row of the matrix)."""
+    matrix = full["matrix"]
+    rows = []
+    for run in full["proxy"]["runs"]:
+        index, env = matrix["seeds"].index(run["seed"]), run["env"]
+        gain = _row_ood(matrix, "shortcut_aware", env, index) - _row_ood(matrix, "standard", env, index)
+        wrong, weight = run["sfc"]["proxy_wrong"], run["sfc"]["weight_proxy_wrong"]
+        ratio = f"{weight / wrong:.2f}" if wrong and weight is not None else "—"
+        rows.append([str(run["seed"]), env, _spread_text([wrong]), _spread_text([weight]), ratio, f"{100 * gain:+.1f}"])
+    return Table(["seed", "trained on", "pairs the proxy ranks wrong", "their share of the SFC weight",
+                  "ratio", "o.o.d. minus standard (points)"], rows)
 
 
 def rung_cells(frozen: Mapping) -> list[Block]:

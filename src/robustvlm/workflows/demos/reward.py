@@ -185,14 +185,16 @@ def cached_states(out: Path, policy: Path, pairs: list[PreferencePair]) -> dict[
 
 def full_rung_proxy(out: Path, plan: RewardDemoPlan, envs: list[str]) -> dict[str, list]:
     """Per seed, the proxy's logged training accuracy and where the SFC weights fell, from the
-    matrix's shortcut-aware runs (`analysis.reward.logged_sfc`)."""
-    proxy: dict[str, list] = {"train_accuracy": [], "sfc": []}
+    matrix's shortcut-aware runs (`analysis.reward.logged_sfc`); "runs": the same per run
+    ({"seed", "env", "sfc"})."""
+    proxy: dict[str, list] = {"train_accuracy": [], "sfc": [], "runs": []}
     for seed in plan.seeds:
         logs = [read_jsonl(out / "matrix" / "runs" / "shortcut_aware" / f"seed-{seed}" / env / "train" / "train_log.jsonl")
                 for env in envs]
         summary = logged_sfc(logs)
         proxy["train_accuracy"].append(summary["train_accuracy"])
         proxy["sfc"].append(summary["sfc"])
+        proxy["runs"] += [{"seed": seed, "env": env, "sfc": logged_sfc([log])["sfc"]} for env, log in zip(envs, logs)]
     return proxy
 
 
