@@ -41,7 +41,7 @@ demo-quick: install
 demo-reward: install
 	$(BIN)/robustvlm demo reward --out demo_reward
 
-# The measured tables of README.md, rewritten from the full demos' results.json (about 25 min on
+# The measured tables of README.md, rewritten from the full demos' results.json (about 30 min on
 # 2 cores); docs/quick_figures.md holds the quick demos' tables, which `make test` checks.
 figures: install
 	$(BIN)/robustvlm demo ladder --out figures/ladder
