@@ -60,8 +60,8 @@ NOT_RUN = {
     "robustvlm robustness task-signal my.yaml workers=1 --out ts": "the user's own config",
     "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --out studies/dynamic_birm_smolvlm": "hub model and data (GPU machine); its dry run is run here",
     "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --out studies/shortcut_aware_rm": "hub model and data (GPU machine); its dry run is run here",
-    "robustvlm rm matrix configs/reward/matrix_long_400.yaml --out runs/matrix_long_400": "needs the full reward demo's policy (15 min) and 25 min more; tests/workflows/test_rm_matrix.py checks the config",
-    "robustvlm rm matrix configs/reward/matrix_cue70.yaml --out runs/matrix_cue70": "needs the full reward demo's policy and 16 min more; tests/workflows/test_rm_matrix.py checks the config",
+    "robustvlm rm matrix configs/reward/matrix_long_400.yaml --out runs/matrix_long_400": "needs the full reward demo's policy (15 min) and 25 min more; tests/workflows/reward/test_matrix.py checks the config",
+    "robustvlm rm matrix configs/reward/matrix_cue70.yaml --out runs/matrix_cue70": "needs the full reward demo's policy and 16 min more; tests/workflows/reward/test_matrix.py checks the config",
 }
 def test_every_documented_line_is_classified():
     unknown = [c for c in documented_commands() if c not in RUNS and c not in NOT_RUN and not _needs_outputs(c)]
