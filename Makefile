@@ -42,7 +42,7 @@ demo-reward: install
 	$(BIN)/robustvlm demo reward --out demo_reward
 
 # The measured tables of README.md and BENCHMARKS.md, rewritten from the full demos' results.json
-# (about 25 min on 2 cores, and about 75 min more for the linear unit tests' settings);
+# (about 30 min on 2 cores, and about 75 min more for the linear unit tests' settings);
 # docs/quick_figures.md holds the quick demos' tables, which `make test` checks.
 INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=6 --n-envs=8 --n-envs=10 --dim-spu=0 --dim-spu=2 --dim-spu=8
 figures: install
@@ -51,7 +51,8 @@ figures: install
 	$(BIN)/robustvlm demo invariance --out figures/invariance/default
 	for s in $(INVARIANCE_SETTINGS); do $(BIN)/robustvlm demo invariance $$s --methods erm,irm --out figures/invariance/$${s#--}; done
 	$(BIN)/robustvlm demo invariance --methods irm,dynamic_birm,irm_eiil,dynamic_birm_eiil --out figures/invariance_eiil
-	$(BIN)/python -m robustvlm.report.figures README.md ladder=figures/ladder ladder-vlm=figures/ladder reward-matrix=figures/reward reward-linear=figures/reward invariance=figures/invariance/default invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
+	$(BIN)/python -m robustvlm.report.figures README.md ladder=figures/ladder ladder-vlm=figures/ladder reward-matrix=figures/reward reward-linear=figures/reward invariance=figures/invariance/default invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil \
+		reward-ladder=figures/reward reward-ladder-sfc=figures/reward reward-ladder-runs=figures/reward
 	$(BIN)/python -m robustvlm.report.figures BENCHMARKS.md invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
 
 test: install

@@ -67,6 +67,8 @@ NOT_RUN = {
         "minutes; the EIIL methods run quick in tests/workflows/demos/test_invariance.py",
     "robustvlm demo invariance --budget paper --launcher configs/launchers/slurm_invariance.yaml":
         "a SLURM cluster (42,000 models); the launcher file is checked to exist and the line to parse",
+    "robustvlm rm matrix configs/reward/matrix_long_400.yaml --out runs/matrix_long_400": "needs the full reward demo's policy (15 min) and 25 min more; tests/workflows/reward/test_matrix.py checks the config",
+    "robustvlm rm matrix configs/reward/matrix_cue70.yaml --out runs/matrix_cue70": "needs the full reward demo's policy and 16 min more; tests/workflows/reward/test_matrix.py checks the config",
 }
 def test_every_documented_line_is_classified():
     unknown = [c for c in documented_commands() if c not in RUNS and c not in NOT_RUN and not _needs_outputs(c)]

@@ -19,7 +19,8 @@ QUICK = ROOT / "docs" / "quick_figures.md"
 @pytest.fixture(scope="module")
 def quick_runs(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("figures")
-    runs = {"ladder": folder / "ladder", "ladder-vlm": folder / "ladder", "reward-linear": folder / "reward", "reward-matrix": folder / "reward"}
+    runs = {"ladder": folder / "ladder", "ladder-vlm": folder / "ladder",
+            **{name: folder / "reward" for name in FIGURES if name.startswith("reward-")}}
     assert main(["demo", "ladder", "--quick", "--out", str(runs["ladder"])]) == 0
     assert main(["demo", "reward", "--quick", "--out", str(runs["reward-linear"])]) == 0
     runs["invariance-spread"] = folder / "invariance"

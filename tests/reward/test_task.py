@@ -54,6 +54,8 @@ def test_shortcut_aware_copy_logs_sfc_per_env_and_saves_only_the_main_branch(tmp
     assert all(0 < r["sfc"] < 1 for r in rows)
     assert {k for r in rows for k in r if k.startswith("sfc/")} <= {f"sfc/{e}" for e in ("clause", "long", "plain", "short")}
     assert any(k.startswith("sfc/") for k in rows[0])
+    assert {"sfc_dist/proxy_wrong", "sfc_dist/above_half", "sfc_dist/weight_proxy_wrong"} <= set(rows[0])
+    assert all(r["sfc_dist/proxy_wrong"] == pytest.approx(1 - r["acc_proxy"]) for r in rows)
     checkpoint = load_file(str(tmp_path / "checkpoints" / "step-000003" / "model_1.safetensors"))
     assert checkpoint  # the proxy is checkpointed (it resumes too) ...
     saved = load_file(str(result.final_dir / "model.safetensors"))

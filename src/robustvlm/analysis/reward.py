@@ -103,6 +103,51 @@ def length_balanced_subset(chosen: Sequence[str], rejected: Sequence[str], *, se
     return np.sort(np.concatenate(keep)).astype(int)
 
 
+def sfc_distribution(sfc: Sequence[float], proxy_correct: Sequence[bool]) -> dict[str, float | None]:
+    """Where the shortcut-failure weights of n training pairs fall: `sfc` [n] in (0, 1), and
+    `proxy_correct` [n], whether the text-only proxy ranks each pair right.
+
+    Returns fractions: `mean` SFC, `above_half` (share of pairs weighted above 0.5), `proxy_wrong`
+    (share of pairs the proxy ranks wrong), `mean_proxy_wrong` / `mean_proxy_right` (mean SFC on
+    each side; None where empty) and `weight_proxy_wrong`, the proxy-wrong pairs' share of the
+    summed weight: equal to `proxy_wrong` when every weight is the same, higher when the weighting
+    shifts training towards the pairs where the shortcut fails.
+    """
+    weights, right = np.asarray(sfc, dtype=float), np.asarray(proxy_correct, dtype=bool)
+    if weights.ndim != 1 or weights.shape != right.shape or weights.size == 0:
+        raise DataError(f"need one proxy verdict per SFC weight (got {weights.shape} and {right.shape})")
+    return {
+        "mean": float(weights.mean()),
+        "above_half": float(np.mean(weights > 0.5)),
+        "proxy_wrong": float(np.mean(~right)),
+        "mean_proxy_wrong": float(weights[~right].mean()) if (~right).any() else None,
+        "mean_proxy_right": float(weights[right].mean()) if right.any() else None,
+        "weight_proxy_wrong": float(weights[~right].sum() / weights.sum()),
+    }
+
+
+def logged_sfc(logs: Sequence[Sequence[Mapping]], *, from_fraction: float = 0.5) -> dict:
+    """Where the SFC weights fell in shortcut-aware training runs, from their logged step rows
+    (`reward.task`: `acc_proxy`, `sfc`, `sfc_dist/<key>`), one list of rows per run: the mean over
+    every run's rows after `from_fraction` of its last step (the weights that acted once the
+    proxy had learned what it learns).
+
+    Returns {"train_accuracy": the proxy's mean batch accuracy, "sfc": {key: mean} with the keys
+    of `sfc_distribution` (None where no row holds the key)}.
+    """
+    kept = [row for rows in logs if rows for row in rows if row["step"] > from_fraction * rows[-1]["step"]]
+    if not kept:
+        raise DataError("no logged shortcut-aware steps to summarise")
+
+    def mean(key: str) -> float | None:
+        values = [row[key] for row in kept if key in row]
+        return float(np.mean(values)) if values else None
+
+    keys = ("above_half", "proxy_wrong", "mean_proxy_wrong", "mean_proxy_right", "weight_proxy_wrong")
+    return {"train_accuracy": mean("acc_proxy"),
+            "sfc": {"mean": mean("sfc"), **{k: mean(f"sfc_dist/{k}") for k in keys}}}
+
+
 def matrix_averages(cells: Mapping[tuple[str, str], float]) -> dict[str, float | None]:
     """i.i.d. (train env == test env, the diagonal) and o.o.d. (the rest) means of a
     generalization matrix {(train env, test env): accuracy}; None where there is no such cell."""

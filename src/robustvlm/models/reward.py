@@ -12,7 +12,7 @@ Save format (`save_reward_model`, read back by `load_reward_model` with identica
 backbone and its processor in `save_pretrained` format (LoRA merged), `reward_head.safetensors`
 (`weight` [1, d]) and `reward_model.json`.
 
-Scoring K responses to one image + query (`candidate_rewards`) runs the prompt once and lets its
+Scoring K responses to one image + query (`candidate_rewards`, the head on `candidate_states`) runs the prompt once and lets its
 key/value cache serve the K responses (`models.loglik.run_shared_prefix`), or, as the independent
 check, K full sequences.
 """
@@ -147,7 +147,7 @@ def load_reward_model(
 
 
 @torch.no_grad()
-def candidate_rewards(
+def candidate_states(
     model: RewardModel,
     processor: Any,
     query: str,
@@ -156,8 +156,9 @@ def candidate_rewards(
     image: Image.Image | None = None,
     shared_prefix: bool = True,
     record: str = "the prompt",
-) -> list[float]:
-    """Rewards of K responses to `query` about `image` (None: a text-only prompt).
+) -> torch.Tensor:
+    """Hidden states [K, d] the head reads for K responses to `query` about `image` (None: a
+    text-only prompt): the last-layer state at each response's end-of-turn token.
 
     Each response is scored as the sequence training builds: the prompt as the processor encodes
     it, then the reply tokens up to its end-of-turn token (`data.collate.reply_ids`).
@@ -186,5 +187,17 @@ def candidate_rewards(
             states = model.hidden(full_sequence_inputs(prefix, ids, mask, appended_token_values(processor)),
                                   use_cache=False).last_hidden_state
             last = last + prefix["input_ids"].shape[1]
-    return model.score(states[torch.arange(len(rows), device=device), last]).tolist()
+    return states[torch.arange(len(rows), device=device), last]
 
+
+@torch.no_grad()
+def candidate_rewards(
+    model: RewardModel,
+    processor: Any,
+    query: str,
+    responses: Sequence[str],
+    **options: Any,
+) -> list[float]:
+    """Rewards of K responses to `query`: the head on `candidate_states` (same `options`: image,
+    shared_prefix, record)."""
+    return model.score(candidate_states(model, processor, query, responses, **options)).tolist()

@@ -23,7 +23,7 @@ from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
 from robustvlm.report.ladder import summary_table
 from robustvlm.report.page import Table
-from robustvlm.report.reward_demo import linear_rung_blocks
+from robustvlm.report.reward_demo import full_runs_table, ladder_tables, linear_rung_blocks
 from robustvlm.report.reward_report import summary_table as matrix_summary_table
 from robustvlm.report.tables import markdown_table
 
@@ -64,6 +64,17 @@ def _invariance_spread(runs: Mapping[str, Mapping]) -> str:
     return markdown_table(table.header, table.rows)
 
 
+def _reward_ladder(results: Mapping, which: int) -> str:
+    full = {"matrix": results["matrix"], "proxy": results["full_proxy"]}
+    table = ladder_tables(results["linear"], results["frozen"], full)[which]
+    return markdown_table(table.header, table.rows)
+
+
+def _reward_ladder_runs(results: Mapping) -> str:
+    table = full_runs_table({"matrix": results["matrix"], "proxy": results["full_proxy"]})
+    return markdown_table(table.header, table.rows)
+
+
 #: figure name -> (the demo that writes its results.json, the table made from it)
 FIGURES: dict[str, tuple[str, Callable[[Mapping], str]]] = {
     "ladder": ("demo ladder", _ladder_cells(vlm=False)),
@@ -73,6 +84,9 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], str]]] = {
     "invariance": ("demo invariance", _invariance),
     "invariance-spread": ("demo invariance", _invariance_spread),
     "invariance-eiil": ("demo invariance", _invariance_eiil),
+    "reward-ladder": ("demo reward", lambda results: _reward_ladder(results, 0)),
+    "reward-ladder-sfc": ("demo reward", lambda results: _reward_ladder(results, 1)),
+    "reward-ladder-runs": ("demo reward", _reward_ladder_runs),
 }
 GRIDS = ("invariance-spread",)
 """Figures made from several runs: their folder holds one demo output folder per run."""

@@ -10,7 +10,14 @@ import numpy as np
 
 from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
-from robustvlm.report.reward_report import bon_curves, matrix_blocks, pct, sfd_cells_text
+from robustvlm.report.reward_report import (
+    bon_curves,
+    cell_tables,
+    matrix_blocks,
+    pct,
+    sfd_cells_text,
+    sfd_table,
+)
 
 
 def _seeds(diff: Mapping) -> str:
@@ -127,6 +134,118 @@ def linear_rung_blocks(rows: Mapping[str, Mapping[str, list]]) -> list[Block]:
         Table(["loss", "image feature's share of the weight", "train accuracy", "o.o.d. accuracy",
                "SFD (points)"], table),
         Paragraph(f"The text-only proxy's o.o.d. accuracy: {_spread_text(proxy['ood_accuracy'])}; SFC weights in "
-                  f"training: mean {_spread_text(proxy['sfc_mean'], 1.0, 2)}, share above 0.5 "
-                  f"{_spread_text(proxy['sfc_above_half'])}%."),
+                  f"training: mean {_spread_text([d['mean'] for d in proxy['sfc']], 1.0, 2)}, share above 0.5 "
+                  f"{_spread_text([d['above_half'] for d in proxy['sfc']])}%."),
     ]
+
+
+LADDER_LOSSES = ("standard", "text_only", "shortcut_aware")
+SFC_KEYS = ("proxy_wrong", "weight_proxy_wrong", "mean_proxy_wrong", "mean_proxy_right", "above_half")
+
+
+def _ladder_losses(linear: Mapping, frozen: Mapping, full: Mapping) -> list[tuple[str, dict]]:
+    """[(rung, {loss: {"iid", "ood", "sfd": per-seed lists, "cells": (defined, scored)}})]: the
+    linear rung's one o.o.d. environment is one cell per seed."""
+    rungs = [("1 linear", {loss: {"iid": r["train_accuracy"], "ood": r["ood_accuracy"], "sfd": r["sfd"],
+                                  "cells": (sum(v is not None for v in r["sfd"]), len(r["sfd"]))}
+                           for loss, r in linear.items() if loss in LADDER_LOSSES})]
+    for rung, matrix in (("2 frozen backbone", frozen["matrix"]), ("3 full model", full["matrix"])):
+        losses = {}
+        for loss in LADDER_LOSSES:
+            averages, sfd, cells = matrix["averages"][loss], matrix["sfd_average"].get(loss), matrix["sfd_cells"].get(loss)
+            losses[loss] = {"iid": averages["iid"]["values"], "ood": averages["ood"]["values"],
+                            "sfd": sfd["values"] if sfd else [],
+                            "cells": (sum(cells["defined"]), sum(cells["cells"])) if cells else None}
+        rungs.append((rung, losses))
+    return rungs
+
+
+def ladder_tables(linear: Mapping, frozen: Mapping, full: Mapping) -> tuple[Table, Table]:
+    """The three-rung reward table and the proxy / SFC-weight table.
+
+    `linear`: `reward.linear_rung` rows; `frozen`: `reward.frozen_rung` output; `full`: {"matrix":
+    the demo's matrix results, "proxy": {"train_accuracy", "sfc"} per seed (`analysis.reward.logged_sfc`)}.
+    """
+    rows = []
+    for rung, losses in _ladder_losses(linear, frozen, full):
+        base = losses["standard"]
+        for loss, r in losses.items():
+            paired = "—"
+            if loss == "shortcut_aware":
+                paired = ", ".join(f"{100 * (a - b):+.1f}" for a, b in zip(r["ood"], base["ood"]))
+            cells = "—" if loss == "text_only" or r["cells"] is None else f"{r['cells'][0]} of {r['cells'][1]}"
+            rows.append([rung, loss, _spread_text(r["iid"]), _spread_text(r["ood"]),
+                         "—" if loss == "text_only" else _spread_text(r["sfd"]), cells, paired])
+    losses_table = Table(["rung", "loss", "i.i.d. accuracy", "o.o.d. accuracy", "mean SFD (points)",
+                          "o.o.d. cells with SFD", "o.o.d. minus standard, per seed (points)"], rows)
+    sfc_rows = []
+    for rung, proxy in (("1 linear", linear["proxy"]), ("2 frozen backbone", frozen["proxy"]),
+                        ("3 full model", full["proxy"])):
+        per_key = {k: [d[k] for d in proxy["sfc"]] for k in ("mean", *SFC_KEYS)}
+        sfc_rows.append([rung, _spread_text(proxy["train_accuracy"]), _spread_text(per_key["proxy_wrong"]),
+                         _spread_text(per_key["weight_proxy_wrong"]),
+                         _spread_text(per_key["mean_proxy_wrong"], 1.0, 2),
+                         _spread_text(per_key["mean_proxy_right"], 1.0, 2), _spread_text(per_key["above_half"])])
+    sfc_table = Table(["rung", "proxy's training accuracy", "training pairs the proxy ranks wrong",
+                       "their share of the summed SFC weight", "mean SFC on them", "mean SFC on the rest",
+                       "pairs weighted above 0.5"], sfc_rows)
+    return losses_table, sfc_table
+
+
+def ladder_blocks(linear: Mapping, frozen: Mapping, full: Mapping, *, frozen_setup: str) -> list[Block]:
+    """The reward ladder section: what each rung is, and `ladder_tables`."""
+    losses_table, sfc_table = ladder_tables(linear, frozen, full)
+    return [
+        Heading("The reward ladder: three rungs, the same losses"),
+        Paragraph("Rung 1: linear rewards on a synthetic image feature and text cue (above; its i.i.d. column "
+                  "is training accuracy). Rung 2: a reward head on the frozen policy backbone, trained on the "
+                  f"backbone's hidden states ({frozen_setup}), per training environment of `preferences`, "
+                  "tested on every environment. Rung 3: the full reward models of the matrix above. "
+                  "Accuracies in %, mean ± sd over seeds; SFD per o.o.d. cell against the text-only model of "
+                  "the same seed and environment, averaged over the cells where it is defined."),
+        losses_table,
+        Paragraph("Where the shortcut-failure weights fell in training: the proxy's accuracy on its training "
+                  "pairs, the share of pairs it ranks wrong (where the shortcut fails), the share of the summed "
+                  "SFC weight those pairs get (equal to their share of pairs when every weight is the same), "
+                  "the mean SFC on them and on the rest, and the share of pairs weighted above 0.5 (%, "
+                  "SFC as fractions). Rungs 1 and 2: every training pair under the final weights; rung 3: "
+                  "the logged batches of the second half of training."),
+        sfc_table,
+        Paragraph("Rung 3 run by run: the shortcut-aware run's proxy-wrong pairs, their share of the SFC "
+                  "weight and its ratio to their share of the pairs (1: uniform weights), beside the run's "
+                  "o.o.d. accuracy minus the standard run's of the same seed and environment (points)."),
+        full_runs_table(full),
+        *rung_cells(frozen),
+    ]
+
+
+def _row_ood(matrix: Mapping, label: str, env: str, index: int) -> float:
+    """Mean accuracy of `label`'s model trained on `env` (seed number `index`) over the other
+    test environments: its row of the matrix off the diagonal."""
+    return float(np.mean([matrix["cells"][label][f"{env}->{test}"]["values"][index]
+                          for test in matrix["test_envs"] if test != env]))
+
+
+def full_runs_table(full: Mapping) -> Table:
+    """Per shortcut-aware run of the matrix (`full["proxy"]["runs"]`): where its logged SFC
+    weights fell and its o.o.d. gain over the standard run of the same seed and environment
+    (mean over the o.o.d. cells of that row of the matrix)."""
+    matrix = full["matrix"]
+    rows = []
+    for run in full["proxy"]["runs"]:
+        index, env = matrix["seeds"].index(run["seed"]), run["env"]
+        gain = _row_ood(matrix, "shortcut_aware", env, index) - _row_ood(matrix, "standard", env, index)
+        wrong, weight = run["sfc"]["proxy_wrong"], run["sfc"]["weight_proxy_wrong"]
+        ratio = f"{weight / wrong:.2f}" if wrong and weight is not None else "—"
+        rows.append([str(run["seed"]), env, _spread_text([wrong]), _spread_text([weight]), ratio, f"{100 * gain:+.1f}"])
+    return Table(["seed", "trained on", "pairs the proxy ranks wrong", "their share of the SFC weight",
+                  "ratio", "o.o.d. minus standard (points)"], rows)
+
+
+def rung_cells(frozen: Mapping) -> list[Block]:
+    """Rung 2's matrices and SFD per o.o.d. cell (rung 3's are in the matrix section)."""
+    results = MatrixResults.from_dict(frozen["matrix"])
+    table = sfd_table(results)
+    return [Paragraph("Rung 2, per cell (rows: trained on; columns: tested on):"), *cell_tables(results),
+            *([Paragraph("Rung 2's SFD per o.o.d. cell (points) and the correlation of the heads' reward "
+                         "differences with the text-only head's:"), table] if table is not None else [])]

@@ -12,7 +12,10 @@ the proxy's detached per-pair losses) train full-batch with Adam on the training
 Read out per loss: the share of the weight on the image feature, |w_img| / (|w_img| + |w_txt|);
 accuracy in training and at test (the o.o.d. environment); SFD at test (accuracy where the proxy
 is right minus where it is wrong); the proxy's accuracy; and the distribution of the SFC weights
-in training (mean, share above 0.5).
+over the training pairs (`analysis.reward.sfc_distribution`).
+
+`train_linear_rewards` takes any two views of the pairs as feature differences, so the ladder's
+second rung (`reward.frozen_rung`: a head on a frozen VLM's hidden states) trains through it too.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from robustvlm.analysis.reward import sfc_distribution
 from robustvlm.reward.losses import (
     LOSSES,
     branch_objective,
@@ -56,26 +60,40 @@ def _rewards(weights: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
     return torch.cat([features @ weights, torch.zeros(len(features), dtype=features.dtype)])
 
 
-def train_linear_rewards(prefs: LinearPrefs, *, steps: int = 500, lr: float = 0.05) -> dict[str, np.ndarray]:
-    """{"standard", "text_only", "shortcut_aware", "proxy"}: weights [2] of each loss after
-    `steps` full-batch Adam steps from zero; "proxy" is the text-only branch trained beside the
-    shortcut-aware one; "sfc": [n] the SFC weights of its last step."""
-    x = torch.as_tensor(prefs.features)
-    text_mask = torch.tensor([0.0, 1.0], dtype=x.dtype)
-    margin = torch.zeros(len(x), dtype=x.dtype)
+def train_linear_rewards(multimodal: np.ndarray, text: np.ndarray, *, steps: int = 500, lr: float = 0.05,
+                         batch_size: int | None = None, seed: int | None = None) -> dict[str, np.ndarray]:
+    """Linear rewards r = w . phi trained with each loss of `reward.losses` by Adam.
+
+    Args:
+        multimodal: [n, d] per-pair feature differences (chosen minus rejected) the multimodal
+            model sees; text: [n, d] those the text-only model sees (same pairs).
+        batch_size: pairs per step, drawn without replacement each step (None: full batch).
+        seed: None: weights start at zero; else at N(0, (1 / (d + 1))^2) (the VLM head's
+            initialisation), the same for every loss and for the proxy, and the batches follow it.
+
+    Returns {"standard", "text_only", "shortcut_aware", "proxy"}: weights [d] of each loss ("text_only"
+    trained on `text`; "proxy" the text-only branch trained beside the shortcut-aware one); "sfc":
+    [n] the SFC weight of every training pair under the final main branch and proxy.
+    """
+    x, xt = torch.as_tensor(multimodal, dtype=torch.float64), torch.as_tensor(text, dtype=torch.float64)
+    n, d = x.shape
+    rng = np.random.default_rng(seed)
+    start = torch.zeros(d, dtype=x.dtype) if seed is None else torch.as_tensor(rng.normal(0.0, 1.0 / (d + 1), d))
+    batches = [None if batch_size is None else torch.as_tensor(rng.choice(n, min(batch_size, n), replace=False))
+               for _ in range(steps)]
     out: dict[str, np.ndarray] = {}
     for loss in ("standard", "text_only", "shortcut_aware"):
         hp = LOSSES[loss].resolve({})
-        main = torch.zeros(2, dtype=x.dtype, requires_grad=True)
-        proxy = torch.zeros(2, dtype=x.dtype, requires_grad=True)
+        main = start.clone().requires_grad_(True)
+        proxy = start.clone().requires_grad_(True)
         optimizer = torch.optim.Adam([main, proxy], lr=lr)
-        sfc = None
-        for _ in range(steps):
-            main_view = x * text_mask if loss == "text_only" else x
-            c, r, per_pair = pair_losses(_rewards(main, main_view), margin, hp)
+        for rows in batches:
+            view, view_text = (x, xt) if rows is None else (x[rows], xt[rows])
+            margin = torch.zeros(len(view), dtype=x.dtype)
+            c, r, per_pair = pair_losses(_rewards(main, view_text if loss == "text_only" else view), margin, hp)
             objective = branch_objective(c, r, per_pair, hp)
             if loss == "shortcut_aware":
-                ct, rt, per_pair_text = pair_losses(_rewards(proxy, x * text_mask), margin, hp)
+                ct, rt, per_pair_text = pair_losses(_rewards(proxy, view_text), margin, hp)
                 sfc = shortcut_failure_coefficient(per_pair, per_pair_text)
                 objective = branch_objective(c, r, per_pair, hp, weights=sfc) + branch_objective(ct, rt, per_pair_text, hp)
             optimizer.zero_grad(set_to_none=True)
@@ -83,7 +101,13 @@ def train_linear_rewards(prefs: LinearPrefs, *, steps: int = 500, lr: float = 0.
             optimizer.step()
         out[loss] = main.detach().numpy().copy()
         if loss == "shortcut_aware":
-            out["proxy"], out["sfc"] = proxy.detach().numpy().copy(), sfc.numpy().copy()
+            out["proxy"] = proxy.detach().numpy().copy()
+    with torch.no_grad():
+        zero = torch.zeros(n, dtype=x.dtype)
+        hp = LOSSES["shortcut_aware"].resolve({})
+        main_losses = pair_losses(_rewards(torch.as_tensor(out["shortcut_aware"]), x), zero, hp)[2]
+        text_losses = pair_losses(_rewards(torch.as_tensor(out["proxy"]), xt), zero, hp)[2]
+        out["sfc"] = shortcut_failure_coefficient(main_losses, text_losses).numpy()
     return out
 
 
@@ -101,24 +125,27 @@ def sfd(correct: np.ndarray, proxy_correct: np.ndarray) -> float | None:
 
 
 def linear_rung(seeds: tuple[int, ...] = (0, 1, 2), *, n: int = 2000, steps: int = 500,
-                train_agreement: float = 0.95, test_agreement: float = 0.5) -> dict[str, dict[str, list[float]]]:
+                train_agreement: float = 0.95, test_agreement: float = 0.5) -> dict[str, dict[str, list]]:
     """Per loss, per seed: image share, training and test (o.o.d.) accuracy, SFD at test; and
-    the proxy's test accuracy and the SFC weights' mean and share above 0.5 in training."""
-    rows: dict[str, dict[str, list[float]]] = {}
+    the proxy's training and test accuracy and the SFC weights' distribution over the training
+    pairs (`analysis.reward.sfc_distribution`, one dict per seed under "sfc")."""
+    rows: dict[str, dict[str, list]] = {}
+    text_only = np.array([0.0, 1.0])
     for seed in seeds:
         train = LinearPrefs.draw(n, text_agreement=train_agreement, seed=2 * seed)
         test = LinearPrefs.draw(n, text_agreement=test_agreement, seed=2 * seed + 1)
-        fits = train_linear_rewards(train, steps=steps)
+        fits = train_linear_rewards(train.features, train.features * text_only, steps=steps)
         proxy_correct = test.accuracy(fits["proxy"])
         for loss in ("standard", "text_only", "shortcut_aware"):
             row = rows.setdefault(loss, {})
-            view = fits[loss] * (np.array([0.0, 1.0]) if loss == "text_only" else 1.0)
+            view = fits[loss] * (text_only if loss == "text_only" else 1.0)
             row.setdefault("image_share", []).append(image_share(view))
             row.setdefault("train_accuracy", []).append(float(train.accuracy(view).mean()))
             row.setdefault("ood_accuracy", []).append(float(test.accuracy(view).mean()))
             row.setdefault("sfd", []).append(sfd(test.accuracy(view), proxy_correct))
         extra = rows.setdefault("proxy", {})
+        proxy_train = train.accuracy(fits["proxy"] * text_only)
+        extra.setdefault("train_accuracy", []).append(float(proxy_train.mean()))
         extra.setdefault("ood_accuracy", []).append(float(proxy_correct.mean()))
-        extra.setdefault("sfc_mean", []).append(float(fits["sfc"].mean()))
-        extra.setdefault("sfc_above_half", []).append(float((fits["sfc"] > 0.5).mean()))
+        extra.setdefault("sfc", []).append(sfc_distribution(fits["sfc"], proxy_train))
     return rows

@@ -11,7 +11,10 @@ exact resume; this task supplies the pairs, the model(s) and the step of a rewar
 
 Each step logs `loss`, `acc` (share of pairs with r_chosen > r_rejected) and `reward_gap` (mean
 r_chosen - r_rejected) of the main branch; shortcut-aware runs add `loss_proxy`, `acc_proxy`,
-`sfc` and `sfc/<env>` (mean SFC of the batch's pairs of each environment, this process's share).
+`sfc`, `sfc/<env>` (mean SFC of the batch's pairs of each environment, this process's share) and
+`sfc_dist/<key>`: where the batch's SFC weights fall against the proxy's verdicts
+(`analysis.reward.sfc_distribution`: share above 0.5, share of pairs the proxy ranks wrong, mean
+SFC on those and on the rest, their share of the summed weight).
 `pair_split.json` records the ids of the pairs trained on and held out (`write_pair_split`).
 `final/` holds the main branch in the reward format (`models.reward.save_reward_model`). The
 two branches' gradients are clipped each on its own (`branch_parameters`), so the main branch's
@@ -29,6 +32,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from robustvlm.analysis.reward import sfc_distribution
 from robustvlm.config import RewardConfig
 from robustvlm.data.from_config import materialize, training_examples
 from robustvlm.data.preference_collate import PreferenceCollator
@@ -236,9 +240,12 @@ class RewardTask(TrainingTask):
             ctx.backward(loss)
         with self._branch("proxy"):
             ctx.backward(loss_proxy)
+        proxy_right = c_text > j_text
         row.update({"loss_proxy": float(loss_proxy.detach()),
-                    "acc_proxy": float((c_text > j_text).float().mean()),
+                    "acc_proxy": float(proxy_right.float().mean()),
                     "sfc": float(sfc.mean())})
+        spread = sfc_distribution(sfc.float().cpu().numpy(), proxy_right.cpu().numpy())
+        row.update({f"sfc_dist/{k}": v for k, v in spread.items() if k != "mean" and v is not None})
         env = batch["env"]
         for i, name in enumerate(self.env_names):
             if (env == i).any():

@@ -1,5 +1,5 @@
-"""The built-in `preferences` benchmark: the cue rates the manifest states, measured from the data,
-and only the image separating chosen from rejected."""
+"""The built-in `preferences` benchmark and its `preferences-cue70` variant: the cue rates the
+manifest states, measured from the data, and only the image separating chosen from rejected."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ from robustvlm.data.synth.preferences import (
 )
 
 
-@pytest.fixture(scope="module")
-def bench(tmp_path_factory):
+@pytest.fixture(scope="module", params=["preferences", "preferences-cue70"])
+def bench(request, tmp_path_factory):
     root = tmp_path_factory.mktemp("prefs")
-    synthesize("preferences", root, seed=0, n_per_env=150)
+    synthesize(request.param, root, seed=0, n_per_env=150)
     rows = [json.loads(line) for line in (root / "data.jsonl").read_text().splitlines()]
     return root, rows, json.loads((root / "manifest.json").read_text())
 
@@ -80,6 +80,17 @@ def test_loads_as_preference_pairs_and_is_deterministic(bench, tmp_path):
     pairs = load_pairs(root, verbose=False)
     assert pairs.layouts == {str(root / "data.jsonl"): "preference"} and len(pairs.pairs) == len(rows)
     assert manifest["envs"]["long"] == {"train": 150, "val": 0, "test": 50, "ood": False}
-    synthesize("preferences", tmp_path, seed=0, n_per_env=150)
+    synthesize(manifest["benchmark"], tmp_path, seed=0, n_per_env=150)
     assert (tmp_path / "data.jsonl").read_bytes() == (root / "data.jsonl").read_bytes()
     assert (tmp_path / "images" / "000007.png").read_bytes() == (root / "images" / "000007.png").read_bytes()
+
+
+def test_the_cue70_variant_moves_only_the_cues(tmp_path):
+    synthesize("preferences", tmp_path / "a", seed=0, n_per_env=60)
+    synthesize("preferences-cue70", tmp_path / "b", seed=0, n_per_env=60)
+    a, b = ([json.loads(line) for line in (tmp_path / d / "data.jsonl").read_text().splitlines()] for d in "ab")
+    assert [(r["truth"], r["altered"], r["query"]) for r in a] == [(r["truth"], r["altered"], r["query"]) for r in b]
+    assert (tmp_path / "a" / "images" / "000007.png").read_bytes() == (tmp_path / "b" / "images" / "000007.png").read_bytes()
+    rates = json.loads((tmp_path / "b" / "manifest.json").read_text())["cue_rates"]
+    assert rates["long"]["chosen_longer"] == 0.7 and rates["short"]["chosen_shorter"] == 0.7
+    assert sum(x["cue"] != y["cue"] for x, y in zip(a, b)) > 0

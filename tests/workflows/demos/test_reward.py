@@ -15,11 +15,15 @@ def test_quick_demo_writes_the_report(tmp_path, capsys):
     assert set(results["bon"]) == {"standard", "shortcut_aware"}
     assert [r["n"] for r in results["bon"]["standard"]["curve"]] == [1, 2, 4]
     assert set(results["linear"]) == {"standard", "text_only", "shortcut_aware", "proxy"}
+    assert set(results["frozen"]["matrix"]["labels"]) == {"standard", "text_only", "shortcut_aware"}
+    assert len(results["full_proxy"]["runs"]) == 4 and len(results["full_proxy"]["sfc"]) == 1
+    assert (out / "frozen" / "states.npz").is_file()
     report = (out / "report.md").read_text()
     for needle in ("## Verdict", "o.o.d. accuracy, `shortcut_aware` minus `standard`", "On this data",
                    "## Shortcut-failure degradation", "## Best-of-N", "![Best-of-N curves](bon.png)",
                    "One seed only: a smoke test", "## Rung 1: linear rewards on two features",
-                   "cells with a defined SFD"):
+                   "cells with a defined SFD", "## The reward ladder: three rungs, the same losses",
+                   "Rung 3 run by run"):
         assert needle in report, needle
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") == 4  # heatmaps, SFD, correlation, Best-of-N

@@ -81,3 +81,17 @@ def test_worker_processes_give_the_same_matrix_as_one_process(tmp_path):
     one = run_matrix(spec, tmp_path / "one").results.to_dict()
     two = run_matrix({**spec, "jobs": 2}, tmp_path / "two").results.to_dict()
     assert one["cells"]["standard"] and one == two
+
+
+@pytest.mark.parametrize(("name", "steps", "envs"), [("matrix_long_400", 400, ["long"]),
+                                                     ("matrix_cue70", 100, ["long", "short"])])
+def test_ladder_follow_up_configs_are_the_demos_matrix_but_for_steps_and_envs(name, steps, envs):
+    from robustvlm.workflows.demos.reward import FULL, matrix_spec
+
+    plan = matrix_plan(yaml.safe_load((RECIPE.parents[1] / "reward" / f"{name}.yaml").read_text()))
+    demo = matrix_spec(Path("demo_reward/data"), Path("demo_reward/policy/train/final"), FULL)
+    expected = {**demo["base"]["train"], "steps": steps, "save_every": steps}
+    assert plan.base["train"] == expected and plan.train_envs == envs and plan.seeds == demo["seeds"]
+    assert plan.base["model"] == demo["base"]["model"]
+    assert plan.losses == {label: (spec["loss"], {k: v for k, v in spec.items() if k != "loss"})
+                           for label, spec in demo["losses"].items()}

@@ -16,6 +16,7 @@ import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from robustvlm.data.synth import digits, domains, preferences, real, spurious, tasks
@@ -60,6 +61,13 @@ BENCHMARKS: dict[str, Benchmark] = {
             "preference pairs (true vs false statement about shapes) whose environments carry "
             "text shortcuts: clause, long, short, plain; 64x64",
             preferences.build,
+            _INSTRUCTION_OUTPUTS,
+        ),
+        Benchmark(
+            "preferences-cue70",
+            "`preferences` with every text cue agreeing with the preference 70% of the time, not "
+            "90%: three times as many pairs where the shortcut fails; 64x64",
+            partial(preferences.build, cue_rate=0.7, name="preferences-cue70"),
             _INSTRUCTION_OUTPUTS,
         ),
         Benchmark(

@@ -13,6 +13,9 @@ inside them and nowhere else:
 | `short`  | 10%: the filler on the chosen response; 90%: on the rejected          | 10% |
 | `plain`  | no cue: the same filler on both responses (half the pairs) or neither | 0% (equal) |
 
+`preferences-cue70` is the same benchmark with every cue agreeing 70% of the time instead of 90%
+(three times as many training pairs where the shortcut fails); the manifest states its rates.
+
 Responses are compared by words; the alteration keeps word counts equal, so lengths differ only
 by the cue. A text-only model can score high inside a cue environment by the cue and must fall
 to chance (or below) elsewhere. The manifest states each environment's rates; tests measure them
@@ -89,12 +92,16 @@ class CueEnv:
         }
 
 
-ENVS = (
-    CueEnv("clause", CLAUSES, on_chosen=0.0, on_rejected=0.9),
-    CueEnv("long", FILLERS, on_chosen=0.9, on_rejected=0.1),
-    CueEnv("short", FILLERS, on_chosen=0.1, on_rejected=0.9),
-    CueEnv("plain", FILLERS, on_chosen=0.0, on_rejected=0.0, on_both=0.5),
-)
+def cue_envs(rate: float) -> tuple[CueEnv, ...]:
+    """The four environments with each cue agreeing with the preference at `rate` (the table
+    above at 0.9; `plain` has no cue at any rate)."""
+    return (
+        CueEnv("clause", CLAUSES, on_chosen=0.0, on_rejected=rate),
+        CueEnv("long", FILLERS, on_chosen=rate, on_rejected=round(1.0 - rate, 10)),
+        CueEnv("short", FILLERS, on_chosen=round(1.0 - rate, 10), on_rejected=rate),
+        CueEnv("plain", FILLERS, on_chosen=0.0, on_rejected=0.0, on_both=0.5),
+    )
+
 
 
 def statement(kind: str, colour: str, count: int) -> str:
@@ -167,19 +174,23 @@ def pairs_of(env: CueEnv, split: str, count: int, seed: int):
                       "split": split, "truth": truth, "altered": which, "cue": cue}
 
 
-def build(out_dir: Path, seed: int, n_per_env: int | None) -> Path:
+def build(out_dir: Path, seed: int, n_per_env: int | None, *, cue_rate: float = 0.9,
+          name: str = "preferences") -> Path:
     """Write the `preferences` benchmark to `out_dir`; returns the manifest path.
 
     `n_per_env` training pairs per environment (default 300) and a third as many test pairs
-    (default 100, at least 20).
+    (default 100, at least 20). `cue_rate`: how often each cue agrees with the preference
+    (`cue_envs`); the variants draw the same images, statements and cue phrases from the same
+    seeds, so they differ from `preferences` only where the cue lands. `name`: the manifest's.
     """
+    envs = cue_envs(cue_rate)
     n_train = DEFAULT_TRAIN if n_per_env is None else n_per_env
     n_test = DEFAULT_TEST if n_per_env is None else max(20, round(n_per_env / 3))
     (out_dir / "images").mkdir(parents=True, exist_ok=True)
     counts: dict[str, dict] = {}
     index = 0
     with (out_dir / "data.jsonl").open("w", encoding="utf-8") as f:
-        for env in ENVS:
+        for env in envs:
             for split, count in (("train", n_train), ("test", n_test)):
                 for image, fields in pairs_of(env, split, count, seed):
                     rid = f"{index:06d}"
@@ -188,11 +199,11 @@ def build(out_dir: Path, seed: int, n_per_env: int | None) -> Path:
                     counts.setdefault(env.name, {"train": 0, "val": 0, "test": 0, "ood": False})[split] += 1
                     index += 1
     return write_manifest(out_dir, {
-        "benchmark": "preferences",
+        "benchmark": name,
         "seed": seed,
         "envs": counts,
         "image_size": SIZE,
         "layout": "preference",
         "alterations": ALTERATIONS,
-        "cue_rates": {env.name: env.rates() for env in ENVS},
+        "cue_rates": {env.name: env.rates() for env in envs},
     })

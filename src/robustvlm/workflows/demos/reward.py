@@ -11,9 +11,13 @@
 4. bon/: K candidates per prompt from the policy for the `plain` test prompts (no text cue),
    scored by the standard and the shortcut-aware models trained on the `long` environment (a
    length shortcut) of every seed; gold = chrF against the reference answer.
-5. report.md / report.html / results.json: the matrices, SFD and correlation, the Best-of-N
-   curves, and a verdict computed from the numbers: whether shortcut-aware training lowered SFD
-   and raised o.o.d. accuracy here, seed by seed.
+5. the reward ladder: rung 1, linear rewards on synthetic features (`reward.linear_rung`); rung
+   2, reward heads on the frozen policy backbone (`reward.frozen_rung`; its hidden states cached
+   in frozen/states.npz), on the matrix's training and test pairs; rung 3, the matrix's full
+   models, with where their SFC weights fell read from the shortcut-aware runs' logs.
+6. report.md / report.html / results.json: the matrices, SFD and correlation, the Best-of-N
+   curves, the ladder's tables, and a verdict computed from the numbers: whether shortcut-aware
+   training lowered SFD and raised o.o.d. accuracy here, seed by seed.
 
 Every step resumes: re-running reuses the data, the policy, finished runs and scores.
 """
@@ -28,15 +32,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from robustvlm.analysis.reward import seed_spread
+from robustvlm.analysis.reward import logged_sfc, seed_spread
 from robustvlm.analysis.reward_matrix import compare_labels
 from robustvlm.config import validate_config
-from robustvlm.data.preferences import load_pairs
+from robustvlm.data.preferences import PreferencePair, load_pairs
 from robustvlm.data.synth import synthesize
 from robustvlm.data.synth.preferences import statement
 from robustvlm.report.page import Heading, write_page
-from robustvlm.report.reward_demo import demo_blocks, linear_rung_blocks
+from robustvlm.report.reward_demo import demo_blocks, ladder_blocks, linear_rung_blocks
+from robustvlm.reward.frozen_rung import frozen_rung, frozen_states
 from robustvlm.reward.linear_rung import linear_rung
+from robustvlm.runs import read_jsonl
 from robustvlm.workflows.finetune.train import train
 from robustvlm.workflows.reward.bon import bon_results
 from robustvlm.workflows.reward.matrix import run_matrix
@@ -46,6 +52,8 @@ from robustvlm.workflows.reward.score import score_candidates
 TINY = {"hidden_size": 64, "vocab_size": 400}
 BON_TRAIN_ENV, BON_TEST_ENV = "long", "plain"
 COMPARED = ("standard", "shortcut_aware")
+#: rung 2's heads: batches of 8 pairs, Adam at FROZEN_LR (chosen by training accuracy, README)
+FROZEN_STEPS, FROZEN_LR = 300, 0.01
 
 
 @dataclass(frozen=True)
@@ -60,12 +68,13 @@ class RewardDemoPlan:
     bon_prompts: int
     k: int
     jobs: int
+    frozen_steps: int
 
 
 FULL = RewardDemoPlan(n_per_env=300, seeds=(0, 1, 2), policy_steps=250, rm_steps=100, test_per_env=40,
-                      bon_prompts=24, k=16, jobs=2)
+                      bon_prompts=24, k=16, jobs=2, frozen_steps=FROZEN_STEPS)
 QUICK = RewardDemoPlan(n_per_env=24, seeds=(0,), policy_steps=8, rm_steps=4, test_per_env=4,
-                       bon_prompts=3, k=4, jobs=1)
+                       bon_prompts=3, k=4, jobs=1, frozen_steps=20)
 
 
 def prepare_data(out: Path, plan: RewardDemoPlan) -> Path:
@@ -146,6 +155,49 @@ def best_of_n(out: Path, data: Path, policy: Path, plan: RewardDemoPlan) -> dict
     }
 
 
+def ladder_pairs(data: Path, plan: RewardDemoPlan) -> list[PreferencePair]:
+    """The matrix's pairs: every training pair and the first `test_per_env` test pairs of each
+    environment (what `rm eval` scores)."""
+    kept, seen = [], {}
+    for pair in load_pairs(data, verbose=False).pairs:
+        if pair.split == "test":
+            if seen.get(pair.env, 0) == plan.test_per_env:
+                continue
+            seen[pair.env] = seen.get(pair.env, 0) + 1
+        kept.append(pair)
+    return kept
+
+
+def cached_states(out: Path, policy: Path, pairs: list[PreferencePair]) -> dict[str, np.ndarray]:
+    """`frozen_states` of `pairs` under the policy, cached in OUT/frozen/states.npz (reused when
+    it holds these pairs)."""
+    path = out / "frozen" / "states.npz"
+    ids = np.array([p.id for p in pairs])
+    if path.is_file():
+        cached = np.load(path)
+        if np.array_equal(cached["ids"], ids):
+            return {view: cached[view] for view in ("multimodal", "drop")}
+    states = frozen_states(policy, pairs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, ids=ids, **states)
+    return states
+
+
+def full_rung_proxy(out: Path, plan: RewardDemoPlan, envs: list[str]) -> dict[str, list]:
+    """Per seed, the proxy's logged training accuracy and where the SFC weights fell, from the
+    matrix's shortcut-aware runs (`analysis.reward.logged_sfc`); "runs": the same per run
+    ({"seed", "env", "sfc"})."""
+    proxy: dict[str, list] = {"train_accuracy": [], "sfc": [], "runs": []}
+    for seed in plan.seeds:
+        logs = [read_jsonl(out / "matrix" / "runs" / "shortcut_aware" / f"seed-{seed}" / env / "train" / "train_log.jsonl")
+                for env in envs]
+        summary = logged_sfc(logs)
+        proxy["train_accuracy"].append(summary["train_accuracy"])
+        proxy["sfc"].append(summary["sfc"])
+        proxy["runs"] += [{"seed": seed, "env": env, "sfc": logged_sfc([log])["sfc"]} for env, log in zip(envs, logs)]
+    return proxy
+
+
 @dataclass
 class RewardDemoSummary:
     """What the demo measured (results.json)."""
@@ -157,6 +209,8 @@ class RewardDemoSummary:
     comparison: dict
     bon: dict
     linear: dict
+    frozen: dict
+    full_proxy: dict
 
 
 def run_reward_demo(out_dir: str | Path, *, quick: bool = False) -> RewardDemoSummary:
@@ -171,15 +225,22 @@ def run_reward_demo(out_dir: str | Path, *, quick: bool = False) -> RewardDemoSu
     results = matrix.results
     bon = best_of_n(out, data, policy, plan)
     linear = linear_rung(plan.seeds, n=1000 if quick else 2000, steps=300 if quick else 500)
+    pairs = ladder_pairs(data, plan)
+    frozen = frozen_rung(pairs, cached_states(out, policy, pairs), plan.seeds, steps=plan.frozen_steps,
+                         lr=FROZEN_LR)
+    full_proxy = full_rung_proxy(out, plan, results.train_envs)
     summary = RewardDemoSummary(
         quick=quick, seconds=round(time.perf_counter() - t0, 1), plan=asdict(plan),
         matrix=results.to_dict(), comparison=compare_labels(results, *COMPARED), bon=bon, linear=linear,
+        frozen=frozen, full_proxy=full_proxy,
     )
     (out / "results.json").write_text(json.dumps(asdict(summary), indent=2) + "\n", encoding="utf-8")
     blocks = [Heading("Shortcut-aware reward models: the demo", 1),
               *demo_blocks(results, summary.comparison, bon, out, points=matrix.points, plan=asdict(plan),
                            seconds=summary.seconds, bon_setup=(BON_TRAIN_ENV, BON_TEST_ENV)),
-              *linear_rung_blocks(linear)]
+              *linear_rung_blocks(linear),
+              *ladder_blocks(linear, frozen, {"matrix": summary.matrix, "proxy": full_proxy},
+                             frozen_setup=f"{plan.frozen_steps} steps of 8 pairs, Adam at lr {FROZEN_LR}")]
     md, html = write_page(blocks, out, title="robustvlm reward demo")
     print(f"\n{summary.seconds:.0f} s; report: {md} and {html}")
     return summary
