@@ -8,7 +8,7 @@ runs on those [N, d] rows.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -51,7 +51,7 @@ def get_backbone(model: nn.Module) -> nn.Module:
 
 def get_lm_head(model: nn.Module) -> nn.Module:
     """The LM head (a Linear without bias, weight [V, d])."""
-    inner = _transformers_model(model)
+    inner: Any = _transformers_model(model)  # a transformers model: get_output_embeddings
     head = inner.get_output_embeddings()
     if head is None:
         raise ConfigError(f"{type(inner).__name__} has no LM head (get_output_embeddings() is None)")
@@ -86,7 +86,7 @@ def answer_outputs(model: nn.Module, batch: dict[str, Any]) -> AnswerOutputs:
         example=example,
         env=env,
         hidden=features,
-        classifier=head.weight,
+        classifier=cast(torch.Tensor, head.weight),  # the LM head's weight [V, d]
     )
 
 
@@ -116,7 +116,7 @@ def freeze_unused_lm_head(vlm: nn.Module) -> None:
     """Freeze the LM head, which reward and embedding models never run (an unused trainable
     parameter would also stall data-parallel synchronisation), unless it is tied to the input
     embeddings (then it is the embedding matrix, which does run)."""
-    inner = unwrap_peft(vlm)
+    inner: Any = unwrap_peft(vlm)  # a transformers model: get_output_embeddings, get_input_embeddings
     head, embeddings = inner.get_output_embeddings(), inner.get_input_embeddings()
     if head is not None and head.weight is not embeddings.weight:
         head.requires_grad_(False)

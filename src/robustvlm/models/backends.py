@@ -33,7 +33,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -161,7 +161,8 @@ class Backend(ABC):
         """Rewards of K responses to a query (`models.reward.candidate_rewards`: image,
         shared_prefix, record)."""
         self.require("reward")
-        return candidate_rewards(self.model, self.processor, query, responses, **options)
+        # the families declaring "reward" load a RewardModel (RewardBackend)
+        return candidate_rewards(cast(RewardModel, self.model), self.processor, query, responses, **options)
 
 
 class VLMBackend(Backend):
@@ -252,7 +253,8 @@ class ServedBackend(Backend):
 
     def __init__(self, name: str, family: str, served: ServedModel):
         self.name, self.family, self.served = name, family, served
-        self.model = self.processor = None
+        # no weights here: the operations reading `model` are refused or overridden
+        self.model = self.processor = None  # type: ignore[assignment]
 
     @classmethod
     def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:

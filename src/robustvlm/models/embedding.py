@@ -165,6 +165,7 @@ class Embedder:
     def __init__(self, model: nn.Module, processor: Any, spec: EmbeddingSpec, *, batch_size: int = 16):
         if batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        self.model: Any  # a transformers model: device (not declared by nn.Module)
         self.model, self.spec, self.batch_size = model.eval(), spec, batch_size
         self.collate = embedding_collator(processor)
 

@@ -29,13 +29,14 @@ def generate_batch(
     Returns the stripped replies, the prompt removed: one per example, or with
     `num_return_sequences` = K, K consecutive ones per example.
     """
+    hf: Any = model  # a transformers model: device, generate (not declared by nn.Module)
     inputs = {
-        k: v.to(model.device)
+        k: v.to(hf.device)
         for k, v in batch.items()
         if isinstance(v, torch.Tensor) and k != "env"
     }
     tokenizer = getattr(processor, "tokenizer", processor)
-    out = model.generate(
+    out = hf.generate(
         **inputs,
         max_new_tokens=max_new_tokens,
         repetition_penalty=repetition_penalty,
@@ -50,8 +51,9 @@ def generate_batch(
 
 def _stop_ids(model: torch.nn.Module, tokenizer: Any) -> list[int]:
     """Token ids that end an answer: the model's eos ids plus the tokenizer's eos / end-of-turn."""
-    ids = model.generation_config.eos_token_id
-    ids = [] if ids is None else [ids] if isinstance(ids, int) else list(ids)
+    hf: Any = model  # a transformers model: generation_config (not declared by nn.Module)
+    eos = hf.generation_config.eos_token_id  # an int, a list of ints or None
+    ids: list[int] = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
     for tok in (tokenizer.eos_token, "<end_of_utterance>", "<|im_end|>"):
         tid = tokenizer.convert_tokens_to_ids(tok) if tok else None
         if isinstance(tid, int) and tid != tokenizer.unk_token_id and tid not in ids:

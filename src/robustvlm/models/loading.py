@@ -44,7 +44,8 @@ def load_vlm(
             raise ConfigError(f"unknown tiny model '{name_or_path}'; known: "
                               f"{[TINY_PREFIX + k for k in sorted(FAMILIES)]}")
         model, processor = build_tiny_vlm(kind, corpus=corpus, **(tiny_options or {}))
-        return (model.to(dtype) if dtype is not None else model), processor
+        # transformers wraps PreTrainedModel.to with functools.wraps, which mypy reads as taking self first
+        return (model.to(dtype) if dtype is not None else model), processor  # type: ignore[arg-type]
     if tiny_options:
         raise ConfigError(f"tiny_options apply to 'tiny:' models only, not '{name_or_path}'")
     kwargs: dict[str, Any] = {"trust_remote_code": True} if trust_remote_code else {}

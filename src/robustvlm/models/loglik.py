@@ -88,7 +88,9 @@ def share_cache(cache: Cache, k: int) -> None:
         cache.batch_repeat_interleave(k)
         return
     for layer in cache.layers:
+        assert isinstance(layer, _PLAIN_LAYERS)  # every layer's type was checked above
         if layer.is_initialized:
+            assert layer.keys is not None and layer.values is not None  # set when initialised
             layer.keys = layer.keys.expand(k, *layer.keys.shape[1:])
             layer.values = layer.values.expand(k, *layer.values.shape[1:])
 
@@ -211,8 +213,9 @@ def option_logliks(
     rows = continuation_ids(processor, continuations)
     if any(len(r) == 0 for r in rows):
         raise DataError(f"a continuation of {record} tokenises to nothing: {list(continuations)}")
-    prefix = {k: v.to(model.device) for k, v in encode_prompt(processor, messages, images).items()}
-    ids, mask = (t.to(model.device) for t in pad_right(rows))
+    device: Any = model.device  # a transformers model's device (nn.Module declares none)
+    prefix = {k: v.to(device) for k, v in encode_prompt(processor, messages, images).items()}
+    ids, mask = (t.to(device) for t in pad_right(rows))
     if shared_prefix:
         logprobs = _shared_prefix_logprobs(model, prefix, ids, mask)
     else:

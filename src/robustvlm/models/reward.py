@@ -50,7 +50,8 @@ META_FILE = "reward_model.json"
 
 def hidden_size(vlm: nn.Module) -> int:
     """Width d of the text decoder's hidden states."""
-    return int(unwrap_peft(vlm).config.get_text_config().hidden_size)
+    inner: Any = unwrap_peft(vlm)  # a transformers model: config
+    return int(inner.config.get_text_config().hidden_size)
 
 
 def new_head(d: int, *, generator: torch.Generator | None = None) -> nn.Linear:

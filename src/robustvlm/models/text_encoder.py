@@ -106,13 +106,14 @@ def tower_text_embeddings(model: torch.nn.Module, processor: Any, texts: Sequenc
     """L2-normalised projected text embeddings [n, d] (float32, on the model's device) from a
     dual encoder's `get_text_features` (CLIP, SigLIP)."""
     tokenizer = getattr(processor, "tokenizer", processor)
+    hf: Any = model  # a transformers model: config, get_text_features (not declared by nn.Module)
     if is_siglip(model):
-        padding = {"padding": "max_length", "max_length": model.config.text_config.max_position_embeddings}
+        padding = {"padding": "max_length", "max_length": hf.config.text_config.max_position_embeddings}
     else:
         padding = {"padding": True}
     encoded = tokenizer(list(texts), truncation=True, return_tensors="pt", **padding)
     inputs = {k: v.to(model.device) for k, v in encoded.items() if k in ("input_ids", "attention_mask")}
     if is_siglip(model):
         inputs.pop("attention_mask", None)  # SigLIP was trained without a text attention mask
-    out = model.get_text_features(**inputs)
+    out = hf.get_text_features(**inputs)
     return F.normalize((out if torch.is_tensor(out) else out.pooler_output).float(), dim=-1)

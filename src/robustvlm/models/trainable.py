@@ -62,12 +62,14 @@ def find_parts(model: nn.Module) -> VLMParts:
     Raises ConfigError naming the attributes looked for when a part is missing.
     """
     model = unwrap_peft(model)
-    roots = [("model", model.model)] if isinstance(getattr(model, "model", None), nn.Module) else []
+    hf: Any = model  # a transformers model: get_output_embeddings (not declared by nn.Module)
+    backbone = getattr(model, "model", None)
+    roots: list[tuple[str, nn.Module]] = [("model", backbone)] if isinstance(backbone, nn.Module) else []
     roots.append(("", model))
     vision = _find(roots, VISION_NAMES)
     decoder = _find(roots, DECODER_NAMES)
     projector = _find(roots + ([vision] if vision else []), PROJECTOR_NAMES)
-    lm_head = model.get_output_embeddings()
+    lm_head = hf.get_output_embeddings()
     missing = [
         f"{what} (one of {names})"
         for what, names, found in (
@@ -80,6 +82,7 @@ def find_parts(model: nn.Module) -> VLMParts:
     ]
     if missing:
         raise ConfigError(f"{type(model).__name__}: cannot locate {', '.join(missing)}")
+    assert vision is not None and projector is not None and decoder is not None  # none is missing
     extras = tuple(m for name in EXTRA_PROJECTOR_NAMES if isinstance(m := getattr(vision[1], name, None), nn.Module))
     return VLMParts(vision[1], projector[1], decoder[1], lm_head, decoder_path=decoder[0], extra_projectors=extras)
 
@@ -163,7 +166,7 @@ def enable_gradient_checkpointing(model: nn.Module) -> None:
     The non-reentrant variant is used: it works with frozen inputs (a frozen vision encoder,
     LoRA) without making the inputs require gradients. Takes effect in train mode.
     """
-    inner = unwrap_peft(model)
+    inner: Any = unwrap_peft(model)  # a transformers model: its checkpointing methods
     if not getattr(inner, "supports_gradient_checkpointing", False):
         raise ConfigError(f"{type(inner).__name__} does not support gradient checkpointing")
     options = {"use_reentrant": False}
@@ -196,6 +199,7 @@ def use_adapter(model: nn.Module, name: str | None):
     layers = [] if name is None else [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
     saved = [layer._active_adapter for layer in layers]
     for layer in layers:
+        assert name is not None  # layers is empty when name is None
         layer._active_adapter = [name]
     try:
         yield
@@ -218,8 +222,9 @@ def save_merged(
     `state_dict` (gathered weights of a sharded run) replaces the model's own where given; a
     LoRA model is merged from its own (unsharded) weights.
     """
-    if hasattr(model, "merge_and_unload"):
-        model, state_dict = model.merge_and_unload(adapter_names=adapter_names), None
-    model.save_pretrained(path, state_dict=state_dict)
+    hf: Any = model  # a transformers model or a PeftModel: merge_and_unload, save_pretrained
+    if hasattr(hf, "merge_and_unload"):
+        hf, state_dict = hf.merge_and_unload(adapter_names=adapter_names), None
+    hf.save_pretrained(path, state_dict=state_dict)
     processor.save_pretrained(path)
-    return model
+    return hf

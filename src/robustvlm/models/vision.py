@@ -66,7 +66,8 @@ class VisionTowerEmbedder:
             raise ConfigError(f"{type(model).__name__} has no get_image_features: not a vision model")
         if batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
-        self.model = model.eval()
+        # a transformers model (device, dtype, get_image_features): attributes nn.Module does not declare
+        self.model: Any = model.eval()
         self.image_processor = getattr(processor, "image_processor", processor)
         self.batch_size = batch_size
         self.normalize = normalize
