@@ -16,6 +16,7 @@ from transformers import (
     CLIPImageProcessorPil,
     CLIPModel,
     CLIPProcessor,
+    PreTrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerFast,
     ProcessorMixin,
@@ -85,7 +86,7 @@ def build_tiny_dual_encoder(
     text, vision = _tower_sizes(tokenizer)
     side = {"height": IMAGE_SIZE, "width": IMAGE_SIZE}
     if kind == "clip":
-        config = CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)
+        config: PreTrainedConfig = CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)
         image_processor = CLIPImageProcessorPil(size={"shortest_edge": IMAGE_SIZE}, crop_size=side)
         processor: ProcessorMixin = CLIPProcessor(image_processor=image_processor, tokenizer=tokenizer)
         model_class: type[PreTrainedModel] = CLIPModel

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from transformers import (
     Gemma3Config,
@@ -108,7 +108,19 @@ def _vision_config(sizes: dict[str, int], patch_size: int, **extra: Any) -> dict
 
 
 def _token_id(tokenizer: PreTrainedTokenizerFast, token: str) -> int:
-    return tokenizer.convert_tokens_to_ids(token)
+    return cast(int, tokenizer.convert_tokens_to_ids(token))  # one token (a str): one id
+
+
+def _vision(config: PreTrainedConfig) -> PreTrainedConfig:
+    """A built config's vision sub-config (the config's constructor makes a dict a config)."""
+    vision = config.vision_config
+    assert isinstance(vision, PreTrainedConfig)
+    return vision
+
+
+# Keyword arguments the configs accept at run time (PreTrainedConfig's own keys, such as
+# pad_token_id, and aliases in a config's attribute_map, such as LlavaConfig's image_token_id)
+# that their typed signatures do not list go in a dict[str, Any] passed as **kwargs.
 
 
 def _patch(sizes: dict[str, int], merge: int = 1) -> int:
@@ -123,17 +135,18 @@ def _patch(sizes: dict[str, int], merge: int = 1) -> int:
 
 
 def _idefics3_config(tokenizer, sizes) -> Idefics3Config:
+    untyped: dict[str, Any] = {"pad_token_id": tokenizer.pad_token_id}  # see above
     return Idefics3Config(
         text_config=text_config(tokenizer, sizes),
         vision_config=_vision_config(sizes, patch_size=8),
         scale_factor=2,
         image_token_id=_token_id(tokenizer, "<image>"),
-        pad_token_id=tokenizer.pad_token_id,
+        **untyped,
     )
 
 
 def _idefics3_processor(tokenizer, config: Idefics3Config, chat_template: str) -> Idefics3Processor:
-    vision = config.vision_config
+    vision = _vision(config)
     side = vision.image_size // vision.patch_size
     if vision.image_size % vision.patch_size or side % config.scale_factor:
         raise ConfigError(
@@ -154,23 +167,24 @@ def _idefics3_processor(tokenizer, config: Idefics3Config, chat_template: str) -
 
 def _llava_config(tokenizer, sizes) -> LlavaConfig:
     vision = dict(model_type="clip_vision_model", projection_dim=64, **_vision_config(sizes, 16))
+    untyped: dict[str, Any] = {"image_token_id": _token_id(tokenizer, "<image>")}  # see above
     return LlavaConfig(
         vision_config=vision,
         text_config=text_config(tokenizer, sizes),
-        image_token_id=_token_id(tokenizer, "<image>"),
+        **untyped,
         vision_feature_layer=-1,
         vision_feature_select_strategy="default",
     )
 
 
 def _llava_processor(tokenizer, config: LlavaConfig, chat_template: str) -> LlavaProcessor:
-    side = config.vision_config.image_size
+    side = _vision(config).image_size
     return LlavaProcessor(
         image_processor=LlavaImageProcessorPil(
             size={"shortest_edge": side}, crop_size={"height": side, "width": side}
         ),
         tokenizer=tokenizer,
-        patch_size=config.vision_config.patch_size,
+        patch_size=_vision(config).patch_size,
         vision_feature_select_strategy=config.vision_feature_select_strategy,
         num_additional_image_tokens=1,  # the CLS token, dropped by the "default" strategy
         chat_template=chat_template,
@@ -183,7 +197,8 @@ QWEN_TOKENS = {"image_token": "<|image_pad|>", "video_token": "<|video_pad|>",
                "vision_start_token": "<|vision_start|>", "vision_end_token": "<|vision_end|>"}
 
 
-def _qwen_ids(tokenizer) -> dict[str, int]:
+def _qwen_ids(tokenizer) -> dict[str, Any]:
+    """The special-token ids of a Qwen-VL config, as keyword arguments (see above)."""
     return {f"{name}_id": _token_id(tokenizer, token) for name, token in QWEN_TOKENS.items()}
 
 
@@ -236,7 +251,8 @@ def _qwen_processor(processor_class: type[ProcessorMixin]) -> Callable[..., Proc
             min_pixels=pixels, max_pixels=pixels, patch_size=vision.patch_size,
             merge_size=vision.spatial_merge_size, temporal_patch_size=vision.temporal_patch_size,
         )
-        return image_only(processor_class)(
+        # a class is hashable; mypy checks the instances' __hash__ against Hashable
+        return image_only(processor_class)(  # type: ignore[arg-type]
             image_processor=image_processor, tokenizer=tokenizer, chat_template=chat_template
         )
     return make
@@ -265,7 +281,7 @@ def _internvl_config(tokenizer, sizes) -> InternVLConfig:
 
 
 def _internvl_processor(tokenizer, config: InternVLConfig, chat_template: str) -> ProcessorMixin:
-    side = config.vision_config.image_size[0]
+    side = _vision(config).image_size[0]
     return image_only(InternVLProcessor)(
         image_processor=GotOcr2ImageProcessorPil(size={"height": side, "width": side}, crop_to_patches=False),
         tokenizer=tokenizer,
@@ -293,7 +309,8 @@ def _llava_onevision_config(tokenizer, sizes) -> LlavaOnevisionConfig:
 
 
 def _llava_onevision_processor(tokenizer, config: LlavaOnevisionConfig, chat_template: str) -> ProcessorMixin:
-    side = config.vision_config.image_size
+    side = _vision(config).image_size
+    assert config.image_grid_pinpoints is not None  # _llava_onevision_config sets it
     return image_only(LlavaOnevisionProcessor)(
         image_processor=LlavaOnevisionImageProcessorPil(
             size={"height": side, "width": side}, image_grid_pinpoints=config.image_grid_pinpoints,
@@ -325,7 +342,8 @@ def _gemma3_config(tokenizer, sizes) -> Gemma3Config:
 
 
 def _gemma3_processor(tokenizer, config: Gemma3Config, chat_template: str) -> Gemma3Processor:
-    side = config.vision_config.image_size
+    side = _vision(config).image_size
+    assert config.mm_tokens_per_image is not None  # _gemma3_config sets it
     return Gemma3Processor(
         image_processor=Gemma3ImageProcessorPil(size={"height": side, "width": side}, do_pan_and_scan=False),
         tokenizer=tokenizer,
@@ -344,8 +362,9 @@ def _paligemma_config(tokenizer, sizes) -> PaliGemmaConfig:
 
 
 def _paligemma_processor(tokenizer, config: PaliGemmaConfig, chat_template: str) -> PaliGemmaProcessor:
-    side = config.vision_config.image_size
-    image_processor = SiglipImageProcessorPil(size={"height": side, "width": side})
+    side = _vision(config).image_size
+    # Any: PaliGemmaProcessor reads an image_seq_length the image processor class does not declare
+    image_processor: Any = SiglipImageProcessorPil(size={"height": side, "width": side})
     image_processor.image_seq_length = TOKENS_PER_SIDE ** 2
     return PaliGemmaProcessor(image_processor=image_processor, tokenizer=tokenizer, chat_template=chat_template)
 
