@@ -9,10 +9,10 @@ from robustvlm.cli.options import add_train_parser
 
 
 def _train(args: argparse.Namespace) -> int:
-    from robustvlm.config import load_config
+    from robustvlm.config import RunConfig, load_config
     from robustvlm.workflows.finetune.train import train
 
-    cfg = load_config(args.config, args.overrides)
+    cfg: RunConfig = load_config(args.config, args.overrides)
     result = train(cfg, args.out or Path("runs") / Path(args.config).stem, resume=args.resume)
     print(f"final model: {result.final_dir}")
     return 0

@@ -48,9 +48,9 @@ class JobRunnerConfig(BaseModel):
 
     kind: Literal["local", "multi-gpu", "slurm"] = "local"
     workers: int | None = Field(
-        None, ge=1, description="local: processes (default 1: this one); multi-gpu: processes (default one per GPU)"
+        default=None, ge=1, description="local: processes (default 1: this one); multi-gpu: processes (default one per GPU)"
     )
-    gpus: list[int] | None = Field(None, description="multi-gpu: GPU indices (default all visible)")
+    gpus: list[int] | None = Field(default=None, description="multi-gpu: GPU indices (default all visible)")
     cluster: Literal["slurm", "local", "debug"] = "slurm"
     parameters: dict[str, Any] = Field(default_factory=dict, description="submitit parameters")
 
@@ -159,7 +159,7 @@ def _launcher(cfg: JobRunnerConfig, folder: Path | None) -> Launch:
         return _multi_gpu(cfg)
     if cfg.kind == "slurm":
         return _submitit(cfg, folder)
-    if (cfg.workers or 1) > 1:
+    if cfg.workers is not None and cfg.workers > 1:
         return partial(_pool, workers=cfg.workers, initializer=_one_thread, initargs=())
     return _in_process
 

@@ -131,7 +131,7 @@ def run_invariance_demo(
         for job in jobs:
             example, method, _, _ = job
             f.write(json.dumps({"example": example, "method": method, **asdict(runs[job])}) + "\n")
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
     for example in EXAMPLES:
         results[example] = {}
         for method in methods:
@@ -176,7 +176,9 @@ def lambda_summary(runs: dict[Job, Run]) -> dict[str, dict[str, float | None]]:
         if method not in TRACED or not run.trace:
             continue
         entry = out.setdefault(example, {"lambda_max": 0.0, "R_inv_min": None})
-        entry["lambda_max"] = max(entry["lambda_max"], *(r["lambda"] for r in run.trace))
+        lambda_max = entry["lambda_max"]
+        assert lambda_max is not None  # 0.0 from setdefault, then only ever raised
+        entry["lambda_max"] = max(lambda_max, *(r["lambda"] for r in run.trace))
         active = [r["R_inv"] for r in run.trace if r["lambda"] > 0]
         if active:
             entry["R_inv_min"] = min(active + ([entry["R_inv_min"]] if entry["R_inv_min"] is not None else []))

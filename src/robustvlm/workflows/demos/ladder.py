@@ -121,7 +121,7 @@ class LadderPlan:
     steps: int
     eval_every: int
     seeds: tuple[int, ...]
-    anneal: int = PAPER["anneal"]
+    anneal: int = int(PAPER["anneal"])
     holdout: float = 0.1
     workers: int = 2
     methods: tuple[str, ...] = METHODS
@@ -132,7 +132,7 @@ class LadderPlan:
 FULL = LadderPlan(
     rungs=(("fashion", PIXELS), ("fashion", TOWER + "tiny:idefics3"), ("fashion", TOWER + "tiny:clip"),
            ("mnist", PIXELS), *(("fashion", f"{VLM}{mode}:tiny:idefics3") for mode in VLM_MODES)),
-    per_env=5000, hidden=128, steps=PAPER["steps"], eval_every=50, seeds=(0, 1, 2),
+    per_env=5000, hidden=128, steps=int(PAPER["steps"]), eval_every=50, seeds=(0, 1, 2),
     infer_on=(("fashion", PIXELS),),
 )
 QUICK = LadderPlan(rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:clip"), ("mnist", VLM + "head:tiny:idefics3")),
@@ -203,13 +203,14 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
         env = np.load(features / _inferred_file(source, rung))[envs]
         env_names = [f"{envs}-{i}" for i in range(int(env.max()) + 1)]
     vlm = rung.startswith(VLM)
+    evaluations: list[dict[str, Any]]
     objective = build_objective("erm" if method == ORACLE else method, env_names,
                                 (vlm_hparams(plan.vlm) if vlm else method_hparams(plan.anneal))[method])
     if vlm:
         evaluations = vlm_evaluations(objective, rung, source, seed, plan.vlm, inputs, labels, splits)
         return {"source": source, "rung": rung, "method": method, "seed": seed, "envs": envs, "diverged": False,
                 "evaluations": evaluations}
-    evaluations: list[dict[str, Any]] = []
+    evaluations = []
 
     def evaluate(step: int, fit) -> None:
         evaluations.append({
@@ -286,7 +287,7 @@ def prepare_inferred_envs(plan: LadderPlan, folder: Path) -> dict[str, Any]:
             splits = {"eiil": eiil_split((prob - y) * logits), "loss-split": loss_split(losses),
                       "cluster": cluster_split(hidden)}
             tmp = path.with_suffix(".tmp.npz")
-            np.savez(tmp, **splits)
+            np.savez(tmp, **splits)  # type: ignore[arg-type]  # numpy's stub reads **splits as allow_pickle
             tmp.rename(path)
         splits = np.load(path)
         report[f"{source}/{rung}"] = {

@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -95,7 +95,7 @@ def build_vlm(rung: str, seed: int, source: str, image_size: int) -> tuple[torch
     torch.manual_seed(seed)  # the LoRA's initial weights
     if mode == "head":
         parts = find_parts(model)
-        last = len(parts.decoder.layers) - 1
+        last = len(cast(torch.nn.ModuleList, parts.decoder.layers)) - 1
         targets = rf"{re.escape(parts.decoder_path)}\.layers\.{last}\..*\.({'|'.join(DECODER_PROJECTIONS)})"
         projector = next(n for n, m in model.named_modules() if m is parts.projector).rsplit(".", 1)[-1]
         return configure_trainable(model, mode="lora", lora={"target_modules": targets,

@@ -34,7 +34,7 @@ import torch
 
 from robustvlm.analysis.reward import logged_sfc, seed_spread
 from robustvlm.analysis.reward_matrix import compare_labels
-from robustvlm.config import validate_config
+from robustvlm.config import RunConfig, validate_config
 from robustvlm.data.preferences import PreferencePair, load_pairs
 from robustvlm.data.synth import synthesize
 from robustvlm.data.synth.preferences import statement
@@ -98,7 +98,7 @@ def train_policy(out: Path, data: Path, plan: RewardDemoPlan) -> Path:
              "target": statement(r["truth"]["kind"], r["truth"]["colour"], r["truth"]["count"]),
              "env": "captions", "split": r["split"]} for r in records if r["split"] == "train"]
     captions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    cfg = validate_config({
+    cfg: RunConfig = validate_config({
         "model": {"name": "tiny:idefics3", "trainable": "full", "tiny": TINY},
         "data": {"path": str(captions), "image_root": str(data)},
         "method": "erm",
@@ -158,7 +158,8 @@ def best_of_n(out: Path, data: Path, policy: Path, plan: RewardDemoPlan) -> dict
 def ladder_pairs(data: Path, plan: RewardDemoPlan) -> list[PreferencePair]:
     """The matrix's pairs: every training pair and the first `test_per_env` test pairs of each
     environment (what `rm eval` scores)."""
-    kept, seen = [], {}
+    kept: list[PreferencePair] = []
+    seen: dict[str, int] = {}
     for pair in load_pairs(data, verbose=False).pairs:
         if pair.split == "test":
             if seen.get(pair.env, 0) == plan.test_per_env:
@@ -179,7 +180,7 @@ def cached_states(out: Path, policy: Path, pairs: list[PreferencePair]) -> dict[
             return {view: cached[view] for view in ("multimodal", "drop")}
     states = frozen_states(policy, pairs)
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, ids=ids, **states)
+    np.savez(path, ids=ids, **states)  # type: ignore[arg-type]  # numpy's stub reads **states as allow_pickle
     return states
 
 

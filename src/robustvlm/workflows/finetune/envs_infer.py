@@ -44,7 +44,9 @@ def record_statistics(model: torch.nn.Module, processor: Any, examples: list[Exa
     """{"loss": [N] mean answer-token cross-entropy (nats), "scale_grad": [N] its mean scale
     gradient at w = 1, "hidden": [N, d] mean final hidden state at the answer positions}."""
     collator = VLMCollator(processor, {}, train=True)
-    losses, grads, hidden = [], [], []
+    losses: list[np.ndarray] = []
+    grads: list[np.ndarray] = []
+    hidden: list[np.ndarray] = []
     for start in tqdm(range(0, len(examples), batch_size), disable=not progress, desc="envs infer", unit="batch"):
         chunk = examples[start:start + batch_size]
         out = answer_outputs(model, collator(chunk))

@@ -108,7 +108,7 @@ def evaluate(
     if add_after_generation_scores(rows, cfg, out_dir):
         write_jsonl(pred_path, done_rows)
     names = [m.name for m in per_batch_metrics()]
-    counts = {n: METRICS[n].counts(rows) for n in cfg.metrics if METRICS[n].counts is not None}
+    counts = {n: count(rows) for n in cfg.metrics if (count := METRICS[n].counts) is not None}
     metrics = summarize(rows, names + [m for m in cfg.metrics if m not in names], counts)
     (out_dir / METRICS_FILE).write_text(json.dumps(metrics.to_dict(), indent=2), encoding="utf-8")
     return metrics

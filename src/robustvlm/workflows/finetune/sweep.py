@@ -188,7 +188,7 @@ def sweep_plan(
     """Validate a sweep config into its jobs (see the module doc); ConfigError names the key."""
     cfg, source = read_methods_config(config, "sweep config", SweepConfig, dry_run_spec, dry_run=dry_run)
     base = cfg.base
-    base_cfg = validate_config(deep_merge(base, {}), f"{source} (base)")
+    base_cfg: RunConfig = validate_config(deep_merge(base, {}), f"{source} (base)")
     steps = base_cfg.train.steps
     if steps is None:
         raise ConfigError(f"{source}: base.train.steps: a sweep needs a fixed number of steps")

@@ -3,6 +3,7 @@ any training task (reward models too) the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from robustvlm.training.task import TrainingTask
 class TrainResult(LoopResult):
     """The loop's result and the environments the run trained on."""
 
-    env_names: list[str] = field(default_factory=list)
+    env_names: Sequence[str] = field(default_factory=list)
 
 
 def train_task(

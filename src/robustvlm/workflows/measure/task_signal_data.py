@@ -75,7 +75,7 @@ def _written(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def family_pairs(train: list[Example], attrs: dict[str, dict[str, str]], described: list[str],
+def family_pairs(train: list[Example], attrs: dict[str | bytes | None, dict[str, str]], described: list[str],
                  name: str, vqa_share: float) -> list[dict]:
     """The pair records of one family (see the module doc); VQA records carry the bare question
     (the embedding task wraps it in the instruction)."""
@@ -91,7 +91,7 @@ def family_pairs(train: list[Example], attrs: dict[str, dict[str, str]], describ
     return rows
 
 
-def base_records(train: list[Example], attrs: dict[str, dict[str, str]], described: list[str],
+def base_records(train: list[Example], attrs: dict[str | bytes | None, dict[str, str]], described: list[str],
                  query_template: str) -> list[dict]:
     """Generative pretraining records: each image's caption and each of its questions."""
     rows = []

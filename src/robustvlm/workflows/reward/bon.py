@@ -55,7 +55,7 @@ def bon_results(scores: Mapping[str, str | Path]) -> dict[str, dict]:
 def _read_scores(path: str | Path) -> list[dict]:
     """The rows of one `rm score` file, each checked: id, K finite rewards, K gold scores (a gold
     score may be None: no readable verdict); every row with the first row's K."""
-    rows = []
+    rows: list[dict] = []
     for line, row in read_input_jsonl(path, "scores file (written by `robustvlm rm score`)"):
         missing = [key for key in ("id", "rewards", "gold") if key not in row]
         if missing:

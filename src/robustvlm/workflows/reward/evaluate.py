@@ -20,14 +20,15 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from robustvlm.analysis.reward import RewardEvalMetrics, summarize_pair_rows
 from robustvlm.config import RewardEvalConfig
 from robustvlm.data.preferences import PreferencePair
 from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError
-from robustvlm.models.backends import load_backend
+from robustvlm.models.backends import RewardBackend, load_backend
+from robustvlm.models.reward import RewardModel
 from robustvlm.models.support import require_capability
 from robustvlm.reward.scoring import score_pairs, training_view
 from robustvlm.reward.task import read_pair_split
@@ -40,7 +41,8 @@ SKIPPED_FILE = "skipped.jsonl"
 
 def eval_pairs(pairs: list[PreferencePair], cfg: RewardEvalConfig) -> list[PreferencePair]:
     """The pairs of split `cfg.split`, at most `cfg.max_per_env` per environment (file order)."""
-    kept, seen = [], {}
+    kept: list[PreferencePair] = []
+    seen: dict[str, int] = {}
     for pair in pairs:
         if pair.split != cfg.split or seen.get(pair.env, 0) == cfg.max_per_env:
             continue
@@ -100,14 +102,14 @@ def evaluate_reward_model(
     out = Path(out_dir)
     settings = {"model": str(model), "data": data, "eval": cfg.model_dump(mode="json")}
     claim_run_folder(out, settings, resume=resume)
-    backend = load_backend(str(model), family="reward")
+    backend = cast(RewardBackend, load_backend(str(model), family="reward"))  # the "reward" family's backend
     views = eval_views(backend.meta, cfg)
     todo_pairs = eval_pairs(apply_training_split(pairs, read_pair_split(model)), cfg)
     path = out / PAIRS_FILE
     done = {row["id"] for row in read_jsonl(path)}
     todo = [p for p in todo_pairs if p.id not in done]
     with path.open("a", encoding="utf-8") as handle:
-        for row in score_pairs(backend.model, backend.processor, todo, views=views,
+        for row in score_pairs(cast(RewardModel, backend.model), backend.processor, todo, views=views,
                                shared_prefix=cfg.shared_prefix, progress=progress, total=len(todo)):
             append_jsonl(handle, [row])
     wanted = {p.id for p in todo_pairs}

@@ -109,7 +109,7 @@ def sample_candidates(
     if (policy is None) == (server is None):
         raise ValueError("give exactly one of policy or server")
     out = Path(out_dir)
-    source = {"policy": policy} if policy else {"server": server.model_dump(mode="json")}
+    source = {"policy": policy} if server is None else {"server": server.model_dump(mode="json")}
     settings = {**source, "data": data, "sampling": vars(sampling)}
     claim_run_folder(out, settings, resume=resume)
     path = out / CANDIDATES_FILE
@@ -117,7 +117,10 @@ def sample_candidates(
     todo = [p for p in prompts if p.id not in done]
     if server is not None:
         server = server.model_copy(update={"temperature": sampling.temperature, "max_tokens": sampling.max_new_tokens})
-    draws = _local(policy, todo, sampling) if policy else _served(server, todo, sampling)
+        draws = _served(server, todo, sampling)
+    else:
+        assert policy is not None  # exactly one of policy and server (checked above)
+        draws = _local(policy, todo, sampling)
     with path.open("a", encoding="utf-8") as handle:
         for pair, texts in tqdm(draws, total=len(todo), disable=not progress, desc="sampling", unit="prompt"):
             append_jsonl(handle, [{"id": pair.id, "env": pair.env, "query": pair.query,

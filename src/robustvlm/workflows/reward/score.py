@@ -43,14 +43,15 @@ class GoldScorer:
         if gold == "judge" and judge is None:
             raise ConfigError("gold judge needs a judge endpoint (--judge JUDGE.yaml)")
         self.gold = gold
-        self.judge = CEEJudge(judge, cache_dir) if gold == "judge" else None
+        self.judge = CEEJudge(judge, cache_dir) if gold == "judge" and judge is not None else None
 
     def __call__(self, query: str, reference: str, candidates: Sequence[str]) -> list[float | None]:
         references = [reference] * len(candidates)
         if self.gold == "chrf":
-            return chrf_scores(candidates, references)
+            return list(chrf_scores(candidates, references))
         if self.gold == "exact":
-            return exact_match(candidates, references)
+            return list(exact_match(candidates, references))
+        assert self.judge is not None  # gold == "judge": __init__ built it
         result = self.judge.score([query] * len(candidates), references, candidates)
         return [_acceptance(sample["votes"]) for sample in result.samples]
 
