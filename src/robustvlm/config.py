@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, Literal, TypeVar, get_args, overload
 
 import yaml
 from pydantic import (
@@ -77,7 +77,7 @@ class ModelConfig(_Section):
     name: str = "tiny:idefics3"
     trust_remote_code: bool = False
     trainable: Literal["paper", "full", "lora"] = "paper"
-    lora: LoraConfig = Field(default_factory=LoraConfig)
+    lora: LoraConfig = Field(default_factory=LoraConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
     gradient_checkpointing: bool = False
     tiny: dict[str, Any] = Field(default_factory=dict)
 
@@ -256,7 +256,7 @@ class EvalConfig(_Section):
     """
 
     metrics: list[str] = Field(default_factory=lambda: ["chrf", "exact"])
-    bertscore: BERTScoreConfig = Field(default_factory=BERTScoreConfig)
+    bertscore: BERTScoreConfig = Field(default_factory=BERTScoreConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
     judge: JudgeConfig | None = None
     split: str = "test"
     batch_size: int = Field(8, ge=1)
@@ -277,8 +277,8 @@ class RunConfig(_Run):
     data: DataConfig
     method: str = "erm"
     method_args: dict[str, Any] = Field(default_factory=dict)
-    train: TrainConfig = Field(default_factory=TrainConfig)
-    eval: EvalConfig = Field(default_factory=EvalConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
+    eval: EvalConfig = Field(default_factory=EvalConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
 
 
 class PreferenceSource(_Section):
@@ -348,7 +348,7 @@ class RewardConfig(_Run):
     data: PreferenceDataConfig
     loss: str = "standard"
     loss_args: dict[str, Any] = Field(default_factory=dict)
-    train: RewardTrainConfig = Field(default_factory=RewardTrainConfig)
+    train: RewardTrainConfig = Field(default_factory=RewardTrainConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
     eval: RewardEvalConfig = Field(default_factory=RewardEvalConfig)
 
 
@@ -368,7 +368,7 @@ class EmbedModelConfig(ModelConfig):
     """The VLM turned into an embedding model: LoRA on its text decoder by default."""
 
     trainable: Literal["paper", "full", "lora"] = "lora"
-    lora: EmbedLoraConfig = Field(default_factory=EmbedLoraConfig)
+    lora: EmbedLoraConfig = Field(default_factory=EmbedLoraConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
 
 
 class EmbedTrainConfig(TrainConfig):
@@ -414,8 +414,8 @@ class EmbedRunConfig(_Section):
 
     model: EmbedModelConfig = Field(default_factory=EmbedModelConfig)
     data: DataConfig
-    embed: EmbedSettings = Field(default_factory=EmbedSettings)
-    train: EmbedTrainConfig = Field(default_factory=EmbedTrainConfig)
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)  # type: ignore[arg-type]  # pydantic stub: model class as factory
+    train: EmbedTrainConfig = Field(default_factory=EmbedTrainConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
 
 
 class ProbeSettings(_Section):
@@ -454,9 +454,9 @@ class TaskSignalConfig(_Section):
     seeds: list[NonNegativeInt] = Field(default_factory=lambda: [0, 1])
     budgets: list[PositiveInt] = Field(default_factory=lambda: [100, 200, 400])
     model: EmbedModelConfig = Field(default_factory=lambda: EmbedModelConfig(trainable="paper"))
-    train: EmbedTrainConfig = Field(default_factory=EmbedTrainConfig)
-    embed: EmbedSettings = Field(default_factory=EmbedSettings)
-    probe: ProbeSettings = Field(default_factory=ProbeSettings)
+    train: EmbedTrainConfig = Field(default_factory=EmbedTrainConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)  # type: ignore[arg-type]  # pydantic stub: model class as factory
+    probe: ProbeSettings = Field(default_factory=ProbeSettings)  # type: ignore[arg-type]  # pydantic stub: model class as factory
     n_boot: int = Field(2000, ge=100)
     workers: int = Field(2, ge=1)
 
@@ -520,7 +520,15 @@ def _describe(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def validate_config(raw: dict, source: str = "config", schema: type[Schema] = RunConfig) -> Schema:
+@overload
+def validate_config(raw: dict, source: str = ...) -> RunConfig: ...
+@overload
+def validate_config(raw: dict, source: str, schema: type[Schema]) -> Schema: ...
+@overload
+def validate_config(raw: dict, source: str = ..., *, schema: type[Schema]) -> Schema: ...
+def validate_config(
+    raw: dict, source: str = "config", schema: type[BaseModel] = RunConfig
+) -> BaseModel:
     """Validate a nested dict as a `schema` (a RunConfig by default); ConfigError names every
     bad key."""
     try:
@@ -552,9 +560,19 @@ def load_judge_config(path: str | Path) -> JudgeConfig:
     )
 
 
+@overload
+def load_config(path: str | Path, overrides: list[str] | None = ...) -> RunConfig: ...
+@overload
 def load_config(
-    path: str | Path, overrides: list[str] | None = None, schema: type[Schema] = RunConfig
-) -> Schema:
+    path: str | Path, overrides: list[str] | None, schema: type[Schema]
+) -> Schema: ...
+@overload
+def load_config(
+    path: str | Path, overrides: list[str] | None = ..., *, schema: type[Schema]
+) -> Schema: ...
+def load_config(
+    path: str | Path, overrides: list[str] | None = None, schema: type[BaseModel] = RunConfig
+) -> BaseModel:
     """Read a YAML config, apply overrides, validate as `schema` (a RunConfig by default)."""
     raw = read_yaml_mapping(path)
     return validate_config(apply_overrides(raw, overrides or []), str(path), schema)

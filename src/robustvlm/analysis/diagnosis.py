@@ -75,7 +75,7 @@ def diagnose_table(
         }
         limits = {"visual": visual_min_skill, "semantic": semantic_min_skill, "mapping": mapping_min_skill}
         gaps = [stage for stage in ("visual", "semantic", "mapping")
-                if skills[stage] is not None and skills[stage] < limits[stage]]
+                if (stage_skill := skills[stage]) is not None and stage_skill < limits[stage]]
         out.append({
             **row,
             "probe_skill": skills["visual"],

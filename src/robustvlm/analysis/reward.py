@@ -103,7 +103,9 @@ def length_balanced_subset(chosen: Sequence[str], rejected: Sequence[str], *, se
     return np.sort(np.concatenate(keep)).astype(int)
 
 
-def sfc_distribution(sfc: Sequence[float], proxy_correct: Sequence[bool]) -> dict[str, float | None]:
+def sfc_distribution(
+    sfc: Sequence[float] | np.ndarray, proxy_correct: Sequence[bool] | np.ndarray
+) -> dict[str, float | None]:
     """Where the shortcut-failure weights of n training pairs fall: `sfc` [n] in (0, 1), and
     `proxy_correct` [n], whether the text-only proxy ranks each pair right.
 

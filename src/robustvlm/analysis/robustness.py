@@ -84,7 +84,7 @@ class LineFit:
     intercept: float
     r2: float
     n: int
-    transform: str = "probit"
+    transform: Transform = "probit"
 
     def predict(self, acc_ref: np.ndarray | list[float] | float) -> np.ndarray:
         """beta(acc_ref): the shifted accuracy the line predicts, in accuracy units."""

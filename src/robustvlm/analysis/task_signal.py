@@ -116,14 +116,15 @@ def _outcome_matrices(members: Sequence[ModelPoint], outcomes: Outcomes) -> tupl
 
 
 def _resampled(members: Sequence[ModelPoint], models: np.ndarray, questions, outcomes: Outcomes | None,
-               kind: str) -> tuple[np.ndarray, np.ndarray]:
+               kind: Transform) -> tuple[np.ndarray, np.ndarray]:
     """Transformed (reference, shifted) accuracies [n_boot, m] of the drawn models (`models`
     [n_boot, m] indices), on the drawn questions when outcomes are given."""
     if outcomes is None:
         tx, ty = (transform([getattr(p, k) for p in members], kind) for k in ("acc_ref", "acc_shift"))
         return tx[models], ty[models]
     accuracies = [matrix[:, q].mean(axis=-1).T for matrix, q in zip(_outcome_matrices(members, outcomes), questions)]
-    return tuple(np.take_along_axis(transform(acc, kind), models, axis=1) for acc in accuracies)
+    tx, ty = (np.take_along_axis(transform(acc, kind), models, axis=1) for acc in accuracies)
+    return tx, ty
 
 
 def matched_reference(a: Sequence[ModelPoint], b: Sequence[ModelPoint], *, kind: Transform = "probit") -> float:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 import numpy as np
 
-from robustvlm.data.records import Example
+from robustvlm.data.records import EnvRecord, Example
+
+Record = TypeVar("Record", bound=EnvRecord)
 
 
 def record_key(example_id: str) -> str:
@@ -24,8 +27,8 @@ def record_key(example_id: str) -> str:
 
 
 def carve_per_env(
-    examples: Sequence[Example], *, train: int | None, test: int, seed: int
-) -> tuple[list[Example], dict[str, dict[str, int]]]:
+    examples: Sequence[Record], *, train: int | None, test: int, seed: int
+) -> tuple[list[Record], dict[str, dict[str, int]]]:
     """Per environment, `test` records for testing and the next `train` for training.
 
     Args:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from robustvlm.data.records import SPLITS, Example
+from robustvlm.data.records import SPLITS, EnvRecord
 from robustvlm.errors import ConfigError
 
 TASK_TYPES = ("general", "reasoning", "doc-chart", "ocr")
@@ -112,7 +112,7 @@ def load_env_map(spec: str | Path | Mapping) -> EnvMap:
 COUNT_COLUMNS = (*SPLITS, "ood", "total")
 
 
-def env_counts(examples: Iterable[Example]) -> dict[str, dict[str, int]]:
+def env_counts(examples: Iterable[EnvRecord]) -> dict[str, dict[str, int]]:
     """Per environment (sorted by name): examples per split, OOD examples, and the total."""
     counts: dict[str, dict[str, int]] = {}
     for ex in examples:
@@ -123,7 +123,7 @@ def env_counts(examples: Iterable[Example]) -> dict[str, dict[str, int]]:
     return dict(sorted(counts.items()))
 
 
-def format_env_counts(examples: Iterable[Example]) -> str:
+def format_env_counts(examples: Iterable[EnvRecord]) -> str:
     """`env_counts` as an aligned text table with a total row."""
     counts = env_counts(examples)
     if not counts:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TypeVar
 
 from robustvlm.config import DataConfig, RecordSource
 from robustvlm.data.carve import carve_per_env, hold_out, short_environments
-from robustvlm.data.records import Example, SkipLog
+from robustvlm.data.records import EnvRecord, Example, SkipLog
+
+Record = TypeVar("Record", bound=EnvRecord)
 
 
 def materialize(cfg: RecordSource, work_dir: Path) -> Path:
@@ -22,6 +25,7 @@ def materialize(cfg: RecordSource, work_dir: Path) -> Path:
         info = json.loads(manifest.read_text(encoding="utf-8"))
         if info.get("benchmark") == cfg.benchmark and info.get("seed") == cfg.seed:
             return target
+    assert cfg.benchmark is not None  # RecordSource: exactly one of path and benchmark
     synthesize(cfg.benchmark, target, seed=cfg.seed, n_per_env=cfg.n_per_env)
     return target
 
@@ -63,9 +67,9 @@ def load_from_config(
     return examples
 
 
-def training_examples(examples: list[Example], max_per_env: int | None = None) -> list[Example]:
+def training_examples(examples: list[Record], max_per_env: int | None = None) -> list[Record]:
     """In-domain training records, optionally capped per environment (first N in file order)."""
-    kept: list[Example] = []
+    kept: list[Record] = []
     seen: dict[str, int] = {}
     for ex in examples:
         if ex.split != "train" or ex.ood:

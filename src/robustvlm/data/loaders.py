@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, TypedDict
 
 from PIL import Image
 
@@ -151,6 +152,14 @@ def check_new_id(seen: Mapping[str, str], record_id: str, row: RawRecord) -> Non
         raise row.error(f"duplicate id {record_id!r} (first at {seen[record_id]})", record_id)
 
 
+class Where(TypedDict):
+    """DataError's (and load_image's) `source`, `record` and `record_id` for one row."""
+
+    source: str
+    record: str | int | None
+    record_id: str | None
+
+
 @dataclass
 class RawRecord:
     """One raw record and where it came from."""
@@ -161,7 +170,7 @@ class RawRecord:
     base_dir: Path | None  # relative image paths are taken from here, and must stay inside it
     allow_outside_root: bool = False  # the user allowed image paths that leave base_dir
 
-    def where(self, example_id: str | None = None) -> dict[str, str | int | None]:
+    def where(self, example_id: str | None = None) -> Where:
         """DataError's `source`, `record` and `record_id` for this row (or one of its examples):
         the line number and the example's (else the record's) id, or without a line the id alone."""
         if isinstance(self.ref, int):
@@ -215,7 +224,7 @@ def _located_rows(
 ) -> Iterator[RawRecord | DataError]:
     """`_rows` before the outside-root allowance."""
     if isinstance(path, str) and path.startswith("hf:"):
-        rows = _hub_rows(path, split, hub or HubSelection())
+        rows: Iterator[RawRecord | DataError] = _hub_rows(path, split, hub or HubSelection())
     else:
         path = Path(path)
         if not path.exists():
@@ -461,7 +470,7 @@ def _examples_of(row: RawRecord) -> list[Example]:
     ood = data.get("ood", False)
     if not isinstance(ood, bool):
         raise row.error(f"field 'ood' must be true or false, not {ood!r}")
-    shared = {"image": image_ref(data.get("image"), row), "env": "", "split": split, "ood": ood,
+    shared: dict[str, Any] = {"image": image_ref(data.get("image"), row), "env": "", "split": split, "ood": ood,
               "source": row.location}
     if "conversations" in data:
         return [

@@ -25,7 +25,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import Any, cast
 
 from robustvlm.data.loaders import RawRecord, without_image_placeholder
 from robustvlm.errors import ConfigError
@@ -143,7 +143,7 @@ def _rating(annotations: object, aspect: str) -> float | None:
     for name in names:
         entry = annotations.get(name)
         try:
-            values.append(float(entry.get("Rating")) if isinstance(entry, dict) else None)
+            values.append(float(cast(Any, entry.get("Rating"))) if isinstance(entry, dict) else None)
         except (TypeError, ValueError):  # "N/A" and the like
             values.append(None)
     readable = [v for v in values if v is not None]

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from robustvlm.config import PreferenceDataConfig
 from robustvlm.data.carve import carve_per_env, short_environments
@@ -210,7 +211,8 @@ def _checked(
         raise row.error("no image: a preference pair needs the image its responses describe", pair_id)
     if options.validate_images:
         load_image(image, **where, max_pixels=options.max_pixels)
-    label = row.data.get(env_column) if env_column else fields.get("env")
+    # read_pairs converts only records that are JSON objects
+    label = cast(dict, row.data).get(env_column) if env_column else fields.get("env")
     if env_column and label in (None, ""):
         raise row.error(f"missing environment (no {env_column!r} field)", pair_id)
     check_new_id(seen, pair_id, row)
@@ -227,7 +229,7 @@ def load_pairs_from_config(
     """Every pair of the configured data (a built-in benchmark is synthesised once into
     `work_dir/data`), each source its own environment, filtered to `cfg.envs` and, with
     `split_per_env`, each environment carved into its train / test sets (`data.carve`)."""
-    common = dict(on_bad_record=cfg.on_bad_record, skip_log=skip_log, verbose=False,
+    common: dict[str, Any] = dict(on_bad_record=cfg.on_bad_record, skip_log=skip_log, verbose=False,
                   env_column=cfg.env_column, aspect=cfg.aspect, max_pixels=cfg.max_pixels,
                   allow_outside_root=cfg.allow_outside_root)
     if cfg.sources:

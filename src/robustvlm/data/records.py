@@ -4,12 +4,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import Field, asdict, dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar, Protocol
 
 from robustvlm.errors import ConfigError, DataError
 
 SPLITS = ("train", "test", "val")
+
+
+class EnvRecord(Protocol):
+    """What environment counts and carving read of a record: an `Example` or a preference pair
+    (any dataclass with these fields)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def env(self) -> str: ...
+    @property
+    def split(self) -> str: ...
+    @property
+    def ood(self) -> bool: ...
 
 
 @dataclass

@@ -36,7 +36,7 @@ class RetrievalScores:
         """Per query of `direction`, the indices of its relevant candidates."""
         if direction == "image_to_text":
             return [[t] for t in self.text_of_image]
-        images_of = [[] for _ in self.texts]
+        images_of: list[list[int]] = [[] for _ in self.texts]
         for image, text in enumerate(self.text_of_image):
             images_of[text].append(image)
         return images_of

@@ -84,11 +84,11 @@ class EmbeddingTask(TrainingTask):
     def _loss(self, groups: torch.Tensor):
         """(query embeddings, target embeddings) of this process -> the global InfoNCE loss."""
         embed = self.cfg.embed
-        groups = gather_with_local_grad(groups) if embed.distinct_negatives else None
+        gathered = gather_with_local_grad(groups) if embed.distinct_negatives else None
 
         def loss(queries: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
             return info_nce(gather_with_local_grad(queries), gather_with_local_grad(targets),
-                            temperature=embed.temperature, groups=groups)
+                            temperature=embed.temperature, groups=gathered)
 
         return loss
 

@@ -145,7 +145,7 @@ def measure_domains(
     icl_cells = evaluate_icl(backend, examples, shots=sorted({0, shots}), policies=(icl_policy,),
                              n_per_domain=n_per_domain, seed=seed)
     accuracy = {(c.policy, c.domain): c.accuracy for c in icl_cells}
-    semantic: dict[tuple[str, ...], tuple[float, list[dict]]] = {}
+    semantic: dict[tuple[str, ...], tuple[float | None, list[dict]]] = {}
     rows = []
     for domain in sorted(by_domain):
         group = by_domain[domain]

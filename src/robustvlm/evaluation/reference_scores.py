@@ -48,6 +48,7 @@ def add_cee(rows: list[dict], cfg: EvalConfig, out_dir: Path) -> bool:
         return False
     from robustvlm.evaluation.metrics.judge import CEEJudge
 
+    assert cfg.judge is not None  # the cee metric needs eval.judge (checked before scoring)
     result = CEEJudge(cfg.judge, out_dir / JUDGE_CACHE).score(
         [r["instruction"] for r in todo],
         [r["target"] for r in todo],

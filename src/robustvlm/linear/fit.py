@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import torch
@@ -60,6 +61,7 @@ def linear_outputs(weights: torch.Tensor, data: LinearData) -> AnswerOutputs:
     Args:
         weights: [d + 1] the linear map (last entry: the bias).
     """
+    risk: Literal["ce", "squared"]
     if data.task == "regression":
         classifier, risk = weights.unsqueeze(0), "squared"
     else:

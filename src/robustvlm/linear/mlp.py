@@ -34,7 +34,7 @@ class MLP(nn.Module):
         super().__init__()
         self.body = nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
         self.head = nn.Linear(hidden, 1)
-        for layer in (*self.body[::2], self.head):
+        for layer in (*self.body[::2], self.head):  # type: ignore[misc]  # torch stubs: a sliced Sequential is iterable
             nn.init.xavier_uniform_(layer.weight)
             nn.init.zeros_(layer.bias)
 

@@ -39,7 +39,7 @@ import math
 import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -179,7 +179,7 @@ def run_one(
         dim_spu=protocol.dim_spu,
         seed=seed,
     )
-    fit_split = "test" if method == ORACLE else "train"
+    fit_split: Literal["train", "test"] = "test" if method == ORACLE else "train"
     train = problem.sample(fit_split, protocol.n_per_env, stream=0)
     validation = problem.sample(fit_split, protocol.n_eval_per_env, stream=1)
     test = problem.sample("test", protocol.n_eval_per_env, stream=2)

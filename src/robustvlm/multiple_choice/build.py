@@ -119,8 +119,8 @@ def build_questions(
         raise ConfigError(f"seed must be >= 0, got {seed}")
     prompt_text = resolve_prompt(prompt)
     mapping = load_class_subset(class_subset) if class_subset is not None else None
-    eligible = [(ex, _answer_key(ex, mapping)) for ex in examples]
-    eligible = [(ex, key) for ex, key in eligible if key is not None]
+    keyed = [(ex, _answer_key(ex, mapping)) for ex in examples]
+    eligible = [(ex, key) for ex, key in keyed if key is not None]
     if not eligible:
         where = f" of the class subset {_describe(class_subset)}" if mapping else ""
         raise DataError(f"no examples{where} to build questions from")
@@ -140,6 +140,7 @@ def build_questions(
     questions = []
     for i, answer_key, distractor_keys, position in zip(chosen, answers, wrong, positions):
         ex = eligible[i][0]
+        assert ex.image is not None  # _answer_key rejects examples without an image
         options = [name_of[key] for key in rng.permutation(distractor_keys)]
         options.insert(int(position), name_of[answer_key])
         questions.append(MCQuestion(
@@ -195,6 +196,7 @@ def _class_pool(
         seen[name] = key
     images: dict[str, list[str | bytes]] = {key: [] for key in keys}
     for ex, key in eligible:
+        assert ex.image is not None  # _answer_key rejects examples without an image
         images[key].append(ex.image)
     return ClassPool(keys=keys, names=display, images=images)
 

@@ -12,7 +12,7 @@ import dataclasses
 import keyword
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import torch
 
@@ -80,6 +80,10 @@ class Hyperparameters:
         """{config key: value}, as a config writes them."""
         return {key: getattr(self, field_name(key)) for key in self.declared}
 
+    if TYPE_CHECKING:  # the fields are made per objective at run time (`hyperparameter_class`)
+
+        def __getattr__(self, name: str) -> Any: ...
+
 
 def hyperparameter_class(name: str, declared: Mapping[str, HParam]) -> type[Hyperparameters]:
     """A frozen dataclass `name` with one field per entry of `declared` (module doc)."""
@@ -87,7 +91,10 @@ def hyperparameter_class(name: str, declared: Mapping[str, HParam]) -> type[Hype
         (field_name(key), Any, dataclasses.field(default=hparam.default))
         for key, hparam in declared.items()
     ]
-    cls = dataclasses.make_dataclass(name, fields, bases=(Hyperparameters,), frozen=True)
+    cls = cast(
+        type[Hyperparameters],
+        dataclasses.make_dataclass(name, fields, bases=(Hyperparameters,), frozen=True),
+    )
     cls.declared = dict(declared)
     return cls
 

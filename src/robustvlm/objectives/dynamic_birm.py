@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives.base import HParam, LossParts, Objective
@@ -62,7 +62,7 @@ class LambdaController:
             target = max(self.gamma * r_emp, self.p_min) / max(r_inv, floor)
             value = self.alpha * self.value + (1.0 - self.alpha) * target
             self.capped = self.lambda_max is not None and value > self.lambda_max
-            self.value = min(value, self.lambda_max) if self.capped else value
+            self.value = min(value, cast(float, self.lambda_max)) if self.capped else value  # capped: not None
             self.step, self.target = step, target
         return self.value, self.target, self.capped
 

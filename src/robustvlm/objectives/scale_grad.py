@@ -106,7 +106,7 @@ class _CEAndScaleGrads(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx: FunctionCtx, grad_ce: torch.Tensor, grad_g: torch.Tensor):
-        logits, targets, scales, mean_z = ctx.saved_tensors
+        logits, targets, scales, mean_z = ctx.saved_tensors  # type: ignore[attr-defined]  # torch stubs: FunctionCtx lacks it
         if grad_ce is None and grad_g is None:
             return None, None, None
         dtype = _work_dtype(logits)
@@ -156,7 +156,7 @@ class _VocabScaleGradSums(torch.autograd.Function):
     @once_differentiable
     def backward(ctx: FunctionCtx, grad_sums: torch.Tensor):
         # (J^T c)_j = p_j (c_j + w_j (c_j z_j - sum_k c_k z_k p_k)) - c_y 1[j = y]
-        logits, targets, group, scales = ctx.saved_tensors
+        logits, targets, group, scales = ctx.saved_tensors  # type: ignore[attr-defined]  # torch stubs: FunctionCtx lacks it
         dtype = _work_dtype(logits)
         grad_logits = torch.zeros_like(logits)
         for rows in _row_chunks(logits.shape[0], scales.shape[1] * logits.shape[1]):

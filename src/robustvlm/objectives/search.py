@@ -91,7 +91,7 @@ def draw_hparams(
     hparams = REGISTRY[objective].hparams
     bounded = {}
     for key in STEP_HPARAMS:
-        if key in hparams and hparams[key].search is not None:
-            kind, low, high = hparams[key].search
+        if key in hparams and (search := hparams[key].search) is not None:
+            kind, low, high = search
             bounded[key] = (kind, low, max(low, min(high, steps // 2)))
     return {**optimizer, "method_args": sample_hparams(hparams, rng, bounded)}

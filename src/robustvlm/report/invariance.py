@@ -358,16 +358,19 @@ def write_invariance_report(
     """
     out_dir = Path(out_dir)
     bar_chart(summary, out_dir / "invariance.png")
+    spread: list[Block] = [
+        Heading("Against the published spread"),
+        Paragraph("Within: our mean lies within one published standard deviation (over their 50 data "
+                  "seeds) of the published mean; in brackets, (ours - published mean) / published std."),
+        spread_table(summary),
+    ] if summary["within_spread"] is not None else []
     blocks: list[Block] = [
         Heading("Linear unit tests of invariance", 1),
         protocol_paragraph(summary),
         reference_paragraph(summary),
         Heading("Test error"),
         error_table(summary),
-        *([Heading("Against the published spread"),
-           Paragraph("Within: our mean lies within one published standard deviation (over their 50 data "
-                     "seeds) of the published mean; in brackets, (ours - published mean) / published std."),
-           spread_table(summary)] if summary["within_spread"] is not None else []),
+        *spread,
         Image("invariance.png", "test error per example"),
         Heading("Worst test environment"),
         Paragraph("Test error of the selected draw on its worst test environment / averaged over the test "

@@ -246,6 +246,6 @@ def rung_cells(frozen: Mapping) -> list[Block]:
     """Rung 2's matrices and SFD per o.o.d. cell (rung 3's are in the matrix section)."""
     results = MatrixResults.from_dict(frozen["matrix"])
     table = sfd_table(results)
-    return [Paragraph("Rung 2, per cell (rows: trained on; columns: tested on):"), *cell_tables(results),
-            *([Paragraph("Rung 2's SFD per o.o.d. cell (points) and the correlation of the heads' reward "
-                         "differences with the text-only head's:"), table] if table is not None else [])]
+    sfd: list[Block] = [Paragraph("Rung 2's SFD per o.o.d. cell (points) and the correlation of the heads' reward "
+                                  "differences with the text-only head's:"), table] if table is not None else []
+    return [Paragraph("Rung 2, per cell (rows: trained on; columns: tested on):"), *cell_tables(results), *sfd]

@@ -92,8 +92,8 @@ def gap_scatter(points: Mapping[str, Sequence[tuple[float, float, str]]], path: 
             xs = [x for x, _, e in pts if e == env]
             ys = [y for _, y, e in pts if e == env]
             ax.scatter(xs, ys, s=8, alpha=0.6, label=env)
-        xs, ys = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
-        r = np.corrcoef(xs, ys)[0, 1] if xs.std() > 0 and ys.std() > 0 else float("nan")
+        x_all, y_all = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
+        r = np.corrcoef(x_all, y_all)[0, 1] if x_all.std() > 0 and y_all.std() > 0 else float("nan")
         ax.axhline(0, color="grey", linewidth=0.6)
         ax.axvline(0, color="grey", linewidth=0.6)
         ax.set_xlabel("text-only model: r_chosen − r_rejected")

@@ -11,13 +11,14 @@ from robustvlm.analysis.robustness import (
     LineBand,
     LineFit,
     ModelRobustness,
+    Transform,
     inverse_transform,
     transform,
 )
 from robustvlm.report.plots import new_figure, percent_axis, save_figure
 
 
-def _limits(values: np.ndarray, kind: str) -> tuple[float, float]:
+def _limits(values: np.ndarray, kind: Transform) -> tuple[float, float]:
     """Axis limits (fractions) spanning transformed `values` with a 10% margin."""
     z = transform(values, kind)
     pad = 0.1 * max(float(np.ptp(z)), 0.2)
@@ -77,7 +78,7 @@ def scatter(
     return _finish(fig, ax, kind, (xlim, ylim), (xlabel, ylabel), title, path)
 
 
-def _finish(fig, ax, kind: str, limits, labels, title: str, path: str | Path, legend_size: float = 8) -> Path:
+def _finish(fig, ax, kind: Transform, limits, labels, title: str, path: str | Path, legend_size: float = 8) -> Path:
     """Percentage ticks on both transformed axes, grid, title and legend; save the PNG."""
     for which, lim, label in zip("xy", limits, labels):
         percent_axis(ax, which, lambda a: transform(a, kind), lim, label=label)
@@ -99,14 +100,14 @@ def family_lines_scatter(
     """Shifted vs reference accuracy on transformed axes, one colour per family: its models
     (with their confidence intervals) and its own fitted line, solid over the family's range of
     reference accuracies and dotted beyond it; y = x dashed."""
-    kind = next(iter(lines.values())).transform if lines else "probit"
+    kind: Transform = next(iter(lines.values())).transform if lines else "probit"
     fig, ax = new_figure(size=(7.0, 5.8))
     acc_x = np.array([m.point.acc_ref for m in models])
     acc_y = np.array([m.point.acc_shift for m in models])
     xlim, ylim = _limits(acc_x, kind), _limits(acc_y, kind)
     zx = transform(np.array(xlim), kind)
     ax.plot(zx, zx, linestyle="--", color="0.5", linewidth=1, label="y = x")
-    span = np.linspace(*zx, 50)
+    span = np.linspace(zx[0], zx[1], 50)
     for i, family in enumerate(dict.fromkeys(m.point.family for m in models)):
         members = [m for m in models if m.point.family == family]
         colour = f"C{i}"
@@ -122,7 +123,7 @@ def family_lines_scatter(
 
 
 def _plot_family(
-    ax, members: Sequence[ModelRobustness], kind: str, *, color: str, label: str
+    ax, members: Sequence[ModelRobustness], kind: Transform, *, color: str, label: str
 ) -> None:
     """Points of one family with their confidence intervals as error bars, transformed."""
     zx, zx_lo, zx_hi = (

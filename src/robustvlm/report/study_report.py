@@ -141,6 +141,7 @@ def id_ood_bars(results: StudyResults, metric: str, path: Path) -> Path | None:
             entry = scores.summary[split].get(metric)
             if entry is None or entry.mean is None:
                 continue
+            assert entry.ci is not None  # summarize_method gives a CI with every mean
             labels.append(f"{label} {split.upper()}")
             means.append(entry.mean)
             # A percentile interval can miss the point estimate in degenerate resamples; widen to it.

@@ -27,7 +27,7 @@ import copy
 import json
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
@@ -57,6 +57,9 @@ from robustvlm.reward.losses import (
 )
 from robustvlm.training.setup import base_model, make_sampler
 from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask
+
+if TYPE_CHECKING:
+    from peft import PeftModel
 
 MAIN_ADAPTER, PROXY_ADAPTER = "default", "proxy"
 
@@ -194,7 +197,7 @@ class RewardTask(TrainingTask):
         if self.spec.main_view == "text" and drop:
             freeze_vision_side(vlm)
         if self.adapter_proxy:
-            add_adapter_copy(vlm, PROXY_ADAPTER, source=MAIN_ADAPTER)
+            add_adapter_copy(cast("PeftModel", vlm), PROXY_ADAPTER, source=MAIN_ADAPTER)
         if cfg.model.gradient_checkpointing:
             enable_gradient_checkpointing(vlm)
         main = RewardModel(vlm)
@@ -217,7 +220,7 @@ class RewardTask(TrainingTask):
         """Where a branch's backward pass runs: inside its adapter for the adapter proxy."""
         if not self.adapter_proxy:
             return nullcontext()
-        vlm = self.models["reward"].main.vlm
+        vlm = cast(SharedBaseBranches, self.models["reward"]).main.vlm
         return use_adapter(vlm, MAIN_ADAPTER if name == "main" else PROXY_ADAPTER)
 
     def training_step(self, batch: dict[str, Any], ctx: StepContext) -> dict[str, float]:
@@ -265,7 +268,7 @@ class RewardTask(TrainingTask):
     def save_final(self, final_dir: Path, state_dicts: dict[str, dict[str, torch.Tensor]]) -> None:
         meta = {"loss": self.cfg.loss, "loss_args": self.hp.to_config(), "trained_on": self.env_names}
         if self.adapter_proxy:
-            save_reward_model(self.models["reward"].main, self.processor, final_dir, meta=meta)
+            save_reward_model(cast(SharedBaseBranches, self.models["reward"]).main, self.processor, final_dir, meta=meta)
             return
         name = "main" if self.spec.proxy else "reward"
-        save_reward_model(self.models[name], self.processor, final_dir, state=state_dicts[name], meta=meta)
+        save_reward_model(cast(RewardModel, self.models[name]), self.processor, final_dir, state=state_dicts[name], meta=meta)

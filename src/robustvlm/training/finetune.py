@@ -134,6 +134,7 @@ def export_checkpoint(cfg: RunConfig, run_dir: Path, checkpoint: Path, out_dir: 
         )
     tiny = cfg.model.name.startswith(TINY_PREFIX)
     name = str(Path(run_dir) / "base") if tiny else cfg.model.name
+    model: torch.nn.Module
     model, processor = load_vlm(name, trust_remote_code=cfg.model.trust_remote_code)
     model = configure_trainable(model, mode=cfg.model.trainable, lora=cfg.model.lora.model_dump())
     result = AnswerModel(model).load_state_dict(load_file(str(weights)), strict=False)

@@ -204,6 +204,7 @@ def run_training(
                     "seconds": round(time.perf_counter() - t0, 3),
                 }
                 if is_main:
+                    assert log is not None  # opened on the main process
                     append_jsonl(log, [row])
                     bar.set_postfix({k: f"{row[k]:.3g}" for k in task.progress_keys if k in row})
                 if cfg.report_to:

@@ -52,6 +52,7 @@ def attributes(example: Example) -> dict[str, str]:
     style = example.env
     background = "black"
     if style == "coloured":
+        assert example.image is not None  # every record of the digits suite has its image
         corner = np.asarray(load_image(example.image, source=example.source, record=example.id))[0, 0]
         background = colour_name(corner.tolist())
     return {

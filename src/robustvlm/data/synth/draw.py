@@ -179,7 +179,7 @@ def text_patch(
     f = font(size)
     pad = size
     left, top, right, bottom = f.getbbox(text)
-    patch = Image.new("RGBA", (right - left + 2 * pad, bottom - top + 2 * pad), (0, 0, 0, 0))
+    patch = Image.new("RGBA", (right - left + 2 * pad, bottom - top + 2 * pad), (0, 0, 0, 0))  # type: ignore[arg-type]  # PIL stubs: FreeTypeFont.getbbox gives ints
     draw = ImageDraw.Draw(patch)
     xy = (pad - left, pad - top)
     if style == "bold":

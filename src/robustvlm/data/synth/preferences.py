@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import ImageDraw
@@ -158,7 +159,7 @@ def pairs_of(env: CueEnv, split: str, count: int, seed: int):
     """`count` (image, record fields) of one environment and split, deterministic for the seed."""
     rng = env_rng(seed, f"{env.name}/{split}")
     for _ in range(count):
-        truth = {
+        truth: dict[str, Any] = {
             "kind": KINDS[int(rng.integers(len(KINDS)))],
             "colour": COLOURS[int(rng.integers(len(COLOURS)))],
             "count": int(rng.integers(1, 4)),

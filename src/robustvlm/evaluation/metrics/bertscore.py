@@ -27,6 +27,7 @@ import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -50,6 +51,8 @@ class BERTScorer:
         baseline: (P, R, F1) baseline values for rescaling; None = raw scores.
         trust_remote_code: passed to ``from_pretrained`` (models with custom code).
     """
+
+    model: Any  # the HF `AutoModel` encoder: `config` and its fields are dynamic
 
     def __init__(
         self,

@@ -22,15 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from robustvlm.errors import ConfigError
 from robustvlm.evaluation.metrics.chrf import chrf_scores
 from robustvlm.evaluation.metrics.exact import exact_match
 from robustvlm.evaluation.reference_scores import add_bertscore, add_cee, cee_counts
 
-PER_BATCH = "per batch"
-AFTER_GENERATION = "after generation"
+PER_BATCH: Final = "per batch"
+AFTER_GENERATION: Final = "after generation"
 
 
 @dataclass(frozen=True)
