@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-quick demo-reward figures test lint install clean
+.PHONY: demo demo-quick demo-reward figures test lint typecheck install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,8 +58,12 @@ figures: install
 test: install
 	$(BIN)/python -m pytest tests -p no:cacheprovider
 
-lint: $(STAMP)
+lint: typecheck
 	$(BIN)/ruff check src tests benchmarks
+
+# mypy on the package, as configured in pyproject.toml ([tool.mypy]); CI runs it after the tests.
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) demo_out demo_out_quick demo_robustness demo_invariance demo_reward demo_reward_quick studies

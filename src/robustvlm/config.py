@@ -259,10 +259,10 @@ class EvalConfig(_Section):
     bertscore: BERTScoreConfig = Field(default_factory=BERTScoreConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
     judge: JudgeConfig | None = None
     split: str = "test"
-    batch_size: int = Field(8, ge=1)
-    max_new_tokens: int = Field(128, ge=1)
-    repetition_penalty: float = Field(1.15, gt=0)
-    max_per_env: int | None = Field(None, ge=1)
+    batch_size: int = Field(default=8, ge=1)
+    max_new_tokens: int = Field(default=128, ge=1)
+    repetition_penalty: float = Field(default=1.15, gt=0)
+    max_per_env: int | None = Field(default=None, ge=1)
 
 
 class _Run(_Section):
@@ -278,7 +278,7 @@ class RunConfig(_Run):
     method: str = "erm"
     method_args: dict[str, Any] = Field(default_factory=dict)
     train: TrainConfig = Field(default_factory=TrainConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
-    eval: EvalConfig = Field(default_factory=EvalConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
+    eval: EvalConfig = Field(default_factory=EvalConfig)
 
 
 class PreferenceSource(_Section):

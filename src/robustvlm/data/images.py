@@ -29,7 +29,7 @@ _WHITE = (255, 255, 255, 255)
 
 
 def load_image(
-    ref: str | bytes,
+    ref: str | bytes | None,
     *,
     source: str = "",
     record: str | int | None = None,
@@ -39,7 +39,8 @@ def load_image(
     """Open an image path or encoded bytes, fully decoded, as an 8-bit RGB PIL image.
 
     The pixel count (width x height) is checked against `max_pixels` from the header,
-    before any pixel data is decoded. Raises DataError naming `source`, `record` and
+    before any pixel data is decoded. A record without an image (`ref` None) is a DataError too.
+    Raises DataError naming `source`, `record` and
     `record_id` (see DataError) when the image cannot be used.
     """
     name = "<bytes>" if isinstance(ref, bytes) else str(ref)
@@ -47,6 +48,8 @@ def load_image(
     def fail(reason: str) -> DataError:
         return DataError(f"image {name}: {reason}", source or None, record, record_id)
 
+    if ref is None:
+        raise fail("the record has no image")
     if isinstance(ref, bytes):
         if not ref:
             raise fail("empty image data")

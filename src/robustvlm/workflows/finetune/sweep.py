@@ -251,14 +251,14 @@ def sweep_plan(
                         },
                     },
                 )
-                cfg = validate_config(raw, f"{source} (methods.{label}, draw {draw}, seed {seed})")
+                run_cfg = validate_config(raw, f"{source} (methods.{label}, draw {draw}, seed {seed})")
                 run_dir = out_dir / "runs" / str(label) / f"draw-{draw}" / f"seed-{seed}"
                 jobs.append(
                     SweepJob(
                         str(label),
                         draw,
                         seed,
-                        cfg,
+                        run_cfg,
                         str(run_dir),
                         metric,
                         progress and launch.kind == "local" and (launch.workers or 1) == 1,
