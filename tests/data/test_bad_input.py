@@ -228,3 +228,9 @@ def test_bad_jsonl_records_name_the_line_and_the_record_id(tmp_path):
         f"{path}:5: invalid JSON (Expecting value, column 1)",
     ]
     assert [(e.record, e.record_id) for e in report.errors[:2]] == [(1, "rec-1"), (2, "rec-2")]
+
+
+def test_a_record_without_an_image_is_a_data_error_naming_it():
+    with pytest.raises(DataError, match="has no image") as info:
+        load_image(None, source="data.jsonl", record=3, record_id="q7")
+    assert "data.jsonl" in str(info.value) and "q7" in str(info.value)
