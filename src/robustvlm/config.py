@@ -58,9 +58,9 @@ def _takes_numbers(annotation: Any) -> bool:
 class LoraConfig(_Section):
     """PEFT LoRA settings (used when `model.trainable: lora`)."""
 
-    r: int = Field(16, ge=1)
-    alpha: int = Field(32, ge=1)
-    dropout: float = Field(0.05, ge=0, lt=1)
+    r: int = Field(default=16, ge=1)
+    alpha: int = Field(default=32, ge=1)
+    dropout: float = Field(default=0.05, ge=0, lt=1)
     target_modules: list[str] | str | None = None
 
 
@@ -77,7 +77,7 @@ class ModelConfig(_Section):
     name: str = "tiny:idefics3"
     trust_remote_code: bool = False
     trainable: Literal["paper", "full", "lora"] = "paper"
-    lora: LoraConfig = Field(default_factory=LoraConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
+    lora: LoraConfig = Field(default_factory=LoraConfig)
     gradient_checkpointing: bool = False
     tiny: dict[str, Any] = Field(default_factory=dict)
 
@@ -101,13 +101,13 @@ class RecordSource(_Section):
 
     path: str | None = None
     benchmark: str | None = None
-    seed: int = Field(0, ge=0)
-    n_per_env: int | None = Field(None, ge=1)
+    seed: int = Field(default=0, ge=0)
+    n_per_env: int | None = Field(default=None, ge=1)
     format: str = "auto"
     env_column: str | None = None
     on_bad_record: Literal["error", "skip"] = "error"
-    max_pixels: int = Field(40_000_000, ge=1)
-    max_train_per_env: int | None = Field(None, ge=1)
+    max_pixels: int = Field(default=40_000_000, ge=1)
+    max_train_per_env: int | None = Field(default=None, ge=1)
     split_per_env: SplitSizes | None = None
     image_root: str | None = None
     allow_outside_root: bool = False
@@ -155,21 +155,21 @@ class TrainConfig(_Section):
     (e.g. [tensorboard], [wandb], [mlflow]; each needs its package installed); off by default.
     """
 
-    steps: int | None = Field(None, ge=1)
-    epochs: float = Field(1.0, gt=0)
-    lr: float = Field(3e-5, ge=0)
-    weight_decay: float = Field(0.0, ge=0)
-    batch_size: int = Field(4, ge=1)
-    grad_accum: int = Field(1, ge=1)
-    warmup_ratio: float = Field(0.1, ge=0, le=1)
-    clip_norm: float = Field(1.0, gt=0)
-    seed: int = Field(0, ge=0)
+    steps: int | None = Field(default=None, ge=1)
+    epochs: float = Field(default=1.0, gt=0)
+    lr: float = Field(default=3e-5, ge=0)
+    weight_decay: float = Field(default=0.0, ge=0)
+    batch_size: int = Field(default=4, ge=1)
+    grad_accum: int = Field(default=1, ge=1)
+    warmup_ratio: float = Field(default=0.1, ge=0, le=1)
+    clip_norm: float = Field(default=1.0, gt=0)
+    seed: int = Field(default=0, ge=0)
     bf16: Literal["auto", True, False] = "auto"
     sampler: Literal["balanced", "shuffle"] = "balanced"
-    save_every: int = Field(100, ge=1)
-    keep_checkpoints: int = Field(2, ge=1)
-    log_every: int = Field(1, ge=1)
-    cpu_threads: int | None = Field(None, ge=1)
+    save_every: int = Field(default=100, ge=1)
+    keep_checkpoints: int = Field(default=2, ge=1)
+    log_every: int = Field(default=1, ge=1)
+    cpu_threads: int | None = Field(default=None, ge=1)
     report_to: list[str] = Field(default_factory=list)
 
 
@@ -177,9 +177,9 @@ class BERTScoreConfig(_Section):
     """BERTScore encoder: any HF encoder name/path and layer (default: offline all-MiniLM-L6-v2)."""
 
     model: str | None = None
-    layer: int | None = Field(None, ge=0)
+    layer: int | None = Field(default=None, ge=0)
     idf: bool = False
-    batch_size: int = Field(32, ge=1)
+    batch_size: int = Field(default=32, ge=1)
 
 
 INLINE_SECRET_KEYS = {"api_key", "key", "token", "password", "secret", "authorization"}
@@ -191,11 +191,11 @@ class EndpointConfig(_Section):
     `rm sample --server` and served models): the key only through an environment variable."""
 
     base_url: str = Field(description="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
-    api_key_env: str | None = Field(None, description="NAME of the env variable holding the key")
-    timeout_s: float = Field(60.0, gt=0.0, description="seconds per HTTP request")
-    max_concurrency: int = Field(8, ge=1, description="requests in flight at once")
-    max_retries: int = Field(5, ge=0, description="retries after the first attempt")
-    backoff_s: float = Field(1.0, ge=0.0, description="first retry delay; doubles each retry")
+    api_key_env: str | None = Field(default=None, description="NAME of the env variable holding the key")
+    timeout_s: float = Field(default=60.0, gt=0.0, description="seconds per HTTP request")
+    max_concurrency: int = Field(default=8, ge=1, description="requests in flight at once")
+    max_retries: int = Field(default=5, ge=0, description="retries after the first attempt")
+    backoff_s: float = Field(default=1.0, ge=0.0, description="first retry delay; doubles each retry")
 
     @model_validator(mode="before")
     @classmethod
@@ -234,8 +234,8 @@ class JudgeConfig(EndpointConfig):
     model: str = Field(
         description="model name sent in each request, e.g. Qwen/Qwen2.5-32B-Instruct"
     )
-    temperature: float = Field(0.0, ge=0.0)
-    max_tokens: int = Field(64, gt=0, description="reply length limit per verdict")
+    temperature: float = Field(default=0.0, ge=0.0)
+    max_tokens: int = Field(default=64, gt=0, description="reply length limit per verdict")
 
 
 class ServedConfig(EndpointConfig):
@@ -243,7 +243,7 @@ class ServedConfig(EndpointConfig):
     greedy (temperature 0) chat completions, answers kept in the response cache unless `cache`
     is false (`models.response_cache`)."""
 
-    cache: bool = Field(True, description="reuse answers from the response cache (ROBUSTVLM_CACHE)")
+    cache: bool = Field(default=True, description="reuse answers from the response cache (ROBUSTVLM_CACHE)")
 
 
 class EvalConfig(_Section):
@@ -256,7 +256,7 @@ class EvalConfig(_Section):
     """
 
     metrics: list[str] = Field(default_factory=lambda: ["chrf", "exact"])
-    bertscore: BERTScoreConfig = Field(default_factory=BERTScoreConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
+    bertscore: BERTScoreConfig = Field(default_factory=BERTScoreConfig)
     judge: JudgeConfig | None = None
     split: str = "test"
     batch_size: int = Field(default=8, ge=1)
@@ -277,7 +277,7 @@ class RunConfig(_Run):
     data: DataConfig
     method: str = "erm"
     method_args: dict[str, Any] = Field(default_factory=dict)
-    train: TrainConfig = Field(default_factory=TrainConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
+    train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
 
 
@@ -319,8 +319,8 @@ class RewardTrainConfig(TrainConfig):
     """`TrainConfig` with the shortcut-aware paper's optimiser defaults (lr 1e-5, weight decay
     0.05, cosine with 10% warm-up) and plain shuffled batches (one environment is the norm)."""
 
-    lr: float = Field(1e-5, ge=0)
-    weight_decay: float = Field(0.05, ge=0)
+    lr: float = Field(default=1e-5, ge=0)
+    weight_decay: float = Field(default=0.05, ge=0)
     sampler: Literal["balanced", "shuffle"] = "shuffle"
 
 
@@ -348,7 +348,7 @@ class RewardConfig(_Run):
     data: PreferenceDataConfig
     loss: str = "standard"
     loss_args: dict[str, Any] = Field(default_factory=dict)
-    train: RewardTrainConfig = Field(default_factory=RewardTrainConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
+    train: RewardTrainConfig = Field(default_factory=RewardTrainConfig)
     eval: RewardEvalConfig = Field(default_factory=RewardEvalConfig)
 
 
@@ -360,15 +360,15 @@ QUERY_TEMPLATE = "Represent the given image with the following question: {questi
 class EmbedLoraConfig(LoraConfig):
     """LoRA as VLM2Vec ships it: rank 16, alpha 64, dropout 0.1."""
 
-    alpha: int = Field(64, ge=1)
-    dropout: float = Field(0.1, ge=0, lt=1)
+    alpha: int = Field(default=64, ge=1)
+    dropout: float = Field(default=0.1, ge=0, lt=1)
 
 
 class EmbedModelConfig(ModelConfig):
     """The VLM turned into an embedding model: LoRA on its text decoder by default."""
 
     trainable: Literal["paper", "full", "lora"] = "lora"
-    lora: EmbedLoraConfig = Field(default_factory=EmbedLoraConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
+    lora: EmbedLoraConfig = Field(default_factory=EmbedLoraConfig)
 
 
 class EmbedTrainConfig(TrainConfig):
@@ -393,7 +393,7 @@ class EmbedSettings(_Section):
     negatives, which is why the task-signal experiment turns it on).
     """
 
-    temperature: float = Field(0.02, gt=0)
+    temperature: float = Field(default=0.02, gt=0)
     chunk_size: int | None = Field(default=None, ge=1)
     query_template: str = QUERY_TEMPLATE
     caption_envs: list[str] = Field(default_factory=list)
@@ -414,8 +414,8 @@ class EmbedRunConfig(_Section):
 
     model: EmbedModelConfig = Field(default_factory=EmbedModelConfig)
     data: DataConfig
-    embed: EmbedSettings = Field(default_factory=EmbedSettings)  # type: ignore[arg-type]  # pydantic stub: model class as factory
-    train: EmbedTrainConfig = Field(default_factory=EmbedTrainConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    train: EmbedTrainConfig = Field(default_factory=EmbedTrainConfig)
 
 
 class ProbeSettings(_Section):
@@ -424,7 +424,7 @@ class ProbeSettings(_Section):
 
     n_train: list[PositiveInt] = Field(default_factory=lambda: [40, 80, 160, 320])
     seeds: list[NonNegativeInt] = Field(default_factory=lambda: [0, 1])
-    c: float = Field(1.0, gt=0)
+    c: float = Field(default=1.0, gt=0)
 
 
 class TaskSignalConfig(_Section):
@@ -443,22 +443,22 @@ class TaskSignalConfig(_Section):
     `shifts`. Questions have `k_options` options (random distractors).
     """
 
-    per_class: int = Field(60, ge=2)
-    test_fraction: float = Field(0.25, gt=0, lt=1)
+    per_class: int = Field(default=60, ge=2)
+    test_fraction: float = Field(default=0.25, gt=0, lt=1)
     reference: str = "clean"
     train_styles: list[str] = Field(default_factory=lambda: ["clean", "rotated", "noisy"])
     shifts: list[str] = Field(default_factory=lambda: ["rotated", "noisy", "coloured"])
-    k_options: int = Field(10, ge=2, le=10)
-    base_steps: int = Field(300, ge=0)
+    k_options: int = Field(default=10, ge=2, le=10)
+    base_steps: int = Field(default=300, ge=0)
     families: dict[str, float] = Field(default_factory=lambda: {"caption": 0.0, "mix": 0.5, "vqa": 1.0})
     seeds: list[NonNegativeInt] = Field(default_factory=lambda: [0, 1])
     budgets: list[PositiveInt] = Field(default_factory=lambda: [100, 200, 400])
     model: EmbedModelConfig = Field(default_factory=lambda: EmbedModelConfig(trainable="paper"))
-    train: EmbedTrainConfig = Field(default_factory=EmbedTrainConfig)  # type: ignore[arg-type]  # pydantic stub: model class as factory
-    embed: EmbedSettings = Field(default_factory=EmbedSettings)  # type: ignore[arg-type]  # pydantic stub: model class as factory
-    probe: ProbeSettings = Field(default_factory=ProbeSettings)  # type: ignore[arg-type]  # pydantic stub: model class as factory
-    n_boot: int = Field(2000, ge=100)
-    workers: int = Field(2, ge=1)
+    train: EmbedTrainConfig = Field(default_factory=EmbedTrainConfig)
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    probe: ProbeSettings = Field(default_factory=ProbeSettings)
+    n_boot: int = Field(default=2000, ge=100)
+    workers: int = Field(default=2, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> TaskSignalConfig:
