@@ -4,11 +4,12 @@ As in the authors' release (facebookresearch/InvarianceUnitTests, `scripts/model
 `scripts/sweep.py`, `scripts/main.py`, `scripts/collect_results.py`):
 
 - a *draw* is one hyperparameter setting. Draw 0 takes the defaults: Adam lr 1e-3, no weight
-  decay, IRMv1's irm_lambda 0.9, every other objective's declared defaults. Draw k > 0 samples,
-  as the authors' `models.py` does, lr ~ 10^U(-4, -2) and weight decay ~ 10^U(-6, -2) for every
-  method, and for IRMv1 irm_lambda = 1 - 10^U(-3, -0.3). As in their release (one random state
-  per model seed), draw k gives ERM, the oracle and IRMv1 the same lr and weight decay, and every
-  data seed the same draw. V-REx, GroupDRO, BIRM and Dynamic BIRM, which the authors did not run,
+  decay, IRMv1's irm_lambda 0.9, every other objective's declared defaults. Draw k > 0 is the
+  authors' model seed k, value for value: their `main.py` seeds Python's `random` with k + 1000
+  and their `models.py` then draws lr = 10^U(-4, -2), weight decay = 10^U(-6, -2) and, for
+  IRMv1, irm_lambda = 1 - 10^U(-3, -0.3) in that order, so ERM, the oracle and IRMv1 share lr
+  and weight decay, and every data seed gets the same draw. Every hyperparameter set in their
+  published tables is one of draws 0-19 (tests/linear/test_protocol.py). V-REx, GroupDRO, BIRM and Dynamic BIRM, which the authors did not run,
   share those lr and weight-decay draws and sample their own hyperparameters from the search
   ranges their objectives declare (`HParam.search`), step counts (`anneal_steps`, `k_skip`)
   bounded by half the run so that every penalty is on for at least half of it.
@@ -36,7 +37,7 @@ As in the authors' release (facebookresearch/InvarianceUnitTests, `scripts/model
 from __future__ import annotations
 
 import math
-import zlib
+import random
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
@@ -48,7 +49,7 @@ from robustvlm.errors import ConfigError
 from robustvlm.linear.fit import LinearData, errors, fit_linear
 from robustvlm.linear.inferred import INFERRED_ENVS, InferredEnvs, eiil_environments
 from robustvlm.objectives import build_objective
-from robustvlm.objectives.search import draw_hparams, sample_value
+from robustvlm.objectives.search import draw_hparams
 
 ORACLE = "oracle"
 METHODS = ("erm", "irm", "vrex", "groupdro", "birm", "dynamic_birm", ORACLE)
@@ -63,9 +64,11 @@ PAPER_IRM_LAMBDA_EXPONENT = (-3.0, -0.3)
 """irm_lambda = 1 - 10^U(-3, -0.3): a penalty weight l / (1 - l) of 1 to 999."""
 PAPER_IRM_FIXED = {"anneal_steps": 0, "penalty_reduction": "sum", "unbiased": False}
 OPTIMIZER_DEFAULTS = {"lr": 1e-3, "weight_decay": 0.0}
-OPTIMIZER_SEARCH = {"lr": ("log", 1e-4, 1e-2), "weight_decay": ("log", 1e-6, 1e-2)}
-DRAW_STREAM = zlib.crc32(b"linear unit tests")
-"""Seeds the generator of draw k (with k): lr, weight decay, then irm_lambda, as one random state."""
+OPTIMIZER_EXPONENTS = {"lr": (-4.0, -2.0), "weight_decay": (-6.0, -2.0)}
+"""lr = 10^U(-4, -2), weight decay = 10^U(-6, -2), as the authors draw them."""
+OPTIMIZER_SEARCH = {k: ("log", 10**low, 10**high) for k, (low, high) in OPTIMIZER_EXPONENTS.items()}
+MODEL_SEED_OFFSET = 1000
+"""The authors seed Python's `random` with model seed + 1000 before drawing a model's hyperparameters."""
 
 
 @dataclass(frozen=True)
@@ -131,20 +134,26 @@ def draw_config(method: str, draw: int, steps: int) -> dict[str, Any]:
     """
     name = objective_name(method)
     method = INFERRED.get(method, method)
-    rng = np.random.default_rng([draw, DRAW_STREAM])
     if draw == 0:
-        searched = {"lr": OPTIMIZER_DEFAULTS["lr"], "wd": OPTIMIZER_DEFAULTS["weight_decay"]}
+        searched = {"lr": OPTIMIZER_DEFAULTS["lr"], "wd": OPTIMIZER_DEFAULTS["weight_decay"],
+                    "irm_lambda": PAPER_IRM_LAMBDA}
     else:
-        searched = {"lr": sample_value(OPTIMIZER_SEARCH["lr"], rng),
-                    "wd": sample_value(OPTIMIZER_SEARCH["weight_decay"], rng)}
+        searched = authors_draw(draw)
     if method == "irm":
-        low, high = PAPER_IRM_LAMBDA_EXPONENT
-        searched["irm_lambda"] = PAPER_IRM_LAMBDA if draw == 0 else float(1 - 10 ** rng.uniform(low, high))
         return {**paper_irm_config(searched["irm_lambda"], searched["lr"], searched["wd"]), "searched": searched}
     method_args = draw_hparams(
         name, draw, steps=steps, optimizer_defaults=OPTIMIZER_DEFAULTS, optimizer_search=OPTIMIZER_SEARCH
     )["method_args"]
+    del searched["irm_lambda"]
     return {"lr": searched["lr"], "weight_decay": searched["wd"], "method_args": method_args, "searched": searched}
+
+
+def authors_draw(model_seed: int) -> dict[str, float]:
+    """The authors' random hyperparameters of model seed `model_seed`: {"lr", "wd", "irm_lambda"}."""
+    rng = random.Random(model_seed + MODEL_SEED_OFFSET)
+    lr = 10 ** rng.uniform(*OPTIMIZER_EXPONENTS["lr"])
+    wd = 10 ** rng.uniform(*OPTIMIZER_EXPONENTS["weight_decay"])
+    return {"lr": lr, "wd": wd, "irm_lambda": 1 - 10 ** rng.uniform(*PAPER_IRM_LAMBDA_EXPONENT)}
 
 
 @dataclass
