@@ -62,3 +62,33 @@ def test_errors_are_mean_squared_and_zero_one():
     assert errors(w, [env], "classification") == [0.5]
     assert errors(w, [env], "regression") == [pytest.approx(np.mean((1 - env.targets) ** 2))]
     assert math.isnan(errors(np.full(11, np.nan), [env], "classification")[0])
+
+
+@pytest.mark.parametrize("example", ["Example1", "Example3"])
+def test_irm_with_shift_dummy_is_the_authors_two_dummy_objective(example):
+    """(1 - l) R + l sum_e (|dR^e/d mul|^2 + |dR^e/d add|^2), computed as the authors' `IRMLayer`
+    does (autograd through dummies: f * mul + add, BCEWithLogitsLoss or MSELoss per environment),
+    is (1 - l) times our `irm` with weight l / (1 - l) and `shift_dummy`, in value and gradient."""
+    problem = make_unit_test(example, n_envs=3, dim_spu=2, seed=4)
+    data = LinearData.from_envs(problem.sample("train", 50), problem.task)
+    lam = 0.9
+    weights = torch.linspace(-0.5, 0.7, data.features.shape[1]).requires_grad_()
+    config = {"lambda": lam / (1 - lam), "anneal_steps": 0, "penalty_reduction": "sum", "unbiased": False,
+              "shift_dummy": True}
+    ours = build_objective("irm", problem.env_names, config)(linear_outputs(weights, data), 0).loss * (1 - lam)
+    (grad_ours,) = torch.autograd.grad(ours, weights)
+
+    mul, add = torch.ones(1, requires_grad=True), torch.zeros(1, requires_grad=True)
+    loss = torch.nn.MSELoss() if problem.task == "regression" else torch.nn.BCEWithLogitsLoss()
+    risks, penalty = [], 0.0
+    for e in range(3):
+        rows = data.env == e
+        f = (data.features[rows] @ weights) * mul + add
+        risks.append(loss(f, data.targets[rows].float()))
+        penalty = penalty + sum(g.pow(2).sum() for g in torch.autograd.grad(risks[-1], [mul, add], create_graph=True))
+    theirs = (1 - lam) * sum(risks) / 3 + lam * penalty
+    (grad_theirs,) = torch.autograd.grad(theirs, weights)
+    assert ours.item() == pytest.approx(theirs.item(), rel=1e-5)
+    torch.testing.assert_close(grad_ours, grad_theirs, rtol=1e-4, atol=1e-6)
+    no_shift = build_objective("irm", problem.env_names, {**config, "shift_dummy": False})
+    assert no_shift(linear_outputs(weights, data), 0).loss.item() * (1 - lam) < theirs.item() - 1e-6

@@ -13,11 +13,11 @@ As in the authors' release (facebookresearch/InvarianceUnitTests, `scripts/model
   share those lr and weight-decay draws and sample their own hyperparameters from the search
   ranges their objectives declare (`HParam.search`), step counts (`anneal_steps`, `k_skip`)
   bounded by half the run so that every penalty is on for at least half of it.
-- IRMv1 is trained as theirs: (1 - l) R + l R_inv with l = irm_lambda, R_inv the plain square of
-  each environment's scale gradient summed over the environments, on from the first step. Adam
+- IRMv1 is trained as theirs: (1 - l) R + l R_inv with l = irm_lambda, R_inv the plain squares of
+  each environment's dummy gradients summed over the environments, on from the first step. Adam
   removes a constant factor of the loss but not of its L2 term, so this is `irm` with weight
-  l / (1 - l) and weight decay wd / (1 - l) (`paper_irm_config`). Their penalty also squares the
-  gradient of a shift dummy; ours has the scale dummy only.
+  l / (1 - l) and weight decay wd / (1 - l) (`paper_irm_config`). Like theirs, the penalty
+  squares the gradients of both a scale and a shift dummy on f(x) (`shift_dummy`).
 - `irm_eiil` and `dynamic_birm_eiil` train IRMv1 and Dynamic BIRM (same draws) on two
   environments inferred by EIIL from a reference ERM model instead of the given ones
   (`linear.inferred`); the run records the split's purity against the given environments.
@@ -62,7 +62,7 @@ OBJECTIVES = {ORACLE: "erm", **INFERRED}
 PAPER_IRM_LAMBDA = 0.9
 PAPER_IRM_LAMBDA_EXPONENT = (-3.0, -0.3)
 """irm_lambda = 1 - 10^U(-3, -0.3): a penalty weight l / (1 - l) of 1 to 999."""
-PAPER_IRM_FIXED = {"anneal_steps": 0, "penalty_reduction": "sum", "unbiased": False}
+PAPER_IRM_FIXED = {"anneal_steps": 0, "penalty_reduction": "sum", "unbiased": False, "shift_dummy": True}
 OPTIMIZER_DEFAULTS = {"lr": 1e-3, "weight_decay": 0.0}
 OPTIMIZER_EXPONENTS = {"lr": (-4.0, -2.0), "weight_decay": (-6.0, -2.0)}
 """lr = 10^U(-4, -2), weight decay = 10^U(-6, -2), as the authors draw them."""

@@ -22,7 +22,7 @@ from robustvlm.objectives.invariance import (
     penalised_parts,
     require,
 )
-from robustvlm.objectives.scale_grad import risk_and_scale_grads
+from robustvlm.objectives.scale_grad import risk_and_scale_grads, shift_grads
 
 
 class IRM(AnnealedObjective):
@@ -35,7 +35,9 @@ class IRM(AnnealedObjective):
     replaced by the product of the gradients of the two halves of the environment's
     *examples* (alternate examples; all tokens of an example stay in one half), an unbiased
     estimate of the squared gradient; an environment with one example falls back to the
-    square. R_emp is the mean of the environment risks present in the batch.
+    square. With `shift_dummy`, each environment's term also adds the square of dR^e/db at
+    b = 0 for a shift b on the last logit (`scale_grad.shift_grads`; the linear unit tests'
+    authors penalise both dummies). R_emp is the mean of the environment risks present in the batch.
     """
 
     name = "irm"
@@ -43,6 +45,7 @@ class IRM(AnnealedObjective):
         **anneal_hparams(weight=1e2, weight_before=1.0, anneal_steps=500, reset_optimizer=True),
         "penalty_reduction": HParam("mean", ("choice", "mean", "sum"), "over environments"),
         "unbiased": HParam(True, ("choice", True, False), "product of two halves' gradients"),
+        "shift_dummy": HParam(False, None, "also penalise a shift dummy on the last logit"),
     }
 
     def __init__(self, env_names: list[str], **hparams: Any):
@@ -60,7 +63,10 @@ class IRM(AnnealedObjective):
             out.logits.shape[0], 0, dtype=stats_dtype(out), device=out.logits.device
         )
         risk, grads = risk_and_scale_grads(out, no_draws)
-        grads = grads[:, 0]  # [N] d risk/dw at w = 1
+        grads = grads[:, 0:1]  # [N, 1] d risk/dw at w = 1
+        if self.hp.shift_dummy:
+            grads = torch.cat([grads, shift_grads(out).to(grads.dtype)[:, None]], dim=1)  # and d/db
+        dummies = grads.shape[1]
         if self.hp.unbiased:
             half, examples = split_examples_in_halves(out, num_envs)
         else:
@@ -73,12 +79,13 @@ class IRM(AnnealedObjective):
             group_count(cell, 2 * num_envs, grads.dtype),
             token_risk=risk,
         )
-        grad_sum, token_count = grad_sum.view(num_envs, 2), token_count.view(num_envs, 2)
-        env_grad = grad_sum.sum(1) / token_count.sum(1).clamp(min=1)  # dR^e/dw
-        per_env = env_grad.square()
+        grad_sum, token_count = grad_sum.view(num_envs, 2, dummies), token_count.view(num_envs, 2, 1)
+        env_grad = grad_sum.sum(1) / token_count.sum(1).clamp(min=1)  # [E, dummies] dR^e/dw (, dR^e/db)
+        per_env = env_grad.square().sum(1)
         if examples is not None:
             half_grad = grad_sum / token_count.clamp(min=1)
-            per_env = torch.where(examples >= 2, half_grad[:, 0] * half_grad[:, 1], per_env)
+            halves = (half_grad[:, 0] * half_grad[:, 1]).sum(1)
+            per_env = torch.where(examples >= 2, halves, per_env)
         per_env = per_env[risks.present]
         penalty = per_env.mean() if self.hp.penalty_reduction == "mean" else per_env.sum()
         return penalised_parts(risks, penalty, self.penalty_weight(step), self.env_names)

@@ -239,3 +239,16 @@ def risk_and_scale_grads(out: AnswerOutputs, scales: torch.Tensor) -> tuple[torc
     if out.risk == "squared":
         return squared_and_scale_grads(out.logits[:, 0], out.targets, scales)
     return ce_and_scale_grads(out.logits, out.targets, scales)
+
+
+def shift_grads(out: AnswerOutputs) -> torch.Tensor:
+    """d risk / d b at b = 0 for a shift b added to the last logit: [N], differentiable.
+
+    The linear unit tests' IRMv1 (`dummy_sum`, on a one-output model whose logits here are
+    [0, f]): softmax(z)_last - 1[y = last] for cross-entropy, 2 (z - y) for the squared error.
+    The softmax spans the vocabulary, so this is meant for small output spaces.
+    """
+    if out.risk == "squared":
+        return 2.0 * (out.logits[:, 0] - out.targets)
+    last = out.logits.shape[1] - 1
+    return torch.softmax(out.logits.float(), dim=-1)[:, last] - (out.targets == last).float()
