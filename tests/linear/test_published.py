@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
-from robustvlm.linear.published import PublishedRow, published_row, spread_verdicts, within_spread
+from robustvlm.linear.published import PublishedRow, load_table, published_row, spread_verdicts, within_spread
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "reference" / "invariance_unit_tests_nenvs.json"
 
@@ -35,6 +35,17 @@ def test_within_spread_is_one_published_standard_deviation():
     published = {"mean": 0.4, "std": 0.05}
     assert within_spread(0.44, published) and within_spread(0.36, published)
     assert not within_spread(0.46, published) and not within_spread(float("nan"), published)
+    # the published figures have 4 decimals: 0.0000 ± 0.0000 is any mean below 5e-5 with std below 5e-5
+    assert within_spread(9e-5, {"mean": 0.0, "std": 0.0}) and not within_spread(2e-4, {"mean": 0.0, "std": 0.0})
+
+
+def test_every_published_figure_has_four_decimals():
+    for table in ("nenvs", "dimspu"):
+        for row in load_table(table)["results"].values():
+            for by_method in row.values():
+                for figures in by_method.values():
+                    for value in (figures["mean"], figures["std"]):
+                        assert abs(value * 1e4 - round(value * 1e4)) < 1e-6, value
     row = PublishedRow("dimspu", {
         "Example1": {"ERM": {"mean": 10.0, "std": 2.0}, "IRMv1": {"mean": 8.0, "std": 0.0}},
         "Example2": {"ERM": {"mean": 0.4, "std": 0.1}},
@@ -43,6 +54,6 @@ def test_within_spread_is_one_published_standard_deviation():
             "Example2": {"erm": {"mean": 0.4}}}
     verdicts = spread_verdicts(ours, row)
     assert verdicts["Example1"]["erm"] == {"within": False, "sds": pytest.approx(1.5)}
-    assert verdicts["Example1"]["irm"] == {"within": True, "sds": None}  # std 0: exact match only
+    assert verdicts["Example1"]["irm"] == {"within": True, "sds": None}  # std 0: a match to 4 decimals
     assert "birm" not in verdicts["Example1"]  # not in the paper
     assert verdicts["Example2"]["erm"] == {"within": None, "sds": None}  # not comparable

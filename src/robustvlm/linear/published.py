@@ -7,7 +7,9 @@ its standard deviation over 50 data seeds (ddof 0), averaged over the environmen
 `collect_results.py` computes it; `linear.protocol.select` computes ours the same way.
 
 "Within the authors' spread" means: our mean lies within one published standard deviation of the
-published mean, |ours - published mean| <= published std.
+published mean, |ours - published mean| <= published std + 1e-4. The tables give 4 decimals, so
+the unrounded mean and std are each within 5e-5 of the printed ones: a published 0.0000 ± 0.0000
+admits ours up to 1e-4.
 """
 
 from __future__ import annotations
@@ -87,9 +89,13 @@ def published_settings() -> str:
     return "; ".join(parts)
 
 
+PUBLISHED_ROUNDING = 1e-4
+"""Both published figures are rounded to 4 decimals: half a unit each."""
+
+
 def within_spread(ours: float, published: Mapping[str, float]) -> bool:
-    """|ours - published mean| <= published std (NaN: False)."""
-    return abs(ours - published["mean"]) <= published["std"]
+    """|ours - published mean| <= published std + PUBLISHED_ROUNDING (NaN: False)."""
+    return abs(ours - published["mean"]) <= published["std"] + PUBLISHED_ROUNDING
 
 
 def spread_verdicts(

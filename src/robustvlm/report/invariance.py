@@ -361,7 +361,8 @@ def write_invariance_report(
     spread: list[Block] = [
         Heading("Against the published spread"),
         Paragraph("Within: our mean lies within one published standard deviation (over their 50 data "
-                  "seeds) of the published mean; in brackets, (ours - published mean) / published std."),
+                  "seeds) of the published mean, give or take their rounding to 4 decimals (1e-4); in "
+                  "brackets, (ours - published mean) / published std."),
         spread_table(summary),
     ] if summary["within_spread"] is not None else []
     blocks: list[Block] = [
