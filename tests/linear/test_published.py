@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
-from robustvlm.linear.published import PublishedRow, load_table, published_row, spread_verdicts, within_spread
+from robustvlm.linear.published import (
+    PublishedRow,
+    load_table,
+    published_row,
+    spread_verdicts,
+    within_spread,
+)
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "reference" / "invariance_unit_tests_nenvs.json"
 
