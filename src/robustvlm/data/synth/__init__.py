@@ -71,6 +71,13 @@ BENCHMARKS: dict[str, Benchmark] = {
             _INSTRUCTION_OUTPUTS,
         ),
         Benchmark(
+            "preferences-salient",
+            "`preferences` with one large red or blue shape per image, only the colour altered and "
+            "every text cue agreeing 80% of the time: an image signal easy to read; 64x64",
+            partial(preferences.build, cue_rate=0.8, name="preferences-salient", look=preferences.SALIENT),
+            _INSTRUCTION_OUTPUTS,
+        ),
+        Benchmark(
             "domains",
             "image folders SUITE/DOMAIN/CLASS: shapes in 4 styles, digits under 4 transforms, 64x64",
             domains.build,
