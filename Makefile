@@ -44,7 +44,7 @@ demo-reward: install
 # The measured tables of README.md and BENCHMARKS.md, rewritten from the full demos' results.json
 # (about 30 min on 2 cores, and about 75 min more for the linear unit tests' settings) and from
 # the reward follow-ups' `rm matrix` runs, which start from the reward demo's policy in
-# demo_reward/ (matrix.json and sfc.json; about 20 min more on 2 cores under a load);
+# demo_reward/ (matrix.json and sfc.json; 18 min more on 2 cores shared with other jobs);
 # docs/quick_figures.md holds the quick demos' tables, which `make test` checks.
 REWARD_FOLLOWUPS = long_400 cue70 salient salient_300
 INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=6 --n-envs=8 --n-envs=10 --dim-spu=0 --dim-spu=2 --dim-spu=8
@@ -57,7 +57,8 @@ figures: install
 	$(BIN)/robustvlm demo invariance --methods irm,dynamic_birm,irm_eiil,dynamic_birm_eiil --out figures/invariance_eiil
 	$(BIN)/python -m robustvlm.report.figures README.md ladder=figures/ladder ladder-vlm=figures/ladder reward-matrix=demo_reward reward-linear=demo_reward invariance=figures/invariance/default invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil \
 		reward-ladder=demo_reward reward-ladder-sfc=demo_reward reward-ladder-runs=demo_reward \
-		$(foreach m,$(REWARD_FOLLOWUPS),rm-seeds:$(subst _,-,$(m))=runs/matrix_$(m) rm-runs:$(subst _,-,$(m))=runs/matrix_$(m))
+		rm-seeds:long-400=runs/matrix_long_400 rm-seeds:cue70=runs/matrix_cue70 rm-runs:cue70=runs/matrix_cue70 \
+		rm-seeds:salient=runs/matrix_salient rm-runs:salient=runs/matrix_salient rm-seeds:salient-300=runs/matrix_salient_300
 	$(BIN)/python -m robustvlm.report.figures BENCHMARKS.md invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
 
 test: install

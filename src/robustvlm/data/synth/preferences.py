@@ -136,7 +136,7 @@ def with_phrase(text: str, phrase: str) -> str:
 
 def render(kind: str, colour: str, count: int, rng: np.random.Generator, look: Look = STANDARD):
     """`count` shapes of one kind and colour in distinct cells of a 2x2 grid on a light background;
-    a single shape of the SALIENT look is drawn large near the centre instead."""
+    a look with one shape per image (SALIENT) draws it near the centre instead."""
     img = new_canvas(SIZE, jitter_colour((int(rng.integers(222, 246)),) * 3, rng, 6))
     draw = ImageDraw.Draw(img)
     if look.counts == (1,):
@@ -146,7 +146,7 @@ def render(kind: str, colour: str, count: int, rng: np.random.Generator, look: L
         return img
     cell = SIZE / 2
     for index in rng.choice(4, size=count, replace=False):
-        radius = float(rng.uniform(9, 12))
+        radius = float(rng.uniform(*look.radius))
         slack = cell / 2 - radius - 1
         cx = (int(index) % 2 + 0.5) * cell + float(rng.uniform(-slack, slack))
         cy = (int(index) // 2 + 0.5) * cell + float(rng.uniform(-slack, slack))
@@ -205,9 +205,10 @@ def build(out_dir: Path, seed: int, n_per_env: int | None, *, cue_rate: float = 
 
     `n_per_env` training pairs per environment (default 300) and a third as many test pairs
     (default 100, at least 20). `cue_rate`: how often each cue agrees with the preference
-    (`cue_envs`); the variants draw the same images, statements and cue phrases from the same
-    seeds, so they differ from `preferences` only where the cue lands. `name`: the manifest's;
-    `look`: how the images and alterations are drawn (STANDARD or SALIENT).
+    (`cue_envs`); with the STANDARD `look` every rate draws the same images, statements and cue
+    phrases from the same seeds, so `preferences-cue70` differs from `preferences` only where the
+    cue lands; `look`: how the images and alterations are drawn (STANDARD or SALIENT). `name`:
+    the manifest's.
     """
     envs = cue_envs(cue_rate)
     n_train = DEFAULT_TRAIN if n_per_env is None else n_per_env
