@@ -1,6 +1,7 @@
-"""The built-in `preferences` benchmark and its `preferences-cue70` and `preferences-salient`
-variants: the cue rates the manifest states, measured from the data, and only the image
-separating chosen from rejected (for `preferences-salient`, read from the pixels)."""
+"""The built-in `preferences` benchmark and its `preferences-cue70`, `preferences-salient` and
+`preferences-mixed` variants: the cue rates the manifest states, measured from the data, and only the image
+separating chosen from rejected (for `preferences-salient` and `preferences-mixed`, read from the
+pixels)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from robustvlm.data.synth.preferences import (
 )
 
 
-@pytest.fixture(scope="module", params=["preferences", "preferences-cue70", "preferences-salient"])
+@pytest.fixture(scope="module", params=["preferences", "preferences-cue70", "preferences-salient", "preferences-mixed"])
 def bench(request, tmp_path_factory):
     root = tmp_path_factory.mktemp("prefs")
     synthesize(request.param, root, seed=0, n_per_env=150)
@@ -114,3 +115,34 @@ def test_the_salient_variant_shows_the_deciding_colour_large(tmp_path):
         assert r["altered"] == "colour" and r["truth"]["colour"] == seen
         assert f" {seen} " in r["chosen"] and f" {seen} " not in r["rejected"]
         assert f" {'blue' if seen == 'red' else 'red'} " in r["rejected"]
+
+
+def test_the_mixed_variant_shows_the_deciding_colour_as_the_larger_share(tmp_path):
+    synthesize("preferences-mixed", tmp_path, seed=0, n_per_env=60)
+    rows = [json.loads(line) for line in (tmp_path / "data.jsonl").read_text().splitlines()]
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    rates = manifest["cue_rates"]
+    assert rates["long"]["chosen_longer"] == 0.9 and rates["short"]["chosen_shorter"] == 0.9
+    lo, hi = manifest["colour_share"]
+    shares = []
+    for r in rows:
+        pixels = np.asarray(Image.open(tmp_path / r["image"]).convert("RGB"), dtype=float)
+        shape = pixels.max(axis=2) - pixels.min(axis=2) > 80  # saturated pixels; the background is grey
+        assert shape.mean() > 0.12, r["id"]
+        is_red = pixels[shape][:, 0] > pixels[shape][:, 2]
+        assert 0.1 < is_red.mean() < 0.9, r["id"]  # both colours in every shape
+        seen = "red" if is_red.mean() > 0.5 else "blue"  # the colour of most of the shape's pixels
+        shares.append(max(is_red.mean(), 1 - is_red.mean()))
+        assert r["altered"] == "colour" and r["truth"]["colour"] == seen
+        assert f" {seen} " in r["chosen"] and f" {seen} " not in r["rejected"]
+        assert f" {'blue' if seen == 'red' else 'red'} " in r["rejected"]
+    # the evidence varies per pair over the stated range: some pairs close, some clear
+    shares = np.array(shares)
+    assert lo - 0.02 <= shares.min() < lo + 0.05 and hi - 0.05 < shares.max() <= hi + 0.03
+    assert 0.25 < (shares < (lo + hi) / 2).mean() < 0.75
+    # within each cue environment the cue agrees on 90% of the training pairs, whatever the image
+    for env, key in (("long", "chosen_longer"), ("short", "chosen_shorter")):
+        train = [r for r in rows if r["env"] == env and r["split"] == "train"]
+        agree = sum((words(r["chosen"]) > words(r["rejected"])) == (key == "chosen_longer")
+                    and words(r["chosen"]) != words(r["rejected"]) for r in train) / len(train)
+        assert close(agree, 0.9, len(train)), (env, agree)

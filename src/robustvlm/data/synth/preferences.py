@@ -18,6 +18,10 @@ inside them and nowhere else:
 `preferences-salient` makes the image's evidence easy to read and the cue weaker: each image is
 one large red or blue shape (radius 22-27 px, centred), the responses always say "one", the
 rejected one names the other colour, and every cue agrees 80% of the time (`SALIENT`).
+`preferences-mixed` keeps that shape but paints it as a patchwork of 4-px red and blue cells, the
+colour the chosen response names holding a share of its pixels drawn per image from 55-85%
+(`MIXED`: the image's evidence is real but its strength varies per pair), and every cue agrees 90%
+of the time, so in a cue environment the cue is the easier, more reliable signal.
 
 Responses are compared by words; the alteration keeps word counts equal, so lengths differ only
 by the cue. A text-only model can score high inside a cue environment by the cue and must fall
@@ -38,7 +42,7 @@ from typing import Any
 import numpy as np
 from PIL import ImageDraw
 
-from robustvlm.data.synth.draw import PALETTE, jitter_colour, new_canvas, shape_polygon
+from robustvlm.data.synth.draw import PALETTE, jitter_colour, new_canvas, polygon_mask, shape_polygon, to_image
 from robustvlm.data.synth.writer import env_rng, save_png, write_manifest
 
 SIZE = 64
@@ -74,10 +78,16 @@ class Look:
     colours: tuple[str, ...]
     counts: tuple[int, ...]
     radius: tuple[float, float]
+    #: None: each shape is one colour. (lo, hi): the one shape is a patchwork of MIX_CELL-px
+    #: cells in the two colours, a share drawn uniformly from [lo, hi] of them (exactly, rounded)
+    #: in the stated colour and the rest in the other one.
+    mix: tuple[float, float] | None = None
 
 
 STANDARD = Look(ALTERATIONS, COLOURS, (1, 2, 3), (9.0, 12.0))
 SALIENT = Look({"colour": 1.0}, ("red", "blue"), (1,), (22.0, 27.0))
+MIXED = Look({"colour": 1.0}, ("red", "blue"), (1,), (22.0, 27.0), mix=(0.55, 0.85))
+MIX_CELL = 4
 
 
 @dataclass(frozen=True)
@@ -142,6 +152,8 @@ def render(kind: str, colour: str, count: int, rng: np.random.Generator, look: L
     if look.counts == (1,):
         radius = float(rng.uniform(*look.radius))
         cx, cy = (SIZE / 2 + float(rng.uniform(-3, 3)) for _ in range(2))
+        if look.mix is not None:
+            return _patchwork(img, shape_polygon(kind, cx, cy, radius), colour, rng, look)
         draw.polygon(shape_polygon(kind, cx, cy, radius), fill=jitter_colour(PALETTE[colour], rng, 12))
         return img
     cell = SIZE / 2
@@ -152,6 +164,29 @@ def render(kind: str, colour: str, count: int, rng: np.random.Generator, look: L
         cy = (int(index) // 2 + 0.5) * cell + float(rng.uniform(-slack, slack))
         draw.polygon(shape_polygon(kind, cx, cy, radius), fill=jitter_colour(PALETTE[colour], rng, 12))
     return img
+
+
+def _patchwork(img, points, colour: str, rng: np.random.Generator, look: Look):
+    """The shape on `img` as MIX_CELL-px cells in two colours: cells in random order take the
+    other colour of `look.colours` while they hold at most (1 - share) of the shape's pixels, share
+    drawn from `look.mix`; the rest take `colour`, so `colour` holds at least that share."""
+    assert look.mix is not None
+    other = next(c for c in look.colours if c != colour)
+    share = float(rng.uniform(*look.mix))
+    fills = np.array([jitter_colour(PALETTE[colour], rng, 12), jitter_colour(PALETTE[other], rng, 12)], float)
+    mask = polygon_mask((SIZE, SIZE), points) > 0.5
+    cells = SIZE // MIX_CELL
+    touched = mask.reshape(cells, MIX_CELL, cells, MIX_CELL).any(axis=(1, 3))
+    inside = mask.reshape(cells, MIX_CELL, cells, MIX_CELL).sum(axis=(1, 3)).ravel()
+    order = rng.permutation(np.flatnonzero(touched))
+    # minority cells in random order while their pixels stay within (1 - share) of the shape's
+    minority = order[np.cumsum(inside[order]) <= (1.0 - share) * mask.sum()]
+    which = np.zeros(cells * cells, int)
+    which[minority] = 1
+    per_pixel = np.kron(which.reshape(cells, cells), np.ones((MIX_CELL, MIX_CELL), int))
+    arr = np.asarray(img, float).copy()
+    arr[mask] = fills[per_pixel[mask]]
+    return to_image(arr)
 
 
 def _altered(truth: dict, rng: np.random.Generator, look: Look) -> tuple[str, dict]:
@@ -235,5 +270,6 @@ def build(out_dir: Path, seed: int, n_per_env: int | None, *, cue_rate: float = 
         "colours": list(look.colours),
         "counts": list(look.counts),
         "shape_radius": list(look.radius),
+        "colour_share": list(look.mix) if look.mix is not None else None,
         "cue_rates": {env.name: env.rates() for env in envs},
     })
