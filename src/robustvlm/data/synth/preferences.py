@@ -42,7 +42,14 @@ from typing import Any
 import numpy as np
 from PIL import ImageDraw
 
-from robustvlm.data.synth.draw import PALETTE, jitter_colour, new_canvas, polygon_mask, shape_polygon, to_image
+from robustvlm.data.synth.draw import (
+    PALETTE,
+    jitter_colour,
+    new_canvas,
+    polygon_mask,
+    shape_polygon,
+    to_image,
+)
 from robustvlm.data.synth.writer import env_rng, save_png, write_manifest
 
 SIZE = 64
