@@ -46,7 +46,7 @@ demo-reward: install
 # the reward follow-ups' `rm matrix` runs, which start from the reward demo's policy in
 # demo_reward/ (matrix.json and sfc.json; 18 min more on 2 cores shared with other jobs);
 # docs/quick_figures.md holds the quick demos' tables, which `make test` checks.
-REWARD_FOLLOWUPS = long_400 cue70 salient salient_300
+REWARD_FOLLOWUPS = long_400 cue70 salient salient_300 mixed
 INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=6 --n-envs=8 --n-envs=10 --dim-spu=0 --dim-spu=2 --dim-spu=8
 figures: install
 	$(BIN)/robustvlm demo ladder --out figures/ladder
@@ -58,7 +58,8 @@ figures: install
 	$(BIN)/python -m robustvlm.report.figures README.md ladder=figures/ladder ladder-vlm=figures/ladder reward-matrix=demo_reward reward-linear=demo_reward invariance=figures/invariance/default invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil \
 		reward-ladder=demo_reward reward-ladder-sfc=demo_reward reward-ladder-runs=demo_reward \
 		rm-seeds:long-400=runs/matrix_long_400 rm-seeds:cue70=runs/matrix_cue70 rm-runs:cue70=runs/matrix_cue70 \
-		rm-seeds:salient=runs/matrix_salient rm-runs:salient=runs/matrix_salient rm-seeds:salient-300=runs/matrix_salient_300
+		rm-seeds:salient=runs/matrix_salient rm-runs:salient=runs/matrix_salient rm-seeds:salient-300=runs/matrix_salient_300 \
+		rm-seeds:mixed=runs/matrix_mixed
 	$(BIN)/python -m robustvlm.report.figures BENCHMARKS.md invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
 
 test: install

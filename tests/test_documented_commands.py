@@ -46,6 +46,7 @@ RUNS = {
     "robustvlm rm eval --model runs/rm_shortcut_aware/final --data runs/rm_shortcut_aware/data --out runs/rm_shortcut_aware/eval":
         "--max-per-env 2",
     "robustvlm rm matrix configs/reward/matrix_salient.yaml --out runs/matrix_salient": "--dry-run",
+    "robustvlm rm matrix configs/reward/matrix_mixed.yaml --out runs/matrix_mixed": "--dry-run",
 }
 
 #: {documented line: why it does not run in the test suite}.
@@ -115,3 +116,6 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
     salient = tmp_path / "runs" / "matrix_salient"
     assert json.loads((salient / "data" / "manifest.json").read_text())["benchmark"] == "preferences-salient"
     assert (salient / "sfc.json").is_file()
+    mixed = tmp_path / "runs" / "matrix_mixed"
+    assert json.loads((mixed / "data" / "manifest.json").read_text())["benchmark"] == "preferences-mixed"
+    assert (mixed / "sfc.json").is_file()
