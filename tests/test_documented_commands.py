@@ -7,6 +7,7 @@ documented example can never break unnoticed (issue 17.1: the README's first exa
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -44,6 +45,8 @@ RUNS = {
         "train.steps=2 train.save_every=2 data.n_per_env=8",
     "robustvlm rm eval --model runs/rm_shortcut_aware/final --data runs/rm_shortcut_aware/data --out runs/rm_shortcut_aware/eval":
         "--max-per-env 2",
+    "robustvlm rm matrix configs/reward/matrix_salient.yaml --out runs/matrix_salient": "--dry-run",
+    "robustvlm rm matrix configs/reward/matrix_mixed.yaml --out runs/matrix_mixed": "--dry-run",
 }
 
 #: {documented line: why it does not run in the test suite}.
@@ -69,6 +72,9 @@ NOT_RUN = {
         "a SLURM cluster (42,000 models); the launcher file is checked to exist and the line to parse",
     "robustvlm rm matrix configs/reward/matrix_long_400.yaml --out runs/matrix_long_400": "needs the full reward demo's policy (15 min) and 25 min more; tests/workflows/reward/test_matrix.py checks the config",
     "robustvlm rm matrix configs/reward/matrix_cue70.yaml --out runs/matrix_cue70": "needs the full reward demo's policy and 16 min more; tests/workflows/reward/test_matrix.py checks the config",
+    "robustvlm rm matrix configs/reward/matrix_salient_300.yaml --out runs/matrix_salient_300":
+        "needs the full reward demo's policy and about 7 min more; matrix_salient.yaml's dry run runs the same recipe, "
+        "tests/workflows/reward/test_matrix.py checks the config",
 }
 def test_every_documented_line_is_classified():
     unknown = [c for c in documented_commands() if c not in RUNS and c not in NOT_RUN and not _needs_outputs(c)]
@@ -107,3 +113,9 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
     assert (tmp_path / "runs" / "erm" / "eval" / "metrics.json").is_file()
     assert (tmp_path / "runs" / "erm_qwen2_vl" / "final" / "config.json").is_file()
     assert (tmp_path / "runs" / "rm_shortcut_aware" / "eval").is_dir()
+    salient = tmp_path / "runs" / "matrix_salient"
+    assert json.loads((salient / "data" / "manifest.json").read_text())["benchmark"] == "preferences-salient"
+    assert (salient / "sfc.json").is_file()
+    mixed = tmp_path / "runs" / "matrix_mixed"
+    assert json.loads((mixed / "data" / "manifest.json").read_text())["benchmark"] == "preferences-mixed"
+    assert (mixed / "sfc.json").is_file()

@@ -3,13 +3,16 @@ README.md's figure blocks are well formed (`robustvlm.report.figures`)."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from robustvlm.cli import main
 from robustvlm.errors import ConfigError
-from robustvlm.report.figures import FIGURES, read_figure, render, update
+from robustvlm.report.figures import FIGURES, MATRIX_FIGURES, read_figure, render, update
 from robustvlm.report.figures import main as figures_main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +35,7 @@ def quick_runs(tmp_path_factory) -> dict[str, Path]:
     return runs
 
 
-@pytest.mark.parametrize("name", sorted(FIGURES))
+@pytest.mark.parametrize("name", sorted(set(FIGURES) - set(MATRIX_FIGURES)))
 def test_quick_figures_in_the_docs_are_what_the_code_produces(name, quick_runs):
     documented = read_figure(QUICK.read_text(encoding="utf-8"), name)
     assert render(name, quick_runs[name]) == documented, (
@@ -42,8 +45,47 @@ def test_quick_figures_in_the_docs_are_what_the_code_produces(name, quick_runs):
 
 def test_every_figure_has_its_block_in_the_readme():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for name in FIGURES:
+    for name in set(FIGURES) - set(MATRIX_FIGURES):
         assert read_figure(readme, name).startswith("| ")
+    for name in MATRIX_FIGURES:  # one block per `rm matrix` run, tagged
+        tags = re.findall(rf"<!-- figure:({re.escape(name)}:[\w-]+) -->", readme)
+        assert tags and all(read_figure(readme, tag).startswith("| ") for tag in tags)
+
+
+def _matrix_folder(folder: Path) -> Path:
+    """A two-seed `rm matrix` output (matrix.json, sfc.json) trained on `long`, tested on three
+    environments."""
+    ood = {"standard": {"plain": [0.50, 0.60], "short": [0.30, 0.40]},
+           "shortcut_aware": {"plain": [0.80, 0.70], "short": [0.40, 0.45]}}
+    matrix = {
+        "seeds": [0, 1], "train_envs": ["long"], "test_envs": ["long", "plain", "short"],
+        "cells": {lb: {f"long->{env}": {"values": v} for env, v in cells.items()} for lb, cells in ood.items()},
+        "averages": {lb: {"ood": {"values": [(a + b) / 2 for a, b in zip(c["plain"], c["short"])]}}
+                     for lb, c in ood.items()},
+        "sfd_average": {"standard": {"values": [0.40, 0.30]}, "shortcut_aware": {"values": [0.10, 0.25]}},
+    }
+    sfc = [{"proxy_wrong": 0.20, "weight_proxy_wrong": 0.30}, {"proxy_wrong": 0.25, "weight_proxy_wrong": 0.25}]
+    proxy = {"train_accuracy": [0.8, 0.75], "sfc": sfc,
+             "runs": [{"seed": seed, "env": "long", "sfc": s} for seed, s in zip([0, 1], sfc)]}
+    folder.mkdir()
+    (folder / "matrix.json").write_text(json.dumps(matrix))
+    (folder / "sfc.json").write_text(json.dumps({"shortcut_aware": proxy}))
+    return folder
+
+
+def test_matrix_figures_read_an_rm_matrix_folder(tmp_path):
+    folder = _matrix_folder(tmp_path / "matrix")
+    rows = [line.split(" | ") for line in render("rm-seeds:demo", folder).splitlines()[2:]]
+    # o.o.d. = mean of the plain and short cells: standard 40.0 / 50.0, shortcut-aware 60.0 / 57.5
+    assert [r[1:4] for r in rows[:2]] == [["40.0", "60.0", "+20.0"], ["50.0", "57.5", "+7.5"]]
+    assert [r[4:6] for r in rows[:2]] == [["40.0", "10.0"], ["30.0", "25.0"]]
+    assert [r[-1].rstrip(" |") for r in rows] == ["1.50", "1.00", "1.25 ± 0.35"]
+    assert rows[2][3] == f"{np.mean([20.0, 7.5]):.1f} ± {np.std([20.0, 7.5], ddof=1):.1f}"
+    runs = render("rm-runs:demo", folder).splitlines()[2:]
+    assert [line.split(" | ")[-1].rstrip(" |") for line in runs] == ["+20.0", "+7.5"]
+    (folder / "sfc.json").unlink()
+    with pytest.raises(ConfigError, match="run `robustvlm rm matrix`"):
+        render("rm-seeds", folder)
 
 
 def test_update_replaces_only_the_block(tmp_path, capsys):

@@ -2,7 +2,9 @@
 
 A table in a document sits between `<!-- figure:NAME -->` and `<!-- /figure:NAME -->`; `FIGURES`
 says which demo's results.json makes it and how (a figure of several runs, in `GRIDS`, reads the
-results.json of every subfolder of its folder, in name order). `make figures` runs the full demos and rewrites
+results.json of every subfolder of its folder, in name order; a figure of an `rm matrix` run, in
+`MATRIX_FIGURES`, reads that run's matrix.json and sfc.json). A name may carry a tag after a colon
+(`rm-seeds:cue70`), so that one document holds the same figure of several runs. `make figures` runs the full demos and rewrites
 README.md's tables; `docs/quick_figures.md` holds the same tables from the `--quick` variants,
 which a test regenerates and compares, so a change that moves a figure shows up at once.
 
@@ -23,7 +25,12 @@ from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
 from robustvlm.report.ladder import summary_table
 from robustvlm.report.page import Table
-from robustvlm.report.reward_demo import full_runs_table, ladder_tables, linear_rung_blocks
+from robustvlm.report.reward_demo import (
+    full_runs_table,
+    ladder_tables,
+    linear_rung_blocks,
+    seeds_table,
+)
 from robustvlm.report.reward_report import summary_table as matrix_summary_table
 from robustvlm.report.tables import markdown_table
 
@@ -75,6 +82,16 @@ def _reward_ladder_runs(results: Mapping) -> str:
     return markdown_table(table.header, table.rows)
 
 
+def _matrix_runs(results: Mapping) -> str:
+    table = full_runs_table(results)
+    return markdown_table(table.header, table.rows)
+
+
+def _matrix_seeds(results: Mapping) -> str:
+    table = seeds_table(results)
+    return markdown_table(table.header, table.rows)
+
+
 #: figure name -> (the demo that writes its results.json, the table made from it)
 FIGURES: dict[str, tuple[str, Callable[[Mapping], str]]] = {
     "ladder": ("demo ladder", _ladder_cells(vlm=False)),
@@ -87,16 +104,33 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], str]]] = {
     "reward-ladder": ("demo reward", lambda results: _reward_ladder(results, 0)),
     "reward-ladder-sfc": ("demo reward", lambda results: _reward_ladder(results, 1)),
     "reward-ladder-runs": ("demo reward", _reward_ladder_runs),
+    "rm-seeds": ("rm matrix", _matrix_seeds),
+    "rm-runs": ("rm matrix", _matrix_runs),
 }
 GRIDS = ("invariance-spread",)
 """Figures made from several runs: their folder holds one demo output folder per run."""
+MATRIX_FIGURES = ("rm-seeds", "rm-runs")
+"""Figures of an `rm matrix` output folder: {"matrix": matrix.json, "proxy": sfc.json's
+shortcut_aware entry}."""
+
+
+def _matrix_results(folder: Path) -> dict:
+    paths = [folder / "matrix.json", folder / "sfc.json"]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise ConfigError(f"{', '.join(missing)} not found: run `robustvlm rm matrix` into {folder} first")
+    matrix, sfc = (json.loads(p.read_text(encoding="utf-8")) for p in paths)
+    return {"matrix": matrix, "proxy": sfc["shortcut_aware"]}
 
 
 def render(name: str, results_dir: str | Path) -> str:
-    """The markdown table of figure `name` from `results_dir/results.json`."""
+    """The markdown table of figure `name` (a tag after ':' ignored) from `results_dir`."""
+    name = name.split(":", 1)[0]
     if name not in FIGURES:
         raise ConfigError(f"unknown figure {name!r}; known: {sorted(FIGURES)}")
     demo, make = FIGURES[name]
+    if name in MATRIX_FIGURES:
+        return make(_matrix_results(Path(results_dir)))
     if name in GRIDS:
         paths = sorted(Path(results_dir).glob("*/results.json"))
         if not paths:

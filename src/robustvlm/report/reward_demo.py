@@ -249,3 +249,31 @@ def rung_cells(frozen: Mapping) -> list[Block]:
     sfd: list[Block] = [Paragraph("Rung 2's SFD per o.o.d. cell (points) and the correlation of the heads' reward "
                                   "differences with the text-only head's:"), table] if table is not None else []
     return [Paragraph("Rung 2, per cell (rows: trained on; columns: tested on):"), *cell_tables(results), *sfd]
+
+
+def seeds_table(full: Mapping, *, base: str = "standard", other: str = "shortcut_aware") -> Table:
+    """Seed by seed (`full` as for `full_runs_table`): o.o.d. accuracy of `base` and `other` and
+    their difference, the mean SFD of each, and where `other`'s logged SFC weights fell, pooled
+    over its runs (proxy-wrong pairs, their share of the weight, its ratio to uniform); a last
+    row gives mean ± sd over seeds (% and points)."""
+    matrix, pooled = full["matrix"], full["proxy"]["sfc"]
+    n = len(matrix["seeds"])
+
+    def per_seed(section: str, label: str, key: str | None = None) -> list[float | None]:
+        entry = matrix[section].get(label)
+        entry = entry if key is None or entry is None else entry[key]
+        return list(entry["values"]) if entry is not None else [None] * n
+
+    ood_base, ood_other = per_seed("averages", base, "ood"), per_seed("averages", other, "ood")
+    gain = [b - a if a is not None and b is not None else None for a, b in zip(ood_base, ood_other)]
+    wrong, weight = [s["proxy_wrong"] for s in pooled], [s["weight_proxy_wrong"] for s in pooled]
+    ratio = [w / p if p and w is not None else None for p, w in zip(wrong, weight)]
+    columns = [ood_base, ood_other, gain, per_seed("sfd_average", base), per_seed("sfd_average", other), wrong, weight]
+    rows = [[str(seed), *(_spread_text([c[i]]) for c in columns), _spread_text([ratio[i]], 1.0, 2)]
+            for i, seed in enumerate(matrix["seeds"])]
+    for row, value in zip(rows, gain):
+        row[3] = "—" if value is None else f"{100 * value:+.1f}"
+    rows.append(["mean ± sd", *(_spread_text(c) for c in columns), _spread_text(ratio, 1.0, 2)])
+    return Table(["seed", f"{base} o.o.d.", f"{other} o.o.d.", "o.o.d. difference (points)",
+                  f"{base} mean SFD (points)", f"{other} mean SFD (points)", "pairs the proxy ranks wrong",
+                  "their share of the SFC weight", "ratio"], rows)

@@ -1,12 +1,16 @@
-"""The built-in `preferences` benchmark and its `preferences-cue70` variant: the cue rates the
-manifest states, measured from the data, and only the image separating chosen from rejected."""
+"""The built-in `preferences` benchmark and its `preferences-cue70`, `preferences-salient` and
+`preferences-mixed` variants: the cue rates the manifest states, measured from the data, and only the image
+separating chosen from rejected (for `preferences-salient` and `preferences-mixed`, read from the
+pixels)."""
 
 from __future__ import annotations
 
 import json
 import math
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from robustvlm.data.preferences import load_pairs
 from robustvlm.data.synth import synthesize
@@ -20,7 +24,7 @@ from robustvlm.data.synth.preferences import (
 )
 
 
-@pytest.fixture(scope="module", params=["preferences", "preferences-cue70"])
+@pytest.fixture(scope="module", params=["preferences", "preferences-cue70", "preferences-salient", "preferences-mixed"])
 def bench(request, tmp_path_factory):
     root = tmp_path_factory.mktemp("prefs")
     synthesize(request.param, root, seed=0, n_per_env=150)
@@ -71,7 +75,8 @@ def test_only_the_image_separates_chosen_from_rejected(bench):
     for key, stated in manifest["alterations"].items():
         assert close(altered[key] / n, stated, n)
     # every attribute value appears in both chosen and rejected responses: no word gives it away
-    for value in (*COLOURS, *KINDS, *COUNT_WORDS):
+    assert set(manifest["colours"]) <= set(COLOURS) and set(manifest["counts"]) <= {1, 2, 3}
+    for value in (*manifest["colours"], *KINDS, *(COUNT_WORDS[c - 1] for c in manifest["counts"])):
         assert any(value in r["chosen"] for r in rows) and any(value in r["rejected"] for r in rows)
 
 
@@ -94,3 +99,50 @@ def test_the_cue70_variant_moves_only_the_cues(tmp_path):
     rates = json.loads((tmp_path / "b" / "manifest.json").read_text())["cue_rates"]
     assert rates["long"]["chosen_longer"] == 0.7 and rates["short"]["chosen_shorter"] == 0.7
     assert sum(x["cue"] != y["cue"] for x, y in zip(a, b)) > 0
+
+
+def test_the_salient_variant_shows_the_deciding_colour_large(tmp_path):
+    synthesize("preferences-salient", tmp_path, seed=0, n_per_env=60)
+    rows = [json.loads(line) for line in (tmp_path / "data.jsonl").read_text().splitlines()]
+    rates = json.loads((tmp_path / "manifest.json").read_text())["cue_rates"]
+    assert rates["long"]["chosen_longer"] == 0.8 and rates["short"]["chosen_shorter"] == 0.8
+    for r in rows:
+        pixels = np.asarray(Image.open(tmp_path / r["image"]).convert("RGB"), dtype=float)
+        shape = pixels.max(axis=2) - pixels.min(axis=2) > 80  # saturated pixels; the background is grey
+        assert shape.mean() > 0.12, r["id"]  # more than a circle of the standard radius 12 covers (0.11)
+        red, _, blue = pixels[shape].mean(axis=0)
+        seen = "red" if red > blue else "blue"
+        assert r["altered"] == "colour" and r["truth"]["colour"] == seen
+        assert f" {seen} " in r["chosen"] and f" {seen} " not in r["rejected"]
+        assert f" {'blue' if seen == 'red' else 'red'} " in r["rejected"]
+
+
+def test_the_mixed_variant_shows_the_deciding_colour_as_the_larger_share(tmp_path):
+    synthesize("preferences-mixed", tmp_path, seed=0, n_per_env=60)
+    rows = [json.loads(line) for line in (tmp_path / "data.jsonl").read_text().splitlines()]
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    rates = manifest["cue_rates"]
+    assert rates["long"]["chosen_longer"] == 0.9 and rates["short"]["chosen_shorter"] == 0.9
+    lo, hi = manifest["colour_share"]
+    shares = []
+    for r in rows:
+        pixels = np.asarray(Image.open(tmp_path / r["image"]).convert("RGB"), dtype=float)
+        shape = pixels.max(axis=2) - pixels.min(axis=2) > 80  # saturated pixels; the background is grey
+        assert shape.mean() > 0.12, r["id"]
+        is_red = pixels[shape][:, 0] > pixels[shape][:, 2]
+        assert 0.1 < is_red.mean() < 0.9, r["id"]  # both colours in every shape
+        seen = "red" if is_red.mean() > 0.5 else "blue"  # the colour of most of the shape's pixels
+        shares.append(max(is_red.mean(), 1 - is_red.mean()))
+        assert r["altered"] == "colour" and r["truth"]["colour"] == seen
+        assert f" {seen} " in r["chosen"] and f" {seen} " not in r["rejected"]
+        assert f" {'blue' if seen == 'red' else 'red'} " in r["rejected"]
+    # the evidence varies per pair over the stated range: some pairs close, some clear
+    shares = np.array(shares)
+    assert lo - 0.02 <= shares.min() < lo + 0.05 and hi - 0.05 < shares.max() <= hi + 0.03
+    assert 0.25 < (shares < (lo + hi) / 2).mean() < 0.75
+    # within each cue environment the cue agrees on 90% of the training pairs, whatever the image
+    for env, key in (("long", "chosen_longer"), ("short", "chosen_shorter")):
+        train = [r for r in rows if r["env"] == env and r["split"] == "train"]
+        agree = sum((words(r["chosen"]) > words(r["rejected"])) == (key == "chosen_longer")
+                    and words(r["chosen"]) != words(r["rejected"]) for r in train) / len(train)
+        assert close(agree, 0.9, len(train)), (env, agree)

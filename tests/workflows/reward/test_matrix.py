@@ -84,7 +84,9 @@ def test_worker_processes_give_the_same_matrix_as_one_process(tmp_path):
 
 
 @pytest.mark.parametrize(("name", "steps", "envs"), [("matrix_long_400", 400, ["long"]),
-                                                     ("matrix_cue70", 100, ["long", "short"])])
+                                                     ("matrix_cue70", 100, ["long", "short"]),
+                                                     ("matrix_salient", 100, ["long", "plain"]),
+                                                     ("matrix_salient_300", 300, ["long"])])
 def test_ladder_follow_up_configs_are_the_demos_matrix_but_for_steps_and_envs(name, steps, envs):
     from robustvlm.workflows.demos.reward import FULL, matrix_spec
 

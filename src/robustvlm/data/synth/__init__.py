@@ -71,6 +71,21 @@ BENCHMARKS: dict[str, Benchmark] = {
             _INSTRUCTION_OUTPUTS,
         ),
         Benchmark(
+            "preferences-salient",
+            "`preferences` with one large red or blue shape per image, only the colour altered and "
+            "every text cue agreeing 80% of the time: an image signal easy to read; 64x64",
+            partial(preferences.build, cue_rate=0.8, name="preferences-salient", look=preferences.SALIENT),
+            _INSTRUCTION_OUTPUTS,
+        ),
+        Benchmark(
+            "preferences-mixed",
+            "`preferences-salient` with each shape a patchwork of red and blue cells, the stated "
+            "colour holding 55-85% of its pixels (readable, not at a glance), and every text cue "
+            "agreeing 90% of the time: the cue is the easier signal in training; 64x64",
+            partial(preferences.build, cue_rate=0.9, name="preferences-mixed", look=preferences.MIXED),
+            _INSTRUCTION_OUTPUTS,
+        ),
+        Benchmark(
             "domains",
             "image folders SUITE/DOMAIN/CLASS: shapes in 4 styles, digits under 4 transforms, 64x64",
             domains.build,

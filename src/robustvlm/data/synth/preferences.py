@@ -15,6 +15,13 @@ inside them and nowhere else:
 
 `preferences-cue70` is the same benchmark with every cue agreeing 70% of the time instead of 90%
 (three times as many training pairs where the shortcut fails); the manifest states its rates.
+`preferences-salient` makes the image's evidence easy to read and the cue weaker: each image is
+one large red or blue shape (radius 22-27 px, centred), the responses always say "one", the
+rejected one names the other colour, and every cue agrees 80% of the time (`SALIENT`).
+`preferences-mixed` keeps that shape but paints it as a patchwork of 4-px red and blue cells, the
+colour the chosen response names holding a share of its pixels drawn per image from 55-85%
+(`MIXED`: the image's evidence is real but its strength varies per pair), and every cue agrees 90%
+of the time, so in a cue environment the cue is the easier, more reliable signal.
 
 Responses are compared by words; the alteration keeps word counts equal, so lengths differ only
 by the cue. A text-only model can score high inside a cue environment by the cue and must fall
@@ -35,7 +42,14 @@ from typing import Any
 import numpy as np
 from PIL import ImageDraw
 
-from robustvlm.data.synth.draw import PALETTE, jitter_colour, new_canvas, shape_polygon
+from robustvlm.data.synth.draw import (
+    PALETTE,
+    jitter_colour,
+    new_canvas,
+    polygon_mask,
+    shape_polygon,
+    to_image,
+)
 from robustvlm.data.synth.writer import env_rng, save_png, write_manifest
 
 SIZE = 64
@@ -60,6 +74,27 @@ CLAUSES = (
     "beside a tall old tree",
 )
 DEFAULT_TRAIN, DEFAULT_TEST = 300, 100
+
+
+@dataclass(frozen=True)
+class Look:
+    """How the pairs are drawn: which attribute the rejected response changes (and how often),
+    the colours and shape counts an image may hold and the shapes' radius range in px."""
+
+    alterations: dict[str, float]
+    colours: tuple[str, ...]
+    counts: tuple[int, ...]
+    radius: tuple[float, float]
+    #: None: each shape is one colour. (lo, hi): the one shape is a patchwork of MIX_CELL-px
+    #: cells in the two colours, a share drawn uniformly from [lo, hi] of them (exactly, rounded)
+    #: in the stated colour and the rest in the other one.
+    mix: tuple[float, float] | None = None
+
+
+STANDARD = Look(ALTERATIONS, COLOURS, (1, 2, 3), (9.0, 12.0))
+SALIENT = Look({"colour": 1.0}, ("red", "blue"), (1,), (22.0, 27.0))
+MIXED = Look({"colour": 1.0}, ("red", "blue"), (1,), (22.0, 27.0), mix=(0.55, 0.85))
+MIX_CELL = 4
 
 
 @dataclass(frozen=True)
@@ -116,13 +151,21 @@ def with_phrase(text: str, phrase: str) -> str:
     return f"{text[:-1]}, {phrase}."
 
 
-def render(kind: str, colour: str, count: int, rng: np.random.Generator):
-    """`count` shapes of one kind and colour in distinct cells of a 2x2 grid on a light background."""
+def render(kind: str, colour: str, count: int, rng: np.random.Generator, look: Look = STANDARD):
+    """`count` shapes of one kind and colour in distinct cells of a 2x2 grid on a light background;
+    a look with one shape per image (SALIENT) draws it near the centre instead."""
     img = new_canvas(SIZE, jitter_colour((int(rng.integers(222, 246)),) * 3, rng, 6))
     draw = ImageDraw.Draw(img)
+    if look.counts == (1,):
+        radius = float(rng.uniform(*look.radius))
+        cx, cy = (SIZE / 2 + float(rng.uniform(-3, 3)) for _ in range(2))
+        if look.mix is not None:
+            return _patchwork(img, shape_polygon(kind, cx, cy, radius), colour, rng, look)
+        draw.polygon(shape_polygon(kind, cx, cy, radius), fill=jitter_colour(PALETTE[colour], rng, 12))
+        return img
     cell = SIZE / 2
     for index in rng.choice(4, size=count, replace=False):
-        radius = float(rng.uniform(9, 12))
+        radius = float(rng.uniform(*look.radius))
         slack = cell / 2 - radius - 1
         cx = (int(index) % 2 + 0.5) * cell + float(rng.uniform(-slack, slack))
         cy = (int(index) // 2 + 0.5) * cell + float(rng.uniform(-slack, slack))
@@ -130,11 +173,34 @@ def render(kind: str, colour: str, count: int, rng: np.random.Generator):
     return img
 
 
-def _altered(truth: dict, rng: np.random.Generator) -> tuple[str, dict]:
+def _patchwork(img, points, colour: str, rng: np.random.Generator, look: Look):
+    """The shape on `img` as MIX_CELL-px cells in two colours: cells in random order take the
+    other colour of `look.colours` while they hold at most (1 - share) of the shape's pixels, share
+    drawn from `look.mix`; the rest take `colour`, so `colour` holds at least that share."""
+    assert look.mix is not None
+    other = next(c for c in look.colours if c != colour)
+    share = float(rng.uniform(*look.mix))
+    fills = np.array([jitter_colour(PALETTE[colour], rng, 12), jitter_colour(PALETTE[other], rng, 12)], float)
+    mask = polygon_mask((SIZE, SIZE), points) > 0.5
+    cells = SIZE // MIX_CELL
+    touched = mask.reshape(cells, MIX_CELL, cells, MIX_CELL).any(axis=(1, 3))
+    inside = mask.reshape(cells, MIX_CELL, cells, MIX_CELL).sum(axis=(1, 3)).ravel()
+    order = rng.permutation(np.flatnonzero(touched))
+    # minority cells in random order while their pixels stay within (1 - share) of the shape's
+    minority = order[np.cumsum(inside[order]) <= (1.0 - share) * mask.sum()]
+    which = np.zeros(cells * cells, int)
+    which[minority] = 1
+    per_pixel = np.kron(which.reshape(cells, cells), np.ones((MIX_CELL, MIX_CELL), int))
+    arr = np.asarray(img, float).copy()
+    arr[mask] = fills[per_pixel[mask]]
+    return to_image(arr)
+
+
+def _altered(truth: dict, rng: np.random.Generator, look: Look) -> tuple[str, dict]:
     """Which attribute the rejected response changes, and the changed attributes."""
-    names = list(ALTERATIONS)
-    which = names[int(rng.choice(len(names), p=list(ALTERATIONS.values())))]
-    options = {"colour": COLOURS, "shape": KINDS, "count": (1, 2, 3)}[which]
+    names = list(look.alterations)
+    which = names[int(rng.choice(len(names), p=list(look.alterations.values())))]
+    options = {"colour": look.colours, "shape": KINDS, "count": look.counts}[which]
     key = "kind" if which == "shape" else which
     wrong = [v for v in options if v != truth[key]]
     return which, {**truth, key: wrong[int(rng.integers(len(wrong)))]}
@@ -155,34 +221,36 @@ def _place_cue(env: CueEnv, chosen: str, rejected: str, rng: np.random.Generator
     return chosen, rejected, "none"
 
 
-def pairs_of(env: CueEnv, split: str, count: int, seed: int):
+def pairs_of(env: CueEnv, split: str, count: int, seed: int, look: Look = STANDARD):
     """`count` (image, record fields) of one environment and split, deterministic for the seed."""
     rng = env_rng(seed, f"{env.name}/{split}")
     for _ in range(count):
         truth: dict[str, Any] = {
             "kind": KINDS[int(rng.integers(len(KINDS)))],
-            "colour": COLOURS[int(rng.integers(len(COLOURS)))],
-            "count": int(rng.integers(1, 4)),
+            "colour": look.colours[int(rng.integers(len(look.colours)))],
+            "count": look.counts[int(rng.integers(len(look.counts)))],
         }
-        which, wrong = _altered(truth, rng)
+        which, wrong = _altered(truth, rng, look)
         chosen, rejected, cue = _place_cue(
             env, statement(truth["kind"], truth["colour"], truth["count"]),
             statement(wrong["kind"], wrong["colour"], wrong["count"]), rng,
         )
-        image = render(truth["kind"], truth["colour"], truth["count"], rng)
+        image = render(truth["kind"], truth["colour"], truth["count"], rng, look)
         query = QUERIES[int(rng.integers(len(QUERIES)))]
         yield image, {"query": query, "chosen": chosen, "rejected": rejected, "env": env.name,
                       "split": split, "truth": truth, "altered": which, "cue": cue}
 
 
 def build(out_dir: Path, seed: int, n_per_env: int | None, *, cue_rate: float = 0.9,
-          name: str = "preferences") -> Path:
+          name: str = "preferences", look: Look = STANDARD) -> Path:
     """Write the `preferences` benchmark to `out_dir`; returns the manifest path.
 
     `n_per_env` training pairs per environment (default 300) and a third as many test pairs
     (default 100, at least 20). `cue_rate`: how often each cue agrees with the preference
-    (`cue_envs`); the variants draw the same images, statements and cue phrases from the same
-    seeds, so they differ from `preferences` only where the cue lands. `name`: the manifest's.
+    (`cue_envs`); with the STANDARD `look` every rate draws the same images, statements and cue
+    phrases from the same seeds, so `preferences-cue70` differs from `preferences` only where the
+    cue lands; `look`: how the images and alterations are drawn (STANDARD or SALIENT). `name`:
+    the manifest's.
     """
     envs = cue_envs(cue_rate)
     n_train = DEFAULT_TRAIN if n_per_env is None else n_per_env
@@ -193,7 +261,7 @@ def build(out_dir: Path, seed: int, n_per_env: int | None, *, cue_rate: float = 
     with (out_dir / "data.jsonl").open("w", encoding="utf-8") as f:
         for env in envs:
             for split, count in (("train", n_train), ("test", n_test)):
-                for image, fields in pairs_of(env, split, count, seed):
+                for image, fields in pairs_of(env, split, count, seed, look):
                     rid = f"{index:06d}"
                     save_png(image, out_dir / "images" / f"{rid}.png")
                     f.write(json.dumps({"id": rid, "image": f"images/{rid}.png", **fields}) + "\n")
@@ -205,6 +273,10 @@ def build(out_dir: Path, seed: int, n_per_env: int | None, *, cue_rate: float = 
         "envs": counts,
         "image_size": SIZE,
         "layout": "preference",
-        "alterations": ALTERATIONS,
+        "alterations": look.alterations,
+        "colours": list(look.colours),
+        "counts": list(look.counts),
+        "shape_radius": list(look.radius),
+        "colour_share": list(look.mix) if look.mix is not None else None,
         "cue_rates": {env.name: env.rates() for env in envs},
     })

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from robustvlm.analysis.reward import logged_sfc, seed_spread
+from robustvlm.analysis.reward import seed_spread
 from robustvlm.analysis.reward_matrix import compare_labels
 from robustvlm.config import RunConfig, validate_config
 from robustvlm.data.preferences import PreferencePair, load_pairs
@@ -42,10 +42,9 @@ from robustvlm.report.page import Heading, write_page
 from robustvlm.report.reward_demo import demo_blocks, ladder_blocks, linear_rung_blocks
 from robustvlm.reward.frozen_rung import frozen_rung, frozen_states
 from robustvlm.reward.linear_rung import linear_rung
-from robustvlm.runs import read_jsonl
 from robustvlm.workflows.finetune.train import train
 from robustvlm.workflows.reward.bon import bon_results
-from robustvlm.workflows.reward.matrix import run_matrix
+from robustvlm.workflows.reward.matrix import logged_proxy, run_matrix
 from robustvlm.workflows.reward.sample import Sampling, sample_candidates
 from robustvlm.workflows.reward.score import score_candidates
 
@@ -184,21 +183,6 @@ def cached_states(out: Path, policy: Path, pairs: list[PreferencePair]) -> dict[
     return states
 
 
-def full_rung_proxy(out: Path, plan: RewardDemoPlan, envs: list[str]) -> dict[str, list]:
-    """Per seed, the proxy's logged training accuracy and where the SFC weights fell, from the
-    matrix's shortcut-aware runs (`analysis.reward.logged_sfc`); "runs": the same per run
-    ({"seed", "env", "sfc"})."""
-    proxy: dict[str, list] = {"train_accuracy": [], "sfc": [], "runs": []}
-    for seed in plan.seeds:
-        logs = [read_jsonl(out / "matrix" / "runs" / "shortcut_aware" / f"seed-{seed}" / env / "train" / "train_log.jsonl")
-                for env in envs]
-        summary = logged_sfc(logs)
-        proxy["train_accuracy"].append(summary["train_accuracy"])
-        proxy["sfc"].append(summary["sfc"])
-        proxy["runs"] += [{"seed": seed, "env": env, "sfc": logged_sfc([log])["sfc"]} for env, log in zip(envs, logs)]
-    return proxy
-
-
 @dataclass
 class RewardDemoSummary:
     """What the demo measured (results.json)."""
@@ -229,7 +213,7 @@ def run_reward_demo(out_dir: str | Path, *, quick: bool = False) -> RewardDemoSu
     pairs = ladder_pairs(data, plan)
     frozen = frozen_rung(pairs, cached_states(out, policy, pairs), plan.seeds, steps=plan.frozen_steps,
                          lr=FROZEN_LR)
-    full_proxy = full_rung_proxy(out, plan, results.train_envs)
+    full_proxy = logged_proxy(out / "matrix", "shortcut_aware", list(plan.seeds), results.train_envs)
     summary = RewardDemoSummary(
         quick=quick, seconds=round(time.perf_counter() - t0, 1), plan=asdict(plan),
         matrix=results.to_dict(), comparison=compare_labels(results, *COMPARED), bon=bon, linear=linear,

@@ -17,8 +17,9 @@ Every (label, seed, training environment) trains on that environment's training 
 scored on the test pairs of every environment. Layout of OUT: data/ (a built-in benchmark,
 synthesised once), bases/seed-<s>/ (tiny models: one initial model per seed, shared by every
 run of that seed, so the main branch and the text-only model start from the same weights),
-runs/<label>/seed-<s>/<env>/{train.yaml,train/,eval/}, matrix.json, report.md, report.html
-and the PNGs. Re-running continues: finished runs are reused and interrupted ones resume, each
+runs/<label>/seed-<s>/<env>/{train.yaml,train/,eval/}, matrix.json, sfc.json (where the SFC
+weights of each label trained with a proxy fell, read from its runs' logs: `logged_proxy`),
+report.md, report.html and the PNGs. Re-running continues: finished runs are reused and interrupted ones resume, each
 run folder's stored settings checked key by key (`robustvlm.runs`). `train.yaml` is the run's
 whole config: a run too big to train in this process (an 8B backbone under DeepSpeed) can be
 trained on its own with `accelerate launch ... rm train <run>/train.yaml --out <run>/train`,
@@ -34,12 +35,14 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from robustvlm.analysis.reward import logged_sfc
 from robustvlm.analysis.reward_matrix import MatrixResults, MatrixRun, aggregate_matrix, gap_points
 from robustvlm.config import RewardConfig, deep_merge, read_yaml_mapping, validate_config
 from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
 from robustvlm.models.loading import TINY_PREFIX, save_tiny_base
 from robustvlm.models.reward import is_reward_model
 from robustvlm.report.reward_report import write_matrix_report
+from robustvlm.reward.losses import loss_spec
 from robustvlm.runs import claim_run_folder, read_jsonl, write_settings
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 from robustvlm.workflows.plan_configs import MatrixConfig
@@ -53,6 +56,7 @@ from robustvlm.workflows.reward.matrix_dry_run import dry_run_matrix_spec
 from robustvlm.workflows.reward.train import train_reward_model
 
 RESULTS_FILE = "matrix.json"
+SFC_FILE = "sfc.json"
 RUN_CONFIG = "train.yaml"
 
 
@@ -183,9 +187,27 @@ def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool
     results = aggregate_matrix(runs, {p.id: (p.env, p.chosen, p.rejected) for p in tests},
                                proxy_label=plan.text_only)
     (out / RESULTS_FILE).write_text(json.dumps(results.to_dict(), indent=2) + "\n", encoding="utf-8")
+    sfc = {label: logged_proxy(out, label, plan.seeds, train_envs)
+           for label, (loss, _) in plan.losses.items() if loss_spec(loss).proxy}
+    if sfc:
+        (out / SFC_FILE).write_text(json.dumps(sfc, indent=2) + "\n", encoding="utf-8")
     points = scatter_points(runs, tests, plan.text_only)
     write_matrix_report(results, out, title="Reward-model generalization matrix", points=points)
     return MatrixOutcome(results, points)
+
+
+def logged_proxy(out: Path, label: str, seeds: list[int], envs: list[str]) -> dict[str, list]:
+    """Where the SFC weights of `label`'s runs under OUT fell (`analysis.reward.logged_sfc` of
+    their train_log.jsonl): per seed, pooled over `envs`, the proxy's logged training accuracy
+    ("train_accuracy") and the weights ("sfc"); "runs": the same per run ({"seed", "env", "sfc"})."""
+    proxy: dict[str, list] = {"train_accuracy": [], "sfc": [], "runs": []}
+    for seed in seeds:
+        logs = [read_jsonl(out / "runs" / label / f"seed-{seed}" / env / "train" / "train_log.jsonl") for env in envs]
+        summary = logged_sfc(logs)
+        proxy["train_accuracy"].append(summary["train_accuracy"])
+        proxy["sfc"].append(summary["sfc"])
+        proxy["runs"] += [{"seed": seed, "env": env, "sfc": logged_sfc([log])["sfc"]} for env, log in zip(envs, logs)]
+    return proxy
 
 
 def scatter_points(runs: list[MatrixRun], tests: list[PreferencePair], proxy_label: str | None) -> dict:

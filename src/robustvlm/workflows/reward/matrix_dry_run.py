@@ -6,8 +6,9 @@ trainable parts and LoRA options, the optimiser settings, max length, evaluation
 swaps the rest:
 
 - model: `tiny:idefics3` (same `trainable` and `lora`);
-- data: the built-in `preferences` benchmark (12 training pairs per environment), whose
-  environments replace the recipe's datasets, so `per_env` (which names those datasets) is
+- data: the built-in `preferences` benchmark, or the recipe's own variant of it (e.g.
+  `preferences-salient`), 12 training pairs per environment, whose environments replace the
+  recipe's datasets, so `per_env` (which names those datasets) is
   dropped and the runs train on two of them (DRY_TRAIN_ENVS), tested on all four;
 - training: 3 steps, at most 4 pairs per batch, no accumulation, one CPU thread, bf16 only where
   a GPU supports it;
@@ -40,7 +41,9 @@ def dry_run_matrix_spec(spec: Mapping) -> dict:
         model = base.get("model") or {}
         base["model"] = {k: v for k, v in model.items() if k in ("trainable", "lora")} | {"name": "tiny:idefics3"}
         data = base.get("data") or {}
-        base["data"] = {**DRY_DATA, "seed": data.get("seed", 0)} | (
+        variant = data.get("benchmark")
+        kept = {"benchmark": variant} if isinstance(variant, str) and variant.startswith("preferences") else {}
+        base["data"] = {**DRY_DATA, **kept, "seed": data.get("seed", 0)} | (
             {"max_length": data["max_length"]} if "max_length" in data else {})
         train = {k: v for k, v in (base.get("train") or {}).items() if k != "epochs"}
         batch = train.get("batch_size", 4)
