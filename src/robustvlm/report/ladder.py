@@ -145,7 +145,8 @@ def protocol_text(results: Mapping) -> str:
             f"{paper['lr']:.3g}, L2 {paper['l2']:.3g}, {plan['steps']} steps, penalty weight "
             f"{paper['penalty_weight']:.0f} after {plan['anneal']} steps for every annealed method), the MLP "
             f"{plan['hidden']} wide (the paper's: {paper['hidden']}; narrower to fit 2 CPU cores). Seeds: "
-            f"{len(plan['seeds'])}; {results['seconds']:.0f} s.")
+            f"{len(plan['seeds'])}; {results['seconds']:.0f} s, {sum(results.get('cpu_seconds', {}).values()):.0f} "
+            f"CPU-seconds.")
 
 
 def vlm_protocol_text(results: Mapping) -> str:

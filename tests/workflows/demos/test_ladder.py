@@ -23,6 +23,10 @@ def test_quick_ladder_writes_its_report_and_resumes(tmp_path, monkeypatch):
     assert set(results["summary"]) == {f"{s}/{r}" for s, r in plan.rungs}
     assert results["summary"] == json.loads(json.dumps(summarize(given, ladder.TRAIN_ENVS, ladder.TEST_ENVS,
                                                                  ladder.PROTOTYPES)))
+    cpu = results["cpu_seconds"]
+    assert set(cpu) == {"prepare", "inferred", *results["summary"]} and cpu["prepare"] > 0
+    for part in results["summary"]:
+        assert cpu[part] == round(sum(r["cpu_s"] for r in given if f"{r['source']}/{r['rung']}" == part), 1) > 0
     inference = results["inference"]["mnist/pixels"]
     assert set(inference) == set(ladder.INFERRED)
     assert all(0.5 <= v["purity_given"] <= 1 and sum(v["sizes"]) == 360 for v in inference.values())

@@ -186,8 +186,10 @@ def _split(n: int, holdout: float) -> tuple[np.ndarray, np.ndarray]:
 
 def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Path) -> dict[str, Any]:
     """Train one (source, rung, method, seed, environments) model on one torch thread; its
-    evaluations. Environments `given` are the data's; an `INFERRED` split replaces them on the
-    training rows (the held-out rows and the test environments stay as they are)."""
+    evaluations and `cpu_s`, the CPU seconds it took. Environments `given` are the data's; an
+    `INFERRED` split replaces them on the training rows (the held-out rows and the test
+    environments stay as they are)."""
+    cpu = time.process_time()
     torch.set_num_threads(1)
     source, rung, method, seed, envs = job
     data = np.load(features / _feature_file(source, rung), allow_pickle=False)
@@ -209,7 +211,7 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
     if vlm:
         evaluations = vlm_evaluations(objective, rung, source, seed, plan.vlm, inputs, labels, splits)
         return {"source": source, "rung": rung, "method": method, "seed": seed, "envs": envs, "diverged": False,
-                "evaluations": evaluations}
+                "evaluations": evaluations, "cpu_s": round(time.process_time() - cpu, 1)}
     evaluations = []
 
     def evaluate(step: int, fit) -> None:
@@ -222,7 +224,7 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
     fit = fit_mlp(objective, x, y, env, hidden=plan.hidden, lr=PAPER["lr"], l2=PAPER["l2"], steps=plan.steps,
                   seed=seed, eval_every=plan.eval_every, on_eval=evaluate)
     return {"source": source, "rung": rung, "method": method, "seed": seed, "envs": envs,
-            "diverged": fit.diverged, "evaluations": evaluations}
+            "diverged": fit.diverged, "evaluations": evaluations, "cpu_s": round(time.process_time() - cpu, 1)}
 
 
 def _feature_file(source: str, rung: str) -> str:
@@ -299,6 +301,17 @@ def prepare_inferred_envs(plan: LadderPlan, folder: Path) -> dict[str, Any]:
     return report
 
 
+def cpu_seconds(runs: list[dict[str, Any]], prepare: float) -> dict[str, float]:
+    """CPU seconds of the demo's parts: `prepare` (features and inferred environments, this
+    process), each source/rung's runs on the given environments, and the runs on inferred ones
+    (`inferred`); runs kept from an earlier call count what they took then."""
+    parts = {"prepare": prepare}
+    for run in runs:
+        part = f"{run['source']}/{run['rung']}" if run["envs"] == GIVEN else "inferred"
+        parts[part] = parts.get(part, 0.0) + run.get("cpu_s", 0.0)
+    return {part: round(seconds, 1) for part, seconds in parts.items()}
+
+
 def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool = True,
                     plan: LadderPlan | None = None) -> dict[str, Any]:
     """Run the ladder (`plan`; by default `QUICK` or `FULL`), write results.json, runs.jsonl,
@@ -308,9 +321,10 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
     plan = plan or (QUICK if quick else FULL)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     prepare_features(plan, out / FEATURES_DIR)
     inference = prepare_inferred_envs(plan, out / FEATURES_DIR)
+    prepare_cpu = time.process_time() - cpu0
     jobs = [(source, rung, method, seed, GIVEN)
             for (source, rung), method, seed in product(plan.rungs, plan.methods, plan.seeds)]
     jobs += [(source, rung, method, seed, envs) for (source, rung), envs, method, seed
@@ -322,7 +336,8 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
     with (out / "runs.jsonl").open("w", encoding="utf-8") as f:
         for run in runs:
             f.write(json.dumps(run) + "\n")
-    results = {"quick": quick, "seconds": round(seconds, 1), "plan": asdict(plan), "paper": PAPER,
+    results = {"quick": quick, "seconds": round(seconds, 1), "cpu_seconds": cpu_seconds(runs, prepare_cpu),
+               "plan": asdict(plan), "paper": PAPER,
                "method_hparams": method_hparams(plan.anneal), "vlm_method_hparams": vlm_hparams(plan.vlm),
                "train_envs": list(TRAIN_ENVS), "test_envs": list(TEST_ENVS),
                "summary": summarize([r for r in runs if r["envs"] == GIVEN], TRAIN_ENVS, TEST_ENVS, PROTOTYPES),

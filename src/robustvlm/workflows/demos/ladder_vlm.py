@@ -20,6 +20,7 @@ grayscale oracle's the summed channels in all three), resized by the processor t
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from dataclasses import dataclass
@@ -114,6 +115,29 @@ def answer_rows(processor: Any, source: str, inputs: np.ndarray, labels: np.ndar
     return env_rows(VLMCollator(processor, env_id, train=True), examples, candidates)
 
 
+_KEPT_ROWS: dict[str, dict[str, AnswerRows]] = {}
+KEPT_ROWS = 2  # the coloured and the grey pictures of one rung: a worker's consecutive runs
+
+
+def environment_rows(processor: Any, source: str, image_size: int, inputs: dict[str, np.ndarray],
+                     labels: dict[str, np.ndarray], env_id: dict[str, int]) -> dict[str, AnswerRows]:
+    """`answer_rows` of every environment, kept in this process for the next runs on the same
+    pictures: they depend on the pictures, the question and `image_size`, not on the seed or the
+    method (the tiny tokenizer is trained on the question alone)."""
+    digest = hashlib.sha256(repr((source, image_size, sorted(env_id.items()))).encode())
+    for name in sorted(inputs):
+        digest.update(name.encode())
+        digest.update(np.ascontiguousarray(inputs[name]).tobytes())
+        digest.update(np.ascontiguousarray(labels[name]).tobytes())
+    key = digest.hexdigest()
+    if key not in _KEPT_ROWS:
+        while len(_KEPT_ROWS) >= KEPT_ROWS:
+            del _KEPT_ROWS[next(iter(_KEPT_ROWS))]
+        _KEPT_ROWS[key] = {name: answer_rows(processor, source, inputs[name], labels[name], env_id, name)
+                           for name in inputs}
+    return _KEPT_ROWS[key]
+
+
 def vlm_evaluations(
     objective: Objective,
     rung: str,
@@ -130,7 +154,7 @@ def vlm_evaluations(
     accuracy on its held-out rows}}] (accuracies 0-1)."""
     vlm, processor = build_vlm(rung, seed, source, plan.image_size)
     env_id = {name: i for i, name in enumerate(splits)}
-    rows = {name: answer_rows(processor, source, inputs[name], labels[name], env_id, name) for name in inputs}
+    rows = environment_rows(processor, source, plan.image_size, inputs, labels, env_id)
     evaluations: list[dict[str, Any]] = []
 
     def evaluate(step: int, model: AnswerModel) -> None:
