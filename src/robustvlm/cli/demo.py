@@ -31,7 +31,8 @@ def _demo(args: argparse.Namespace) -> int:
     if args.overrides[:1] == ["ladder"]:
         from robustvlm.workflows.demos.ladder import run_ladder_demo
 
-        run_ladder_demo(args.out or ("demo_ladder_quick" if args.quick else "demo_ladder"), quick=args.quick)
+        run_ladder_demo(args.out or ("demo_ladder_quick" if args.quick else "demo_ladder"), quick=args.quick,
+                        inferred_envs=args.inferred_envs)
         return 0
     if args.overrides[:1] == ["reward"]:
         from robustvlm.workflows.demos.reward import run_reward_demo
@@ -63,6 +64,9 @@ def add_demo(sub) -> None:
         "--out", help="default demo_out (demo_out_quick with --quick; demo_robustness for robustness; "
         "demo_reward[_quick] for reward; demo_ladder[_quick] for ladder)"
     )
+    dm.add_argument("--inferred-envs", action="store_true",
+                    help="demo ladder: also infer environments from data (EIIL, loss split, k-means) on the "
+                    "pixel rung and train IRMv1 / Dynamic BIRM on them")
     dm.add_argument("--n-envs", type=int_at_least(2), default=3, help="demo invariance: environments")
     dm.add_argument("--dim-inv", type=int_at_least(1), default=5, help="demo invariance: invariant dimensions")
     dm.add_argument("--dim-spu", type=int_at_least(0), default=5, help="demo invariance: spurious dimensions")

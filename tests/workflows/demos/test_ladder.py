@@ -12,7 +12,7 @@ from robustvlm.workflows.demos import ladder
 
 def test_quick_ladder_writes_its_report_and_resumes(tmp_path, monkeypatch):
     out = tmp_path / "ladder"
-    assert main(["demo", "ladder", "--quick", "--out", str(out)]) == 0
+    assert main(["demo", "ladder", "--quick", "--inferred-envs", "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     plan = ladder.QUICK
@@ -45,3 +45,6 @@ def test_quick_ladder_writes_its_report_and_resumes(tmp_path, monkeypatch):
     monkeypatch.setattr(ladder, "vlm_evaluations", lambda *a, **k: calls.append(a))
     assert main(["demo", "ladder", "--quick", "--out", str(out)]) == 0
     assert calls == []  # every run was kept: nothing trains again
+    again = json.loads((out / "results.json").read_text())  # without --inferred-envs: the four rungs only
+    assert again["inference"] == {} and "inferred" not in again["cpu_seconds"]
+    assert again["summary"] == results["summary"]

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from itertools import product
 from pathlib import Path
@@ -313,12 +313,18 @@ def cpu_seconds(runs: list[dict[str, Any]], prepare: float) -> dict[str, float]:
 
 
 def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool = True,
-                    plan: LadderPlan | None = None) -> dict[str, Any]:
+                    plan: LadderPlan | None = None, inferred_envs: bool = False) -> dict[str, Any]:
     """Run the ladder (`plan`; by default `QUICK` or `FULL`), write results.json, runs.jsonl,
-    report.md/html and the figure into `out_dir`; returns the results.json content."""
+    report.md/html and the figure into `out_dir`; returns the results.json content.
+
+    The plan's `infer_on` cells (environments inferred from data, and the methods trained on
+    them) run only with `inferred_envs`: they are an addition to the four rungs, not part of them.
+    """
     from robustvlm.report.ladder import write_ladder_report
 
     plan = plan or (QUICK if quick else FULL)
+    if not inferred_envs:
+        plan = replace(plan, infer_on=())
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0, cpu0 = time.perf_counter(), time.process_time()
@@ -329,7 +335,9 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
             for (source, rung), method, seed in product(plan.rungs, plan.methods, plan.seeds)]
     jobs += [(source, rung, method, seed, envs) for (source, rung), envs, method, seed
              in product(plan.infer_on, INFERRED, INFERRED_METHODS, plan.seeds)]
-    runs = run_jobs(partial(run_one, plan=plan, features=out / FEATURES_DIR), jobs,
+    # a run does not read `infer_on`: without it the kept runs' keys do not depend on --inferred-envs
+    train = partial(run_one, plan=replace(plan, infer_on=()), features=out / FEATURES_DIR)
+    runs = run_jobs(train, jobs,
                     JobRunnerConfig(workers=plan.workers), name=lambda job: "/".join(map(str, job)),
                     store=out / JOBS_DIR, desc="models", progress=progress)
     seconds = time.perf_counter() - t0
