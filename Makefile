@@ -44,13 +44,14 @@ demo-reward: install
 # The measured tables of README.md and BENCHMARKS.md, rewritten from the full demos' results.json
 # (about 30 min on 2 cores, and about 75 min more for the linear unit tests' settings) and from
 # the reward follow-ups' `rm matrix` runs, which start from the reward demo's policy in
-# demo_reward/ (matrix.json and sfc.json; 18 min more on 2 cores shared with other jobs);
+# demo_reward/ (matrix.json and sfc.json; 22 min more on 2 cores shared with other jobs);
 # docs/quick_figures.md holds the quick demos' tables, which `make test` checks.
-REWARD_FOLLOWUPS = long_400 cue70 salient salient_300 mixed
+REWARD_FOLLOWUPS = long_400 cue70 salient salient_300 mixed warm_mixed
 INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=6 --n-envs=8 --n-envs=10 --dim-spu=0 --dim-spu=2 --dim-spu=8
 figures: install
 	$(BIN)/robustvlm demo ladder --out figures/ladder
 	$(BIN)/robustvlm demo reward --out demo_reward
+	$(BIN)/robustvlm rm train configs/reward/warm_mixed.yaml --out runs/warm_mixed --resume
 	for m in $(REWARD_FOLLOWUPS); do $(BIN)/robustvlm rm matrix configs/reward/matrix_$$m.yaml --out runs/matrix_$$m; done
 	$(BIN)/robustvlm demo invariance --out figures/invariance/default
 	for s in $(INVARIANCE_SETTINGS); do $(BIN)/robustvlm demo invariance $$s --methods erm,irm --out figures/invariance/$${s#--}; done
@@ -59,7 +60,7 @@ figures: install
 		reward-ladder=demo_reward reward-ladder-sfc=demo_reward reward-ladder-runs=demo_reward \
 		rm-seeds:long-400=runs/matrix_long_400 rm-seeds:cue70=runs/matrix_cue70 rm-runs:cue70=runs/matrix_cue70 \
 		rm-seeds:salient=runs/matrix_salient rm-runs:salient=runs/matrix_salient rm-seeds:salient-300=runs/matrix_salient_300 \
-		rm-seeds:mixed=runs/matrix_mixed
+		rm-seeds:mixed=runs/matrix_mixed rm-seeds:warm-mixed=runs/matrix_warm_mixed
 	$(BIN)/python -m robustvlm.report.figures BENCHMARKS.md invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
 
 test: install

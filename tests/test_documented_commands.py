@@ -47,6 +47,9 @@ RUNS = {
         "--max-per-env 2",
     "robustvlm rm matrix configs/reward/matrix_salient.yaml --out runs/matrix_salient": "--dry-run",
     "robustvlm rm matrix configs/reward/matrix_mixed.yaml --out runs/matrix_mixed": "--dry-run",
+    "robustvlm rm train configs/reward/warm_mixed.yaml --out runs/warm_mixed":
+        "model.name=tiny:idefics3 train.steps=2 train.save_every=2 data.n_per_env=8",
+    "robustvlm rm matrix configs/reward/matrix_warm_mixed.yaml --out runs/matrix_warm_mixed": "--dry-run",
 }
 
 #: {documented line: why it does not run in the test suite}.
@@ -119,3 +122,7 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
     mixed = tmp_path / "runs" / "matrix_mixed"
     assert json.loads((mixed / "data" / "manifest.json").read_text())["benchmark"] == "preferences-mixed"
     assert (mixed / "sfc.json").is_file()
+    assert (tmp_path / "runs" / "warm_mixed" / "final" / "reward_head.safetensors").is_file()
+    warm = tmp_path / "runs" / "matrix_warm_mixed"
+    assert json.loads((warm / "data" / "manifest.json").read_text())["benchmark"] == "preferences-mixed"
+    assert (warm / "sfc.json").is_file()

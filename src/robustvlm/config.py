@@ -343,11 +343,18 @@ class RewardEvalConfig(_Section):
 
 class RewardConfig(_Run):
     """A reward-model training run: model, preference data, loss (+ its arguments), training,
-    evaluation. `loss` names a loss of `robustvlm.reward.losses.LOSSES`."""
+    evaluation. `loss` names a loss of `robustvlm.reward.losses.LOSSES`.
+
+    `init_from`: a reward-model folder (another run's `final/`, `save_reward_model`'s format) to
+    start from, a warm start: its backbone replaces the one `model.name` names (`model.name`
+    still says which architecture it is) and its head replaces the new head; with a proxy, the
+    proxy starts as its copy too. None: `model.name` with a new head.
+    """
 
     data: PreferenceDataConfig
     loss: str = "standard"
     loss_args: dict[str, Any] = Field(default_factory=dict)
+    init_from: str | None = None
     train: RewardTrainConfig = Field(default_factory=RewardTrainConfig)
     eval: RewardEvalConfig = Field(default_factory=RewardEvalConfig)
 

@@ -152,3 +152,31 @@ def test_drop_mode_freezes_everything_the_text_never_reaches(tiny_vlms):
     text = {id(p) for module in (parts.decoder, parts.lm_head) for p in module.parameters()}
     assert {id(p) for p in vlm.parameters() if p.requires_grad} == text
     assert not vlm.model.image_newline.requires_grad and not any(p.requires_grad for p in parts.vision.parameters())
+
+
+def test_init_from_starts_every_branch_from_the_saved_reward_model(tmp_path):
+    warm = train_reward_model(config("standard"), tmp_path / "warm", progress=False).final_dir
+    saved_head = load_file(str(warm / "reward_head.safetensors"))["weight"]
+    saved = load_file(str(warm / "model.safetensors"))
+    # lr 0: the run's weights stay those it loaded, so its checkpoint shows what it started from
+    cfg = config("shortcut_aware", init_from=str(warm), train={"lr": 0.0, "weight_decay": 0.0})
+    result = train_reward_model(cfg, tmp_path / "run", progress=False)
+    checkpoint = tmp_path / "run" / "checkpoints" / "step-000003"
+    for name in ("model.safetensors", "model_1.safetensors"):  # main branch, proxy
+        state = load_file(str(checkpoint / name))
+        assert torch.equal(state.pop("head.weight"), saved_head) and state
+        for key, value in state.items():  # the proxy's checkpoint holds its text side only
+            assert torch.equal(value, saved[key.removeprefix("vlm.")]), key
+    assert torch.equal(load_file(str(result.final_dir / "reward_head.safetensors"))["weight"], saved_head)
+
+
+def test_init_from_must_be_a_reward_model_folder(tmp_path):
+    with pytest.raises(ConfigError, match="init_from"):
+        train_reward_model(config("standard", init_from=str(tmp_path / "nothing")), tmp_path / "run", progress=False)
+
+
+def test_the_matrix_dry_run_drops_a_warm_start():
+    from robustvlm.workflows.reward.matrix_dry_run import dry_run_matrix_spec
+
+    spec = {"base": {"model": {"name": "m"}, "init_from": "runs/warm/final"}, "losses": {"standard": {}}}
+    assert "init_from" not in dry_run_matrix_spec(spec)["base"]

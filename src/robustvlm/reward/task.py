@@ -9,6 +9,9 @@ exact resume; this task supplies the pairs, the model(s) and the step of a rewar
 - `shortcut_aware`, `proxy: adapter`: {"reward": SharedBaseBranches}: one PeftModel with two LoRA
   adapters (the proxy's a copy of the main one) and two heads; one process only.
 
+With `init_from` (a warm start) the backbone and the head are that reward model's
+(`warm_start_model`); every branch above starts from them.
+
 Each step logs `loss`, `acc` (share of pairs with r_chosen > r_rejected) and `reward_gap` (mean
 r_chosen - r_rejected) of the main branch; shortcut-aware runs add `loss_proxy`, `acc_proxy`,
 `sfc`, `sfc/<env>` (mean SFC of the batch's pairs of each environment, this process's share) and
@@ -40,7 +43,12 @@ from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
 from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError
 from robustvlm.models.answer import freeze_unused_lm_head
-from robustvlm.models.reward import RewardModel, save_reward_model
+from robustvlm.models.reward import (
+    RewardModel,
+    is_reward_model,
+    load_reward_model,
+    save_reward_model,
+)
 from robustvlm.models.trainable import (
     add_adapter_copy,
     configure_trainable,
@@ -93,6 +101,17 @@ def read_pair_split(model: str | Path) -> dict[str, list[str]] | None:
     """The pair split stored by the training run of a reward model folder (RUN/final), or None."""
     path = Path(model).parent / SPLIT_FILE
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def warm_start_model(path: str | Path, trust_remote_code: bool = False) -> tuple[nn.Module, Any, nn.Linear]:
+    """(backbone, processor, head) of the reward model in `path` (`save_reward_model`'s format),
+    to train further (`init_from`), in training mode, loaded as `base_model` loads a backbone."""
+    if not is_reward_model(path):
+        raise ConfigError(f"init_from: {path} is not a reward model folder (a run's final/, "
+                          "with reward_head.safetensors)")
+    model, processor = load_reward_model(path, trust_remote_code=trust_remote_code)
+    model.train()
+    return model.vlm, processor, model.head
 
 
 def freeze_vision_side(vlm: nn.Module) -> None:
@@ -169,8 +188,12 @@ class RewardTask(TrainingTask):
         self.env_names = sorted({p.env for p in pairs})
         env_ids = {name: i for i, name in enumerate(self.env_names)}
         corpus = [t for p in pairs for t in (p.query, p.chosen, p.rejected)]
-        vlm, self.processor = base_model(cfg.model, ctx.out_dir, corpus, ctx.accelerator)
-        self.models = self._build(vlm)
+        if cfg.init_from is None:
+            vlm, self.processor = base_model(cfg.model, ctx.out_dir, corpus, ctx.accelerator)
+            head = None
+        else:
+            vlm, self.processor, head = warm_start_model(cfg.init_from, cfg.model.trust_remote_code)
+        self.models = self._build(vlm, head)
         n_trainable, n_total = count_parameters(nn.ModuleList(self.models.values()))
         sampler = make_sampler(
             cfg.train.sampler, [env_ids[p.env] for p in pairs], global_batch=ctx.global_batch_size,
@@ -182,14 +205,15 @@ class RewardTask(TrainingTask):
             models=self.models,
             sampler=sampler,
             collate=lambda indices: collator([pairs[i] for i in indices]),
-            summary=(f"training a {cfg.loss} reward model on {cfg.model.name}: {n_trainable:,} of "
+            summary=(f"training a {cfg.loss} reward model on {cfg.init_from or cfg.model.name}: {n_trainable:,} of "
                      f"{n_total:,} parameters trainable, {len(pairs)} pairs in {len(self.env_names)} "
                      "environment(s)"),
             clip_groups=branch_parameters if self.spec.proxy else None,
         )
 
-    def _build(self, vlm: nn.Module) -> dict[str, nn.Module]:
-        """The models of this loss (see the module doc), trainable parts set."""
+    def _build(self, vlm: nn.Module, head: nn.Linear | None = None) -> dict[str, nn.Module]:
+        """The models of this loss (see the module doc), trainable parts set; `head`: the main
+        branch's starting head (None: a new one)."""
         cfg = self.cfg
         vlm = configure_trainable(vlm, mode=cfg.model.trainable, lora=cfg.model.lora.model_dump())
         freeze_unused_lm_head(vlm)
@@ -200,7 +224,7 @@ class RewardTask(TrainingTask):
             add_adapter_copy(cast("PeftModel", vlm), PROXY_ADAPTER, source=MAIN_ADAPTER)
         if cfg.model.gradient_checkpointing:
             enable_gradient_checkpointing(vlm)
-        main = RewardModel(vlm)
+        main = RewardModel(vlm, head)
         if not self.spec.proxy:
             return {"reward": main}
         if self.adapter_proxy:

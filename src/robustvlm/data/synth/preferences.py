@@ -40,10 +40,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import ImageDraw
+from PIL import Image, ImageDraw
 
 from robustvlm.data.synth.draw import (
     PALETTE,
+    Point,
     jitter_colour,
     new_canvas,
     polygon_mask,
@@ -173,7 +174,9 @@ def render(kind: str, colour: str, count: int, rng: np.random.Generator, look: L
     return img
 
 
-def _patchwork(img, points, colour: str, rng: np.random.Generator, look: Look):
+def _patchwork(
+    img: Image.Image, points: list[Point], colour: str, rng: np.random.Generator, look: Look
+) -> Image.Image:
     """The shape on `img` as MIX_CELL-px cells in two colours: cells in random order take the
     other colour of `look.colours` while they hold at most (1 - share) of the shape's pixels, share
     drawn from `look.mix`; the rest take `colour`, so `colour` holds at least that share."""

@@ -5,7 +5,8 @@ laptop or in CI. The dry run keeps what shapes the pipeline (the losses and thei
 trainable parts and LoRA options, the optimiser settings, max length, evaluation settings) and
 swaps the rest:
 
-- model: `tiny:idefics3` (same `trainable` and `lora`);
+- model: `tiny:idefics3` (same `trainable` and `lora`); a warm start (`init_from`, another run's
+  output) is dropped;
 - data: the built-in `preferences` benchmark, or the recipe's own variant of it (e.g.
   `preferences-salient`), 12 training pairs per environment, whose environments replace the
   recipe's datasets, so `per_env` (which names those datasets) is
@@ -38,6 +39,7 @@ def dry_run_matrix_spec(spec: Mapping) -> dict:
         out["seeds"] = seeds[:1]
     base = out.get("base")
     if isinstance(base, dict):
+        base.pop("init_from", None)
         model = base.get("model") or {}
         base["model"] = {k: v for k, v in model.items() if k in ("trainable", "lora")} | {"name": "tiny:idefics3"}
         data = base.get("data") or {}
