@@ -49,7 +49,7 @@ demo-reward: install
 REWARD_FOLLOWUPS = long_400 cue70 salient salient_300 mixed warm_mixed
 INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=6 --n-envs=8 --n-envs=10 --dim-spu=0 --dim-spu=2 --dim-spu=8
 figures: install
-	$(BIN)/robustvlm demo ladder --out figures/ladder
+	$(BIN)/robustvlm demo ladder --inferred-envs --out figures/ladder
 	$(BIN)/robustvlm demo reward --out demo_reward
 	$(BIN)/robustvlm rm train configs/reward/warm_mixed.yaml --out runs/warm_mixed --resume
 	for m in $(REWARD_FOLLOWUPS); do $(BIN)/robustvlm rm matrix configs/reward/matrix_$$m.yaml --out runs/matrix_$$m; done
