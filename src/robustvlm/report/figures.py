@@ -35,77 +35,48 @@ from robustvlm.report.reward_report import summary_table as matrix_summary_table
 from robustvlm.report.tables import markdown_table
 
 
-def _ladder_cells(vlm: bool) -> Callable[[Mapping], str]:
+def _ladder_cells(vlm: bool) -> Callable[[Mapping], Table]:
     """The ladder's table of its VLM rungs (`vlm`) or of the others."""
-    def table(results: Mapping) -> str:
-        cells = {cell: v for cell, v in results["summary"].items() if is_vlm_cell(cell) == vlm}
-        made = summary_table(cells, "final")
-        return markdown_table(made.header, made.rows)
+    def table(results: Mapping) -> Table:
+        return summary_table({cell: v for cell, v in results["summary"].items() if is_vlm_cell(cell) == vlm}, "final")
     return table
 
 
-def _reward_matrix(results: Mapping) -> str:
-    table = matrix_summary_table(MatrixResults.from_dict(results["matrix"]))
-    return markdown_table(table.header, table.rows)
+def _reward_linear(results: Mapping) -> Table:
+    return next(b for b in linear_rung_blocks(results["linear"]) if isinstance(b, Table))
 
 
-def _reward_linear(results: Mapping) -> str:
-    table = next(b for b in linear_rung_blocks(results["linear"]) if isinstance(b, Table))
-    return markdown_table(table.header, table.rows)
-
-
-def _invariance(results: Mapping) -> str:
-    table = error_table(results)
-    return markdown_table(table.header, table.rows)
-
-
-def _invariance_eiil(results: Mapping) -> str:
+def _invariance_eiil(results: Mapping) -> Table:
     table = inferred_envs_table(results)
     if table is None:
         raise ConfigError("no EIIL method in this run: run `demo invariance --methods irm,irm_eiil,...`")
-    return markdown_table(table.header, table.rows)
+    return table
 
 
-def _invariance_spread(runs: Mapping[str, Mapping]) -> str:
-    table = spread_grid_table(runs)
-    return markdown_table(table.header, table.rows)
+def _demo_full_models(results: Mapping) -> dict:
+    """The reward demo's full models as an `rm matrix` folder reads: {"matrix", "proxy"}."""
+    return {"matrix": results["matrix"], "proxy": results["full_proxy"]}
 
 
-def _reward_ladder(results: Mapping, which: int) -> str:
-    full = {"matrix": results["matrix"], "proxy": results["full_proxy"]}
-    table = ladder_tables(results["linear"], results["frozen"], full)[which]
-    return markdown_table(table.header, table.rows)
-
-
-def _reward_ladder_runs(results: Mapping) -> str:
-    table = full_runs_table({"matrix": results["matrix"], "proxy": results["full_proxy"]})
-    return markdown_table(table.header, table.rows)
-
-
-def _matrix_runs(results: Mapping) -> str:
-    table = full_runs_table(results)
-    return markdown_table(table.header, table.rows)
-
-
-def _matrix_seeds(results: Mapping) -> str:
-    table = seeds_table(results)
-    return markdown_table(table.header, table.rows)
+def _reward_ladder(which: int) -> Callable[[Mapping], Table]:
+    """The reward ladder's table `which` (0: accuracies, 1: where the SFC weights fell)."""
+    return lambda results: ladder_tables(results["linear"], results["frozen"], _demo_full_models(results))[which]
 
 
 #: figure name -> (the demo that writes its results.json, the table made from it)
-FIGURES: dict[str, tuple[str, Callable[[Mapping], str]]] = {
+FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "ladder": ("demo ladder", _ladder_cells(vlm=False)),
     "ladder-vlm": ("demo ladder", _ladder_cells(vlm=True)),
-    "reward-matrix": ("demo reward", _reward_matrix),
+    "reward-matrix": ("demo reward", lambda results: matrix_summary_table(MatrixResults.from_dict(results["matrix"]))),
     "reward-linear": ("demo reward", _reward_linear),
-    "invariance": ("demo invariance", _invariance),
-    "invariance-spread": ("demo invariance", _invariance_spread),
+    "invariance": ("demo invariance", error_table),
+    "invariance-spread": ("demo invariance", spread_grid_table),
     "invariance-eiil": ("demo invariance", _invariance_eiil),
-    "reward-ladder": ("demo reward", lambda results: _reward_ladder(results, 0)),
-    "reward-ladder-sfc": ("demo reward", lambda results: _reward_ladder(results, 1)),
-    "reward-ladder-runs": ("demo reward", _reward_ladder_runs),
-    "rm-seeds": ("rm matrix", _matrix_seeds),
-    "rm-runs": ("rm matrix", _matrix_runs),
+    "reward-ladder": ("demo reward", _reward_ladder(0)),
+    "reward-ladder-sfc": ("demo reward", _reward_ladder(1)),
+    "reward-ladder-runs": ("demo reward", lambda results: full_runs_table(_demo_full_models(results))),
+    "rm-seeds": ("rm matrix", seeds_table),
+    "rm-runs": ("rm matrix", full_runs_table),
 }
 GRIDS = ("invariance-spread",)
 """Figures made from several runs: their folder holds one demo output folder per run."""
@@ -129,17 +100,23 @@ def render(name: str, results_dir: str | Path) -> str:
     if name not in FIGURES:
         raise ConfigError(f"unknown figure {name!r}; known: {sorted(FIGURES)}")
     demo, make = FIGURES[name]
+    table = make(_results(name, demo, Path(results_dir)))
+    return markdown_table(table.header, table.rows)
+
+
+def _results(name: str, demo: str, results_dir: Path) -> Mapping:
+    """What figure `name` is made from (module doc): one results.json, a grid's, or an rm matrix's."""
     if name in MATRIX_FIGURES:
-        return make(_matrix_results(Path(results_dir)))
+        return _matrix_results(results_dir)
     if name in GRIDS:
-        paths = sorted(Path(results_dir).glob("*/results.json"))
+        paths = sorted(results_dir.glob("*/results.json"))
         if not paths:
             raise ConfigError(f"no */results.json under {results_dir}: run `robustvlm {demo}` into its subfolders first")
-        return make({path.parent.name: json.loads(path.read_text(encoding="utf-8")) for path in paths})
-    path = Path(results_dir) / "results.json"
+        return {path.parent.name: json.loads(path.read_text(encoding="utf-8")) for path in paths}
+    path = results_dir / "results.json"
     if not path.is_file():
         raise ConfigError(f"{path} not found: run `robustvlm {demo}` into {results_dir} first")
-    return make(json.loads(path.read_text(encoding="utf-8")))
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _block(name: str) -> re.Pattern:
