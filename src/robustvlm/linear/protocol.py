@@ -26,7 +26,8 @@ As in the authors' release (facebookresearch/InvarianceUnitTests, `scripts/model
   where the spurious block is shuffled), test rows from the test split; `n_per_env` training
   rows and `n_eval_per_env` validation and test rows per environment (the authors: 10,000 each;
   scoring is cheap, so the smaller budgets keep the authors' evaluation sizes).
-- every (draw, data seed) trains one linear model (`linear.fit.fit_linear`);
+- every (draw, data seed) trains one linear model (`linear.fit.fit_linear`); the models of one
+  (example, method) train together where the method has a batched form (`linear.batched`);
 - selection: the draw with the smallest validation error summed over the environments and
   averaged over the data seeds (training-environment validation: the test split is never
   looked at);
@@ -43,10 +44,12 @@ from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
+import torch
 
-from robustvlm.data.synth.linear_unit_tests import make_unit_test
+from robustvlm.data.synth.linear_unit_tests import EnvSample, LinearUnitTest, Task, make_unit_test
 from robustvlm.errors import ConfigError
-from robustvlm.linear.fit import LinearData, errors, fit_linear
+from robustvlm.linear.batched import BATCHED, Cell, fit_linear_cell
+from robustvlm.linear.fit import LinearData, LinearFit, errors, fit_linear
 from robustvlm.linear.inferred import INFERRED_ENVS, InferredEnvs, eiil_environments
 from robustvlm.objectives import build_objective
 from robustvlm.objectives.search import draw_hparams
@@ -180,18 +183,8 @@ class Run:
 def run_one(
     example: str, method: str, draw: int, seed: int, protocol: Protocol, *, trace_every: int = 0
 ) -> Run:
-    """Train and score one model (see the module doc for the data of each split)."""
-    problem = make_unit_test(
-        example,
-        n_envs=protocol.n_envs,
-        dim_inv=protocol.dim_inv,
-        dim_spu=protocol.dim_spu,
-        seed=seed,
-    )
-    fit_split: Literal["train", "test"] = "test" if method == ORACLE else "train"
-    train = problem.sample(fit_split, protocol.n_per_env, stream=0)
-    validation = problem.sample(fit_split, protocol.n_eval_per_env, stream=1)
-    test = problem.sample("test", protocol.n_eval_per_env, stream=2)
+    """Train and score one model through the objective classes (`linear.fit.fit_linear`)."""
+    problem, train, validation, test = _splits(example, method, seed, protocol)
     config = draw_config(method, draw, protocol.steps)
     data, env_names, split_purity = LinearData.from_envs(train, problem.task), problem.env_names, None
     if method in INFERRED:
@@ -207,19 +200,75 @@ def run_one(
         seed=draw,
         trace_every=trace_every,
     )
+    return _scored(draw, seed, config, fit, problem.task, validation, test, split_purity)
+
+
+def run_cell(
+    example: str, method: str, draws: list[int], seeds: list[int], protocol: Protocol, *, trace_every: int = 0
+) -> list[Run]:
+    """Train and score every (draw, data seed) of one example and method, draw by draw.
+
+    Methods with a batched form (`linear.batched.BATCHED`) train all their models at once
+    (`fit_linear_cell`), as `run_one` trains each of them up to float32 rounding
+    (tests/linear/test_batched.py); the others, and inferred splits that leave an environment
+    empty, one by one (`run_one`).
+    """
+    splits = [_splits(example, method, s, protocol) for s in seeds]
+    problem = splits[0][0]
+    data = [LinearData.from_envs(train, problem.task) for _, train, _, _ in splits]
+    num_envs, purity = problem.n_envs, [None] * len(seeds)
+    if method in INFERRED:
+        inferred = [_inferred_envs(example, s, protocol) for s in seeds]
+        data, num_envs, purity = [i.data for i in inferred], len(INFERRED_ENVS), [i.purity for i in inferred]
+    filled = all(bool((torch.bincount(d.env, minlength=num_envs) > 0).all()) for d in data)
+    if objective_name(method) not in BATCHED or not filled:
+        return [run_one(example, method, d, s, protocol, trace_every=trace_every) for d in draws for s in seeds]
+    configs = [draw_config(method, d, protocol.steps) for d in draws]
+    fits = fit_linear_cell(objective_name(method), Cell.stack(data, num_envs), configs, steps=protocol.steps,
+                           init_seeds=list(draws), trace_every=trace_every)
+    return [
+        _scored(d, s, config, fit, problem.task, validation, test, split_purity)
+        for d, config, by_seed in zip(draws, configs, fits)
+        for s, fit, (_, _, validation, test), split_purity in zip(seeds, by_seed, splits, purity)
+    ]
+
+
+def _splits(
+    example: str, method: str, seed: int, protocol: Protocol
+) -> tuple[LinearUnitTest, list[EnvSample], list[EnvSample], list[EnvSample]]:
+    """The problem of one data seed and its training, validation and test rows (module doc)."""
+    problem = make_unit_test(
+        example,
+        n_envs=protocol.n_envs,
+        dim_inv=protocol.dim_inv,
+        dim_spu=protocol.dim_spu,
+        seed=seed,
+    )
+    fit_split: Literal["train", "test"] = "test" if method == ORACLE else "train"
+    train = problem.sample(fit_split, protocol.n_per_env, stream=0)
+    validation = problem.sample(fit_split, protocol.n_eval_per_env, stream=1)
+    test = problem.sample("test", protocol.n_eval_per_env, stream=2)
+    return problem, train, validation, test
+
+
+def _scored(
+    draw: int, seed: int, config: dict[str, Any], fit: LinearFit, task: Task,
+    validation: list[EnvSample], test: list[EnvSample], purity: float | None,
+) -> Run:
+    """The `Run` of one trained model: its validation and test errors per environment."""
     return Run(
         draw=draw,
         seed=seed,
         config=config,
-        validation=errors(fit.weights, validation, problem.task),
-        test=errors(fit.weights, test, problem.task),
+        validation=errors(fit.weights, validation, task),
+        test=errors(fit.weights, test, task),
         diverged=fit.diverged,
         trace=fit.trace,
-        purity=split_purity,
+        purity=purity,
     )
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=64)
 def _inferred_envs(example: str, seed: int, protocol: Protocol) -> InferredEnvs:
     """EIIL's split of one (example, data seed)'s training rows, shared by every draw (in this process)."""
     problem = make_unit_test(

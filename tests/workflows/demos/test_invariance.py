@@ -33,8 +33,8 @@ def test_demo_invariance_quick_writes_the_report_and_resumes(tmp_path, monkeypat
     def no_training(*args, **kwargs):
         raise AssertionError("a kept model was trained again")
 
-    monkeypatch.setattr("robustvlm.workflows.demos.invariance.run_one", no_training)
-    assert len(list((out / "jobs").glob("*.pkl"))) == len(rows)
+    monkeypatch.setattr("robustvlm.workflows.demos.invariance.run_cell", no_training)
+    assert len(list((out / "jobs").glob("*.pkl"))) == len(EXAMPLES) * len(METHODS)  # one per cell
     assert main(["demo", "invariance", "--quick", "--out", str(out)]) == 0
     again = json.loads((out / "results.json").read_text())
     assert again["results"] == summary["results"] and again["lambda"] == summary["lambda"]
@@ -43,15 +43,12 @@ def test_demo_invariance_quick_writes_the_report_and_resumes(tmp_path, monkeypat
 def test_worker_processes_give_the_same_runs_as_one_process():
     from robustvlm.workflows.demos.invariance import train_models
 
-    protocol = Protocol(n_per_env=50, steps=20, n_draws=2, n_seeds=1)
-    jobs = [
-        ("Example1", "irm", 1, 0),
-        ("Example2s", "dynamic_birm", 1, 0),
-        ("Example3", "oracle", 0, 0),
-    ]
-    inline = train_models(jobs, protocol, launcher=JobRunnerConfig(), progress=False)
-    assert train_models(jobs, protocol, launcher=JobRunnerConfig(workers=2), progress=False) == inline
-    assert inline[jobs[1]].trace and not inline[jobs[0]].trace  # Dynamic BIRM's lambda is traced
+    protocol = Protocol(n_per_env=50, steps=20, n_draws=2, n_seeds=2)
+    cells = [("Example1", "irm"), ("Example2s", "dynamic_birm"), ("Example3", "oracle")]
+    inline = train_models(cells, protocol, launcher=JobRunnerConfig(), progress=False)
+    assert len(inline) == 3 * 2 * 2
+    assert train_models(cells, protocol, launcher=JobRunnerConfig(workers=2), progress=False) == inline
+    assert inline["Example2s", "dynamic_birm", 1, 0].trace and not inline["Example1", "irm", 1, 0].trace
 
 
 def test_a_subset_of_methods_a_launcher_file_and_a_setting_without_a_published_row(tmp_path):

@@ -31,7 +31,7 @@ import torch
 
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
 from robustvlm.errors import ConfigError
-from robustvlm.linear.protocol import ALL_METHODS, METHODS, Protocol, Run, run_one, select
+from robustvlm.linear.protocol import ALL_METHODS, METHODS, Protocol, Run, run_cell, select
 from robustvlm.linear.published import published_row, published_settings, spread_verdicts
 from robustvlm.report.invariance import write_invariance_report
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
@@ -53,18 +53,20 @@ JOBS_DIR = "jobs"
 demo re-run with the same settings trains only the models it had not."""
 
 Job = tuple[str, str, int, int]  # example, method, draw, data seed
+CellJob = tuple[str, str]  # example, method: every draw and data seed of the pair
 
 
-def _run_job(job: Job, protocol: Protocol) -> Run:
-    """Train one model, on one torch thread (the same arithmetic in any process)."""
+def _run_cell_job(job: CellJob, protocol: Protocol) -> list[Run]:
+    """Train one (example, method)'s models, on one torch thread (the same arithmetic in any process)."""
     torch.set_num_threads(1)
-    example, method, draw, seed = job
+    example, method = job
     trace = TRACE_EVERY if method in TRACED else 0
-    return run_one(example, method, draw, seed, protocol, trace_every=trace)
+    return run_cell(example, method, list(range(protocol.n_draws)), list(range(protocol.n_seeds)), protocol,
+                    trace_every=trace)
 
 
 def train_models(
-    jobs: list[Job],
+    cells: list[CellJob],
     protocol: Protocol,
     *,
     launcher: JobRunnerConfig,
@@ -72,19 +74,20 @@ def train_models(
     store: Path | None = None,
     folder: Path | None = None,
 ) -> dict[Job, Run]:
-    """Train every job's model through the job runner with `launcher`; with `store`, each trained
-    model's run is kept there and read back by a re-run; `folder` holds a SLURM launcher's files."""
+    """Train every (example, method)'s models through the job runner with `launcher`; with `store`,
+    each cell's runs are kept there as it ends and read back by a re-run; `folder` holds a SLURM
+    launcher's files. Returns the run of every (example, method, draw, data seed)."""
     runs = run_jobs(
-        partial(_run_job, protocol=protocol),
-        jobs,
+        partial(_run_cell_job, protocol=protocol),
+        cells,
         launcher,
         folder,
-        name=lambda job: "/".join(map(str, job)),
+        name=lambda job: "/".join(job),
         store=store,
-        desc="models",
+        desc="cells",
         progress=progress,
     )
-    return dict(zip(jobs, runs))
+    return {(example, method, run.draw, run.seed): run for (example, method), cell in zip(cells, runs) for run in cell}
 
 
 def run_invariance_demo(
@@ -125,9 +128,9 @@ def run_invariance_demo(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    runs = train_models(list(product(EXAMPLES, methods)), protocol, launcher=launcher, progress=progress,
+                        store=out / JOBS_DIR, folder=out / "launcher")
     jobs = list(product(EXAMPLES, methods, range(protocol.n_draws), range(protocol.n_seeds)))
-    runs = train_models(jobs, protocol, launcher=launcher, progress=progress, store=out / JOBS_DIR,
-                        folder=out / "launcher")
     seconds = time.perf_counter() - t0
 
     with (out / "runs.jsonl").open("w", encoding="utf-8") as f:
