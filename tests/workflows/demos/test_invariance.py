@@ -44,7 +44,7 @@ def test_worker_processes_give_the_same_runs_as_one_process():
     from robustvlm.workflows.demos.invariance import train_models
 
     protocol = Protocol(n_per_env=50, steps=20, n_draws=2, n_seeds=2)
-    cells = [("Example1", "irm"), ("Example2s", "dynamic_birm"), ("Example3", "oracle")]
+    cells = [("Example1", "irm", 0), ("Example2s", "dynamic_birm", 0), ("Example3", "oracle", 0)]
     inline = train_models(cells, protocol, launcher=JobRunnerConfig(), progress=False)
     assert len(inline) == 3 * 2 * 2
     assert train_models(cells, protocol, launcher=JobRunnerConfig(workers=2), progress=False) == inline
@@ -65,6 +65,15 @@ def test_a_subset_of_methods_a_launcher_file_and_a_setting_without_a_published_r
     report = (out / "report.md").read_text()
     assert "No published row for this setting (4 environments" in report and "| BIRM |" not in report
     assert "## Environments inferred by EIIL" in report and "| IRMv1, EIIL environments | ours |" in report
+
+
+def test_jobs_cover_every_data_seed_once():
+    from robustvlm.workflows.demos.invariance import SEEDS_PER_JOB, cell_jobs
+
+    jobs = cell_jobs(("Example1", "Example2"), ("erm",), 50)
+    assert len(jobs) == 2 * 13 and jobs[:2] == [("Example1", "erm", 0), ("Example1", "erm", SEEDS_PER_JOB)]
+    assert sorted(s for ex, _, first in jobs if ex == "Example2"
+                  for s in range(first, min(first + SEEDS_PER_JOB, 50))) == list(range(50))
 
 
 def test_bad_budget_methods_and_launcher_are_refused(tmp_path, capsys):
