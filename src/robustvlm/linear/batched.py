@@ -252,46 +252,43 @@ class _BayesianPenalty:
         """
         scales = self.scales(call).float()
         per_env = torch.empty(f.shape[0], f.shape[1], self.num_envs, dtype=f.dtype)  # [S, D, E]
+        if self.task == "regression":  # dR^e/ds = 2 (s mean_e f^2 - mean_e y f): two means, whatever the samples
+            f_sq, y_f = self.cell.env_mean(f * f), self.cell.env_mean(y * f)  # [S, D, E]
         for k, draws in self.groups.items():
-            s = self.cell.row_values(scales[:, draws, :k])  # [S or 1, G, k, N]: each row's environment's
-            grads = _EnvScaleGrads.apply(f[:, draws], y, s, self.cell)  # [S, G, k, E]
+            if self.task == "regression":
+                s = scales[:, draws, :k].permute(1, 2, 0)  # [G, k, E]
+                grads = 2.0 * (s * f_sq[:, draws, None] - y_f[:, draws, None])  # [S, G, k, E]
+            else:
+                s = self.cell.row_values(scales[:, draws, :k])  # [S or 1, G, k, N]: each row's environment's
+                grads = _EnvScaleGrads.apply(f[:, draws], y, s, self.cell)  # [S, G, k, E]
             per_env[:, draws] = grads.square().mean(2)
         return per_env.sum(2)
 
 
 class _EnvScaleGrads(torch.autograd.Function):
-    """g[s, d, k, e] = mean over environment e's rows of d risk / d scale at the scale s_k on f.
+    """g[s, d, k, e] = mean over environment e's rows of d logistic loss / d scale at the scale s_k on f.
 
     The same values as `cell.env_mean(_scale_grad(f[:, :, None], y[:, :, None], scale, task))`,
     with a hand-written backward: one pass over the [S, D, K, N] rows instead of autograd's
     products and broadcast reductions (BIRM's penalty is most of a sweep's time). With
-    u = s f: dg/df_n = (sigmoid'(u) u + sigmoid(u) - y) / n_e, or 2 (2 u - y) / n_e.
+    u = s f: dg/df_n = (sigmoid'(u) u + sigmoid(u) - y) / n_e.
     """
 
     @staticmethod
     def forward(ctx, f, y, scale, cell):  # f [S, D, N], y [S, 1, N], scale [S or 1, D, K, N]
         u = scale * f[:, :, None]
-        if cell.task == "regression":
-            rows = torch.sub(u, y[:, :, None]).mul_(f[:, :, None]).mul_(2.0)
-            ctx.save_for_backward(u, y)
-        else:
-            p = torch.sigmoid(u)
-            rows = torch.sub(p, y[:, :, None]).mul_(f[:, :, None])
-            ctx.save_for_backward(u, y, p)
+        p = torch.sigmoid(u)
+        rows = torch.sub(p, y[:, :, None]).mul_(f[:, :, None])
+        ctx.save_for_backward(u, y, p)
         ctx.cell = cell
         return cell.env_mean(rows)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):  # grad [S, D, K, E]
-        cell = ctx.cell
-        if cell.task == "regression":
-            u, y = ctx.saved_tensors
-            d_rows = u.mul(4.0).sub_(2.0 * y[:, :, None])
-        else:  # in place on one buffer: these rows are the largest tensors of a sweep
-            u, y, p = ctx.saved_tensors
-            d_rows = torch.sub(1.0, p).mul_(p).mul_(u).add_(p).sub_(y[:, :, None])
-        return d_rows.mul_(cell.spread_to_rows(grad)).sum(2), None, None, None
+        u, y, p = ctx.saved_tensors  # in place on one buffer: these rows are the largest tensors of a sweep
+        d_rows = torch.sub(1.0, p).mul_(p).mul_(u).add_(p).sub_(y[:, :, None])
+        return d_rows.mul_(ctx.cell.spread_to_rows(grad)).sum(2), None, None, None
 
 
 class _BIRM(_Annealed):
