@@ -4,14 +4,14 @@
 sweep trains hundreds of them for 10,000 steps each, and a step there costs ~0.5 ms of Python
 and dispatch on a few thousand rows. Here the R = draws x seeds models of one cell share every
 step: weights W [S, D, p] (S data seeds, D draws, p = inputs + 1 bias), outputs
-f = W X^T [S, D, N] (N rows), environment means as products with [S, N, E] averaging weights, and each objective's loss in closed form for a one-output linear model
-(the formulas of `objectives`, tests/linear/test_batched.py checks every method against
-`fit_linear` step for step):
+f = W X^T [S, D, N] (N rows), environment means as products with [S, N, E] averaging weights,
+and each objective's loss in closed form for a one-output linear model (the formulas of
+`objectives`; tests/linear/test_batched.py checks every method against `fit_linear`):
 
 - risk of a row: logistic loss of f (cross-entropy of the logits [0, f]) or (f - y)^2;
 - d risk / d s at a scale s on f: (sigmoid(s f) - y) f, or 2 (s f - y) f; d risk / d b for a
   shift b: sigmoid(f) - y, or 2 (f - y) (IRMv1's and BIRM's dummies);
-- erm: mean over environments of R^e; irm: + lambda sum_e (dR^e/ds^2 + dR^e/db^2) (or mean);
+- erm: the mean risk over all rows; irm: R_emp (the mean of the environment risks R^e) + lambda sum_e (dR^e/ds^2 + dR^e/db^2) (or mean);
   vrex: + lambda Var_e R^e; groupdro: sum_e q_e R^e with q's exponentiated-gradient update;
   birm: + lambda sum_e mean_k dR^e/ds(s_ek)^2, s_ek ~ N(1, prior_sd^2) drawn as the objective
   draws them; dynamic_birm: BIRM's penalty with `LambdaController`'s lambda, one per model.
@@ -351,6 +351,33 @@ _CLASSES: dict[str, type[_Batched]] = {
 }
 
 
+class _Adam:
+    """torch's single-tensor Adam over [S, D, p] weights: lr and L2 weight decay per draw, step
+    count and moments per model (so one model's optimizer reset leaves the others' alone)."""
+
+    def __init__(self, weights: torch.Tensor, configs: list[dict]):
+        self.lr = torch.tensor([float(c["lr"]) for c in configs], dtype=torch.float64)[None, :, None]
+        self.decay = torch.tensor([float(c["weight_decay"]) for c in configs])[None, :, None]
+        self.m, self.v = torch.zeros_like(weights), torch.zeros_like(weights)
+        self.t = torch.zeros(weights.shape[0], weights.shape[1], 1, dtype=torch.float64)
+
+    def reset(self, models: torch.Tensor) -> None:
+        """Forget the moments and step counts of `models` ([1, D] or [S, D] bool)."""
+        keep = ~models[..., None]
+        self.m, self.v, self.t = self.m * keep, self.v * keep, self.t * keep
+
+    @torch.no_grad()
+    def step(self, weights: torch.Tensor, grad: torch.Tensor, frozen: torch.Tensor) -> None:
+        """Update `weights` in place from `grad`, except the `frozen` models ([S, D, 1] bool)."""
+        self.t = self.t + 1
+        grad = grad + self.decay * weights
+        self.m = self.m.lerp(grad, 1 - BETAS[0])
+        self.v = self.v * BETAS[1] + (1 - BETAS[1]) * grad * grad
+        denom = self.v.sqrt() / (1 - BETAS[1] ** self.t).sqrt().float() + ADAM_EPS
+        step_size = (self.lr / (1 - BETAS[0] ** self.t)).float()
+        weights.sub_(torch.where(frozen, 0.0, step_size * self.m / denom))
+
+
 def fit_linear_cell(
     objective: str,
     cell: Cell,
@@ -377,42 +404,26 @@ def fit_linear_cell(
         raise ConfigError(f"batched training: no batched form of {objective!r}; choose one of {list(BATCHED)}")
     n_seeds, dim, _ = cell.features.shape
     hp_class = REGISTRY[objective].hparams_class
-    hps = [hp_class.from_config(c["method_args"], objective) for c in configs]
-    loss_of = _CLASSES[objective](hps, cell)
-    shape = (n_seeds, len(configs))
-    lr = torch.tensor([float(c["lr"]) for c in configs], dtype=torch.float64)[None, :, None]
-    decay = torch.tensor([float(c["weight_decay"]) for c in configs])[None, :, None]
-    bound = 1.0 / math.sqrt(dim - 1)
+    loss_of = _CLASSES[objective]([hp_class.from_config(c["method_args"], objective) for c in configs], cell)
+    bound = 1.0 / math.sqrt(dim - 1)  # U(-1/sqrt(d), 1/sqrt(d)), as fit_linear draws it
     init = torch.stack([(2 * torch.rand(dim, generator=torch.Generator().manual_seed(s)) - 1) * bound
                         for s in init_seeds])
     weights = init.expand(n_seeds, -1, -1).clone().requires_grad_()  # [S, D, p]
-    m, v = torch.zeros_like(weights), torch.zeros_like(weights)
-    t = torch.zeros(*shape, 1, dtype=torch.float64)
-    dead = torch.zeros(*shape, 1, dtype=torch.bool)
-    x, y = cell.features, cell.targets
+    adam = _Adam(weights, configs)
+    dead = torch.zeros(n_seeds, len(configs), 1, dtype=torch.bool)
     traces: list[tuple[int, torch.Tensor]] = []
     for step in range(steps):
         if (reset := loss_of.resets(step)) is not None:
-            keep = ~reset[..., None]
-            m, v, t = m * keep, v * keep, t * keep
-        live = torch.where(dead, 0.0, weights)
-        f = torch.bmm(live, x)  # [S, D, N]
+            adam.reset(reset)
+        f = torch.bmm(torch.where(dead, 0.0, weights), cell.features)  # [S, D, N]
         traced = bool(trace_every) and (step % trace_every == 0 or step == steps - 1)
-        loss, r_emp, r_inv, weight = loss_of(f, y, step, traced)
+        loss, r_emp, r_inv, weight = loss_of(f, cell.targets, step, traced)
         (grad,) = torch.autograd.grad(torch.where(dead[..., 0], 0.0, loss).sum(), weights)
-        with torch.no_grad():
-            t = t + 1
-            grad = grad + decay * weights
-            m = m.lerp(grad, 1 - BETAS[0])
-            v = v * BETAS[1] + (1 - BETAS[1]) * grad * grad
-            denom = v.sqrt() / (1 - BETAS[1] ** t).sqrt().float() + ADAM_EPS
-            step_size = (lr / (1 - BETAS[0] ** t)).float()
-            weights.sub_(torch.where(dead, 0.0, step_size * m / denom))
-            dead |= ~torch.isfinite(loss.detach())[..., None]
+        adam.step(weights, grad, dead)
+        dead |= ~torch.isfinite(loss.detach())[..., None]
         if traced:
-            zero = torch.zeros(shape, dtype=torch.float64)
-            parts = (r_emp, zero if r_inv is None else r_inv, zero if weight is None else weight)
-            traces.append((step, torch.stack([p.detach().double() for p in parts], -1)))
+            parts = [torch.zeros_like(r_emp) if p is None else p for p in (r_emp, r_inv, weight)]
+            traces.append((step, torch.stack([p.detach().double().expand_as(r_emp) for p in parts], -1)))
     final = torch.where(dead, math.nan, weights.detach()).numpy()
     return [
         [LinearFit(final[s, d].copy(), [

@@ -216,7 +216,8 @@ def run_cell(
     splits = [_splits(example, method, s, protocol) for s in seeds]
     problem = splits[0][0]
     data = [LinearData.from_envs(train, problem.task) for _, train, _, _ in splits]
-    num_envs, purity = problem.n_envs, [None] * len(seeds)
+    num_envs = problem.n_envs
+    purity: list[float | None] = [None] * len(seeds)
     if method in INFERRED:
         inferred = [_inferred_envs(example, s, protocol) for s in seeds]
         data, num_envs, purity = [i.data for i in inferred], len(INFERRED_ENVS), [i.purity for i in inferred]

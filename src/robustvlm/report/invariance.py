@@ -287,9 +287,10 @@ def reading_blocks(summary: Mapping) -> list[Block]:
         k = digits(example)
         candidates = [m for m in ours if m != "oracle" and np.isfinite(ours[m]["mean"])]
         best = min(candidates, key=lambda m: ours[m]["mean"]) if candidates else None
-        line = f"{example}: " + ", ".join(f"{LABELS[m]} {ours[m]['mean']:.{k}f}" for m in ("erm", "oracle") if m in ours)
+        anchors = [f"{LABELS[m]} {ours[m]['mean']:.{k}f}" for m in ("erm", "oracle") if m in ours]
         if best is not None:
-            line += f"; lowest without the oracle: {LABELS[best]} {ours[best]['mean']:.{k}f}"
+            anchors.append(f"lowest without the oracle: {LABELS[best]} {ours[best]['mean']:.{k}f}")
+        line = f"{example}: " + "; ".join(anchors)
         lines.append(line + ".")
     blocks: list[Block] = [Heading("Reading"), Paragraph(" ".join(lines))]
     one = results["Example1"]
