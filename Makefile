@@ -47,7 +47,7 @@ demo-reward: install
 # demo_reward/ (matrix.json and sfc.json; 22 min more on 2 cores shared with other jobs);
 # docs/quick_figures.md holds the quick demos' tables, which `make test` checks.
 REWARD_FOLLOWUPS = long_400 cue70 salient salient_300 mixed warm_mixed
-INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=6 --n-envs=8 --n-envs=10 --dim-spu=0 --dim-spu=2 --dim-spu=8
+INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=5 --n-envs=6 --n-envs=8 --n-envs=10 --dim-spu=0 --dim-spu=2 --dim-spu=8 --dim-spu=10
 figures: install
 	$(BIN)/robustvlm demo ladder --inferred-envs --out figures/ladder
 	$(BIN)/robustvlm demo reward --out demo_reward

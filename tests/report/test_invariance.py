@@ -71,3 +71,14 @@ def test_worst_environment_beside_the_average():
     rows = {row[0]: row[1:] for row in worst_env_table({"results": results, "methods": list(METHODS)}).rows}
     assert rows["ERM"][0] == "0.50 / 0.30" and rows["ERM"][2] == "0.500 / 0.300"
     assert rows["IRMv1"][2] == "diverged"
+
+
+def test_the_reading_names_only_what_ran():
+    from robustvlm.report.invariance import reading_blocks
+
+    irm = dict.fromkeys(EXAMPLES, 0.3)
+    text = reading_blocks(_summary(["irm", "birm"], {"irm": irm, "birm": {**irm, "Example3": 0.2}}))[1].text
+    assert "Example1: lowest without the oracle: IRMv1 0.30." in text and "Example1: ;" not in text
+    assert "Example3: lowest without the oracle: BIRM 0.200." in text
+    text = reading_blocks(_summary(["erm", "irm"], {"erm": irm, "irm": {**irm, "Example2": 0.1}}))[1].text
+    assert "Example2: ERM 0.300; lowest without the oracle: IRMv1 0.100." in text
