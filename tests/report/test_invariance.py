@@ -82,3 +82,13 @@ def test_the_reading_names_only_what_ran():
     assert "Example3: lowest without the oracle: BIRM 0.200." in text
     text = reading_blocks(_summary(["erm", "irm"], {"erm": irm, "irm": {**irm, "Example2": 0.1}}))[1].text
     assert "Example2: ERM 0.300; lowest without the oracle: IRMv1 0.100." in text
+
+
+def test_the_chart_shows_what_ran_and_what_was_published():
+    from robustvlm.report.invariance import chart_rows
+
+    irm = dict.fromkeys(EXAMPLES, 0.3)
+    labels = [row[0] for row in chart_rows(_summary(["irm", "irm_eiil"], {"irm": irm, "irm_eiil": irm}))]
+    assert labels == ["ERM", "IRMv1", "IRMv1, EIIL environments", "ANDMask", "IGA", "Oracle"]
+    summary = {**_summary(["erm"], {"erm": irm}), "reference": None}
+    assert chart_rows(summary) == [("ERM", "erm", None)]

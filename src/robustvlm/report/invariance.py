@@ -69,23 +69,33 @@ def error_table(summary: Mapping) -> Table:
     return Table(["method", "source", *EXAMPLES], rows)
 
 
+def chart_rows(summary: Mapping) -> list[tuple[str, str | None, str | None]]:
+    """The rows of ROWS the chart shows: (label, our method if it ran, published name if shown)."""
+    reference = summary["reference"]
+    rows = [(label, ours if ours in summary["methods"] else None, theirs if reference is not None else None)
+            for label, ours, theirs in ROWS]
+    return [row for row in rows if row[1] is not None or row[2] is not None]
+
+
 def bar_chart(summary: Mapping, path: Path) -> Path:
     """One panel per example: our test errors as bars (± std over seeds), published as diamonds."""
     results, reference = summary["results"], summary["reference"]
+    shown = chart_rows(summary)
     fig, axes = new_figure(2, 3, size=(13.0, 7.0))
     for ax, example in zip(np.ravel(axes), EXAMPLES):
-        positions = np.arange(len(ROWS))
-        for i, (_, ours, theirs) in enumerate(ROWS):
-            if ours is not None and ours in summary["methods"]:
+        labelled = set()
+        for i, (_, ours, theirs) in enumerate(shown):
+            if ours is not None:
                 entry = results[example][ours]
                 ax.bar(i, entry["mean"], yerr=entry["std"], color="C0" if ours != "oracle" else "0.6",
-                       capsize=3, label="ours" if i == 0 else None)
-            if theirs is not None and reference is not None:
-                entry = reference["results"][example].get(theirs)
-                if entry is not None:
-                    ax.errorbar(i, entry["mean"], yerr=entry["std"], fmt="D", color="k", markersize=5,
-                                capsize=3, label="published" if theirs == "ERM" else None)
-        ax.set_xticks(positions, [label for label, _, _ in ROWS], rotation=45, ha="right", fontsize=8)
+                       capsize=3, label=None if "ours" in labelled else "ours")
+                labelled.add("ours")
+            entry = reference["results"][example].get(theirs) if theirs is not None else None
+            if entry is not None:
+                ax.errorbar(i, entry["mean"], yerr=entry["std"], fmt="D", color="k", markersize=5,
+                            capsize=3, label=None if "published" in labelled else "published")
+                labelled.add("published")
+        ax.set_xticks(np.arange(len(shown)), [label for label, _, _ in shown], rotation=45, ha="right", fontsize=8)
         ax.set_title(example, fontsize=10)
         ax.set_ylabel("test MSE" if example in REGRESSION else "test error (0-1)")
         ax.grid(axis="y", alpha=0.3)
