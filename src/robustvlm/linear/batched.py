@@ -120,11 +120,9 @@ def _row_risk(f: torch.Tensor, y: torch.Tensor, task: Task) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(f, y.expand_as(f), reduction="none")
 
 
-def _scale_grad(f: torch.Tensor, y: torch.Tensor, scale: torch.Tensor | float, task: Task) -> torch.Tensor:
-    """d risk / d s of every row at a scale s on f (broadcast against f)."""
-    if task == "regression":
-        return 2.0 * (scale * f - y) * f
-    return (torch.sigmoid(scale * f) - y) * f
+def _scale_grad(f: torch.Tensor, y: torch.Tensor, task: Task) -> torch.Tensor:
+    """d risk / d s of every row at s = 1 for a scale s on f (BIRM's other scales: `_BayesianPenalty`)."""
+    return 2.0 * (f - y) * f if task == "regression" else (torch.sigmoid(f) - y) * f
 
 
 def _shift_grad(f: torch.Tensor, y: torch.Tensor, task: Task) -> torch.Tensor:
@@ -206,7 +204,7 @@ class _IRM(_Annealed):
         self.mean = torch.tensor([[hp.penalty_reduction == "mean" for hp in hps]])
 
     def penalty(self, f, y, risks, step):
-        per_env = self.cell.env_mean(_scale_grad(f, y, 1.0, self.task)).square()  # [S, D, E]
+        per_env = self.cell.env_mean(_scale_grad(f, y, self.task)).square()  # [S, D, E]
         shift = self.cell.env_mean(_shift_grad(f, y, self.task)).square()
         per_env = per_env + torch.where(self.shift[..., None], shift, 0.0)
         return torch.where(self.mean, per_env.mean(2), per_env.sum(2))
@@ -268,8 +266,7 @@ class _BayesianPenalty:
 class _EnvScaleGrads(torch.autograd.Function):
     """g[s, d, k, e] = mean over environment e's rows of d logistic loss / d scale at the scale s_k on f.
 
-    The same values as `cell.env_mean(_scale_grad(f[:, :, None], y[:, :, None], scale, task))`,
-    with a hand-written backward: one pass over the [S, D, K, N] rows instead of autograd's
+    The same values as `cell.env_mean((sigmoid(u) - y) f)` with u = s f, with a hand-written backward: one pass over the [S, D, K, N] rows instead of autograd's
     products and broadcast reductions (BIRM's penalty is most of a sweep's time). With
     u = s f: dg/df_n = (sigmoid'(u) u + sigmoid(u) - y) / n_e.
     """

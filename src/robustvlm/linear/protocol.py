@@ -9,8 +9,8 @@ As in the authors' release (facebookresearch/InvarianceUnitTests, `scripts/model
   and their `models.py` then draws lr = 10^U(-4, -2), weight decay = 10^U(-6, -2) and, for
   IRMv1, irm_lambda = 1 - 10^U(-3, -0.3) in that order, so ERM, the oracle and IRMv1 share lr
   and weight decay, and every data seed gets the same draw. Every hyperparameter set in their
-  published tables is one of draws 0-19 (tests/linear/test_protocol.py). V-REx, GroupDRO, BIRM and Dynamic BIRM, which the authors did not run,
-  share those lr and weight-decay draws and sample their own hyperparameters from the search
+  published tables is one of draws 0-19 (tests/linear/test_protocol.py). V-REx, GroupDRO, BIRM
+  and Dynamic BIRM, which the authors did not run, share those lr and weight-decay draws and sample their own hyperparameters from the search
   ranges their objectives declare (`HParam.search`), step counts (`anneal_steps`, `k_skip`)
   bounded by half the run so that every penalty is on for at least half of it.
 - IRMv1 is trained as theirs: (1 - l) R + l R_inv with l = irm_lambda, R_inv the plain squares of
@@ -213,17 +213,19 @@ def run_cell(
     (tests/linear/test_batched.py); the others, and inferred splits that leave an environment
     empty, one by one (`run_one`).
     """
+    one_by_one = [(d, s) for d in draws for s in seeds]
+    if objective_name(method) not in BATCHED:
+        return [run_one(example, method, d, s, protocol, trace_every=trace_every) for d, s in one_by_one]
     splits = [_splits(example, method, s, protocol) for s in seeds]
     problem = splits[0][0]
-    data = [LinearData.from_envs(train, problem.task) for _, train, _, _ in splits]
-    num_envs = problem.n_envs
     purity: list[float | None] = [None] * len(seeds)
     if method in INFERRED:
         inferred = [_inferred_envs(example, s, protocol) for s in seeds]
         data, num_envs, purity = [i.data for i in inferred], len(INFERRED_ENVS), [i.purity for i in inferred]
-    filled = all(bool((torch.bincount(d.env, minlength=num_envs) > 0).all()) for d in data)
-    if objective_name(method) not in BATCHED or not filled:
-        return [run_one(example, method, d, s, protocol, trace_every=trace_every) for d in draws for s in seeds]
+    else:
+        data, num_envs = [LinearData.from_envs(train, problem.task) for _, train, _, _ in splits], problem.n_envs
+    if not all(bool((torch.bincount(d.env, minlength=num_envs) > 0).all()) for d in data):
+        return [run_one(example, method, d, s, protocol, trace_every=trace_every) for d, s in one_by_one]
     configs = [draw_config(method, d, protocol.steps) for d in draws]
     fits = fit_linear_cell(objective_name(method), Cell.stack(data, num_envs), configs, steps=protocol.steps,
                            init_seeds=list(draws), trace_every=trace_every)

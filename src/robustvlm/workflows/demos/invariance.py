@@ -53,8 +53,8 @@ TRACED = ("dynamic_birm",)
 """Methods whose R_emp / R_inv / lambda are recorded over training (for the lambda plot)."""
 TRACE_EVERY = 10
 JOBS_DIR = "jobs"
-"""Under OUT: every trained model's run, kept by the job runner as it ends, so an interrupted
-demo re-run with the same settings trains only the models it had not."""
+"""Under OUT: every job's runs, kept by the job runner as the job ends, so an interrupted demo
+re-run with the same settings trains only the jobs it had not finished."""
 
 Job = tuple[str, str, int, int]  # example, method, draw, data seed
 CellJob = tuple[str, str, int]  # example, method, first data seed: every draw, SEEDS_PER_JOB seeds
