@@ -330,12 +330,15 @@ class RewardEvalConfig(_Section):
     `shared_prefix`: run image + query once and let its key/value cache serve both responses;
     `text_only_test`: also score every pair without the image (the paper's text-only test), the
     image removed as `text_mode` says (drop: no image tokens; blank: a white image);
-    `n_boot`: bootstrap resamples of the accuracy intervals.
+    `n_boot`: bootstrap resamples of the accuracy intervals;
+    `swap_check`: also score every pair with chosen and rejected swapped and stop at the first
+    pair whose scores are not its scores reversed (a pairing bug; doubles the scoring cost).
     """
 
     split: str = "test"
     shared_prefix: bool = True
     text_only_test: bool = True
+    swap_check: bool = True
     text_mode: Literal["drop", "blank"] = "drop"
     n_boot: int = Field(default=1000, ge=100)
     max_per_env: int | None = Field(default=None, ge=1)

@@ -17,6 +17,13 @@ reasons, never dropped silently.
 | `mm-rewardbench` | `Text, Output1, Output2, Better`                  | Multimodal RewardBench (test set) |
 
 `detect_layout` picks the first layout, in the table's order, whose columns a record has.
+
+The two reward benchmarks give each pair the *category* their authors report accuracy by:
+VL-RewardBench's `query_source` grouped as its paper does (WildVision: general; POVID, RLAIF-V,
+RLHF-V: hallucination; MMMU-Pro, MathVerse: reasoning; any other source under its own name), and
+Multimodal RewardBench's `Category`, with safety split into bias / toxicity and reasoning into
+math / coding by the record's `ID` prefix, as its accuracy script does. robustvlm's own records
+may carry a `category` field too.
 """
 
 from __future__ import annotations
@@ -75,6 +82,15 @@ def _pair(record_id: str, image: Any, query: str, chosen: str, rejected: str, **
             **{k: v for k, v in extra.items() if v is not None}}
 
 
+def _category(value: object, row: RawRecord, rid: str) -> str | None:
+    """A record's category: None when absent, else a non-empty string."""
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise row.error(f"field 'category' must be a string, not {value!r}", rid)
+    return value
+
+
 def _native(data: dict, row: RawRecord, aspect: str) -> Converted:
     rid = _record_id(data, row, "id")
     margin = data.get("margin")
@@ -84,6 +100,7 @@ def _native(data: dict, row: RawRecord, aspect: str) -> Converted:
         rid, data.get("image"), _text(data, "query", row, rid),
         _text(data, "chosen", row, rid), _text(data, "rejected", row, rid),
         margin=None if margin is None else float(margin), env=data.get("env"), split=data.get("split"),
+        category=_category(data.get("category"), row, rid),
     )])
 
 
@@ -187,6 +204,35 @@ def _vlfeedback(data: dict, row: RawRecord, aspect: str) -> Converted:
     return out
 
 
+#: VL-RewardBench's sources ({lower-case name fragment: category}), grouped as its paper reports.
+VL_REWARDBENCH_CATEGORIES = {
+    "wildvision": "general", "povid": "hallucination", "rlaif": "hallucination",
+    "rlhf": "hallucination", "mmmu": "reasoning", "mathverse": "reasoning",
+}
+
+
+def vl_rewardbench_category(source: object) -> str | None:
+    """The category of a VL-RewardBench `query_source` (None when the record names none)."""
+    if not isinstance(source, str) or not source.strip():
+        return None
+    key = source.strip().lower()
+    return next((cat for frag, cat in VL_REWARDBENCH_CATEGORIES.items() if frag in key), key)
+
+
+def mm_rewardbench_category(category: object, record_id: str) -> str | None:
+    """The category Multimodal RewardBench reports a triplet under: its `Category`, with safety
+    split into bias (ids starting "pairs") / toxicity and reasoning into math (ids starting
+    "math") / coding, as the benchmark's accuracy script does."""
+    if not isinstance(category, str) or not category.strip():
+        return None
+    lowered = record_id.lower()
+    if category == "safety":
+        return "safety/bias" if lowered.startswith("pairs") else "safety/toxicity"
+    if category == "reasoning":
+        return "reasoning/math" if lowered.startswith("math") else "reasoning/coding"
+    return category
+
+
 def _vl_rewardbench(data: dict, row: RawRecord, aspect: str) -> Converted:
     rid = _record_id(data, row, "id")
     responses, ranking = data.get("response"), data.get("human_ranking")
@@ -200,6 +246,7 @@ def _vl_rewardbench(data: dict, row: RawRecord, aspect: str) -> Converted:
     return Converted([_pair(
         rid, data.get("image"), _text(data, "query", row, rid),
         responses[best], responses[1 - best], split=data.get("split"),
+        category=vl_rewardbench_category(data.get("query_source")),
     )])
 
 
@@ -212,6 +259,7 @@ def _mm_rewardbench(data: dict, row: RawRecord, aspect: str) -> Converted:
     return Converted([_pair(
         rid, data.get("Image"), _text(data, "Text", row, rid),
         _text(data, better, row, rid), _text(data, worse, row, rid), split=data.get("split"),
+        category=mm_rewardbench_category(data.get("Category"), rid),
     )])
 
 
