@@ -56,6 +56,10 @@ RUNS = {
 NOT_RUN = {
     "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/demos/test_finetune.py",
     "make test": "this suite itself",
+    "robustvlm compare runs/erm/eval runs/dynamic_birm/eval --metric chrf --out runs/compare_erm_dbirm":
+        "needs two evaluated runs; compare on hand-written runs is tested in tests/analysis/test_paired.py",
+    "robustvlm compare mc_out/model-a/clean.jsonl mc_out/model-b/clean.jsonl --cluster id":
+        "needs two mc eval runs; compare on mc question files is tested in tests/analysis/test_paired.py",
     "robustvlm rm data check hf:MMInstruction/VL-RewardBench --format vl-rewardbench --split test":
         "downloads the benchmark; its layout is read from a fixture in tests/workflows/reward/test_benchmarks_and_swap.py",
     "robustvlm rm eval --model runs/rm_shortcut_aware/final --data vl_rewardbench/test-00000-of-00001.parquet --format vl-rewardbench --out runs/rm_shortcut_aware/vl_rewardbench":

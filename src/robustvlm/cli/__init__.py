@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from robustvlm.cli import data, demo, embed, envs, evaluate, icl, mc, rm, robustness, train
+from robustvlm.cli import compare, data, demo, embed, envs, evaluate, icl, mc, rm, robustness, train
 from robustvlm.cli.options import (
     IMAGE_ROOT_HELP,
     OUTSIDE_ROOT_HELP,
@@ -45,6 +45,7 @@ COMMANDS = (
     icl.add_icl,
     icl.add_diagnose,
     rm.add_rm,
+    compare.add_compare,
 )
 
 
