@@ -27,7 +27,10 @@ from robustvlm.errors import ConfigError
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    """Base of every config section: unknown keys are errors, and no number setting takes NaN or
+    an infinity (`.nan`, `.inf`, `1e400`): it would train or score silently wrong."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod
@@ -153,6 +156,9 @@ class TrainConfig(_Section):
 
     `report_to` names experiment trackers Accelerate logs to besides train_log.jsonl
     (e.g. [tensorboard], [wandb], [mlflow]; each needs its package installed); off by default.
+    A step whose loss or gradient norm is not finite stops the run with an error naming the step
+    (`final/` is not written); `skip_nonfinite_steps` skips such steps' updates instead and counts
+    them (`skipped_steps` in train_log.jsonl).
     """
 
     steps: int | None = Field(default=None, ge=1)
@@ -171,6 +177,7 @@ class TrainConfig(_Section):
     log_every: int = Field(default=1, ge=1)
     cpu_threads: int | None = Field(default=None, ge=1)
     report_to: list[str] = Field(default_factory=list)
+    skip_nonfinite_steps: bool = False
 
 
 class BERTScoreConfig(_Section):
