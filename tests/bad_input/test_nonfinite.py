@@ -2,8 +2,8 @@
 naming the key or the record: float settings of a config (`.inf`, `1e400`, `.nan`), a method's
 hyperparameters (also inside a study), a penalty weight below 0, a preference pair's margin, and
 VLFeedback ratings (NaN is never equal to NaN, so NaN ratings would never tie and always pair).
-Kinds of bad input covered: 13 (5 config settings, 4 method arguments, 1 in a study, 2 margins,
-1 VLFeedback rating)."""
+Kinds of bad input covered: 15 (5 config settings, 2 command-line options, 4 method arguments, 1
+in a study, 2 margins, 1 VLFeedback rating)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,18 @@ def test_a_nonfinite_setting_is_refused_naming_the_key(case, tmp_path, capsys):
     expect_clean_failure(["train", str(CONFIG), "--out", str(tmp_path / "run"), *FAST, override], capsys,
                          mentions=[override.split("=")[0], "finite number"])
     assert not (tmp_path / "run").exists()
+
+
+OPTIONS = {
+    "eval-repetition-penalty-inf": ["eval", "--model", "m", "--data", "d", "--out", "o", "--repetition-penalty", "inf"],
+    "rm-sample-temperature-inf": ["rm", "sample", "--data", "d", "--out", "o", "--policy", "p", "--temperature", "inf"],
+}
+
+
+@pytest.mark.parametrize("case", list(OPTIONS))
+def test_a_nonfinite_option_is_refused_naming_it(case, capsys):
+    argv = OPTIONS[case]
+    expect_clean_failure(argv, capsys, mentions=[argv[-2], "not a finite number"])
 
 
 METHOD_ARGS = {
