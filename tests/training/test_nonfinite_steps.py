@@ -82,3 +82,27 @@ def test_a_stopped_run_resumes_with_the_skip_option_switched_on(tmp_path):
     result = run_training(PoisonedTask(), skip, run, settings=_settings(skip), resume=True, progress=False)
     assert result.skipped_steps == 1 and (run / "final" / "linear.safetensors").is_file()
     assert [r["step"] for r in _log(run)] == list(range(1, 11))
+
+
+def test_rm_train_that_diverges_exits_2_without_final(tmp_path, capsys):
+    """A real divergence: a learning rate of 1e30 sends the weights towards float32's limit after
+    the first update, so a later step's loss overflows. `rm train` stops at that step."""
+    import yaml
+
+    from robustvlm.cli import main
+
+    raw = {
+        "model": {"name": "tiny:idefics3", "trainable": "full", "tiny": {"hidden_size": 32, "vocab_size": 300}},
+        "data": {"benchmark": "preferences", "n_per_env": 4, "envs": ["short"]},
+        "loss": "standard",
+        "train": {"steps": 6, "lr": 1e30, "warmup_ratio": 0, "batch_size": 2, "save_every": 1,
+                  "keep_checkpoints": 10, "cpu_threads": 1},
+    }
+    config, run = tmp_path / "rm.yaml", tmp_path / "run"
+    config.write_text(yaml.safe_dump(raw))
+    assert main(["rm", "train", str(config), "--out", str(run)]) == 2
+    err = capsys.readouterr().err
+    step = int(err.split("training step ")[1].split(":")[0])
+    assert 1 < step <= 6 and "not finite" in err and "Traceback" not in err
+    assert not (run / "final").exists()
+    assert [p.name for p in list_checkpoints(run)] == [f"step-{s:06d}" for s in range(1, step)]
