@@ -121,7 +121,8 @@ def read_examples(
         raise ConfigError(f"{path}: hub subsets and row sampling apply only to hf:NAME datasets")
     rows = _rows(path, fmt, split, instruction_template, hub, _image_root_dir(image_root), allow_outside_root)
     n_rows = 0
-    for n_rows, row in enumerate(rows, 1):
+    for row in rows:
+        n_rows += 1
         try:
             if isinstance(row, DataError):
                 raise row

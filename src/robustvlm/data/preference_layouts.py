@@ -145,10 +145,10 @@ def _povid(data: dict, row: RawRecord, aspect: str) -> Converted:
     )])
 
 
-def _rating(annotations: object, aspect: str, where: Callable[[str], str]) -> float | None:
+def _rating(annotations: object, aspect: str, where: str) -> float | None:
     """A VLFeedback response's score: the aspect's Rating, or the mean of its readable ratings.
-    A rating that reads as NaN or infinite is no rating to rank by: ValueError with `where(name)`
-    (the aspect's place) in its message."""
+    A rating that reads as NaN or infinite is no rating to rank by: ValueError naming it
+    (`where` with the aspect's name in its `{}`)."""
     if not isinstance(annotations, dict):
         return None
     names = VLFEEDBACK_ASPECTS if aspect == MEAN_ASPECT else (aspect,)
@@ -160,7 +160,7 @@ def _rating(annotations: object, aspect: str, where: Callable[[str], str]) -> fl
         except (TypeError, ValueError):  # "N/A" and the like
             value = None
         if value is not None and not math.isfinite(value):
-            raise ValueError(f"{where(name)} must be a finite number, not {value!r}")
+            raise ValueError(f"{where.format(name)} must be a finite number, not {value!r}")
         values.append(value)
     readable = [v for v in values if v is not None]
     if aspect != MEAN_ASPECT:
@@ -188,7 +188,7 @@ def _vlfeedback(data: dict, row: RawRecord, aspect: str) -> Converted:
     scored, out = [], Converted()
     for i, c in enumerate(_completions(data.get("completions"), row, record_id)):
         try:
-            score = _rating(c.get("annotations"), aspect, lambda name, i=i: f"completion {i}: {name} Rating")
+            score = _rating(c.get("annotations"), aspect, f"completion {i}: {{}} Rating")
         except ValueError as err:
             raise row.error(str(err), record_id) from None
         response = c.get("response")
