@@ -2,7 +2,8 @@
 
 Each layout turns one raw record (a dict, from JSONL / JSON / parquet / a saved or hub dataset)
 into zero or more pairs: `{id, image, query, chosen, rejected}` plus, where the record says,
-`margin`, `split` and `env`. Records a layout cannot use raise a DataError naming the record;
+`margin`, `split` and `env`. Records a layout cannot use raise a DataError naming the record
+(a number that is NaN or infinite, as a margin, a rating or a rank, is such a record);
 pairs a layout leaves out on purpose (tied ratings, unrated responses) are returned as counted
 reasons, never dropped silently.
 
@@ -29,6 +30,7 @@ may carry a `category` field too.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -91,11 +93,20 @@ def _category(value: object, row: RawRecord, rid: str) -> str | None:
     return value
 
 
+def _finite(value: float, what: str, row: RawRecord, rid: str) -> float:
+    """`value` as a float; a DataError naming `what` when it is NaN or infinite."""
+    if not math.isfinite(value):
+        raise row.error(f"{what} must be a finite number, not {value!r}", rid)
+    return float(value)
+
+
 def _native(data: dict, row: RawRecord, aspect: str) -> Converted:
     rid = _record_id(data, row, "id")
     margin = data.get("margin")
     if margin is not None and (isinstance(margin, bool) or not isinstance(margin, int | float)):
         raise row.error(f"field 'margin' must be a number, not {margin!r}", rid)
+    if margin is not None:
+        _finite(margin, "field 'margin'", row, rid)
     return Converted([_pair(
         rid, data.get("image"), _text(data, "query", row, rid),
         _text(data, "chosen", row, rid), _text(data, "rejected", row, rid),
@@ -151,8 +162,10 @@ def _povid(data: dict, row: RawRecord, aspect: str) -> Converted:
     )])
 
 
-def _rating(annotations: object, aspect: str) -> float | None:
-    """A VLFeedback response's score: the aspect's Rating, or the mean of its readable ratings."""
+def _rating(annotations: object, aspect: str, where: str) -> float | None:
+    """A VLFeedback response's score: the aspect's Rating, or the mean of its readable ratings.
+    A rating that reads as NaN or infinite is no rating to rank by: ValueError naming it
+    (`where` with the aspect's name in its `{}`)."""
     if not isinstance(annotations, dict):
         return None
     names = VLFEEDBACK_ASPECTS if aspect == MEAN_ASPECT else (aspect,)
@@ -160,9 +173,12 @@ def _rating(annotations: object, aspect: str) -> float | None:
     for name in names:
         entry = annotations.get(name)
         try:
-            values.append(float(cast(Any, entry.get("Rating"))) if isinstance(entry, dict) else None)
+            value = float(cast(Any, entry.get("Rating"))) if isinstance(entry, dict) else None
         except (TypeError, ValueError):  # "N/A" and the like
-            values.append(None)
+            value = None
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"{where.format(name)} must be a finite number, not {value!r}")
+        values.append(value)
     readable = [v for v in values if v is not None]
     if aspect != MEAN_ASPECT:
         return readable[0] if readable else None
@@ -187,8 +203,11 @@ def _vlfeedback(data: dict, row: RawRecord, aspect: str) -> Converted:
     record_id = _record_id(data, row, "id")
     query = _text(data, "prompt", row, record_id)
     scored, out = [], Converted()
-    for c in _completions(data.get("completions"), row, record_id):
-        score = _rating(c.get("annotations"), aspect)
+    for i, c in enumerate(_completions(data.get("completions"), row, record_id)):
+        try:
+            score = _rating(c.get("annotations"), aspect, f"completion {i}: {{}} Rating")
+        except ValueError as err:
+            raise row.error(str(err), record_id) from None
         response = c.get("response")
         if score is None or not isinstance(response, str):
             out.left_out.append(f"vlfeedback: response without a readable {aspect} rating")
@@ -240,6 +259,8 @@ def _vl_rewardbench(data: dict, row: RawRecord, aspect: str) -> Converted:
         raise row.error("field 'response' must be a list of two strings", rid)
     if not (isinstance(ranking, list) and len(ranking) == 2 and all(isinstance(r, int | float) for r in ranking)):
         raise row.error("field 'human_ranking' must be a list of two ranks (0 = preferred)", rid)
+    for rank in ranking:
+        _finite(rank, "field 'human_ranking'", row, rid)
     if ranking[0] == ranking[1]:
         return Converted(left_out=["vl-rewardbench: tied human ranking"])
     best = 0 if ranking[0] < ranking[1] else 1
