@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from robustvlm.analysis.verdict import compare, seed_spread, verdict_sentences
+from robustvlm.analysis.verdict import compare, compare_all, seed_spread, verdict_sentences, winners_sentence
 from robustvlm.errors import DataError
 
 
@@ -83,3 +83,21 @@ def test_sentences_say_plainly_when_nothing_beat_the_baseline():
     assert lines[-1] == "One seed only: nothing can be concluded about any method against ERM."
     assert verdict_sentences([], metric="m", selection="s") == [
         "No method was compared with a baseline: nothing to conclude."]
+
+
+def test_compare_all_skips_the_baseline_the_references_and_diverged_seeds():
+    scores = {"ERM": {"Example1": {0: 13.0, 1: 14.0}, "Example2": {0: 0.4, 1: 0.5}},
+              "IRMv1": {"Example1": {0: 10.0, 1: math.nan}, "Example2": {0: math.nan, 1: math.nan}},
+              "Oracle": {"Example1": {0: 1.0, 1: 1.0}}}
+    got = compare_all(scores, "ERM", skip=["Oracle"], higher_is_better=False)
+    assert [(c.method, c.where, c.outcome, c.n_seeds) for c in got] == [("IRMv1", "Example1", "one seed", 1)]
+    assert got[0].gain == pytest.approx(3.5)
+
+
+def test_winners_sentence():
+    win = compare("IRMv1", "ERM", "reversed", {0: 0.6, 1: 0.7, 2: 0.8}, {0: 0.4, 1: 0.5, 2: 0.6})
+    within = compare("BIRM", "ERM", "reversed", {0: 0.3, 1: 0.1}, {0: 0.2, 1: 0.25})
+    assert winners_sentence([win, within], selection="oracle selection", fmt=lambda v: f"{100 * v:.1f}") == (
+        "Under oracle selection, IRMv1 beat ERM on reversed (+20.0, better in 3 of 3 seeds).")
+    assert winners_sentence([within], selection="validation") == (
+        "Under validation, no method beat ERM by more than the seed spread.")

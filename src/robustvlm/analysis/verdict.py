@@ -114,6 +114,34 @@ def compare(
                       len(shared), outcome)
 
 
+def compare_all(
+    scores: Mapping[str, Mapping[str, Mapping[Any, float]]],
+    baseline: str,
+    *,
+    skip: Sequence[str] = (),
+    higher_is_better: bool = True,
+    margin: float = 0.0,
+    ddof: int = 1,
+) -> list[Comparison]:
+    """Every method of `scores` {method: {setting: {seed: score}}} but the baseline and `skip`
+    against the baseline, in each setting both scored; seeds with a non-finite score (a diverged
+    run) are left out, and a setting left with no seed on either side is skipped."""
+    def finite(values: Mapping[Any, float]) -> dict[Any, float]:
+        return {s: v for s, v in values.items() if np.isfinite(v)}
+
+    base = scores[baseline]
+    out = []
+    for method, settings in scores.items():
+        if method == baseline or method in skip:
+            continue
+        for where, values in settings.items():
+            ours, theirs = finite(values), finite(base.get(where, {}))
+            if ours and theirs:
+                out.append(compare(method, baseline, where, ours, theirs, higher_is_better=higher_is_better,
+                                   margin=margin, ddof=ddof))
+    return out
+
+
 def _detail(c: Comparison, fmt: Callable[[float], str]) -> str:
     spread = "" if c.spread is None else f", seed sd up to {fmt(c.spread)}"
     return (f"{c.where} ({fmt(c.method_mean)} against {fmt(c.baseline_mean)}, {fmt(abs(c.gain))} "
@@ -131,6 +159,7 @@ def verdict_sentences(
     selection: str,
     fmt: Callable[[float], str] = lambda v: f"{v:.3g}",
     what: str = "setting",
+    rule: str = "the larger sd over seeds",
 ) -> list[str]:
     """The verdict in a few sentences: the rule, then per method where it beat the baseline and
     where it did worse (by how much, in how many seeds), where the difference is within the seed
@@ -141,13 +170,14 @@ def verdict_sentences(
         metric: what was compared, with its direction (e.g. "colour-free accuracy, higher is better").
         selection: the model selection the scores come from (e.g. "the final step").
         fmt: how a score is written.
-        what: the kind of setting, plural-able with "s" (e.g. "environment").
+        what: the kind of setting (e.g. "environment").
+        rule: what the seed spread is, as the first sentence states it.
     """
     if not comparisons:
         return ["No method was compared with a baseline: nothing to conclude."]
     baseline = comparisons[0].baseline
     lines = [f"Compared with {baseline} on {metric}, models chosen by {selection}; a method beats {baseline} "
-             f"where its mean over seeds is better by more than the seed spread (the larger sd over seeds)."]
+             f"where its mean over seeds is better by more than the seed spread ({rule})."]
     methods = list(dict.fromkeys(c.method for c in comparisons))
     for method in methods:
         mine = [c for c in comparisons if c.method == method]
@@ -168,8 +198,23 @@ def verdict_sentences(
             parts.append(f"has one seed on {_join(shown)}, so no spread and no call")
         lines.append(f"{method} " + "; ".join(parts) + ".")
     if not any(c.outcome == "better" for c in comparisons):
-        if all(c.outcome == "one seed" for c in comparisons):
+        if all(c.spread is None for c in comparisons):
             lines.append(f"One seed only: nothing can be concluded about any method against {baseline}.")
         else:
             lines.append(f"No method beat {baseline} by more than the seed spread on any {what}.")
     return lines
+
+
+def winners_sentence(comparisons: Sequence[Comparison], *, selection: str, fmt: Callable[[float], str] = lambda v: f"{v:.3g}") -> str:
+    """One sentence: under `selection`, which methods beat the baseline where (by how much, in how
+    many seeds), or that none did."""
+    better = [c for c in comparisons if c.outcome == "better"]
+    if not better:
+        baseline = comparisons[0].baseline if comparisons else "the baseline"
+        return f"Under {selection}, no method beat {baseline} by more than the seed spread."
+    by_method: dict[str, list[str]] = {}
+    for c in better:
+        by_method.setdefault(c.method, []).append(
+            f"{c.where} (+{fmt(c.gain)}, better in {c.wins} of {c.n_seeds} seeds)")
+    return (f"Under {selection}, " + "; ".join(f"{m} beat {better[0].baseline} on {_join(w)}" for m, w in by_method.items())
+            + ".")

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from robustvlm.analysis.verdict import compare_all, verdict_sentences
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, plot_series, save_figure
@@ -288,6 +289,26 @@ def short_of_irm(summary: Mapping) -> Paragraph | None:
     return Paragraph(" ".join(lines))
 
 
+def verdict_blocks(summary: Mapping) -> list[Block]:
+    """The `Verdict` section: every method but the oracle against ERM per example, computed from the
+    selected draws' per-seed test errors (`analysis.verdict`)."""
+    scores = {
+        LABELS[method]: {ex: dict(zip(summary["results"][ex][method]["seeds"], summary["results"][ex][method]["per_seed"]))
+                         for ex in EXAMPLES}
+        for method in summary["methods"]
+    }
+    if "erm" not in summary["methods"]:
+        return [Heading("Verdict"), Paragraph("ERM did not run: no method is compared with a baseline.")]
+    comparisons = compare_all(scores, LABELS["erm"], skip=[LABELS["oracle"]], higher_is_better=False)
+    lines = verdict_sentences(
+        comparisons, what="example", fmt=lambda v: f"{v:.2f}" if abs(v) >= 1 else f"{v:.3f}",
+        metric="the test error averaged over the test environments (mean squared error on Example1/1s, "
+               "0-1 error otherwise; lower is better)",
+        selection="training-environment validation (per method, the hyperparameter draw with the smallest "
+                  "validation error summed over the training environments, averaged over data seeds)")
+    return [Heading("Verdict"), *(Paragraph(line) for line in lines)]
+
+
 def reading_blocks(summary: Mapping) -> list[Block]:
     """What the table says, per example, from the measured numbers."""
     results, reference = summary["results"], summary["reference"]
@@ -378,6 +399,7 @@ def write_invariance_report(
     ] if summary["within_spread"] is not None else []
     blocks: list[Block] = [
         Heading("Linear unit tests of invariance", 1),
+        *verdict_blocks(summary),
         protocol_paragraph(summary),
         reference_paragraph(summary),
         Heading("Test error"),
