@@ -36,6 +36,8 @@ def verdict(comparison: Mapping[str, Mapping | None], *, base: str = "standard",
     if n_seeds == 1:
         lines.append("One seed only: a smoke test. The figures below carry no spread and support no "
                      "conclusion; run the full demo for one.")
+    lines.append("Every reward model is read at its last training step (no model selection); differences "
+                 "are paired by seed.")
     if ood is not None:
         lines.append(
             f"o.o.d. accuracy, `{other}` minus `{base}`: {pct(ood, signed=True)} points "
@@ -84,7 +86,9 @@ def demo_blocks(
 ) -> list[Block]:
     """Every block of the demo page (figures written into `out_dir`)."""
     train_env, test_env = bon_setup
-    blocks: list[Block] = [Paragraph(
+    cells = ", ".join(f"`{label}` {sfd_cells_text(results, label)}" for label in ("standard", "shortcut_aware"))
+    blocks: list[Block] = [Heading("Verdict"), *(Paragraph(line) for line in verdict(comparison, sfd_cells=cells))]
+    blocks += [Paragraph(
         f"Built-in `preferences` benchmark ({plan['n_per_env']} training pairs per environment; "
         f"environments `clause`, `long`, `short`, `plain`, whose text cues predict the preference only "
         f"inside them). A tiny Idefics3 was fine-tuned for {plan['policy_steps']} steps to describe the "
@@ -94,8 +98,6 @@ def demo_blocks(
         + ("Accuracies are in %, mean ± std over seeds; differences are paired by seed. "
            if len(plan["seeds"]) > 1 else "Accuracies are in %, from one seed (no spread). ")
         + f"Wall time: {seconds:.0f} s.")]
-    cells = ", ".join(f"`{label}` {sfd_cells_text(results, label)}" for label in ("standard", "shortcut_aware"))
-    blocks += [Heading("Verdict"), *(Paragraph(line) for line in verdict(comparison, sfd_cells=cells))]
     blocks += matrix_blocks(results, out_dir, points=points)
     figure = bon_curves({label: r["curve"] for label, r in bon.items()}, out_dir / "bon.png", gold="chrF")
     blocks += [Heading("Best-of-N"), Paragraph(
