@@ -8,7 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from robustvlm.analysis.verdict import compare, compare_all, seed_spread, verdict_sentences, winners_sentence
+from robustvlm.analysis.verdict import (
+    compare,
+    compare_all,
+    seed_spread,
+    verdict_sentences,
+    winners_sentence,
+)
 from robustvlm.errors import DataError
 
 

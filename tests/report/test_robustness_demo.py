@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from robustvlm.analysis.robustness import LineBand, LineFit, ModelPoint, ModelRobustness, RobustnessFit
+from robustvlm.analysis.robustness import (
+    LineBand,
+    LineFit,
+    ModelPoint,
+    ModelRobustness,
+    RobustnessFit,
+)
 from robustvlm.analysis.robustness_verdict import fit_verdict, robustness_verdict
 
 

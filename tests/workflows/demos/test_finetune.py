@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import torch
+from report_checks import assert_opens_with_verdict
 
 from robustvlm.cli import main
 from robustvlm.workflows.demos.finetune import demo_spec
@@ -38,4 +39,4 @@ def test_demo_runs_end_to_end(tmp_path, capsys):
     assert "| method | ID chrF | ID BERTScore | ID CEE |" in printed and "cee: absent" in printed
     results = json.loads((out / "results.json").read_text())
     assert list(results["methods"]) == ["erm", "birm", "dynamic_birm"]
-    assert (out / "report.html").is_file()
+    assert_opens_with_verdict(out)
