@@ -1,4 +1,4 @@
-"""`robustvlm demo`: the packaged study config, --quick, overrides, and a tiny end-to-end run."""
+"""`robustvlm demo tasks`: the packaged study config, --quick, overrides, and a tiny end-to-end run."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_quick_merges_over_the_full_demo_and_overrides_reach_base():
 def test_demo_runs_end_to_end(tmp_path, capsys):
     out = tmp_path / "demo"
     overrides = ["train.steps=2", "train.save_every=2", "data.n_per_env=8", "eval.max_per_env=1"]
-    assert main(["demo", "--quick", "--out", str(out), *overrides]) == 0
+    assert main(["demo", "tasks", "--quick", "--out", str(out), *overrides]) == 0
     printed = capsys.readouterr().out
     assert "| method | ID chrF | ID BERTScore | ID CEE |" in printed and "cee: absent" in printed
     results = json.loads((out / "results.json").read_text())
