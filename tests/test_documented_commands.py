@@ -54,7 +54,10 @@ RUNS = {
 
 #: {documented line: why it does not run in the test suite}.
 NOT_RUN = {
-    "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/demos/test_finetune.py",
+    "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/demos/test_default_demo.py",
+    "robustvlm demo --quick --out demo_out_quick": "about 20 CPU-seconds; runs in tests/workflows/demos/test_default_demo.py",
+    "robustvlm demo tasks --out demo_tasks":
+        "a full study (minutes); `demo tasks --quick` runs with tiny settings in tests/workflows/demos/test_finetune.py",
     "make test": "this suite itself",
     "robustvlm study configs/study_tasks.yaml --out runs/study_tasks": "a full study (minutes); study runs are tested in tests/workflows/finetune/test_study.py",
     "robustvlm sweep configs/study_spurious.yaml --out sweeps/study_spurious": "a full sweep (30 min); its dry run is run here",
