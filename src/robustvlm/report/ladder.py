@@ -49,8 +49,8 @@ def summary_table(summary: Mapping, reading: str) -> Table:
 
 
 def cell_table(entries: Mapping, train_envs: list[str]) -> Table:
-    """One rung: per method the final accuracies, worst environment, rule, and the colour-free
-    accuracy under the two selection rules."""
+    """One rung: per method the final accuracies (colour-free also seed by seed), worst environment,
+    rule, and the colour-free accuracy under the two selection rules."""
     rows = []
     for method, label in LABELS.items():
         e = entries.get(method)
@@ -58,10 +58,12 @@ def cell_table(entries: Mapping, train_envs: list[str]) -> Table:
             continue
         train = [e["final"][n]["mean"] for n in train_envs if e["final"].get(n)]
         train_text = f"{100 * np.mean(train):.1f}" if train and None not in train else "n/a"
+        free = (e["final"].get(COLOUR_FREE) or {}).get("values") or {}
         rows.append([label, train_text, pct(e["final"].get(REVERSED)), pct(e["final"].get(COLOUR_FREE)),
+                     ", ".join(f"{100 * v:.1f}" for v in free.values()) or "n/a",
                      pct(e["worst"]), e.get("rule", "n/a"), pct(e["training-domain"].get(COLOUR_FREE)),
                      pct(e["oracle"].get(COLOUR_FREE)), f"{e['n_diverged']}/{e['n_seeds']}"])
-    return Table(["method", "train", "reversed", "colour-free", "worst env", "rule learned",
+    return Table(["method", "train", "reversed", "colour-free", "colour-free per seed", "worst env", "rule learned",
                   "colour-free (TD val)", "colour-free (oracle)", "diverged"], rows)
 
 
