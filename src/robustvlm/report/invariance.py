@@ -8,7 +8,7 @@ penalty weight over training, and how our protocol differs from the published on
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -309,19 +309,17 @@ def verdict_blocks(summary: Mapping) -> list[Block]:
     return [Heading("Verdict"), *(Paragraph(line) for line in lines)]
 
 
+def our_table(summary: Mapping, cell: Callable[[Mapping, str], str]) -> Table:
+    """Rows: our methods that ran; columns: the examples; `cell(selection entry, example)` fills a cell."""
+    rows = [[label, *(cell(summary["results"][ex][ours], ex) for ex in EXAMPLES)]
+            for label, ours, _ in ROWS if ours is not None and ours in summary["methods"]]
+    return Table(["method", *EXAMPLES], rows)
+
+
 def seed_table(summary: Mapping) -> Table:
     """Per method and example, the selected draw's test error in each data seed, then mean ± sd over
     seeds (ddof 1) [95% interval resampling seeds]."""
-    rows = []
-    for label, ours, _ in ROWS:
-        if ours is None or ours not in summary["methods"]:
-            continue
-        row = [label]
-        for ex in EXAMPLES:
-            entry, k = summary["results"][ex][ours], digits(ex)
-            row.append(seeds_cell(entry["per_seed"], k))
-        rows.append(row)
-    return Table(["method", *EXAMPLES], rows)
+    return our_table(summary, lambda entry, ex: seeds_cell(entry["per_seed"], digits(ex)))
 
 
 def seeds_cell(values: list[float], k: int) -> str:
@@ -388,19 +386,14 @@ def inferred_blocks(summary: Mapping) -> list[Block]:
 def worst_env_table(summary: Mapping) -> Table:
     """Per method and example, the selected draw's error on its worst test environment (seed mean),
     beside the average over environments that the main table gives."""
-    results = summary["results"]
-    rows = []
-    for label, ours, _ in ROWS:
-        if ours is None or ours not in summary["methods"]:
-            continue
-        row = [label]
-        for ex in EXAMPLES:
-            per_env = results[ex][ours]["per_env"]
-            finite = [v for v in per_env if np.isfinite(v)]
-            row.append(f"{max(finite):.{digits(ex)}f} / {np.mean(finite):.{digits(ex)}f}"
-                       if finite and len(finite) == len(per_env) else "diverged")
-        rows.append(row)
-    return Table(["method", *EXAMPLES], rows)
+    def worst(entry: Mapping, ex: str) -> str:
+        per_env = entry["per_env"]
+        finite = [v for v in per_env if np.isfinite(v)]
+        if not finite or len(finite) != len(per_env):
+            return "diverged"
+        return f"{max(finite):.{digits(ex)}f} / {np.mean(finite):.{digits(ex)}f}"
+
+    return our_table(summary, worst)
 
 
 def write_invariance_report(
