@@ -48,6 +48,8 @@ def test_summary_statistics_rules_and_the_erm_comparison():
     full = summarize(runs, TRAIN, TEST, PROTOTYPES)
     assert beats_erm(full, "s/r", "irm", "final")  # 72.5 vs 51: far beyond the spread
     assert not beats_erm(full, "s/r", "vrex", "final")  # nothing measured
+    one_seed = summarize([r for r in runs if r["seed"] == 0], TRAIN, TEST, PROTOTYPES)
+    assert not beats_erm(one_seed, "s/r", "irm", "final")  # 75 vs 50 in one seed: no spread, no call
     assert free["values"] == {"0": pytest.approx(0.75), "1": pytest.approx(0.70)}
     # the verdict's comparisons use beats_erm's rule on the per-seed values: IRMv1 72.5 vs ERM 51
     got = {c.where: c for c in ladder_comparisons(full, "final")}

@@ -96,9 +96,10 @@ def ladder_comparisons(summary: Mapping[str, Any], reading: str, envs: Sequence[
 
 def beats_erm(summary: Mapping[str, Any], cell: str, method: str, reading: str, env: str = COLOUR_FREE) -> bool:
     """Whether `method` beats ERM on `env` under `reading` by more than the seeds' spread (the
-    larger of the two sds) and by at least MIN_MARGIN."""
+    larger of the two sds) and by at least MIN_MARGIN; never from one seed on either side, whose
+    spread is unknown (as `analysis.verdict.compare`)."""
     ours = summary[cell].get(method, {}).get(reading, {}).get(env)
     erm = summary[cell].get("erm", {}).get(reading, {}).get(env)
-    if not ours or not erm or ours["mean"] is None or erm["mean"] is None:
+    if not ours or not erm or ours["mean"] is None or erm["mean"] is None or min(ours["n"], erm["n"]) < 2:
         return False
     return ours["mean"] - erm["mean"] > max(ours["std"], erm["std"], MIN_MARGIN)
