@@ -65,7 +65,7 @@ def add_demo(sub) -> None:
     dm = sub.add_parser(
         "demo",
         help="built-in demos; default: Colored MNIST on real images, ERM vs IRMv1 / V-REx / BIRM / Dynamic "
-        "BIRM on pixels and a frozen VLM vision tower, 3 seeds (about 7 min on 2 cores)",
+        "BIRM on pixels and a frozen VLM vision tower, 3 seeds (about 7.5 min on 2 idle cores)",
     )
     dm.add_argument(
         "overrides",
