@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from robustvlm.report.reward_demo import full_runs_table, ladder_tables, verdict
+from robustvlm.analysis.reward_verdict import reward_verdict as verdict
+from robustvlm.report.reward_demo import full_runs_table, ladder_tables
 
 
 def diff(values: list[float]) -> dict:
