@@ -54,7 +54,10 @@ RUNS = {
 
 #: {documented line: why it does not run in the test suite}.
 NOT_RUN = {
-    "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/demos/test_finetune.py",
+    "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/demos/test_default_demo.py",
+    "robustvlm demo --quick --out demo_out_quick": "about 20 CPU-seconds; runs in tests/workflows/demos/test_default_demo.py",
+    "robustvlm demo tasks --out demo_tasks":
+        "a full study (minutes); `demo tasks --quick` runs with tiny settings in tests/workflows/demos/test_finetune.py",
     "make test": "this suite itself",
     "robustvlm compare runs/erm/eval runs/dynamic_birm/eval --metric chrf --out runs/compare_erm_dbirm":
         "needs two evaluated runs; compare on hand-written runs is tested in tests/analysis/test_paired.py",
