@@ -222,7 +222,7 @@ def bench(tmp_path_factory) -> Path:
                                     options=CLASSES[i:] + CLASSES[:i], dataset_class="x",
                                     prompt="What type of object is in this photo?"))
     path = tmp_path_factory.mktemp("mc") / "bench.jsonl"
-    write_questions(questions, path)
+    write_questions(questions, path, embed_images=True)
     return path
 
 

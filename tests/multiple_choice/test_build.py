@@ -190,7 +190,28 @@ def test_jsonl_round_trip_with_paths_and_bytes(tmp_path: Path):
     write_questions(questions, path)
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert "image_base64" in rows[-1] and "image" not in rows[-1] and isinstance(rows[0]["image"], str)
-    assert read_questions(path) == questions
+    assert read_questions(path, image_root=tmp_path) == questions
+    assert read_questions(path, allow_outside_root=True) == questions
+    with pytest.raises(DataError, match="leaves the benchmark's folder"):  # paths outside out/
+        read_questions(path)
+    embedded = tmp_path / "out" / "embedded.jsonl"
+    write_questions(questions, embedded, embed_images=True)
+    assert all("image_base64" in json.loads(line) for line in embedded.read_text().splitlines())
+    again = read_questions(embedded)  # self-contained: read without any root
+    assert [q.image for q in again[:2]] == [Path(q.image).read_bytes() for q in questions[:2]]
+
+
+@pytest.mark.parametrize("image", ["/etc/passwd", "../secret.png", "sub/../../secret.png"])
+def test_benchmark_image_paths_stay_inside_its_folder(tmp_path: Path, image):
+    """Issue 29.22: a benchmark from elsewhere cannot make the scorer open any file."""
+    bench = tmp_path / "bench" / "q.jsonl"
+    bench.parent.mkdir()
+    bench.write_text(json.dumps({**GOOD_ROW, "image": image}) + "\n")
+    with pytest.raises(DataError, match=r"q.jsonl:1: image path .* leaves the benchmark's folder"):
+        read_questions(bench)
+    inside = tmp_path / "bench" / "img.png"
+    bench.write_text(json.dumps({**GOOD_ROW, "image": "img.png"}) + "\n")
+    assert read_questions(bench)[0].image == str(inside)
 
 
 GOOD_ROW = {"id": "q", "image": "a.png", "question": "?", "options": ["a", "b"], "answer": 1,

@@ -131,7 +131,7 @@ def bench(tmp_path) -> Path:
         questions.append(MCQuestion(id=f"q{i}", image=str(image), question="", options=["a kitten", "an ox", "elephant"],
                                     answer=1, source="test", dataset_class="x", prompt="What is in this photo?"))
     path = tmp_path / "bench.jsonl"
-    write_questions(questions, path)
+    write_questions(questions, path, embed_images=True)
     return path
 
 

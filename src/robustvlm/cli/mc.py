@@ -33,6 +33,7 @@ def _mc_build(args: argparse.Namespace) -> int:
         class_names=args.class_names,
         prompt=args.prompt,
         circular=args.circular,
+        link_images=args.link_images,
     )
     print(f"wrote {len(questions)} questions to {args.out}")
     return 0
@@ -51,6 +52,8 @@ def _mc_eval(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         normalize=not args.sum,
         served=served(args),
+        image_root=args.image_root,
+        allow_outside_root=args.allow_outside_root,
     )
     print(Path(csv_path).read_text())
     return 0
@@ -104,6 +107,8 @@ def add_mc(sub) -> None:
     mb.add_argument("--circular", action="store_true", help="add every rotation of the options")
     mb.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
     mb.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
+    mb.add_argument("--link-images", action="store_true",
+                    help="write image paths instead of embedding the images (mc eval then needs --image-root)")
     mb.set_defaults(func=_mc_build)
 
     me = mc_sub.add_parser("eval", help="score models on question files; results.csv with CIs")
@@ -126,6 +131,10 @@ def add_mc(sub) -> None:
         help="rank options by summed, not length-normalised, log-likelihood",
     )
     me.add_argument("--batch-size", type=int_at_least(1), default=8)
+    me.add_argument("--image-root", metavar="DIR",
+                    help="a folder the benchmarks' image paths may point into, besides each benchmark's own folder")
+    me.add_argument("--allow-outside-root", action="store_true",
+                    help="accept benchmark image paths anywhere (only for benchmarks you trust)")
     me.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
     add_served_options(me)
     me.set_defaults(func=_mc_eval)

@@ -288,37 +288,65 @@ _FIELD_TYPES = {
 _OPTIONAL = {"rotation"}
 
 
-def write_questions(questions: Sequence[MCQuestion], path: str | Path) -> None:
-    """Write one JSON object per line; image bytes go to `image_base64`, paths to `image`."""
+def write_questions(questions: Sequence[MCQuestion], path: str | Path, *, embed_images: bool = False) -> None:
+    """Write one JSON object per line; image bytes go to `image_base64`, paths to `image`. With
+    `embed_images`, image files are read and embedded too (a self-contained benchmark, as
+    MMBench's base64 TSVs are): nothing outside the file is opened when it is scored."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
         for q in questions:
             row = asdict(q)
-            if isinstance(q.image, bytes):
+            image = _image_bytes(q) if embed_images else q.image
+            if isinstance(image, bytes):
                 row.pop("image")
-                row["image_base64"] = base64.b64encode(q.image).decode("ascii")
+                row["image_base64"] = base64.b64encode(image).decode("ascii")
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-def read_questions(path: str | Path) -> list[MCQuestion]:
+def _image_bytes(q: MCQuestion) -> bytes:
+    if isinstance(q.image, bytes):
+        return q.image
+    try:
+        return Path(q.image).read_bytes()
+    except OSError as err:
+        raise DataError(f"cannot read image {q.image!r}: {err.strerror or err}", q.image, q.id) from None
+
+
+def read_questions(
+    path: str | Path, *, image_root: str | Path | None = None, allow_outside_root: bool = False
+) -> list[MCQuestion]:
     """Read a file written by `write_questions`; a bad line raises DataError naming file and line,
-    and so does a file without questions."""
+    and so does a file without questions.
+
+    Image paths are taken relative to the file's folder and must stay inside it or inside
+    `image_root` (a benchmark from elsewhere cannot make the scorer open any file on the
+    machine); `allow_outside_root` accepts any path (benchmarks this process built itself)."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
         raise DataError(f"cannot read questions file: {err}", str(path)) from err
+    roots = [path.parent.resolve(), *([Path(image_root).resolve()] if image_root is not None else [])]
     questions = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            questions.append(_question_from_row(json.loads(line)))
+            question = _question_from_row(json.loads(line))
         except json.JSONDecodeError as err:
             raise DataError(f"not valid JSON ({err.msg})", str(path), number) from err
         except ValueError as err:
             raise DataError(str(err), str(path), number) from err
+        if isinstance(question.image, str):
+            full = path.parent / question.image
+            if not allow_outside_root and not any(full.resolve().is_relative_to(r) for r in roots):
+                raise DataError(
+                    f"image path {question.image!r} of question {question.id!r} leaves the benchmark's "
+                    f"folder {path.parent}; pass --image-root DIR (the folder its images are in) or "
+                    "--allow-outside-root to accept it", str(path), number)
+            question = replace(question, image=str(full.absolute()))
+        questions.append(question)
     if not questions:
         raise DataError("holds no questions (the file is empty)", str(path))
     return questions

@@ -86,10 +86,13 @@ def make_scorer(backend: Backend, *, way: str, normalize: bool) -> Scorer:
     return SCORERS[way][1](backend, normalize)
 
 
-def load_bench(bench: Path, circular: bool) -> list[MCQuestion]:
-    """A question file's questions; with `circular`, every rotation of each (unless the file
-    already holds them). A question id and rotation occurring twice is a DataError."""
-    questions = read_questions(bench)
+def load_bench(
+    bench: Path, circular: bool, *, image_root: str | Path | None = None, allow_outside_root: bool = False
+) -> list[MCQuestion]:
+    """A question file's questions (image paths confined as `read_questions` says); with
+    `circular`, every rotation of each (unless the file already holds them). A question id and
+    rotation occurring twice is a DataError."""
+    questions = read_questions(bench, image_root=image_root, allow_outside_root=allow_outside_root)
     if circular and all(q.rotation == 0 for q in questions):
         questions = [r for q in questions for r in rotations(q)]
     seen: set[tuple[str, int]] = set()

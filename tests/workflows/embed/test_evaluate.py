@@ -44,7 +44,7 @@ def benches(domains_suite, tmp_path_factory):
     for domain in ("clean", "rotated"):
         paths.append(out / f"{domain}.jsonl")
         write_questions(build_questions([ex for ex in examples if ex.env == domain], k=3, seed=0,
-                                        prompt="What digit is shown?"), paths[-1])
+                                        prompt="What digit is shown?"), paths[-1], embed_images=True)
     return paths
 
 

@@ -36,7 +36,7 @@ def bench(tmp_path):
         for i in range(6)
     ]
     path = tmp_path / "shapes.jsonl"
-    write_questions(questions, path)
+    write_questions(questions, path, embed_images=True)
     return path
 
 

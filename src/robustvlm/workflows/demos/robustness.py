@@ -221,7 +221,7 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> Robustne
         paths[member.name] = str(result.final_dir)
     results_csv = evaluate_models(
         [{"name": p, "family": "vlm"} for p in paths.values()], data.benches, out / "scores",
-        method="loglik", resume=True,
+        method="loglik", resume=True, allow_outside_root=True,  # benchmarks this demo built
     )
     name_of = {p: name for name, p in paths.items()}
     fits = {

@@ -99,7 +99,8 @@ def embed_eval(
         out_dir: results.csv and per-question JSONL (see `workflows.measure.mc_eval`); retrieval/.
         benches: question files (`mc build`).
         retrieval: a dataset whose `retrieval_split` records are image-text pairs.
-        allow_outside_root: accept retrieval image paths outside the data file's folder.
+        allow_outside_root: accept retrieval image paths outside the data file's folder, and
+            benchmark image paths outside the benchmark's folder.
     """
     if not benches and retrieval is None:
         raise ConfigError("embed eval needs --bench and/or --retrieval")
@@ -109,7 +110,8 @@ def embed_eval(
             raise ConfigError(f"model '{name}' (family '{family}') does not embed images and texts; "
                               f"give an embedding family, e.g. {{name: ..., family: vlm2vec-vqa}}")
     resolved = [{"name": name, "family": family} for name, family in specs]
-    results = evaluate_models(resolved, benches, out_dir, resume=resume, batch_size=batch_size) if benches else None
+    results = (evaluate_models(resolved, benches, out_dir, resume=resume, batch_size=batch_size,
+                               allow_outside_root=allow_outside_root) if benches else None)
     retrieved = None
     if retrieval is not None:
         retrieved = evaluate_retrieval(specs, retrieval, Path(out_dir) / "retrieval", split=retrieval_split,

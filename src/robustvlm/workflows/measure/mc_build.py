@@ -30,10 +30,13 @@ def build_benchmark(
     text_encoder: str | None = None,
     image_root: str | Path | None = None,
     allow_outside_root: bool = False,
+    link_images: bool = False,
     **options,
 ) -> list[MCQuestion]:
     """Load labelled images, build questions (`build_questions` with `options`: k, n, seed,
-    class_subset, class_names, prompt, circular) and write them to `out`.
+    class_subset, class_names, prompt, circular) and write them to `out`: the images embedded
+    (a self-contained file), or with `link_images` their absolute paths (scoring then needs
+    `--image-root` or `--allow-outside-root`).
 
     `vision_model` is the model of `visual` distractors and `text_encoder` the sentence encoder of
     `text` distractors; each is an error with any other distractor method.
@@ -53,5 +56,5 @@ def build_benchmark(
         image_embedder=load_image_embedder(vision_model) if vision_model else None,
         **options,
     )
-    write_questions(questions, out)
+    write_questions(questions, out, embed_images=not link_images)
     return questions

@@ -136,6 +136,8 @@ def evaluate_models(
     batch_size: int = 8,
     normalize: bool = True,
     served: ServedConfig | None = None,
+    image_root: str | Path | None = None,
+    allow_outside_root: bool = False,
 ) -> Path:
     """Score every model on every benchmark (question JSONL files from `write_questions`).
 
@@ -151,6 +153,8 @@ def evaluate_models(
             log-likelihood runs one question, K options, at a time).
         normalize: log-likelihood prediction by the per-token mean (True) or the sum.
         served: the server of the "openai:MODEL" models (their usage.json goes in their folder).
+        image_root, allow_outside_root: where image paths of the benchmarks may point
+            (`multiple_choice.build.read_questions`).
 
     Returns:
         the path of results.csv.
@@ -169,7 +173,8 @@ def evaluate_models(
     settings = {"method": method, "circular": circular, "normalize": normalize, "batch_size": batch_size,
                 "models": [f"{name} ({family})" for name, family in specs], "benches": [str(p) for p in paths],
                 **served_settings([name for name, _ in specs], served)}
-    question_sets = {p.stem: load_bench(p, circular) for p in paths}  # checked before the claim
+    question_sets = {p.stem: load_bench(p, circular, image_root=image_root, allow_outside_root=allow_outside_root)
+                     for p in paths}  # checked before the claim
     out = claim_run_folder(out_dir, settings, resume=resume, may_differ=("models", "benches", "batch_size", "server"))
     results = []
     for name, family in specs:

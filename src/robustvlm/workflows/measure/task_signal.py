@@ -153,7 +153,8 @@ def train_and_score(job: Job) -> str:
             final = folder / "final"
         else:
             final = embed_train(cfg, folder, resume=True, progress=False).final_dir
-        return str(evaluate_models([str(final)], benches, folder / "scores", resume=True, batch_size=32))
+        return str(evaluate_models([str(final)], benches, folder / "scores", resume=True, batch_size=32,
+                                   allow_outside_root=True))  # benchmarks this run built
 
 
 def run_members(jobs: list[Job], workers: int) -> list[Path]:
@@ -174,7 +175,7 @@ def image_features(base: Path | str, paths: list[str]) -> np.ndarray:
 def probe_rows(out: Path, cfg: TaskSignalConfig, data: SignalData, base: Path | str) -> list[dict]:
     """Fit each probe, score it on every question file (per-question rows under probes/),
     and return its results rows."""
-    benches = {style: read_questions(path) for style, path in data.benches.items()}
+    benches = {style: read_questions(path, allow_outside_root=True) for style, path in data.benches.items()}
     paths = [str(ex.image) for ex in data.train] + [str(q.image) for qs in benches.values() for q in qs]
     features = image_features(base, paths)
     train_x, offset = features[: len(data.train)], len(data.train)
