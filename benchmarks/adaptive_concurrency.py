@@ -7,13 +7,13 @@ requests go through `models.served.ServedModel.generate` (the path of `eval`, `m
 generate`, `icl eval` and `diagnose`), cache off, the default retry policy (5 retries, back-off
 from 1 s). Each fixed `--concurrency` of the sweep and `auto` (ceiling 64) run once, one after
 the other in this one process, with fresh prompts: requests per second = requests answered /
-wall seconds. A fixed setting sends min(--prompts, 60 x concurrency) requests (about 3 s of
-work at its best rate), auto and the settings at or above the capacity --prompts. It prints a
+wall seconds. A fixed setting sends min(--prompts, 40 x concurrency) requests (about 40
+round trips at its best rate), auto and the settings at or above the capacity --prompts. It prints a
 table, then auto's rate over the best fixed one's and over the default 8's.
 
 The stub stops by itself after --lifetime-s seconds; the prompt counts bound the requests.
 
-    python benchmarks/adaptive_concurrency.py --capacity 12 --latency-ms 50 --prompts 600
+    python benchmarks/adaptive_concurrency.py --capacity 12 --latency-ms 100 --prompts 480
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def run(url: str, setting: int | str, n: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--capacity", type=int, default=12, help="requests in flight the stub admits")
-    parser.add_argument("--latency-ms", type=float, default=50.0, help="the stub's time per admitted request")
-    parser.add_argument("--prompts", type=int, default=600, help="requests of auto and of the high fixed settings")
+    parser.add_argument("--latency-ms", type=float, default=100.0, help="the stub's time per admitted request")
+    parser.add_argument("--prompts", type=int, default=480, help="requests of auto and of the high fixed settings")
     parser.add_argument("--sweep", default="1,2,4,8,12,16,32", help="fixed --concurrency settings")
     parser.add_argument("--lifetime-s", type=float, default=600.0, help="the stub stops itself after this")
     args = parser.parse_args()
@@ -72,7 +72,7 @@ def main() -> None:
     rows = []
     with StubOpenAIServer(latency_s=args.latency_ms / 1000, capacity=args.capacity, lifetime_s=args.lifetime_s) as stub:
         for setting in [*fixed, "auto"]:
-            n = args.prompts if setting == "auto" else min(args.prompts, 60 * int(setting))
+            n = args.prompts if setting == "auto" else min(args.prompts, 40 * int(setting))
             refused_before = stub.refused
             row = run(stub.url, setting, n)
             row["refused"] = stub.refused - refused_before

@@ -114,4 +114,4 @@ class AdaptiveLimit:
                     self.control.on_overload(attempt.epoch)
                 elif attempt.answered:
                     self.control.on_reply(self.clock() - attempt.sent_s)
-                self._changed.notify_all()
+                self._changed.notify(max(0, self.control.allowed - self.in_flight))  # no stampede
