@@ -5,8 +5,9 @@ Additive increase, multiplicative decrease (AIMD), as TCP congestion control and
 adaptive scheduler do. The limit starts at `start` (8, the fixed default). While replies come
 back fast and error-free it grows: by one per reply until the first sign of overload (slow
 start: it doubles per round trip), then by one per `limit` replies (one per round trip). A
-sign of overload (HTTP 429 or 503, a timeout) multiplies it by `decrease` (0.75) and ends slow
-start; the signals of requests sent before that decrease are not counted again (they were sent
+sign of overload (HTTP 429 or 503, a timeout) multiplies it by `decrease` (0.9, the back-off
+ratio of Netflix's concurrency-limits AIMD; TCP's 0.5 idles a quarter of a server's capacity
+between probes) and ends slow start; the signals of requests sent before that decrease are not counted again (they were sent
 under the old limit), so one burst of refusals is one decrease. A reply is slow, and the limit
 holds, when the running mean of reply times (weight `smoothing` on the newest) exceeds
 `slow_factor` times its lowest value so far: the server queues rather than refuses (in slow
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 class AIMD:
     """The limit on requests in flight (module doc). `allowed` is the whole number in force."""
 
-    def __init__(self, ceiling: int, *, start: int = 8, decrease: float = 0.75, slow_factor: float = 2.0,
+    def __init__(self, ceiling: int, *, start: int = 8, decrease: float = 0.9, slow_factor: float = 2.0,
                  smoothing: float = 0.1):
         if ceiling < 1 or not 0 < decrease < 1 or slow_factor <= 1 or not 0 < smoothing <= 1:
             raise ValueError("AIMD: ceiling >= 1, 0 < decrease < 1, slow_factor > 1, 0 < smoothing <= 1")
