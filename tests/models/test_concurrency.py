@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import itertools
+import json
 import math
 import threading
 
@@ -166,3 +167,17 @@ def test_concurrency_options_of_the_commands(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "--max-concurrency is the ceiling of --concurrency auto" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_eval_with_auto_concurrency_answers_every_record_of_a_rate_limited_server(tmp_path):
+    from robustvlm.data.synth import synthesize
+
+    synthesize("tasks", tmp_path / "tasks", seed=0, n_per_env=3)
+    with StubOpenAIServer(latency_s=0.02, capacity=2, lifetime_s=120) as stub:
+        code = main(["eval", "--model", "openai:stub-vlm", "--base-url", stub.url, "--data",
+                     str(tmp_path / "tasks" / "data.jsonl"), "--out", str(tmp_path / "run"), "--batch-size", "16",
+                     "--max-new-tokens", "4", "--concurrency", "auto"])
+    rows = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    assert code == 0 and rows and all(r["prediction"] == "echo: " + r["instruction"] for r in rows)
+    # it started at 8: many refusals on the way down to 2, none counted against the 5 retries
+    assert stub.max_in_flight == 2 and stub.refused > 5

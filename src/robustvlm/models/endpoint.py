@@ -13,7 +13,9 @@ other status fails at once. The key is never part of an error, a log line or a r
 With an adaptive limit (`models.concurrency`, `--concurrency auto`) every attempt holds one of
 its slots, and its outcome adjusts the limit: HTTP 429 and 503 and timeouts are overload, and an
 overloaded attempt is retried as soon as a slot frees (after a Retry-After, if the server gave
-one), the smaller limit being the back-off; at a limit of 1 the exponential back-off applies.
+one), the smaller limit being the back-off. Such retries do not count against `max_retries`: a
+request refused again and again drives the limit down to 1, where the exponential back-off and
+`max_retries` apply again.
 """
 
 from __future__ import annotations
@@ -72,17 +74,24 @@ class EndpointClient:
         """The decoded JSON reply to `body` POSTed at `base_url + route` (e.g. "/chat/completions")."""
         url = self.root + route
         data = json.dumps(body).encode("utf-8")
-        for attempt in itertools.count():
+        retries = 0  # with back-off: bounded by max_retries
+        for attempt in itertools.count(1):
             try:
                 return self._attempt(url, data)
             except _Retryable as err:
-                if attempt == self.config.max_retries:
+                if self.limit is not None and err.overload and not self.limit.control.at_floor:
+                    logger.debug("%s request refused (%s); the adaptive limit shrank: retry when a slot frees",
+                                 self.who, err.reason)
+                    time.sleep(err.retry_after)
+                    continue
+                if retries == self.config.max_retries:
                     raise self.error(
-                        f"{self.who} request to {url} failed after {attempt + 1} attempts: {err.reason}"
+                        f"{self.who} request to {url} failed after {attempt} attempts: {err.reason}"
                     ) from None
-                delay = self._retry_delay(err, attempt)
+                delay = max(self.config.backoff_s * 2**retries, err.retry_after)
+                retries += 1
                 logger.warning("%s request failed (%s); retry %d/%d in %.2fs", self.who, err.reason,
-                               attempt + 1, self.config.max_retries, delay)
+                               retries, self.config.max_retries, delay)
                 time.sleep(delay)
         raise AssertionError("unreachable")
 
@@ -98,12 +107,6 @@ class EndpointClient:
                 raise
             attempt.answered = True
             return reply
-
-    def _retry_delay(self, err: _Retryable, attempt: int) -> float:
-        """Seconds before retry `attempt` + 1 (module doc)."""
-        if self.limit is not None and err.overload and not self.limit.control.at_floor:
-            return err.retry_after
-        return max(self.config.backoff_s * 2**attempt, err.retry_after)
 
     def _post_once(self, url: str, data: bytes) -> dict[str, Any]:
         headers = {"Content-Type": "application/json"}
