@@ -5,8 +5,8 @@ the server returns prompt log-probabilities, option log-likelihoods.
 request is a chat completion at temperature 0; images go as PNG data URLs
 (`models.endpoint.openai_messages`). Requests of one call run `max_concurrency` at a time (with
 `adaptive_concurrency`, as many as `models.concurrency` learns, up to `max_concurrency`; the
-limit learnt carries over from call to call) and retry as `models.endpoint` says; a reply is put in the response cache (`models.response_cache`)
-as soon as it arrives, and a request whose reply is cached is never sent again. When requests
+limit learnt carries over from call to call) and retry as `models.endpoint` says; a reply is
+put in the response cache (`models.response_cache`) as soon as it arrives, and a request whose reply is cached is never sent again. When requests
 fail for good, no new request starts, those in flight finish (and are cached), and one
 `ServedRequestError` names each failed record and why.
 
