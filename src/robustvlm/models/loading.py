@@ -54,7 +54,7 @@ def load_vlm(
         if dtype is not None:
             kwargs["dtype"] = dtype
         model = AutoModelForImageTextToText.from_pretrained(name_or_path, **kwargs)
-    except (OSError, ImportError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError) as exc:
         raise ConfigError(f"cannot load image-text-to-text model '{name_or_path}': {exc}") from exc
     return model, processor
 
