@@ -254,6 +254,9 @@ class ServedConfig(EndpointConfig):
     is false (`models.response_cache`)."""
 
     cache: bool = Field(default=True, description="reuse answers from the response cache (ROBUSTVLM_CACHE)")
+    adaptive_concurrency: bool = Field(
+        default=False, description="learn the requests in flight, from 8 up to max_concurrency, from the replies "
+        "(AIMD: models.concurrency) instead of keeping max_concurrency in flight")
 
 
 class EvalConfig(_Section):

@@ -9,6 +9,9 @@ normal answer); `fault_for(body)` may add faults keyed by the request itself. Wi
 as vLLM writes them: null first, then {token_id: {"logprob", "rank", "decoded_token"}}. The
 prompt's tokens are `prompt_tokens(body)`: the words of each text part, "<image>" per image,
 and "<assistant>" where the assistant's turn starts; a word's log-probability is `word_logprob`.
+With `capacity`, a request arriving while `capacity` others are in flight is refused at once
+with HTTP 429 (a rate-limited server; `refused` counts them, `max_in_flight` is the most
+admitted at once). With `lifetime_s`, the server stops by itself after that many seconds.
 """
 
 from __future__ import annotations
@@ -58,12 +61,16 @@ class StubOpenAIServer:
         latency_s: float = 0.0,
         slow_s: float = 2.0,
         prompt_logprobs: bool = True,
+        capacity: int | None = None,
+        lifetime_s: float | None = None,
     ):
         self.answer = answer or (lambda body: "echo: " + last_user_text(body))
         self.faults = list(faults or [])
         self.fault_for = fault_for
         self.latency_s, self.slow_s, self.prompt_logprobs = latency_s, slow_s, prompt_logprobs
         self.requests = 0
+        self.capacity, self.in_flight, self.max_in_flight, self.refused = capacity, 0, 0, 0
+        self.lifetime = threading.Timer(lifetime_s, lambda: self.httpd.shutdown()) if lifetime_s else None
         self.bodies: list[dict] = []
         self.authorization: list[str | None] = []
         self.lock = threading.Lock()
@@ -77,11 +84,29 @@ class StubOpenAIServer:
 
     def __enter__(self) -> StubOpenAIServer:
         self.thread.start()
+        if self.lifetime is not None:
+            self.lifetime.start()
         return self
 
     def __exit__(self, *exc) -> None:
+        if self.lifetime is not None:
+            self.lifetime.cancel()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def admit(self) -> bool:
+        """Count a request in flight, or refuse it (False) when `capacity` are already."""
+        with self.lock:
+            if self.capacity is not None and self.in_flight >= self.capacity:
+                self.refused += 1
+                return False
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            return True
+
+    def leave(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
 
     def next_fault(self, body: dict) -> str | None:
         """The fault of the request that just arrived (already counted)."""
@@ -119,6 +144,15 @@ def _handler_for(stub: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 stub.requests += 1
                 stub.bodies.append(body)
                 stub.authorization.append(self.headers.get("Authorization"))
+            if not stub.admit():
+                self._send(429, {"error": {"message": "stub: too many requests in flight"}})
+                return
+            try:
+                self._answer(body)
+            finally:
+                stub.leave()
+
+        def _answer(self, body: dict) -> None:
             fault = stub.next_fault(body)
             time.sleep(stub.slow_s if fault == "slow" else stub.latency_s)
             if self.path != "/v1/chat/completions":

@@ -72,7 +72,11 @@ def add_served_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--base-url", metavar="URL", help="the server's API root, e.g. http://localhost:8000/v1")
     group.add_argument("--api-key-env", metavar="VAR",
                        help="NAME of the environment variable that holds the API key (never the key itself)")
-    group.add_argument("--concurrency", type=int_at_least(1), default=8, metavar="N", help="requests in flight at once (8)")
+    group.add_argument("--concurrency", type=concurrency, default=8, metavar="N|auto",
+                       help="requests in flight at once (8); auto: learnt from the replies, growing while they are "
+                       "fast and error-free, shrinking on 429 and timeouts (docs/guides/concurrency.md)")
+    group.add_argument("--max-concurrency", type=int_at_least(1), metavar="N",
+                       help=f"with --concurrency auto: at most N requests in flight ({AUTO_CEILING})")
     group.add_argument("--request-timeout", type=float_above(0.0), default=60.0, metavar="S",
                        help="seconds per request (60)")
     group.add_argument("--max-retries", type=int_at_least(0), default=5, metavar="N",
@@ -82,14 +86,34 @@ def add_served_options(parser: argparse.ArgumentParser) -> None:
                        "$ROBUSTVLM_CACHE, else ~/.cache/robustvlm)")
 
 
+AUTO = "auto"
+AUTO_CEILING = 64
+
+
+def concurrency(text: str) -> int | str:
+    """An argparse type: "auto" or an integer >= 1."""
+    if text == AUTO:
+        return AUTO
+    try:
+        return int_at_least(1)(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither an integer >= 1 nor 'auto'") from None
+
+
 def served(args: argparse.Namespace):
     """The ServedConfig of the served-model options, or None without --base-url."""
     from robustvlm.config import ServedConfig, validate_config
+    from robustvlm.errors import ConfigError
 
     if args.base_url is None:
         return None
+    adaptive = args.concurrency == AUTO
+    if args.max_concurrency is not None and not adaptive:
+        raise ConfigError("--max-concurrency is the ceiling of --concurrency auto; with a fixed --concurrency N, "
+                          "N requests are in flight")
     return validate_config({
-        "base_url": args.base_url, "api_key_env": args.api_key_env, "max_concurrency": args.concurrency,
+        "base_url": args.base_url, "api_key_env": args.api_key_env, "adaptive_concurrency": adaptive,
+        "max_concurrency": (args.max_concurrency or AUTO_CEILING) if adaptive else args.concurrency,
         "timeout_s": args.request_timeout, "max_retries": args.max_retries, "cache": not args.no_cache,
     }, "served-model options", ServedConfig)
 

@@ -9,6 +9,13 @@ dependency); vLLM's extra fields (`prompt_logprobs`) go through as plain JSON.
 Retried (exponential backoff from `backoff_s`, at least a numeric Retry-After): HTTP 429 and
 5xx, timeouts and connection errors, and a 200 whose body is not JSON (a proxy cut it). Any
 other status fails at once. The key is never part of an error, a log line or a return value.
+
+With an adaptive limit (`models.concurrency`, `--concurrency auto`) every attempt holds one of
+its slots, and its outcome adjusts the limit: HTTP 429 and 503 and timeouts are overload, and an
+overloaded attempt is retried as soon as a slot frees (after a Retry-After, if the server gave
+one), the smaller limit being the back-off. Such retries do not count against `max_retries`: a
+request refused again and again drives the limit down to 1, where the exponential back-off and
+`max_retries` apply again.
 """
 
 from __future__ import annotations
@@ -30,10 +37,12 @@ from PIL import Image
 
 from robustvlm.config import EndpointConfig
 from robustvlm.errors import ConfigError, RobustVLMError
+from robustvlm.models.concurrency import AdaptiveLimit
 
 logger = logging.getLogger(__name__)
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+OVERLOAD_STATUS = frozenset({429, 503})
 
 
 class EndpointError(RobustVLMError):
@@ -47,10 +56,12 @@ class EndpointClient:
         config: the endpoint and its request policy.
         who: how errors and log lines name the endpoint's user ("judge", "served model ...").
         error: the exception class raised on a request that failed for good.
+        limit: the adaptive limit every attempt passes (None: the caller bounds concurrency).
     """
 
-    def __init__(self, config: EndpointConfig, *, who: str = "endpoint", error: type[EndpointError] = EndpointError):
-        self.config, self.who, self.error = config, who, error
+    def __init__(self, config: EndpointConfig, *, who: str = "endpoint", error: type[EndpointError] = EndpointError,
+                 limit: AdaptiveLimit | None = None):
+        self.config, self.who, self.error, self.limit = config, who, error, limit
         self.root = config.base_url.rstrip("/")
 
     def check_key(self) -> None:
@@ -63,19 +74,39 @@ class EndpointClient:
         """The decoded JSON reply to `body` POSTed at `base_url + route` (e.g. "/chat/completions")."""
         url = self.root + route
         data = json.dumps(body).encode("utf-8")
-        for attempt in itertools.count():
+        retries = 0  # with back-off: bounded by max_retries
+        for attempt in itertools.count(1):
             try:
-                return self._post_once(url, data)
+                return self._attempt(url, data)
             except _Retryable as err:
-                if attempt == self.config.max_retries:
+                if self.limit is not None and err.overload and not self.limit.control.at_floor:
+                    logger.debug("%s request refused (%s); the adaptive limit shrank: retry when a slot frees",
+                                 self.who, err.reason)
+                    time.sleep(err.retry_after)
+                    continue
+                if retries == self.config.max_retries:
                     raise self.error(
-                        f"{self.who} request to {url} failed after {attempt + 1} attempts: {err.reason}"
+                        f"{self.who} request to {url} failed after {attempt} attempts: {err.reason}"
                     ) from None
-                delay = max(self.config.backoff_s * 2**attempt, err.retry_after)
+                delay = max(self.config.backoff_s * 2**retries, err.retry_after)
+                retries += 1
                 logger.warning("%s request failed (%s); retry %d/%d in %.2fs", self.who, err.reason,
-                               attempt + 1, self.config.max_retries, delay)
+                               retries, self.config.max_retries, delay)
                 time.sleep(delay)
         raise AssertionError("unreachable")
+
+    def _attempt(self, url: str, data: bytes) -> dict[str, Any]:
+        """One POST, holding a slot of the adaptive limit (if any), which learns its outcome."""
+        if self.limit is None:
+            return self._post_once(url, data)
+        with self.limit.slot() as attempt:
+            try:
+                reply = self._post_once(url, data)
+            except _Retryable as err:
+                attempt.overloaded = err.overload
+                raise
+            attempt.answered = True
+            return reply
 
     def _post_once(self, url: str, data: bytes) -> dict[str, Any]:
         headers = {"Content-Type": "application/json"}
@@ -88,11 +119,13 @@ class EndpointClient:
                 payload = response.read()
         except urllib.error.HTTPError as err:
             if err.code in RETRY_STATUS:
-                raise _Retryable(f"HTTP {err.code}", _retry_after(err.headers)) from None
+                raise _Retryable(f"HTTP {err.code}", _retry_after(err.headers),
+                                 overload=err.code in OVERLOAD_STATUS) from None
             detail = err.read(300).decode("utf-8", "replace")
             raise self.error(f"{self.who} endpoint {url} answered HTTP {err.code}: {detail}") from None
         except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
-            raise _Retryable(f"{type(err).__name__}: {getattr(err, 'reason', err)}") from None
+            timed_out = isinstance(err, TimeoutError) or isinstance(getattr(err, "reason", None), TimeoutError)
+            raise _Retryable(f"{type(err).__name__}: {getattr(err, 'reason', err)}", overload=timed_out) from None
         try:
             reply = json.loads(payload)
         except ValueError:
@@ -103,10 +136,13 @@ class EndpointClient:
 
 
 class _Retryable(Exception):
-    def __init__(self, reason: str, retry_after: float = 0.0):
+    """A failed attempt worth retrying; `overload`: the server is overloaded (429, 503, timeout)."""
+
+    def __init__(self, reason: str, retry_after: float = 0.0, *, overload: bool = False):
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.overload = overload
 
 
 def _retry_after(headers: Any) -> float:

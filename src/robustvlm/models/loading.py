@@ -65,10 +65,12 @@ def load_vlm(
 
 def _load_processor(name_or_path: str, **kwargs: Any) -> ProcessorMixin:
     """AutoProcessor's processor; without torchvision, a video-capable model's processor loads
-    without its video processor (`image_only`)."""
+    without its video processor (`image_only`): AutoProcessor then fails with an OSError (no
+    video config), an ImportError (the video processor class needs torchvision) or a ValueError
+    (no video processor class for the model without torchvision)."""
     try:
         return AutoProcessor.from_pretrained(name_or_path, **kwargs)
-    except OSError:
+    except (OSError, ImportError, ValueError):
         if is_torchvision_available():
             raise
         processor = load_image_only_processor(name_or_path, **kwargs)

@@ -3,9 +3,10 @@ the server returns prompt log-probabilities, option log-likelihoods.
 
 `--model openai:MODEL --base-url URL` selects it (`models.backends`, family "openai"). Every
 request is a chat completion at temperature 0; images go as PNG data URLs
-(`models.endpoint.openai_messages`). Requests of one call run `max_concurrency` at a time and
-retry as `models.endpoint` says; a reply is put in the response cache (`models.response_cache`)
-as soon as it arrives, and a request whose reply is cached is never sent again. When requests
+(`models.endpoint.openai_messages`). Requests of one call run `max_concurrency` at a time (with
+`adaptive_concurrency`, as many as `models.concurrency` learns, up to `max_concurrency`; the
+limit learnt carries over from call to call) and retry as `models.endpoint` says; a reply is
+put in the response cache (`models.response_cache`) as soon as it arrives, and a request whose reply is cached is never sent again. When requests
 fail for good, no new request starts, those in flight finish (and are cached), and one
 `ServedRequestError` names each failed record and why.
 
@@ -32,6 +33,7 @@ from tqdm.auto import tqdm
 from robustvlm.config import ServedConfig
 from robustvlm.errors import ConfigError
 from robustvlm.models.chat import ChatPrompt
+from robustvlm.models.concurrency import AIMD, AdaptiveLimit
 from robustvlm.models.endpoint import EndpointClient, EndpointError, openai_messages
 from robustvlm.models.loglik import OptionScores
 from robustvlm.models.response_cache import ResponseCache, request_key
@@ -78,7 +80,8 @@ class ServedModel:
         if not name.startswith(SERVED_PREFIX) or len(name) == len(SERVED_PREFIX):
             raise ConfigError(f"a served model is named {SERVED_PREFIX}MODEL, got {name!r}")
         self.name, self.model_id, self.config = name, name[len(SERVED_PREFIX):], config
-        self.client = EndpointClient(config, who=f"served model '{name}'")
+        limit = AdaptiveLimit(AIMD(config.max_concurrency)) if config.adaptive_concurrency else None
+        self.client = EndpointClient(config, who=f"served model '{name}'", limit=limit)
         self.client.check_key()
         self.cache = (cache or ResponseCache()) if config.cache else None
         self.usage: Counter[str] = Counter(dict.fromkeys(USAGE_KEYS, 0))

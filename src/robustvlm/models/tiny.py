@@ -22,6 +22,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerFast, ProcessorMixin
 
 from robustvlm.errors import ConfigError
+from robustvlm.models.image_only import implied_video_config
 from robustvlm.models.tiny_families import FAMILIES
 
 PAD, BOS, EOS = "<pad>", "<|im_start|>", "<|im_end|>"
@@ -133,6 +134,8 @@ def build_tiny_vlm(
     processor = family.make_processor(
         tokenizer, config, CHAT_TEMPLATE.replace("{{ IMAGE }}", family.image_text)
     )
+    if hasattr(processor, "video_processor_dict"):  # built without its video processor (image_only)
+        processor.video_processor_dict = implied_video_config(processor.image_processor, family.video_processor)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = family.model_class(config)

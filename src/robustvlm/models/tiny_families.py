@@ -72,6 +72,8 @@ class Family:
         special_tokens: tokens beyond pad/bos/eos that the processor needs, unnamed.
         named_tokens: attribute name -> token, special tokens the processor finds on the
             tokenizer by name (e.g. `tokenizer.boi_token`).
+        video_processor: the video processor class of a video-capable family (its settings are
+            saved with the processor even when it is built without one: `image_only`).
     """
 
     image_text: str
@@ -80,6 +82,7 @@ class Family:
     model_class: type[PreTrainedModel]
     special_tokens: tuple[str, ...] = ()
     named_tokens: dict[str, str] = field(default_factory=dict)
+    video_processor: str | None = None
 
 
 def text_config(tokenizer: PreTrainedTokenizerFast, sizes: dict[str, int], model_type: str = "llama",
@@ -381,17 +384,22 @@ FAMILIES: dict[str, Family] = {
     "llava_onevision": Family(
         "<image>", _llava_onevision_config, _llava_onevision_processor, LlavaOnevisionForConditionalGeneration,
         named_tokens={"image_token": "<image>", "video_token": "<video>"},
+        video_processor="LlavaOnevisionVideoProcessor",
     ),
     "qwen2_vl": Family(QWEN_IMAGE, _qwen2_vl_config, _qwen_processor(Qwen2VLProcessor),
-                       Qwen2VLForConditionalGeneration, named_tokens=QWEN_TOKENS),
+                       Qwen2VLForConditionalGeneration, named_tokens=QWEN_TOKENS,
+                       video_processor="Qwen2VLVideoProcessor"),
     "qwen2_5_vl": Family(QWEN_IMAGE, _qwen2_5_vl_config, _qwen_processor(Qwen2_5_VLProcessor),
-                         Qwen2_5_VLForConditionalGeneration, named_tokens=QWEN_TOKENS),
+                         Qwen2_5_VLForConditionalGeneration, named_tokens=QWEN_TOKENS,
+                         video_processor="Qwen2VLVideoProcessor"),
     "qwen3_vl": Family(QWEN_IMAGE, _qwen3_vl_config, _qwen_processor(Qwen3VLProcessor),
-                       Qwen3VLForConditionalGeneration, named_tokens=QWEN_TOKENS),
+                       Qwen3VLForConditionalGeneration, named_tokens=QWEN_TOKENS,
+                       video_processor="Qwen3VLVideoProcessor"),
     "internvl": Family(
         "<IMG_CONTEXT>", _internvl_config, _internvl_processor, InternVLForConditionalGeneration,
         named_tokens={"start_image_token": "<img>", "end_image_token": "</img>",
                       "context_image_token": "<IMG_CONTEXT>", "video_token": "<video>"},
+        video_processor="InternVLVideoProcessor",
     ),
     "gemma3": Family(GEMMA3_TOKENS["boi_token"], _gemma3_config, _gemma3_processor,
                      Gemma3ForConditionalGeneration, named_tokens=GEMMA3_TOKENS),
