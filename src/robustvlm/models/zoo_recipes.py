@@ -42,22 +42,22 @@ class Recipe(BaseModel):
 
     name: str
     arch: Literal["clip", "siglip", "idefics3", "llava"]
-    width: int = Field(64, ge=16)
-    depth: int = Field(2, ge=1)
-    vision_width: int = Field(64, ge=16)
-    vision_depth: int = Field(2, ge=1)
-    image_size: int = Field(32, ge=16)
-    patch_size: int = Field(4, ge=2, description="vision patch side; a zoo tower brings its own")
+    width: int = Field(default=64, ge=16)
+    depth: int = Field(default=2, ge=1)
+    vision_width: int = Field(default=64, ge=16)
+    vision_depth: int = Field(default=2, ge=1)
+    image_size: int = Field(default=32, ge=16)
+    patch_size: int = Field(default=4, ge=2, description="vision patch side; a zoo tower brings its own")
     data: Literal["fashion-mnist-train"] = "fashion-mnist-train"
-    n_images: int | None = Field(None, ge=10, description="training images used (None: all 60,000)")
+    n_images: int | None = Field(default=None, ge=10, description="training images used (None: all 60,000)")
     tower: str = "scratch"
     tune_tower: bool = True
-    align_steps: int = Field(0, ge=0)
-    steps: int = Field(100, ge=1)
-    batch_size: int = Field(16, ge=2)
-    lr: float = Field(1e-3, gt=0)
+    align_steps: int = Field(default=0, ge=0)
+    steps: int = Field(default=100, ge=1)
+    batch_size: int = Field(default=16, ge=2)
+    lr: float = Field(default=1e-3, gt=0)
     seed: int = 0
-    eval_images: int = Field(1000, ge=10, description="held-out test images scored for the card")
+    eval_images: int = Field(default=1000, ge=10, description="held-out test images scored for the card")
 
     @property
     def is_vlm(self) -> bool:

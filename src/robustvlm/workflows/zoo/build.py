@@ -19,11 +19,26 @@ from pathlib import Path
 
 import torch
 
-from robustvlm.models.zoo_recipes import FULL, QUICK, RECIPES, ZOO_PREFIX, Recipe, member_dir, recipe
+from robustvlm.models.zoo_recipes import (
+    FULL,
+    QUICK,
+    RECIPES,
+    ZOO_PREFIX,
+    Recipe,
+    member_dir,
+    recipe,
+)
 from robustvlm.runs import atomic_folder
 from robustvlm.workflows.zoo.card import render_card
 from robustvlm.workflows.zoo.data import training_pool
-from robustvlm.workflows.zoo.members import fresh_model, heldout_accuracy, load_stage, set_trainable, stage_loss, stages
+from robustvlm.workflows.zoo.members import (
+    fresh_model,
+    heldout_accuracy,
+    load_stage,
+    set_trainable,
+    stage_loss,
+    stages,
+)
 from robustvlm.workflows.zoo.steps import StageResult, run_stage
 
 MEMBER_FILE = "zoo_member.json"

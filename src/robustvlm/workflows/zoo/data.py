@@ -80,7 +80,7 @@ def training_pool(n_images: int | None, seed: int) -> ImagePool:
     return ImagePool(images[np.sort(chosen)], labels[np.sort(chosen)])
 
 
-def test_pool(n_images: int) -> ImagePool:
+def heldout_pool(n_images: int) -> ImagePool:
     """The first `n_images` of Fashion-MNIST's test split (held out of every recipe)."""
     images, labels = load_fashion_mnist("test")
     return ImagePool(images[:n_images], labels[:n_images])
@@ -202,6 +202,10 @@ def _interleaved(pool: ImagePool, rng: np.random.Generator, uid: str) -> ChatSam
 class ChatSampleCollator(VLMCollator):
     """`VLMCollator` for `ChatSample`s: any number of turns and images; only the final reply is
     labelled (same output as `VLMCollator`)."""
+
+    def __call__(self, examples: Sequence[Any]) -> dict[str, Any]:
+        """Collate `ChatSample`s (they carry the fields of an `Example` that collation reads)."""
+        return super().__call__(list(examples))
 
     def _render(self, ex: Any, *, with_answer: bool) -> str:
         messages = [*ex.messages, assistant_turn(ex.target)] if with_answer else ex.messages

@@ -43,9 +43,9 @@ from robustvlm.workflows.zoo.data import (
     ImagePool,
     alignment_sample,
     caption,
+    heldout_pool,
     instruction_sample,
     ten_way_question,
-    test_pool,
     tokenizer_corpus,
     user_turn,
 )
@@ -149,7 +149,7 @@ def stage_loss(
 @torch.no_grad()
 def heldout_accuracy(recipe: Recipe, model: torch.nn.Module, processor: Any) -> float:
     """Accuracy on the 10-way question over the first `eval_images` test-split images."""
-    pool = test_pool(recipe.eval_images)
+    pool = heldout_pool(recipe.eval_images)
     model.eval()
     pictures = [pool.picture(i) for i in range(len(pool))]
     if not recipe.is_vlm:
@@ -164,4 +164,4 @@ def heldout_accuracy(recipe: Recipe, model: torch.nn.Module, processor: Any) -> 
             int(np.argmax(option_logliks(model, processor, messages, continuations, images=[p]).sum))
             for p in pictures
         ])
-    return round(float((predictions == pool.labels).mean()), 4)
+    return float((predictions == pool.labels).mean())
