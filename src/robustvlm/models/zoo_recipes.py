@@ -22,7 +22,7 @@ from robustvlm.models.response_cache import cache_dir
 
 ZOO_PREFIX = "zoo:"
 #: Bumped when the build code changes what a recipe produces, so old members are not reused.
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 DUAL_ENCODERS = ("clip", "siglip")
 VLMS = ("idefics3", "llava")
 
@@ -33,8 +33,8 @@ class Recipe(BaseModel):
 
     A dual encoder (`arch` clip/siglip) trains `steps` contrastive steps on image/caption pairs.
     A VLM (`arch` idefics3/llava) takes its vision tower from `tower` ("scratch", or "zoo:NAME", a
-    dual encoder whose vision tower it copies), aligns its connector for `align_steps` with tower
-    and decoder frozen, then instruction-tunes connector and decoder (and the tower when
+    dual encoder whose vision tower it copies), aligns connector and decoder on captions for
+    `align_steps` with the tower frozen, then instruction-tunes connector and decoder (and the tower when
     `tune_tower`) for `steps`.
     """
 
@@ -78,15 +78,17 @@ def _dual(name: str, arch: str, **kw) -> Recipe:
     return Recipe(name=name, arch=arch, **kw)  # type: ignore[arg-type]
 
 
-#: The `--quick` members: small, seconds each, for the tests (a dual encoder and a VLM built on
-#: its tower, and a VLM of the second architecture from scratch).
+#: The `--quick` members: small, seconds each, for the tests (a dual encoder of each loss and a
+#: VLM of each architecture on one of their towers).
 QUICK = (
-    _dual("quick-clip", "clip", width=32, vision_width=32, patch_size=8, steps=30, batch_size=10, lr=2e-3, n_images=500,
-          eval_images=50),
+    _dual("quick-clip", "clip", width=32, vision_width=32, patch_size=8, steps=30, batch_size=10, lr=2e-3,
+          n_images=500, eval_images=50),
+    _dual("quick-siglip", "siglip", width=32, vision_width=32, patch_size=8, steps=30, batch_size=10, lr=2e-3,
+          n_images=500, eval_images=50),
     Recipe(name="quick-llava", arch="llava", width=32, vision_width=32, tower="zoo:quick-clip", tune_tower=False,
            align_steps=5, steps=10, batch_size=8, lr=2e-3, n_images=500, eval_images=20),
-    Recipe(name="quick-idefics3", arch="idefics3", width=32, vision_width=32, steps=10, batch_size=8, lr=2e-3,
-           n_images=500, eval_images=20),
+    Recipe(name="quick-idefics3", arch="idefics3", width=32, vision_width=32, tower="zoo:quick-siglip",
+           tune_tower=False, align_steps=5, steps=10, batch_size=8, lr=2e-3, n_images=500, eval_images=20),
 )
 
 #: The full zoo: dual encoders of both losses at two sizes and budgets, VLMs of two
@@ -97,11 +99,11 @@ FULL = (
     _dual("siglip-s", "siglip", width=32, vision_width=32, steps=300, batch_size=10, lr=2e-3),
     _dual("siglip-m", "siglip", width=64, vision_width=64, steps=3000, batch_size=10, lr=1e-3),
     Recipe(name="llava-clip-m", arch="llava", width=64, tower="zoo:clip-m", tune_tower=False,
-           align_steps=200, steps=1500, batch_size=16, lr=1e-3),
+           align_steps=300, steps=1500, batch_size=16, lr=1e-3),
     Recipe(name="llava-clip-s", arch="llava", width=32, vision_width=32, tower="zoo:clip-s", tune_tower=False,
            align_steps=100, steps=400, batch_size=16, lr=2e-3),
     Recipe(name="idefics3-siglip-m", arch="idefics3", width=64, tower="zoo:siglip-m", tune_tower=False,
-           align_steps=200, steps=1500, batch_size=16, lr=1e-3),
+           align_steps=300, steps=1500, batch_size=16, lr=1e-3),
     Recipe(name="idefics3-scratch-s", arch="idefics3", width=32, vision_width=32, steps=300, batch_size=16,
            lr=2e-3),
     Recipe(name="idefics3-scratch-m", arch="idefics3", width=64, depth=3, steps=1500, batch_size=16, lr=1e-3),

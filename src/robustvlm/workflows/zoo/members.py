@@ -8,8 +8,9 @@ losses, and its held-out accuracy.
   class.
 - VLMs (Idefics3, LLaVA): the vision tower from scratch or copied from a zoo dual encoder
   (LLaVA's CLIP tower, Idefics3's SigLIP-style tower; LLaVA reads the penultimate layer as LLaVA
-  does); stage `align` trains the connector alone on captions (tower and decoder frozen); stage
-  `tune` trains connector and decoder (and the tower when the recipe says) on varied
+  does); stage `align` trains connector and decoder on captions with the tower frozen (the
+  decoder starts untrained here, unlike a real LLaVA's, so the connector alone could align to
+  nothing); stage `tune` trains connector and decoder (and the tower when the recipe says) on varied
   instructions (`data.instruction_sample`). Labels cover the final reply only.
 
 Held-out accuracy: the 10-way Fashion-MNIST question on the first `eval_images` test-split
@@ -29,11 +30,12 @@ import torch
 from transformers import AutoModel, AutoProcessor, PreTrainedModel
 
 from robustvlm.data.real_images import FASHION_CLASSES
+from robustvlm.errors import ConfigError
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.loglik import option_logliks
 from robustvlm.models.text_encoder import tower_text_embeddings
 from robustvlm.models.tiny import build_tiny_vlm
-from robustvlm.models.tiny_clip import TowerSizes, build_tiny_dual_encoder
+from robustvlm.models.tiny_clip import MAX_TEXT_LENGTH, TowerSizes, build_tiny_dual_encoder
 from robustvlm.models.vision import VisionTowerEmbedder
 from robustvlm.models.zoo_recipes import Recipe, resolve_model_name
 from robustvlm.multiple_choice.generative import option_continuations
@@ -86,7 +88,8 @@ def fresh_model(recipe: Recipe) -> tuple[PreTrainedModel, Any]:
     if tower is not None:
         missing, unexpected = vision_tower(model).load_state_dict(tower.vision_model.state_dict(), strict=False)
         if missing or any(not k.startswith("head.") for k in unexpected):
-            raise RuntimeError(f"{recipe.name}: tower {recipe.tower} does not fit ({missing}, {unexpected})")
+            raise ConfigError(f"zoo member {recipe.name}: the vision tower of {recipe.tower} does not fit a "
+                              f"{recipe.arch} tower (missing {missing}, unexpected {unexpected})")
     return model, processor
 
 
@@ -104,17 +107,11 @@ def load_stage(recipe: Recipe, folder: Path) -> tuple[PreTrainedModel, Any]:
 
 
 def set_trainable(recipe: Recipe, stage: str, model: torch.nn.Module) -> None:
-    """Which parameters a stage trains (see the module docstring)."""
+    """Which parameters a stage trains: all but a VLM's tower in `align` (our decoders start
+    untrained, so the connector alone cannot align to them), and in `tune` unless `tune_tower`."""
     model.requires_grad_(True)
-    if not recipe.is_vlm:
-        return
-    tower = vision_tower(model)
-    if stage == "align":
-        model.requires_grad_(False)
-        connector: Any = model.model  # the base model holds the connector
-        (connector.multi_modal_projector if recipe.arch == "llava" else connector.connector).requires_grad_(True)
-    elif not recipe.tune_tower:
-        tower.requires_grad_(False)
+    if recipe.is_vlm and (stage == "align" or not recipe.tune_tower):
+        vision_tower(model).requires_grad_(False)
 
 
 def stage_loss(
@@ -127,7 +124,7 @@ def stage_loss(
             labels = rng.permutation(len(FASHION_CLASSES))[: min(recipe.batch_size, len(FASHION_CLASSES))]
             images = [pool.picture(pool.draw(rng, int(c))) for c in labels]
             texts = [caption(int(c), rng) for c in labels]
-            padding: dict[str, Any] = ({"padding": "max_length", "max_length": 16} if recipe.arch == "siglip"
+            padding: dict[str, Any] = ({"padding": "max_length", "max_length": MAX_TEXT_LENGTH} if recipe.arch == "siglip"
                                        else {"padding": True})
             batch = processor(text=texts, images=images, return_tensors="pt", truncation=True, **padding)
             if recipe.arch == "siglip":
