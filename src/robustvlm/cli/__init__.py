@@ -14,7 +14,20 @@ import re
 import sys
 from pathlib import Path
 
-from robustvlm.cli import compare, data, demo, embed, envs, evaluate, icl, mc, rm, robustness, train, zoo
+from robustvlm.cli import (
+    compare,
+    data,
+    demo,
+    embed,
+    envs,
+    evaluate,
+    icl,
+    mc,
+    rm,
+    robustness,
+    train,
+    zoo,
+)
 from robustvlm.cli.options import (
     IMAGE_ROOT_HELP,
     OUTSIDE_ROOT_HELP,
