@@ -60,6 +60,7 @@ from robustvlm.models.text_encoder import tower_text_embeddings
 from robustvlm.models.tiny_clip import DUAL_ENCODER_KINDS, build_tiny_dual_encoder
 from robustvlm.models.tiny_families import FAMILIES as TINY_VLMS
 from robustvlm.models.vision import VisionTowerEmbedder
+from robustvlm.models.zoo_recipes import resolve_model_name
 
 CAPABILITIES = ("generate", "option_loglik", "image_embed", "text_embed", "reward")
 DEFAULT_FAMILY = "vlm"  # the family of a model whose type no other family claims
@@ -329,6 +330,7 @@ def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
     is a served model."""
     if name.startswith(SERVED_PREFIX):
         return SERVED_FAMILY
+    name = resolve_model_name(name)
     for family, spec in BACKENDS.items():
         if spec.marker and (Path(name) / spec.marker).is_file():
             return family
@@ -385,7 +387,8 @@ def load_backend(
 
     Args:
         name: hub name, local folder, or "tiny:<kind>" (built offline: a VLM architecture of
-            `models.support`, e.g. "tiny:qwen2_vl", or "tiny:clip" / "tiny:siglip").
+            `models.support`, e.g. "tiny:qwen2_vl", or "tiny:clip" / "tiny:siglip"), or "zoo:NAME"
+            (a built member of the model zoo, `models.zoo_recipes`).
         family: a key of BACKENDS; None infers it (`infer_family`).
         corpus: tokenizer training text for "tiny:" models (ignored for others).
         trust_remote_code: passed to transformers only when True.
@@ -393,6 +396,7 @@ def load_backend(
 
     Raises ConfigError for an unknown family or a model that cannot be loaded.
     """
+    name = resolve_model_name(name)
     family = family or infer_family(name, trust_remote_code=trust_remote_code)
     if family not in BACKENDS:
         raise ConfigError(f"model '{name}': family must be one of {list(BACKENDS)}, got '{family}'")

@@ -1,4 +1,4 @@
-"""Load a VLM and its processor by hub name, local folder, or `tiny:<kind>`."""
+"""Load a VLM and its processor by hub name, local folder, `tiny:<kind>` or `zoo:NAME`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from transformers.utils import is_torchvision_available
 from robustvlm.errors import ConfigError
 from robustvlm.models.image_only import load_image_only_processor
 from robustvlm.models.tiny import FAMILIES, build_tiny_vlm
+from robustvlm.models.zoo_recipes import resolve_model_name
 from robustvlm.runs import atomic_folder
 
 TINY_PREFIX = "tiny:"
@@ -33,7 +34,8 @@ def load_vlm(
 
     Args:
         name_or_path: a hub name (e.g. "HuggingFaceTB/SmolVLM-256M-Instruct"), a folder written by
-            `save_pretrained`, or "tiny:<kind>" (built offline, random weights; `tiny.FAMILIES`).
+            `save_pretrained`, "tiny:<kind>" (built offline, random weights; `tiny.FAMILIES`), or
+            "zoo:NAME" (a built member of the model zoo, `models.zoo_recipes`).
         dtype: parameter dtype (None: the library default for hub models, float32 for tiny).
         trust_remote_code: passed to transformers only when True.
         tiny_options: keyword arguments of `build_tiny_vlm` (tiny models only).
@@ -42,6 +44,7 @@ def load_vlm(
     Returns:
         (model, processor). Raises ConfigError when the model cannot be loaded.
     """
+    name_or_path = resolve_model_name(name_or_path)
     if name_or_path.startswith(TINY_PREFIX):
         kind = name_or_path[len(TINY_PREFIX):]
         if kind not in FAMILIES:

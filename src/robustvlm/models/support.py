@@ -14,6 +14,7 @@ from pathlib import Path
 
 from robustvlm.errors import ConfigError
 from robustvlm.models.tiny_families import FAMILIES
+from robustvlm.models.zoo_recipes import resolve_model_name
 
 #: capability -> the command that needs it
 CAPABILITIES: dict[str, str] = {
@@ -77,6 +78,7 @@ def model_type_of(name: str) -> str | None:
     """The architecture of a model name: the kind of "tiny:<kind>", or the `model_type` in a
     local folder's config.json; None for other names (hub names are checked when loaded). A name
     that is a local path (`names_a_folder`) to nothing is a ConfigError saying so."""
+    name = resolve_model_name(name)
     if name.startswith("tiny:"):
         kind = name[len("tiny:"):]
         if kind not in FAMILIES:

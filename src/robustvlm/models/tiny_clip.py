@@ -8,6 +8,7 @@ the PIL image processor of its family, so no download and no torchvision is need
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
@@ -55,18 +56,33 @@ def word_tokenizer(texts: Iterable[str] = ()) -> PreTrainedTokenizerFast:
     )
 
 
-def _tower_sizes(tokenizer: PreTrainedTokenizerFast) -> tuple[dict, dict]:
+def _tower_sizes(tokenizer: PreTrainedTokenizerFast, sizes: TowerSizes) -> tuple[dict, dict]:
     text = dict(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, max_position_embeddings=MAX_TEXT_LENGTH,
+        vocab_size=len(tokenizer), hidden_size=sizes.width, intermediate_size=2 * sizes.width,
+        num_hidden_layers=sizes.depth, num_attention_heads=4, max_position_embeddings=MAX_TEXT_LENGTH,
         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
     )
     vision = dict(
-        hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        image_size=IMAGE_SIZE, patch_size=8,
+        hidden_size=sizes.vision_width, intermediate_size=2 * sizes.vision_width,
+        num_hidden_layers=sizes.vision_depth, num_attention_heads=4, image_size=sizes.image_size,
+        patch_size=sizes.patch_size,
     )
     return text, vision
+
+
+@dataclass(frozen=True)
+class TowerSizes:
+    """Tower widths and depths, the square image side and patch side (pixels), the CLIP
+    projection width. The defaults are the test models' toy sizes."""
+
+    width: int = 32
+    depth: int = 2
+    vision_width: int = 32
+    vision_depth: int = 2
+    image_size: int = IMAGE_SIZE
+    patch_size: int = 8
+    projection_dim: int = 16
 
 
 def build_tiny_clip(seed: int = 0, corpus: Iterable[str] = ()) -> tuple[PreTrainedModel, ProcessorMixin]:
@@ -79,15 +95,17 @@ DUAL_ENCODER_KINDS = ("clip", "siglip")
 
 
 def build_tiny_dual_encoder(
-    kind: str, *, seed: int = 0, corpus: Iterable[str] = ()
+    kind: str, *, seed: int = 0, corpus: Iterable[str] = (), sizes: TowerSizes = TowerSizes()
 ) -> tuple[PreTrainedModel, ProcessorMixin]:
-    """A tiny random dual encoder: kind "clip" (`CLIPModel`) or "siglip" (`SiglipModel`)."""
+    """A tiny random dual encoder: kind "clip" (`CLIPModel`) or "siglip" (`SiglipModel`), of
+    `sizes` (the model zoo sets them; tests keep the defaults)."""
     tokenizer = word_tokenizer(corpus)
-    text, vision = _tower_sizes(tokenizer)
-    side = {"height": IMAGE_SIZE, "width": IMAGE_SIZE}
+    text, vision = _tower_sizes(tokenizer, sizes)
+    side = {"height": sizes.image_size, "width": sizes.image_size}
     if kind == "clip":
-        config: PreTrainedConfig = CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)
-        image_processor = CLIPImageProcessorPil(size={"shortest_edge": IMAGE_SIZE}, crop_size=side)
+        config: PreTrainedConfig = CLIPConfig(text_config=text, vision_config=vision,
+                                              projection_dim=sizes.projection_dim)
+        image_processor = CLIPImageProcessorPil(size={"shortest_edge": sizes.image_size}, crop_size=side)
         processor: ProcessorMixin = CLIPProcessor(image_processor=image_processor, tokenizer=tokenizer)
         model_class: type[PreTrainedModel] = CLIPModel
     elif kind == "siglip":

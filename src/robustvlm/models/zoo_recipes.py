@@ -1,0 +1,146 @@
+"""The model zoo's recipes, their keys, and `zoo:NAME` model names.
+
+A zoo member is a small model pretrained offline on real images (`workflows.zoo` builds it) and
+saved with `save_pretrained` under `$ROBUSTVLM_CACHE/zoo/<name>-<key>`, where `<key>` is the
+first 12 hex digits of the sha256 of the recipe's canonical JSON (with RECIPE_VERSION): a changed
+recipe lands in a new folder (a rebuild), an unchanged one finds its folder (no rebuild).
+`resolve_model_name("zoo:NAME")` is that folder, so every command that names a model accepts a
+member by name once it is built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from robustvlm.errors import ConfigError
+from robustvlm.models.response_cache import cache_dir
+
+ZOO_PREFIX = "zoo:"
+#: Bumped when the build code changes what a recipe produces, so old members are not reused.
+RECIPE_VERSION = 2
+DUAL_ENCODERS = ("clip", "siglip")
+VLMS = ("idefics3", "llava")
+
+
+class Recipe(BaseModel):
+    """How one member is made. Widths and depths are of the text side (VLM decoder or dual-encoder
+    text tower) and of the vision tower; steps are optimiser steps; lr the AdamW peak rate.
+
+    A dual encoder (`arch` clip/siglip) trains `steps` contrastive steps on image/caption pairs.
+    A VLM (`arch` idefics3/llava) takes its vision tower from `tower` ("scratch", or "zoo:NAME", a
+    dual encoder whose vision tower it copies), aligns connector and decoder on captions for
+    `align_steps` with the tower frozen, then instruction-tunes connector and decoder (and the tower when
+    `tune_tower`) for `steps`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    arch: Literal["clip", "siglip", "idefics3", "llava"]
+    width: int = Field(default=64, ge=16)
+    depth: int = Field(default=2, ge=1)
+    vision_width: int = Field(default=64, ge=16)
+    vision_depth: int = Field(default=2, ge=1)
+    image_size: int = Field(default=32, ge=16)
+    patch_size: int = Field(default=4, ge=2, description="vision patch side; a zoo tower brings its own")
+    data: Literal["fashion-mnist-train"] = "fashion-mnist-train"
+    n_images: int | None = Field(default=None, ge=10, description="training images used (None: all 60,000)")
+    tower: str = "scratch"
+    tune_tower: bool = True
+    align_steps: int = Field(default=0, ge=0)
+    steps: int = Field(default=100, ge=1)
+    batch_size: int = Field(default=16, ge=2)
+    lr: float = Field(default=1e-3, gt=0)
+    seed: int = 0
+    eval_images: int = Field(default=1000, ge=10, description="held-out test images scored for the card")
+
+    @property
+    def is_vlm(self) -> bool:
+        return self.arch in VLMS
+
+    def key(self) -> str:
+        """12 hex digits identifying the recipe: the sha256 of its canonical JSON, RECIPE_VERSION
+        and, for a VLM on a zoo tower, the tower's key (a changed tower rebuilds the VLM)."""
+        tower = recipe(self.tower[len(ZOO_PREFIX):]).key() if self.tower.startswith(ZOO_PREFIX) else None
+        text = json.dumps({"version": RECIPE_VERSION, "tower_key": tower, **self.model_dump()}, sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+    def folder_name(self) -> str:
+        return f"{self.name}-{self.key()}"
+
+
+def _dual(name: str, arch: str, **kw) -> Recipe:
+    return Recipe(name=name, arch=arch, **kw)  # type: ignore[arg-type]
+
+
+#: The `--quick` members: small, seconds each, for the tests (a dual encoder of each loss and a
+#: VLM of each architecture on one of their towers).
+QUICK = (
+    _dual("quick-clip", "clip", width=32, vision_width=32, patch_size=8, steps=30, batch_size=10, lr=2e-3,
+          n_images=500, eval_images=50),
+    _dual("quick-siglip", "siglip", width=32, vision_width=32, patch_size=8, steps=30, batch_size=10, lr=2e-3,
+          n_images=500, eval_images=50),
+    Recipe(name="quick-llava", arch="llava", width=32, vision_width=32, tower="zoo:quick-clip", tune_tower=False,
+           align_steps=5, steps=10, batch_size=8, lr=2e-3, n_images=500, eval_images=20),
+    Recipe(name="quick-idefics3", arch="idefics3", width=32, vision_width=32, tower="zoo:quick-siglip",
+           tune_tower=False, align_steps=5, steps=10, batch_size=8, lr=2e-3, n_images=500, eval_images=20),
+)
+
+#: The full zoo: dual encoders of both losses at two sizes and budgets, VLMs of two
+#: architectures on zoo towers and from scratch, at several widths, depths and budgets.
+FULL = (
+    _dual("clip-s", "clip", width=32, vision_width=32, patch_size=8, steps=300, batch_size=10, lr=2e-3),
+    _dual("clip-m", "clip", width=64, vision_width=64, patch_size=8, steps=3000, batch_size=10, lr=1e-3),
+    _dual("siglip-s", "siglip", width=32, vision_width=32, steps=300, batch_size=10, lr=2e-3),
+    _dual("siglip-m", "siglip", width=64, vision_width=64, steps=3000, batch_size=10, lr=1e-3),
+    Recipe(name="llava-clip-m", arch="llava", width=64, tower="zoo:clip-m", tune_tower=False,
+           align_steps=300, steps=1500, batch_size=16, lr=1e-3),
+    Recipe(name="llava-clip-s", arch="llava", width=32, vision_width=32, tower="zoo:clip-s", tune_tower=False,
+           align_steps=100, steps=400, batch_size=16, lr=2e-3),
+    Recipe(name="idefics3-siglip-m", arch="idefics3", width=64, tower="zoo:siglip-m", tune_tower=False,
+           align_steps=300, steps=1500, batch_size=16, lr=1e-3),
+    Recipe(name="idefics3-scratch-s", arch="idefics3", width=32, vision_width=32, steps=300, batch_size=16,
+           lr=2e-3),
+    Recipe(name="idefics3-scratch-m", arch="idefics3", width=64, depth=3, steps=1500, batch_size=16, lr=1e-3),
+    Recipe(name="llava-scratch-s", arch="llava", width=32, vision_width=32, steps=300, batch_size=16, lr=2e-3),
+    Recipe(name="llava-scratch-m", arch="llava", width=64, depth=3, steps=1500, batch_size=16, lr=1e-3),
+    Recipe(name="idefics3-siglip-xs", arch="idefics3", width=32, tower="zoo:siglip-m", tune_tower=False,
+           align_steps=50, steps=100, batch_size=16, lr=2e-3),
+)
+
+RECIPES: dict[str, Recipe] = {r.name: r for r in (*QUICK, *FULL)}
+
+
+def zoo_root() -> Path:
+    """Where members live: $ROBUSTVLM_CACHE/zoo (else ~/.cache/robustvlm/zoo)."""
+    return cache_dir() / "zoo"
+
+
+def recipe(name: str) -> Recipe:
+    """The recipe of member `name` (a ConfigError listing the members when unknown)."""
+    if name not in RECIPES:
+        raise ConfigError(f"unknown zoo member '{name}'; known: {sorted(RECIPES)}")
+    return RECIPES[name]
+
+
+def member_dir(r: Recipe) -> Path:
+    """The folder member `r` is (or will be) saved in."""
+    return zoo_root() / r.folder_name()
+
+
+def resolve_model_name(name: str) -> str:
+    """"zoo:NAME" -> the folder of member NAME (ConfigError when it is not built yet); any
+    other name unchanged."""
+    if not name.startswith(ZOO_PREFIX):
+        return name
+    member = recipe(name[len(ZOO_PREFIX):])
+    folder = member_dir(member)
+    if not (folder / "config.json").is_file():
+        raise ConfigError(f"zoo member '{member.name}' is not built ({folder} missing): "
+                          f"run `robustvlm zoo build --members {member.name}`")
+    return str(folder)

@@ -1,0 +1,137 @@
+"""`robustvlm zoo build` and `zoo list`: build members deterministically and resumably.
+
+A member is built in `.<folder>.partial/` next to its final folder (`models.zoo_recipes.member_dir`),
+one `stage-<i>-<name>/` per finished stage (a `save_pretrained` folder and `stage.json`); a
+killed build resumes after its last finished stage, and every stage starts from the weights the
+previous one saved, so a resumed build equals an uninterrupted one. The finished member is the
+last stage's folder plus its model card (`README.md`) and `zoo_member.json`, renamed into place
+at once. A member whose folder holds `zoo_member.json` is never rebuilt; a changed recipe has a
+new key, hence a new folder. Training runs on one thread (bit-equal weights on a rebuild).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from robustvlm.models.zoo_recipes import (
+    FULL,
+    QUICK,
+    RECIPES,
+    ZOO_PREFIX,
+    Recipe,
+    member_dir,
+    recipe,
+)
+from robustvlm.runs import atomic_folder
+from robustvlm.workflows.zoo.card import render_card
+from robustvlm.workflows.zoo.data import training_pool
+from robustvlm.workflows.zoo.members import (
+    fresh_model,
+    heldout_accuracy,
+    load_stage,
+    set_trainable,
+    stage_loss,
+    stages,
+)
+from robustvlm.workflows.zoo.steps import StageResult, run_stage
+
+MEMBER_FILE = "zoo_member.json"
+STAGE_FILE = "stage.json"
+
+
+@dataclass(frozen=True)
+class Built:
+    """A member's folder and what its card says; `reused` when it was already built."""
+
+    name: str
+    folder: Path
+    info: dict
+    reused: bool
+
+
+def selected(quick: bool, members: Sequence[str] | None) -> list[Recipe]:
+    """The recipes to build: those named, else the quick set or the full zoo."""
+    if members:
+        return [recipe(name) for name in members]
+    return list(QUICK if quick else FULL)
+
+
+def build_members(recipes: Sequence[Recipe]) -> list[Built]:
+    """Build each recipe (its zoo tower first) unless built; returns them in order."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return [build_member(r) for r in recipes]
+    finally:
+        torch.set_num_threads(threads)
+
+
+def build_member(r: Recipe) -> Built:
+    """Build member `r` (see the module docstring)."""
+    final = member_dir(r)
+    if (final / MEMBER_FILE).is_file():
+        return Built(r.name, final, read_info(final), reused=True)
+    if r.tower.startswith(ZOO_PREFIX):
+        build_member(recipe(r.tower[len(ZOO_PREFIX):]))
+    work = final.with_name(f".{final.name}.partial")
+    results: list[dict] = []
+    previous: Path | None = None
+    for index, (stage, steps) in enumerate(stages(r)):
+        folder = work / f"stage-{index}-{stage}"
+        if not (folder / STAGE_FILE).is_file():
+            print(f"{r.name}: stage {stage} ({steps} steps)", flush=True)
+            model, processor = fresh_model(r) if previous is None else load_stage(r, previous)
+            set_trainable(r, stage, model)
+            pool = training_pool(r.n_images, r.seed)
+            result = run_stage(model, stage_loss(r, stage, model, processor, pool), steps=steps, lr=r.lr,
+                               seed=r.seed * 1000 + index, label=f"{r.name}/{stage}")
+            with atomic_folder(folder) as tmp:
+                model.save_pretrained(tmp)
+                processor.save_pretrained(tmp)
+                (tmp / STAGE_FILE).write_text(json.dumps({"stage": stage, **asdict(result)}), encoding="utf-8")
+        results.append(json.loads((folder / STAGE_FILE).read_text(encoding="utf-8")))
+        previous = folder
+    assert previous is not None  # every recipe has a stage
+    model, processor = load_stage(r, previous)
+    info = {
+        "name": r.name, "key": r.key(), "recipe": r.model_dump(), "stages": results,
+        "cpu_seconds": round(sum(s["cpu_seconds"] for s in results), 1),
+        "heldout_accuracy": heldout_accuracy(r, model, processor), "eval_images": r.eval_images,
+        "n_train_images": len(training_pool(r.n_images, r.seed)),
+    }
+    with atomic_folder(final) as tmp:
+        shutil.copytree(previous, tmp)
+        (tmp / STAGE_FILE).unlink()
+        (tmp / MEMBER_FILE).write_text(json.dumps(info, indent=2), encoding="utf-8")
+        (tmp / "README.md").write_text(render_card(info), encoding="utf-8")
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"{r.name}: held-out accuracy {info['heldout_accuracy']:.3f}, {info['cpu_seconds']} CPU s -> {final}")
+    return Built(r.name, final, info, reused=False)
+
+
+def read_info(folder: Path) -> dict:
+    return json.loads((folder / MEMBER_FILE).read_text(encoding="utf-8"))
+
+
+def zoo_listing() -> list[dict]:
+    """One row per recipe: name, arch, key, built, held-out accuracy, CPU seconds, folder."""
+    rows = []
+    for r in RECIPES.values():
+        folder = member_dir(r)
+        info = read_info(folder) if (folder / MEMBER_FILE).is_file() else None
+        rows.append({
+            "name": r.name, "arch": r.arch, "key": r.key(), "set": "quick" if r in QUICK else "full",
+            "built": info is not None,
+            "heldout_accuracy": info["heldout_accuracy"] if info else None,
+            "cpu_seconds": info["cpu_seconds"] if info else None, "folder": str(folder),
+        })
+    return rows
+
+
+__all__ = ["Built", "StageResult", "build_member", "build_members", "selected", "zoo_listing"]

@@ -1,0 +1,222 @@
+"""Pretraining data of the model zoo: real Fashion-MNIST training images with generated text.
+
+Only the training split is read (`load_fashion_mnist("train")`); the test split is for held-out
+accuracy and the shifted styles (rotation, colour, noise, inversion) never appear. An image is
+drawn as the `fashion` suite's `clean` domain draws it (a 64x64 RGB frame, the scan at 48x48).
+
+- captions (`caption`): the class name in varied templates, for dual encoders and connector
+  alignment;
+- instruction samples (`instruction_sample`): lettered K-way questions answered "<letter>.
+  <class>" (the form `mc eval` scores), open questions answered by a class name, groups of
+  classes, yes/no questions, comparisons of two pictures, and interleaved sequences of 1-3
+  demonstrations then a query (the form `icl` prompts), each a `ChatSample` for
+  `ChatSampleCollator`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from robustvlm.data.collate import VLMCollator
+from robustvlm.data.real_images import FASHION_CLASSES, load_fashion_mnist
+from robustvlm.data.synth.domains import FASHION_STYLES, scan_ink
+from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS, format_question
+
+CAPTION_TEMPLATES = (
+    "a photo of a {c}.", "a picture of a {c}.", "a {c}.", "an image of a {c}.", "a photo of the {c}.",
+    "a black and white photo of a {c}.", "a small picture of a {c}.", "{c}",
+)
+QUESTIONS = (*GENERATIVE_PROMPTS, "What is shown in the picture?", "Which item is this?")
+#: Groups of Fashion-MNIST classes for group questions.
+GROUPS = {
+    "top": ("t-shirt", "pullover", "coat", "shirt"),
+    "footwear": ("sandal", "sneaker", "ankle boot"),
+    "other": ("trouser", "dress", "bag"),
+}
+GROUP_OF = {c: g for g, members in GROUPS.items() for c in members}
+DESCRIBE = ("Describe the picture.", "What does the image show?", "Caption this image.")
+SOURCE = "Fashion-MNIST training split"
+
+
+def render(scan: np.ndarray) -> Image.Image:
+    """A uint8 (28, 28) scan drawn as the `fashion` suite's clean domain (64x64 RGB)."""
+    return FASHION_STYLES["clean"](scan_ink(scan), np.random.default_rng(0))
+
+
+@dataclass(frozen=True)
+class ImagePool:
+    """Labelled scans: uint8 images (N, 28, 28), int64 labels (N,)."""
+
+    images: np.ndarray
+    labels: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def picture(self, i: int) -> Image.Image:
+        return render(self.images[i])
+
+    def draw(self, rng: np.random.Generator, label: int | None = None) -> int:
+        """A random index (of class `label` when given)."""
+        if label is None:
+            return int(rng.integers(len(self)))
+        return int(rng.choice(np.flatnonzero(self.labels == label)))
+
+
+def training_pool(n_images: int | None, seed: int) -> ImagePool:
+    """`n_images` training-split scans (all 60,000 when None), a seeded class-stratified draw."""
+    images, labels = load_fashion_mnist("train")
+    if n_images is None or n_images >= len(labels):
+        return ImagePool(images, labels)
+    rng = np.random.default_rng([seed, 31])
+    per_class = np.array_split(np.arange(n_images), len(FASHION_CLASSES))
+    chosen = np.concatenate([rng.choice(np.flatnonzero(labels == c), len(part), replace=False)
+                             for c, part in enumerate(per_class)])
+    return ImagePool(images[np.sort(chosen)], labels[np.sort(chosen)])
+
+
+def heldout_pool(n_images: int) -> ImagePool:
+    """The first `n_images` of Fashion-MNIST's test split (held out of every recipe)."""
+    images, labels = load_fashion_mnist("test")
+    return ImagePool(images[:n_images], labels[:n_images])
+
+
+def caption(label: int, rng: np.random.Generator) -> str:
+    """A caption of class `label` in a random template."""
+    return str(rng.choice(CAPTION_TEMPLATES)).format(c=FASHION_CLASSES[label])
+
+
+def ten_way_question(question: str = GENERATIVE_PROMPTS[0]) -> str:
+    """The held-out question: every class as a lettered option, in label order."""
+    return format_question(question, FASHION_CLASSES)
+
+
+@dataclass
+class ChatSample:
+    """One training conversation: `messages` (the last a user turn; one image entry per image),
+    its `images` in order and the assistant's `target` (the only labelled text)."""
+
+    id: str
+    messages: list[dict]
+    images: list[Image.Image]
+    target: str
+    env: str = "pretrain"
+    source: str = SOURCE
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def user_turn(text: str, n_images: int = 1) -> dict:
+    return {"role": "user", "content": [*({"type": "image"} for _ in range(n_images)), {"type": "text", "text": text}]}
+
+
+def assistant_turn(text: str) -> dict:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}]}
+
+
+def alignment_sample(pool: ImagePool, rng: np.random.Generator, uid: str) -> ChatSample:
+    """A picture and a request for its caption."""
+    i = pool.draw(rng)
+    return ChatSample(uid, [user_turn(str(rng.choice(DESCRIBE)))], [pool.picture(i)], caption(pool.labels[i], rng))
+
+
+def _lettered(label: int, rng: np.random.Generator) -> tuple[str, str]:
+    k = int(rng.integers(2, len(FASHION_CLASSES) + 1))
+    others = rng.permutation([c for c in range(len(FASHION_CLASSES)) if c != label])[: k - 1]
+    options = [FASHION_CLASSES[c] for c in rng.permutation([label, *others])]
+    if rng.random() < 0.3:  # the held-out question's own layout: all classes in label order
+        options = list(FASHION_CLASSES)
+    answer = options.index(FASHION_CLASSES[label])
+    return format_question(str(rng.choice(QUESTIONS)), options), f"{'ABCDEFGHIJ'[answer]}. {options[answer]}"
+
+
+def _open(label: int, rng: np.random.Generator) -> tuple[str, str]:
+    names = ", ".join(FASHION_CLASSES)
+    return f"{rng.choice(QUESTIONS)} Answer with one of: {names}.", FASHION_CLASSES[label]
+
+
+def _group(label: int, rng: np.random.Generator) -> tuple[str, str]:
+    return ("Is the item a top, footwear or other? Answer with one word.", GROUP_OF[FASHION_CLASSES[label]])
+
+
+def _yes_no(label: int, rng: np.random.Generator) -> tuple[str, str]:
+    asked = label if rng.random() < 0.5 else int(rng.choice([c for c in range(10) if c != label]))
+    return f"Is this a {FASHION_CLASSES[asked]}? Answer yes or no.", "yes" if asked == label else "no"
+
+
+SINGLE_IMAGE_TASKS = (_lettered, _lettered, _open, _group, _yes_no)
+
+
+def instruction_sample(pool: ImagePool, rng: np.random.Generator, uid: str) -> ChatSample:
+    """One varied instruction sample: a single-image question (3 in 5), a two-picture
+    comparison (1 in 5) or an interleaved sequence of demonstrations then a query (1 in 5)."""
+    kind = rng.random()
+    if kind < 0.6:
+        i = pool.draw(rng)
+        text, answer = SINGLE_IMAGE_TASKS[int(rng.integers(len(SINGLE_IMAGE_TASKS)))](int(pool.labels[i]), rng)
+        return ChatSample(uid, [user_turn(text)], [pool.picture(i)], answer)
+    if kind < 0.8:
+        return _comparison(pool, rng, uid)
+    return _interleaved(pool, rng, uid)
+
+
+def _comparison(pool: ImagePool, rng: np.random.Generator, uid: str) -> ChatSample:
+    first = pool.draw(rng)
+    same = rng.random() < 0.5
+    label = int(pool.labels[first])
+    other = label if same else int(rng.choice([c for c in range(10) if c != label]))
+    pair = [first, pool.draw(rng, other)]
+    if rng.random() < 0.5:
+        text, answer = "Do the two pictures show the same kind of item? Answer yes or no.", "yes" if same else "no"
+    else:
+        shown = int(rng.integers(2))
+        text = f"Which picture shows a {FASHION_CLASSES[int(pool.labels[pair[shown]])]}: the first or the second?"
+        answer = "both" if same else ("the first", "the second")[shown]
+    return ChatSample(uid, [user_turn(text, 2)], [pool.picture(i) for i in pair], answer)
+
+
+def _interleaved(pool: ImagePool, rng: np.random.Generator, uid: str) -> ChatSample:
+    """1-3 demonstrations (user picture + question, assistant answer) then the query: the
+    answers are class names (the `icl` prompt) or, in 1 of 3, arbitrary labels the
+    demonstrations define (so the answer must be read from the context)."""
+    n_demos = int(rng.integers(1, 4))
+    indices = [pool.draw(rng) for _ in range(n_demos + 1)]
+    labels = [int(pool.labels[i]) for i in indices]
+    names = [FASHION_CLASSES[c] for c in labels]
+    if rng.random() < 1 / 3:
+        words = rng.permutation(["alpha", "beta", "gamma", "delta"])
+        mapping = {c: str(words[j % len(words)]) for j, c in enumerate(dict.fromkeys(labels))}
+        names = [mapping[c] for c in labels]
+    question = f"{rng.choice(QUESTIONS)} Answer with one of: {', '.join(dict.fromkeys(sorted(set(names))))}."
+    messages: list[dict] = []
+    for name in names[:-1]:
+        messages += [user_turn(question), assistant_turn(name)]
+    messages.append(user_turn(question))
+    return ChatSample(uid, messages, [pool.picture(i) for i in indices], names[-1])
+
+
+class ChatSampleCollator(VLMCollator):
+    """`VLMCollator` for `ChatSample`s: any number of turns and images; only the final reply is
+    labelled (same output as `VLMCollator`)."""
+
+    def __call__(self, examples: Sequence[Any]) -> dict[str, Any]:
+        """Collate `ChatSample`s (they carry the fields of an `Example` that collation reads)."""
+        return super().__call__(list(examples))
+
+    def _render(self, ex: Any, *, with_answer: bool) -> str:
+        messages = [*ex.messages, assistant_turn(ex.target)] if with_answer else ex.messages
+        return self.processor.apply_chat_template(messages, add_generation_prompt=not with_answer, tokenize=False)
+
+    def _encode_prompts(self, examples: Sequence[Any], prompts: list[str]) -> dict[str, Any]:
+        return self.processor(text=prompts, images=[ex.images for ex in examples], padding=True, return_tensors="pt")
+
+
+def tokenizer_corpus() -> list[str]:
+    """Text a zoo VLM's tokenizer is trained on: every template, question, class and group."""
+    return [*CAPTION_TEMPLATES, *QUESTIONS, *DESCRIBE, ", ".join(FASHION_CLASSES), " ".join(GROUPS),
+            "Do the two pictures show the same kind of item? Which picture shows the first or the second both",
+            "Is this a ? Answer yes or no. Answer with one of: alpha beta gamma delta", ten_way_question()]

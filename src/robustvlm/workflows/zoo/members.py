@@ -1,0 +1,164 @@
+"""What each kind of zoo member is made of: its fresh model, its training stages and their
+losses, and its held-out accuracy.
+
+- Dual encoders (CLIP, SigLIP): one stage, `contrastive`: the model's own loss
+  (`return_loss=True`: CLIP's symmetric InfoNCE with a learned temperature, SigLIP's pairwise
+  sigmoid loss with a learned temperature and bias) on image/caption pairs. A batch holds
+  distinct classes (at most 10 pairs), so no caption is a false negative of another image of its
+  class.
+- VLMs (Idefics3, LLaVA): the vision tower from scratch or copied from a zoo dual encoder
+  (LLaVA's CLIP tower, Idefics3's SigLIP-style tower; LLaVA reads the penultimate layer as LLaVA
+  does); stage `align` trains connector and decoder on captions with the tower frozen (the
+  decoder starts untrained here, unlike a real LLaVA's, so the connector alone could align to
+  nothing); stage `tune` trains connector and decoder (and the tower when the recipe says) on varied
+  instructions (`data.instruction_sample`). Labels cover the final reply only.
+
+Held-out accuracy: the 10-way Fashion-MNIST question on the first `eval_images` test-split
+images; a VLM answers by the largest summed option log-likelihood of "<letter>. <class>"
+(`models.loglik.option_logliks`), a dual encoder zero-shot ("a photo of a <class>." nearest to
+the image embedding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import AutoModel, AutoProcessor, PreTrainedModel
+
+from robustvlm.data.real_images import FASHION_CLASSES
+from robustvlm.errors import ConfigError
+from robustvlm.models.loading import load_vlm
+from robustvlm.models.loglik import option_logliks
+from robustvlm.models.text_encoder import tower_text_embeddings
+from robustvlm.models.tiny import build_tiny_vlm
+from robustvlm.models.tiny_clip import MAX_TEXT_LENGTH, TowerSizes, build_tiny_dual_encoder
+from robustvlm.models.vision import VisionTowerEmbedder
+from robustvlm.models.zoo_recipes import Recipe, resolve_model_name
+from robustvlm.multiple_choice.generative import option_continuations
+from robustvlm.workflows.zoo.data import (
+    CAPTION_TEMPLATES,
+    ChatSampleCollator,
+    ImagePool,
+    alignment_sample,
+    caption,
+    heldout_pool,
+    instruction_sample,
+    ten_way_question,
+    tokenizer_corpus,
+    user_turn,
+)
+
+VOCAB_SIZE = 512  # tiny tokenizers: vocabulary dominates cost at these widths
+ZERO_SHOT_TEMPLATE = "a photo of a {c}."
+
+
+def stages(recipe: Recipe) -> list[tuple[str, int]]:
+    """(stage name, steps) in order."""
+    if not recipe.is_vlm:
+        return [("contrastive", recipe.steps)]
+    return [*([("align", recipe.align_steps)] if recipe.align_steps else []), ("tune", recipe.steps)]
+
+
+def fresh_model(recipe: Recipe) -> tuple[PreTrainedModel, Any]:
+    """The member's untrained model (VLM: with its zoo tower copied in) and processor."""
+    if not recipe.is_vlm:
+        sizes = TowerSizes(recipe.width, recipe.depth, recipe.vision_width, recipe.vision_depth,
+                           recipe.image_size, recipe.patch_size, projection_dim=recipe.width)
+        corpus = [*CAPTION_TEMPLATES, *FASHION_CLASSES]
+        return build_tiny_dual_encoder(recipe.arch, seed=recipe.seed, corpus=corpus, sizes=sizes)
+    tower = None
+    if recipe.tower != "scratch":
+        tower = AutoModel.from_pretrained(resolve_model_name(recipe.tower))
+    vision = tower.config.vision_config if tower is not None else None
+    overrides: dict[str, Any] = {
+        "vision_hidden_size": vision.hidden_size if vision else recipe.vision_width,
+        "vision_intermediate_size": vision.intermediate_size if vision else 2 * recipe.vision_width,
+        "vision_num_hidden_layers": vision.num_hidden_layers if vision else recipe.vision_depth,
+        "vision_patch_size": vision.patch_size if vision else recipe.patch_size,
+    }
+    model, processor = build_tiny_vlm(recipe.arch, seed=recipe.seed, corpus=tokenizer_corpus(),
+                                      vocab_size=VOCAB_SIZE, hidden_size=recipe.width, num_layers=recipe.depth,
+                                      image_size=recipe.image_size, **overrides)
+    if recipe.arch == "llava":
+        model.config.vision_feature_layer = -2  # LLaVA's choice (the last layer's patches feed no CLIP loss)
+    if tower is not None:
+        missing, unexpected = vision_tower(model).load_state_dict(tower.vision_model.state_dict(), strict=False)
+        if missing or any(not k.startswith("head.") for k in unexpected):
+            raise ConfigError(f"zoo member {recipe.name}: the vision tower of {recipe.tower} does not fit a "
+                              f"{recipe.arch} tower (missing {missing}, unexpected {unexpected})")
+    return model, processor
+
+
+def vision_tower(model: torch.nn.Module) -> torch.nn.Module:
+    """The VLM's vision tower module (LLaVA: `model.vision_tower`, Idefics3: `model.vision_model`)."""
+    inner: Any = model.model  # a transformers VLM's base model
+    return inner.vision_tower if hasattr(inner, "vision_tower") else inner.vision_model
+
+
+def load_stage(recipe: Recipe, folder: Path) -> tuple[PreTrainedModel, Any]:
+    """A model and processor saved by a finished stage."""
+    if recipe.is_vlm:
+        return load_vlm(str(folder))
+    return AutoModel.from_pretrained(folder), AutoProcessor.from_pretrained(folder)
+
+
+def set_trainable(recipe: Recipe, stage: str, model: torch.nn.Module) -> None:
+    """Which parameters a stage trains: all but a VLM's tower in `align` (our decoders start
+    untrained, so the connector alone cannot align to them), and in `tune` unless `tune_tower`."""
+    model.requires_grad_(True)
+    if recipe.is_vlm and (stage == "align" or not recipe.tune_tower):
+        vision_tower(model).requires_grad_(False)
+
+
+def stage_loss(
+    recipe: Recipe, stage: str, model: torch.nn.Module, processor: Any, pool: ImagePool
+) -> Callable[[np.random.Generator], torch.Tensor]:
+    """`loss_of(rng)`: one batch's loss of `stage`."""
+    hf: Any = model  # a transformers model: forward takes the processor's keyword tensors
+    if not recipe.is_vlm:
+        def contrastive(rng: np.random.Generator) -> torch.Tensor:
+            labels = rng.permutation(len(FASHION_CLASSES))[: min(recipe.batch_size, len(FASHION_CLASSES))]
+            images = [pool.picture(pool.draw(rng, int(c))) for c in labels]
+            texts = [caption(int(c), rng) for c in labels]
+            padding: dict[str, Any] = ({"padding": "max_length", "max_length": MAX_TEXT_LENGTH} if recipe.arch == "siglip"
+                                       else {"padding": True})
+            batch = processor(text=texts, images=images, return_tensors="pt", truncation=True, **padding)
+            if recipe.arch == "siglip":
+                batch.pop("attention_mask", None)  # SigLIP's text tower reads the padded sequence
+            return hf(**batch, return_loss=True).loss
+        return contrastive
+
+    collate = ChatSampleCollator(processor, {})
+    make = alignment_sample if stage == "align" else instruction_sample
+
+    def language_modelling(rng: np.random.Generator) -> torch.Tensor:
+        batch = collate([make(pool, rng, f"s{i}") for i in range(recipe.batch_size)])
+        for key in ("env", "ids"):
+            batch.pop(key)
+        return hf(**batch).loss
+    return language_modelling
+
+
+@torch.no_grad()
+def heldout_accuracy(recipe: Recipe, model: torch.nn.Module, processor: Any) -> float:
+    """Accuracy on the 10-way question over the first `eval_images` test-split images."""
+    pool = heldout_pool(recipe.eval_images)
+    model.eval()
+    pictures = [pool.picture(i) for i in range(len(pool))]
+    if not recipe.is_vlm:
+        texts = [ZERO_SHOT_TEMPLATE.format(c=c) for c in FASHION_CLASSES]
+        text = tower_text_embeddings(model, processor, texts).numpy()
+        images = VisionTowerEmbedder(model, processor)(pictures)
+        predictions = (images @ text.T).argmax(1)
+    else:
+        messages = [user_turn(ten_way_question())]
+        continuations = option_continuations(FASHION_CLASSES)
+        predictions = np.array([
+            int(np.argmax(option_logliks(model, processor, messages, continuations, images=[p]).sum))
+            for p in pictures
+        ])
+    return float((predictions == pool.labels).mean())
