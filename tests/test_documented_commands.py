@@ -56,6 +56,9 @@ RUNS = {
 NOT_RUN = {
     "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/demos/test_finetune.py",
     "make test": "this suite itself",
+    "make gpu-check GPU_CHECK_DRY=1": "the CPU dry run (about a minute); tests/benchmarks/test_gpu_check.py runs it",
+    "make gpu-check GPU_CHECK_PYTHON=python3": "needs a lent GPU machine (docs/gpu-check.md); its dry run is tested",
+    "make bench-real": "real-size CPU benchmark (an hour on 2 shared cores); figures in BENCHMARKS.md",
     "robustvlm study configs/study_tasks.yaml --out runs/study_tasks": "a full study (minutes); study runs are tested in tests/workflows/finetune/test_study.py",
     "robustvlm sweep configs/study_spurious.yaml --out sweeps/study_spurious": "a full sweep (30 min); its dry run is run here",
     "robustvlm sweep configs/study_digits.yaml --out sweeps/study_digits": "a full sweep (20 min)",

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from robustvlm.errors import ConfigError
+from robustvlm.models.real import REAL_PREFIX, real_spec
 from robustvlm.models.tiny_families import FAMILIES
 
 #: capability -> the command that needs it
@@ -62,8 +63,11 @@ def supports(architecture: str, capability: str) -> bool:
 
 
 def model_type_of(name: str) -> str | None:
-    """The architecture of a model name: the kind of "tiny:<kind>", or the `model_type` in a
-    local folder's config.json; None for other names (hub names are checked when loaded)."""
+    """The architecture of a model name: the kind of "tiny:<kind>", the architecture of
+    "real:<name>", or the `model_type` in a local folder's config.json; None for other names (hub
+    names are checked when loaded)."""
+    if name.startswith(REAL_PREFIX):
+        return real_spec(name).kind
     if name.startswith("tiny:"):
         kind = name[len("tiny:"):]
         if kind not in FAMILIES:
