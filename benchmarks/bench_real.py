@@ -249,21 +249,26 @@ def generation_figures(vlm, processor, args: argparse.Namespace) -> dict:
 
 
 def run_parts(args: argparse.Namespace) -> dict:
-    """Every asked part's figures, in one dict."""
+    """Every asked part's figures, in one dict (written to `--json` after each part, so a long
+    run that is stopped keeps the parts it finished)."""
     parts = args.parts.split(",")
     out: dict[str, Any] = {"model": args.model, "device": args.device, "dtype": args.dtype,
                            "threads": torch.get_num_threads(), "torch": torch.__version__}
+
+    def keep(part: str, figures: Any) -> None:
+        out[part] = figures
+        if args.json:
+            args.json.write_text(json.dumps(out, indent=1), encoding="utf-8")
+
     if "train" in parts:
-        out["train"] = train_figures(args)
+        keep("train", train_figures(args))
     if {"options", "reward", "generate"} & set(parts):
         vlm, processor = load(args)
         vlm.eval()
-        if "options" in parts:
-            out["options"] = option_figures(vlm, processor, args)
-        if "reward" in parts:
-            out["reward"] = reward_figures(vlm, processor, args)
-        if "generate" in parts:
-            out["generate"] = generation_figures(vlm, processor, args)
+        for part, measure in (("options", option_figures), ("reward", reward_figures),
+                              ("generate", generation_figures)):
+            if part in parts:
+                keep(part, measure(vlm, processor, args))
     return out
 
 
@@ -322,8 +327,6 @@ def main(argv: list[str] | None = None) -> None:
     print(f"model {args.model}, device {args.device}, {args.dtype}, {figures['threads']} threads, "
           f"torch {figures['torch']}, batch {args.batch}")
     print(markdown(figures))
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ def test_dry_run_passes_every_stage_within_its_budget(tmp_path):
     assert "| smoke gemma3 | ok |" in table and "### bench-real tiny:qwen2_vl" in table
 
 
+@pytest.mark.slow
 def test_budget_is_enforced(tmp_path):
     done = run_check(tmp_path, "--budget", "0.5")
     report = json.loads((tmp_path / "gpu_report.json").read_text())
