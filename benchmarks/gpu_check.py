@@ -10,8 +10,8 @@ Stages (each recorded with its seconds and status; `gpu_report.json` and `gpu_re
    embeddings, unit norm). A capability `models.support` declares missing is recorded as
    skipped with its reason.
 2. bench-real: `bench_real.py`'s parts (training steps of ERM / Dynamic BIRM / IRMv1 in LoRA with
-   checkpointing off and on, option scoring K=5, reward scoring K=16, generation at batch 1 vs
-   16) at real size for Qwen2-VL-2B and SmolVLM-2.2B.
+   checkpointing off and on and in full fine-tuning, option scoring K=5, reward scoring K=16,
+   generation at batch 1 vs 16) at real size for Qwen2-VL-2B and SmolVLM-2.2B.
 3. deepspeed: Accelerate with DeepSpeed ZeRO-2 on one GPU, one LoRA step of real-size
    Qwen2-VL-2B; state saved, step 2 taken, state loaded, step 2 again: bit-exact or not.
    Skipped with the reason when deepspeed is not installed or there is no CUDA.
@@ -181,7 +181,9 @@ def train_and_resume(vlm, batch: dict) -> str:
 # ---- stage 3: DeepSpeed ZeRO-2 ------------------------------------------------------------------
 
 def deepspeed_check(name: str, device: str) -> str:
-    """A LoRA step under Accelerate + DeepSpeed ZeRO-2 on one GPU, save/resume bit-exact."""
+    """A LoRA step under Accelerate + DeepSpeed ZeRO-2 on one GPU, save/resume bit-exact.
+
+    Not yet run anywhere: no machine this was written on had deepspeed and a GPU."""
     try:
         import deepspeed  # noqa: F401
     except ImportError:
@@ -194,6 +196,7 @@ def deepspeed_check(name: str, device: str) -> str:
                        "MASTER_PORT": "29517"}.items():
         os.environ.setdefault(key, value)
     plugin = DeepSpeedPlugin(zero_stage=2, gradient_accumulation_steps=1)
+    plugin.deepspeed_config["train_micro_batch_size_per_gpu"] = 2  # no dataloader to infer it from
     accelerator = Accelerator(deepspeed_plugin=plugin, mixed_precision="bf16")
     args = argparse.Namespace(model=name, device="cuda", dtype="bfloat16", batch=2)
     vlm, processor = bench_real.load(args)
@@ -229,7 +232,7 @@ def bench_args(name: str, device: str, out: Path) -> argparse.Namespace:
     dry = device == "cpu"
     return bench_real.parse_args([
         "--model", name, "--device", device, "--dtype", "float32" if dry else "bfloat16",
-        "--parts", "train,options,reward,generate", "--modes", "lora,lora+ckpt",
+        "--parts", "train,options,reward,generate", "--modes", "lora,lora+ckpt,full",
         "--steps", "1" if dry else "3", "--warmup", "1", "--repeats", "1" if dry else "3",
         "--new-tokens", "4" if dry else "16", "--gen-batch", "4" if dry else "16",
         "--json", str(out / f"bench_{name.replace(':', '_')}.json"),
