@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-quick demo-tasks demo-reward figures test lint typecheck install clean
+.PHONY: demo demo-quick demo-tasks demo-reward figures test lint typecheck install clean bench-real gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,19 @@ figures: install
 		rm-seeds:salient=runs/matrix_salient rm-runs:salient=runs/matrix_salient rm-seeds:salient-300=runs/matrix_salient_300 \
 		rm-seeds:mixed=runs/matrix_mixed rm-seeds:warm-mixed=runs/matrix_warm_mixed
 	$(BIN)/python -m robustvlm.report.figures BENCHMARKS.md invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
+
+# Real-size costs on this CPU (random-weight SmolVLM-256M, `real:` models): training steps of ERM,
+# Dynamic BIRM and IRMv1, shared-prefix scoring, generation. Long on 2 shared cores: see
+# BENCHMARKS.md, "Real-size models on CPU", for the parts run one at a time.
+bench-real: $(STAMP)
+	nice -n 10 $(BIN)/python benchmarks/bench_real.py
+
+# The one prepared GPU check (docs/gpu-check.md): writes gpu_check/gpu_report.json and .md within an
+# 8-minute budget on CUDA; GPU_CHECK_DRY=1 runs the same plan at tiny size on CPU (2-minute
+# budget). No install step: on a lent GPU machine give its Python, e.g. GPU_CHECK_PYTHON=python3.
+GPU_CHECK_PYTHON ?= $(BIN)/python
+gpu-check:
+	PYTHONPATH=src$${PYTHONPATH:+:$$PYTHONPATH} $(GPU_CHECK_PYTHON) benchmarks/gpu_check.py --out gpu_check $(if $(GPU_CHECK_DRY),--dry)
 
 test: install
 	$(BIN)/python -m pytest tests -p no:cacheprovider

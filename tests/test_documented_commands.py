@@ -73,6 +73,9 @@ NOT_RUN = {
         "needs the downloaded benchmark; rm eval on a fixture in its layout runs in tests/workflows/reward/test_benchmarks_and_swap.py",
     "robustvlm rm eval --model runs/rm_shortcut_aware/final --data multimodal_rewardbench/data/all_data.json --format mm-rewardbench --out runs/rm_shortcut_aware/mm_rewardbench":
         "needs the downloaded benchmark; rm eval on a fixture in its layout runs in tests/workflows/reward/test_benchmarks_and_swap.py",
+    "make gpu-check GPU_CHECK_DRY=1": "the CPU dry run (about a minute); tests/benchmarks/test_gpu_check.py runs it",
+    "make gpu-check GPU_CHECK_PYTHON=python3": "needs a lent GPU machine (docs/gpu-check.md); its dry run is tested",
+    "make bench-real": "real-size CPU benchmark (an hour on 2 shared cores); figures in BENCHMARKS.md",
     "robustvlm study configs/study_tasks.yaml --out runs/study_tasks": "a full study (minutes); study runs are tested in tests/workflows/finetune/test_study.py",
     "robustvlm sweep configs/study_spurious.yaml --out sweeps/study_spurious": "a full sweep (30 min); its dry run is run here",
     "robustvlm sweep configs/study_digits.yaml --out sweeps/study_digits": "a full sweep (20 min)",

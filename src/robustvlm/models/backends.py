@@ -48,6 +48,7 @@ from robustvlm.models.embedding import Embedder, EmbeddingSpec
 from robustvlm.models.generate import generate_batch
 from robustvlm.models.loading import LOAD_ERRORS, TINY_PREFIX, load_vlm
 from robustvlm.models.loglik import OptionScores, option_logliks
+from robustvlm.models.real import REAL_PREFIX, real_spec
 from robustvlm.models.reward import (
     HEAD_FILE,
     META_FILE,
@@ -192,14 +193,14 @@ class DualEncoderBackend(Backend):
 
 
 class RewardBackend(Backend):
-    """A reward model saved by `models.reward.save_reward_model` ("tiny:<kind>": a tiny VLM with
-    a fresh head). `meta` holds its reward_model.json ({} for a tiny one)."""
+    """A reward model saved by `models.reward.save_reward_model` ("tiny:<kind>" / "real:<name>":
+    a tiny or real-size random VLM with a fresh head). `meta` holds its reward_model.json ({} for a tiny one)."""
 
     meta: dict[str, Any] = {}
 
     @classmethod
     def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
-        if name.startswith(TINY_PREFIX):
+        if name.startswith((TINY_PREFIX, REAL_PREFIX)):
             vlm, processor = load_vlm(name, corpus=corpus)
             return cls(name, family, RewardModel(vlm), processor)
         model, processor = load_reward_model(name, trust_remote_code=trust_remote_code)
@@ -326,7 +327,8 @@ def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
     """The family of a model: the one whose marker file its folder holds (a reward model), or
     the one its folder's `embedding.json` names (a model from `robustvlm embed train`), else the
     one whose `model_types` prefixes its config's `model_type` (for "tiny:<kind>", the kind:
-    "tiny:clip" is a CLIP; an unknown kind is a ConfigError), else DEFAULT_FAMILY; "openai:MODEL"
+    "tiny:clip" is a CLIP; an unknown kind is a ConfigError; for "real:<name>", its architecture),
+    else DEFAULT_FAMILY; "openai:MODEL"
     is a served model."""
     if name.startswith(SERVED_PREFIX):
         return SERVED_FAMILY
@@ -342,6 +344,8 @@ def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
         if model_type not in (*TINY_VLMS, *DUAL_ENCODER_KINDS):
             raise ConfigError(f"unknown tiny model '{name}'; known: "
                               f"{[TINY_PREFIX + k for k in (*sorted(TINY_VLMS), *DUAL_ENCODER_KINDS)]}")
+    elif name.startswith(REAL_PREFIX):
+        model_type = real_spec(name).kind
     else:
         kwargs = {"trust_remote_code": True} if trust_remote_code else {}
         try:
@@ -387,8 +391,9 @@ def load_backend(
 
     Args:
         name: hub name, local folder, or "tiny:<kind>" (built offline: a VLM architecture of
-            `models.support`, e.g. "tiny:qwen2_vl", or "tiny:clip" / "tiny:siglip"), or "zoo:NAME"
-            (a built member of the model zoo, `models.zoo_recipes`).
+            `models.support`, e.g. "tiny:qwen2_vl", or "tiny:clip" / "tiny:siglip"), "zoo:NAME"
+            (a built member of the model zoo, `models.zoo_recipes`) or "real:<name>" (a released
+            architecture at real size, random weights; `models.real`).
         family: a key of BACKENDS; None infers it (`infer_family`).
         corpus: tokenizer training text for "tiny:" models (ignored for others).
         trust_remote_code: passed to transformers only when True.

@@ -1,4 +1,5 @@
-"""Load a VLM and its processor by hub name, local folder, `tiny:<kind>` or `zoo:NAME`."""
+"""Load a VLM and its processor by hub name, local folder, `tiny:<kind>`, `zoo:NAME` or
+`real:<name>`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from transformers.utils import is_torchvision_available
 
 from robustvlm.errors import ConfigError
 from robustvlm.models.image_only import load_image_only_processor
+from robustvlm.models.real import REAL_PREFIX, build_real_vlm
 from robustvlm.models.tiny import FAMILIES, build_tiny_vlm
 from robustvlm.models.zoo_recipes import resolve_model_name
 from robustvlm.runs import atomic_folder
@@ -34,12 +36,15 @@ def load_vlm(
 
     Args:
         name_or_path: a hub name (e.g. "HuggingFaceTB/SmolVLM-256M-Instruct"), a folder written by
-            `save_pretrained`, "tiny:<kind>" (built offline, random weights; `tiny.FAMILIES`), or
-            "zoo:NAME" (a built member of the model zoo, `models.zoo_recipes`).
-        dtype: parameter dtype (None: the library default for hub models, float32 for tiny).
+            `save_pretrained`, "tiny:<kind>" (built offline, random weights; `tiny.FAMILIES`),
+            "zoo:NAME" (a built member of the model zoo, `models.zoo_recipes`) or "real:<name>" (a
+            released architecture at its real size, random weights; `real.REAL_MODELS`).
+        dtype: parameter dtype (None: the library default for hub models, float32 for tiny/real).
         trust_remote_code: passed to transformers only when True.
-        tiny_options: keyword arguments of `build_tiny_vlm` (tiny models only).
-        corpus: tokenizer training text for tiny models (ignored otherwise: hub tokenizers are fixed).
+        tiny_options: keyword arguments of `build_tiny_vlm` (tiny models) or of `build_real_vlm`
+            (real-size models: seed, image_splitting, device).
+        corpus: tokenizer training text for tiny and real-size models (ignored otherwise: hub
+            tokenizers are fixed).
 
     Returns:
         (model, processor). Raises ConfigError when the model cannot be loaded.
@@ -53,8 +58,11 @@ def load_vlm(
         model, processor = build_tiny_vlm(kind, corpus=corpus, **(tiny_options or {}))
         # transformers wraps PreTrainedModel.to with functools.wraps, which mypy reads as taking self first
         return (model.to(dtype) if dtype is not None else model), processor  # type: ignore[arg-type]
+    if name_or_path.startswith(REAL_PREFIX):
+        model, processor = build_real_vlm(name_or_path, corpus=corpus, **(tiny_options or {}))
+        return (model.to(dtype) if dtype is not None else model), processor  # type: ignore[arg-type]
     if tiny_options:
-        raise ConfigError(f"tiny_options apply to 'tiny:' models only, not '{name_or_path}'")
+        raise ConfigError(f"tiny_options apply to 'tiny:' and 'real:' models only, not '{name_or_path}'")
     kwargs: dict[str, Any] = {"trust_remote_code": True} if trust_remote_code else {}
     try:
         processor = _load_processor(name_or_path, **kwargs)

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from robustvlm.errors import ConfigError
+from robustvlm.models.real import REAL_PREFIX, real_spec
 from robustvlm.models.tiny_families import FAMILIES
 from robustvlm.models.zoo_recipes import resolve_model_name
 
@@ -75,9 +76,12 @@ def names_a_folder(name: str) -> bool:
 
 
 def model_type_of(name: str) -> str | None:
-    """The architecture of a model name: the kind of "tiny:<kind>", or the `model_type` in a
-    local folder's config.json; None for other names (hub names are checked when loaded). A name
-    that is a local path (`names_a_folder`) to nothing is a ConfigError saying so."""
+    """The architecture of a model name: the kind of "tiny:<kind>", the architecture of
+    "real:<name>", or the `model_type` in a local folder's config.json; None for other names (hub
+    names are checked when loaded). A name that is a local path (`names_a_folder`) to nothing is a
+    ConfigError saying so."""
+    if name.startswith(REAL_PREFIX):
+        return real_spec(name).kind
     name = resolve_model_name(name)
     if name.startswith("tiny:"):
         kind = name[len("tiny:"):]

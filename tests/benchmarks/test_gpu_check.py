@@ -1,0 +1,56 @@
+"""benchmarks/gpu_check.py: its CPU dry run (the same plan at tiny size) and its budget."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
+
+
+def run_check(out: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, str(SCRIPT), "--dry", "--out", str(out), *extra],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.mark.slow
+def test_dry_run_passes_every_stage_within_its_budget(tmp_path):
+    # the wall-clock budget of the dry run (120 s) holds on an idle 2-core machine; the suite may
+    # share the machine with other jobs, so the run gets room and its CPU time is what is checked
+    done = run_check(tmp_path, "--budget", "600")
+    report = json.loads((tmp_path / "gpu_report.json").read_text())
+    stages = {s["stage"]: s for s in report["run"]["stages"]}
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    families = ["idefics3", "llava", "llava_onevision", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "internvl", "gemma3",
+                "paligemma"]
+    for kind in families:
+        result = stages[f"smoke {kind}"]["result"]
+        assert "resume bit-exact" in result["train"]
+        assert all(str(v).startswith(("ok", "skipped")) for v in result.values()), result
+    assert stages["smoke paligemma"]["result"]["rm"].startswith("skipped: PaliGemma's processor")
+    for name in ("tiny:qwen2_vl", "tiny:idefics3"):
+        figures = stages[f"bench-real {name}"]["result"]
+        assert {r["method"] for r in figures["train"]} == {"erm", "dynamic_birm", "irm"}
+        assert figures["options"]["max_abs_diff"] < 1e-3 and figures["reward"]["max_abs_diff"] < 1e-3
+        assert figures["generate"]["speedup"] > 0
+    assert stages["deepspeed zero-2"]["status"].startswith("skipped: ")
+    assert report["run"]["within_budget"] and report["run"]["cpu_seconds"] < 120
+    table = (tmp_path / "gpu_report.md").read_text()
+    assert "| smoke gemma3 | ok |" in table and "### bench-real tiny:qwen2_vl" in table
+
+
+@pytest.mark.slow
+def test_budget_is_enforced(tmp_path):
+    done = run_check(tmp_path, "--budget", "0.5")
+    report = json.loads((tmp_path / "gpu_report.json").read_text())
+    statuses = [s["status"] for s in report["run"]["stages"]]
+    assert statuses[0] == "stopped: budget ran out during the stage"
+    assert set(statuses[1:]) == {"skipped: budget"}
+    assert done.returncode == 1
