@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import NoReturn
 
 from robustvlm.cli import data, demo, embed, envs, evaluate, icl, mc, rm, robustness, train
 from robustvlm.cli.options import (
@@ -23,6 +24,7 @@ from robustvlm.cli.options import (
     int_at_least,
 )
 from robustvlm.errors import MissingDataSource, RobustVLMError
+from robustvlm.redact import redact
 from robustvlm.runs import release_run_folders
 
 __all__ = [
@@ -48,8 +50,16 @@ COMMANDS = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors pass through `redact` (a key pasted into any option is
+    never echoed); its subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(redact(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="robustvlm",
         description="Measure and improve how vision-language models hold up under distribution shift.",
     )
@@ -82,10 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except MissingDataSource as err:  # not bad input: something to install
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {redact(str(err))}", file=sys.stderr)
         return 1
     except RobustVLMError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {redact(str(err))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(

@@ -170,7 +170,7 @@ def evaluate_models(
                 "models": [f"{name} ({family})" for name, family in specs], "benches": [str(p) for p in paths],
                 **served_settings([name for name, _ in specs], served)}
     question_sets = {p.stem: load_bench(p, circular) for p in paths}  # checked before the claim
-    out = claim_run_folder(out_dir, settings, resume=resume, may_differ=("models", "benches", "batch_size", "server"))
+    out = claim_run_folder(out_dir, settings, command="mc eval", resume=resume, may_differ=("models", "benches", "batch_size", "server"))
     results = []
     for name, family in specs:
         way = scoring_method(family, method)
