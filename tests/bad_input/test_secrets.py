@@ -1,13 +1,13 @@
 """Secrets (issues 17.5 and 29.1-4): a key is read from the environment only. A judge config that
 holds one inline, in its URL, or instead of a variable's name is refused without echoing it; so
-is every URL option given a key in its user-info, its query string or a scheme-less
-`user:key@host` (and a URL that is not http/https at all); a key pasted into any field of any
-config is never echoed by an error nor written to a run folder; and a run with a key in the
-environment writes it nowhere. Kinds of bad input covered: 62 (4 judge-config cases, the
-`--server` URL, 7 URL options x 4 forms of a key in the URL, 4 non-URLs, 5 commands given a key
-as `--api-key-env`, a key as a judge's `api_key_env` and as its `timeout_s`, a key given to a
-numeric option, 9 config schemas with a key planted in every field, 4 commands given a key as
-their model or data)."""
+is every URL option given a key in its user-info, its query string, its path or a scheme-less
+`user:key@host` (and a URL that is not http/https at all is refused at once); a key pasted into
+any field of any config is never echoed by an error nor written to a run folder; and a run with
+a key in the environment writes it nowhere. Kinds of bad input covered: 58 (4 judge-config
+cases, the `--server` URL, 7 URL options x 4 places of a key in the URL, 4 URLs that are not
+http/https, 5 commands given a key as `--api-key-env`, a key as a judge's `api_key_env` and as
+its `timeout_s`, a key given to a numeric option, 9 config schemas with a key planted in every
+field, 4 commands given a key as their method, model or data)."""
 
 from __future__ import annotations
 
@@ -201,7 +201,14 @@ def test_a_key_given_to_a_numeric_option_is_not_echoed(tasks_data, tmp_path, cap
 
 def _schemas() -> dict[str, tuple[type[BaseModel], dict[str, Any]]]:
     """{name: (config schema, a valid raw config of it)}: every config a run writes or reads."""
-    from robustvlm.config import EmbedRunConfig, JudgeConfig, RewardConfig, RunConfig, ServedConfig, TaskSignalConfig
+    from robustvlm.config import (
+        EmbedRunConfig,
+        JudgeConfig,
+        RewardConfig,
+        RunConfig,
+        ServedConfig,
+        TaskSignalConfig,
+    )
     from robustvlm.workflows.plan_configs import MatrixConfig, StudyConfig, SweepConfig
 
     run = {"data": {"benchmark": "tasks"}}

@@ -17,10 +17,8 @@ from robustvlm.cli.options import (
 
 
 def _mc_build(args: argparse.Namespace) -> int:
-    from robustvlm.runs import prepare_output_file
     from robustvlm.workflows.measure.mc_build import build_benchmark
 
-    prepare_output_file(Path(args.out), overwrite=args.overwrite)
     questions = build_benchmark(
         args.data,
         args.out,
@@ -29,6 +27,7 @@ def _mc_build(args: argparse.Namespace) -> int:
         text_encoder=args.text_encoder,
         image_root=args.image_root,
         allow_outside_root=args.allow_outside_root,
+        overwrite=args.overwrite,
         k=args.k,
         n=args.n,
         seed=args.seed,
