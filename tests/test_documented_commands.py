@@ -56,8 +56,21 @@ RUNS = {
 
 #: {documented line: why it does not run in the test suite}.
 NOT_RUN = {
-    "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/demos/test_finetune.py",
+    "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/demos/test_default_demo.py",
+    "robustvlm demo --quick --out demo_out_quick": "about 20 CPU-seconds; runs in tests/workflows/demos/test_default_demo.py",
+    "robustvlm demo tasks --out demo_tasks":
+        "a full study (minutes); `demo tasks --quick` runs with tiny settings in tests/workflows/demos/test_finetune.py",
     "make test": "this suite itself",
+    "robustvlm compare runs/erm/eval runs/dynamic_birm/eval --metric chrf --out runs/compare_erm_dbirm":
+        "needs two evaluated runs; compare on hand-written runs is tested in tests/analysis/test_paired.py",
+    "robustvlm compare mc_out/model-a/clean.jsonl mc_out/model-b/clean.jsonl --cluster id":
+        "needs two mc eval runs; compare on mc question files is tested in tests/analysis/test_paired.py",
+    "robustvlm rm data check hf:MMInstruction/VL-RewardBench --format vl-rewardbench --split test":
+        "downloads the benchmark; its layout is read from a fixture in tests/workflows/reward/test_benchmarks_and_swap.py",
+    "robustvlm rm eval --model runs/rm_shortcut_aware/final --data vl_rewardbench/test-00000-of-00001.parquet --format vl-rewardbench --out runs/rm_shortcut_aware/vl_rewardbench":
+        "needs the downloaded benchmark; rm eval on a fixture in its layout runs in tests/workflows/reward/test_benchmarks_and_swap.py",
+    "robustvlm rm eval --model runs/rm_shortcut_aware/final --data multimodal_rewardbench/data/all_data.json --format mm-rewardbench --out runs/rm_shortcut_aware/mm_rewardbench":
+        "needs the downloaded benchmark; rm eval on a fixture in its layout runs in tests/workflows/reward/test_benchmarks_and_swap.py",
     "robustvlm study configs/study_tasks.yaml --out runs/study_tasks": "a full study (minutes); study runs are tested in tests/workflows/finetune/test_study.py",
     "robustvlm sweep configs/study_spurious.yaml --out sweeps/study_spurious": "a full sweep (30 min); its dry run is run here",
     "robustvlm sweep configs/study_digits.yaml --out sweeps/study_digits": "a full sweep (20 min)",

@@ -1,12 +1,15 @@
 """Typed run configuration: YAML files plus `key=value` overrides, validated with pydantic.
 
 A wrong key or a value of the wrong type raises ConfigError naming the key, e.g.
-`train.lr: Input should be a valid number (got 'fast')`.
+`train.lr: Input should be a valid number (got 'fast')`; a misspelled key gets the closest known
+one as a suggestion (difflib), a key given twice in one YAML mapping is an error (YAML would keep
+the last silently), and so is an override without a value (`train.steps=`: use `null` to unset).
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, overload
 
@@ -27,7 +30,10 @@ from robustvlm.redact import check_url, check_variable_name, redact, secret_name
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    """Base of every config section: unknown keys are errors, and no number setting takes NaN or
+    an infinity (`.nan`, `.inf`, `1e400`): it would train or score silently wrong."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod
@@ -153,6 +159,9 @@ class TrainConfig(_Section):
 
     `report_to` names experiment trackers Accelerate logs to besides train_log.jsonl
     (e.g. [tensorboard], [wandb], [mlflow]; each needs its package installed); off by default.
+    A step whose loss or gradient norm is not finite stops the run with an error naming the step
+    (`final/` is not written); `skip_nonfinite_steps` skips such steps' updates instead and counts
+    them (`skipped_steps` in train_log.jsonl).
     """
 
     steps: int | None = Field(default=None, ge=1)
@@ -171,6 +180,7 @@ class TrainConfig(_Section):
     log_every: int = Field(default=1, ge=1)
     cpu_threads: int | None = Field(default=None, ge=1)
     report_to: list[str] = Field(default_factory=list)
+    skip_nonfinite_steps: bool = False
 
 
 class BERTScoreConfig(_Section):
@@ -322,12 +332,15 @@ class RewardEvalConfig(_Section):
     `shared_prefix`: run image + query once and let its key/value cache serve both responses;
     `text_only_test`: also score every pair without the image (the paper's text-only test), the
     image removed as `text_mode` says (drop: no image tokens; blank: a white image);
-    `n_boot`: bootstrap resamples of the accuracy intervals.
+    `n_boot`: bootstrap resamples of the accuracy intervals;
+    `swap_check`: also score every pair with chosen and rejected swapped and stop at the first
+    pair whose scores are not its scores reversed (a pairing bug; doubles the scoring cost).
     """
 
     split: str = "test"
     shared_prefix: bool = True
     text_only_test: bool = True
+    swap_check: bool = True
     text_mode: Literal["drop", "blank"] = "drop"
     n_boot: int = Field(default=1000, ge=100)
     max_per_env: int | None = Field(default=None, ge=1)
@@ -486,12 +499,53 @@ def deep_merge(base: dict, extra: dict) -> dict:
     return out
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml's SafeLoader, but a key given twice in one mapping is an error, not the last kept."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, str | int | float | bool) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first at line {seen[key]})", key_node.start_mark
+                )
+            if isinstance(key, str | int | float | bool):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> Any:
+    """`yaml.safe_load` that refuses a key given twice in one mapping (a yaml.YAMLError)."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """A YAML error in one line: what is wrong and on which line."""
+    if isinstance(err, yaml.MarkedYAMLError) and err.problem:
+        mark = err.problem_mark
+        return err.problem + (f" (line {mark.line + 1}, column {mark.column + 1})" if mark else "")
+    return str(err).splitlines()[0]
+
+
 def apply_overrides(raw: dict, overrides: list[str]) -> dict:
-    """Apply `a.b.c=value` overrides (values parsed as YAML) to a nested dict, in place."""
+    """Apply `a.b.c=value` overrides (values parsed as YAML) to a nested dict, in place.
+    ConfigError naming the override when it has no key, no value or a value that is not YAML."""
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"override '{item}' is not of the form key=value")
         key, value = item.split("=", 1)
+        if not key.strip():
+            raise ConfigError(f"override '{item}' names no key")
+        if not value.strip():
+            raise ConfigError(
+                f"override '{item}' has no value; give one, or {key.strip()}=null to unset it"
+            )
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"override '{item}': the value is not valid YAML: {yaml_problem(err)}") from None
         node = raw
         parts = key.strip().split(".")
         for part in parts[:-1]:
@@ -499,15 +553,37 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
             if not isinstance(child, dict):
                 raise ConfigError(f"override '{key}': '{part}' is not a section")
             node = child
-        node[parts[-1]] = yaml.safe_load(value)
+        node[parts[-1]] = parsed
     return raw
 
 
-def _describe(err: ValidationError, source: str) -> str:
+def _known_keys(schema: type[BaseModel], loc: tuple) -> list[str]:
+    """The keys the section at `loc` (a path of keys from `schema`) accepts; [] where it is not a
+    config section (a free mapping, a list)."""
+    model: Any = schema
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return []
+        sections = [t for t in (field.annotation, *get_args(field.annotation))
+                    if isinstance(t, type) and issubclass(t, BaseModel)]
+        if not sections:
+            return []
+        model = sections[0]
+    return list(model.model_fields)
+
+
+def _unknown_key(schema: type[BaseModel], loc: tuple) -> str:
+    """"unknown key", with the closest key the section knows as a suggestion."""
+    close = difflib.get_close_matches(str(loc[-1]), _known_keys(schema, loc[:-1]), n=1) if loc else []
+    return f"unknown key; did you mean {close[0]!r}?" if close else "unknown key"
+
+
+def _describe(err: ValidationError, source: str, schema: type[BaseModel]) -> str:
     lines = [f"{source}: invalid configuration"]
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        msg = _unknown_key(schema, e["loc"]) if e["type"] == "extra_forbidden" else e["msg"]
         echo = (
             e["type"] != "extra_forbidden"
             and "input" in e
@@ -533,7 +609,7 @@ def validate_config(
     try:
         return schema.model_validate(raw)
     except ValidationError as err:
-        raise ConfigError(_describe(err, source)) from None
+        raise ConfigError(_describe(err, source, schema)) from None
 
 
 def read_yaml_mapping(path: str | Path, what: str = "config", expected: str = "sections") -> dict:
@@ -543,9 +619,9 @@ def read_yaml_mapping(path: str | Path, what: str = "config", expected: str = "s
     if not path.is_file():
         raise ConfigError(f"{path}: {what} file not found")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+        raise ConfigError(f"{path}: not valid YAML: {yaml_problem(err)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of {expected}")
     return data

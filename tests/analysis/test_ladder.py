@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from robustvlm.analysis.ladder import beats_erm, readings, summarize
+from robustvlm.analysis.ladder import beats_erm, ladder_comparisons, readings, summarize
 from robustvlm.analysis.selection import colour_rule_prototypes
 
 TRAIN, TEST = ("a", "b"), ("test-reversed", "test-nocolour")
@@ -48,4 +48,12 @@ def test_summary_statistics_rules_and_the_erm_comparison():
     full = summarize(runs, TRAIN, TEST, PROTOTYPES)
     assert beats_erm(full, "s/r", "irm", "final")  # 72.5 vs 51: far beyond the spread
     assert not beats_erm(full, "s/r", "vrex", "final")  # nothing measured
+    one_seed = summarize([r for r in runs if r["seed"] == 0], TRAIN, TEST, PROTOTYPES)
+    assert not beats_erm(one_seed, "s/r", "irm", "final")  # 75 vs 50 in one seed: no spread, no call
+    assert free["values"] == {"0": pytest.approx(0.75), "1": pytest.approx(0.70)}
+    # the verdict's comparisons use beats_erm's rule on the per-seed values: IRMv1 72.5 vs ERM 51
+    got = {c.where: c for c in ladder_comparisons(full, "final")}
+    assert set(got) == {"s/r colour-free", "s/r reversed"}
+    assert got["s/r colour-free"].outcome == "better" and got["s/r colour-free"].wins == 2
+    assert got["s/r colour-free"].gain == pytest.approx(0.725 - 0.51)
     assert not beats_erm(full, "s/r", "erm", "final")

@@ -53,7 +53,12 @@ def test_summary_matches_a_hand_computation():
     assert summary["id"]["chrf"]["std"] == pytest.approx(np.sqrt(0.02))
     assert summary["ood"]["chrf"]["mean"] == pytest.approx(0.3)
     assert summary["ood"]["chrf"]["std"] == pytest.approx(0.0)
-    assert summary["id"]["exact"] == {"mean": None, "std": None, "ci": None, "seeds": 0, "n": 0}
+    assert summary["id"]["exact"] == {"mean": None, "std": None, "ci": None, "seeds": 0, "n": 0, "per_seed": {},
+                                      "seed_ci": None}
+    assert summary["id"]["chrf"]["per_seed"] == {"0": pytest.approx(0.6), "1": pytest.approx(0.4)}
+    # the seed interval resamples the two seeds' scores: means of {.6, .6}, {.6, .4}, {.4, .4}
+    lo, hi = summary["id"]["chrf"]["seed_ci"]
+    assert (lo, hi) == (pytest.approx(0.4), pytest.approx(0.6))
     # Brute-force bootstrap: the 6 pooled ID rows resampled with the same generator draws.
     scores = np.array([0.2, 0.4, 0.9, 0.6, 0.0, 0.5])
     envs = np.array(list("aabaab"))
@@ -100,7 +105,7 @@ def test_table1_shows_absent_metrics_as_dash():
                             "worst env chrF", "worst env BERTScore"]
     row = table.rows[0]
     assert row[2] == "—" and row[4] == "—" and row[1].startswith("0.500 ± 0.141 [")
-    assert row[6] == "—" and row[5] == "0.300 ± 0.000"
+    assert row[6] == "—" and row[5] == "0.300 ± 0.000 [0.300, 0.300]"
 
 
 def test_worst_env_is_the_lowest_environment_per_seed_then_averaged():
@@ -111,3 +116,16 @@ def test_worst_env_is_the_lowest_environment_per_seed_then_averaged():
     assert worst["exact"].mean is None
     rows = {0: SEED_ROWS[0], 1: [dict(r, scores={"chrf": 1.0 if r["env"] != "b" else 0.1}) for r in SEED_ROWS[1]]}
     assert aggregation.worst_env_summary(rows, ["chrf"])["chrf"].mean == pytest.approx((0.3 + 0.1) / 2)
+
+
+def test_comparisons_against_the_baseline_use_the_seeds_scores():
+    # "new" adds 0.3 to every ID row of seed 0 and 0.1 of seed 1: ID 0.9 / 0.5 against 0.6 / 0.4
+    shifted = {seed: [dict(r, scores={"chrf": r["scores"]["chrf"] + (0.0 if r["ood"] else (0.3, 0.1)[seed])})
+                      for r in rows] for seed, rows in SEED_ROWS.items()}
+    scores = aggregation.aggregate_study({"erm": SEED_ROWS, "new": shifted}, ["chrf"])
+    got = {c.where: c for c in aggregation.study_comparisons(scores)}
+    assert list(got) == ["ID chrf", "OOD chrf", "worst environment chrf"]
+    # gain 0.2; sds: new |0.9 - 0.5| / sqrt(2) = 0.283, erm 0.141 -> within the spread
+    assert got["ID chrf"].gain == pytest.approx(0.2) and got["ID chrf"].outcome == "within spread"
+    assert (got["ID chrf"].wins, got["ID chrf"].n_seeds) == (2, 2)
+    assert got["OOD chrf"].outcome == "tie"

@@ -105,6 +105,7 @@ def test_selection_is_the_smallest_seed_mean_validation_error():
     assert chosen.draw == 1 and chosen.validation == 2.0 and chosen.diverged == 1
     assert chosen.per_env == [2.0, 4.0] and chosen.mean == 3.0
     assert chosen.std == 1.0  # std over seeds of each environment (1, 1), averaged
+    assert chosen.seeds == [0, 1] and chosen.per_seed == [2.0, 4.0]  # seed 0: (1 + 3) / 2; seed 1: (3 + 5) / 2
 
 
 def test_one_run_uses_its_split_and_the_oracle_sees_shuffled_data():

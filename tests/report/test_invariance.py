@@ -92,3 +92,21 @@ def test_the_chart_shows_what_ran_and_what_was_published():
     assert labels == ["ERM", "IRMv1", "IRMv1, EIIL environments", "ANDMask", "IGA", "Oracle"]
     summary = {**_summary(["erm"], {"erm": irm}), "reference": None}
     assert chart_rows(summary) == [("ERM", "erm", None)]
+
+
+def test_the_seed_cells_and_the_verdict_come_from_the_per_seed_errors():
+    import math
+
+    from robustvlm.report.invariance import seeds_cell, verdict_blocks
+
+    # two seeds 1 and 3: mean 2, sd sqrt(2); resampled means 1, 2 or 3, the extremes each with p 1/4
+    assert seeds_cell([1.0, 3.0], 2) == "1.00, 3.00: 2.00 ± 1.41 [1.00, 3.00]"
+    assert seeds_cell([0.25], 3) == "0.250" and seeds_cell([0.2, math.nan], 3) == "diverged"
+    per_seed = {"erm": [13.0, 14.0], "irm": [10.0, 11.0], "oracle": [1.0, 1.0]}
+    summary = {"methods": list(per_seed),
+               "results": {ex: {m: {"seeds": [0, 1], "per_seed": v} for m, v in per_seed.items()} for ex in EXAMPLES}}
+    text = [b.text for b in verdict_blocks(summary)]
+    assert text[0] == "Verdict"
+    assert text[2].startswith("IRMv1 beat ERM on Example1 (10.50 against 13.50, 3.00 better, seed sd up to 0.707; "
+                              "better in 2 of 2 seeds)")
+    assert all("Oracle" not in line for line in text)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from robustvlm.report.reward_demo import full_runs_table, ladder_tables, verdict
+from robustvlm.analysis.reward_verdict import reward_verdict as verdict
+from robustvlm.report.reward_demo import full_runs_table, ladder_tables
 
 
 def diff(values: list[float]) -> dict:
@@ -23,17 +24,18 @@ def diff(values: list[float]) -> dict:
 def test_the_call_follows_every_seed(ood, sfd, call):
     lines = verdict({"ood": diff(ood), "sfd": diff(sfd), "iid": diff([0.0, 0.0, 0.0])})
     assert call in lines[-1]
-    assert f"higher in {sum(v > 0 for v in ood)} of 3" in lines[0]
-    assert f"lower in {sum(v < 0 for v in sfd)} of 3" in lines[1]
+    assert lines[0].startswith("Every reward model is read at its last training step (no model selection)")
+    assert f"higher in {sum(v > 0 for v in ood)} of 3" in lines[1]
+    assert f"lower in {sum(v < 0 for v in sfd)} of 3" in lines[2]
 
 
 def test_one_seed_says_it_is_a_smoke_test_and_prints_no_spread():
     one = {"mean": 0.02, "std": None, "values": [0.02], "n": 1, "wins": 1}
     lines = verdict({"ood": one, "sfd": {**one, "mean": -0.01, "values": [-0.01]}, "iid": one},
                     sfd_cells="`standard` 5 of 12, `shortcut_aware` 7 of 12")
-    assert lines[0].startswith("One seed only: a smoke test")
+    assert lines[0].startswith("One seed only: a smoke test") and "no model selection" in lines[1]
     assert all("±" not in line for line in lines)
-    assert "cells with a defined SFD: `standard` 5 of 12" in lines[2]
+    assert "cells with a defined SFD: `standard` 5 of 12" in lines[3]
     many = verdict({"ood": diff([0.01, 0.02]), "sfd": diff([-0.01, -0.02]), "iid": diff([0.0, 0.0])})
     assert not many[0].startswith("One seed")
 

@@ -7,7 +7,7 @@ Accuracies are fractions in [0, 1]; rewards are the models' raw scalars.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from math import comb
 
 import numpy as np
@@ -228,6 +228,53 @@ def best_of_n_curve(
     ]
 
 
+@dataclass(frozen=True)
+class SwapCheck:
+    """The swap check of one view on n pairs: `accuracy` and `ties` as scored; `swapped_accuracy`
+    the share of pairs whose responses, scored in the other order, still rank the first-placed
+    (the rejected) one higher; `expected` = 1 - accuracy - ties, what a reward model that scores
+    each response on its own must give; `near_ties` the pairs within float tolerance of a tie,
+    where the two may differ by rounding alone."""
+
+    view: str
+    accuracy: float
+    ties: float
+    swapped_accuracy: float
+    expected: float
+    near_ties: int
+    n: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def swap_check(rows: Sequence[Mapping], view: str, *, rtol: float = 1e-3, atol: float = 1e-4) -> SwapCheck:
+    """The swap check from scored rows {id, <view>: [r_c, r_r], "swapped": [r_r', r_c']}.
+
+    Raises:
+        DataError naming the first pair whose swapped scores are not its scores reversed (within
+        `rtol` / `atol`): the responses do not reach the model as the data says (a pairing bug).
+    """
+    if not rows:
+        raise DataError("no scored pairs for the swap check")
+    scored = np.asarray([r[view] for r in rows], dtype=float)  # [n, 2]: chosen, rejected
+    swapped = np.asarray([r["swapped"] for r in rows], dtype=float)  # [n, 2]: rejected, chosen
+    close = np.isclose(swapped[:, ::-1], scored, rtol=rtol, atol=atol).all(axis=1)
+    if not close.all():
+        k = int(np.argmin(close))
+        raise DataError(
+            f"swap check failed at pair {rows[k]['id']!r}: scored as (chosen, rejected) = "
+            f"({scored[k, 0]:.6g}, {scored[k, 1]:.6g}) but swapped as (rejected, chosen) = "
+            f"({swapped[k, 0]:.6g}, {swapped[k, 1]:.6g}); a reward model scores each response on "
+            "its own, so the pairs do not reach it as the data says")
+    chosen, rejected = scored[:, 0], scored[:, 1]
+    accuracy, ties = float(np.mean(chosen > rejected)), float(np.mean(chosen == rejected))
+    gap = np.abs(chosen - rejected)
+    near = gap <= atol + rtol * np.maximum(np.abs(chosen), np.abs(rejected))
+    return SwapCheck(view, accuracy, ties, float(np.mean(swapped[:, 0] > swapped[:, 1])),
+                     1.0 - accuracy - ties, int(near.sum()), len(rows))
+
+
 @dataclass
 class RewardEvalMetrics:
     """Pairwise accuracy of one reward model per test environment and view.
@@ -237,40 +284,88 @@ class RewardEvalMetrics:
         views: every view scored (e.g. ["multimodal", "drop"]: the text-only test).
         per_env: {env: {view: PairAccuracy}}.
         overall: {view: PairAccuracy} over every pair.
+        per_category: {category: {view: PairAccuracy}} for pairs whose benchmark names a
+            category (VL-RewardBench, Multimodal RewardBench); empty otherwise.
+        text_sfd: {group: SFD} of the primary view against the model's own text-only verdicts
+            (the second view), keyed "env:NAME", "category:NAME" and "all"; empty without a
+            text-only view.
+        swap: the swap check of the primary view; None when it was not run.
     """
 
     primary: str
     views: list[str]
     per_env: dict[str, dict[str, PairAccuracy]]
     overall: dict[str, PairAccuracy]
+    per_category: dict[str, dict[str, PairAccuracy]] = field(default_factory=dict)
+    text_sfd: dict[str, SFD] = field(default_factory=dict)
+    swap: SwapCheck | None = None
+
+    @property
+    def category_macro(self) -> float | None:
+        """Mean of the per-category accuracies of the primary view (VL-RewardBench's macro
+        average); None without categories."""
+        values = [acc[self.primary].accuracy for acc in self.per_category.values()]
+        return float(np.mean(values)) if values else None
 
     def to_dict(self) -> dict:
+        def table(groups: Mapping[str, Mapping[str, PairAccuracy]]) -> dict:
+            return {g: {v: a.to_dict() for v, a in d.items()} for g, d in groups.items()}
+
         return {
             "primary": self.primary,
             "views": list(self.views),
-            "per_env": {e: {v: a.to_dict() for v, a in d.items()} for e, d in self.per_env.items()},
+            "per_env": table(self.per_env),
             "overall": {v: a.to_dict() for v, a in self.overall.items()},
+            "per_category": table(self.per_category),
+            "category_macro": self.category_macro,
+            "text_sfd": {g: sfd.to_dict() for g, sfd in self.text_sfd.items()},
+            "swap": None if self.swap is None else self.swap.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping) -> RewardEvalMetrics:
+        def table(groups: Mapping) -> dict[str, dict[str, PairAccuracy]]:
+            return {g: {v: PairAccuracy(**a) for v, a in d.items()} for g, d in groups.items()}
+
+        swap = data.get("swap")
         return cls(
-            data["primary"], list(data["views"]),
-            {e: {v: PairAccuracy(**a) for v, a in d.items()} for e, d in data["per_env"].items()},
+            data["primary"], list(data["views"]), table(data["per_env"]),
             {v: PairAccuracy(**a) for v, a in data["overall"].items()},
+            table(data.get("per_category", {})),
+            {g: SFD(**s) for g, s in data.get("text_sfd", {}).items()},
+            None if swap is None else SwapCheck(**swap),
         )
 
 
 def summarize_pair_rows(
-    rows: Sequence[Mapping], views: Sequence[str], primary: str, *, n_boot: int = 1000
+    rows: Sequence[Mapping], views: Sequence[str], primary: str, *, n_boot: int = 1000,
+    swap: SwapCheck | None = None,
 ) -> RewardEvalMetrics:
-    """Accuracy per environment and view from scored rows {id, env, <view>: [r_c, r_r]}."""
+    """Accuracy per environment, category and view from scored rows {id, env, [category],
+    <view>: [r_c, r_r]}, and the primary view's SFD against the second (text-only) view."""
     if not rows:
         raise DataError("no scored pairs to summarize")
 
     def accuracy(subset: Sequence[Mapping], view: str) -> PairAccuracy:
         return pairwise_accuracy([r[view][0] for r in subset], [r[view][1] for r in subset], n_boot=n_boot)
 
-    envs = sorted({r["env"] for r in rows})
-    per_env = {e: {v: accuracy([r for r in rows if r["env"] == e], v) for v in views} for e in envs}
-    return RewardEvalMetrics(primary, list(views), per_env, {v: accuracy(rows, v) for v in views})
+    def groups(key: str) -> dict[str, list[Mapping]]:
+        found: dict[str, list[Mapping]] = {}
+        for row in rows:
+            if row.get(key) is not None:
+                found.setdefault(str(row[key]), []).append(row)
+        return dict(sorted(found.items()))
+
+    def text_sfd(subset: Sequence[Mapping]) -> SFD:
+        text = next(v for v in views if v != primary)
+        return shortcut_failure_degradation([r[primary][0] > r[primary][1] for r in subset],
+                                            [r[text][0] > r[text][1] for r in subset])
+
+    per_env = {e: {v: accuracy(sub, v) for v in views} for e, sub in groups("env").items()}
+    per_category = {c: {v: accuracy(sub, v) for v in views} for c, sub in groups("category").items()}
+    sfd: dict[str, SFD] = {}
+    if len(views) > 1:
+        sfd = {f"{key}:{g}": text_sfd(sub) for key in ("env", "category") for g, sub in groups(key).items()}
+        sfd["all"] = text_sfd(rows)
+    return RewardEvalMetrics(primary, list(views), per_env, {v: accuracy(rows, v) for v in views},
+                             per_category, sfd, swap)

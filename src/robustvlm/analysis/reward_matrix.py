@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from robustvlm.analysis.reward import (
+    SwapCheck,
     correlation,
     length_balanced_subset,
     length_shares,
@@ -35,6 +36,7 @@ from robustvlm.analysis.reward import (
     paired_difference,
     seed_spread,
     shortcut_failure_degradation,
+    swap_check,
 )
 from robustvlm.errors import DataError
 
@@ -89,6 +91,7 @@ class MatrixResults:
     text_only_test: dict[str, dict[str, dict[str, dict]]] = field(default_factory=dict)
     lengths: dict[str, dict[str, float]] = field(default_factory=dict)
     length_balanced: dict[str, dict[str, dict]] = field(default_factory=dict)
+    swap: dict[str, dict] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -229,4 +232,22 @@ def compare_labels(results: MatrixResults, base: str, other: str) -> dict[str, d
         "iid": paired(results.averages[base]["iid"], results.averages[other]["iid"]),
         "ood": paired(results.averages[base]["ood"], results.averages[other]["ood"]),
         "sfd": paired(results.sfd_average.get(base), results.sfd_average.get(other)),
+    }
+
+
+def matrix_swap_checks(runs: Sequence[MatrixRun]) -> dict[str, dict]:
+    """{label: the swap check over its runs}: "runs" checked, mean "swapped_accuracy" and
+    "expected" (1 - accuracy - ties), and the largest |swapped - expected| of one run; runs
+    scored without the check are left out (a label with none is absent). Raises the DataError
+    of `analysis.reward.swap_check` for a run that fails it."""
+    checks: dict[str, list[SwapCheck]] = {}
+    for run in runs:
+        if run.rows and all("swapped" in r for r in run.rows):
+            checks.setdefault(run.label, []).append(swap_check(run.rows, run.view))
+    return {
+        label: {"runs": len(found),
+                "swapped_accuracy": float(np.mean([c.swapped_accuracy for c in found])),
+                "expected": float(np.mean([c.expected for c in found])),
+                "max_abs_difference": max(abs(c.swapped_accuracy - c.expected) for c in found)}
+        for label, found in checks.items()
     }

@@ -8,14 +8,15 @@ environments of the per-environment mean. Pure functions: no file or model I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from robustvlm.analysis.stats import bootstrap_ci, mean_std, paired_bootstrap_test
+from robustvlm.analysis.stats import bootstrap_ci, paired_bootstrap_test
 from robustvlm.analysis.summary import EvalMetrics
+from robustvlm.analysis.verdict import Comparison, compare, seed_spread
 from robustvlm.errors import DataError
 
 SPLITS = ("id", "ood")
@@ -33,6 +34,9 @@ class ScoreSummary:
         ci: 95% percentile bootstrap interval; the resampled units are the split's (seed,
             example) rows pooled over seeds, the statistic the macro mean over environments.
         seeds: seeds with a score; n: pooled rows.
+        per_seed: {seed: the split score of that seed}.
+        seed_ci: 95% percentile bootstrap interval of the mean over seeds, resampling seeds
+            (None for one seed).
     """
 
     mean: float | None
@@ -40,10 +44,13 @@ class ScoreSummary:
     ci: tuple[float, float] | None
     seeds: int
     n: int
+    per_seed: dict[str, float] = field(default_factory=dict)
+    seed_ci: tuple[float, float] | None = None
 
     def to_dict(self) -> dict:
         return {"mean": self.mean, "std": self.std, "ci": list(self.ci) if self.ci else None,
-                "seeds": self.seeds, "n": self.n}
+                "seeds": self.seeds, "n": self.n, "per_seed": self.per_seed,
+                "seed_ci": list(self.seed_ci) if self.seed_ci else None}
 
 
 @dataclass(frozen=True)
@@ -132,36 +139,38 @@ def summarize_method(
     for split in SPLITS:
         out[split] = {}
         for metric in metrics:
-            per_seed = [r for r in (_split_rows(rows, split, metric) for rows in seed_rows.values()) if r]
+            per_seed = {str(s): r for s, rows in seed_rows.items() if (r := _split_rows(rows, split, metric))}
             if not per_seed:
                 out[split][metric] = ScoreSummary(None, None, None, 0, 0)
                 continue
-            mean, std = mean_std([_macro_mean(*_columns(rows, metric)) for rows in per_seed])
-            pooled = [r for rows in per_seed for r in rows]
+            scores = {s: _macro_mean(*_columns(rows, metric)) for s, rows in per_seed.items()}
+            spread = seed_spread(list(scores.values()), n_boot=n_boot, seed=seed)
+            pooled = [r for rows in per_seed.values() for r in rows]
             ci = _macro_mean_ci(*_columns(pooled, metric), n_boot=n_boot, seed=seed)
-            out[split][metric] = ScoreSummary(mean, std, ci, len(per_seed), len(pooled))
+            out[split][metric] = ScoreSummary(spread.mean, spread.sd, ci, len(per_seed), len(pooled), scores,
+                                              spread.ci)
     return out
 
 
 def worst_env_summary(seed_rows: SeedRows, metrics: Sequence[str]) -> dict[str, ScoreSummary]:
     """{metric: ScoreSummary} of the worst environment (the WILDS / DomainBed convention): per
     seed, the lowest per-environment mean over every environment, in-domain and out-of-domain;
-    then mean ± std over seeds (no CI; n = the seeds' scored rows)."""
+    then mean ± std over seeds (no pooled-row CI; n = the seeds' scored rows)."""
     out = {}
     for metric in metrics:
-        worst, n = [], 0
-        for rows in seed_rows.values():
+        worst, n = {}, 0
+        for s, rows in seed_rows.items():
             scored = [r for r in rows if r["scores"].get(metric) is not None]
             if not scored:
                 continue
             scores, envs = _columns(scored, metric)
-            worst.append(min(float(scores[envs == e].mean()) for e in np.unique(envs)))
+            worst[str(s)] = min(float(scores[envs == e].mean()) for e in np.unique(envs))
             n += len(scored)
         if not worst:
             out[metric] = ScoreSummary(None, None, None, 0, 0)
             continue
-        mean, std = mean_std(worst)
-        out[metric] = ScoreSummary(mean, std, None, len(worst), n)
+        spread = seed_spread(list(worst.values()))
+        out[metric] = ScoreSummary(spread.mean, spread.sd, None, len(worst), n, worst, spread.ci)
     return out
 
 
@@ -250,6 +259,24 @@ def aggregate_study(rows: Mapping[str, SeedRows], metrics: Sequence[str]) -> Stu
         },
         significance=paired_tests(rows, baseline, metrics),
     )
+
+
+def study_comparisons(scores: StudyScores, name: Callable[[str], str] = str) -> list[Comparison]:
+    """Every method against the baseline, on the per-seed scores of each split and each metric and
+    on the worst environment (higher is better; `name` writes a metric); settings with no score
+    on either side are left out."""
+    base = scores.methods[scores.baseline]
+    out = []
+    for label, method in scores.methods.items():
+        if label == scores.baseline:
+            continue
+        for metric in scores.metrics:
+            cells = [(f"{split.upper()} {name(metric)}", method.summary[split].get(metric), base.summary[split].get(metric))
+                     for split in SPLITS]
+            cells.append((f"worst environment {name(metric)}", method.worst.get(metric), base.worst.get(metric)))
+            out += [compare(label, scores.baseline, where, ours.per_seed, theirs.per_seed)
+                    for where, ours, theirs in cells if ours and theirs and ours.per_seed and theirs.per_seed]
+    return out
 
 
 def sum_counts(counts: Iterable[Mapping[str, int] | None]) -> dict[str, int] | None:

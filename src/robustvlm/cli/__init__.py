@@ -10,10 +10,12 @@ and one entry in `COMMANDS`.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from pathlib import Path
 from typing import NoReturn
 
-from robustvlm.cli import data, demo, embed, envs, evaluate, icl, mc, rm, robustness, train
+from robustvlm.cli import compare, data, demo, embed, envs, evaluate, icl, mc, rm, robustness, train
 from robustvlm.cli.options import (
     IMAGE_ROOT_HELP,
     OUTSIDE_ROOT_HELP,
@@ -47,6 +49,7 @@ COMMANDS = (
     icl.add_icl,
     icl.add_diagnose,
     rm.add_rm,
+    compare.add_compare,
 )
 
 
@@ -75,7 +78,10 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) 
     argparse's `parse_intermixed_args` refuses parsers with subcommands, and plain parsing ends a
     `nargs="*"` positional at the first option: `train CONFIG --out DIR steps=5` leaves
     `steps=5` unrecognised. Those leftovers are appended to the command's overrides; a leftover
-    option (`--x`), or one given to a command that takes no overrides, is still an error.
+    option (`--x`), or one given to a command that takes no overrides, is still an error. An
+    override may also stand before the config file (`train train.steps=3 CONFIG`): of the
+    command's positional words, the one that is not `key=value` (or names an existing file) is
+    the config.
     """
     args, extras = parser.parse_known_args(argv)
     stray = [e for e in extras if e.startswith("-") or not hasattr(args, "overrides")]
@@ -83,7 +89,21 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) 
         parser.error(f"unrecognized arguments: {' '.join(stray)}")
     if extras:
         args.overrides = [*args.overrides, *extras]
+    if hasattr(args, "config") and hasattr(args, "overrides"):
+        words = [w for w in (args.config, *args.overrides) if w is not None]
+        configs = [w for w in words if not _is_override(w)]
+        if len(configs) > 1:
+            parser.error(f"one config file expected, got {len(configs)}: {' '.join(configs)}")
+        if not configs and not getattr(args, "config_optional", False):
+            parser.error("no config file given (every other word is a key=value override)")
+        args.config = configs[0] if configs else None
+        args.overrides = [w for w in words if _is_override(w)]
     return args
+
+
+def _is_override(word: str) -> bool:
+    """Whether a positional word is a `key=value` override rather than a file name."""
+    return re.match(r"[A-Za-z_][\w.-]*=", word) is not None and not Path(word).exists()
 
 
 def main(argv: list[str] | None = None) -> int:

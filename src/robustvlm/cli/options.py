@@ -4,6 +4,7 @@ served-model options, the `train` subcommand's shape, --resume and image-root he
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 
 RESUME_HELP = (
@@ -38,6 +39,8 @@ def _float_where(ok: Callable[[float], bool], allowed: str) -> Callable[[str], f
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
         if not ok(value):
             raise argparse.ArgumentTypeError(f"{value:g} is out of range: {allowed}")
         return value

@@ -56,12 +56,12 @@ def _read_pairs_for(args: argparse.Namespace, skipped=None) -> tuple[list, dict]
 def _rm_eval(args: argparse.Namespace) -> int:
     from robustvlm.config import RewardEvalConfig
     from robustvlm.data.records import SkipLog
-    from robustvlm.report.tables import markdown_table
+    from robustvlm.report.reward_eval import reward_eval_tables
     from robustvlm.workflows.reward.evaluate import check_split, evaluate_reward_model
 
     cfg = RewardEvalConfig(split=args.split or "test", shared_prefix=not args.full_sequences,
                            text_only_test=not args.no_text_only_test, text_mode=args.text_mode,
-                           max_per_env=args.max_per_env)
+                           max_per_env=args.max_per_env, swap_check=not args.no_swap_check)
     check_split(cfg, args.score_training_pairs)
     skipped = SkipLog() if args.skip_bad else None
     pairs, data = _read_pairs_for(args, skipped)
@@ -71,10 +71,7 @@ def _rm_eval(args: argparse.Namespace) -> int:
         print(f"skipped {len(skipped)} bad record(s): see {Path(args.out) / 'skipped.jsonl'}")
     if cfg.split == "train":
         print("scored the training split: accuracy on pairs the model may have been trained on")
-    rows = [[env, *(f"{100 * acc[v].accuracy:.1f} [{100 * acc[v].ci_lo:.1f}, {100 * acc[v].ci_hi:.1f}]"
-                    for v in metrics.views), str(acc[metrics.primary].n)]
-            for env, acc in {**metrics.per_env, "all": metrics.overall}.items()]
-    print(markdown_table(["env", *(f"accuracy % ({v})" for v in metrics.views), "pairs"], rows))
+    print(reward_eval_tables(metrics))
     return 0
 
 
@@ -180,6 +177,8 @@ def add_rm(sub) -> None:
                      help="how the text-only test removes the image")
     re_.add_argument("--full-sequences", action="store_true",
                      help="score each response as its own sequence instead of sharing the prompt's cache")
+    re_.add_argument("--no-swap-check", action="store_true",
+                     help="skip scoring every pair a second time with chosen and rejected swapped")
     re_.add_argument("--resume", action="store_true", help=RESUME_HELP)
     re_.add_argument("--skip-bad", action="store_true",
                      help="leave bad records out (listed in OUT/skipped.jsonl, counted in metrics.json) "

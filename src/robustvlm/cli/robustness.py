@@ -80,4 +80,4 @@ def add_robustness(sub) -> None:
     ts.add_argument("--quick", action="store_true", help="merge the config's `quick` part (a smoke test)")
     ts.add_argument("--out", help="default task_signal (task_signal_quick with --quick)")
     ts.add_argument("--resume", action="store_true", help=RESUME_HELP)
-    ts.set_defaults(func=_robustness_task_signal)
+    ts.set_defaults(func=_robustness_task_signal, config_optional=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import yaml
 
+from robustvlm.config import load_yaml, yaml_problem
 from robustvlm.data.records import SPLITS, EnvRecord
 from robustvlm.errors import ConfigError
 
@@ -74,8 +75,10 @@ def load_env_map(spec: str | Path | Mapping) -> EnvMap:
     if not isinstance(spec, Mapping):
         where = str(spec)
         try:
-            spec = yaml.safe_load(Path(spec).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            spec = load_yaml(Path(spec).read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{where}: cannot read env map: {yaml_problem(exc)}") from None
+        except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{where}: cannot read env map: {exc}") from exc
     envs = spec.get("environments") if isinstance(spec, Mapping) else None
     if not isinstance(envs, Mapping) or not envs:

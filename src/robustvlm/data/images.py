@@ -43,7 +43,7 @@ def load_image(
     Raises DataError naming `source`, `record` and
     `record_id` (see DataError) when the image cannot be used.
     """
-    name = "<bytes>" if isinstance(ref, bytes) else str(ref)
+    name = "<bytes>" if isinstance(ref, bytes) else str(ref).replace("\x00", "\\x00")
 
     def fail(reason: str) -> DataError:
         return DataError(f"image {name}: {reason}", source or None, record, record_id)
@@ -53,6 +53,8 @@ def load_image(
     if isinstance(ref, bytes):
         if not ref:
             raise fail("empty image data")
+    elif "\x00" in ref:
+        raise fail("the path holds a NUL byte, which no file name can")
     elif os.path.isdir(ref):
         raise fail("is a directory, not an image file")
     elif not os.path.isfile(ref):

@@ -67,7 +67,7 @@ def load_examples(
             the task type is the source name looked up in the map.
         instruction_template: the instruction of image-folder records; `{domain}` is replaced.
         on_bad_record: "error" raises the first DataError; "skip" drops bad records and counts
-            each in `skip_log`. A file that cannot be read at all always raises.
+            each in `skip_log`. A file that cannot be read at all, or holds no record, always raises.
         validate_images: fully decode every image once (see `load_image`) to find bad ones.
         max_pixels: images with more pixels are bad records.
         hub: for `hf:NAME`, several hub configs (subsets) to load and a seeded row sample of
@@ -120,7 +120,9 @@ def read_examples(
     if hub is not None and not (isinstance(path, str) and path.startswith("hf:")):
         raise ConfigError(f"{path}: hub subsets and row sampling apply only to hf:NAME datasets")
     rows = _rows(path, fmt, split, instruction_template, hub, _image_root_dir(image_root), allow_outside_root)
+    n_rows = 0
     for row in rows:
+        n_rows += 1
         try:
             if isinstance(row, DataError):
                 raise row
@@ -143,6 +145,8 @@ def read_examples(
                 continue
             first_seen[ex.id] = ex.source
             examples.append(ex)
+    if n_rows == 0:
+        raise DataError("holds no records (the file is empty)", str(path))
     return examples
 
 
@@ -515,6 +519,8 @@ def image_ref(value: object, row: RawRecord) -> str | bytes | None:
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):
+        if "\x00" in value:
+            raise row.error(f"image path {value!r} holds a NUL byte, which no file name can")
         path = Path(value)
         if row.base_dir is None:  # hub rows: the datasets library's own cache paths
             return str(path)

@@ -2,7 +2,8 @@
 
 Each layout turns one raw record (a dict, from JSONL / JSON / parquet / a saved or hub dataset)
 into zero or more pairs: `{id, image, query, chosen, rejected}` plus, where the record says,
-`margin`, `split` and `env`. Records a layout cannot use raise a DataError naming the record;
+`margin`, `split` and `env`. Records a layout cannot use raise a DataError naming the record
+(a number that is NaN or infinite, as a margin, a rating or a rank, is such a record);
 pairs a layout leaves out on purpose (tied ratings, unrated responses) are returned as counted
 reasons, never dropped silently.
 
@@ -17,11 +18,19 @@ reasons, never dropped silently.
 | `mm-rewardbench` | `Text, Output1, Output2, Better`                  | Multimodal RewardBench (test set) |
 
 `detect_layout` picks the first layout, in the table's order, whose columns a record has.
+
+The two reward benchmarks give each pair the *category* their authors report accuracy by:
+VL-RewardBench's `query_source` grouped as its paper does (WildVision: general; POVID, RLAIF-V,
+RLHF-V: hallucination; MMMU-Pro, MathVerse: reasoning; any other source under its own name), and
+Multimodal RewardBench's `Category`, with safety split into bias / toxicity and reasoning into
+math / coding by the record's `ID` prefix, as its accuracy script does. robustvlm's own records
+may carry a `category` field too.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -75,15 +84,34 @@ def _pair(record_id: str, image: Any, query: str, chosen: str, rejected: str, **
             **{k: v for k, v in extra.items() if v is not None}}
 
 
+def _category(value: object, row: RawRecord, rid: str) -> str | None:
+    """A record's category: None when absent, else a non-empty string."""
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise row.error(f"field 'category' must be a string, not {value!r}", rid)
+    return value
+
+
+def _finite(value: float, what: str, row: RawRecord, rid: str) -> float:
+    """`value` as a float; a DataError naming `what` when it is NaN or infinite."""
+    if not math.isfinite(value):
+        raise row.error(f"{what} must be a finite number, not {value!r}", rid)
+    return float(value)
+
+
 def _native(data: dict, row: RawRecord, aspect: str) -> Converted:
     rid = _record_id(data, row, "id")
     margin = data.get("margin")
     if margin is not None and (isinstance(margin, bool) or not isinstance(margin, int | float)):
         raise row.error(f"field 'margin' must be a number, not {margin!r}", rid)
+    if margin is not None:
+        _finite(margin, "field 'margin'", row, rid)
     return Converted([_pair(
         rid, data.get("image"), _text(data, "query", row, rid),
         _text(data, "chosen", row, rid), _text(data, "rejected", row, rid),
         margin=None if margin is None else float(margin), env=data.get("env"), split=data.get("split"),
+        category=_category(data.get("category"), row, rid),
     )])
 
 
@@ -134,8 +162,10 @@ def _povid(data: dict, row: RawRecord, aspect: str) -> Converted:
     )])
 
 
-def _rating(annotations: object, aspect: str) -> float | None:
-    """A VLFeedback response's score: the aspect's Rating, or the mean of its readable ratings."""
+def _rating(annotations: object, aspect: str, where: str) -> float | None:
+    """A VLFeedback response's score: the aspect's Rating, or the mean of its readable ratings.
+    A rating that reads as NaN or infinite is no rating to rank by: ValueError naming it
+    (`where` with the aspect's name in its `{}`)."""
     if not isinstance(annotations, dict):
         return None
     names = VLFEEDBACK_ASPECTS if aspect == MEAN_ASPECT else (aspect,)
@@ -143,9 +173,12 @@ def _rating(annotations: object, aspect: str) -> float | None:
     for name in names:
         entry = annotations.get(name)
         try:
-            values.append(float(cast(Any, entry.get("Rating"))) if isinstance(entry, dict) else None)
+            value = float(cast(Any, entry.get("Rating"))) if isinstance(entry, dict) else None
         except (TypeError, ValueError):  # "N/A" and the like
-            values.append(None)
+            value = None
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"{where.format(name)} must be a finite number, not {value!r}")
+        values.append(value)
     readable = [v for v in values if v is not None]
     if aspect != MEAN_ASPECT:
         return readable[0] if readable else None
@@ -170,8 +203,11 @@ def _vlfeedback(data: dict, row: RawRecord, aspect: str) -> Converted:
     record_id = _record_id(data, row, "id")
     query = _text(data, "prompt", row, record_id)
     scored, out = [], Converted()
-    for c in _completions(data.get("completions"), row, record_id):
-        score = _rating(c.get("annotations"), aspect)
+    for i, c in enumerate(_completions(data.get("completions"), row, record_id)):
+        try:
+            score = _rating(c.get("annotations"), aspect, f"completion {i}: {{}} Rating")
+        except ValueError as err:
+            raise row.error(str(err), record_id) from None
         response = c.get("response")
         if score is None or not isinstance(response, str):
             out.left_out.append(f"vlfeedback: response without a readable {aspect} rating")
@@ -187,6 +223,35 @@ def _vlfeedback(data: dict, row: RawRecord, aspect: str) -> Converted:
     return out
 
 
+#: VL-RewardBench's sources ({lower-case name fragment: category}), grouped as its paper reports.
+VL_REWARDBENCH_CATEGORIES = {
+    "wildvision": "general", "povid": "hallucination", "rlaif": "hallucination",
+    "rlhf": "hallucination", "mmmu": "reasoning", "mathverse": "reasoning",
+}
+
+
+def vl_rewardbench_category(source: object) -> str | None:
+    """The category of a VL-RewardBench `query_source` (None when the record names none)."""
+    if not isinstance(source, str) or not source.strip():
+        return None
+    key = source.strip().lower()
+    return next((cat for frag, cat in VL_REWARDBENCH_CATEGORIES.items() if frag in key), key)
+
+
+def mm_rewardbench_category(category: object, record_id: str) -> str | None:
+    """The category Multimodal RewardBench reports a triplet under: its `Category`, with safety
+    split into bias (ids starting "pairs") / toxicity and reasoning into math (ids starting
+    "math") / coding, as the benchmark's accuracy script does."""
+    if not isinstance(category, str) or not category.strip():
+        return None
+    lowered = record_id.lower()
+    if category == "safety":
+        return "safety/bias" if lowered.startswith("pairs") else "safety/toxicity"
+    if category == "reasoning":
+        return "reasoning/math" if lowered.startswith("math") else "reasoning/coding"
+    return category
+
+
 def _vl_rewardbench(data: dict, row: RawRecord, aspect: str) -> Converted:
     rid = _record_id(data, row, "id")
     responses, ranking = data.get("response"), data.get("human_ranking")
@@ -194,12 +259,15 @@ def _vl_rewardbench(data: dict, row: RawRecord, aspect: str) -> Converted:
         raise row.error("field 'response' must be a list of two strings", rid)
     if not (isinstance(ranking, list) and len(ranking) == 2 and all(isinstance(r, int | float) for r in ranking)):
         raise row.error("field 'human_ranking' must be a list of two ranks (0 = preferred)", rid)
+    for rank in ranking:
+        _finite(rank, "field 'human_ranking'", row, rid)
     if ranking[0] == ranking[1]:
         return Converted(left_out=["vl-rewardbench: tied human ranking"])
     best = 0 if ranking[0] < ranking[1] else 1
     return Converted([_pair(
         rid, data.get("image"), _text(data, "query", row, rid),
         responses[best], responses[1 - best], split=data.get("split"),
+        category=vl_rewardbench_category(data.get("query_source")),
     )])
 
 
@@ -212,6 +280,7 @@ def _mm_rewardbench(data: dict, row: RawRecord, aspect: str) -> Converted:
     return Converted([_pair(
         rid, data.get("Image"), _text(data, "Text", row, rid),
         _text(data, better, row, rid), _text(data, worse, row, rid), split=data.get("split"),
+        category=mm_rewardbench_category(data.get("Category"), rid),
     )])
 
 

@@ -46,6 +46,8 @@ class PreferencePair:
             None when the data gives none.
         ood: True for environments held out of training (test only).
         source: file (and line) the record came from, for error messages.
+        category: the benchmark category the record's authors report accuracy by (e.g.
+            VL-RewardBench's "hallucination"); None when the data gives none.
     """
 
     id: str
@@ -58,6 +60,7 @@ class PreferencePair:
     margin: float | None = None
     ood: bool = False
     source: str = ""
+    category: str | None = None
 
     def example(self, response: str, image: str | bytes | None = ...) -> Example:  # type: ignore[assignment]
         """The pair's query answered by `response` as an instruction Example (what the collator
@@ -219,7 +222,7 @@ def _checked(
     return PreferencePair(
         id=pair_id, image=image, query=fields["query"], chosen=fields["chosen"],
         rejected=fields["rejected"], env=str(label) if label not in (None, "") else options.env or layout.name,
-        split=split, margin=fields.get("margin"), source=row.location,
+        split=split, margin=fields.get("margin"), source=row.location, category=fields.get("category"),
     )
 
 

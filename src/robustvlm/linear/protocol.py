@@ -292,6 +292,7 @@ class Selection:
         per_env: [E] test error per environment, averaged over seeds.
         validation: the selected draw's selection score (summed validation error, seed mean).
         diverged: runs (over all draws and seeds) whose training diverged.
+        seeds, per_seed: the data seeds and each one's test error averaged over environments.
     """
 
     draw: int
@@ -301,6 +302,8 @@ class Selection:
     per_env: list[float]
     validation: float
     diverged: int
+    seeds: list[int] = field(default_factory=list)
+    per_seed: list[float] = field(default_factory=list)
 
 
 def select(runs: list[Run]) -> Selection:
@@ -324,4 +327,6 @@ def select(runs: list[Run]) -> Selection:
         per_env=test.mean(0).tolist(),
         validation=scores[best],
         diverged=sum(r.diverged for r in runs),
+        seeds=[r.seed for r in chosen],
+        per_seed=test.mean(1).tolist(),
     )

@@ -46,7 +46,7 @@ from robustvlm.models.chat import ChatPrompt, check_multi_image, encode_chats
 from robustvlm.models.embedding import FAMILIES as EMBEDDING_FAMILIES
 from robustvlm.models.embedding import Embedder, EmbeddingSpec
 from robustvlm.models.generate import generate_batch
-from robustvlm.models.loading import TINY_PREFIX, load_vlm
+from robustvlm.models.loading import LOAD_ERRORS, TINY_PREFIX, load_vlm
 from robustvlm.models.loglik import OptionScores, option_logliks
 from robustvlm.models.reward import (
     HEAD_FILE,
@@ -185,7 +185,7 @@ class DualEncoderBackend(Backend):
         kwargs = {"trust_remote_code": True} if trust_remote_code else {}
         try:
             model, processor = AutoModel.from_pretrained(name, **kwargs), AutoProcessor.from_pretrained(name, **kwargs)
-        except (OSError, ValueError, KeyError) as exc:
+        except LOAD_ERRORS as exc:
             raise ConfigError(f"cannot load dual encoder '{name}': {exc}") from exc
         return cls(name, family, model, processor)
 
@@ -344,7 +344,7 @@ def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
         kwargs = {"trust_remote_code": True} if trust_remote_code else {}
         try:
             model_type = str(AutoConfig.from_pretrained(name, **kwargs).model_type)
-        except (OSError, ValueError, KeyError) as exc:
+        except LOAD_ERRORS as exc:
             raise ConfigError(f"cannot read the config of model '{name}' to infer its family: {exc}") from exc
     for family, spec in BACKENDS.items():
         if any(model_type.startswith(prefix) for prefix in spec.model_types):

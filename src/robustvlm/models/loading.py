@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from transformers import AutoModelForImageTextToText, AutoProcessor, PreTrainedModel, ProcessorMixin
 from transformers.utils import is_torchvision_available
 
@@ -15,6 +16,9 @@ from robustvlm.models.tiny import FAMILIES, build_tiny_vlm
 from robustvlm.runs import atomic_folder
 
 TINY_PREFIX = "tiny:"
+#: What transformers raises for a model it cannot load: missing or unreadable files, bad configs,
+#: and weights files that are not safetensors (SafetensorError, e.g. "header too large").
+LOAD_ERRORS = (OSError, ValueError, KeyError, SafetensorError)
 
 
 def load_vlm(
@@ -54,7 +58,7 @@ def load_vlm(
         if dtype is not None:
             kwargs["dtype"] = dtype
         model = AutoModelForImageTextToText.from_pretrained(name_or_path, **kwargs)
-    except (OSError, ValueError, KeyError) as exc:
+    except LOAD_ERRORS as exc:
         raise ConfigError(f"cannot load image-text-to-text model '{name_or_path}': {exc}") from exc
     return model, processor
 

@@ -33,7 +33,7 @@ from robustvlm.data.collate import chat_messages, render_chat, reply_ids
 from robustvlm.data.prompt_inputs import appended_token_values
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.models.answer import get_backbone, last_token_index, model_inputs
-from robustvlm.models.loading import load_vlm
+from robustvlm.models.loading import LOAD_ERRORS, load_vlm
 from robustvlm.models.loglik import (
     CACHE_ARG,
     cache_of,
@@ -137,7 +137,10 @@ def load_reward_model(
     if not is_reward_model(path):
         raise ConfigError(f"{path}: not a reward model folder (no {HEAD_FILE})")
     vlm, processor = load_vlm(str(path), dtype=dtype, trust_remote_code=trust_remote_code)
-    weight = load_file(str(path / HEAD_FILE))["weight"]
+    try:
+        weight = load_file(str(path / HEAD_FILE))["weight"]
+    except (*LOAD_ERRORS, RuntimeError) as exc:  # "weight" missing, garbage, wrong dtype
+        raise ConfigError(f"{path / HEAD_FILE}: cannot read the reward head: {exc}") from None
     if weight.shape != (1, hidden_size(vlm)):
         raise ConfigError(f"{path / HEAD_FILE}: head of shape {tuple(weight.shape)} does not fit "
                           f"a backbone of width {hidden_size(vlm)}")

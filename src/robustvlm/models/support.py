@@ -9,6 +9,7 @@ unable to do; a capability it lacks stops the command before any work starts
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from robustvlm.errors import ConfigError
@@ -61,14 +62,29 @@ def supports(architecture: str, capability: str) -> bool:
     return capability not in NOT_SUPPORTED.get(architecture, {})
 
 
+def names_a_folder(name: str) -> bool:
+    """Whether a model name is a local path rather than a hub id (`org/name`): it starts with `.`,
+    `/` or `~`, holds a separator beyond one `org/name` slash (or the OS's own), or its parent
+    folder exists (`runs/final` beside a `runs/` folder). "tiny:" and "openai:" names are neither."""
+    if name.startswith(("tiny:", "openai:")):
+        return False
+    seps = name.count("/") + (name.count(os.sep) if os.sep != "/" else 0)
+    parent = os.path.dirname(name)
+    return name.startswith((".", "/", "~")) or seps > 1 or (bool(parent) and os.path.isdir(parent))
+
+
 def model_type_of(name: str) -> str | None:
     """The architecture of a model name: the kind of "tiny:<kind>", or the `model_type` in a
-    local folder's config.json; None for other names (hub names are checked when loaded)."""
+    local folder's config.json; None for other names (hub names are checked when loaded). A name
+    that is a local path (`names_a_folder`) to nothing is a ConfigError saying so."""
     if name.startswith("tiny:"):
         kind = name[len("tiny:"):]
         if kind not in FAMILIES:
             raise ConfigError(f"unknown tiny architecture '{kind}' in '{name}'; known: {sorted(FAMILIES)}")
         return kind
+    if names_a_folder(name) and not os.path.isdir(os.path.expanduser(name)):
+        what = "is not a folder" if os.path.exists(os.path.expanduser(name)) else "does not exist"
+        raise ConfigError(f"model '{name}': the local folder {what} (a hub model is named org/name)")
     config = Path(name) / "config.json"
     if not config.is_file():
         return None

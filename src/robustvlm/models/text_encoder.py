@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer
 
 from robustvlm.errors import ConfigError
+from robustvlm.models.loading import LOAD_ERRORS
 
 
 def default_encoder_path() -> Path:
@@ -61,7 +62,7 @@ def load_text_encoder(
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
         model = AutoModel.from_pretrained(source, **kwargs)
-    except (OSError, ValueError, KeyError) as err:
+    except LOAD_ERRORS as err:
         raise ConfigError(f"text encoder {source!r} cannot be loaded: {err}") from err
     return LoadedEncoder(tokenizer=tokenizer, model=model.eval(), source=source)
 

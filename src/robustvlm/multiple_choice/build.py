@@ -302,7 +302,8 @@ def write_questions(questions: Sequence[MCQuestion], path: str | Path) -> None:
 
 
 def read_questions(path: str | Path) -> list[MCQuestion]:
-    """Read a file written by `write_questions`; a bad line raises DataError naming file and line."""
+    """Read a file written by `write_questions`; a bad line raises DataError naming file and line,
+    and so does a file without questions."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -318,6 +319,8 @@ def read_questions(path: str | Path) -> list[MCQuestion]:
             raise DataError(f"not valid JSON ({err.msg})", str(path), number) from err
         except ValueError as err:
             raise DataError(str(err), str(path), number) from err
+    if not questions:
+        raise DataError("holds no questions (the file is empty)", str(path))
     return questions
 
 

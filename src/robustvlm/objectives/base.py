@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -36,14 +37,16 @@ class HParam:
 
 def check_hparam_values(declared: Mapping[str, HParam], given: Mapping[str, Any], owner: str) -> None:
     """ConfigError unless every key of `given` is declared and its value is of its default's kind
-    (a number for a number, a bool for a bool, text for text; any value where the default is
-    None) and, where a text default has a `("choice", ...)` search, one of the choices. `owner` names it in messages
+    (a finite number for a number, a bool for a bool, text for text; any value where the default
+    is None, but never NaN or an infinity) and, where a text default has a `("choice", ...)` search, one of the choices. `owner` names it in messages
     ("method 'irm'")."""
     unknown = sorted(set(given) - set(declared))
     if unknown:
         raise ConfigError(f"{owner} has no hyperparameter(s) {unknown}; known: {sorted(declared)}")
     for key, value in given.items():
         default, search = declared[key].default, declared[key].search
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{owner}: {key} must be a finite number, not {value!r}")
         if isinstance(default, str) and search is not None and search[0] == "choice":
             if value not in search[1:]:  # an enumeration: its choices are every valid value
                 raise ConfigError(f"{owner}: {key} must be one of {list(search[1:])}, not {value!r}")

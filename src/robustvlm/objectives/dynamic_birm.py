@@ -125,6 +125,8 @@ class DynamicBIRM(Objective):
         super().__init__(env_names, **hparams)
         hp = self.hp
         require(0.0 <= hp.alpha < 1.0, self.name, "alpha must be in [0, 1)")
+        require(hp.gamma >= 0, self.name, "gamma (the penalty weight's target ratio) must be >= 0")
+        require(hp.p_min >= 0, self.name, "p_min must be >= 0")
         require(hp.eps > 0, self.name, "eps must be > 0")
         require(hp.k_skip >= 0, self.name, "k_skip must be >= 0")
         require(0.0 <= hp.eps_rel < 1.0, self.name, "eps_rel must be in [0, 1)")

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from robustvlm.errors import ConfigError
-from robustvlm.objectives.base import HParam, LossParts, Objective
+from robustvlm.objectives.base import HParam, LossParts, Objective, field_name
 from robustvlm.objectives.env_stats import EnvRisks
 
 
@@ -44,6 +44,9 @@ class AnnealedObjective(Objective):
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)
         require(self.hp.anneal_steps >= 0, self.name, "anneal_steps must be >= 0")
+        for key in ("lambda", "lambda_before"):  # a negative weight rewards variance across envs
+            weight = getattr(self.hp, field_name(key))
+            require(weight >= 0, self.name, f"{key} must be >= 0, not {weight!r}")
 
     def penalty_weight(self, step: int) -> float:
         """lambda at this step (0-based)."""

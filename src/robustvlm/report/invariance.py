@@ -8,12 +8,13 @@ penalty weight over training, and how our protocol differs from the published on
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from robustvlm.analysis.verdict import compare_all, seed_spread, verdict_sentences
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, plot_series, save_figure
@@ -288,6 +289,51 @@ def short_of_irm(summary: Mapping) -> Paragraph | None:
     return Paragraph(" ".join(lines))
 
 
+def verdict_blocks(summary: Mapping) -> list[Block]:
+    """The `Verdict` section: every method but the oracle against ERM per example, computed from the
+    selected draws' per-seed test errors (`analysis.verdict`)."""
+    scores = {
+        LABELS[method]: {ex: dict(zip(summary["results"][ex][method]["seeds"], summary["results"][ex][method]["per_seed"]))
+                         for ex in EXAMPLES}
+        for method in summary["methods"]
+    }
+    if "erm" not in summary["methods"]:
+        return [Heading("Verdict"), Paragraph("ERM did not run: no method is compared with a baseline.")]
+    comparisons = compare_all(scores, LABELS["erm"], skip=[LABELS["oracle"]], higher_is_better=False)
+    lines = verdict_sentences(
+        comparisons, what="example", fmt=lambda v: f"{v:.2f}" if abs(v) >= 1 else f"{v:.3f}",
+        metric="the test error averaged over the test environments (mean squared error on Example1/1s, "
+               "0-1 error otherwise; lower is better)",
+        selection="training-environment validation (per method, the hyperparameter draw with the smallest "
+                  "validation error summed over the training environments, averaged over data seeds)")
+    return [Heading("Verdict"), *(Paragraph(line) for line in lines)]
+
+
+def our_table(summary: Mapping, cell: Callable[[Mapping, str], str]) -> Table:
+    """Rows: our methods that ran; columns: the examples; `cell(selection entry, example)` fills a cell."""
+    rows = [[label, *(cell(summary["results"][ex][ours], ex) for ex in EXAMPLES)]
+            for label, ours, _ in ROWS if ours is not None and ours in summary["methods"]]
+    return Table(["method", *EXAMPLES], rows)
+
+
+def seed_table(summary: Mapping) -> Table:
+    """Per method and example, the selected draw's test error in each data seed, then mean ± sd over
+    seeds (ddof 1) [95% interval resampling seeds]."""
+    return our_table(summary, lambda entry, ex: seeds_cell(entry["per_seed"], digits(ex)))
+
+
+def seeds_cell(values: list[float], k: int) -> str:
+    """"v1, v2, ...: mean ± sd [lo, hi]" (the spread and interval over seeds; the values alone for
+    one seed; "diverged" when a seed diverged)."""
+    if not values or not all(np.isfinite(values)):
+        return "diverged"
+    text = ", ".join(f"{v:.{k}f}" for v in values)
+    spread = seed_spread(values)
+    if spread.sd is None or spread.ci is None:
+        return text
+    return f"{text}: {spread.mean:.{k}f} ± {spread.sd:.{k}f} [{spread.ci[0]:.{k}f}, {spread.ci[1]:.{k}f}]"
+
+
 def reading_blocks(summary: Mapping) -> list[Block]:
     """What the table says, per example, from the measured numbers."""
     results, reference = summary["results"], summary["reference"]
@@ -340,19 +386,14 @@ def inferred_blocks(summary: Mapping) -> list[Block]:
 def worst_env_table(summary: Mapping) -> Table:
     """Per method and example, the selected draw's error on its worst test environment (seed mean),
     beside the average over environments that the main table gives."""
-    results = summary["results"]
-    rows = []
-    for label, ours, _ in ROWS:
-        if ours is None or ours not in summary["methods"]:
-            continue
-        row = [label]
-        for ex in EXAMPLES:
-            per_env = results[ex][ours]["per_env"]
-            finite = [v for v in per_env if np.isfinite(v)]
-            row.append(f"{max(finite):.{digits(ex)}f} / {np.mean(finite):.{digits(ex)}f}"
-                       if finite and len(finite) == len(per_env) else "diverged")
-        rows.append(row)
-    return Table(["method", *EXAMPLES], rows)
+    def worst(entry: Mapping, ex: str) -> str:
+        per_env = entry["per_env"]
+        finite = [v for v in per_env if np.isfinite(v)]
+        if not finite or len(finite) != len(per_env):
+            return "diverged"
+        return f"{max(finite):.{digits(ex)}f} / {np.mean(finite):.{digits(ex)}f}"
+
+    return our_table(summary, worst)
 
 
 def write_invariance_report(
@@ -378,12 +419,18 @@ def write_invariance_report(
     ] if summary["within_spread"] is not None else []
     blocks: list[Block] = [
         Heading("Linear unit tests of invariance", 1),
+        *verdict_blocks(summary),
         protocol_paragraph(summary),
         reference_paragraph(summary),
         Heading("Test error"),
         error_table(summary),
         *spread,
         Image("invariance.png", "test error per example"),
+        Heading("Per data seed"),
+        Paragraph("The selected draw's test error in each data seed, then mean ± sd over seeds [95% interval "
+                  "resampling the seeds]; the verdict compares these. (The test-error table's ± is the authors' "
+                  "convention: the sd over seeds of each test environment, averaged over the environments.)"),
+        seed_table(summary),
         Heading("Worst test environment"),
         Paragraph("Test error of the selected draw on its worst test environment / averaged over the test "
                   "environments (seed means; the published table gives averages only)."),

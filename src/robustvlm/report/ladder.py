@@ -4,17 +4,20 @@ colour-free accuracy (methods x rungs), a table per rung, and the verdicts compu
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from robustvlm.analysis.ladder import COLOUR_FREE, ORACLE, REVERSED, beats_erm
+from robustvlm.analysis.ladder import COLOUR_FREE, ORACLE, REVERSED, beats_erm, ladder_comparisons
+from robustvlm.analysis.verdict import verdict_sentences, winners_sentence
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, save_figure
 
 LABELS = {"erm": "ERM", "irm": "IRMv1", "vrex": "V-REx", "birm": "BIRM", "dynamic_birm": "Dynamic BIRM",
           ORACLE: "grayscale oracle"}
-READINGS = {"final": "final step", "training-domain": "training-domain validation", "oracle": "test-domain oracle"}
+READINGS = {"final": "final step", "training-domain": "training-domain validation",
+            "oracle": "test-domain oracle selection"}
 PUBLISHED = ("The IRM paper (Arjovsky et al. 2019; 50,000 MNIST digits, MLP 390 wide, 10 restarts), test "
              "accuracy on the reversed environment: ERM 17.1 ± 0.6, IRMv1 66.9 ± 2.5, grayscale oracle 73.0 ± "
              "0.4; the best invariant rule scores 75.")
@@ -46,8 +49,8 @@ def summary_table(summary: Mapping, reading: str) -> Table:
 
 
 def cell_table(entries: Mapping, train_envs: list[str]) -> Table:
-    """One rung: per method the final accuracies, worst environment, rule, and the colour-free
-    accuracy under the two selection rules."""
+    """One rung: per method the final accuracies (colour-free also seed by seed), worst environment,
+    rule, and the colour-free accuracy under the two selection rules."""
     rows = []
     for method, label in LABELS.items():
         e = entries.get(method)
@@ -55,10 +58,12 @@ def cell_table(entries: Mapping, train_envs: list[str]) -> Table:
             continue
         train = [e["final"][n]["mean"] for n in train_envs if e["final"].get(n)]
         train_text = f"{100 * np.mean(train):.1f}" if train and None not in train else "n/a"
+        free = (e["final"].get(COLOUR_FREE) or {}).get("values") or {}
         rows.append([label, train_text, pct(e["final"].get(REVERSED)), pct(e["final"].get(COLOUR_FREE)),
+                     ", ".join(f"{100 * v:.1f}" for v in free.values()) or "n/a",
                      pct(e["worst"]), e.get("rule", "n/a"), pct(e["training-domain"].get(COLOUR_FREE)),
                      pct(e["oracle"].get(COLOUR_FREE)), f"{e['n_diverged']}/{e['n_seeds']}"])
-    return Table(["method", "train", "reversed", "colour-free", "worst env", "rule learned",
+    return Table(["method", "train", "reversed", "colour-free", "colour-free per seed", "worst env", "rule learned",
                   "colour-free (TD val)", "colour-free (oracle)", "diverged"], rows)
 
 
@@ -99,6 +104,27 @@ def verdicts(summary: Mapping) -> Table:
             row.append(", ".join(winners) if winners else "none")
         rows.append(row)
     return Table(["rung", *READINGS.values()], rows)
+
+
+def verdict_blocks(summary: Mapping) -> list[Block]:
+    """The `Verdict` section: every invariant method against ERM per rung on the colour-free and
+    reversed environments at the final step (`analysis.ladder.ladder_comparisons`), then who beat
+    ERM under the two selection rules."""
+    def named(comparisons):
+        return [replace(c, method=LABELS.get(c.method, c.method), baseline=LABELS["erm"]) for c in comparisons]
+
+    def points(v: float) -> str:
+        return f"{100 * v:.1f}"
+
+    final = named(ladder_comparisons(summary, "final"))
+    lines = verdict_sentences(
+        final, fmt=points, what="rung", rule="the larger sd over seeds, ddof 0, and at least 1 point",
+        metric="test accuracy in % on the colour-free (test-nocolour) and reversed (test-reversed) environments "
+               "(higher is better; chance 50, the content rule 75)",
+        selection="the final training step (the IRM paper's protocol)")
+    lines += [winners_sentence(named(ladder_comparisons(summary, reading)), selection=READINGS[reading], fmt=points)
+              for reading in ("oracle", "training-domain")]
+    return [Heading("Verdict"), *(Paragraph(line) for line in lines)]
 
 
 def inference_blocks(results: Mapping) -> list[Block]:
@@ -166,7 +192,7 @@ def write_ladder_report(results: Mapping, out_dir: Path) -> tuple[Path, Path]:
     """report.md and report.html (with ladder.png) in `out_dir`."""
     summary = results["summary"]
     ladder_plot(summary, out_dir / "ladder.png")
-    blocks: list[Block] = [Heading("The invariance ladder", 1)]
+    blocks: list[Block] = [Heading("The invariance ladder", 1), *verdict_blocks(summary)]
     if results["quick"]:
         blocks.append(Paragraph("Quick run: a smoke test with too few images and steps for the figures to "
                                 "mean anything."))

@@ -123,8 +123,10 @@ def bar_with_ci(
     title: str,
     *,
     ylabel: str = "",
+    points: Sequence[Sequence[float]] | None = None,
 ) -> Path:
-    """Bars at `means` with error bars from `los` to `his` (absolute limits, not offsets)."""
+    """Bars at `means` with error bars from `los` to `his` (absolute limits, not offsets); with
+    `points`, each bar's individual values (e.g. one per seed) as dots over it."""
     means_arr, los_arr, his_arr = (np.asarray(v, dtype=float) for v in (means, los, his))
     if not len(labels) == means_arr.size == los_arr.size == his_arr.size:
         raise DataError("bar_with_ci needs one label, mean, lo and hi per bar")
@@ -134,6 +136,8 @@ def bar_with_ci(
     positions = np.arange(len(labels))
     yerr = np.vstack([means_arr - los_arr, his_arr - means_arr])
     ax.bar(positions, means_arr, yerr=yerr, capsize=4, color="#4C72B0", alpha=0.85)
+    for x, values in zip(positions, points or []):
+        ax.plot(np.full(len(values), x), values, "o", color="k", markersize=3, zorder=3)
     tilt = len(labels) > 4
     ax.set_xticks(positions, labels, rotation=30 if tilt else 0, ha="right" if tilt else "center")
     ax.set_ylabel(ylabel)

@@ -1,4 +1,4 @@
-"""The reward demo's report: setup, a verdict computed from the numbers, the matrix section and
+"""The reward demo's report: the verdict (`analysis.reward_verdict`), setup, the matrix section and
 the Best-of-N curves."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from robustvlm.analysis.reward_matrix import MatrixResults
+from robustvlm.analysis.reward_verdict import reward_verdict
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
 from robustvlm.report.reward_report import (
     bon_curves,
@@ -18,51 +19,6 @@ from robustvlm.report.reward_report import (
     sfd_cells_text,
     sfd_table,
 )
-
-
-def _seeds(diff: Mapping) -> str:
-    return ", ".join(f"{100 * v:+.1f}" for v in diff["values"])
-
-
-def verdict(comparison: Mapping[str, Mapping | None], *, base: str = "standard",
-            other: str = "shortcut_aware", sfd_cells: str | None = None) -> list[str]:
-    """Plain sentences on whether `other` lowered SFD and raised o.o.d. accuracy against `base`,
-    seed by seed (paired differences in accuracy points); `sfd_cells` ("k of n") says how many
-    o.o.d. cells the mean SFD covers. With one seed the first sentence says that nothing can be
-    concluded."""
-    ood, sfd, iid = comparison["ood"], comparison["sfd"], comparison["iid"]
-    lines = []
-    n_seeds = next((c["n"] for c in (ood, sfd, iid) if c is not None), 0)
-    if n_seeds == 1:
-        lines.append("One seed only: a smoke test. The figures below carry no spread and support no "
-                     "conclusion; run the full demo for one.")
-    if ood is not None:
-        lines.append(
-            f"o.o.d. accuracy, `{other}` minus `{base}`: {pct(ood, signed=True)} points "
-            f"(per seed {_seeds(ood)}); higher in {ood['wins']} of {ood['n']} seed(s).")
-    if sfd is not None:
-        lower = sum(v < 0 for v in sfd["values"])
-        lines.append(
-            f"Mean SFD over o.o.d. cells{f' (cells with a defined SFD: {sfd_cells})' if sfd_cells else ''}, "
-            f"`{other}` minus `{base}`: {pct(sfd, signed=True)} points "
-            f"(per seed {_seeds(sfd)}); lower in {lower} of {sfd['n']} seed(s).")
-    if iid is not None:
-        lines.append(f"i.i.d. accuracy changed by {pct(iid, signed=True)} points (per seed {_seeds(iid)}).")
-    if ood is not None and sfd is not None:
-        helped_ood = ood["wins"] == ood["n"]
-        helped_sfd = lower == sfd["n"]
-        if helped_ood and helped_sfd:
-            call = ("On this data, shortcut-aware training helped: it raised o.o.d. accuracy and "
-                    "lowered SFD in every seed.")
-        elif ood["wins"] == 0 and lower == 0:
-            call = ("On this data, shortcut-aware training did not help: o.o.d. accuracy did not rise "
-                    "and SFD did not fall in any seed.")
-        else:
-            call = (f"On this data the result is mixed: o.o.d. accuracy rose in {ood['wins']} of "
-                    f"{ood['n']} seed(s) and SFD fell in {lower} of {sfd['n']}, not both in every "
-                    "seed; read the spread above before drawing a conclusion.")
-        lines.append(call)
-    return lines
 
 
 def bon_table(bon: Mapping[str, Mapping]) -> Table:
@@ -84,7 +40,9 @@ def demo_blocks(
 ) -> list[Block]:
     """Every block of the demo page (figures written into `out_dir`)."""
     train_env, test_env = bon_setup
-    blocks: list[Block] = [Paragraph(
+    cells = ", ".join(f"`{label}` {sfd_cells_text(results, label)}" for label in ("standard", "shortcut_aware"))
+    blocks: list[Block] = [Heading("Verdict"), *(Paragraph(line) for line in reward_verdict(comparison, sfd_cells=cells))]
+    blocks += [Paragraph(
         f"Built-in `preferences` benchmark ({plan['n_per_env']} training pairs per environment; "
         f"environments `clause`, `long`, `short`, `plain`, whose text cues predict the preference only "
         f"inside them). A tiny Idefics3 was fine-tuned for {plan['policy_steps']} steps to describe the "
@@ -94,8 +52,6 @@ def demo_blocks(
         + ("Accuracies are in %, mean ± std over seeds; differences are paired by seed. "
            if len(plan["seeds"]) > 1 else "Accuracies are in %, from one seed (no spread). ")
         + f"Wall time: {seconds:.0f} s.")]
-    cells = ", ".join(f"`{label}` {sfd_cells_text(results, label)}" for label in ("standard", "shortcut_aware"))
-    blocks += [Heading("Verdict"), *(Paragraph(line) for line in verdict(comparison, sfd_cells=cells))]
     blocks += matrix_blocks(results, out_dir, points=points)
     figure = bon_curves({label: r["curve"] for label, r in bon.items()}, out_dir / "bon.png", gold="chrF")
     blocks += [Heading("Best-of-N"), Paragraph(

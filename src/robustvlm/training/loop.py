@@ -4,7 +4,8 @@ Outputs in the run folder (besides what the task writes):
   config.resolved.yaml   every setting, defaults filled in (see `robustvlm.runs`)
   train_log.jsonl        one row per logged optimizer step: `step`, the task's row (`loss`, ...)
                          averaged over the step's micro-batches and processes
-                         (`training.metrics`), `grad_norm`, `lr`, `seconds`
+                         (`training.metrics`), `grad_norm`, `lr`, `seconds` (and, with
+                         `train.skip_nonfinite_steps`, `skipped_steps`: how many so far)
   checkpoints/step-N/    see `training.checkpoint`
   final/                 the task's inference format
   <tracker folders>      with `train.report_to` (e.g. tensorboard/), through Accelerate
@@ -13,6 +14,13 @@ The schedule is AdamW with linear warm-up over `train.warmup_ratio` of the steps
 decay; gradients are accumulated over `train.grad_accum` micro-batches and clipped to
 `train.clip_norm`. `--resume` continues from the newest checkpoint exactly: the same batches,
 RNG draws and task state as an uninterrupted run.
+
+A step whose loss or gradient norm is not finite (NaN, infinity) stops the run with a
+`NonFiniteStep` error naming the step: its update is not applied, no checkpoint is written after
+it (the last good one stays) and `final/` is never written, so a diverged model is never saved as
+a success. With `train.skip_nonfinite_steps: true` such a step's update is skipped instead (the
+learning-rate schedule still advances), and the count is logged as `skipped_steps` and printed at
+the end; the option may be switched on when resuming a stopped run.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from tqdm.auto import tqdm
 from transformers import get_cosine_schedule_with_warmup
 
 from robustvlm.config import TrainConfig
-from robustvlm.errors import ConfigError
+from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.runs import (
     append_jsonl,
     atomic_folder,
@@ -52,6 +60,22 @@ from robustvlm.training.metrics import step_row
 from robustvlm.training.task import SetupContext, StepContext, TrainingTask
 
 LOG_FILE = "train_log.jsonl"
+#: Settings a resumed run may change: how later non-finite steps are handled.
+MAY_DIFFER_ON_RESUME = ("train.skip_nonfinite_steps",)
+
+
+class NonFiniteStep(RobustVLMError):
+    """A training step's loss or gradient norm was NaN or infinite (see the module doc)."""
+
+    def __init__(self, step: int, loss: float | None, grad_norm: float, out_dir: Path):
+        kept = list_checkpoints(out_dir)
+        last = f"the last good checkpoint is {kept[-1]}" if kept else "no checkpoint was written yet"
+        super().__init__(
+            f"training step {step}: the loss is {loss} and the gradient norm {grad_norm}, not "
+            f"finite; stopped without writing {out_dir / 'final'} ({last}); lower train.lr or set "
+            "train.skip_nonfinite_steps: true to skip such steps"
+        )
+        self.step = step
 
 
 @dataclass
@@ -61,6 +85,7 @@ class LoopResult:
     out_dir: Path
     final_dir: Path
     steps: int
+    skipped_steps: int = 0
 
 
 def use_bf16(setting: Any) -> bool:
@@ -134,7 +159,7 @@ def run_training(
         torch.set_num_threads(cfg.cpu_threads)
     is_main = accelerator.is_main_process
     if is_main:
-        claim_run_folder(out_dir, settings, command=task.command, resume=resume)
+        claim_run_folder(out_dir, settings, command=task.command, resume=resume, may_differ=MAY_DIFFER_ON_RESUME)
         task.prepare_files(out_dir)
     accelerator.wait_for_everyone()
 
@@ -156,12 +181,12 @@ def run_training(
     clip_groups = setup.clip_groups(models) if setup.clip_groups is not None else [params]
     register_checkpoint_hooks(accelerator)
 
-    start, elapsed = 0, 0.0
+    start, elapsed, skipped = 0, 0.0, 0
     log_path = out_dir / LOG_FILE
     checkpoints = list_checkpoints(out_dir) if resume else []
     if checkpoints:
         state = load_checkpoint(accelerator, checkpoints[-1])
-        start, elapsed = state["step"], state["seconds"]
+        start, elapsed, skipped = state["step"], state["seconds"], state.get("skipped_steps", 0)
         scheduler.load_state_dict(state["scheduler"])
         sampler.load_state_dict(state["sampler"])
         task.load_state_dict(state["task"])
@@ -191,15 +216,24 @@ def run_training(
                 with nullcontext() if ctx.last_micro else ctx.no_sync(), accelerator.autocast():
                     rows.append(task.training_step(batch, ctx))
             grad_norm = _clip(accelerator, clip_groups, cfg.clip_norm)
-            optimizer.step()
+            done = step + 1
+            values = step_row(rows, accelerator)  # every process: a collective call
+            loss = values.get("loss")
+            finite = math.isfinite(grad_norm) and (loss is None or math.isfinite(loss))
+            if finite:
+                optimizer.step()
+            elif cfg.skip_nonfinite_steps:
+                skipped += 1
+            else:
+                raise NonFiniteStep(done, loss, grad_norm, out_dir)
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
-            done = step + 1
-            if done % cfg.log_every == 0 or done == total:
+            if not finite or done % cfg.log_every == 0 or done == total:
                 row = {
                     "step": done,
-                    **step_row(rows, accelerator),
-                    "grad_norm": float(grad_norm),
+                    **(values if finite else {}),
+                    **({"grad_norm": float(grad_norm)} if finite else {}),
+                    **({"skipped_steps": skipped} if cfg.skip_nonfinite_steps else {}),
                     "lr": scheduler.get_last_lr()[0],
                     "seconds": round(time.perf_counter() - t0, 3),
                 }
@@ -220,10 +254,14 @@ def run_training(
                         "scheduler": scheduler.state_dict(),
                         "sampler": sampler.state_dict(),
                         "task": task.state_dict(),
+                        "skipped_steps": skipped,
                     },
                     keep=cfg.keep_checkpoints,
                 )
     bar.close()
+    if skipped and is_main:
+        print(f"skipped {skipped} of {total} steps whose loss or gradient norm was not finite "
+              "(train.skip_nonfinite_steps); see skipped_steps in train_log.jsonl")
 
     final_dir = out_dir / "final"
     state_dicts = {name: accelerator.get_state_dict(model) for name, model in models.items()}
@@ -233,4 +271,4 @@ def run_training(
     accelerator.wait_for_everyone()
     if cfg.report_to:
         accelerator.end_training()
-    return LoopResult(out_dir=out_dir, final_dir=final_dir, steps=total)
+    return LoopResult(out_dir=out_dir, final_dir=final_dir, steps=total, skipped_steps=skipped)

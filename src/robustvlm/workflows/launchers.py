@@ -44,7 +44,7 @@ LAUNCHERS = ("local", "multi-gpu", "slurm")
 class JobRunnerConfig(BaseModel):
     """How `run_jobs` runs jobs: a sweep's `launcher:` section (see the module doc)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     kind: Literal["local", "multi-gpu", "slurm"] = "local"
     workers: int | None = Field(

@@ -74,7 +74,7 @@ class LossEntry(HParamEntry):
 class _MultiRunConfig(BaseModel):
     """`base` (a run config without the per-run part) and `seeds`, shared by the three."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     #: Keys each run sets itself, given under `methods` / `losses`, never in base.
     per_run_keys: ClassVar[tuple[str, str]]
@@ -114,7 +114,7 @@ class StudyConfig(_MethodsConfig):
 class ReferenceEntry(BaseModel):
     """Published figures a sweep prints beside its own: a packaged reference and our environment."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str
     env: str

@@ -1,10 +1,11 @@
-"""`robustvlm demo`: the packaged study config, --quick, overrides, and a tiny end-to-end run."""
+"""`robustvlm demo tasks`: the packaged study config, --quick, overrides, and a tiny end-to-end run."""
 
 from __future__ import annotations
 
 import json
 
 import torch
+from report_checks import assert_opens_with_verdict
 
 from robustvlm.cli import main
 from robustvlm.workflows.demos.finetune import demo_spec
@@ -33,9 +34,9 @@ def test_quick_merges_over_the_full_demo_and_overrides_reach_base():
 def test_demo_runs_end_to_end(tmp_path, capsys):
     out = tmp_path / "demo"
     overrides = ["train.steps=2", "train.save_every=2", "data.n_per_env=8", "eval.max_per_env=1"]
-    assert main(["demo", "--quick", "--out", str(out), *overrides]) == 0
+    assert main(["demo", "tasks", "--quick", "--out", str(out), *overrides]) == 0
     printed = capsys.readouterr().out
     assert "| method | ID chrF | ID BERTScore | ID CEE |" in printed and "cee: absent" in printed
     results = json.loads((out / "results.json").read_text())
     assert list(results["methods"]) == ["erm", "birm", "dynamic_birm"]
-    assert (out / "report.html").is_file()
+    assert_opens_with_verdict(out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from report_checks import assert_opens_with_verdict
 
 from robustvlm.cli import main
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
@@ -20,6 +21,7 @@ def test_demo_invariance_quick_writes_the_report_and_resumes(tmp_path, monkeypat
     assert all(set(summary["results"][ex]) == set(METHODS) for ex in EXAMPLES)
     rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     assert len(rows) == len(EXAMPLES) * len(METHODS) * 2  # quick: 2 draws x 1 seed
+    assert_opens_with_verdict(out)
     report = (out / "report.md").read_text()
     assert (
         "| IRMv1 | published | 11.15 ± 0.71 |" in report

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from report_checks import assert_opens_with_verdict
+
 from robustvlm.analysis.ladder import summarize
 from robustvlm.cli import main
 from robustvlm.workflows.demos import ladder
@@ -13,6 +15,7 @@ from robustvlm.workflows.demos import ladder
 def test_quick_ladder_writes_its_report_and_resumes(tmp_path, monkeypatch):
     out = tmp_path / "ladder"
     assert main(["demo", "ladder", "--quick", "--inferred-envs", "--out", str(out)]) == 0
+    assert_opens_with_verdict(out)
     results = json.loads((out / "results.json").read_text())
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     plan = ladder.QUICK

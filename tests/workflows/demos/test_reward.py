@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from report_checks import assert_opens_with_verdict
+
 from robustvlm.cli import main
 
 
@@ -18,6 +20,7 @@ def test_quick_demo_writes_the_report(tmp_path, capsys):
     assert set(results["frozen"]["matrix"]["labels"]) == {"standard", "text_only", "shortcut_aware"}
     assert len(results["full_proxy"]["runs"]) == 4 and len(results["full_proxy"]["sfc"]) == 1
     assert (out / "frozen" / "states.npz").is_file()
+    assert_opens_with_verdict(out)
     report = (out / "report.md").read_text()
     for needle in ("## Verdict", "o.o.d. accuracy, `shortcut_aware` minus `standard`", "On this data",
                    "## Shortcut-failure degradation", "## Best-of-N", "![Best-of-N curves](bon.png)",

@@ -40,7 +40,7 @@ def test_eval_scores_every_view_and_resumes(reward_folder, prefs, tmp_path, monk
     metrics = evaluate_reward_model(reward_folder, pairs, out, cfg=cfg, data={"path": str(prefs)}, progress=False)
     assert metrics.views == ["multimodal", "drop"] and set(metrics.per_env) == {"clause", "long", "plain", "short"}
     rows = [json.loads(line) for line in (out / "pairs.jsonl").read_text().splitlines()]
-    assert len(rows) == 12 and {"id", "env", "multimodal", "drop"} == set(rows[0])
+    assert len(rows) == 12 and {"id", "env", "multimodal", "drop", "swapped"} == set(rows[0])
     acc = metrics.per_env["long"]["multimodal"]
     by_hand = [r["multimodal"][0] > r["multimodal"][1] for r in rows if r["env"] == "long"]
     assert acc.accuracy == pytest.approx(sum(by_hand) / 3) and acc.n == 3
@@ -54,7 +54,7 @@ def test_eval_scores_every_view_and_resumes(reward_folder, prefs, tmp_path, monk
     monkeypatch.setattr(scoring, "candidate_rewards", lambda *a, **k: scored.append(1) or real(*a, **k))
     again = evaluate_reward_model(reward_folder, pairs, out, cfg=cfg, data={"path": str(prefs)},
                                   resume=True, progress=False)
-    assert len(scored) == 5 * 2  # five pairs left, two views each
+    assert len(scored) == 5 * 3  # five pairs left, two views each and the swap check
     assert again.to_dict() == metrics.to_dict()
     with pytest.raises(ConfigError, match="--resume"):
         evaluate_reward_model(reward_folder, pairs, out, cfg=cfg, data={"path": str(prefs)}, progress=False)

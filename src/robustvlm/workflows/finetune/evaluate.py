@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from robustvlm.analysis.summary import EvalMetrics, summarize
 from robustvlm.config import EvalConfig, ServedConfig, load_judge_config, validate_config
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
+from robustvlm.errors import ConfigError
 from robustvlm.evaluation.generation import generation_rows, select_examples
 from robustvlm.evaluation.metrics.registry import (
     METRICS,
@@ -136,4 +138,8 @@ def run_eval(
     check_needs(cfg.metrics, dict(cfg))
     examples = load_examples(data, env_map=env_map, task_rules=task_rules, image_root=image_root,
                              allow_outside_root=allow_outside_root)
+    if not any(ex.split == cfg.split for ex in examples):
+        present = Counter(ex.split for ex in examples)
+        held = ", ".join(f"{name} ({n} records)" for name, n in sorted(present.items()))
+        raise ConfigError(f"{data}: no records of split {cfg.split!r} to evaluate; it holds {held}")
     return evaluate(model, examples, out_dir, cfg=cfg, resume=resume, served=served)

@@ -190,8 +190,11 @@ def evaluate_models(
 
 def stability_rows(predictions: str | Path, *, draws: int = 50, seed: int = 0) -> list[dict]:
     """Accuracy against the number of sampled questions (`multiple_choice.stability`) from a
-    per-question JSONL written by `evaluate_models`; a row without `correct` is a DataError."""
+    per-question JSONL written by `evaluate_models`; an empty file or a row without `correct` is a
+    DataError."""
     rows = read_input_jsonl(predictions, "predictions file")
+    if not rows:
+        raise DataError("holds no per-question rows (the file is empty)", str(predictions))
     for line, row in rows:
         if "correct" not in row:
             raise DataError("not a per-question row with a 'correct' field", str(predictions), line)

@@ -2,10 +2,16 @@
 text-only test (the same model scored without the image).
 
 Outputs in OUT: `config.resolved.yaml`, `pairs.jsonl` (one row per pair as it is scored: id, env,
-and per view [r_chosen, r_rejected]; `--resume` scores only the pairs not there yet),
-`metrics.json` (`analysis.reward.RewardEvalMetrics`: accuracy, ties and a 95% bootstrap CI per
-environment and view; `skipped_records`, the bad records `--skip-bad` left out, listed in
-`skipped.jsonl`; `training_pairs: true` when the training split was scored on purpose).
+category where the benchmark names one, per view [r_chosen, r_rejected], and the swap check's
+`swapped` [r_rejected, r_chosen]; `--resume` scores only the pairs not there yet), `metrics.json`
+(`analysis.reward.RewardEvalMetrics`: accuracy, ties and a 95% bootstrap CI per environment,
+category and view, the SFD against the model's own text-only verdicts, the swap check;
+`skipped_records`, the bad records `--skip-bad` left out, listed in `skipped.jsonl`;
+`training_pairs: true` when the training split was scored on purpose).
+
+The swap check (on unless `eval.swap_check: false`) scores every pair a second time with chosen
+and rejected swapped and stops at the first pair whose scores are not the first ones reversed
+(a DataError naming it): swapped accuracy then equals 1 - accuracy - ties.
 
 When the model's training run recorded its pair split (`pair_split.json` beside `final/`), the
 pairs it trained on and held out take that split (`apply_training_split`), so the test split is
@@ -22,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
-from robustvlm.analysis.reward import RewardEvalMetrics, summarize_pair_rows
+from robustvlm.analysis.reward import RewardEvalMetrics, summarize_pair_rows, swap_check
 from robustvlm.config import RewardEvalConfig
 from robustvlm.data.preferences import PreferencePair
 from robustvlm.data.records import SkipLog
@@ -108,13 +114,18 @@ def evaluate_reward_model(
     path = out / PAIRS_FILE
     done = {row["id"] for row in read_jsonl(path)}
     todo = [p for p in todo_pairs if p.id not in done]
+    swap_view = views[0] if cfg.swap_check else None
     with path.open("a", encoding="utf-8") as handle:
         for row in score_pairs(cast(RewardModel, backend.model), backend.processor, todo, views=views,
-                               shared_prefix=cfg.shared_prefix, progress=progress, total=len(todo)):
+                               shared_prefix=cfg.shared_prefix, progress=progress, total=len(todo),
+                               swap_view=swap_view):
+            if swap_view is not None:
+                swap_check([row], swap_view)  # stops at the first pair that fails it
             append_jsonl(handle, [row])
     wanted = {p.id for p in todo_pairs}
     rows = [row for row in read_jsonl(path) if row["id"] in wanted]
-    metrics = summarize_pair_rows(rows, views, views[0], n_boot=cfg.n_boot)
+    swap = swap_check(rows, swap_view) if swap_view is not None else None
+    metrics = summarize_pair_rows(rows, views, views[0], n_boot=cfg.n_boot, swap=swap)
     report = metrics.to_dict()
     if skipped is not None:
         skipped.write(out / SKIPPED_FILE)

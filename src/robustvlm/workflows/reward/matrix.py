@@ -36,7 +36,13 @@ from functools import partial
 from pathlib import Path
 
 from robustvlm.analysis.reward import logged_sfc
-from robustvlm.analysis.reward_matrix import MatrixResults, MatrixRun, aggregate_matrix, gap_points
+from robustvlm.analysis.reward_matrix import (
+    MatrixResults,
+    MatrixRun,
+    aggregate_matrix,
+    gap_points,
+    matrix_swap_checks,
+)
 from robustvlm.config import RewardConfig, deep_merge, read_yaml_mapping, validate_config
 from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
 from robustvlm.models.loading import TINY_PREFIX, save_tiny_base
@@ -186,6 +192,7 @@ def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool
     runs = [_matrix_run(job) for job in jobs]
     results = aggregate_matrix(runs, {p.id: (p.env, p.chosen, p.rejected) for p in tests},
                                proxy_label=plan.text_only)
+    results.swap = matrix_swap_checks(runs)
     (out / RESULTS_FILE).write_text(json.dumps(results.to_dict(), indent=2) + "\n", encoding="utf-8")
     sfc = {label: logged_proxy(out, label, plan.seeds, train_envs)
            for label, (loss, _) in plan.losses.items() if loss_spec(loss).proxy}

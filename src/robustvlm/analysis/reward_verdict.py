@@ -1,0 +1,60 @@
+"""The reward demo's verdict: whether shortcut-aware training lowered SFD and raised o.o.d. accuracy
+against standard training, seed by seed, in plain sentences (pure functions on the paired
+differences of `analysis.reward.paired_difference`, fractions; written in accuracy points)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+def _points(diff: Mapping) -> str:
+    """"+2.1 ± 0.4": the mean difference in points, ± the sd over seeds when there are several."""
+    mean = f"{100 * diff['mean']:+.1f}"
+    return mean if diff.get("std") is None else f"{mean} ± {100 * diff['std']:.1f}"
+
+
+def _seeds(diff: Mapping) -> str:
+    return ", ".join(f"{100 * v:+.1f}" for v in diff["values"])
+
+
+def reward_verdict(comparison: Mapping[str, Mapping | None], *, base: str = "standard",
+                   other: str = "shortcut_aware", sfd_cells: str | None = None) -> list[str]:
+    """Plain sentences on whether `other` lowered SFD and raised o.o.d. accuracy against `base`,
+    seed by seed (paired differences in accuracy points); `sfd_cells` ("k of n") says how many
+    o.o.d. cells the mean SFD covers. With one seed the first sentence says that nothing can be
+    concluded."""
+    ood, sfd, iid = comparison["ood"], comparison["sfd"], comparison["iid"]
+    lines = []
+    n_seeds = next((c["n"] for c in (ood, sfd, iid) if c is not None), 0)
+    if n_seeds == 1:
+        lines.append("One seed only: a smoke test. The figures below carry no spread and support no "
+                     "conclusion; run the full demo for one.")
+    lines.append("Every reward model is read at its last training step (no model selection); differences "
+                 "are paired by seed.")
+    if ood is not None:
+        lines.append(
+            f"o.o.d. accuracy, `{other}` minus `{base}`: {_points(ood)} points "
+            f"(per seed {_seeds(ood)}); higher in {ood['wins']} of {ood['n']} seed(s).")
+    if sfd is not None:
+        lower = sum(v < 0 for v in sfd["values"])
+        lines.append(
+            f"Mean SFD over o.o.d. cells{f' (cells with a defined SFD: {sfd_cells})' if sfd_cells else ''}, "
+            f"`{other}` minus `{base}`: {_points(sfd)} points "
+            f"(per seed {_seeds(sfd)}); lower in {lower} of {sfd['n']} seed(s).")
+    if iid is not None:
+        lines.append(f"i.i.d. accuracy changed by {_points(iid)} points (per seed {_seeds(iid)}).")
+    if ood is not None and sfd is not None:
+        helped_ood = ood["wins"] == ood["n"]
+        helped_sfd = lower == sfd["n"]
+        if helped_ood and helped_sfd:
+            call = ("On this data, shortcut-aware training helped: it raised o.o.d. accuracy and "
+                    "lowered SFD in every seed.")
+        elif ood["wins"] == 0 and lower == 0:
+            call = ("On this data, shortcut-aware training did not help: o.o.d. accuracy did not rise "
+                    "and SFD did not fall in any seed.")
+        else:
+            call = (f"On this data the result is mixed: o.o.d. accuracy rose in {ood['wins']} of "
+                    f"{ood['n']} seed(s) and SFD fell in {lower} of {sfd['n']}, not both in every "
+                    "seed; read the spread above before drawing a conclusion.")
+        lines.append(call)
+    return lines

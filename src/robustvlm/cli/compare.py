@@ -1,0 +1,46 @@
+"""`robustvlm compare`: two runs on the same questions, compared pair by pair."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from robustvlm.cli.options import float_above, int_at_least
+from robustvlm.errors import ConfigError
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.measure.compare import compare_runs, comparison_table, write_comparison
+
+    comparison = compare_runs(args.run_a, args.run_b, metric=args.metric, cluster=args.cluster,
+                              power_delta=args.power_delta, n_boot=args.n_boot)
+    print(f"A: {args.run_a}\nB: {args.run_b}\n")
+    print(comparison_table(comparison))
+    if args.out:
+        out = Path(args.out).absolute()
+        if out.is_dir() and any(out.iterdir()) and not (out / "compare.json").is_file():
+            raise ConfigError(f"--out {out}: a non-empty folder that holds no comparison; pick a new folder")
+        settings = {"run_a": str(args.run_a), "run_b": str(args.run_b), "metric": comparison.metric,
+                    "cluster": args.cluster, "power_delta": args.power_delta, "n_boot": args.n_boot}
+        json_path, md_path = write_comparison(comparison, out, settings)
+        print(f"\nwrote {json_path} and {md_path}")
+    return 0
+
+
+def add_compare(sub) -> None:
+    """compare."""
+    cp = sub.add_parser("compare", help="two eval / icl eval / mc eval runs on the same questions: paired "
+                        "difference per environment, paired bootstrap CI, exact McNemar test, clustered "
+                        "standard errors, questions needed at 80%% power")
+    cp.add_argument("run_a", metavar="RUN_A", help="an eval or icl eval folder, or an mc eval question file "
+                    "(OUT/MODEL/BENCH.jsonl)")
+    cp.add_argument("run_b", metavar="RUN_B", help="the same kind of run, on the same questions")
+    cp.add_argument("--metric", help="the per-question score to compare (default: correct, or the run's only "
+                    "metric)")
+    cp.add_argument("--cluster", metavar="FIELD", help="a field of the rows whose equal values are one "
+                    "cluster (e.g. id for the rotations of circular questions): clustered SE and bootstrap")
+    cp.add_argument("--power-delta", type=float_above(0), default=0.05,
+                    help="the difference (score units) the power line sizes for (default 0.05)")
+    cp.add_argument("--n-boot", type=int_at_least(100), default=2000, help="bootstrap resamples")
+    cp.add_argument("--out", help="also write compare.json and compare.md here")
+    cp.set_defaults(func=_compare)

@@ -1,0 +1,167 @@
+"""`robustvlm compare RUN_A RUN_B`: two models on the same questions, compared pair by pair.
+
+A run is an `eval` folder (its predictions.jsonl; a per-sample metric from `scores`), an
+`icl eval` folder (icl_predictions.jsonl; `correct`), or an `mc eval` question file
+(`<out>/<model>/<bench>.jsonl`; `correct`). Questions are paired by id (and rotation, shots and
+policy where the rows have them); both runs must hold the same questions, and rows whose metric
+is undecided (a CEE tie) in either run are left out and counted. Per group (environment, plus
+shots and policy for in-context runs) and over all questions: `analysis.paired.compare_paired`.
+
+Writes in `--out` (when given): compare.json (settings and every group's figures) and compare.md
+(the printed table).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from robustvlm.analysis.paired import PairedComparison, compare_paired
+from robustvlm.errors import ConfigError, DataError
+from robustvlm.report.tables import markdown_table
+from robustvlm.runs import read_jsonl
+
+RUN_FILES = ("predictions.jsonl", "icl_predictions.jsonl")
+KEY_FIELDS = ("id", "rotation", "shots", "policy")
+ALL = "all"
+
+
+@dataclass
+class Comparison:
+    """What `compare_runs` found: the metric compared, the groups' comparisons (ALL last) and
+    the questions left out as undecided in either run."""
+
+    metric: str
+    cluster: str | None
+    groups: dict[str, PairedComparison]
+    undecided: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "cluster": self.cluster, "undecided": self.undecided,
+                "groups": {g: c.to_dict() for g, c in self.groups.items()}}
+
+
+def run_rows(run: str | Path) -> tuple[Path, list[dict]]:
+    """(the file read, its rows) of an eval / icl eval folder or an mc eval question file."""
+    path = Path(run)
+    if path.is_dir():
+        found = [path / name for name in RUN_FILES if (path / name).is_file()]
+        if not found:
+            raise ConfigError(f"{path}: no {' or '.join(RUN_FILES)}; pass an eval or icl eval folder, "
+                              "or an mc eval question file (<out>/<model>/<bench>.jsonl)")
+        path = found[0]
+    elif not path.is_file():
+        raise ConfigError(f"{path}: no such run folder or file")
+    rows = read_jsonl(path)
+    if not rows:
+        raise DataError(f"{path}: no scored questions")
+    return path, rows
+
+
+def _key(row: Mapping) -> tuple:
+    return tuple(str(row[f]) for f in KEY_FIELDS if f in row)
+
+
+def _group(row: Mapping) -> str:
+    env = str(row.get("env", row.get("domain", ALL)))
+    return f"{env} k={row['shots']} {row['policy']}" if "shots" in row else env
+
+
+def _metric_value(row: Mapping, metric: str, where: Path) -> float | None:
+    value = row.get("correct") if metric == "correct" else (row.get("scores") or {}).get(metric, "absent")
+    if value == "absent":
+        raise DataError(f"{where}: question {row.get('id')!r} has no score {metric!r}")
+    return None if value is None else float(value)
+
+
+def pick_metric(rows: Sequence[Mapping], metric: str | None, where: Path) -> str:
+    """`metric`, or `correct` where rows have it, or the only metric in their `scores`."""
+    names = sorted({"correct"} if "correct" in rows[0] else set(rows[0].get("scores") or {}))
+    if metric is None:
+        if len(names) != 1:
+            raise ConfigError(f"{where}: pass --metric, one of {', '.join(names) or '(none)'}")
+        return names[0]
+    if metric not in names:
+        raise ConfigError(f"--metric {metric!r}: {where} has {', '.join(names) or 'no metric'}")
+    return metric
+
+
+def compare_runs(
+    run_a: str | Path, run_b: str | Path, *, metric: str | None = None, cluster: str | None = None,
+    power_delta: float = 0.05, n_boot: int = 2000,
+) -> Comparison:
+    """Pair the two runs' questions and compare them per group and over all (see the module doc)."""
+    path_a, rows_a = run_rows(run_a)
+    path_b, rows_b = run_rows(run_b)
+    metric = pick_metric(rows_a, metric, path_a)
+    pick_metric(rows_b, metric, path_b)
+    by_key_b = {_key(r): r for r in rows_b}
+    keys_a = {_key(r) for r in rows_a}
+    missing = [k for k in by_key_b if k not in keys_a] + [_key(r) for r in rows_a if _key(r) not in by_key_b]
+    if missing:
+        raise DataError(f"{path_a} and {path_b} do not hold the same questions ({len(missing)} in only one, "
+                        f"e.g. {missing[0]}): compare runs on the same data")
+    grouped: dict[str, list[tuple[float, float, str]]] = {}
+    undecided = 0
+    for row in rows_a:
+        other = by_key_b[_key(row)]
+        a, b = _metric_value(row, metric, path_a), _metric_value(other, metric, path_b)
+        if a is None or b is None:
+            undecided += 1
+            continue
+        label = _cluster_label(row, cluster, path_a)
+        for group in dict.fromkeys((_group(row), ALL)):  # rows without an environment: ALL once
+            grouped.setdefault(group, []).append((a, b, label))
+    if ALL not in grouped:
+        raise DataError(f"{path_a}, {path_b}: no question decided in both runs")
+    order = [*sorted(g for g in grouped if g != ALL), ALL]
+    groups = {g: compare_paired([a for a, _, _ in grouped[g]], [b for _, b, _ in grouped[g]],
+                                clusters=[c for _, _, c in grouped[g]] if cluster else None,
+                                power_delta=power_delta, n_boot=n_boot)
+              for g in order}
+    return Comparison(metric, cluster, groups, undecided)
+
+
+def _cluster_label(row: Mapping, cluster: str | None, where: Path) -> str:
+    if cluster is None:
+        return ""
+    if cluster not in row:
+        raise ConfigError(f"--cluster {cluster!r}: question {row.get('id')!r} of {where} has no such field "
+                          f"(fields: {', '.join(sorted(row))})")
+    return str(row[cluster])
+
+
+def comparison_table(comparison: Comparison) -> str:
+    """Markdown: per group, A and B, the difference with its interval and clustered SE, the
+    discordant counts and McNemar p (0/1 scores), and the questions needed at 80% power."""
+    delta = next(iter(comparison.groups.values())).power_delta
+    header = ["group", "n", "A", "B", "A - B", "95% CI (paired bootstrap)", "SE", "only A / only B",
+              "McNemar p", f"n for ±{delta:g} at 80% power"]
+    rows = []
+    for group, c in comparison.groups.items():
+        rows.append([
+            group, str(c.n), f"{c.mean_a:.4f}", f"{c.mean_b:.4f}", f"{c.difference:+.4f}",
+            f"[{c.ci_lo:+.4f}, {c.ci_hi:+.4f}]", f"{c.se:.4f}",
+            "—" if c.only_a is None else f"{c.only_a} / {c.only_b}",
+            "—" if c.mcnemar_p is None else f"{c.mcnemar_p:.3g}",
+            "—" if c.questions_needed is None else str(int(-(-c.questions_needed // 1))),
+        ])
+    note = f"metric: {comparison.metric}"
+    if comparison.cluster:
+        note += f"; standard errors and intervals clustered by {comparison.cluster!r}"
+    if comparison.undecided:
+        note += f"; {comparison.undecided} question(s) undecided in either run left out"
+    return markdown_table(header, rows) + "\n\n" + note
+
+
+def write_comparison(comparison: Comparison, out: Path, settings: Mapping[str, Any]) -> tuple[Path, Path]:
+    """compare.json and compare.md in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    data = {"settings": dict(settings), **comparison.to_dict()}
+    (out / "compare.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    (out / "compare.md").write_text("# Paired comparison\n\n" + comparison_table(comparison) + "\n",
+                                    encoding="utf-8")
+    return out / "compare.json", out / "compare.md"

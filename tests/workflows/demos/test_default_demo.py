@@ -1,0 +1,35 @@
+"""`robustvlm demo` without a name (`make demo`): Colored MNIST on real images, pixels and a frozen
+VLM vision tower; overrides belong to `demo tasks`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from report_checks import assert_opens_with_verdict
+
+from robustvlm.cli import main
+from robustvlm.workflows.demos import ladder
+
+
+def test_the_default_demo_is_the_ladders_pixel_and_tower_rungs_at_full_settings():
+    assert ladder.DEMO.rungs == (("fashion", "pixels"), ("fashion", "tower:tiny:idefics3"))
+    assert ladder.DEMO.seeds == (0, 1, 2) and not ladder.DEMO.infer_on
+    # the full ladder's settings, so the demo's figures are the full ladder's on these rungs
+    assert ladder.DEMO == ladder.FULL.__class__(**{**vars(ladder.FULL), "rungs": ladder.DEMO.rungs, "infer_on": ()})
+
+
+@pytest.mark.slow
+def test_quick_default_demo_writes_a_report_that_opens_with_its_verdict(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--quick", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["summary"]) == {"mnist/pixels", "mnist/tower:tiny:idefics3"}
+    assert_opens_with_verdict(out)
+    assert "report.md" in capsys.readouterr().out
+
+
+def test_overrides_without_a_demo_name_are_refused_in_one_line(capsys):
+    assert main(["demo", "train.steps=2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "'train.steps=2'" in err and "robustvlm demo tasks" in err
