@@ -34,6 +34,8 @@ def documented_commands() -> list[str]:
 #: {documented line: what is appended to run it here with tiny settings}.
 RUNS = {
     "robustvlm data synth --benchmark tasks --out data/tasks": "--n-per-env 2",
+    "robustvlm data synth --benchmark spurious --out data/bench": "--n-per-env 1",
+    "robustvlm data synth --benchmark tasks --out data/bench --overwrite": "--n-per-env 1",
     "robustvlm train configs/erm_tasks.yaml --out runs/erm train.steps=500": "train.steps=2 train.save_every=2",
     "robustvlm eval --model runs/erm/final --data data/tasks --out runs/erm/eval": "--max-per-env 1 --max-new-tokens 4",
     "robustvlm train configs/erm_tasks.yaml --out runs/erm_qwen2_vl model.name=tiny:qwen2_vl":

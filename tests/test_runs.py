@@ -21,7 +21,6 @@ from robustvlm.runs import (
     claim_run_folder,
     differing_keys,
     read_jsonl,
-    redact_secrets,
     release_run_folders,
 )
 
@@ -71,36 +70,36 @@ def test_differing_keys_are_dotted_and_may_differ_is_honoured():
 
 def test_claim_gives_resume_one_meaning(tmp_path):
     run, cfg = tmp_path / "run", TrainConfig(steps=5)
-    claim_run_folder(run, cfg, resume=False)  # a new folder
+    claim_run_folder(run, cfg, command="test", resume=False)  # a new folder
     stored = (run / CONFIG_FILE).read_text()
     assert "steps: 5" in stored and "lr:" in stored  # every default filled in
     (run / "train_log.jsonl").write_text('{"step": 1}\n')  # finished work: the folder is taken
-    with pytest.raises(ConfigError, match="already holds a run.*pass --resume"):
-        claim_run_folder(run, cfg, resume=False)
-    claim_run_folder(run, cfg, resume=True)  # same settings: continue
+    with pytest.raises(ConfigError, match="already holds a `robustvlm test` run.*pass --resume"):
+        claim_run_folder(run, cfg, command="test", resume=False)
+    claim_run_folder(run, cfg, command="test", resume=True)  # same settings: continue
     with pytest.raises(ConfigError, match=r"differs in \['lr', 'steps'\] \(saved \[3e-05, 5\], now \[0.1, 6\]\)"):
-        claim_run_folder(run, TrainConfig(steps=6, lr=0.1), resume=True)
-    claim_run_folder(run, TrainConfig(steps=5, batch_size=2), resume=True, may_differ=("batch_size",))
+        claim_run_folder(run, TrainConfig(steps=6, lr=0.1), command="test", resume=True)
+    claim_run_folder(run, TrainConfig(steps=5, batch_size=2), command="test", resume=True, may_differ=("batch_size",))
     other = tmp_path / "other"
     other.mkdir()
     (other / "predictions.jsonl").write_text("{}\n")
-    with pytest.raises(ConfigError, match="settings they were made with are unknown"):
-        claim_run_folder(other, cfg, resume=True)
+    with pytest.raises(ConfigError, match="holds files robustvlm did not write"):
+        claim_run_folder(other, cfg, command="test", resume=True)
 
 
 def test_a_folder_whose_run_finished_nothing_is_free_again(tmp_path):
     """Issue 17.3: a run that failed validation or setup left its settings (and a prepared
     benchmark) behind; the corrected command is accepted with and without --resume."""
     run = tmp_path / "run"
-    claim_run_folder(run, {"data": {"benchmark": "tasks", "seed": 1}, "model": {"name": "tiny:idefics3"}}, resume=False)
+    claim_run_folder(run, {"data": {"benchmark": "tasks", "seed": 1}, "model": {"name": "tiny:idefics3"}}, command="test", resume=False)
     for prepared in ("data", "base"):  # prepared from the failed run's settings
         (run / prepared).mkdir()
         (run / prepared / "x.json").write_text("{}")
     (run / "train_log.jsonl").write_text("")  # opened, nothing written
-    claim_run_folder(run, {"data": {"benchmark": "tasks", "seed": 0}, "model": {"name": "tiny:idefics3"}}, resume=False)
+    claim_run_folder(run, {"data": {"benchmark": "tasks", "seed": 0}, "model": {"name": "tiny:idefics3"}}, command="test", resume=False)
     assert "seed: 0" in (run / CONFIG_FILE).read_text()
     assert not (run / "data").exists() and not (run / "base").exists()  # rebuilt for these settings
-    claim_run_folder(run, {"data": {"path": "mine"}, "model": {"name": "tiny:idefics3"}}, resume=True)
+    claim_run_folder(run, {"data": {"path": "mine"}, "model": {"name": "tiny:idefics3"}}, command="test", resume=True)
     assert "path: mine" in (run / CONFIG_FILE).read_text()
 
 
@@ -108,11 +107,11 @@ def test_folders_the_stored_settings_did_not_make_are_never_removed(tmp_path):
     """A user's own data/ beside a failed run's settings: that run named no built-in benchmark
     and no tiny model, so neither data/ nor base/ was its to remove."""
     run = tmp_path / "run"
-    claim_run_folder(run, {"data": {"path": "data/mine.jsonl"}, "model": {"name": "org/vlm"}}, resume=False)
+    claim_run_folder(run, {"data": {"path": "data/mine.jsonl"}, "model": {"name": "org/vlm"}}, command="test", resume=False)
     for mine in ("data", "base"):
         (run / mine).mkdir()
         (run / mine / "mine.jsonl").write_text("{}\n")
-    claim_run_folder(run, {"data": {"path": "data/other.jsonl"}, "model": {"name": "org/vlm"}}, resume=False)
+    claim_run_folder(run, {"data": {"path": "data/other.jsonl"}, "model": {"name": "org/vlm"}}, command="test", resume=False)
     assert (run / "data" / "mine.jsonl").is_file() and (run / "base" / "mine.jsonl").is_file()
 
 
@@ -121,12 +120,12 @@ def test_paths_compare_resolved_on_resume(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "models" / "m").mkdir(parents=True)
     run = tmp_path / "run"
-    claim_run_folder(run, {"model": "models/m", "method": "erm"}, resume=False)
+    claim_run_folder(run, {"model": "models/m", "method": "erm"}, command="test", resume=False)
     (run / "rows.jsonl").write_text("{}\n")
-    claim_run_folder(run, {"model": str(tmp_path / "models" / "m"), "method": "erm"}, resume=True)
-    claim_run_folder(run, {"model": "./models/../models/m", "method": "erm"}, resume=True)
+    claim_run_folder(run, {"model": str(tmp_path / "models" / "m"), "method": "erm"}, command="test", resume=True)
+    claim_run_folder(run, {"model": "./models/../models/m", "method": "erm"}, command="test", resume=True)
     with pytest.raises(ConfigError, match=r"differs in \['model'\]"):
-        claim_run_folder(run, {"model": "models/other", "method": "erm"}, resume=True)
+        claim_run_folder(run, {"model": "models/other", "method": "erm"}, command="test", resume=True)
 
 
 def test_a_torn_multibyte_character_is_dropped_on_resume(tmp_path):
@@ -145,7 +144,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from robustvlm.runs import claim_run_folder
-    claim_run_folder(sys.argv[1], {"a": 1}, resume=True)
+    claim_run_folder(sys.argv[1], {"a": 1}, command="test", resume=True)
     print("held", flush=True)
     time.sleep(60)
     """
@@ -162,16 +161,18 @@ def test_a_second_writer_stops_at_once_naming_the_holder_and_a_killed_holder_fre
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(ConfigError, match=rf"being written by process {holder.pid} "):
-            claim_run_folder(run, {"a": 1}, resume=True)
+            claim_run_folder(run, {"a": 1}, command="test", resume=True)
         assert "sekrit" not in (run / LOCK_FILE).read_text()
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    claim_run_folder(run, {"a": 1}, resume=True)  # free once the holder is dead
+    claim_run_folder(run, {"a": 1}, command="test", resume=True)  # free once the holder is dead
     assert f"process {os.getpid()} " in (run / LOCK_FILE).read_text()
     release_run_folders()
 
 
-def test_redact_secrets_removes_userinfo_from_urls():
-    assert redact_secrets("--server http://bob:k3y@h:8000/v1 x") == "--server http://***@h:8000/v1 x"
-    assert redact_secrets("http://h/v1") == "http://h/v1"
+def test_redact_removes_userinfo_from_urls():
+    from robustvlm.redact import redact
+
+    assert redact("--server http://bob:k3y@h:8000/v1 x") == "--server http://***@h:8000/v1 x"
+    assert redact("http://h/v1") == "http://h/v1"

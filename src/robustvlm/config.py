@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import re
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, overload
 
@@ -27,6 +26,7 @@ from pydantic import (
 )
 
 from robustvlm.errors import ConfigError
+from robustvlm.redact import check_url, check_variable_name, redact, secret_name
 
 
 class _Section(BaseModel):
@@ -192,13 +192,13 @@ class BERTScoreConfig(_Section):
     batch_size: int = Field(default=32, ge=1)
 
 
-INLINE_SECRET_KEYS = {"api_key", "key", "token", "password", "secret", "authorization"}
-SECRET_FIELDS = {"base_url", "api_key_env", *INLINE_SECRET_KEYS}  # values never echoed in errors
+SECRET_FIELDS = {"base_url", "api_key_env"}  # values never echoed in errors
 
 
 class EndpointConfig(_Section):
     """An OpenAI-compatible endpoint and how to send requests to it (shared by the CEE judge,
-    `rm sample --server` and served models): the key only through an environment variable."""
+    `rm sample --server` and served models): the key only through an environment variable; the
+    URL and the variable's name as `robustvlm.redact` allows."""
 
     base_url: str = Field(description="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
     api_key_env: str | None = Field(default=None, description="NAME of the env variable holding the key")
@@ -210,7 +210,8 @@ class EndpointConfig(_Section):
     @model_validator(mode="before")
     @classmethod
     def _no_inline_secret(cls, raw: Any) -> Any:
-        inline = sorted(k for k in raw if str(k).lower() in INLINE_SECRET_KEYS) if isinstance(raw, dict) else []
+        names = raw if isinstance(raw, dict) else {}
+        inline = sorted(str(k) for k in names if str(k) != "api_key_env" and secret_name(str(k)))
         if inline:
             raise ValueError(
                 f"{inline[0]}: a key written in a config would be copied into every run folder; put "
@@ -220,22 +221,13 @@ class EndpointConfig(_Section):
 
     @field_validator("base_url")
     @classmethod
-    def _no_credentials_in_url(cls, url: str) -> str:
-        if re.search(r"://[^/@]+@", url):
-            raise ValueError(
-                "holds credentials (user:key@): they would be written to the run folder; give the "
-                "key through api_key_env instead"
-            )
-        return url
+    def _usable_url(cls, url: str) -> str:
+        return check_url(url)
 
     @field_validator("api_key_env")
     @classmethod
     def _a_variable_name(cls, name: str | None) -> str | None:
-        if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise ValueError(
-                "must be the NAME of an environment variable (letters, digits, _), not the key"
-            )
-        return name
+        return None if name is None else check_variable_name(name)
 
 
 class JudgeConfig(EndpointConfig):
@@ -603,7 +595,7 @@ def _describe(err: ValidationError, source: str, schema: type[BaseModel]) -> str
         )
         got = f" (got {e['input']!r})" if echo else ""
         lines.append(f"  {key}: {msg}{got}")
-    return "\n".join(lines)
+    return redact("\n".join(lines))
 
 
 @overload

@@ -1,13 +1,17 @@
 """Run folders: how every command claims its output folder, and the JSONL rows it appends there.
 
-A run folder holds `config.resolved.yaml`, every setting of the run with defaults filled in.
-`claim_run_folder` gives `--resume` one meaning in every command:
+A run folder holds `config.resolved.yaml`, every setting of the run with defaults filled in
+(as `robustvlm.redact` lets them be written), under a first line naming the command that wrote
+it (`# robustvlm eval run`). `claim_run_folder` refuses an output folder that cannot hold a run
+(`check_output_folder`: the file-system root, the home folder, a file, a folder that cannot be
+created, a non-empty folder holding no robustvlm run, which would mix the user's files with the
+run's and could replace them) and gives `--resume` one meaning in every command:
 
 - without resume, a folder that already holds a run (its `config.resolved.yaml`) is refused,
   so finished work is never overwritten by accident;
 - with resume, the stored settings must equal the new ones (keys allowed to differ, such as a
   batch size that changes no result, are named by the command); the error names every key that
-  differs. A folder with files but no stored settings is refused: what made them is unknown.
+  differs; a folder holding another command's run is refused naming that command.
   Paths compare resolved: `runs/x` and `/abs/runs/x` are one setting when they name one file;
 - a folder whose run finished no work (nothing in it but its settings, its lock, empty files and
   the inputs a run prepares from its settings, `data/` and `base/`) is free again: a run that
@@ -46,6 +50,7 @@ import yaml
 from pydantic import BaseModel
 
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.redact import redact, redact_settings
 
 CONFIG_FILE = "config.resolved.yaml"
 LOCK_FILE = "run.lock"
@@ -55,17 +60,29 @@ _held_locks: dict[Path, IO[str]] = {}
 
 
 def resolved_settings(settings: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
-    """A JSON-safe dict of a pydantic config (every default filled in) or of a plain mapping."""
+    """A JSON-safe dict of a pydantic config (every default filled in) or of a plain mapping,
+    redacted (`redact.redact_settings`): what may be written or sent to a tracker."""
     if isinstance(settings, BaseModel):
-        return settings.model_dump(mode="json")
-    return json.loads(json.dumps(dict(settings)))
+        return redact_settings(settings.model_dump(mode="json"))
+    return redact_settings(json.loads(json.dumps(dict(settings))))
 
 
-def write_settings(settings: BaseModel | Mapping[str, Any], path: str | Path) -> None:
-    """Write resolved settings as YAML (keys in definition order)."""
+def write_settings(
+    settings: BaseModel | Mapping[str, Any], path: str | Path, command: str | None = None
+) -> None:
+    """Write resolved settings as YAML (keys in definition order); `command`, the robustvlm
+    command whose run folder this is, goes in a first comment line (see `stored_command`)."""
+    header = f"# robustvlm {command} run: every setting, defaults filled in\n" if command else ""
     Path(path).write_text(
-        yaml.safe_dump(resolved_settings(settings), sort_keys=False), encoding="utf-8"
+        header + yaml.safe_dump(resolved_settings(settings), sort_keys=False), encoding="utf-8"
     )
+
+
+def stored_command(path: Path) -> str | None:
+    """The command named in the first line of a `config.resolved.yaml` (None when absent)."""
+    with path.open(encoding="utf-8") as handle:
+        found = re.match(r"# robustvlm (.+?) run\b", handle.readline())
+    return found[1] if found else None
 
 
 def flatten_settings(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -116,9 +133,50 @@ def holds_finished_work(folder: Path) -> bool:
     return False
 
 
-def redact_secrets(text: str) -> str:
-    """`text` with the user:password part of every URL in it replaced by `***`."""
-    return re.sub(r"(?<=://)[^/@\s]+@", "***@", text)
+def check_output_folder(folder: Path) -> None:
+    """ConfigError unless `folder` may be an output folder: not the file-system root or the home
+    folder, not a file, and missing, empty, or holding a robustvlm run (its `run.lock` or
+    `config.resolved.yaml`), so that no file robustvlm did not write is ever replaced."""
+    try:
+        place = folder.expanduser().resolve()
+    except (OSError, RuntimeError, ValueError) as err:
+        raise ConfigError(f"output folder {folder}: not a usable path ({err})") from None
+    if place == Path(place.anchor) or place == Path.home().resolve():
+        where = "the file-system root" if place == Path(place.anchor) else "the home folder"
+        raise ConfigError(f"output folder {folder} is {where}: choose a new folder for the run's files")
+    if place.exists() and not place.is_dir():
+        raise ConfigError(f"output folder {folder} exists and is not a folder: choose a new --out")
+    entries = sorted(p.name for p in place.iterdir()) if place.is_dir() else []
+    if entries and CONFIG_FILE not in entries and LOCK_FILE not in entries:
+        here = " (the current folder)" if place == Path.cwd().resolve() else ""
+        raise ConfigError(
+            f"output folder {folder}{here} holds files robustvlm did not write ({', '.join(entries[:3])}"
+            f"{', ...' if len(entries) > 3 else ''}) and no run of its own: a run would mix its files "
+            "with them and could replace them; choose a new or empty --out"
+        )
+
+
+def make_output_folder(folder: Path) -> None:
+    """`check_output_folder`, then create the folder (ConfigError naming it when it cannot be)."""
+    check_output_folder(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"cannot create output folder {folder}: {err.strerror or err}") from None
+
+
+def prepare_output_file(path: Path, *, overwrite: bool) -> None:
+    """Make sure a command may write the file `path` (a questions file, ...): not a folder, new
+    unless `overwrite` (never replaced by accident), its folder created; ConfigError naming it
+    otherwise."""
+    if path.is_dir():
+        raise ConfigError(f"output file {path} is a folder: give a file name")
+    if path.exists() and not overwrite:
+        raise ConfigError(f"output file {path} already exists: pass --overwrite to replace it, or choose another --out")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"cannot create the folder of output file {path}: {err.strerror or err}") from None
 
 
 def lock_run_folder(folder: Path) -> None:
@@ -127,7 +185,10 @@ def lock_run_folder(folder: Path) -> None:
     key = folder.resolve()
     if key in _held_locks:
         return
-    handle = (folder / LOCK_FILE).open("a+", encoding="utf-8")
+    try:
+        handle = (folder / LOCK_FILE).open("a+", encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"cannot write in output folder {folder}: {err.strerror or err}") from None
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -140,7 +201,7 @@ def lock_run_folder(folder: Path) -> None:
         ) from None
     handle.seek(0)
     handle.truncate()
-    handle.write(f"process {os.getpid()} ({redact_secrets(' '.join(sys.argv))})\n")
+    handle.write(f"process {os.getpid()} ({redact(' '.join(sys.argv))})\n")
     handle.flush()
     _held_locks[key] = handle
 
@@ -156,6 +217,7 @@ def claim_run_folder(
     path: str | Path,
     settings: BaseModel | Mapping[str, Any],
     *,
+    command: str,
     resume: bool,
     may_differ: Collection[str] = (),
     write: bool = True,
@@ -165,6 +227,7 @@ def claim_run_folder(
     Args:
         path: the output folder (created).
         settings: the run's resolved settings (a pydantic config or a JSON-safe mapping).
+        command: the robustvlm command whose run this is ("train", "eval", "rm bon", ...).
         resume: continue the run the folder holds.
         may_differ: dotted keys that may change between the stored and the new settings.
         write: write `config.resolved.yaml` (False on the non-main processes of a distributed
@@ -175,13 +238,13 @@ def claim_run_folder(
     """
     folder = Path(path)
     now = resolved_settings(settings)
-    _check_claim(folder, now, resume, may_differ)
+    _check_claim(folder, now, command, resume, may_differ)
     if write:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_output_folder(folder)
         lock_run_folder(folder)
-        if _check_claim(folder, now, resume, may_differ):  # checked again: a writer may have ended
+        if _check_claim(folder, now, command, resume, may_differ):  # again: a writer may have ended
             _remove_prepared(folder)
-        write_settings(now, folder / CONFIG_FILE)
+        write_settings(now, folder / CONFIG_FILE, command)
     return folder
 
 
@@ -198,19 +261,27 @@ def _remove_prepared(folder: Path) -> None:
 
 
 def _check_claim(
-    folder: Path, now: dict[str, Any], resume: bool, may_differ: Collection[str]
+    folder: Path, now: dict[str, Any], command: str, resume: bool, may_differ: Collection[str]
 ) -> bool:
     """Raise ConfigError if this run may not write `folder`; True when the folder holds stored
     settings of another run that finished no work (free again, its settings replaced)."""
+    check_output_folder(folder)
     stored_path = folder / CONFIG_FILE
     if stored_path.is_file():
         saved = yaml.safe_load(stored_path.read_text(encoding="utf-8")) or {}
         keys = differing_keys(saved, now, may_differ)
         if not holds_finished_work(folder):
             return bool(keys)
+        other = stored_command(stored_path)
+        run = f"a `robustvlm {other}` run" if other else "a run"
+        if other not in (None, command):
+            raise ConfigError(
+                f"{folder} holds {run} ({CONFIG_FILE}), not a `robustvlm {command}` run: choose "
+                "another --out"
+            )
         if not resume:
             raise ConfigError(
-                f"{folder} already holds a run ({CONFIG_FILE}): pass --resume to continue it, or "
+                f"{folder} already holds {run} ({CONFIG_FILE}): pass --resume to continue it, or "
                 "choose another --out"
             )
         if keys:

@@ -101,7 +101,7 @@ def test_resume_into_a_folder_of_unknown_files(tmp_path, capsys):
     out.mkdir()
     (out / "notes.txt").write_text("mine")
     expect_clean_failure(["rm", "bon", "--scores", f"A={_scores(tmp_path)}", "--out", str(out), "--resume"],
-                         capsys, mentions=["settings they were made with are unknown"], untouched=out)
+                         capsys, mentions=["robustvlm did not write"], untouched=out)
 
 
 def test_a_run_that_failed_validation_does_not_block_the_corrected_command(tmp_path, capsys):

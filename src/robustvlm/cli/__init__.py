@@ -13,6 +13,7 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from robustvlm.cli import (
     compare,
@@ -38,6 +39,7 @@ from robustvlm.cli.options import (
     int_at_least,
 )
 from robustvlm.errors import MissingDataSource, RobustVLMError
+from robustvlm.redact import redact
 from robustvlm.runs import release_run_folders
 
 __all__ = [
@@ -65,8 +67,16 @@ COMMANDS = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors pass through `redact` (a key pasted into any option is
+    never echoed); its subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(redact(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="robustvlm",
         description="Measure and improve how vision-language models hold up under distribution shift.",
     )
@@ -116,10 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except MissingDataSource as err:  # not bad input: something to install
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {redact(str(err))}", file=sys.stderr)
         return 1
     except RobustVLMError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {redact(str(err))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(

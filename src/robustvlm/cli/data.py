@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import IMAGE_ROOT_HELP, OUTSIDE_ROOT_HELP, int_at_least
+from robustvlm.cli.options import IMAGE_ROOT_HELP, OUTSIDE_ROOT_HELP, OVERWRITE_HELP, int_at_least
+from robustvlm.errors import ConfigError
 
 
 def _data_check(args: argparse.Namespace) -> int:
@@ -25,8 +26,14 @@ def _data_check(args: argparse.Namespace) -> int:
 
 
 def _data_synth(args: argparse.Namespace) -> int:
-    from robustvlm.data.synth import synthesize
+    from robustvlm.data.synth import benchmark_in, synthesize
 
+    previous = benchmark_in(Path(args.out))
+    if previous is not None and not args.overwrite:
+        raise ConfigError(
+            f"--out {args.out} already holds the built-in benchmark {previous!r}: pass --overwrite "
+            "to replace it, or choose another --out"
+        )
     manifest = synthesize(args.benchmark, Path(args.out), seed=args.seed, n_per_env=args.n_per_env)
     print(f"wrote {args.benchmark} to {args.out} (manifest: {manifest})")
     return 0
@@ -57,4 +64,5 @@ def add_data(sub) -> None:
     synth.add_argument("--out", required=True)
     synth.add_argument("--seed", type=int_at_least(0), default=0)
     synth.add_argument("--n-per-env", type=int_at_least(1), default=None)
+    synth.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP % "benchmark")
     synth.set_defaults(func=_data_synth)

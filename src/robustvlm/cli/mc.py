@@ -8,6 +8,7 @@ from pathlib import Path
 from robustvlm.cli.options import (
     IMAGE_ROOT_HELP,
     OUTSIDE_ROOT_HELP,
+    OVERWRITE_HELP,
     RESUME_HELP,
     add_served_options,
     int_at_least,
@@ -26,6 +27,7 @@ def _mc_build(args: argparse.Namespace) -> int:
         text_encoder=args.text_encoder,
         image_root=args.image_root,
         allow_outside_root=args.allow_outside_root,
+        overwrite=args.overwrite,
         k=args.k,
         n=args.n,
         seed=args.seed,
@@ -105,6 +107,7 @@ def add_mc(sub) -> None:
     mb.add_argument("--class-names", help="file mapping class keys (e.g. WordNet ids) to names")
     mb.add_argument("--prompt", type=int_at_least(0), default=0, help="prompt formulation 0-4")
     mb.add_argument("--circular", action="store_true", help="add every rotation of the options")
+    mb.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP % "questions file")
     mb.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
     mb.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
     mb.add_argument("--link-images", action="store_true",

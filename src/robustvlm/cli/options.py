@@ -11,6 +11,7 @@ RESUME_HELP = (
     "continue the run that --out holds (its settings must match; finished work is kept); "
     "without it, a folder that holds a run is refused"
 )
+OVERWRITE_HELP = "replace what --out already holds (without it, an existing %s is refused)"
 IMAGE_ROOT_HELP = (
     "folder that relative image paths in record files are taken from "
     "(LLaVA's --image_folder; default: the data file's folder)"

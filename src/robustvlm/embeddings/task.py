@@ -48,6 +48,7 @@ def _to(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
 class EmbeddingTask(TrainingTask):
     """Train `cfg.model` into an embedding model on the pairs of `cfg.data` (see the module doc)."""
 
+    command = "embed train"
     label = "infonce"
 
     def __init__(self, cfg: EmbedRunConfig):

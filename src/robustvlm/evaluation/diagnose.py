@@ -15,7 +15,6 @@ log-probabilities (`models.served`).
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,8 +29,9 @@ from robustvlm.errors import DataError
 from robustvlm.evaluation.icl import ZERO_SHOT, evaluate_icl
 from robustvlm.models.backends import Backend
 from robustvlm.models.served import LoglikUnavailable
+from robustvlm.redact import redacted_logger
 
-logger = logging.getLogger(__name__)
+logger = redacted_logger(__name__)
 
 
 def vision_features(backend: Backend, examples: Sequence[Example], *, batch_size: int = 16) -> np.ndarray:

@@ -25,7 +25,6 @@ import http.client
 import io
 import itertools
 import json
-import logging
 import os
 import time
 import urllib.error
@@ -38,8 +37,9 @@ from PIL import Image
 from robustvlm.config import EndpointConfig
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.models.concurrency import AdaptiveLimit
+from robustvlm.redact import redacted_logger
 
-logger = logging.getLogger(__name__)
+logger = redacted_logger(__name__)
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 OVERLOAD_STATUS = frozenset({429, 503})

@@ -145,6 +145,7 @@ def _on(device: torch.device, batch: dict[str, Any]) -> dict[str, Any]:
 class RewardTask(TrainingTask):
     """Train `cfg.model` as a reward model with `cfg.loss` on the training pairs of `cfg.data`."""
 
+    command = "rm train"
     progress_keys = ("loss", "acc")
 
     def __init__(self, cfg: RewardConfig):

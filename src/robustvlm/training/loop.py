@@ -159,7 +159,7 @@ def run_training(
         torch.set_num_threads(cfg.cpu_threads)
     is_main = accelerator.is_main_process
     if is_main:
-        claim_run_folder(out_dir, settings, resume=resume, may_differ=MAY_DIFFER_ON_RESUME)
+        claim_run_folder(out_dir, settings, command=task.command, resume=resume, may_differ=MAY_DIFFER_ON_RESUME)
         task.prepare_files(out_dir)
     accelerator.wait_for_everyone()
 

@@ -118,12 +118,15 @@ class TrainingTask(ABC):
     """One kind of training run by `training.loop.run_training` (see the module doc).
 
     Attributes:
+        command: the robustvlm command whose run folders this task writes ("train", "rm train",
+            "embed train"; `runs.claim_run_folder` names it).
         label: the progress bar's label (e.g. the objective's name).
         progress_keys: log-row keys shown beside the progress bar.
         env_names: the training environments' names, set by `setup` (environment id i is
             `env_names[i]`); empty for a task whose data has no environments.
     """
 
+    command: str = "train"
     label: str = "train"
     progress_keys: tuple[str, ...] = ("loss",)
     env_names: Sequence[str] = ()

@@ -77,7 +77,7 @@ def test_fit_from_results_without_baseline_uses_all_models(tmp_path):
     csv_path = tmp_path / "results.csv"
     _write_results(csv_path, _demo_rows())
     result = fit_from_results(
-        csv_path, ref="ref-set", shift="shift-set", transform="logit", out_dir=tmp_path
+        csv_path, ref="ref-set", shift="shift-set", transform="logit", out_dir=tmp_path / "fit"
     )
     assert result.fit.n == 12 and result.fit.transform == "logit"
     assert all(m.in_fit for m in result.models)

@@ -145,13 +145,25 @@ def synthesize(
     out = Path(out_dir)
     _clear_previous(out)
     created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"cannot create output folder {out}: {err.strerror or err}") from None
     try:
         return BENCHMARKS[name].build(out, seed, n_per_env)
     except BaseException:
         if created:  # no half benchmark (or empty folder) left behind
             shutil.rmtree(out, ignore_errors=True)
         raise
+
+
+def benchmark_in(out: Path) -> str | None:
+    """The name of the built-in benchmark `out` holds (from its manifest.json), or None."""
+    try:
+        previous = json.loads((out / "manifest.json").read_text(encoding="utf-8")).get("benchmark")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return previous if previous in BENCHMARKS else None
 
 
 def _clear_previous(out: Path) -> None:
@@ -162,12 +174,8 @@ def _clear_previous(out: Path) -> None:
         raise ConfigError(f"output path {out} exists and is not a folder")
     if not any(out.iterdir()):
         return
-    manifest = out / "manifest.json"
-    try:
-        previous = json.loads(manifest.read_text(encoding="utf-8")).get("benchmark")
-    except (OSError, ValueError, AttributeError):
-        previous = None
-    if previous not in BENCHMARKS:
+    previous = benchmark_in(out)
+    if previous is None:
         raise ConfigError(
             f"output folder {out} is not empty and holds no synthetic benchmark; choose an empty folder"
         )

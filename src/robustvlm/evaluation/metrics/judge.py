@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -33,8 +32,9 @@ from robustvlm.evaluation.metrics.judge_prompts import (
     parse_verdict,
 )
 from robustvlm.models.endpoint import EndpointClient, EndpointError
+from robustvlm.redact import redacted_logger
 
-logger = logging.getLogger(__name__)
+logger = redacted_logger(__name__)
 
 CACHE_FILE = "cee_verdicts.jsonl"
 

@@ -62,7 +62,7 @@ def evaluate_retrieval(
         raise ConfigError(f"{data}: no records in split {split!r} to retrieve")
     settings = {"data": str(data), "split": split, "models": [f"{n} ({f})" for n, f in models],
                 "batch_size": batch_size}
-    out = claim_run_folder(out_dir, settings, resume=resume, may_differ=("models", "batch_size"))
+    out = claim_run_folder(out_dir, settings, command="embed eval", resume=resume, may_differ=("models", "batch_size"))
     path = out / "retrieval.csv"
     rows = _read_rows(path) if resume else []
     done = {r["model"] for r in rows}

@@ -101,7 +101,7 @@ def infer_environments(
         raise DataError(f"need at least {2 * k} in-domain training records to infer {k} environments, "
                         f"found {len(train)}", str(data))
     settings = {"model": model_name, "data": str(data), "method": method, "k": k, "seed": seed}
-    out = claim_run_folder(out_dir, settings, resume=resume, may_differ=("batch_size",))
+    out = claim_run_folder(out_dir, settings, command="envs infer", resume=resume, may_differ=("batch_size",))
     corpus = sorted({ex.instruction for ex in examples} | {ex.target for ex in examples})
     model, processor = load_vlm(model_name, corpus=corpus)
     model.eval()

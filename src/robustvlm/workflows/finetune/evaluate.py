@@ -85,7 +85,7 @@ def evaluate(
         **served_settings(str(model_dir), served),
     }
     out_dir = claim_run_folder(
-        out_dir, settings, resume=resume, may_differ=("eval.batch_size", "eval.metrics", SERVER_MAY_DIFFER)
+        out_dir, settings, command="eval", resume=resume, may_differ=("eval.batch_size", "eval.metrics", SERVER_MAY_DIFFER)
     )
     pred_path = out_dir / PREDICTIONS_FILE
     done_rows = read_jsonl(pred_path) if resume else []

@@ -46,7 +46,7 @@ from robustvlm.evaluation.metrics.registry import (
 )
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.study_report import write_study_report
-from robustvlm.runs import claim_run_folder, lock_run_folder, read_jsonl
+from robustvlm.runs import claim_run_folder, lock_run_folder, make_output_folder, read_jsonl
 from robustvlm.training.launch import LaunchConfig, launched_train
 from robustvlm.workflows.finetune.evaluate import METRICS_FILE, evaluate
 from robustvlm.workflows.finetune.study_dry_run import dry_run_spec
@@ -165,7 +165,7 @@ def _run_one(
     cfg: RunConfig, run_dir: Path, progress: bool, launch: LaunchConfig | None
 ) -> EvalMetrics:
     """Train + evaluate one (method, seed), or reuse its finished outputs; returns its metrics."""
-    claim_run_folder(run_dir / "train", cfg, resume=True, write=False)  # refuses other settings
+    claim_run_folder(run_dir / "train", cfg, command="train", resume=True, write=False)  # refuses other settings
     if _is_finished(run_dir):
         return EvalMetrics.from_dict(json.loads((run_dir / "eval" / METRICS_FILE).read_text(encoding="utf-8")))
     if launch is None:
@@ -196,7 +196,7 @@ def run_study(
     """
     out_dir = Path(out_dir)
     plan = study_runs(config, dry_run=dry_run)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_output_folder(out_dir)
     lock_run_folder(out_dir)  # one writer at a time; each run's folder is claimed on its own
     runs, seeds, metrics = plan.runs, plan.seeds, plan.metrics
     rows: dict[str, dict[int, list[dict]]] = {}

@@ -61,7 +61,7 @@ from robustvlm.errors import ConfigError
 from robustvlm.evaluation.metrics.registry import per_batch_metrics
 from robustvlm.objectives.search import draw_hparams
 from robustvlm.report.sweep_report import write_sweep_report
-from robustvlm.runs import claim_run_folder, lock_run_folder, write_jsonl
+from robustvlm.runs import claim_run_folder, lock_run_folder, make_output_folder, write_jsonl
 from robustvlm.training.checkpoint import WEIGHTS_FILE, list_checkpoints
 from robustvlm.training.finetune import export_checkpoint
 from robustvlm.workflows.finetune.evaluate import METRICS_FILE, evaluate
@@ -379,10 +379,10 @@ def run_sweep(
     """Run every pending job of a sweep, select, write runs.jsonl, results.json and the report."""
     out_dir = Path(out_dir)
     plan = sweep_plan(config, out_dir, dry_run=dry_run, launcher=launcher, progress=progress)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_output_folder(out_dir)
     lock_run_folder(out_dir)  # one writer at a time; each run's folder is claimed on its own
     for job in plan.jobs:  # refuse a folder made with other settings before anything runs
-        claim_run_folder(Path(job.run_dir) / "train", job.cfg, resume=True, write=False)
+        claim_run_folder(Path(job.run_dir) / "train", job.cfg, command="train", resume=True, write=False)
     pending = [j for j in plan.jobs if not _finished(j)]
     if progress:
         print(

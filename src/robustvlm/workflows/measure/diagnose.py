@@ -84,7 +84,7 @@ def run_diagnosis(
               "probe_test_fraction": probe_test_fraction, "visual_min_skill": visual_min_skill,
               "semantic_min_skill": semantic_min_skill, "mapping_min_skill": mapping_min_skill,
               **served_settings(model_name, served)}
-    out = claim_run_folder(out_dir, config, resume=resume, may_differ=(SERVER_MAY_DIFFER,))
+    out = claim_run_folder(out_dir, config, command="diagnose", resume=resume, may_differ=(SERVER_MAY_DIFFER,))
     if resume and (out / RESULT_FILE).is_file():
         return Diagnosis.from_dict(json.loads((out / RESULT_FILE).read_text(encoding="utf-8")))
     examples = load_domains(data_root)

@@ -74,7 +74,7 @@ def run_icl(
     config = {"model": model_name, "data": str(data_root), "shots": list(shots),
               "policies": list(policies), "n_per_domain": n_per_domain, "seed": seed,
               "batch_size": batch_size, **served_settings(model_name, served)}
-    out = claim_run_folder(out_dir, config, resume=resume, may_differ=("batch_size", SERVER_MAY_DIFFER))
+    out = claim_run_folder(out_dir, config, command="icl eval", resume=resume, may_differ=("batch_size", SERVER_MAY_DIFFER))
     log_path = out / PREDICTIONS_FILE
     finished = {record_key(r): r for r in read_jsonl(log_path)} if resume else {}
     examples = load_domains(data_root)

@@ -10,6 +10,7 @@ from robustvlm.errors import ConfigError
 from robustvlm.models.backends import load_backend
 from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
 from robustvlm.multiple_choice.distractors import ImageEmbedder
+from robustvlm.runs import prepare_output_file
 
 
 def load_image_embedder(name_or_path: str, *, batch_size: int = 32) -> ImageEmbedder:
@@ -31,6 +32,7 @@ def build_benchmark(
     image_root: str | Path | None = None,
     allow_outside_root: bool = False,
     link_images: bool = False,
+    overwrite: bool = False,
     **options,
 ) -> list[MCQuestion]:
     """Load labelled images, build questions (`build_questions` with `options`: k, n, seed,
@@ -39,7 +41,8 @@ def build_benchmark(
     `--image-root` or `--allow-outside-root`).
 
     `vision_model` is the model of `visual` distractors and `text_encoder` the sentence encoder of
-    `text` distractors; each is an error with any other distractor method.
+    `text` distractors; each is an error with any other distractor method. An existing `out`
+    is replaced only with `overwrite`.
     """
     if (distractors == "visual") != bool(vision_model):
         raise ConfigError(
@@ -48,6 +51,7 @@ def build_benchmark(
         )
     if text_encoder and distractors != "text":
         raise ConfigError("--text-encoder applies only to --distractors text")
+    prepare_output_file(Path(out), overwrite=overwrite)
     examples = load_examples(data, image_root=image_root, allow_outside_root=allow_outside_root)
     questions = build_questions(
         examples,

@@ -175,7 +175,7 @@ def evaluate_models(
                 **served_settings([name for name, _ in specs], served)}
     question_sets = {p.stem: load_bench(p, circular, image_root=image_root, allow_outside_root=allow_outside_root)
                      for p in paths}  # checked before the claim
-    out = claim_run_folder(out_dir, settings, resume=resume, may_differ=("models", "benches", "batch_size", "server"))
+    out = claim_run_folder(out_dir, settings, command="mc eval", resume=resume, may_differ=("models", "benches", "batch_size", "server"))
     results = []
     for name, family in specs:
         way = scoring_method(family, method)

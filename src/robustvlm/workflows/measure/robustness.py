@@ -142,7 +142,7 @@ def fit_from_results(
         raise DataError(err.message, source) from None
     settings = {"results": str(Path(results_csv).resolve()), "ref": ref, "shift": shift,
                 "baseline": baseline, "transform": transform, "n_boot": n_boot, "seed": seed}
-    out = claim_run_folder(out_dir, settings, resume=resume)
+    out = claim_run_folder(out_dir, settings, command="robustness fit", resume=resume)
     _write_json(out / "fit.json", result.to_dict())
     fit = result.fit
     scatter(
@@ -165,7 +165,7 @@ def simulate_to_dir(out_dir: str | Path, *, n_boot: int = 1000, resume: bool = F
     xi, with the line fitted on them (and its bootstrap band) and the predicted line.
     Returns the simulate.json content (see `simulate`).
     """
-    out = claim_run_folder(out_dir, {"n_boot": n_boot, **kwargs}, resume=resume)
+    out = claim_run_folder(out_dir, {"n_boot": n_boot, **kwargs}, command="robustness simulate", resume=resume)
     result = simulate(**kwargs)
     _write_json(out / "simulate.json", result)
     n_test = result["params"]["n_test"]

@@ -114,7 +114,7 @@ def base_vlm(out: Path, cfg: TaskSignalConfig, data: SignalData) -> Path | str:
     }
     cfg_base = validate_config(raw, "task-signal base", RunConfig)
     if (run / "final" / "config.json").is_file():
-        claim_run_folder(run, cfg_base, resume=True, write=False)
+        claim_run_folder(run, cfg_base, command="train", resume=True, write=False)
         return run / "final"
     (out / "logs").mkdir(exist_ok=True)
     with (out / "logs" / "base.log").open("a", encoding="utf-8") as log, redirect_stdout(log), redirect_stderr(log):
@@ -149,7 +149,7 @@ def train_and_score(job: Job) -> str:
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "a", encoding="utf-8") as log, redirect_stdout(log), redirect_stderr(log):
         if (folder / "final" / SPEC_FILE).is_file():
-            claim_run_folder(folder, cfg, resume=True, write=False)
+            claim_run_folder(folder, cfg, command="embed train", resume=True, write=False)
             final = folder / "final"
         else:
             final = embed_train(cfg, folder, resume=True, progress=False).final_dir
@@ -258,7 +258,7 @@ def run_task_signal(
 ) -> TaskSignalSummary:
     """Run the experiment into `out_dir` (see the module doc); returns its summary."""
     t0 = time.perf_counter()
-    out = claim_run_folder(Path(out_dir).absolute(), cfg, resume=resume, may_differ=("workers",))
+    out = claim_run_folder(Path(out_dir).absolute(), cfg, command="robustness task-signal", resume=resume, may_differ=("workers",))
     torch.set_num_threads(1)
     data = prepare_data(out, cfg)
     print(f"task signal: {len(data.train)} training images, attributes {data.described}, "

@@ -108,7 +108,7 @@ def run_bon(
     score on the plot's axis. With `resume`, a folder of the same settings is recomputed."""
     results = bon_results(scores)  # inputs checked before the folder is claimed
     settings = {"scores": {k: str(Path(v).resolve()) for k, v in scores.items()}, "gold": gold}
-    out = claim_run_folder(out_dir, settings, resume=resume)
+    out = claim_run_folder(out_dir, settings, command="rm bon", resume=resume)
     (out / RESULTS_FILE).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     bon_curves({label: r["curve"] for label, r in results.items()}, out / "bon.png", gold=gold)
     return results

@@ -107,7 +107,7 @@ def evaluate_reward_model(
     require_capability(str(model), "rm")
     out = Path(out_dir)
     settings = {"model": str(model), "data": data, "eval": cfg.model_dump(mode="json")}
-    claim_run_folder(out, settings, resume=resume)
+    claim_run_folder(out, settings, command="rm eval", resume=resume)
     backend = cast(RewardBackend, load_backend(str(model), family="reward"))  # the "reward" family's backend
     views = eval_views(backend.meta, cfg)
     todo_pairs = eval_pairs(apply_training_split(pairs, read_pair_split(model)), cfg)

@@ -170,7 +170,7 @@ def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool
         raw = dry_run_matrix_spec(raw)
     plan = matrix_plan(raw)
     out = Path(out_dir).absolute()
-    claim_run_folder(out, raw, resume=True)
+    claim_run_folder(out, raw, command="rm matrix", resume=True)
     pairs, data = _prepare_data(plan, out)
     train_envs = plan.train_envs or sorted({p.env for p in pairs if p.split == "train"})
     base_cfg = plan.run_config(next(iter(plan.losses)), plan.seeds[0], train_envs[0], data=data)

@@ -111,7 +111,7 @@ def sample_candidates(
     out = Path(out_dir)
     source = {"policy": policy} if server is None else {"server": server.model_dump(mode="json")}
     settings = {**source, "data": data, "sampling": vars(sampling)}
-    claim_run_folder(out, settings, resume=resume)
+    claim_run_folder(out, settings, command="rm sample", resume=resume)
     path = out / CANDIDATES_FILE
     done = {row["id"] for row in read_jsonl(path)}
     todo = [p for p in prompts if p.id not in done]

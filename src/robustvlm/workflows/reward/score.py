@@ -80,7 +80,7 @@ def score_candidates(
         raise ConfigError(f"{candidates_file}: no candidates (run rm sample first)")
     settings = {"candidates": str(candidates_file), "model": model, "gold": gold,
                 "judge": judge.model_dump(mode="json") if judge else None, "shared_prefix": shared_prefix}
-    claim_run_folder(out, settings, resume=resume, may_differ=("judge.max_concurrency", "judge.timeout_s"))
+    claim_run_folder(out, settings, command="rm score", resume=resume, may_differ=("judge.max_concurrency", "judge.timeout_s"))
     gold_of = GoldScorer(gold, judge, out)
     backend = load_backend(model, family="reward")
     path = out / SCORES_FILE
