@@ -1,6 +1,7 @@
 """The command line: subcommands, exit codes, and errors without tracebacks."""
 
 import csv
+from functools import partial
 
 import pytest
 
@@ -102,13 +103,16 @@ def test_parser_defaults_follow_the_paper():
 
 def test_mc_build_visual_distractors_use_the_vision_model(tmp_path, capsys):
     from robustvlm.data.loaders import load_examples
-    from robustvlm.multiple_choice import build_questions, read_questions
+    from robustvlm.multiple_choice import build_questions
+    from robustvlm.multiple_choice import read_questions as read_questions_file
     from robustvlm.workflows.measure.mc_build import load_image_embedder
 
     data = tmp_path / "synth"
     assert main(["data", "synth", "--benchmark", "domains", "--out", str(data), "--n-per-env", "1"]) == 0
     out = tmp_path / "visual.jsonl"
-    base = ["mc", "build", "--data", str(data / "shapes"), "--out", str(out), "--k", "3", "--seed", "4"]
+    base = ["mc", "build", "--data", str(data / "shapes"), "--out", str(out), "--k", "3", "--seed", "4",
+            "--link-images"]  # image paths, so the questions compare equal to build_questions'
+    read_questions = partial(read_questions_file, allow_outside_root=True)
     assert main([*base, "--distractors", "visual", "--vision-model", "tiny:clip"]) == 0
     expected = build_questions(load_examples(data / "shapes"), k=3, distractors="visual", seed=4,
                                image_embedder=load_image_embedder("tiny:clip"))
@@ -144,7 +148,8 @@ def test_mc_build_text_distractors_take_the_configured_encoder(tmp_path, capsys)
 
     from robustvlm.data.loaders import load_examples
     from robustvlm.models.text_encoder import default_encoder_path
-    from robustvlm.multiple_choice import build_questions, read_questions
+    from robustvlm.multiple_choice import build_questions
+    from robustvlm.multiple_choice import read_questions as read_questions_file
 
     encoder = tmp_path / "encoder"
     AutoTokenizer.from_pretrained(str(default_encoder_path())).save_pretrained(encoder)
@@ -154,7 +159,9 @@ def test_mc_build_text_distractors_take_the_configured_encoder(tmp_path, capsys)
     data = tmp_path / "synth"
     assert main(["data", "synth", "--benchmark", "domains", "--out", str(data), "--n-per-env", "1"]) == 0
     out = tmp_path / "text.jsonl"
-    base = ["mc", "build", "--data", str(data / "shapes"), "--out", str(out), "--k", "3", "--seed", "4"]
+    base = ["mc", "build", "--data", str(data / "shapes"), "--out", str(out), "--k", "3", "--seed", "4",
+            "--link-images"]  # image paths, so the questions compare equal to build_questions'
+    read_questions = partial(read_questions_file, allow_outside_root=True)
     assert main([*base, "--distractors", "text", "--text-encoder", str(encoder)]) == 0
     examples = load_examples(data / "shapes")
     assert read_questions(out) == build_questions(examples, k=3, distractors="text", seed=4, encoder=encoder)
