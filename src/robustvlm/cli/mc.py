@@ -9,6 +9,7 @@ from robustvlm.cli.options import (
     IMAGE_ROOT_HELP,
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
+    add_decoding_options,
     add_served_options,
     int_at_least,
     served,
@@ -50,6 +51,8 @@ def _mc_eval(args: argparse.Namespace) -> int:
         resume=args.resume,
         batch_size=args.batch_size,
         normalize=not args.sum,
+        max_new_tokens=args.max_new_tokens,
+        repetition_penalty=args.repetition_penalty,
         served=served(args),
     )
     print(Path(csv_path).read_text())
@@ -127,6 +130,7 @@ def add_mc(sub) -> None:
     )
     me.add_argument("--batch-size", type=int_at_least(1), default=8)
     me.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
+    add_decoding_options(me, max_new_tokens=16)  # `multiple_choice.generative.GENERATE_MAX_NEW_TOKENS`
     add_served_options(me)
     me.set_defaults(func=_mc_eval)
     ms = mc_sub.add_parser("stability", help="accuracy against the number of sampled questions")
