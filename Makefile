@@ -13,7 +13,7 @@ $(BIN)/python:
 # torch is pinned and installed first: an unpinned torch pulls a CUDA build.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[dev,data]"
+	$(BIN)/pip install -q -e ".[dev,data,serve]"
 	touch $(STAMP)
 
 # WordNet 3.0 from Debian (read from disk by NLTK) for WordNet distractors; tests that need it

@@ -98,7 +98,7 @@ def test_robustness_fit_from_cli(tmp_path, capsys):
 
 def test_parser_defaults_follow_the_paper():
     args = build_parser().parse_args(["eval", "--model", "m", "--data", "d", "--out", "o"])
-    assert args.max_new_tokens == 128 and args.repetition_penalty == 1.15
+    assert args.max_new_tokens == 128 and args.repetition_penalty == 1.0
 
 
 def test_mc_build_visual_distractors_use_the_vision_model(tmp_path, capsys):

@@ -21,7 +21,7 @@ def test_defaults_and_overrides(tmp_path):
     cfg = load_config(path, ["train.batch_size=16", "method=vrex", "method_args.lambda=2.5"])
     assert cfg.train.lr == 1e-3 and cfg.train.batch_size == 16
     assert cfg.method == "vrex" and cfg.method_args == {"lambda": 2.5}
-    assert cfg.eval.max_new_tokens == 128 and cfg.eval.repetition_penalty == 1.15
+    assert cfg.eval.max_new_tokens == 128 and cfg.eval.repetition_penalty == 1.0
     assert cfg.model.trust_remote_code is False
 
 

@@ -192,6 +192,7 @@ class BERTScoreConfig(_Section):
     batch_size: int = Field(default=32, ge=1)
 
 
+MAX_REPLY_BYTES = 1 << 20  # 1 MiB: far above any reply at the max_tokens this project asks for
 SECRET_FIELDS = {"base_url", "api_key_env"}  # values never echoed in errors
 
 
@@ -206,6 +207,10 @@ class EndpointConfig(_Section):
     max_concurrency: int = Field(default=8, ge=1, description="requests in flight at once")
     max_retries: int = Field(default=5, ge=0, description="retries after the first attempt")
     backoff_s: float = Field(default=1.0, ge=0.0, description="first retry delay; doubles each retry")
+    max_reply_bytes: int = Field(
+        default=MAX_REPLY_BYTES, ge=1024,
+        description="largest reply body read (bytes); a larger reply fails its request, unread past the limit",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -252,7 +257,8 @@ class ServedConfig(EndpointConfig):
 
 
 class EvalConfig(_Section):
-    """Generation and scoring settings (paper: greedy, 128 new tokens, repetition penalty 1.15).
+    """Generation and scoring settings: greedy, 128 new tokens, no repetition penalty (1.0), the
+    same for a local and a served model (the Dynamic BIRM paper's recipe sets 1.15 explicitly).
 
     `metrics` names metrics of `robustvlm.evaluation.metrics.registry` (checked there, where the
     config is used, since this layer does not know them): chrF and exact match are always
@@ -266,7 +272,7 @@ class EvalConfig(_Section):
     split: str = "test"
     batch_size: int = Field(default=8, ge=1)
     max_new_tokens: int = Field(default=128, ge=1)
-    repetition_penalty: float = Field(default=1.15, gt=0)
+    repetition_penalty: float = Field(default=1.0, gt=0, description="1.0: none (every command's default)")
     max_per_env: int | None = Field(default=None, ge=1)
 
 

@@ -41,7 +41,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -382,14 +382,20 @@ def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
 USAGE_FILE = "usage.json"
 
 
-def add_usage(folder: str | Path, counts: Mapping[str, int] | None) -> None:
-    """Add a served model's counts of this run (requests sent, cache hits, tokens) to the folder's
-    usage.json, which sums every run into the folder; None (a local model) writes nothing."""
-    if counts is None:
-        return
+def usage_recorder(folder: str | Path) -> Callable[[Mapping[str, int]], None]:
+    """A sink for a served model's live counts of this run (requests sent, cache hits, tokens):
+    each call rewrites the folder's usage.json, atomically, as the sum of the earlier runs into
+    the folder and these counts, so a killed or refused run leaves what it sent."""
     path = Path(folder) / USAGE_FILE
-    total = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    for key, value in counts.items():
-        total[key] = total.get(key, 0) + value
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(total, indent=2, sort_keys=True), encoding="utf-8")
+    earlier = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+    def record(counts: Mapping[str, int]) -> None:
+        total = dict(earlier)
+        for key, value in counts.items():
+            total[key] = total.get(key, 0) + value
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(total, indent=2, sort_keys=True), encoding="utf-8")
+        tmp.replace(path)
+
+    return record

@@ -3,8 +3,11 @@
 It answers each request with `answer(body)` (default: "echo: " and the last user text), keeps
 every request body and Authorization header, and injects faults: `faults` is consumed one entry
 per request, in arrival order ("429", "500", any other status code, "slow": answer after
-`slow_s`, "malformed": a 200 whose body is not JSON, "empty": a 200 with no choices, None: a
-normal answer); `fault_for(body)` may add faults keyed by the request itself. With
+`slow_s`, "malformed": a 200 whose body is not JSON, "empty": a 200 with no choices, "huge": a
+200 of `huge_bytes` bytes, as from a server that ignores max_tokens, None: a normal answer);
+`fault_for(body)` may add faults keyed by the request itself. A request carrying one of
+`refuse_fields` is answered HTTP 422 "Unexpected fields in the request: {...}", as
+`transformers serve` answers fields beyond the OpenAI API. With
 `prompt_logprobs`, a request asking for them (vLLM's extension) gets one entry per prompt token
 as vLLM writes them: null first, then {token_id: {"logprob", "rank", "decoded_token"}}. The
 prompt's tokens are `prompt_tokens(body)`: the words of each text part, "<image>" per image,
@@ -63,7 +66,10 @@ class StubOpenAIServer:
         prompt_logprobs: bool = True,
         capacity: int | None = None,
         lifetime_s: float | None = None,
+        refuse_fields: tuple[str, ...] = (),
+        huge_bytes: int = 4 << 20,
     ):
+        self.refuse_fields, self.huge_bytes = refuse_fields, huge_bytes
         self.answer = answer or (lambda body: "echo: " + last_user_text(body))
         self.faults = list(faults or [])
         self.fault_for = fault_for
@@ -155,8 +161,13 @@ def _handler_for(stub: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
         def _answer(self, body: dict) -> None:
             fault = stub.next_fault(body)
             time.sleep(stub.slow_s if fault == "slow" else stub.latency_s)
+            refused = {f for f in stub.refuse_fields if f in body}
             if self.path != "/v1/chat/completions":
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
+            elif refused:
+                self._send(422, {"detail": f"Unexpected fields in the request: {refused}"})
+            elif fault == "huge":
+                self._send_huge(stub.completion(body))
             elif fault == "malformed":
                 self._send_bytes(200, b'{"choices": [{"message": ')
             elif fault == "empty":
@@ -168,6 +179,22 @@ def _handler_for(stub: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
         def _send(self, status: int, payload: dict) -> None:
             self._send_bytes(status, json.dumps(payload).encode("utf-8"))
+
+        def _send_huge(self, reply: dict) -> None:
+            """`reply` with a "padding" field of `huge_bytes` bytes, written in 64 KiB pieces (the
+            stub itself never holds the whole reply)."""
+            head, tail, piece = b'{"padding": "', b'", ' + json.dumps(reply)[1:].encode("utf-8"), b"x" * (64 << 10)
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(head) + stub.huge_bytes + len(tail)))
+                self.end_headers()
+                self.wfile.write(head)
+                for start in range(0, stub.huge_bytes, len(piece)):
+                    self.wfile.write(piece[: stub.huge_bytes - start])
+                self.wfile.write(tail)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped reading: what a size limit does
 
         def _send_bytes(self, status: int, data: bytes) -> None:
             try:

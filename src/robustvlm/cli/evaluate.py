@@ -8,8 +8,8 @@ from robustvlm.cli.options import (
     IMAGE_ROOT_HELP,
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
+    add_decoding_options,
     add_served_options,
-    float_above,
     int_at_least,
     served,
 )
@@ -66,8 +66,6 @@ def add_eval(sub) -> None:
     ev.add_argument("--resume", action="store_true", help=RESUME_HELP)
     ev.add_argument("--split", default="test")
     ev.add_argument("--batch-size", type=int_at_least(1), default=8)
-    ev.add_argument("--max-new-tokens", type=int_at_least(1), default=128)
-    ev.add_argument("--repetition-penalty", type=float_above(0.0), default=1.15)
     ev.add_argument("--max-per-env", type=int_at_least(1), default=None)
     ev.add_argument("--metrics", default="chrf,exact", help=_metrics_help())
     ev.add_argument(
@@ -77,5 +75,6 @@ def add_eval(sub) -> None:
     ev.add_argument("--task-rules", action="store_true")
     ev.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
     ev.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
+    add_decoding_options(ev, max_new_tokens=128)
     add_served_options(ev)
     ev.set_defaults(func=_eval)

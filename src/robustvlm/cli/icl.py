@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import RESUME_HELP, add_served_options, int_at_least, served
+from robustvlm.cli.options import (
+    RESUME_HELP,
+    add_decoding_options,
+    add_served_options,
+    int_at_least,
+    served,
+)
+
+ICL_MAX_NEW_TOKENS = 8  # a class name (`evaluation.icl.evaluate_icl`'s default)
 
 
 def _icl_eval(args: argparse.Namespace) -> int:
@@ -20,6 +28,8 @@ def _icl_eval(args: argparse.Namespace) -> int:
         n_per_domain=args.n_per_domain,
         seed=args.seed,
         batch_size=args.batch_size,
+        max_new_tokens=args.max_new_tokens,
+        repetition_penalty=args.repetition_penalty,
         resume=args.resume,
         served=served(args),
     )
@@ -38,6 +48,8 @@ def _diagnose(args: argparse.Namespace) -> int:
         shots=args.shots,
         n_per_domain=args.n_per_domain,
         seed=args.seed,
+        max_new_tokens=args.max_new_tokens,
+        repetition_penalty=args.repetition_penalty,
         resume=args.resume,
         served=served(args),
     )
@@ -63,6 +75,7 @@ def add_icl(sub) -> None:
     ie.add_argument("--seed", type=int_at_least(0), default=0)
     ie.add_argument("--batch-size", type=int_at_least(1), default=8, help="prompts per generation batch")
     ie.add_argument("--resume", action="store_true", help=RESUME_HELP)
+    add_decoding_options(ie, max_new_tokens=ICL_MAX_NEW_TOKENS)
     add_served_options(ie)
     ie.set_defaults(func=_icl_eval)
 
@@ -77,5 +90,6 @@ def add_diagnose(sub) -> None:
     dg.add_argument("--n-per-domain", type=int_at_least(1), default=20)
     dg.add_argument("--seed", type=int_at_least(0), default=0)
     dg.add_argument("--resume", action="store_true", help=RESUME_HELP)
+    add_decoding_options(dg, max_new_tokens=ICL_MAX_NEW_TOKENS)
     add_served_options(dg)
     dg.set_defaults(func=_diagnose)

@@ -10,6 +10,7 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     OVERWRITE_HELP,
     RESUME_HELP,
+    add_decoding_options,
     add_served_options,
     int_at_least,
     served,
@@ -53,6 +54,8 @@ def _mc_eval(args: argparse.Namespace) -> int:
         resume=args.resume,
         batch_size=args.batch_size,
         normalize=not args.sum,
+        max_new_tokens=args.max_new_tokens,
+        repetition_penalty=args.repetition_penalty,
         served=served(args),
         image_root=args.image_root,
         allow_outside_root=args.allow_outside_root,
@@ -139,6 +142,7 @@ def add_mc(sub) -> None:
     me.add_argument("--allow-outside-root", action="store_true",
                     help="accept benchmark image paths anywhere (only for benchmarks you trust)")
     me.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
+    add_decoding_options(me, max_new_tokens=16)  # `multiple_choice.generative.GENERATE_MAX_NEW_TOKENS`
     add_served_options(me)
     me.set_defaults(func=_mc_eval)
     ms = mc_sub.add_parser("stability", help="accuracy against the number of sampled questions")

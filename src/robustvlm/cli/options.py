@@ -82,6 +82,8 @@ def add_served_options(parser: argparse.ArgumentParser) -> None:
                        help="seconds per request (60)")
     group.add_argument("--max-retries", type=int_at_least(0), default=5, metavar="N",
                        help="retries of a request on 429, 5xx and timeouts, with exponential backoff (5)")
+    group.add_argument("--max-reply-bytes", type=int_at_least(1024), metavar="B",
+                       help="largest reply read, in bytes; a larger one fails its record (1048576 = 1 MiB)")
     group.add_argument("--no-cache", action="store_true",
                        help="send every request (default: answers are reused from the response cache in "
                        "$ROBUSTVLM_CACHE, else ~/.cache/robustvlm)")
@@ -101,6 +103,17 @@ def concurrency(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"{text!r} is neither an integer >= 1 nor 'auto'") from None
 
 
+def add_decoding_options(parser: argparse.ArgumentParser, *, max_new_tokens: int) -> None:
+    """The decoding options of a command that generates (greedy, the same for a local and a
+    served model): --max-new-tokens and --repetition-penalty (1.0, none, by default)."""
+    group = parser.add_argument_group("decoding (greedy; the same for a local and a served model)")
+    group.add_argument("--max-new-tokens", type=int_at_least(1), default=max_new_tokens, metavar="N",
+                       help=f"longest answer, in tokens ({max_new_tokens})")
+    group.add_argument("--repetition-penalty", type=float_above(0.0), default=1.0, metavar="P",
+                       help="repetition penalty (1.0: none, the default); a served model is sent it as vLLM's "
+                       "`repetition_penalty` field, and a server that refuses it stops the run")
+
+
 def served(args: argparse.Namespace):
     """The ServedConfig of the served-model options, or None without --base-url."""
     from robustvlm.config import ServedConfig, validate_config
@@ -116,6 +129,7 @@ def served(args: argparse.Namespace):
         "base_url": args.base_url, "api_key_env": args.api_key_env, "adaptive_concurrency": adaptive,
         "max_concurrency": (args.max_concurrency or AUTO_CEILING) if adaptive else args.concurrency,
         "timeout_s": args.request_timeout, "max_retries": args.max_retries, "cache": not args.no_cache,
+        **({"max_reply_bytes": args.max_reply_bytes} if args.max_reply_bytes is not None else {}),
     }, "served-model options", ServedConfig)
 
 

@@ -137,13 +137,17 @@ def measure_domains(
     n_per_domain: int = 20,
     seed: int = 0,
     probe_test_fraction: float = 0.5,
+    max_new_tokens: int = 8,
+    repetition_penalty: float = 1.0,
 ) -> DomainMeasurements:
-    """The three measurements per domain (see DomainMeasurements)."""
+    """The three measurements per domain (see DomainMeasurements); the in-context answers
+    decode as `evaluation.icl.evaluate_icl` says (`max_new_tokens`, `repetition_penalty`)."""
     by_domain: dict[str, list[Example]] = defaultdict(list)
     for ex in examples:
         by_domain[ex.env].append(ex)
     icl_cells = evaluate_icl(backend, examples, shots=sorted({0, shots}), policies=(icl_policy,),
-                             n_per_domain=n_per_domain, seed=seed)
+                             n_per_domain=n_per_domain, seed=seed, max_new_tokens=max_new_tokens,
+                             repetition_penalty=repetition_penalty)
     accuracy = {(c.policy, c.domain): c.accuracy for c in icl_cells}
     semantic: dict[tuple[str, ...], tuple[float | None, list[dict]]] = {}
     rows = []

@@ -38,7 +38,6 @@ from robustvlm.models.chat import ChatPrompt, encode_chats
 POLICIES = ("random", "same-domain", "cross-domain", "label-shift", "spurious")
 ZERO_SHOT = "zero-shot"  # the policy name of 0-shot rows (no demos, so no policy applies)
 RecordKey = tuple[int, str, str]  # (shots, policy, query id): one per-query record
-REPETITION_PENALTY = 1.15  # greedy decoding as in evaluation (the papers' setting)
 
 
 @dataclass(frozen=True)
@@ -172,6 +171,7 @@ def evaluate_icl(
     n_skew_classes: int = 2,
     batch_size: int = 8,
     max_new_tokens: int = 8,
+    repetition_penalty: float = 1.0,
     predictions: list[dict] | None = None,
     finished: Mapping[RecordKey, Mapping] | None = None,
     on_records: Callable[[list[dict]], None] | None = None,
@@ -180,7 +180,8 @@ def evaluate_icl(
     """Per-domain accuracy of k-shot classification for every (shots, policy).
 
     Queries are `n_per_domain` examples per domain; demos come from the remaining examples.
-    0 shots is evaluated once, under policy "zero-shot". Demo draws are seeded per
+    Answers are greedy, at most `max_new_tokens` tokens, with `repetition_penalty` (1.0: none),
+    alike for a local and a served model. 0 shots is evaluated once, under policy "zero-shot". Demo draws are seeded per
     (seed, policy, k, query), so results do not depend on batch size or on which other cells run.
 
     Per-query records {shots, policy, id, domain, target, answer, correct, demos} already in
@@ -207,27 +208,29 @@ def evaluate_icl(
     n_done = sum((k, p, q.id) in finished for k, p in settings for q in queries)
     bar = tqdm(total=len(settings) * len(queries), initial=n_done, disable=not progress, desc="icl", unit="query")
     cells: list[IclCell] = []
-    for k, policy in settings:
-        items = [
-            (q, select_demos(q, pool, k, policy, plan, _demo_rng(seed, policy, k, i)) if k else [])
-            for i, q in enumerate(queries)
-        ]
-        pending = [(q, demos) for q, demos in items if (k, policy, q.id) not in finished]
-        new: dict[RecordKey, dict] = {}
-        for start in range(0, len(pending), batch_size):
-            chunk = pending[start : start + batch_size]
-            answers = backend.generate_chats(chat_prompts(chunk, class_names), max_new_tokens=max_new_tokens,
-                                             repetition_penalty=REPETITION_PENALTY)
-            records = [_record(k, policy, q, demos, a) for (q, demos), a in zip(chunk, answers)]
-            if on_records is not None:
-                on_records(records)
-            new.update((record_key(r), r) for r in records)
-            bar.update(len(chunk))
-        records = [dict(finished.get((k, policy, q.id)) or new[(k, policy, q.id)]) for q in queries]
-        if predictions is not None:
-            predictions.extend(records)
-        cells += accuracy_cells(k, policy, records)
-    bar.close()
+    try:
+        for k, policy in settings:
+            items = [
+                (q, select_demos(q, pool, k, policy, plan, _demo_rng(seed, policy, k, i)) if k else [])
+                for i, q in enumerate(queries)
+            ]
+            pending = [(q, demos) for q, demos in items if (k, policy, q.id) not in finished]
+            new: dict[RecordKey, dict] = {}
+            for start in range(0, len(pending), batch_size):
+                chunk = pending[start : start + batch_size]
+                answers = backend.generate_chats(chat_prompts(chunk, class_names), max_new_tokens=max_new_tokens,
+                                                 repetition_penalty=repetition_penalty)
+                records = [_record(k, policy, q, demos, a) for (q, demos), a in zip(chunk, answers)]
+                if on_records is not None:
+                    on_records(records)
+                new.update((record_key(r), r) for r in records)
+                bar.update(len(chunk))
+            records = [dict(finished.get((k, policy, q.id)) or new[(k, policy, q.id)]) for q in queries]
+            if predictions is not None:
+                predictions.extend(records)
+            cells += accuracy_cells(k, policy, records)
+    finally:
+        bar.close()  # before any error line
     return icl_summary(cells)
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -134,6 +134,11 @@ class Backend(ABC):
     @property
     def usage(self) -> Mapping[str, int] | None:
         """The live counts of a served model's requests, cache hits and tokens (None: a local model)."""
+        return None
+
+    def track_usage(self, sink: Callable[[Mapping[str, int]], None]) -> None:
+        """Give a served model's counts to `sink` at every change (`runs.usage_recorder`); a local
+        model sends no request and records nothing."""
         return None
 
     def option_logliks(self, messages: list[dict], continuations: Sequence[str], **options: Any) -> OptionScores:
@@ -250,8 +255,8 @@ class EmbeddingBackend(Backend):
 
 class ServedBackend(Backend):
     """A model behind an OpenAI-compatible server (`models.served.ServedModel`): no weights here.
-    A served model decodes at temperature 0 with the server's own sampling defaults otherwise
-    (`repetition_penalty` is a local-model setting; it is not sent)."""
+    A served model decodes at temperature 0, as a local one decodes greedily; a repetition
+    penalty other than 1.0 is sent to the server, which must apply it or refuse it."""
 
     def __init__(self, name: str, family: str, served: ServedModel):
         self.name, self.family, self.served = name, family, served
@@ -271,7 +276,7 @@ class ServedBackend(Backend):
         self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int, repetition_penalty: float
     ) -> list[str]:
         """Greedy replies from the server, one per prompt (see the class docstring)."""
-        return self.served.generate(prompts, max_new_tokens=max_new_tokens)
+        return self.served.generate(prompts, max_new_tokens=max_new_tokens, repetition_penalty=repetition_penalty)
 
     def check_multi_image(self) -> None:
         """A chat-completions request may hold several images; a server that refuses them fails
@@ -280,6 +285,9 @@ class ServedBackend(Backend):
     @property
     def usage(self) -> Mapping[str, int] | None:
         return self.served.usage
+
+    def track_usage(self, sink: Callable[[Mapping[str, int]], None]) -> None:
+        self.served.track_usage(sink)
 
     def option_logliks(self, messages: list[dict], continuations: Sequence[str], **options: Any) -> OptionScores:
         """Log-likelihoods from the server's prompt log-probabilities (`ServedModel.option_logliks`:

@@ -8,7 +8,9 @@ dependency); vLLM's extra fields (`prompt_logprobs`) go through as plain JSON.
 
 Retried (exponential backoff from `backoff_s`, at least a numeric Retry-After): HTTP 429 and
 5xx, timeouts and connection errors, and a 200 whose body is not JSON (a proxy cut it). Any
-other status fails at once. The key is never part of an error, a log line or a return value.
+other status fails at once; its error keeps the status and the start of the server's reason
+(`EndpointError.status`, `.detail`), so callers can tell a refused request field. The key is
+never part of an error, a log line or a return value.
 
 With an adaptive limit (`models.concurrency`, `--concurrency auto`) every attempt holds one of
 its slots, and its outcome adjusts the limit: HTTP 429 and 503 and timeouts are overload, and an
@@ -16,6 +18,11 @@ overloaded attempt is retried as soon as a slot frees (after a Retry-After, if t
 one), the smaller limit being the back-off. Such retries do not count against `max_retries`: a
 request refused again and again drives the limit down to 1, where the exponential back-off and
 `max_retries` apply again.
+
+A reply body is read up to `max_reply_bytes` (1 MiB by default): a server that ignores
+`max_tokens` and streams megabytes fails that request at once, not retried (it would answer the
+same), and no more than the limit is ever held in memory. `on_send` is called before every HTTP
+attempt, retries included, so a caller can count what reached the server.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from PIL import Image
@@ -46,7 +53,15 @@ OVERLOAD_STATUS = frozenset({429, 503})
 
 
 class EndpointError(RobustVLMError):
-    """An endpoint request failed for good (after retries, or with a non-retryable status)."""
+    """An endpoint request failed for good (after retries, or with a non-retryable status).
+
+    Attributes:
+        status: the HTTP status of a refused request (400, 422, ...), else None.
+        detail: the start of the server's reason for refusing it ("" when none).
+    """
+
+    status: int | None = None
+    detail: str = ""
 
 
 class EndpointClient:
@@ -57,11 +72,12 @@ class EndpointClient:
         who: how errors and log lines name the endpoint's user ("judge", "served model ...").
         error: the exception class raised on a request that failed for good.
         limit: the adaptive limit every attempt passes (None: the caller bounds concurrency).
+        on_send: called before every HTTP attempt (retries included).
     """
 
     def __init__(self, config: EndpointConfig, *, who: str = "endpoint", error: type[EndpointError] = EndpointError,
-                 limit: AdaptiveLimit | None = None):
-        self.config, self.who, self.error, self.limit = config, who, error, limit
+                 limit: AdaptiveLimit | None = None, on_send: Callable[[], None] | None = None):
+        self.config, self.who, self.error, self.limit, self.on_send = config, who, error, limit, on_send
         self.root = config.base_url.rstrip("/")
 
     def check_key(self) -> None:
@@ -114,18 +130,28 @@ class EndpointClient:
             self.check_key()
             headers["Authorization"] = f"Bearer {os.environ[self.config.api_key_env]}"
         request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        limit = self.config.max_reply_bytes
+        if self.on_send is not None:
+            self.on_send()
         try:
             with urllib.request.urlopen(request, timeout=self.config.timeout_s) as response:
-                payload = response.read()
+                payload = response.read(limit + 1)
         except urllib.error.HTTPError as err:
             if err.code in RETRY_STATUS:
                 raise _Retryable(f"HTTP {err.code}", _retry_after(err.headers),
                                  overload=err.code in OVERLOAD_STATUS) from None
             detail = err.read(300).decode("utf-8", "replace")
-            raise self.error(f"{self.who} endpoint {url} answered HTTP {err.code}: {detail}") from None
+            refused = self.error(f"{self.who} endpoint {url} answered HTTP {err.code}: {detail}")
+            refused.status, refused.detail = err.code, detail
+            raise refused from None
         except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
             timed_out = isinstance(err, TimeoutError) or isinstance(getattr(err, "reason", None), TimeoutError)
             raise _Retryable(f"{type(err).__name__}: {getattr(err, 'reason', err)}", overload=timed_out) from None
+        if len(payload) > limit:
+            raise self.error(
+                f"{self.who} endpoint {url}: the reply is larger than {limit} bytes (max_reply_bytes; "
+                "--max-reply-bytes) and was not read further: the server may ignore max_tokens"
+            )
         try:
             reply = json.loads(payload)
         except ValueError:

@@ -14,7 +14,7 @@ def generate_batch(
     batch: dict[str, Any],
     *,
     max_new_tokens: int = 128,
-    repetition_penalty: float = 1.15,
+    repetition_penalty: float = 1.0,
     sample: bool = False,
     temperature: float = 1.0,
     top_p: float = 1.0,

@@ -13,18 +13,26 @@ fail for good, no new request starts, those in flight finish (and are cached), a
 Option log-likelihood uses vLLM's `prompt_logprobs` extension of chat completions: the prompt
 up to the assistant turn is sent once, then the prompt with each continuation as the start of
 the assistant's reply (`continue_final_message`); a continuation's score is the sum of the
-log-probabilities of the prompt tokens past the bare prompt's length. A server that returns no
-prompt log-probabilities gives a `LoglikUnavailable` error that says to use generation.
+log-probabilities of the prompt tokens past the bare prompt's length.
 
-Token usage (prompt and completion tokens of sent requests, requests sent, cache hits) adds up
-in `usage`; the workflows write it to their run folder as usage.json.
+Fields beyond the OpenAI API (vLLM's `prompt_logprobs`, `add_generation_prompt`,
+`continue_final_message`, `repetition_penalty`) are sent only when a call needs them. The first
+request of each kind (the set of such fields it carries) goes alone, before any other: a server
+that refuses one of its fields (HTTP 400/422 naming it) or, asked for prompt log-probabilities,
+answers without them is found on that one request, and the call stops with one ConfigError
+line (`LoglikUnavailable` for log-likelihood, `UnsupportedSetting` for a decoding setting the
+server cannot apply), never a setting silently dropped.
+
+Usage (HTTP requests sent, retries and refused ones included; cache hits; prompt and completion
+tokens) adds up in `usage`; `track_usage` rewrites a run folder's usage.json at every change, so
+a killed or refused run leaves its counts.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
@@ -42,6 +50,10 @@ SERVED_PREFIX = "openai:"
 CHAT_ROUTE = "/chat/completions"
 MAX_LISTED_FAILURES = 5
 USAGE_KEYS = ("requests", "cache_hits", "prompt_tokens", "completion_tokens")
+LOGLIK_FIELDS = ("prompt_logprobs", "add_generation_prompt", "continue_final_message")
+DECODING_FIELDS = ("repetition_penalty",)
+REFUSAL_STATUS = (400, 422)
+LOGLIK_HINT = "this server cannot score options by log-likelihood (in `mc eval`, use --method generate)"
 
 
 class ServedRequestError(EndpointError):
@@ -60,7 +72,11 @@ class ServedRequestError(EndpointError):
 
 
 class LoglikUnavailable(ConfigError):
-    """The server returns no prompt log-probabilities: option log-likelihood is not possible."""
+    """The server refuses or ignores prompt log-probabilities: option log-likelihood is not possible."""
+
+
+class UnsupportedSetting(ConfigError):
+    """The server refuses a decoding setting a command asked for (e.g. `repetition_penalty`)."""
 
 
 class _ReplyProblem(Exception):
@@ -81,17 +97,31 @@ class ServedModel:
             raise ConfigError(f"a served model is named {SERVED_PREFIX}MODEL, got {name!r}")
         self.name, self.model_id, self.config = name, name[len(SERVED_PREFIX):], config
         limit = AdaptiveLimit(AIMD(config.max_concurrency)) if config.adaptive_concurrency else None
-        self.client = EndpointClient(config, who=f"served model '{name}'", limit=limit)
+        self.client = EndpointClient(config, who=f"served model '{name}'", limit=limit,
+                                     on_send=lambda: self._count(requests=1))
         self.client.check_key()
         self.cache = (cache or ResponseCache()) if config.cache else None
         self.usage: Counter[str] = Counter(dict.fromkeys(USAGE_KEYS, 0))
         self._usage_lock = threading.Lock()
+        self._usage_sink: Callable[[Mapping[str, int]], None] | None = None
+        self._accepted: set[frozenset[str]] = set()  # kinds of request (extra fields) a reply came to
+
+    def track_usage(self, sink: Callable[[Mapping[str, int]], None]) -> None:
+        """Call `sink(usage)` now and at every change of the counts (under the counting lock)."""
+        with self._usage_lock:
+            self._usage_sink = sink
+            sink(dict(self.usage))
 
     # --- requests -------------------------------------------------------------------------
 
-    def request_all(self, bodies: Sequence[dict], records: Sequence[str], *, desc: str | None = None) -> list[dict]:
+    def request_all(
+        self, bodies: Sequence[dict], records: Sequence[str], *, desc: str | None = None,
+        check: Callable[[dict], object] | None = None,
+    ) -> list[dict]:
         """The replies to `bodies` (POSTed at /chat/completions), in order; cached ones are not
-        sent, the rest `max_concurrency` at a time. Raises ServedRequestError (see module doc)."""
+        sent; the first of a kind not yet answered goes alone, the rest `max_concurrency` at a
+        time. `check(reply)` vets each new reply before it is cached (raising ConfigError stops
+        the call). Raises ServedRequestError, or the ConfigError of a refused field (module doc)."""
         replies: list[dict | None] = [None] * len(bodies)
         keys = [request_key(CHAT_ROUTE, b) for b in bodies]
         todo = []
@@ -103,9 +133,15 @@ class ServedModel:
                 todo.append(i)
         self._count(cache_hits=len(bodies) - len(todo))
         failures: dict[str, str] = {}
-        if todo:
+        if todo and _kind(bodies[todo[0]]) not in self._accepted:
+            first = todo.pop(0)
+            try:
+                replies[first] = self._send(bodies[first], keys[first], check)
+            except (EndpointError, _ReplyProblem) as err:
+                failures[records[first]] = str(err)
+        if todo and not failures:
             with ThreadPoolExecutor(max_workers=self.config.max_concurrency) as pool:
-                futures = {pool.submit(self._send, bodies[i], keys[i]): i for i in todo}
+                futures = {pool.submit(self._send, bodies[i], keys[i], check): i for i in todo}
                 bar = tqdm(as_completed(futures), total=len(futures), desc=desc, disable=desc is None, leave=False)
                 for future in bar:
                     if future.cancelled():
@@ -117,35 +153,68 @@ class ServedModel:
                         failures[records[i]] = str(err)
                         for pending in futures:
                             pending.cancel()
+                    except ConfigError:
+                        for pending in futures:
+                            pending.cancel()
+                        raise
         if failures:
             unsent = sum(r is None for r in replies) - len(failures)
             raise ServedRequestError(self.name, failures, len(bodies), unsent)
         return replies  # type: ignore[return-value]  # every entry is filled when nothing failed
 
-    def _send(self, body: dict, key: str) -> dict:
-        reply = self.client.post(CHAT_ROUTE, body)
+    def _send(self, body: dict, key: str, check: Callable[[dict], object] | None = None) -> dict:
+        try:
+            reply = self.client.post(CHAT_ROUTE, body)
+        except EndpointError as err:
+            raise self._refusal(err, body) or err from None
         choices = reply.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise _ReplyProblem(f"the reply holds no choices: {str(reply)[:160]}")
         usage = reply.get("usage") or {}
-        self._count(requests=1, prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        self._count(prompt_tokens=int(usage.get("prompt_tokens") or 0),
                     completion_tokens=int(usage.get("completion_tokens") or 0))
+        if check is not None:
+            check(reply)
+        self._accepted.add(_kind(body))
         if self.cache is not None:
             self.cache.put(key, reply)
         return reply
 
+    def _refusal(self, err: EndpointError, body: dict) -> ConfigError | None:
+        """The one-line error of a request refused for an extra field it carries, else None."""
+        named = [f for f in _kind(body) if f in err.detail] if err.status in REFUSAL_STATUS else []
+        if not named:
+            return None
+        said = f"HTTP {err.status}: {err.detail.strip()[:160]}"
+        if named[0] in LOGLIK_FIELDS:
+            return LoglikUnavailable(
+                f"served model '{self.name}': the server refuses the request fields that ask for prompt "
+                f"log-probabilities ({said}); {LOGLIK_HINT}"
+            )
+        return UnsupportedSetting(
+            f"served model '{self.name}': the server refuses `{named[0]}` ({said}), so it cannot apply "
+            f"--{named[0].replace('_', '-')} {body[named[0]]}: leave that option at its default for this server"
+        )
+
     def _count(self, **amounts: int) -> None:
         with self._usage_lock:
             self.usage.update(amounts)
+            if self._usage_sink is not None:
+                self._usage_sink(dict(self.usage))
 
     # --- operations -----------------------------------------------------------------------
 
     def _body(self, messages: list[dict], images: Sequence[Any], **fields: Any) -> dict:
         return {"model": self.model_id, "messages": openai_messages(messages, images), "temperature": 0.0, **fields}
 
-    def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int) -> list[str]:
-        """Greedy replies (stripped), one per prompt, in order."""
-        bodies = [self._body(p.messages, p.images, max_tokens=max_new_tokens) for p in prompts]
+    def generate(
+        self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int, repetition_penalty: float = 1.0
+    ) -> list[str]:
+        """Greedy replies (stripped), one per prompt, in order. A `repetition_penalty` other than
+        1.0 (none) is sent as vLLM's field of that name; a server that refuses it stops the call
+        with UnsupportedSetting (OpenAI's `frequency_penalty` is another thing and is never sent)."""
+        penalty = {"repetition_penalty": repetition_penalty} if repetition_penalty != 1.0 else {}
+        bodies = [self._body(p.messages, p.images, max_tokens=max_new_tokens, **penalty) for p in prompts]
         replies = self.request_all(bodies, [p.record for p in prompts])
         return [_reply_text(r) for r in replies]
 
@@ -160,13 +229,8 @@ class ServedModel:
             turn = [*messages, {"role": "assistant", "content": [{"type": "text", "text": text}]}]
             bodies.append(self._body(turn, images, add_generation_prompt=False, continue_final_message=True,
                                      **common))
-        try:
-            replies = self.request_all(bodies, [f"{record} option {i}" for i in range(len(bodies))])
-        except ServedRequestError as err:
-            raise ServedRequestError(self.name, {
-                rec: why + " (option log-likelihood needs a server that returns prompt log-probabilities, "
-                "e.g. vLLM; score with --method generate otherwise)" for rec, why in err.failures.items()
-            }, err.n_requests, err.n_unsent) from None
+        replies = self.request_all(bodies, [f"{record} option {i}" for i in range(len(bodies))],
+                                   check=lambda reply: self._prompt_logprobs(reply, record))
         prefix, *options = [self._prompt_logprobs(r, record) for r in replies]
         sums, counts = [], []
         for text, logprobs in zip(continuations, options):
@@ -185,7 +249,7 @@ class ServedModel:
         if not isinstance(entries, list) or len(entries) < 2:
             raise LoglikUnavailable(
                 f"served model '{self.name}' returned no prompt log-probabilities for {record} (vLLM's "
-                "`prompt_logprobs`); this server cannot score options by log-likelihood: use --method generate"
+                f"`prompt_logprobs`); {LOGLIK_HINT}"
             )
         values = []
         for entry in entries[1:]:
@@ -194,6 +258,11 @@ class ServedModel:
             (info,) = entry.values()
             values.append(float(info["logprob"] if isinstance(info, dict) else info))
         return values
+
+
+def _kind(body: Mapping[str, object]) -> frozenset[str]:
+    """The fields beyond the OpenAI API that a request body carries."""
+    return frozenset(f for f in (*LOGLIK_FIELDS, *DECODING_FIELDS) if f in body)
 
 
 def _reply_text(reply: dict) -> str:

@@ -121,8 +121,14 @@ def extract_choice(reply: str, options: Sequence[str]) -> int | None:
     return found[0] if len(found) == 1 else None
 
 
-def generate_answers(backend: Backend, questions: Sequence[MCQuestion], *, max_new_tokens: int = 16) -> list[str]:
-    """Greedy replies (no repetition penalty) to a batch of questions, in order, from a local or
-    served model."""
+GENERATE_MAX_NEW_TOKENS = 16  # a letter or an option, with room for "The answer is (B)."
+
+
+def generate_answers(
+    backend: Backend, questions: Sequence[MCQuestion], *, max_new_tokens: int = GENERATE_MAX_NEW_TOKENS,
+    repetition_penalty: float = 1.0,
+) -> list[str]:
+    """Greedy replies (`repetition_penalty` 1.0: none) to a batch of questions, in order, from a
+    local or served model alike."""
     prompts = [ChatPrompt(*question_prompt(q), record=q.id) for q in questions]
-    return backend.generate_chats(prompts, max_new_tokens=max_new_tokens, repetition_penalty=1.0)
+    return backend.generate_chats(prompts, max_new_tokens=max_new_tokens, repetition_penalty=repetition_penalty)

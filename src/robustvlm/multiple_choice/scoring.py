@@ -27,7 +27,7 @@ METHODS = ("loglik", "generate")
 Scorer = Callable[[list[MCQuestion]], list[dict[str, Any]]]
 
 
-def _by_similarity(backend: Backend, normalize: bool) -> Scorer:
+def _by_similarity(backend: Backend, normalize: bool, **decoding: Any) -> Scorer:
     scorer = SimilarityScorer(backend)
 
     def score(questions: list[MCQuestion]) -> list[dict[str, Any]]:
@@ -36,16 +36,16 @@ def _by_similarity(backend: Backend, normalize: bool) -> Scorer:
     return score
 
 
-def _by_generation(backend: Backend, normalize: bool) -> Scorer:
+def _by_generation(backend: Backend, normalize: bool, **decoding: Any) -> Scorer:
     def score(questions: list[MCQuestion]) -> list[dict[str, Any]]:
-        replies = generate_answers(backend, questions)
+        replies = generate_answers(backend, questions, **decoding)
         return [{"prediction": extract_choice(r, q.options), "scores": None, "response": r}
                 for q, r in zip(questions, replies)]
 
     return score
 
 
-def _by_loglik(backend: Backend, normalize: bool) -> Scorer:
+def _by_loglik(backend: Backend, normalize: bool, **decoding: Any) -> Scorer:
     def score(questions: list[MCQuestion]) -> list[dict[str, Any]]:
         rows = []
         for q in questions:
@@ -58,7 +58,7 @@ def _by_loglik(backend: Backend, normalize: bool) -> Scorer:
 
 
 # way of scoring -> (the capabilities it needs, its scorer); `make_scorer` picks one
-SCORERS: dict[str, tuple[tuple[str, ...], Callable[[Backend, bool], Scorer]]] = {
+SCORERS: dict[str, tuple[tuple[str, ...], Callable[..., Scorer]]] = {
     "loglik": (("option_loglik",), _by_loglik),
     "generate": (("generate",), _by_generation),
     "similarity": (("image_embed", "text_embed"), _by_similarity),
@@ -80,10 +80,11 @@ def scoring_method(family: str, method: str) -> str:
     )
 
 
-def make_scorer(backend: Backend, *, way: str, normalize: bool) -> Scorer:
-    """The per-batch scoring function of a loaded model, for a way from `scoring_method`."""
+def make_scorer(backend: Backend, *, way: str, normalize: bool, **decoding: Any) -> Scorer:
+    """The per-batch scoring function of a loaded model, for a way from `scoring_method`;
+    `decoding` (max_new_tokens, repetition_penalty) is the generating way's (`generate_answers`)."""
     backend.require(*SCORERS[way][0])
-    return SCORERS[way][1](backend, normalize)
+    return SCORERS[way][1](backend, normalize, **decoding)
 
 
 def load_bench(

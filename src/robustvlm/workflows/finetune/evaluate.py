@@ -45,7 +45,7 @@ from robustvlm.models.backends import (
     served_settings,
 )
 from robustvlm.models.support import require_capability
-from robustvlm.runs import add_usage, append_jsonl, claim_run_folder, read_jsonl, write_jsonl
+from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl, usage_recorder, write_jsonl
 
 PREDICTIONS_FILE = "predictions.jsonl"
 METRICS_FILE = "metrics.json"
@@ -94,6 +94,7 @@ def evaluate(
     if pending:
         backend = load_backend(str(model_dir), generative_family(str(model_dir)), served=served)
         backend.require("generate")
+        backend.track_usage(usage_recorder(out_dir))
         bar = tqdm(total=len(todo), initial=len(todo) - len(pending), disable=not progress, desc="eval", unit="ex")
         try:
             with pred_path.open("a" if resume else "w", encoding="utf-8") as log:
@@ -103,7 +104,6 @@ def evaluate(
                     bar.update(len(rows))
         finally:
             bar.close()
-            add_usage(out_dir, backend.usage)
 
     wanted = {ex.id for ex in todo}
     rows = [r for r in done_rows if r["id"] in wanted]

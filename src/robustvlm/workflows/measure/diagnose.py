@@ -20,7 +20,7 @@ from robustvlm.evaluation.diagnose import measure_domains
 from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings
 from robustvlm.models.support import require_capability
 from robustvlm.report.icl import diagnosis_markdown
-from robustvlm.runs import add_usage, claim_run_folder
+from robustvlm.runs import claim_run_folder, usage_recorder
 from robustvlm.workflows.measure.icl import load_domains, task_corpus
 
 RESULT_FILE = "diagnosis.json"
@@ -67,13 +67,16 @@ def run_diagnosis(
     visual_min_skill: float = 0.5,
     semantic_min_skill: float = 0.5,
     mapping_min_skill: float = 0.5,
+    max_new_tokens: int = 8,
+    repetition_penalty: float = 1.0,
     resume: bool = False,
     served: ServedConfig | None = None,
 ) -> Diagnosis:
     """Load the model and ROOT/DOMAIN/CLASS/*.png data, measure, diagnose, write the outputs.
 
     `descriptions`: {class: description} or a YAML file of them (default: WordNet glosses).
-    Thresholds: see `analysis.diagnosis.diagnose_table`. `served`: the server of an
+    Thresholds: see `analysis.diagnosis.diagnose_table`. The in-context answers decode greedily
+    (`max_new_tokens`, `repetition_penalty`: `evaluation.icl.evaluate_icl`). `served`: the server of an
     "openai:MODEL" model (its stages that need weights are not measured: `evaluation.diagnose`).
     """
     require_capability(model_name, "diagnose")
@@ -83,6 +86,7 @@ def run_diagnosis(
               "shots": shots, "icl_policy": icl_policy, "n_per_domain": n_per_domain, "seed": seed,
               "probe_test_fraction": probe_test_fraction, "visual_min_skill": visual_min_skill,
               "semantic_min_skill": semantic_min_skill, "mapping_min_skill": mapping_min_skill,
+              "max_new_tokens": max_new_tokens, "repetition_penalty": repetition_penalty,
               **served_settings(model_name, served)}
     out = claim_run_folder(out_dir, config, command="diagnose", resume=resume, may_differ=(SERVER_MAY_DIFFER,))
     if resume and (out / RESULT_FILE).is_file():
@@ -90,14 +94,13 @@ def run_diagnosis(
     examples = load_domains(data_root)
     backend = load_backend(model_name, corpus=task_corpus(examples), served=served)
     backend.require("generate")
-    try:
-        measured = measure_domains(
-            backend, examples, descriptions=descriptions, shots=shots,
-            icl_policy=icl_policy, n_per_domain=n_per_domain, seed=seed,
-            probe_test_fraction=probe_test_fraction,
-        )
-    finally:
-        add_usage(out, backend.usage)
+    backend.track_usage(usage_recorder(out))
+    measured = measure_domains(
+        backend, examples, descriptions=descriptions, shots=shots,
+        icl_policy=icl_policy, n_per_domain=n_per_domain, seed=seed,
+        probe_test_fraction=probe_test_fraction, max_new_tokens=max_new_tokens,
+        repetition_penalty=repetition_penalty,
+    )
     rows = diagnose_table(measured.rows, visual_min_skill=visual_min_skill,
                           semantic_min_skill=semantic_min_skill, mapping_min_skill=mapping_min_skill)
     result = Diagnosis(config, rows, measured.icl_cells, measured.semantic_records)

@@ -24,7 +24,7 @@ from robustvlm.evaluation.icl import POLICIES, evaluate_icl, record_key
 from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings
 from robustvlm.models.support import require_capability
 from robustvlm.report.icl import icl_markdown
-from robustvlm.runs import add_usage, append_jsonl, claim_run_folder, read_jsonl, write_jsonl
+from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl, usage_recorder, write_jsonl
 
 PREDICTIONS_FILE = "icl_predictions.jsonl"
 
@@ -64,6 +64,8 @@ def run_icl(
     n_per_domain: int = 20,
     seed: int = 0,
     batch_size: int = 8,
+    max_new_tokens: int = 8,
+    repetition_penalty: float = 1.0,
     resume: bool = False,
     progress: bool = True,
     served: ServedConfig | None = None,
@@ -73,22 +75,22 @@ def run_icl(
     require_capability(model_name, "icl")
     config = {"model": model_name, "data": str(data_root), "shots": list(shots),
               "policies": list(policies), "n_per_domain": n_per_domain, "seed": seed,
-              "batch_size": batch_size, **served_settings(model_name, served)}
+              "batch_size": batch_size, "max_new_tokens": max_new_tokens,
+              "repetition_penalty": repetition_penalty, **served_settings(model_name, served)}
     out = claim_run_folder(out_dir, config, command="icl eval", resume=resume, may_differ=("batch_size", SERVER_MAY_DIFFER))
     log_path = out / PREDICTIONS_FILE
     finished = {record_key(r): r for r in read_jsonl(log_path)} if resume else {}
     examples = load_domains(data_root)
     backend = load_backend(model_name, corpus=task_corpus(examples), served=served)
     backend.require("generate")
+    backend.track_usage(usage_recorder(out))
     predictions: list[dict] = []
-    try:
-        with log_path.open("a" if resume else "w", encoding="utf-8") as log:
-            cells = evaluate_icl(backend, examples, shots=shots, policies=policies,
-                                 n_per_domain=n_per_domain, seed=seed, batch_size=batch_size,
-                                 predictions=predictions, finished=finished,
-                                 on_records=lambda records: append_jsonl(log, records), progress=progress)
-    finally:
-        add_usage(out, backend.usage)
+    with log_path.open("a" if resume else "w", encoding="utf-8") as log:
+        cells = evaluate_icl(backend, examples, shots=shots, policies=policies,
+                             n_per_domain=n_per_domain, seed=seed, batch_size=batch_size,
+                             max_new_tokens=max_new_tokens, repetition_penalty=repetition_penalty,
+                             predictions=predictions, finished=finished,
+                             on_records=lambda records: append_jsonl(log, records), progress=progress)
     run = IclRun(config, cells)
     (out / "icl_results.json").write_text(json.dumps(run.to_dict(), indent=2), encoding="utf-8")
     (out / "icl_results.md").write_text(

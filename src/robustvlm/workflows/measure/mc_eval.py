@@ -30,8 +30,9 @@ from tqdm.auto import tqdm
 from robustvlm.analysis.accuracy import accuracy_summary
 from robustvlm.config import ServedConfig
 from robustvlm.errors import ConfigError, DataError
-from robustvlm.models.backends import BACKENDS, Backend, infer_family, load_backend, served_settings
+from robustvlm.models.backends import BACKENDS, infer_family, load_backend, served_settings
 from robustvlm.multiple_choice.build import MCQuestion
+from robustvlm.multiple_choice.generative import GENERATE_MAX_NEW_TOKENS
 from robustvlm.multiple_choice.scoring import (
     METHODS,
     Scorer,
@@ -40,7 +41,13 @@ from robustvlm.multiple_choice.scoring import (
     scoring_method,
 )
 from robustvlm.multiple_choice.stability import accuracy_vs_size
-from robustvlm.runs import add_usage, append_jsonl, claim_run_folder, read_input_jsonl, read_jsonl
+from robustvlm.runs import (
+    append_jsonl,
+    claim_run_folder,
+    read_input_jsonl,
+    read_jsonl,
+    usage_recorder,
+)
 
 RESULT_COLUMNS = ("model", "family", "method", "bench", "accuracy", "n", "ci_lo", "ci_hi", "unparsed")
 
@@ -68,15 +75,17 @@ def model_spec(spec: ModelSpec) -> tuple[str, str]:
 class _LazyScorer:
     """Loads the model on first use, so a fully resumed model is never loaded."""
 
-    def __init__(self, name: str, family: str, *, way: str, normalize: bool, served: ServedConfig | None):
+    def __init__(self, name: str, family: str, *, way: str, normalize: bool, decoding: Mapping[str, Any],
+                 served: ServedConfig | None, usage_folder: Path):
         self.name, self.family, self.way, self.normalize, self.served = name, family, way, normalize, served
+        self.decoding, self.usage_folder = decoding, usage_folder
         self._scorer: Scorer | None = None
-        self.backend: Backend | None = None
 
     def __call__(self) -> Scorer:
         if self._scorer is None:
-            self.backend = load_backend(self.name, self.family, served=self.served)
-            self._scorer = make_scorer(self.backend, way=self.way, normalize=self.normalize)
+            backend = load_backend(self.name, self.family, served=self.served)
+            backend.track_usage(usage_recorder(self.usage_folder))
+            self._scorer = make_scorer(backend, way=self.way, normalize=self.normalize, **self.decoding)
         return self._scorer
 
 
@@ -135,6 +144,8 @@ def evaluate_models(
     resume: bool = False,
     batch_size: int = 8,
     normalize: bool = True,
+    max_new_tokens: int = GENERATE_MAX_NEW_TOKENS,
+    repetition_penalty: float = 1.0,
     served: ServedConfig | None = None,
     image_root: str | Path | None = None,
     allow_outside_root: bool = False,
@@ -152,6 +163,9 @@ def evaluate_models(
         batch_size: questions per scoring call (generation and dual encoders batch them;
             log-likelihood runs one question, K options, at a time).
         normalize: log-likelihood prediction by the per-token mean (True) or the sum.
+        max_new_tokens, repetition_penalty: greedy decoding of method "generate" (1.0: no
+            penalty), the same for a local and a served model; other values are refused with
+            "loglik".
         served: the server of the "openai:MODEL" models (their usage.json goes in their folder).
         image_root, allow_outside_root: where image paths of the benchmarks may point
             (`multiple_choice.build.read_questions`).
@@ -170,7 +184,11 @@ def evaluate_models(
     specs = [model_spec(m) for m in models]
     if not specs:
         raise ConfigError("need at least one model")
+    decoding = {"max_new_tokens": max_new_tokens, "repetition_penalty": repetition_penalty}
+    if method != "generate" and (max_new_tokens, repetition_penalty) != (GENERATE_MAX_NEW_TOKENS, 1.0):
+        raise ConfigError("--max-new-tokens and --repetition-penalty apply to --method generate")
     settings = {"method": method, "circular": circular, "normalize": normalize, "batch_size": batch_size,
+                **({"decoding": decoding} if method == "generate" else {}),
                 "models": [f"{name} ({family})" for name, family in specs], "benches": [str(p) for p in paths],
                 **served_settings([name for name, _ in specs], served)}
     question_sets = {p.stem: load_bench(p, circular, image_root=image_root, allow_outside_root=allow_outside_root)
@@ -179,16 +197,13 @@ def evaluate_models(
     results = []
     for name, family in specs:
         way = scoring_method(family, method)
-        scorer = _LazyScorer(name, family, way=way, normalize=normalize, served=served)
-        try:
-            for bench, questions in question_sets.items():
-                jsonl = out / model_slug(name) / f"{bench}.jsonl"
-                rows = score_bench(scorer, questions, jsonl, resume=resume, batch_size=batch_size)
-                summary = accuracy_summary(rows, circular=circular).to_dict()
-                results.append({"model": name, "family": family, "method": way, "bench": bench, **summary})
-        finally:
-            if scorer.backend is not None:
-                add_usage(out / model_slug(name), scorer.backend.usage)
+        scorer = _LazyScorer(name, family, way=way, normalize=normalize, decoding=decoding, served=served,
+                             usage_folder=out / model_slug(name))
+        for bench, questions in question_sets.items():
+            jsonl = out / model_slug(name) / f"{bench}.jsonl"
+            rows = score_bench(scorer, questions, jsonl, resume=resume, batch_size=batch_size)
+            summary = accuracy_summary(rows, circular=circular).to_dict()
+            results.append({"model": name, "family": family, "method": way, "bench": bench, **summary})
     write_results(out / "results.csv", results)
     return out / "results.csv"
 
