@@ -50,12 +50,18 @@ RUNS = {
     "robustvlm rm train configs/reward/warm_mixed.yaml --out runs/warm_mixed":
         "model.name=tiny:idefics3 train.steps=2 train.save_every=2 data.n_per_env=8",
     "robustvlm rm matrix configs/reward/matrix_warm_mixed.yaml --out runs/matrix_warm_mixed": "--dry-run",
+    "robustvlm configs list": "",
+    "robustvlm configs copy erm_tasks my_configs": "",
+    "robustvlm train erm_tasks --out runs/erm_tour train.steps=20": "train.steps=2 train.save_every=2",
+    "robustvlm eval --model runs/erm_tour/final --data data/tasks --out runs/erm_tour/eval --max-per-env 4":
+        "--max-new-tokens 4",
 }
 
 #: {documented line: why it does not run in the test suite}.
 NOT_RUN = {
     "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/demos/test_finetune.py",
     "make test": "this suite itself",
+    "robustvlm demo --quick --out demo_quick": "about a minute; `demo --quick` runs in tests/workflows/demos/test_finetune.py",
     "robustvlm study configs/study_tasks.yaml --out runs/study_tasks": "a full study (minutes); study runs are tested in tests/workflows/finetune/test_study.py",
     "robustvlm sweep configs/study_spurious.yaml --out sweeps/study_spurious": "a full sweep (30 min); its dry run is run here",
     "robustvlm sweep configs/study_digits.yaml --out sweeps/study_digits": "a full sweep (20 min)",
@@ -114,6 +120,8 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
             code = run_cli(shlex.split(command)[1:] + shlex.split(RUNS[command]))
             assert code == 0, f"{command!r} failed:\n{capsys.readouterr().err[-3000:]}"
     assert (tmp_path / "runs" / "erm" / "eval" / "metrics.json").is_file()
+    assert (tmp_path / "runs" / "erm_tour" / "eval" / "metrics.json").is_file()  # a built-in config by name
+    assert (tmp_path / "my_configs" / "erm_tasks.yaml").is_file()
     assert (tmp_path / "runs" / "erm_qwen2_vl" / "final" / "config.json").is_file()
     assert (tmp_path / "runs" / "rm_shortcut_aware" / "eval").is_dir()
     salient = tmp_path / "runs" / "matrix_salient"

@@ -1,7 +1,7 @@
 """The `robustvlm` command line: parse, load config, call one function per subcommand.
 
 Each command group lives in its own module (`data`, `train` with `study` and `sweep`, `embed`,
-`envs`, `evaluate`, `demo`, `mc`, `robustness`, `icl` with `diagnose`, `rm`), which registers its
+`envs`, `evaluate`, `demo`, `mc`, `robustness`, `icl` with `diagnose`, `rm`, `configs`), which registers its
 subcommands with one `add_<command>(sub)` function; options shared by several commands are in
 `options`. This module only assembles them: a new command is one module (copy the closest one)
 and one entry in `COMMANDS`.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from robustvlm.cli import data, demo, embed, envs, evaluate, icl, mc, rm, robustness, train
+from robustvlm.cli import configs, data, demo, embed, envs, evaluate, icl, mc, rm, robustness, train
 from robustvlm.cli.options import (
     IMAGE_ROOT_HELP,
     OUTSIDE_ROOT_HELP,
@@ -45,6 +45,7 @@ COMMANDS = (
     icl.add_icl,
     icl.add_diagnose,
     rm.add_rm,
+    configs.add_configs,
 )
 
 

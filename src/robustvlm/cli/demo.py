@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from robustvlm.cli.options import int_at_least
+from robustvlm.cli.options import config_file, int_at_least
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -86,6 +86,7 @@ def add_demo(sub) -> None:
     dm.add_argument(
         "--launcher",
         metavar="YAML",
+        type=config_file,
         help="demo invariance: the job runner's settings (a sweep's launcher: section: kind local / "
         "multi-gpu / slurm, workers, cluster, parameters); default 2 local worker processes",
     )

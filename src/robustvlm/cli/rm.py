@@ -10,6 +10,7 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
     add_train_parser,
+    config_file,
     float_at_least,
     float_in_unit_interval,
     int_at_least,
@@ -191,7 +192,7 @@ def add_rm(sub) -> None:
 
     rmx = rm_sub.add_parser("matrix", help="train on each environment x test on every one, several "
                             "losses and seeds -> matrices, SFD, report (resumable)")
-    rmx.add_argument("config", help="matrix YAML: base, losses, seeds, train_envs, per_env, jobs")
+    rmx.add_argument("config", type=config_file, help="matrix YAML: base, losses, seeds, train_envs, per_env, jobs")
     rmx.add_argument("--out", help="output directory (default studies/<config name>[-dry-run])")
     rmx.add_argument("--dry-run", action="store_true", help="the same recipe on a tiny offline model and "
                      "built-in data for a few steps, first seed")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import add_train_parser
+from robustvlm.cli.options import add_train_parser, config_file
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -42,7 +42,7 @@ def add_train(sub) -> None:
 
 def add_study(sub) -> None:
     st = sub.add_parser("study", help="methods x seeds -> train -> evaluate -> Table-1 report (resumable)")
-    st.add_argument("config", help="study YAML: base, methods, seeds, metrics, launch")
+    st.add_argument("config", type=config_file, help="study YAML: base, methods, seeds, metrics, launch")
     st.add_argument("--out", help="study directory (default studies/<config name>[-dry-run])")
     st.add_argument(
         "--dry-run",
@@ -59,7 +59,7 @@ def add_sweep(sub) -> None:
         help="random hyperparameter search x trial seeds, DomainBed's model selection (resumable)",
     )
     sw.add_argument(
-        "config", help="sweep YAML: base, methods, n_draws, seeds, checkpoint_every, ..."
+        "config", type=config_file, help="sweep YAML: base, methods, n_draws, seeds, checkpoint_every, ..."
     )
     sw.add_argument("--out", help="sweep directory (default sweeps/<config name>[-dry-run])")
     sw.add_argument(
