@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from robustvlm.errors import ConfigError
+from robustvlm.extras import require
 
 
 class _Section(BaseModel):
@@ -171,6 +172,13 @@ class TrainConfig(_Section):
     log_every: int = Field(default=1, ge=1)
     cpu_threads: int | None = Field(default=None, ge=1)
     report_to: list[str] = Field(default_factory=list)
+
+    @field_validator("report_to")
+    @classmethod
+    def _tracker_installed(cls, report_to: list[str]) -> list[str]:
+        if "tensorboard" in report_to:
+            require("tensorboard", "train.report_to: [tensorboard]")
+        return report_to
 
 
 class BERTScoreConfig(_Section):

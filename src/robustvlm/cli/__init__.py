@@ -23,6 +23,7 @@ from robustvlm.cli.options import (
     int_at_least,
 )
 from robustvlm.errors import MissingDataSource, RobustVLMError
+from robustvlm.extras import MissingExtra
 from robustvlm.runs import release_run_folders
 
 __all__ = [
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_command_line(build_parser(), argv)
     try:
         return args.func(args)
-    except MissingDataSource as err:  # not bad input: something to install
+    except (MissingDataSource, MissingExtra) as err:  # not bad input: something to install
         print(f"error: {err}", file=sys.stderr)
         return 1
     except RobustVLMError as err:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from robustvlm.cli.options import IMAGE_ROOT_HELP, OUTSIDE_ROOT_HELP, int_at_least
+from robustvlm.extras import require
 
 
 def _data_check(args: argparse.Namespace) -> int:
@@ -27,8 +28,11 @@ def _data_check(args: argparse.Namespace) -> int:
 def _data_synth(args: argparse.Namespace) -> int:
     from robustvlm.data.synth import synthesize
 
+    if args.benchmark == "mnist":
+        require("data", "data synth --benchmark mnist (real MNIST digits)")
+
     manifest = synthesize(args.benchmark, Path(args.out), seed=args.seed, n_per_env=args.n_per_env)
-    print(f"wrote {args.benchmark} to {args.out} (manifest: {manifest})")
+    print(f"wrote {args.benchmark} to {Path(args.out).resolve()} (manifest: {Path(manifest).resolve()})")
     return 0
 
 

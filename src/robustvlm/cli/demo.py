@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 
 from robustvlm.cli.options import config_file, int_at_least
+from robustvlm.extras import require
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.overrides[:1] in (["robustness"], ["ladder"]):
+        require("data", f"demo {args.overrides[0]} (its real MNIST digits)")
     if args.overrides[:1] == ["robustness"]:
         from robustvlm.workflows.demos.robustness import run_robustness_demo
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from robustvlm.cli.options import RESUME_HELP, add_served_options, int_at_least, served
+from robustvlm.extras import require
 
 
 def _icl_eval(args: argparse.Namespace) -> int:
@@ -29,6 +30,9 @@ def _icl_eval(args: argparse.Namespace) -> int:
 
 def _diagnose(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.diagnose import run_diagnosis
+
+    if not args.descriptions:
+        require("wordnet", "diagnose (class descriptions from WordNet; or give --descriptions)")
 
     run_diagnosis(
         args.model,

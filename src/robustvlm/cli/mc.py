@@ -13,10 +13,16 @@ from robustvlm.cli.options import (
     int_at_least,
     served,
 )
+from robustvlm.extras import require
 
 
 def _mc_build(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.mc_build import build_benchmark
+
+    if args.distractors == "wordnet":
+        require("wordnet", "mc build --distractors wordnet")
+    if args.distractors == "text" and not args.text_encoder:
+        require("metrics", "mc build --distractors text with the default --text-encoder")
 
     questions = build_benchmark(
         args.data,
@@ -34,7 +40,7 @@ def _mc_build(args: argparse.Namespace) -> int:
         prompt=args.prompt,
         circular=args.circular,
     )
-    print(f"wrote {len(questions)} questions to {args.out}")
+    print(f"wrote {len(questions)} questions to {Path(args.out).resolve()}")
     return 0
 
 

@@ -39,7 +39,7 @@ def _rm_train(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config, args.overrides, RewardConfig)
     result = train_reward_model(cfg, args.out or Path("runs") / Path(args.config).stem, resume=args.resume)
-    print(f"reward model: {result.final_dir}")
+    print(f"reward model: {Path(result.final_dir).resolve()}")
     return 0
 
 
@@ -88,7 +88,7 @@ def _rm_matrix(args: argparse.Namespace) -> int:
     out = args.out or Path("studies") / name
     table = summary_table(run_matrix(args.config, out, dry_run=args.dry_run).results)
     print(markdown_table(table.header, table.rows))
-    print(f"report: {Path(out) / 'report.md'} and report.html")
+    print(f"report: {Path(out).resolve() / 'report.md'} and {Path(out).resolve() / 'report.html'}")
     return 0
 
 

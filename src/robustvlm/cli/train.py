@@ -14,7 +14,7 @@ def _train(args: argparse.Namespace) -> int:
 
     cfg: RunConfig = load_config(args.config, args.overrides)
     result = train(cfg, args.out or Path("runs") / Path(args.config).stem, resume=args.resume)
-    print(f"final model: {result.final_dir}")
+    print(f"final model: {Path(result.final_dir).resolve()}")
     return 0
 
 
@@ -22,7 +22,9 @@ def _study(args: argparse.Namespace) -> int:
     from robustvlm.workflows.finetune.study import run_study
 
     name = Path(args.config).stem + ("-dry-run" if args.dry_run else "")
-    run_study(args.config, args.out or Path("studies") / name, dry_run=args.dry_run)
+    out = Path(args.out or Path("studies") / name).resolve()
+    run_study(args.config, out, dry_run=args.dry_run)
+    print(f"report: {out / 'report.md'} and {out / 'report.html'}")
     return 0
 
 
