@@ -32,6 +32,7 @@ def _mc_build(args: argparse.Namespace) -> int:
         text_encoder=args.text_encoder,
         image_root=args.image_root,
         allow_outside_root=args.allow_outside_root,
+        envs=args.envs,
         k=args.k,
         n=args.n,
         seed=args.seed,
@@ -81,6 +82,9 @@ def add_mc(sub) -> None:
         "--data", required=True, help="labelled images (any loader; e.g. ROOT/DOMAIN/CLASS)"
     )
     mb.add_argument("--out", required=True, help="questions JSONL")
+    mb.add_argument("--env", action="append", metavar="NAME", dest="envs",
+                    help="keep this environment (domain) of --data only; repeat for several "
+                    "(default: all of them)")
     mb.add_argument("--k", type=int_at_least(2), default=5)
     mb.add_argument(
         "--distractors",

@@ -30,13 +30,16 @@ def build_benchmark(
     text_encoder: str | None = None,
     image_root: str | Path | None = None,
     allow_outside_root: bool = False,
+    envs: list[str] | None = None,
     **options,
 ) -> list[MCQuestion]:
     """Load labelled images, build questions (`build_questions` with `options`: k, n, seed,
     class_subset, class_names, prompt, circular) and write them to `out`.
 
     `vision_model` is the model of `visual` distractors and `text_encoder` the sentence encoder of
-    `text` distractors; each is an error with any other distractor method.
+    `text` distractors; each is an error with any other distractor method. `envs` keeps the
+    images of those environments (domains) only: one benchmark per domain; a name the data does
+    not hold is an error listing the ones it does.
     """
     if (distractors == "visual") != bool(vision_model):
         raise ConfigError(
@@ -46,6 +49,12 @@ def build_benchmark(
     if text_encoder and distractors != "text":
         raise ConfigError("--text-encoder applies only to --distractors text")
     examples = load_examples(data, image_root=image_root, allow_outside_root=allow_outside_root)
+    if envs:
+        held = sorted({ex.env for ex in examples})
+        unknown = [e for e in envs if e not in held]
+        if unknown:
+            raise ConfigError(f"--env {', '.join(unknown)}: not in {data} (its environments: {', '.join(held)})")
+        examples = [ex for ex in examples if ex.env in envs]
     questions = build_questions(
         examples,
         distractors=distractors,
