@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-quick demo-tasks demo-reward figures test lint typecheck install clean bench-real gpu-check
+.PHONY: demo demo-quick demo-tasks demo-reward figures docs test lint typecheck install clean bench-real gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +13,7 @@ $(BIN)/python:
 # torch is pinned and installed first: an unpinned torch pulls a CUDA build.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[dev,data,serve]"
+	$(BIN)/pip install -q -e ".[dev,data,docs,serve]"
 	touch $(STAMP)
 
 # WordNet 3.0 from Debian (read from disk by NLTK) for WordNet distractors; tests that need it
@@ -48,7 +48,7 @@ demo-tasks: install
 demo-reward: install
 	$(BIN)/robustvlm demo reward --out demo_reward
 
-# The measured tables of README.md and BENCHMARKS.md, rewritten from the full demos' results.json
+# The measured tables of the documentation's Results pages (docs/results/) and BENCHMARKS.md, rewritten from the full demos' results.json
 # (about 30 min on 2 cores, and about 75 min more for the linear unit tests' settings) and from
 # the reward follow-ups' `rm matrix` runs, which start from the reward demo's policy in
 # demo_reward/ (matrix.json and sfc.json; 22 min more on 2 cores shared with other jobs);
@@ -63,7 +63,9 @@ figures: install
 	$(BIN)/robustvlm demo invariance --out figures/invariance/default
 	for s in $(INVARIANCE_SETTINGS); do $(BIN)/robustvlm demo invariance $$s --methods erm,irm --out figures/invariance/$${s#--}; done
 	$(BIN)/robustvlm demo invariance --methods irm,dynamic_birm,irm_eiil,dynamic_birm_eiil --out figures/invariance_eiil
-	$(BIN)/python -m robustvlm.report.figures README.md ladder=figures/ladder ladder-vlm=figures/ladder reward-matrix=demo_reward reward-linear=demo_reward invariance=figures/invariance/default invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil \
+	$(BIN)/python -m robustvlm.report.figures docs/results/ladder.md ladder=figures/ladder ladder-vlm=figures/ladder
+	$(BIN)/python -m robustvlm.report.figures docs/results/invariance.md invariance=figures/invariance/default invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
+	$(BIN)/python -m robustvlm.report.figures docs/results/reward.md reward-matrix=demo_reward reward-linear=demo_reward \
 		reward-ladder=demo_reward reward-ladder-sfc=demo_reward reward-ladder-runs=demo_reward \
 		rm-seeds:long-400=runs/matrix_long_400 rm-seeds:cue70=runs/matrix_cue70 rm-runs:cue70=runs/matrix_cue70 \
 		rm-seeds:salient=runs/matrix_salient rm-runs:salient=runs/matrix_salient rm-seeds:salient-300=runs/matrix_salient_300 \
@@ -83,6 +85,12 @@ GPU_CHECK_PYTHON ?= $(BIN)/python
 gpu-check:
 	PYTHONPATH=src$${PYTHONPATH:+:$$PYTHONPATH} $(GPU_CHECK_PYTHON) benchmarks/gpu_check.py --out gpu_check $(if $(GPU_CHECK_DRY),--dry)
 
+# The documentation site (mkdocs.yml), built in strict mode into site/: a broken link, a page
+# missing from nav or any warning fails. The reference pages are regenerated from the code first.
+docs: install
+	$(BIN)/python tools/docs_reference.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 test: install
 	$(BIN)/python -m pytest tests -p no:cacheprovider
 
@@ -94,4 +102,4 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) demo_out demo_out_quick demo_tasks demo_tasks_quick demo_robustness demo_invariance demo_reward demo_reward_quick studies
+	rm -rf $(VENV) site demo_out demo_out_quick demo_tasks demo_tasks_quick demo_robustness demo_invariance demo_reward demo_reward_quick studies

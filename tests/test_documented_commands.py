@@ -53,6 +53,14 @@ RUNS = {
         "model.name=tiny:idefics3 train.steps=2 train.save_every=2 data.n_per_env=8",
     "robustvlm rm matrix configs/reward/matrix_warm_mixed.yaml --out runs/matrix_warm_mixed": "--dry-run",
     "robustvlm zoo list": "",
+    "robustvlm configs list": "",
+    "robustvlm data synth --benchmark domains --out data/domains": "--n-per-env 10",
+    "robustvlm mc build --data data/domains/digits --env clean --out q/clean.jsonl": "--k 3",
+    "robustvlm mc build --data data/domains/digits --env rotated --out q/rotated.jsonl": "--k 3",
+    "robustvlm configs copy erm_tasks my_configs": "",
+    "robustvlm train erm_tasks --out runs/erm_tour train.steps=20": "train.steps=2 train.save_every=2",
+    "robustvlm eval --model runs/erm_tour/final --data data/tasks --out runs/erm_tour/eval --max-per-env 4":
+        "--max-new-tokens 4",
 }
 
 #: {documented line: why it does not run in the test suite}.
@@ -78,13 +86,13 @@ NOT_RUN = {
     "make gpu-check GPU_CHECK_DRY=1": "the CPU dry run (about a minute); tests/benchmarks/test_gpu_check.py runs it",
     "make gpu-check GPU_CHECK_PYTHON=python3": "needs a lent GPU machine (docs/gpu-check.md); its dry run is tested",
     "make bench-real": "real-size CPU benchmark (an hour on 2 shared cores); figures in BENCHMARKS.md",
+    "robustvlm demo --quick --out demo_quick": "about a minute; `demo --quick` runs in tests/workflows/demos/test_finetune.py",
     "robustvlm study configs/study_tasks.yaml --out runs/study_tasks": "a full study (minutes); study runs are tested in tests/workflows/finetune/test_study.py",
     "robustvlm sweep configs/study_spurious.yaml --out sweeps/study_spurious": "a full sweep (30 min); its dry run is run here",
     "robustvlm sweep configs/study_digits.yaml --out sweeps/study_digits": "a full sweep (20 min)",
     "robustvlm embed train configs/paper/vlm2vec_vqa.yaml --out runs/vlm2vec_vqa": "hub model (GPU machine)",
     "robustvlm embed train configs/paper/vlm2vec_caption.yaml --out runs/vlm2vec_caption": "hub model (GPU machine)",
     "robustvlm embed train my_embed.yaml embed.chunk_size=8 --out runs/emb": "the user's own config",
-    "robustvlm mc build --data data/domains/digits --out q/clean.jsonl ...": "elided options (...): a pattern, not a command",
     "robustvlm robustness task-signal --out task_signal": "the full experiment (8 min)",
     "robustvlm robustness task-signal --quick --out ts_quick": "about a minute; tested in tests/workflows/measure/test_task_signal.py",
     "robustvlm robustness task-signal my.yaml workers=1 --out ts": "the user's own config",
@@ -136,6 +144,9 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
             code = run_cli(shlex.split(command)[1:] + shlex.split(RUNS[command]))
             assert code == 0, f"{command!r} failed:\n{capsys.readouterr().err[-3000:]}"
     assert (tmp_path / "runs" / "erm" / "eval" / "metrics.json").is_file()
+    assert (tmp_path / "runs" / "erm_tour" / "eval" / "metrics.json").is_file()  # a built-in config by name
+    assert (tmp_path / "my_configs" / "erm_tasks.yaml").is_file()
+    assert (tmp_path / "q" / "clean.jsonl").is_file() and (tmp_path / "q" / "rotated.jsonl").is_file()  # one domain each
     assert (tmp_path / "runs" / "erm_qwen2_vl" / "final" / "config.json").is_file()
     assert (tmp_path / "runs" / "rm_shortcut_aware" / "eval").is_dir()
     salient = tmp_path / "runs" / "matrix_salient"

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from robustvlm.errors import ConfigError
+from robustvlm.extras import require
 from robustvlm.redact import check_url, check_variable_name, redact, secret_name
 
 
@@ -181,6 +182,13 @@ class TrainConfig(_Section):
     cpu_threads: int | None = Field(default=None, ge=1)
     report_to: list[str] = Field(default_factory=list)
     skip_nonfinite_steps: bool = False
+
+    @field_validator("report_to")
+    @classmethod
+    def _tracker_installed(cls, report_to: list[str]) -> list[str]:
+        if "tensorboard" in report_to:
+            require("tensorboard", "train.report_to: [tensorboard]")
+        return report_to
 
 
 class BERTScoreConfig(_Section):

@@ -87,9 +87,11 @@ def test_architecture_of_a_saved_model_is_read_from_its_config(tmp_path):
     support.require_capability(str(tmp_path), "mc-loglik")
 
 
-def test_readme_support_table_is_generated():
-    """README's table is `support_table()` (regenerate: python -m robustvlm.report.support_table README.md)."""
-    assert read_figure(README.read_text(encoding="utf-8"), NAME) == support_table()
+@pytest.mark.parametrize("doc", [README, README.parent / "docs" / "reference" / "architectures.md"])
+def test_readme_support_table_is_generated(doc):
+    """README's and the docs' table is `support_table()` (regenerate: python -m
+    robustvlm.report.support_table README.md, and the same for docs/reference/architectures.md)."""
+    assert read_figure(doc.read_text(encoding="utf-8"), NAME) == support_table()
 
 
 def test_unknown_architecture_is_one_clear_error(tmp_path, bench, capsys):

@@ -1,7 +1,7 @@
 """The `robustvlm` command line: parse, load config, call one function per subcommand.
 
 Each command group lives in its own module (`data`, `train` with `study` and `sweep`, `embed`,
-`envs`, `evaluate`, `demo`, `mc`, `robustness`, `icl` with `diagnose`, `rm`, `zoo`), which registers its
+`envs`, `evaluate`, `demo`, `mc`, `robustness`, `icl` with `diagnose`, `rm`, `zoo`, `compare`, `configs`), which registers its
 subcommands with one `add_<command>(sub)` function; options shared by several commands are in
 `options`. This module only assembles them: a new command is one module (copy the closest one)
 and one entry in `COMMANDS`.
@@ -17,6 +17,7 @@ from typing import NoReturn
 
 from robustvlm.cli import (
     compare,
+    configs,
     data,
     demo,
     embed,
@@ -39,6 +40,7 @@ from robustvlm.cli.options import (
     int_at_least,
 )
 from robustvlm.errors import MissingDataSource, RobustVLMError
+from robustvlm.extras import MissingExtra
 from robustvlm.redact import redact
 from robustvlm.runs import release_run_folders
 
@@ -64,6 +66,7 @@ COMMANDS = (
     rm.add_rm,
     compare.add_compare,
     zoo.add_zoo,
+    configs.add_configs,
 )
 
 
@@ -125,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_command_line(build_parser(), argv)
     try:
         return args.func(args)
-    except MissingDataSource as err:  # not bad input: something to install
+    except (MissingDataSource, MissingExtra) as err:  # not bad input: something to install
         print(f"error: {redact(str(err))}", file=sys.stderr)
         return 1
     except RobustVLMError as err:

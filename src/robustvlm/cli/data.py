@@ -7,6 +7,7 @@ from pathlib import Path
 
 from robustvlm.cli.options import IMAGE_ROOT_HELP, OUTSIDE_ROOT_HELP, OVERWRITE_HELP, int_at_least
 from robustvlm.errors import ConfigError
+from robustvlm.extras import require
 
 
 def _data_check(args: argparse.Namespace) -> int:
@@ -28,6 +29,9 @@ def _data_check(args: argparse.Namespace) -> int:
 def _data_synth(args: argparse.Namespace) -> int:
     from robustvlm.data.synth import benchmark_in, synthesize
 
+    if args.benchmark == "mnist":
+        require("data", "data synth --benchmark mnist (real MNIST digits)")
+
     previous = benchmark_in(Path(args.out))
     if previous is not None and not args.overwrite:
         raise ConfigError(
@@ -35,7 +39,7 @@ def _data_synth(args: argparse.Namespace) -> int:
             "to replace it, or choose another --out"
         )
     manifest = synthesize(args.benchmark, Path(args.out), seed=args.seed, n_per_env=args.n_per_env)
-    print(f"wrote {args.benchmark} to {args.out} (manifest: {manifest})")
+    print(f"wrote {args.benchmark} to {Path(args.out).resolve()} (manifest: {Path(manifest).resolve()})")
     return 0
 
 

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import argparse
 
-from robustvlm.cli.options import int_at_least
+from robustvlm.cli.options import config_file, int_at_least
 from robustvlm.errors import ConfigError
+from robustvlm.extras import require
 
 DEMOS = ("tasks", "robustness", "invariance", "ladder", "reward")
 """The named demos; without a name, `demo` runs the default (`workflows.demos.ladder.DEMO`)."""
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.overrides[:1] in (["robustness"], ["ladder"]):
+        require("data", f"demo {args.overrides[0]} (its real MNIST digits)")
     if args.overrides[:1] == ["robustness"]:
         from robustvlm.workflows.demos.robustness import run_robustness_demo
 
@@ -104,6 +107,7 @@ def add_demo(sub) -> None:
     dm.add_argument(
         "--launcher",
         metavar="YAML",
+        type=config_file,
         help="demo invariance: the job runner's settings (a sweep's launcher: section: kind local / "
         "multi-gpu / slurm, workers, cluster, parameters); default 2 local worker processes",
     )

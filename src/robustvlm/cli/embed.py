@@ -14,7 +14,7 @@ def _embed_train(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config, args.overrides, EmbedRunConfig)
     result = embed_train(cfg, args.out or Path("runs") / Path(args.config).stem, resume=args.resume)
-    print(f"final embedding model ({result.family}): {result.final_dir}")
+    print(f"final embedding model ({result.family}): {Path(result.final_dir).resolve()}")
     return 0
 
 

@@ -12,6 +12,7 @@ from robustvlm.cli.options import (
     int_at_least,
     served,
 )
+from robustvlm.extras import require
 
 ICL_MAX_NEW_TOKENS = 8  # a class name (`evaluation.icl.evaluate_icl`'s default)
 
@@ -39,6 +40,9 @@ def _icl_eval(args: argparse.Namespace) -> int:
 
 def _diagnose(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.diagnose import run_diagnosis
+
+    if not args.descriptions:
+        require("wordnet", "diagnose (class descriptions from WordNet; or give --descriptions)")
 
     run_diagnosis(
         args.model,

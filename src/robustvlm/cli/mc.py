@@ -15,10 +15,16 @@ from robustvlm.cli.options import (
     int_at_least,
     served,
 )
+from robustvlm.extras import require
 
 
 def _mc_build(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.mc_build import build_benchmark
+
+    if args.distractors == "wordnet":
+        require("wordnet", "mc build --distractors wordnet")
+    if args.distractors == "text" and not args.text_encoder:
+        require("metrics", "mc build --distractors text with the default --text-encoder")
 
     questions = build_benchmark(
         args.data,
@@ -29,6 +35,7 @@ def _mc_build(args: argparse.Namespace) -> int:
         image_root=args.image_root,
         allow_outside_root=args.allow_outside_root,
         overwrite=args.overwrite,
+        envs=args.envs,
         k=args.k,
         n=args.n,
         seed=args.seed,
@@ -38,7 +45,7 @@ def _mc_build(args: argparse.Namespace) -> int:
         circular=args.circular,
         link_images=args.link_images,
     )
-    print(f"wrote {len(questions)} questions to {args.out}")
+    print(f"wrote {len(questions)} questions to {Path(args.out).resolve()}")
     return 0
 
 
@@ -83,6 +90,9 @@ def add_mc(sub) -> None:
         "--data", required=True, help="labelled images (any loader; e.g. ROOT/DOMAIN/CLASS)"
     )
     mb.add_argument("--out", required=True, help="questions JSONL")
+    mb.add_argument("--env", action="append", metavar="NAME", dest="envs",
+                    help="keep this environment (domain) of --data only; repeat for several "
+                    "(default: all of them)")
     mb.add_argument("--k", type=int_at_least(2), default=5)
     mb.add_argument(
         "--distractors",

@@ -7,6 +7,8 @@ import argparse
 import math
 from collections.abc import Callable
 
+from robustvlm.configs import resolve as config_file
+
 RESUME_HELP = (
     "continue the run that --out holds (its settings must match; finished work is kept); "
     "without it, a folder that holds a run is refused"
@@ -136,7 +138,7 @@ def served(args: argparse.Namespace):
 def add_train_parser(sub, help_text: str, example: str, func, config_help: str | None = None) -> None:
     """A `train` subcommand: CONFIG, key=value overrides, --out, --resume."""
     parser = sub.add_parser("train", help=help_text)
-    parser.add_argument("config", help=config_help)
+    parser.add_argument("config", type=config_file, help=config_help)
     parser.add_argument("overrides", nargs="*", help=f"key=value overrides, e.g. {example}")
     parser.add_argument("--out", help="run directory (default runs/<config name>)")
     parser.add_argument("--resume", action="store_true", help=RESUME_HELP + " (from the last checkpoint)")

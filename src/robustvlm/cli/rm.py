@@ -10,6 +10,7 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
     add_train_parser,
+    config_file,
     float_at_least,
     float_in_unit_interval,
     int_at_least,
@@ -38,7 +39,7 @@ def _rm_train(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config, args.overrides, RewardConfig)
     result = train_reward_model(cfg, args.out or Path("runs") / Path(args.config).stem, resume=args.resume)
-    print(f"reward model: {result.final_dir}")
+    print(f"reward model: {Path(result.final_dir).resolve()}")
     return 0
 
 
@@ -84,7 +85,7 @@ def _rm_matrix(args: argparse.Namespace) -> int:
     out = args.out or Path("studies") / name
     table = summary_table(run_matrix(args.config, out, dry_run=args.dry_run).results)
     print(markdown_table(table.header, table.rows))
-    print(f"report: {Path(out) / 'report.md'} and report.html")
+    print(f"report: {Path(out).resolve() / 'report.md'} and {Path(out).resolve() / 'report.html'}")
     return 0
 
 
@@ -190,7 +191,7 @@ def add_rm(sub) -> None:
 
     rmx = rm_sub.add_parser("matrix", help="train on each environment x test on every one, several "
                             "losses and seeds -> matrices, SFD, report (resumable)")
-    rmx.add_argument("config", help="matrix YAML: base, losses, seeds, train_envs, per_env, jobs")
+    rmx.add_argument("config", type=config_file, help="matrix YAML: base, losses, seeds, train_envs, per_env, jobs")
     rmx.add_argument("--out", help="output directory (default studies/<config name>[-dry-run])")
     rmx.add_argument("--dry-run", action="store_true", help="the same recipe on a tiny offline model and "
                      "built-in data for a few steps, first seed")

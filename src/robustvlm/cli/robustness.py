@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import RESUME_HELP, int_at_least
+from robustvlm.cli.options import RESUME_HELP, config_file, int_at_least
 
 
 def _robustness_fit(args: argparse.Namespace) -> int:
@@ -75,7 +75,7 @@ def add_robustness(sub) -> None:
         help="caption- vs VQA-style embedding training on one frozen vision tower: one line per family, "
         "the lift between them with bootstrap CIs (built-in config: digits, tiny models, < 15 min on 2 cores)",
     )
-    ts.add_argument("config", nargs="?", help="YAML (default: the built-in configs/task_signal.yaml)")
+    ts.add_argument("config", nargs="?", type=config_file, help="YAML (default: the built-in configs/task_signal.yaml)")
     ts.add_argument("overrides", nargs="*", help="key=value overrides, e.g. workers=1")
     ts.add_argument("--quick", action="store_true", help="merge the config's `quick` part (a smoke test)")
     ts.add_argument("--out", help="default task_signal (task_signal_quick with --quick)")

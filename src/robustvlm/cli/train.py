@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import add_train_parser
+from robustvlm.cli.options import add_train_parser, config_file
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -14,7 +14,7 @@ def _train(args: argparse.Namespace) -> int:
 
     cfg: RunConfig = load_config(args.config, args.overrides)
     result = train(cfg, args.out or Path("runs") / Path(args.config).stem, resume=args.resume)
-    print(f"final model: {result.final_dir}")
+    print(f"final model: {Path(result.final_dir).resolve()}")
     return 0
 
 
@@ -22,7 +22,9 @@ def _study(args: argparse.Namespace) -> int:
     from robustvlm.workflows.finetune.study import run_study
 
     name = Path(args.config).stem + ("-dry-run" if args.dry_run else "")
-    run_study(args.config, args.out or Path("studies") / name, dry_run=args.dry_run)
+    out = Path(args.out or Path("studies") / name).resolve()
+    run_study(args.config, out, dry_run=args.dry_run)
+    print(f"report: {out / 'report.md'} and {out / 'report.html'}")
     return 0
 
 
@@ -42,7 +44,7 @@ def add_train(sub) -> None:
 
 def add_study(sub) -> None:
     st = sub.add_parser("study", help="methods x seeds -> train -> evaluate -> Table-1 report (resumable)")
-    st.add_argument("config", help="study YAML: base, methods, seeds, metrics, launch")
+    st.add_argument("config", type=config_file, help="study YAML: base, methods, seeds, metrics, launch")
     st.add_argument("--out", help="study directory (default studies/<config name>[-dry-run])")
     st.add_argument(
         "--dry-run",
@@ -59,7 +61,7 @@ def add_sweep(sub) -> None:
         help="random hyperparameter search x trial seeds, DomainBed's model selection (resumable)",
     )
     sw.add_argument(
-        "config", help="sweep YAML: base, methods, n_draws, seeds, checkpoint_every, ..."
+        "config", type=config_file, help="sweep YAML: base, methods, n_draws, seeds, checkpoint_every, ..."
     )
     sw.add_argument("--out", help="sweep directory (default sweeps/<config name>[-dry-run])")
     sw.add_argument(

@@ -27,6 +27,7 @@ from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
 from robustvlm.evaluation.icl import ZERO_SHOT, evaluate_icl
+from robustvlm.extras import require
 from robustvlm.models.backends import Backend
 from robustvlm.models.served import LoglikUnavailable
 from robustvlm.redact import redacted_logger
@@ -53,14 +54,15 @@ def class_descriptions(
     Raises DataError naming a class with neither (or ConfigError when WordNet is needed but
     not installed).
     """
-    from robustvlm.data.wordnet import class_synset, open_wordnet
-
     given = dict(descriptions or {})
     out = {}
     for name in class_names:
         if name in given:
             out[name] = given[name]
             continue
+        require("wordnet", f"class {name!r} has no description: WordNet's gloss")
+        from robustvlm.data.wordnet import class_synset, open_wordnet
+
         try:
             out[name] = class_synset(name, open_wordnet()).definition()
         except DataError as exc:

@@ -5,7 +5,7 @@ says which demo's results.json makes it and how (a figure of several runs, in `G
 results.json of every subfolder of its folder, in name order; a figure of an `rm matrix` run, in
 `MATRIX_FIGURES`, reads that run's matrix.json and sfc.json). A name may carry a tag after a colon
 (`rm-seeds:cue70`), so that one document holds the same figure of several runs. `make figures` runs the full demos and rewrites
-README.md's tables; `docs/quick_figures.md` holds the same tables from the `--quick` variants,
+the Results pages' tables (docs/results/); `docs/quick_figures.md` holds the same tables from the `--quick` variants,
 which a test regenerates and compares, so a change that moves a figure shows up at once.
 
     python -m robustvlm.report.figures DOC NAME=RESULTS_DIR [NAME=RESULTS_DIR ...]

@@ -28,6 +28,7 @@ from robustvlm.errors import ConfigError
 from robustvlm.evaluation.metrics.chrf import chrf_scores
 from robustvlm.evaluation.metrics.exact import exact_match
 from robustvlm.evaluation.reference_scores import add_bertscore, add_cee, cee_counts
+from robustvlm.extras import require
 
 PER_BATCH: Final = "per batch"
 AFTER_GENERATION: Final = "after generation"
@@ -42,12 +43,15 @@ class Needs:
         what: what it is, in a word or two, e.g. "judge".
         how: what to set it to, e.g. "an OpenAI-compatible endpoint".
         default: what is used when the field is not set; None: nothing, the metric cannot run.
+        extra: the optional extra that provides `default` (checked before any work when the
+            field is not set).
     """
 
     key: str
     what: str
     how: str
     default: str | None = None
+    extra: str | None = None
 
     @property
     def required(self) -> bool:
@@ -100,7 +104,7 @@ METRICS: dict[str, Metric] = {
             "BERTScore",
             AFTER_GENERATION,
             add_bertscore,
-            needs=Needs("bertscore", "encoder", "any HF encoder", default="all-MiniLM-L6-v2"),
+            needs=Needs("bertscore", "encoder", "any HF encoder", default="all-MiniLM-L6-v2", extra="metrics"),
             study_default=True,
         ),
         Metric(
@@ -128,7 +132,8 @@ def check_metric_names(names: object, key: str = "eval.metrics") -> None:
 
 
 def check_needs(names: Sequence[str], settings: Mapping[str, Any]) -> None:
-    """Raise ConfigError when a metric in `names` lacks the eval setting it needs."""
+    """Raise ConfigError when a metric in `names` lacks the eval setting it needs, and
+    MissingExtra when it falls back on a default whose extra is not installed."""
     for name in names:
         needs = METRICS[name].missing(settings)
         if needs is not None:
@@ -136,6 +141,16 @@ def check_needs(names: Sequence[str], settings: Mapping[str, Any]) -> None:
                 f"eval.metrics includes '{name}' but eval.{needs.key} "
                 f"(the {needs.what}: {needs.how}) is not set"
             )
+        needs = METRICS[name].needs
+        if needs is not None and needs.extra is not None and not _model_named(settings.get(needs.key)):
+            require(needs.extra, f"eval.metrics includes '{name}', whose default {needs.what} ({needs.default})")
+
+
+def _model_named(section: Any) -> bool:
+    """Whether a setting section (a config model or its dict, e.g. eval.bertscore) names a model."""
+    if isinstance(section, Mapping):
+        return bool(section.get("model"))
+    return bool(getattr(section, "model", None))
 
 
 def per_batch_metrics() -> list[Metric]:

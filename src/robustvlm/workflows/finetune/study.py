@@ -42,6 +42,7 @@ from robustvlm.data.from_config import load_from_config
 from robustvlm.evaluation.metrics.registry import (
     METRICS,
     check_metric_names,
+    check_needs,
     study_default_metrics,
 )
 from robustvlm.objectives import REGISTRY
@@ -126,6 +127,7 @@ def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyP
             runs[label][seed] = validate_config(
                 raw, f"{source} (methods.{label}, seed {seed})"
             )
+            check_needs(eval_metrics, dict(runs[label][seed].eval))  # an extra a metric needs
     return StudyPlan(runs, seeds, list(metrics), launch)
 
 

@@ -33,6 +33,7 @@ def build_benchmark(
     allow_outside_root: bool = False,
     link_images: bool = False,
     overwrite: bool = False,
+    envs: list[str] | None = None,
     **options,
 ) -> list[MCQuestion]:
     """Load labelled images, build questions (`build_questions` with `options`: k, n, seed,
@@ -42,7 +43,9 @@ def build_benchmark(
 
     `vision_model` is the model of `visual` distractors and `text_encoder` the sentence encoder of
     `text` distractors; each is an error with any other distractor method. An existing `out`
-    is replaced only with `overwrite`.
+    is replaced only with `overwrite`. `envs` keeps the
+    images of those environments (domains) only: one benchmark per domain; a name the data does
+    not hold is an error listing the ones it does.
     """
     if (distractors == "visual") != bool(vision_model):
         raise ConfigError(
@@ -53,6 +56,12 @@ def build_benchmark(
         raise ConfigError("--text-encoder applies only to --distractors text")
     prepare_output_file(Path(out), overwrite=overwrite)
     examples = load_examples(data, image_root=image_root, allow_outside_root=allow_outside_root)
+    if envs:
+        held = sorted({ex.env for ex in examples})
+        unknown = [e for e in envs if e not in held]
+        if unknown:
+            raise ConfigError(f"--env {', '.join(unknown)}: not in {data} (its environments: {', '.join(held)})")
+        examples = [ex for ex in examples if ex.env in envs]
     questions = build_questions(
         examples,
         distractors=distractors,

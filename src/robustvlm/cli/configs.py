@@ -1,0 +1,33 @@
+"""`robustvlm configs`: the recipes that ship with the package, listed and copied out to edit."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _list(args: argparse.Namespace) -> int:
+    from robustvlm.configs import recipe_names
+
+    for name in recipe_names():
+        print(name)
+    return 0
+
+
+def _copy(args: argparse.Namespace) -> int:
+    from robustvlm.configs import copy_recipe
+
+    print(f"wrote {copy_recipe(args.name, args.folder).resolve()}")
+    return 0
+
+
+def add_configs(sub) -> None:
+    """configs list, configs copy."""
+    configs = sub.add_parser(
+        "configs", help="the built-in configs: list them, copy one out to edit (any config argument "
+        "also takes a built-in name)")
+    configs_sub = configs.add_subparsers(dest="configs_command", required=True)
+    configs_sub.add_parser("list", help="print every built-in config's name").set_defaults(func=_list)
+    copy = configs_sub.add_parser("copy", help="copy a built-in config into a folder (never overwrites)")
+    copy.add_argument("name", help="a name `configs list` prints (e.g. erm_tasks, reward/standard)")
+    copy.add_argument("folder", help="folder to copy into (created), keeping the config's subfolder")
+    copy.set_defaults(func=_copy)
