@@ -55,6 +55,10 @@ RUNS = {
     "robustvlm zoo list": "",
     "robustvlm configs list": "",
     "robustvlm data synth --benchmark domains --out data/domains": "--n-per-env 10",
+    "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out runs/icl_digits --shots 0,1,2 --demos random,same-domain,cross-domain --n-per-domain 4":
+        "--max-new-tokens 4",
+    "robustvlm diagnose --model tiny:idefics3 --data data/domains/digits --out runs/diagnose_digits --shots 1 --n-per-domain 4":
+        "--max-new-tokens 4",
     "robustvlm mc build --data data/domains/digits --env clean --out q/clean.jsonl": "--k 3",
     "robustvlm mc build --data data/domains/digits --env rotated --out q/rotated.jsonl": "--k 3",
     "robustvlm configs copy erm_tasks my_configs": "",
@@ -86,7 +90,7 @@ NOT_RUN = {
     "make gpu-check GPU_CHECK_DRY=1": "the CPU dry run (about a minute); tests/benchmarks/test_gpu_check.py runs it",
     "make gpu-check GPU_CHECK_PYTHON=python3": "needs a lent GPU machine (docs/gpu-check.md); its dry run is tested",
     "make bench-real": "real-size CPU benchmark (an hour on 2 shared cores); figures in BENCHMARKS.md",
-    "robustvlm demo --quick --out demo_quick": "about a minute; `demo --quick` runs in tests/workflows/demos/test_finetune.py",
+    "robustvlm demo --quick --out demo_quick": "minutes on 2 cores; `demo --quick` runs in tests/workflows/demos/test_default_demo.py",
     "robustvlm study configs/study_tasks.yaml --out runs/study_tasks": "a full study (minutes); study runs are tested in tests/workflows/finetune/test_study.py",
     "robustvlm sweep configs/study_spurious.yaml --out sweeps/study_spurious": "a full sweep (30 min); its dry run is run here",
     "robustvlm sweep configs/study_digits.yaml --out sweeps/study_digits": "a full sweep (20 min)",
