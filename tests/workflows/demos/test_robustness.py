@@ -79,7 +79,7 @@ def test_scorer_recovers_the_trained_answers(demo, demo_data, tmp_path):
 def test_outputs_exist(demo):
     out, _ = demo
     assert (out / "report.md").is_file() and (out / "results.json").is_file()
-    assert_opens_with_verdict(out, html=False)
+    assert_opens_with_verdict(out)
     for shift in SHIFTS:
         assert (out / "fits" / shift / "fit.json").is_file()
         assert (out / "fits" / shift / "scatter.png").stat().st_size > 1000

@@ -28,7 +28,8 @@ from robustvlm.data.records import Example
 from robustvlm.data.synth import synthesize
 from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
 from robustvlm.multiple_choice.generative import continuation, vlm_prompt_text
-from robustvlm.report.robustness_demo import RobustnessDemoSummary, render_report
+from robustvlm.report.page import write_page
+from robustvlm.report.robustness_demo import RobustnessDemoSummary, report_blocks
 from robustvlm.workflows.finetune.train import train
 from robustvlm.workflows.measure.mc_eval import evaluate_models
 from robustvlm.workflows.measure.robustness import fit_from_results
@@ -243,8 +244,8 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> Robustne
         fits={shift: renamed(fit, name_of) for shift, fit in fits.items()},
     )
     (out / "results.json").write_text(json.dumps(summary.to_dict(), indent=2), encoding="utf-8")
-    (out / "report.md").write_text(render_report(summary, suite=SUITE), encoding="utf-8")
-    print(f"\nreport: {out / 'report.md'}")
+    md, html = write_page(report_blocks(summary, suite=SUITE), out, title="robustvlm demo: effective robustness")
+    print(f"\nreport: {md.absolute()} and {html.absolute()}")
     return summary
 
 
