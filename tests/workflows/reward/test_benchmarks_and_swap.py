@@ -65,16 +65,6 @@ def mm_rewardbench(tmp_path_factory):
     return folder / "all_data.json"
 
 
-@pytest.fixture(scope="module")
-def reward_folder(tmp_path_factory, tiny_vlms):
-    from robustvlm.models.reward import RewardModel, save_reward_model
-
-    vlm, processor = tiny_vlms("idefics3")
-    folder = tmp_path_factory.mktemp("rm") / "final"
-    save_reward_model(RewardModel(vlm), processor, folder, meta={"loss": "standard"})
-    return folder
-
-
 def test_vl_rewardbench_categories_follow_the_paper(vl_rewardbench):
     pairs = load_pairs(vl_rewardbench, fmt="vl-rewardbench", verbose=False).pairs
     assert [p.category for p in pairs[:6]] == ["general", "hallucination", "hallucination", "hallucination",

@@ -24,16 +24,6 @@ def prefs(tmp_path_factory):
     return root
 
 
-@pytest.fixture(scope="module")
-def reward_folder(tmp_path_factory, tiny_vlms):
-    from robustvlm.models.reward import RewardModel, save_reward_model
-
-    vlm, processor = tiny_vlms("idefics3")
-    folder = tmp_path_factory.mktemp("rm") / "final"
-    save_reward_model(RewardModel(vlm), processor, folder)
-    return folder
-
-
 class PolicyServer(StubOpenAIServer):
     """Answers a chat request with `n` numbered candidates (the stub records the request bodies)."""
 

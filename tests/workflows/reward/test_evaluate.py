@@ -15,16 +15,6 @@ from robustvlm.workflows.reward.evaluate import eval_pairs, evaluate_reward_mode
 
 
 @pytest.fixture(scope="module")
-def reward_folder(tmp_path_factory, tiny_vlms):
-    from robustvlm.models.reward import RewardModel, save_reward_model
-
-    vlm, processor = tiny_vlms("idefics3")
-    folder = tmp_path_factory.mktemp("rm") / "final"
-    save_reward_model(RewardModel(vlm), processor, folder, meta={"loss": "standard"})
-    return folder
-
-
-@pytest.fixture(scope="module")
 def prefs(tmp_path_factory):
     from robustvlm.data.synth import synthesize
 
