@@ -27,7 +27,8 @@ def test_require_names_the_extra(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("extra, argv", [
-    ("metrics", ["demo", "--quick", "--out", "{tmp}/demo"]),
+    ("data", ["demo", "--quick", "--out", "{tmp}/demo"]),
+    ("metrics", ["demo", "tasks", "--quick", "--out", "{tmp}/tasks"]),
     ("wordnet", ["diagnose", "--model", "tiny:idefics3", "--data", "{tmp}/none", "--out", "{tmp}/diag"]),
     ("wordnet", ["mc", "build", "--data", "{tmp}/none", "--out", "{tmp}/q.jsonl", "--distractors", "wordnet"]),
     ("metrics", ["mc", "build", "--data", "{tmp}/none", "--out", "{tmp}/q.jsonl", "--distractors", "text"]),

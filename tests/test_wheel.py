@@ -80,5 +80,5 @@ def test_getting_started_commands_work_or_name_the_extra_from_the_wheel(wheel_en
         assert seconds < 120, f"{line}: {seconds:.0f} s before naming the extra"
         named[line] = re.findall(r"\[(\w+)\]", message)[0]
     demo = next(line for line in lines if line.startswith("robustvlm demo"))
-    assert named == {demo: "metrics"}  # the demo's text encoder; every other command worked
+    assert named == {demo: "data"}  # the quick demo's MNIST digits; every other command worked
     assert not any((work / "demo_quick").rglob("train_log.jsonl"))  # it stopped before training

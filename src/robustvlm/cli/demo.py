@@ -57,6 +57,8 @@ def _demo(args: argparse.Namespace) -> int:
     if args.overrides:
         raise ConfigError(f"demo: unknown demo or override {args.overrides[0]!r}: name one of {', '.join(DEMOS)}; "
                           "key=value overrides apply to `robustvlm demo tasks` (the Table-1 study)")
+    if args.quick:
+        require("data", "demo --quick (its real MNIST digits)")
     from robustvlm.workflows.demos.ladder import DEMO, DEMO_QUICK, run_ladder_demo
 
     run_ladder_demo(args.out or ("demo_out_quick" if args.quick else "demo_out"), quick=args.quick,
