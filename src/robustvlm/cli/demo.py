@@ -70,7 +70,7 @@ def add_demo(sub) -> None:
     dm = sub.add_parser(
         "demo",
         help="built-in demos; default: Colored MNIST on real images, ERM vs IRMv1 / V-REx / BIRM / Dynamic "
-        "BIRM on pixels and a frozen VLM vision tower, 3 seeds (about 7.5 min on 2 idle cores)",
+        "BIRM on pixels and a frozen VLM vision tower, 3 seeds (about 5 min on 2 cores)",
     )
     dm.add_argument(
         "overrides",
