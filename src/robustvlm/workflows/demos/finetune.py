@@ -42,5 +42,6 @@ def run_demo(
     print("\n" + markdown_table(table.header, table.rows))
     for metric, why in results.absent.items():
         print(f"{metric}: absent ({why})")
-    print(f"\n{time.perf_counter() - t0:.0f} s; report: {Path(out_dir) / 'report.md'} and report.html")
+    print(f"\n{time.perf_counter() - t0:.0f} s; report: {(Path(out_dir) / 'report.md').absolute()} and "
+          f"{(Path(out_dir) / 'report.html').absolute()}")
     return results

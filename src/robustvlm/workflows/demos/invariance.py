@@ -171,7 +171,7 @@ def run_invariance_demo(
     }
     (out / "results.json").write_text(json.dumps(summary, indent=2, allow_nan=True), encoding="utf-8")
     md, html = write_invariance_report(summary, runs, out)
-    print(f"report: {md} and {html} ({seconds:.0f} s)")
+    print(f"report: {md.absolute()} and {html.absolute()} ({seconds:.0f} s)")
     return summary
 
 

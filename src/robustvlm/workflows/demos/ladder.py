@@ -362,6 +362,6 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
                                                     PROTOTYPES) for envs in INFERRED if plan.infer_on}}
     (out / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     md, html = write_ladder_report(results, out)
-    print(f"report: {md} and {html} ({seconds:.0f} s)")
+    print(f"report: {md.absolute()} and {html.absolute()} ({seconds:.0f} s)")
     return results
 

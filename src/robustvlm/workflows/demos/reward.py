@@ -227,6 +227,6 @@ def run_reward_demo(out_dir: str | Path, *, quick: bool = False) -> RewardDemoSu
               *ladder_blocks(linear, frozen, {"matrix": summary.matrix, "proxy": full_proxy},
                              frozen_setup=f"{plan.frozen_steps} steps of 8 pairs, Adam at lr {FROZEN_LR}")]
     md, html = write_page(blocks, out, title="robustvlm reward demo")
-    print(f"\n{summary.seconds:.0f} s; report: {md} and {html}")
+    print(f"\n{summary.seconds:.0f} s; report: {md.absolute()} and {html.absolute()}")
     return summary
 

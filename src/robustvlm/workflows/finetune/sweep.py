@@ -440,5 +440,5 @@ def run_sweep(
     (out_dir / "results.json").write_text(json.dumps(results.to_dict(), indent=2), encoding="utf-8")
     write_sweep_report(results, out_dir)
     if progress:
-        print(f"wrote {out_dir / 'report.md'} and {out_dir / 'report.html'}")
+        print(f"report: {(out_dir / 'report.md').absolute()} and {(out_dir / 'report.html').absolute()}")
     return results

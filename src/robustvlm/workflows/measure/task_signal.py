@@ -279,5 +279,5 @@ def run_task_signal(
         seconds=round(time.perf_counter() - t0, 1),
     )
     write_report(summary, out)
-    print(f"report: {out / 'report.md'} and report.html ({summary.seconds:.0f} s)")
+    print(f"report: {(out / 'report.md').absolute()} and {(out / 'report.html').absolute()} ({summary.seconds:.0f} s)")
     return summary
