@@ -91,6 +91,9 @@ def test_compare_command_prints_and_writes_the_paired_table(tmp_path, capsys):
     clean = saved["groups"]["clean"]
     assert clean["difference"] == pytest.approx(5 / 6 - 3 / 6) and (clean["only_a"], clean["only_b"]) == (2, 0)
     assert saved["groups"]["all"]["clusters"] == 3 and saved["cluster"] == "image"
+    assert main(["compare", str(a), str(b), "--metric", "exact", "--out", str(tmp_path / "cmp")]) == 0  # again
+    assert main(["compare", str(a), str(b), "--metric", "exact", "--out", str(a)]) == 2  # not its folder
+    assert "holds files robustvlm did not write" in capsys.readouterr().err
 
 
 def test_compare_refuses_runs_on_different_questions(tmp_path, capsys):

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from robustvlm.cli.options import float_above, int_at_least
-from robustvlm.errors import ConfigError
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -18,8 +17,6 @@ def _compare(args: argparse.Namespace) -> int:
     print(comparison_table(comparison))
     if args.out:
         out = Path(args.out).absolute()
-        if out.is_dir() and any(out.iterdir()) and not (out / "compare.json").is_file():
-            raise ConfigError(f"--out {out}: a non-empty folder that holds no comparison; pick a new folder")
         settings = {"run_a": str(args.run_a), "run_b": str(args.run_b), "metric": comparison.metric,
                     "cluster": args.cluster, "power_delta": args.power_delta, "n_boot": args.n_boot}
         json_path, md_path = write_comparison(comparison, out, settings)

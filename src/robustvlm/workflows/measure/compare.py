@@ -7,8 +7,9 @@ policy where the rows have them); both runs must hold the same questions, and ro
 is undecided (a CEE tie) in either run are left out and counted. Per group (environment, plus
 shots and policy for in-context runs) and over all questions: `analysis.paired.compare_paired`.
 
-Writes in `--out` (when given): compare.json (settings and every group's figures) and compare.md
-(the printed table).
+Writes in `--out` (when given; refused as every command's output folder is, `runs.check_output_folder`):
+config.resolved.yaml (the settings), compare.json (every group's figures) and compare.md (the
+printed table).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from robustvlm.analysis.paired import PairedComparison, compare_paired
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.report.tables import markdown_table
-from robustvlm.runs import read_jsonl
+from robustvlm.runs import CONFIG_FILE, make_output_folder, read_jsonl, write_settings
 
 RUN_FILES = ("predictions.jsonl", "icl_predictions.jsonl")
 KEY_FIELDS = ("id", "rotation", "shots", "policy")
@@ -158,10 +159,10 @@ def comparison_table(comparison: Comparison) -> str:
 
 
 def write_comparison(comparison: Comparison, out: Path, settings: Mapping[str, Any]) -> tuple[Path, Path]:
-    """compare.json and compare.md in `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    data = {"settings": dict(settings), **comparison.to_dict()}
-    (out / "compare.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    """config.resolved.yaml, compare.json and compare.md in `out` (a folder any command may write)."""
+    make_output_folder(out)
+    write_settings(settings, out / CONFIG_FILE, command="compare")
+    (out / "compare.json").write_text(json.dumps(comparison.to_dict(), indent=2) + "\n", encoding="utf-8")
     (out / "compare.md").write_text("# Paired comparison\n\n" + comparison_table(comparison) + "\n",
                                     encoding="utf-8")
     return out / "compare.json", out / "compare.md"
