@@ -97,7 +97,8 @@ def min_test_examples(
     return float(np.ceil(SEPARATION**2 * mid * (1 - mid) / spread**2))
 
 
-def _check(dim, sizes, xis, snrs, cosines, n_test) -> None:
+def _check(dim: int, sizes: Sequence[int], xis: Sequence[float], snrs: Sequence[float], cosines: Sequence[float],
+           n_test: int) -> None:
     if dim < 3:
         raise ConfigError(f"dim must be at least 3 (three test directions), got {dim}")
     if len(sizes) * len(xis) < 2 or min(sizes) < 1:

@@ -8,6 +8,7 @@ from robustvlm.cli.options import (
     IMAGE_ROOT_HELP,
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
+    SubParsers,
     add_decoding_options,
     add_served_options,
     int_at_least,
@@ -57,7 +58,7 @@ def _metrics_help() -> str:
     )
 
 
-def add_eval(sub) -> None:
+def add_eval(sub: SubParsers) -> None:
     ev = sub.add_parser("eval", help="generate and score a model on a dataset")
     ev.add_argument("--model", required=True,
                     help="model directory (e.g. RUN/final), hub name, or openai:MODEL with --base-url")

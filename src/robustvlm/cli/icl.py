@@ -7,6 +7,7 @@ from pathlib import Path
 
 from robustvlm.cli.options import (
     RESUME_HELP,
+    SubParsers,
     add_decoding_options,
     add_served_options,
     int_at_least,
@@ -61,7 +62,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_icl(sub) -> None:
+def add_icl(sub: SubParsers) -> None:
     """icl eval."""
     icl = sub.add_parser("icl", help="zero-shot and in-context (k-shot) evaluation across domains")
     icl_sub = icl.add_subparsers(dest="icl_command", required=True)
@@ -84,7 +85,7 @@ def add_icl(sub) -> None:
     ie.set_defaults(func=_icl_eval)
 
 
-def add_diagnose(sub) -> None:
+def add_diagnose(sub: SubParsers) -> None:
     dg = sub.add_parser("diagnose", help="is a failure visual, semantic or a mapping failure?")
     dg.add_argument("--model", required=True, help="a model folder, hub name, or openai:MODEL with --base-url")
     dg.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/*.png")

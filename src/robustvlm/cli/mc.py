@@ -10,6 +10,7 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     OVERWRITE_HELP,
     RESUME_HELP,
+    SubParsers,
     add_decoding_options,
     add_served_options,
     int_at_least,
@@ -81,7 +82,7 @@ def _mc_stability(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_mc(sub) -> None:
+def add_mc(sub: SubParsers) -> None:
     """mc build, mc eval, mc stability."""
     mc = sub.add_parser("mc", help="multiple-choice benchmarks with hard distractors")
     mc_sub = mc.add_subparsers(dest="mc_command", required=True)

@@ -6,8 +6,19 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from robustvlm.configs import resolve as config_file
+
+if TYPE_CHECKING:
+    from robustvlm.config import ServedConfig
+
+
+class SubParsers(Protocol):
+    """What `ArgumentParser.add_subparsers` returns, as each command group adds its parsers to it."""
+
+    def add_parser(self, name: str, *, help: str | None = ...) -> argparse.ArgumentParser: ...
+
 
 RESUME_HELP = (
     "continue the run that --out holds (its settings must match; finished work is kept); "
@@ -116,7 +127,7 @@ def add_decoding_options(parser: argparse.ArgumentParser, *, max_new_tokens: int
                        "`repetition_penalty` field, and a server that refuses it stops the run")
 
 
-def served(args: argparse.Namespace):
+def served(args: argparse.Namespace) -> ServedConfig | None:
     """The ServedConfig of the served-model options, or None without --base-url."""
     from robustvlm.config import ServedConfig, validate_config
     from robustvlm.errors import ConfigError
@@ -135,7 +146,8 @@ def served(args: argparse.Namespace):
     }, "served-model options", ServedConfig)
 
 
-def add_train_parser(sub, help_text: str, example: str, func, config_help: str | None = None) -> None:
+def add_train_parser(sub: SubParsers, help_text: str, example: str, func: Callable[[argparse.Namespace], int],
+                     config_help: str | None = None) -> None:
     """A `train` subcommand: CONFIG, key=value overrides, --out, --resume."""
     parser = sub.add_parser("train", help=help_text)
     parser.add_argument("config", type=config_file, help=config_help)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from robustvlm.cli.options import (
     IMAGE_ROOT_HELP,
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
+    SubParsers,
     add_train_parser,
     config_file,
     float_at_least,
@@ -16,6 +18,9 @@ from robustvlm.cli.options import (
     int_at_least,
 )
 from robustvlm.errors import ConfigError
+
+if TYPE_CHECKING:
+    from robustvlm.data.records import SkipLog
 
 
 def _pair_options(args: argparse.Namespace) -> dict:
@@ -43,7 +48,7 @@ def _rm_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_pairs_for(args: argparse.Namespace, skipped=None) -> tuple[list, dict]:
+def _read_pairs_for(args: argparse.Namespace, skipped: SkipLog | None = None) -> tuple[list, dict]:
     """The pairs of --data and the options they were read with (stored with a run's settings);
     with a SkipLog `skipped`, bad records are counted there instead of stopping the command."""
     from robustvlm.data.preferences import load_pairs
@@ -153,7 +158,7 @@ def _add_pair_options(parser: argparse.ArgumentParser) -> None:
                         "(Helpfulness, 'Visual Faithfulness', 'Ethical Considerations') or mean")
 
 
-def add_rm(sub) -> None:
+def add_rm(sub: SubParsers) -> None:
     """rm data check, rm train, rm eval, rm matrix, rm sample, rm score, rm bon."""
     rm = sub.add_parser("rm", help="multimodal reward models: data, training, matrices, Best-of-N")
     rm_sub = rm.add_subparsers(dest="rm_command", required=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from robustvlm.data.environments import env_counts, format_env_counts
 from robustvlm.data.loaders import read_examples
@@ -39,7 +40,7 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def check_dataset(path: str | Path, **load_kwargs) -> CheckReport:
+def check_dataset(path: str | Path, **load_kwargs: Any) -> CheckReport:
     """Load `path` like `load_examples(path, **load_kwargs)`, collecting every bad record.
 
     A file that cannot be read at all (missing, not JSON) is reported as one error; invalid

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -42,6 +43,8 @@ from robustvlm.objectives.base import Hyperparameters
 
 BATCHED = ("erm", "irm", "vrex", "groupdro", "birm", "dynamic_birm")
 """The objectives with a batched form."""
+Losses = tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]
+"""(loss [S, D], R_emp [S, D], R_inv [S, D] or None, lambda [S, D] or None) of one step."""
 BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 """torch.optim.Adam's defaults, which `fit_linear` uses."""
@@ -147,7 +150,7 @@ class _Batched:
         """[1, D] bool: models whose optimizer is re-created before this step (None: none)."""
         return None
 
-    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool):
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
         """(loss [S, D], R_emp [S, D], R_inv [S, D] or None, lambda [S, D] or None)."""
         raise NotImplementedError
 
@@ -157,7 +160,7 @@ class _Batched:
 
 
 class _ERM(_Batched):
-    def __call__(self, f, y, step, trace):
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
         r_emp = _row_risk(f, y, self.task).mean(2)  # the mean over rows, as `objectives.erm.ERM` takes it
         return r_emp, r_emp, None, None
 
@@ -165,7 +168,7 @@ class _ERM(_Batched):
 class _Annealed(_Batched):
     """lambda_before until anneal_steps, then lambda; optimizer reset at the switch when asked."""
 
-    def __init__(self, hps, cell):
+    def __init__(self, hps: list[Hyperparameters], cell: Cell) -> None:
         super().__init__(hps, cell)
         self.anneal = [int(hp.anneal_steps) for hp in hps]
         self.reset_at = [bool(hp.reset_optimizer_at_anneal) and a > 0 for hp, a in zip(hps, self.anneal)]
@@ -176,7 +179,7 @@ class _Annealed(_Batched):
         on = torch.tensor([[step >= a for a in self.anneal]])
         return torch.where(on, self.after, self.before)
 
-    def resets(self, step):
+    def resets(self, step: int) -> torch.Tensor | None:
         mask = torch.tensor([[r and step == a for r, a in zip(self.reset_at, self.anneal)]])
         return mask if bool(mask.any()) else None
 
@@ -184,7 +187,7 @@ class _Annealed(_Batched):
         """[S, D] R_inv."""
         raise NotImplementedError
 
-    def __call__(self, f, y, step, trace):
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
         risks = self.env_risks(f, y)
         r_emp = risks.mean(2)
         weight = self.weight(step).expand(self.shape)
@@ -196,14 +199,14 @@ class _Annealed(_Batched):
 
 
 class _IRM(_Annealed):
-    def __init__(self, hps, cell):
+    def __init__(self, hps: list[Hyperparameters], cell: Cell) -> None:
         super().__init__(hps, cell)
         if any(hp.unbiased for hp in hps):
             raise ConfigError("batched irm: the unbiased (two-halves) penalty has no batched form")
         self.shift = torch.tensor([[bool(hp.shift_dummy) for hp in hps]])
         self.mean = torch.tensor([[hp.penalty_reduction == "mean" for hp in hps]])
 
-    def penalty(self, f, y, risks, step):
+    def penalty(self, f: torch.Tensor, y: torch.Tensor, risks: torch.Tensor, step: int) -> torch.Tensor:
         per_env = self.cell.env_mean(_scale_grad(f, y, self.task)).square()  # [S, D, E]
         shift = self.cell.env_mean(_shift_grad(f, y, self.task)).square()
         per_env = per_env + torch.where(self.shift[..., None], shift, 0.0)
@@ -211,7 +214,7 @@ class _IRM(_Annealed):
 
 
 class _VREx(_Annealed):
-    def penalty(self, f, y, risks, step):
+    def penalty(self, f: torch.Tensor, y: torch.Tensor, risks: torch.Tensor, step: int) -> torch.Tensor:
         return (risks - risks.mean(2, keepdim=True)).square().mean(2)
 
 
@@ -272,7 +275,7 @@ class _EnvScaleGrads(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, f, y, scale, cell):  # f [S, D, N], y [S, 1, N], scale [S or 1, D, K, N]
+    def forward(ctx: Any, f: torch.Tensor, y: torch.Tensor, scale: torch.Tensor, cell: Cell) -> torch.Tensor:  # f [S, D, N], y [S, 1, N], scale [S or 1, D, K, N]
         u = scale * f[:, :, None]
         p = torch.sigmoid(u)
         rows = torch.sub(p, y[:, :, None]).mul_(f[:, :, None])
@@ -282,25 +285,25 @@ class _EnvScaleGrads(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad):  # grad [S, D, K, E]
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:  # grad [S, D, K, E]
         u, y, p = ctx.saved_tensors  # in place on one buffer: these rows are the largest tensors of a sweep
         d_rows = torch.sub(1.0, p).mul_(p).mul_(u).add_(p).sub_(y[:, :, None])
         return d_rows.mul_(ctx.cell.spread_to_rows(grad)).sum(2), None, None, None
 
 
 class _BIRM(_Annealed):
-    def __init__(self, hps, cell):
+    def __init__(self, hps: list[Hyperparameters], cell: Cell) -> None:
         super().__init__(hps, cell)
         self.bayes = _BayesianPenalty(hps, cell)
 
-    def penalty(self, f, y, risks, step):
+    def penalty(self, f: torch.Tensor, y: torch.Tensor, risks: torch.Tensor, step: int) -> torch.Tensor:
         return self.bayes(f, y, step)
 
 
 class _DynamicBIRM(_Batched):
     """`objectives.dynamic_birm.LambdaController`, one per model, as [S, D] float64 tensors."""
 
-    def __init__(self, hps, cell):
+    def __init__(self, hps: list[Hyperparameters], cell: Cell) -> None:
         super().__init__(hps, cell)
         self.bayes = _BayesianPenalty(hps, cell)
         self.k_skip = [int(hp.k_skip) for hp in hps]
@@ -321,7 +324,7 @@ class _DynamicBIRM(_Batched):
         self.value = torch.where(on, value, self.value)
         return torch.where(on, self.value, 0.0)
 
-    def __call__(self, f, y, step, trace):
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
         risks = self.env_risks(f, y)
         r_emp = risks.mean(2)
         penalty = self.bayes(f, y, step)
@@ -331,12 +334,12 @@ class _DynamicBIRM(_Batched):
 
 
 class _GroupDRO(_Batched):
-    def __init__(self, hps, cell):
+    def __init__(self, hps: list[Hyperparameters], cell: Cell) -> None:
         super().__init__(hps, cell)
         self.eta = self.per_draw("eta")[..., None]  # [1, D, 1]
         self.q = torch.full((*self.shape, self.num_envs), 1.0 / self.num_envs, dtype=torch.float64)
 
-    def __call__(self, f, y, step, trace):
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
         risks = self.env_risks(f, y)
         self.q = torch.softmax(self.q.log() + self.eta * risks.detach().double(), dim=2)
         loss = ((self.q / self.q.sum(2, keepdim=True)).to(risks.dtype) * risks).sum(2)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,7 @@ from robustvlm.training.checkpoint import (
     save_checkpoint,
 )
 from robustvlm.training.metrics import step_row
+from robustvlm.training.sampler import ResumableBatchSampler
 from robustvlm.training.task import SetupContext, StepContext, TrainingTask
 
 LOG_FILE = "train_log.jsonl"
@@ -116,7 +118,7 @@ def tracker_config(settings: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _batch_stream(sampler):
+def _batch_stream(sampler: ResumableBatchSampler) -> Iterator[list[int]]:
     """Endless stream of index lists, epoch after epoch, starting where the sampler's state says."""
     while True:
         yield from sampler

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from robustvlm.data.loaders import load_examples
 from robustvlm.errors import ConfigError
@@ -34,7 +35,7 @@ def build_benchmark(
     link_images: bool = False,
     overwrite: bool = False,
     envs: list[str] | None = None,
-    **options,
+    **options: Any,
 ) -> list[MCQuestion]:
     """Load labelled images, build questions (`build_questions` with `options`: k, n, seed,
     class_subset, class_names, prompt, circular) and write them to `out`: the images embedded
