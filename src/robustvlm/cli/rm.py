@@ -172,7 +172,22 @@ def add_rm(sub: SubParsers) -> None:
     rc.set_defaults(func=_rm_data_check)
 
     add_train_parser(rm_sub, "train a reward model from a YAML config", "loss=shortcut_aware", _rm_train)
+    _add_rm_eval(rm_sub)
 
+    rmx = rm_sub.add_parser("matrix", help="train on each environment x test on every one, several "
+                            "losses and seeds -> matrices, SFD, report (resumable)")
+    rmx.add_argument("config", type=config_file, help="matrix YAML: base, losses, seeds, train_envs, per_env, jobs")
+    rmx.add_argument("--out", help="output directory (default studies/<config name>[-dry-run])")
+    rmx.add_argument("--dry-run", action="store_true", help="the same recipe on a tiny offline model and "
+                     "built-in data for a few steps, first seed")
+    rmx.set_defaults(func=_rm_matrix)
+
+    _add_rm_sample(rm_sub)
+    _add_rm_score_and_bon(rm_sub)
+
+
+def _add_rm_eval(rm_sub: SubParsers) -> None:
+    """rm eval."""
     re_ = rm_sub.add_parser("eval", help="pairwise accuracy per environment, with the text-only test")
     re_.add_argument("--model", required=True, help="a reward model folder (RUN/final)")
     re_.add_argument("--data", required=True, help="preference data")
@@ -194,14 +209,9 @@ def add_rm(sub: SubParsers) -> None:
     _add_pair_options(re_)
     re_.set_defaults(func=_rm_eval)
 
-    rmx = rm_sub.add_parser("matrix", help="train on each environment x test on every one, several "
-                            "losses and seeds -> matrices, SFD, report (resumable)")
-    rmx.add_argument("config", type=config_file, help="matrix YAML: base, losses, seeds, train_envs, per_env, jobs")
-    rmx.add_argument("--out", help="output directory (default studies/<config name>[-dry-run])")
-    rmx.add_argument("--dry-run", action="store_true", help="the same recipe on a tiny offline model and "
-                     "built-in data for a few steps, first seed")
-    rmx.set_defaults(func=_rm_matrix)
 
+def _add_rm_sample(rm_sub: SubParsers) -> None:
+    """rm sample."""
     rs = rm_sub.add_parser("sample", help="K candidate responses per prompt from a policy (Best-of-N)")
     rs.add_argument("--data", required=True, help="preference data whose (image, query) are the prompts")
     rs.add_argument("--out", required=True)
@@ -219,6 +229,9 @@ def add_rm(sub: SubParsers) -> None:
     _add_pair_options(rs)
     rs.set_defaults(func=_rm_sample)
 
+
+def _add_rm_score_and_bon(rm_sub: SubParsers) -> None:
+    """rm score, rm bon."""
     rsc = rm_sub.add_parser("score", help="rewards and gold scores of sampled candidates (resumable)")
     rsc.add_argument("--candidates", required=True, help="candidates.jsonl written by rm sample")
     rsc.add_argument("--model", required=True, help="a reward model folder")
