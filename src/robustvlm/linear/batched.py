@@ -27,8 +27,9 @@ as in `fit_linear`; the others go on.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import torch
@@ -40,6 +41,12 @@ from robustvlm.errors import ConfigError
 from robustvlm.linear.fit import TRACE_KEYS, LinearData, LinearFit
 from robustvlm.objectives import REGISTRY
 from robustvlm.objectives.base import Hyperparameters
+from robustvlm.objectives.birm import BIRMHyperparameters, ScaleHyperparameters
+from robustvlm.objectives.dynamic_birm import DynamicBIRMHyperparameters
+from robustvlm.objectives.groupdro import GroupDROHyperparameters
+from robustvlm.objectives.invariance import AnnealedHyperparameters
+from robustvlm.objectives.irm import IRMHyperparameters
+from robustvlm.objectives.vrex import VRExHyperparameters
 
 BATCHED = ("erm", "irm", "vrex", "groupdro", "birm", "dynamic_birm")
 """The objectives with a batched form."""
@@ -48,6 +55,8 @@ Losses = tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | N
 BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 """torch.optim.Adam's defaults, which `fit_linear` uses."""
+H = TypeVar("H", bound=Hyperparameters)
+A = TypeVar("A", bound=AnnealedHyperparameters)
 
 
 @dataclass
@@ -133,10 +142,10 @@ def _shift_grad(f: torch.Tensor, y: torch.Tensor, task: Task) -> torch.Tensor:
     return 2.0 * (f - y) if task == "regression" else torch.sigmoid(f) - y
 
 
-class _Batched:
+class _Batched(Generic[H]):
     """The loss of one objective for D draws (hyperparameters per draw) over S data seeds."""
 
-    def __init__(self, hps: list[Hyperparameters], cell: Cell):
+    def __init__(self, hps: list[H], cell: Cell):
         self.hps, self.cell, self.task = hps, cell, cell.task
         self.num_envs = cell.members.shape[2]
         self.shape = (cell.features.shape[0], len(hps))
@@ -159,16 +168,16 @@ class _Batched:
         return self.cell.env_mean(_row_risk(f, y, self.task))
 
 
-class _ERM(_Batched):
+class _ERM(_Batched[Hyperparameters]):
     def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
         r_emp = _row_risk(f, y, self.task).mean(2)  # the mean over rows, as `objectives.erm.ERM` takes it
         return r_emp, r_emp, None, None
 
 
-class _Annealed(_Batched):
+class _Annealed(_Batched[A]):
     """lambda_before until anneal_steps, then lambda; optimizer reset at the switch when asked."""
 
-    def __init__(self, hps: list[Hyperparameters], cell: Cell) -> None:
+    def __init__(self, hps: list[A], cell: Cell) -> None:
         super().__init__(hps, cell)
         self.anneal = [int(hp.anneal_steps) for hp in hps]
         self.reset_at = [bool(hp.reset_optimizer_at_anneal) and a > 0 for hp, a in zip(hps, self.anneal)]
@@ -198,8 +207,8 @@ class _Annealed(_Batched):
         return loss, r_emp, penalty, weight
 
 
-class _IRM(_Annealed):
-    def __init__(self, hps: list[Hyperparameters], cell: Cell) -> None:
+class _IRM(_Annealed[IRMHyperparameters]):
+    def __init__(self, hps: list[IRMHyperparameters], cell: Cell) -> None:
         super().__init__(hps, cell)
         if any(hp.unbiased for hp in hps):
             raise ConfigError("batched irm: the unbiased (two-halves) penalty has no batched form")
@@ -213,7 +222,7 @@ class _IRM(_Annealed):
         return torch.where(self.mean, per_env.mean(2), per_env.sum(2))
 
 
-class _VREx(_Annealed):
+class _VREx(_Annealed[VRExHyperparameters]):
     def penalty(self, f: torch.Tensor, y: torch.Tensor, risks: torch.Tensor, step: int) -> torch.Tensor:
         return (risks - risks.mean(2, keepdim=True)).square().mean(2)
 
@@ -221,7 +230,7 @@ class _VREx(_Annealed):
 class _BayesianPenalty:
     """BIRM's R_inv for D draws: scales drawn per call as `objectives.birm.BayesianScalePenalty` draws them."""
 
-    def __init__(self, hps: list[Hyperparameters], cell: Cell):
+    def __init__(self, hps: Sequence[ScaleHyperparameters], cell: Cell):
         self.cell, self.task = cell, cell.task
         self.num_envs = cell.members.shape[2]
         self.n_samples = [int(hp.n_samples) for hp in hps]
@@ -291,8 +300,8 @@ class _EnvScaleGrads(torch.autograd.Function):
         return d_rows.mul_(ctx.cell.spread_to_rows(grad)).sum(2), None, None, None
 
 
-class _BIRM(_Annealed):
-    def __init__(self, hps: list[Hyperparameters], cell: Cell) -> None:
+class _BIRM(_Annealed[BIRMHyperparameters]):
+    def __init__(self, hps: list[BIRMHyperparameters], cell: Cell) -> None:
         super().__init__(hps, cell)
         self.bayes = _BayesianPenalty(hps, cell)
 
@@ -300,10 +309,10 @@ class _BIRM(_Annealed):
         return self.bayes(f, y, step)
 
 
-class _DynamicBIRM(_Batched):
+class _DynamicBIRM(_Batched[DynamicBIRMHyperparameters]):
     """`objectives.dynamic_birm.LambdaController`, one per model, as [S, D] float64 tensors."""
 
-    def __init__(self, hps: list[Hyperparameters], cell: Cell) -> None:
+    def __init__(self, hps: list[DynamicBIRMHyperparameters], cell: Cell) -> None:
         super().__init__(hps, cell)
         self.bayes = _BayesianPenalty(hps, cell)
         self.k_skip = [int(hp.k_skip) for hp in hps]
@@ -333,8 +342,8 @@ class _DynamicBIRM(_Batched):
         return loss, r_emp, penalty, weight
 
 
-class _GroupDRO(_Batched):
-    def __init__(self, hps: list[Hyperparameters], cell: Cell) -> None:
+class _GroupDRO(_Batched[GroupDROHyperparameters]):
+    def __init__(self, hps: list[GroupDROHyperparameters], cell: Cell) -> None:
         super().__init__(hps, cell)
         self.eta = self.per_draw("eta")[..., None]  # [1, D, 1]
         self.q = torch.full((*self.shape, self.num_envs), 1.0 / self.num_envs, dtype=torch.float64)
@@ -346,7 +355,7 @@ class _GroupDRO(_Batched):
         return loss, risks.mean(2), None, None
 
 
-_CLASSES: dict[str, type[_Batched]] = {
+_CLASSES: dict[str, type[_Batched[Any]]] = {
     "erm": _ERM, "irm": _IRM, "vrex": _VREx, "groupdro": _GroupDRO, "birm": _BIRM, "dynamic_birm": _DynamicBIRM,
 }
 

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives.base import LossParts
 from robustvlm.objectives.env_stats import reduce_env_stats
-from robustvlm.objectives.invariance import AnnealedObjective, anneal_hparams, penalised_parts
+from robustvlm.objectives.invariance import (
+    AnnealedHyperparameters,
+    AnnealedObjective,
+    anneal_period,
+    penalised_parts,
+    reset_at_anneal,
+    weight_after,
+    weight_before,
+)
 
 
-class VREx(AnnealedObjective):
+@dataclass(frozen=True)
+class VRExHyperparameters(AnnealedHyperparameters):
+    lambda_: float = weight_after(1e1)
+    lambda_before: float = weight_before(1.0)
+    anneal_steps: int = anneal_period(500)
+    reset_optimizer_at_anneal: bool = reset_at_anneal(True)
+
+
+class VREx(AnnealedObjective[VRExHyperparameters]):
     """V-REx (Krueger et al.; DomainBed's schedule): R_emp + lambda * Var_e(R^e).
 
     The variance is the population variance over the environments present in the batch
@@ -16,7 +34,7 @@ class VREx(AnnealedObjective):
     """
 
     name = "vrex"
-    hparams = anneal_hparams(weight=1e1, weight_before=1.0, anneal_steps=500, reset_optimizer=True)
+    hparams_class = VRExHyperparameters
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
         risks, _ = reduce_env_stats(out, len(self.env_names))
