@@ -38,8 +38,9 @@ def reset_at_anneal(default: bool) -> Any:
 
 @dataclass(frozen=True)
 class AnnealedHyperparameters(Hyperparameters):
-    """A penalty weight that switches value after an anneal period; each objective sets its
-    own defaults by declaring these four fields again (their order stays)."""
+    """A penalty weight that switches value after an anneal period. The defaults are IRMv1's
+    (DomainBed's schedule); an objective with others declares those fields again (their order
+    stays)."""
 
     lambda_: float = weight_after(1e2)
     lambda_before: float = weight_before(1.0)

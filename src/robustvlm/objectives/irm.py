@@ -20,22 +20,16 @@ from robustvlm.objectives.env_stats import (
 from robustvlm.objectives.invariance import (
     AnnealedHyperparameters,
     AnnealedObjective,
-    anneal_period,
     penalised_parts,
     require,
-    reset_at_anneal,
-    weight_after,
-    weight_before,
 )
 from robustvlm.objectives.scale_grad import risk_and_scale_grads, shift_grads
 
 
 @dataclass(frozen=True)
 class IRMHyperparameters(AnnealedHyperparameters):
-    lambda_: float = weight_after(1e2)
-    lambda_before: float = weight_before(1.0)
-    anneal_steps: int = anneal_period(500)
-    reset_optimizer_at_anneal: bool = reset_at_anneal(True)
+    """The anneal fields with their defaults, then IRMv1's penalty's."""
+
     penalty_reduction: str = hparam("mean", ("choice", "mean", "sum"), "over environments")
     unbiased: bool = hparam(True, ("choice", True, False), "product of two halves' gradients")
     shift_dummy: bool = hparam(False, None, "also penalise a shift dummy on the last logit")

@@ -10,20 +10,16 @@ from robustvlm.objectives.env_stats import reduce_env_stats
 from robustvlm.objectives.invariance import (
     AnnealedHyperparameters,
     AnnealedObjective,
-    anneal_period,
     penalised_parts,
-    reset_at_anneal,
     weight_after,
-    weight_before,
 )
 
 
 @dataclass(frozen=True)
 class VRExHyperparameters(AnnealedHyperparameters):
+    """IRMv1's anneal schedule (DomainBed's) with a weight of 10 after it."""
+
     lambda_: float = weight_after(1e1)
-    lambda_before: float = weight_before(1.0)
-    anneal_steps: int = anneal_period(500)
-    reset_optimizer_at_anneal: bool = reset_at_anneal(True)
 
 
 class VREx(AnnealedObjective[VRExHyperparameters]):
