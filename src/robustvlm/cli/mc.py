@@ -51,7 +51,9 @@ def _mc_build(args: argparse.Namespace) -> int:
 
 def _mc_eval(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.mc_eval import evaluate_models
+    from robustvlm.workflows.measure.mc_paired import check_baseline, write_mc_report
 
+    check_baseline(args.baseline, args.model)
     csv_path = evaluate_models(
         args.model,
         args.bench,
@@ -68,6 +70,8 @@ def _mc_eval(args: argparse.Namespace) -> int:
         allow_outside_root=args.allow_outside_root,
     )
     print(Path(csv_path).read_text())
+    paths = write_mc_report(args.out, args.model, args.bench, circular=args.circular, baseline=args.baseline)
+    print("wrote " + ", ".join(str(p.resolve()) for p in paths))
     return 0
 
 
@@ -152,6 +156,8 @@ def add_mc(sub) -> None:
     me.add_argument("--allow-outside-root", action="store_true",
                     help="accept benchmark image paths anywhere (only for benchmarks you trust)")
     me.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
+    me.add_argument("--baseline", metavar="MODEL", help="the --model the others are compared with, question by "
+                    "question, in report.html and results.json (default: the first)")
     add_decoding_options(me, max_new_tokens=16)  # `multiple_choice.generative.GENERATE_MAX_NEW_TOKENS`
     add_served_options(me)
     me.set_defaults(func=_mc_eval)

@@ -12,6 +12,8 @@ Layout of `out_dir`:
 - `<model-slug>/<bench-stem>.jsonl`: one line per scored question, appended as it goes: id,
   rotation, answer, prediction (option index, null = unparsed), correct, scores, plus `response`
   (generation) or `n_tokens` (log-likelihood); see `multiple_choice.scoring`.
+- `results.json`, `report.md`, `report.html` (the `mc eval` command): accuracies and each model
+  against the baseline question by question (`workflows.measure.mc_paired`).
 
 Circular evaluation scores every rotation of each question and counts a question right only if
 all its rotations are.
