@@ -89,3 +89,14 @@ def test_results_json_and_report_carry_the_paired_figures():
     c = scores.paired["new"]["exact"]["c"].comparison
     assert c_row[6] == f"{c.difference:+.4f}" and c_row[10] == f"{c.mcnemar_p:.3g}"
     assert "Paired comparison with erm" in to_markdown(blocks)
+
+
+def test_report_gives_each_seeds_mcnemar_with_several_seeds():
+    erm1, new1 = _draw(0.4), _draw(0.6)
+    scores = aggregate_study({"erm": {0: _rows(ERM), 1: _rows(erm1)}, "new": {0: _rows(NEW), 1: _rows(new1)}},
+                             ["exact"])
+    table = next(b for b in paired_blocks(scores) if isinstance(b, Table))
+    a_row = next(r for r in table.rows if r[2] == "a")
+    tests = scores.paired["new"]["exact"]["a"].seed_mcnemar
+    assert a_row[9] == f"s0: {tests['0'][0]} / {tests['0'][1]}; s1: {tests['1'][0]} / {tests['1'][1]}"
+    assert a_row[10] == f"s0: {tests['0'][2]:.3g}; s1: {tests['1'][2]:.3g}"

@@ -3,7 +3,8 @@
 Both pages are rendered from one list of blocks, so they always say the same thing:
 the verdict (`analysis.study.study_comparisons`, `analysis.verdict`), Table 1 (methods x ID/OOD
 metrics as mean ± std over seeds [95% interval resampling seeds]), the per-seed scores beside the
-pooled-row interval, the significance table against the baseline, a per-environment heatmap, ID
+pooled-row interval, the significance table against the baseline, each method against the
+baseline question by question on correctness per environment (`paired_blocks`), a per-environment heatmap, ID
 vs OOD bars (mean ± sd over seeds, one dot per seed), lambda / penalty trajectories of the first
 seed, and qualitative OOD examples.
 """

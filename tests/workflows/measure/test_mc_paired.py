@@ -17,6 +17,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from robustvlm.errors import DataError
 from robustvlm.multiple_choice.build import MCQuestion, write_questions
 from robustvlm.workflows.measure import mc_paired
+from robustvlm.workflows.measure.compare import compare_runs
 from robustvlm.workflows.measure.mc_eval import RESULT_COLUMNS, model_slug
 
 RNG = np.random.default_rng(5)
@@ -109,4 +110,6 @@ def test_mc_eval_command_writes_the_paired_figures_of_its_per_question_files(tmp
     a, b = correct["tiny_clip"], correct["tiny_siglip"]
     assert got["difference"] == pytest.approx(a.mean() - b.mean())
     assert got["mcnemar_p"] == pytest.approx(_mcnemar_p(a, b))
+    same = compare_runs(out / "tiny_clip" / "shapes.jsonl", out / "tiny_siglip" / "shapes.jsonl")
+    assert same.groups["all"].to_dict() == pytest.approx(got)  # `compare` on the two files: the same row
     assert "Paired comparison with tiny:siglip" in (out / "report.html").read_text()

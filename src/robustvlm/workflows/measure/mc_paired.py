@@ -52,7 +52,7 @@ def _paired(a: Mapping[str, float], b: Mapping[str, float], where: str, n_boot: 
         only = sorted(set(a) ^ set(b))
         raise DataError(f"{where}: the two models' question files hold different questions "
                         f"({len(only)} in only one, e.g. {only[0]!r})")
-    keys = sorted(a)
+    keys = list(a)  # the model's file order, as `compare MODEL_FILE BASELINE_FILE` pairs them
     return compare_paired([a[k] for k in keys], [b[k] for k in keys], power_delta=POWER_DELTA, n_boot=n_boot)
 
 
