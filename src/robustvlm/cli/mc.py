@@ -66,7 +66,9 @@ def _mc_build(args: argparse.Namespace) -> int:
 def _mc_eval(args: argparse.Namespace) -> int:
     from robustvlm.report.vision_gain import gain_summary
     from robustvlm.workflows.measure.mc_eval import evaluate_models
+    from robustvlm.workflows.measure.mc_paired import check_baseline, write_mc_report
 
+    check_baseline(args.baseline, args.model)
     csv_path = evaluate_models(
         args.model,
         args.bench,
@@ -86,6 +88,8 @@ def _mc_eval(args: argparse.Namespace) -> int:
     print(Path(csv_path).read_text())
     if args.blind:
         print(gain_summary(Path(csv_path).parent))
+    paths = write_mc_report(args.out, args.model, args.bench, circular=args.circular, baseline=args.baseline)
+    print("wrote " + ", ".join(str(p.resolve()) for p in paths))
     return 0
 
 
@@ -194,6 +198,8 @@ def _add_eval(mc_sub: Any) -> None:
     me.add_argument("--allow-outside-root", action="store_true",
                     help="accept benchmark image paths anywhere (only for benchmarks you trust)")
     me.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
+    me.add_argument("--baseline", metavar="MODEL", help="the --model the others are compared with, question by "
+                    "question, in report.html and results.json (default: the first)")
     add_decoding_options(me, max_new_tokens=16)  # `multiple_choice.generative.GENERATE_MAX_NEW_TOKENS`
     add_served_options(me)
     me.add_argument("--blind", action="store_true", help=BLIND_HELP)

@@ -17,6 +17,8 @@ Layout of `out_dir`:
   .md / .html: with-image minus blind accuracy per (model, bench, environment) with a paired
   bootstrap interval (`report.vision_gain`), for the models and benches of this call. A finished
   run gets its blind half by running again with `--blind --resume`.
+- `results.json`, `report.md`, `report.html` (the `mc eval` command): accuracies and each model
+  against the baseline question by question (`workflows.measure.mc_paired`).
 
 Circular evaluation scores every rotation of each question and counts a question right only if
 all its rotations are.
