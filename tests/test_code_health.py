@@ -21,7 +21,6 @@ TOO_LONG_FOR_NOW = frozenset({
     "robustvlm/workflows/launchers.py:run_jobs",
     "robustvlm/workflows/demos/invariance.py:run_invariance_demo",
     "robustvlm/multiple_choice/build.py:build_questions",
-    "robustvlm/report/study_report.py:build_blocks",
 })
 
 
