@@ -50,7 +50,7 @@ def _mc_build(args: argparse.Namespace) -> int:
 
 
 def _mc_eval(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.measure.mc_eval import evaluate_models
+    from robustvlm.workflows.mc_eval import evaluate_models
 
     csv_path = evaluate_models(
         args.model,
@@ -73,7 +73,7 @@ def _mc_eval(args: argparse.Namespace) -> int:
 
 def _mc_stability(args: argparse.Namespace) -> int:
     from robustvlm.report.tables import markdown_table
-    from robustvlm.workflows.measure.mc_eval import stability_rows
+    from robustvlm.workflows.mc_eval import stability_rows
 
     rows = stability_rows(args.predictions, draws=args.draws, seed=args.seed)
     cells = [[str(r["size"])] + [f"{r[k]:.4f}" for k in ("mean", "std", "lo", "hi")] for r in rows]

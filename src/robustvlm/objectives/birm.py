@@ -113,6 +113,8 @@ class BIRM(AnnealedObjective):
     """
 
     name = "birm"
+    label = "BIRM"
+    colour = "C3"
     hparams = {
         **anneal_hparams(weight=1e1, weight_before=0.0, anneal_steps=200, reset_optimizer=False),
         **SCALE_HPARAMS,

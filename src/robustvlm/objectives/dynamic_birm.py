@@ -108,6 +108,8 @@ class DynamicBIRM(Objective):
     """
 
     name = "dynamic_birm"
+    label = "Dynamic BIRM"
+    colour = "C4"
     hparams = {
         **SCALE_HPARAMS,
         "gamma": HParam(0.15, ("log", 0.01, 1.0), "target ratio of penalty to empirical risk"),
@@ -120,6 +122,11 @@ class DynamicBIRM(Objective):
             0.1, None, "floor of R_inv relative to R_inv at the first penalised step (0: none)"
         ),
     }
+
+    @classmethod
+    def penalty_schedule(cls, anneal: int, weight: float) -> dict[str, Any] | None:
+        """lambda is set by its controller: the penalty stays off for the `anneal` warm-up steps."""
+        return {"k_skip": anneal}
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)

@@ -14,6 +14,8 @@ class ERM(Objective):
     """
 
     name = "erm"
+    label = "ERM"
+    colour = "C0"
     hparams = {}
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:

@@ -23,7 +23,14 @@ class GroupDRO(Objective):
     """
 
     name = "groupdro"
+    label = "GroupDRO"
+    colour = "C5"
     hparams = {"eta": HParam(1e-2, ("log", 1e-3, 1e-1), "step size of the weight update")}
+
+    @classmethod
+    def penalty_schedule(cls, anneal: int, weight: float) -> dict[str, Any] | None:
+        """None: GroupDRO reweights environments and has no penalty weight to anneal."""
+        return None
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)

@@ -41,12 +41,21 @@ class IRM(AnnealedObjective):
     """
 
     name = "irm"
+    label = "IRMv1"
+    colour = "C1"
     hparams = {
         **anneal_hparams(weight=1e2, weight_before=1.0, anneal_steps=500, reset_optimizer=True),
         "penalty_reduction": HParam("mean", ("choice", "mean", "sum"), "over environments"),
         "unbiased": HParam(True, ("choice", True, False), "product of two halves' gradients"),
         "shift_dummy": HParam(False, None, "also penalise a shift dummy on the last logit"),
     }
+
+    @classmethod
+    def penalty_schedule(cls, anneal: int, weight: float) -> dict[str, Any] | None:
+        """The annealed schedule with the paper's IRMv1 penalty: the plain mean over environments
+        of the squared gradient."""
+        schedule = super().penalty_schedule(anneal, weight)
+        return None if schedule is None else {**schedule, "unbiased": False, "penalty_reduction": "mean"}
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)

@@ -16,6 +16,8 @@ class VREx(AnnealedObjective):
     """
 
     name = "vrex"
+    label = "V-REx"
+    colour = "C2"
     hparams = anneal_hparams(weight=1e1, weight_before=1.0, anneal_steps=500, reset_optimizer=True)
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
