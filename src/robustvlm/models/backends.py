@@ -62,6 +62,7 @@ from robustvlm.models.tiny_clip import DUAL_ENCODER_KINDS, build_tiny_dual_encod
 from robustvlm.models.tiny_families import FAMILIES as TINY_VLMS
 from robustvlm.models.vision import VisionTowerEmbedder
 from robustvlm.models.zoo_recipes import resolve_model_name
+from robustvlm.plugins import load_plugins
 
 CAPABILITIES = ("generate", "option_loglik", "image_embed", "text_embed", "reward")
 DEFAULT_FAMILY = "vlm"  # the family of a model whose type no other family claims
@@ -411,6 +412,8 @@ def load_backend(
     """
     name = resolve_model_name(name)
     family = family or infer_family(name, trust_remote_code=trust_remote_code)
+    if family not in BACKENDS:
+        load_plugins()
     if family not in BACKENDS:
         raise ConfigError(f"model '{name}': family must be one of {list(BACKENDS)}, got '{family}'")
     if family == SERVED_FAMILY and served is not None:
