@@ -13,13 +13,13 @@ from PIL import Image
 
 from robustvlm.errors import ConfigError
 from robustvlm.models import text_encoder
-from robustvlm.models.backends import dual_encoder
 from robustvlm.models.backends import (
     BACKENDS,
     CAPABILITIES,
     BackendSpec,
     DualEncoderBackend,
     VLMBackend,
+    dual_encoder,
     load_backend,
 )
 from robustvlm.models.loglik import option_logliks
