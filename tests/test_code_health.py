@@ -19,7 +19,6 @@ TOO_LONG_FOR_NOW = frozenset({
     "robustvlm/workflows/finetune/sweep.py:run_sweep",
     "robustvlm/analysis/reward_matrix.py:aggregate_matrix",
     "robustvlm/workflows/launchers.py:run_jobs",
-    "robustvlm/workflows/demos/invariance.py:run_invariance_demo",
     "robustvlm/multiple_choice/build.py:build_questions",
 })
 

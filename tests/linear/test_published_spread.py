@@ -22,10 +22,11 @@ SETTINGS = {"2 environments": {"n_envs": 2}, "0 spurious dimensions": {"dim_spu"
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
 def test_erm_and_irmv1_land_within_the_published_spread_on_every_example(setting, tmp_path):
     summary = run_invariance_demo(tmp_path, methods=("erm", "irm"), progress=False, **SETTINGS[setting])
-    assert summary["budget"] == "default" and summary["protocol"]["steps"] == 10_000
-    verdicts = summary["within_spread"]
+    assert summary.budget == "default" and summary.protocol.steps == 10_000
+    verdicts = summary.within_spread
+    assert verdicts is not None
     assert {(ex, m) for ex in verdicts for m in verdicts[ex]} == {(ex, m) for ex in EXAMPLES for m in ("erm", "irm")}
-    outside = {(example, method): (round(summary["results"][example][method]["mean"], 3), verdict["sds"])
+    outside = {(example, method): (round(summary.results[example][method].mean, 3), verdict.sds)
                for example, by_method in verdicts.items() for method, verdict in by_method.items()
-               if verdict["within"] is not True}
+               if verdict.within is not True}
     assert not outside, f"outside the published spread (or not comparable) at {setting}: {outside}"

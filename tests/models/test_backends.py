@@ -12,13 +12,14 @@ import torch.nn.functional as F
 from PIL import Image
 
 from robustvlm.errors import ConfigError
-from robustvlm.models import backends, text_encoder
+from robustvlm.models import text_encoder
 from robustvlm.models.backends import (
     BACKENDS,
     CAPABILITIES,
     BackendSpec,
     DualEncoderBackend,
     VLMBackend,
+    dual_encoder,
     load_backend,
 )
 from robustvlm.models.loglik import option_logliks
@@ -54,6 +55,28 @@ def test_registry_declares_known_capabilities():
     assert BACKENDS["vlm"].capabilities == {"generate", "option_loglik", "image_embed"}
 
 
+def test_each_family_module_is_imported_when_a_model_of_it_loads():
+    import subprocess
+    import sys
+
+    code = ("import sys, robustvlm.models.backends as b; "
+            "before = {m for m in sys.modules if m.startswith('robustvlm.models.backends.')}; "
+            "b.load_backend('tiny:clip'); "
+            "print(sorted(before), sorted(m for m in sys.modules if m.startswith('robustvlm.models.backends.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split("] [") == ["['robustvlm.models.backends.base'",
+                                "'robustvlm.models.backends.base', 'robustvlm.models.backends.dual_encoder']\n"]
+
+
+def test_a_family_named_by_path_and_a_path_that_is_no_backend(monkeypatch):
+    monkeypatch.setitem(BACKENDS, "by-path", BackendSpec("robustvlm.models.backends.dual_encoder:DualEncoderBackend",
+                                                         frozenset({"image_embed", "text_embed"})))
+    assert isinstance(load_backend("tiny:clip", "by-path", corpus=["a cat"]), DualEncoderBackend)
+    monkeypatch.setitem(BACKENDS, "broken", BackendSpec("robustvlm.errors:ConfigError", frozenset({"reward"})))
+    with pytest.raises(ConfigError, match="backend 'robustvlm.errors:ConfigError' is not a Backend class"):
+        load_backend("tiny:clip", "broken")
+
+
 def test_load_backend_gives_the_family_class_in_eval_mode(vlm, dual):
     assert isinstance(vlm, VLMBackend) and vlm.family == "vlm" and not vlm.model.training
     assert isinstance(dual, DualEncoderBackend) and dual.family == dual.name.split(":")[1]
@@ -84,7 +107,7 @@ def test_unknown_family_and_unloadable_models(tmp_path):
 
 
 @pytest.mark.parametrize(("module", "classes", "load"), [
-    (backends, ("AutoModel", "AutoProcessor"), lambda **kw: load_backend("org/clip", "clip", **kw)),
+    (dual_encoder, ("AutoModel", "AutoProcessor"), lambda **kw: load_backend("org/clip", "clip", **kw)),
     (text_encoder, ("AutoModel", "AutoTokenizer"), lambda **kw: load_text_encoder("org/encoder", **kw)),
 ])
 def test_remote_code_only_when_asked(monkeypatch, module, classes, load):

@@ -41,6 +41,7 @@ from robustvlm.cli.options import (
 )
 from robustvlm.errors import MissingDataSource, RobustVLMError
 from robustvlm.extras import MissingExtra
+from robustvlm.plugins import load_plugins
 from robustvlm.redact import redact
 from robustvlm.runs import release_run_folders
 
@@ -125,6 +126,11 @@ def _is_override(word: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `robustvlm` console script."""
+    try:
+        load_plugins()  # before the parser: help texts and choices list what plugins add
+    except RobustVLMError as err:
+        print(f"error: {redact(str(err))}", file=sys.stderr)
+        return 2
     args = parse_command_line(build_parser(), argv)
     try:
         return args.func(args)

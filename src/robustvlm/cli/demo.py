@@ -24,7 +24,6 @@ def _demo(args: argparse.Namespace) -> int:
         return 0
     if args.overrides[:1] == ["invariance"]:
         from robustvlm.config import read_yaml_mapping, validate_config
-        from robustvlm.linear.protocol import METHODS
         from robustvlm.workflows.demos.invariance import run_invariance_demo
         from robustvlm.workflows.launchers import JobRunnerConfig
 
@@ -32,7 +31,7 @@ def _demo(args: argparse.Namespace) -> int:
         if args.launcher:
             raw = read_yaml_mapping(args.launcher, "launcher", "launcher settings")
             launcher = validate_config(raw, str(args.launcher), JobRunnerConfig)
-        methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods else METHODS
+        methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods else None
         budget = "quick" if args.quick else args.budget
         run_invariance_demo(args.out or "demo_invariance", n_envs=args.n_envs, dim_inv=args.dim_inv,
                             dim_spu=args.dim_spu, budget=budget, methods=methods, launcher=launcher)

@@ -65,7 +65,7 @@ def _mc_build(args: argparse.Namespace) -> int:
 
 def _mc_eval(args: argparse.Namespace) -> int:
     from robustvlm.report.vision_gain import gain_summary
-    from robustvlm.workflows.measure.mc_eval import evaluate_models
+    from robustvlm.workflows.mc_eval import evaluate_models
     from robustvlm.workflows.measure.mc_paired import check_baseline, write_mc_report
 
     check_baseline(args.baseline, args.model)
@@ -95,7 +95,7 @@ def _mc_eval(args: argparse.Namespace) -> int:
 
 def _mc_stability(args: argparse.Namespace) -> int:
     from robustvlm.report.tables import markdown_table
-    from robustvlm.workflows.measure.mc_eval import stability_rows
+    from robustvlm.workflows.mc_eval import stability_rows
 
     rows = stability_rows(args.predictions, draws=args.draws, seed=args.seed)
     cells = [[str(r["size"])] + [f"{r[k]:.4f}" for k in ("mean", "std", "lo", "hi")] for r in rows]

@@ -51,15 +51,38 @@ from robustvlm.errors import ConfigError
 from robustvlm.linear.batched import BATCHED, Cell, fit_linear_cell
 from robustvlm.linear.fit import LinearData, LinearFit, errors, fit_linear
 from robustvlm.linear.inferred import INFERRED_ENVS, InferredEnvs, eiil_environments
-from robustvlm.objectives import build_objective
+from robustvlm.objectives import REGISTRY, build_objective
 from robustvlm.objectives.search import draw_hparams
 
 ORACLE = "oracle"
-METHODS = ("erm", "irm", "vrex", "groupdro", "birm", "dynamic_birm", ORACLE)
-"""The methods every sweep trains by default."""
 INFERRED = {"irm_eiil": "irm", "dynamic_birm_eiil": "dynamic_birm"}
 """Methods trained on EIIL's inferred environments, and the method whose draws they take."""
-ALL_METHODS = METHODS + tuple(INFERRED)
+
+
+def linear_methods() -> tuple[str, ...]:
+    """The methods every sweep trains by default: each objective of the registry (read when called,
+    so that one registered later, by a plugin, is among them), then the oracle."""
+    return (*REGISTRY, ORACLE)
+
+
+def all_methods() -> tuple[str, ...]:
+    """Every method a sweep can train: `linear_methods()` and the ones on EIIL's environments."""
+    return (*linear_methods(), *INFERRED)
+
+
+def method_label(method: str) -> str:
+    """How tables name a method: its objective's registered label ("IRMv1"), "Oracle", or the
+    label of the method trained on EIIL's environments ("IRMv1, EIIL environments")."""
+    if method == ORACLE:
+        return "Oracle"
+    if method in INFERRED:
+        return f"{REGISTRY[INFERRED[method]].label}, EIIL environments"
+    return REGISTRY[method].label
+
+
+METHODS = linear_methods()
+"""The methods every sweep trains by default, as registered at import (the CLI's help lists them)."""
+ALL_METHODS = all_methods()
 OBJECTIVES = {ORACLE: "erm", **INFERRED}
 """The objective of each method that is not itself an objective."""
 PAPER_IRM_LAMBDA = 0.9
@@ -107,8 +130,8 @@ class Protocol:
 
 def objective_name(method: str) -> str:
     """The objective a method trains with (the oracle is ERM on the test distribution)."""
-    if method not in ALL_METHODS:
-        raise ConfigError(f"unknown method {method!r}; choose one of {list(ALL_METHODS)}")
+    if method not in all_methods():
+        raise ConfigError(f"unknown method {method!r}; choose one of {list(all_methods())}")
     return OBJECTIVES.get(method, method)
 
 

@@ -6,7 +6,7 @@ by query-option similarity with a template ensemble ("similarity", see `similari
 row each: prediction (option index, None = unparsed), scores (the K option scores:
 log-likelihoods in nats, cosine similarities, or None for generation), plus `response`
 (generation) or `n_tokens` (log-likelihood). Scoring many models into results.csv is
-`workflows.measure.mc_eval`.
+`workflows.mc_eval`.
 """
 
 from __future__ import annotations

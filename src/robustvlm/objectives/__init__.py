@@ -12,6 +12,7 @@ from robustvlm.objectives.erm import ERM
 from robustvlm.objectives.groupdro import GroupDRO
 from robustvlm.objectives.irm import IRM
 from robustvlm.objectives.vrex import VREx
+from robustvlm.plugins import load_plugins
 
 REGISTRY: dict[str, type[Objective]] = {
     cls.name: cls for cls in (ERM, IRM, VREx, GroupDRO, BIRM, DynamicBIRM)
@@ -21,6 +22,8 @@ REGISTRY: dict[str, type[Objective]] = {
 def build_objective(method: str, env_names: list[str], hparams: dict[str, Any] | None = None) -> Objective:
     """Instantiate the objective registered as `method` for these training environments."""
     if method not in REGISTRY:
+        load_plugins()
+    if method not in REGISTRY:
         raise ValueError(f"unknown method '{method}'; choose one of {sorted(REGISTRY)}")
     return REGISTRY[method](env_names, **(hparams or {}))
 
@@ -29,6 +32,8 @@ def check_method(method: str, hparams: dict[str, Any], where: str = "method") ->
     """ConfigError naming `where` unless `method` is registered and `hparams` are values it
     accepts: declared keys of the right kinds (`check_hparam_values`), and whatever the class
     itself checks when built. Run when a config is read, before any run starts."""
+    if method not in REGISTRY:
+        load_plugins()
     if method not in REGISTRY:
         raise ConfigError(f"{where}: unknown method {method!r}; choose one of {sorted(REGISTRY)}")
     try:

@@ -184,6 +184,10 @@ class Objective(Generic[HP]):
     """
 
     name: ClassVar[str]
+    label: ClassVar[str]
+    """How tables, plots and verdicts name the method ("IRMv1")."""
+    colour: ClassVar[str] = "C7"
+    """Its colour in plots (a matplotlib colour: "C0".."C9")."""
     hparams: ClassVar[dict[str, HParam]] = {}
     hparams_class: ClassVar[type[Hyperparameters]] = Hyperparameters
     hp: HP
@@ -205,6 +209,16 @@ class Objective(Generic[HP]):
     def resets_optimizer_at(self, step: int) -> bool:
         """True when the optimizer should be re-created before this step (IRM anneal)."""
         return False
+
+    @classmethod
+    def penalty_schedule(cls, anneal: int, weight: float) -> dict[str, Any] | None:
+        """Its hyperparameters for the IRM paper's schedule (penalty weight 1 for `anneal` steps,
+        then `weight`, the optimizer kept), as the invariance ladder trains every method: the
+        schedule's keys this objective declares ({} for one without a penalty); None where the
+        method has no such schedule (it is then left off the ladder)."""
+        schedule = {"lambda": weight, "lambda_before": 1.0, "anneal_steps": anneal,
+                    "reset_optimizer_at_anneal": False}
+        return {key: value for key, value in schedule.items() if key in cls.hparams}
 
     def state_dict(self) -> dict[str, Any]:
         """Controller state saved in checkpoints (JSON-safe)."""

@@ -131,6 +131,8 @@ class BIRM(AnnealedObjective[BIRMHyperparameters]):
 
     name = "birm"
     hparams_class = BIRMHyperparameters
+    label = "BIRM"
+    colour = "C3"
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)

@@ -124,6 +124,13 @@ class DynamicBIRM(Objective[DynamicBIRMHyperparameters]):
 
     name = "dynamic_birm"
     hparams_class = DynamicBIRMHyperparameters
+    label = "Dynamic BIRM"
+    colour = "C4"
+
+    @classmethod
+    def penalty_schedule(cls, anneal: int, weight: float) -> dict[str, Any] | None:
+        """lambda is set by its controller: the penalty stays off for the `anneal` warm-up steps."""
+        return {"k_skip": anneal}
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)

@@ -14,6 +14,8 @@ class ERM(Objective[Hyperparameters]):
     """
 
     name = "erm"
+    label = "ERM"
+    colour = "C0"
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
         risk = out.token_risk()

@@ -30,6 +30,13 @@ class GroupDRO(Objective[GroupDROHyperparameters]):
 
     name = "groupdro"
     hparams_class = GroupDROHyperparameters
+    label = "GroupDRO"
+    colour = "C5"
+
+    @classmethod
+    def penalty_schedule(cls, anneal: int, weight: float) -> dict[str, Any] | None:
+        """None: GroupDRO reweights environments and has no penalty weight to anneal."""
+        return None
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)

@@ -52,6 +52,15 @@ class IRM(AnnealedObjective[IRMHyperparameters]):
 
     name = "irm"
     hparams_class = IRMHyperparameters
+    label = "IRMv1"
+    colour = "C1"
+
+    @classmethod
+    def penalty_schedule(cls, anneal: int, weight: float) -> dict[str, Any] | None:
+        """The annealed schedule with the paper's IRMv1 penalty: the plain mean over environments
+        of the squared gradient."""
+        schedule = super().penalty_schedule(anneal, weight)
+        return None if schedule is None else {**schedule, "unbiased": False, "penalty_reduction": "mean"}
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)

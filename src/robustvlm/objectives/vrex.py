@@ -31,6 +31,8 @@ class VREx(AnnealedObjective[VRExHyperparameters]):
 
     name = "vrex"
     hparams_class = VRExHyperparameters
+    label = "V-REx"
+    colour = "C2"
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
         risks, _ = reduce_env_stats(out, len(self.env_names))

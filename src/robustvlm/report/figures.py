@@ -22,6 +22,7 @@ from pathlib import Path
 from robustvlm.analysis.ladder import is_vlm_cell
 from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.errors import ConfigError, RobustVLMError
+from robustvlm.linear.results import InvarianceResults
 from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
 from robustvlm.report.ladder import summary_table
 from robustvlm.report.page import Table
@@ -47,7 +48,7 @@ def _reward_linear(results: Mapping) -> Table:
 
 
 def _invariance_eiil(results: Mapping) -> Table:
-    table = inferred_envs_table(results)
+    table = inferred_envs_table(InvarianceResults.from_dict(dict(results)))
     if table is None:
         raise ConfigError("no EIIL method in this run: run `demo invariance --methods irm,irm_eiil,...`")
     return table
@@ -69,8 +70,9 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "ladder-vlm": ("demo ladder", _ladder_cells(vlm=True)),
     "reward-matrix": ("demo reward", lambda results: matrix_summary_table(MatrixResults.from_dict(results["matrix"]))),
     "reward-linear": ("demo reward", _reward_linear),
-    "invariance": ("demo invariance", error_table),
-    "invariance-spread": ("demo invariance", spread_grid_table),
+    "invariance": ("demo invariance", lambda results: error_table(InvarianceResults.from_dict(dict(results)))),
+    "invariance-spread": ("demo invariance", lambda grid: spread_grid_table(
+        {name: InvarianceResults.from_dict(results) for name, results in grid.items()})),
     "invariance-eiil": ("demo invariance", _invariance_eiil),
     "reward-ladder": ("demo reward", _reward_ladder(0)),
     "reward-ladder-sfc": ("demo reward", _reward_ladder(1)),

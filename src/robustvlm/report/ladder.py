@@ -11,11 +11,27 @@ import numpy as np
 
 from robustvlm.analysis.ladder import COLOUR_FREE, ORACLE, REVERSED, beats_erm, ladder_comparisons
 from robustvlm.analysis.verdict import Comparison, verdict_sentences, winners_sentence
+from robustvlm.objectives import REGISTRY
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, save_figure
 
-LABELS = {"erm": "ERM", "irm": "IRMv1", "vrex": "V-REx", "birm": "BIRM", "dynamic_birm": "Dynamic BIRM",
-          ORACLE: "grayscale oracle"}
+ORACLE_LABEL = "grayscale oracle"
+
+
+def label(method: str) -> str:
+    """How the report names a method: its objective's registered label; the grayscale oracle."""
+    return ORACLE_LABEL if method == ORACLE else REGISTRY[method].label
+
+
+def colour(method: str) -> str:
+    """A method's bar colour: its objective's registered colour; grey for the oracle."""
+    return "0.6" if method == ORACLE else REGISTRY[method].colour
+
+
+def shown_methods(summary: Mapping) -> list[str]:
+    """The methods of any rung of `summary`, in the objectives registry's order, the oracle last."""
+    ran = {method for entries in summary.values() for method in entries}
+    return [m for m in (*REGISTRY, ORACLE) if m in ran]
 READINGS = {"final": "final step", "training-domain": "training-domain validation",
             "oracle": "test-domain oracle selection"}
 PUBLISHED = ("The IRM paper (Arjovsky et al. 2019; 50,000 MNIST digits, MLP 390 wide, 10 restarts), test "
@@ -38,8 +54,8 @@ def summary_table(summary: Mapping, reading: str) -> Table:
     by more than the seeds' spread."""
     cells = list(summary)
     rows = []
-    for method, label in LABELS.items():
-        row = [label]
+    for method in shown_methods(summary):
+        row = [label(method)]
         for cell in cells:
             entry = summary[cell].get(method)
             mark = " *" if method not in ("erm", ORACLE) and entry and beats_erm(summary, cell, method, reading) else ""
@@ -52,14 +68,12 @@ def cell_table(entries: Mapping, train_envs: list[str]) -> Table:
     """One rung: per method the final accuracies (colour-free also seed by seed), worst environment,
     rule, and the colour-free accuracy under the two selection rules."""
     rows = []
-    for method, label in LABELS.items():
-        e = entries.get(method)
-        if e is None:
-            continue
+    for method in shown_methods({"": entries}):
+        e = entries[method]
         train = [e["final"][n]["mean"] for n in train_envs if e["final"].get(n)]
         train_text = f"{100 * np.mean(train):.1f}" if train and None not in train else "n/a"
         free = (e["final"].get(COLOUR_FREE) or {}).get("values") or {}
-        rows.append([label, train_text, pct(e["final"].get(REVERSED)), pct(e["final"].get(COLOUR_FREE)),
+        rows.append([label(method), train_text, pct(e["final"].get(REVERSED)), pct(e["final"].get(COLOUR_FREE)),
                      ", ".join(f"{100 * v:.1f}" for v in free.values()) or "n/a",
                      pct(e["worst"]), e.get("rule", "n/a"), pct(e["training-domain"].get(COLOUR_FREE)),
                      pct(e["oracle"].get(COLOUR_FREE)), f"{e['n_diverged']}/{e['n_seeds']}"])
@@ -71,7 +85,7 @@ def ladder_plot(summary: Mapping, path: Path) -> Path:
     """Grouped bars: colour-free accuracy at the final step per rung and method (± sd over seeds),
     with chance (50%) and the content rule (75%) marked."""
     cells = list(summary)
-    methods = list(LABELS)
+    methods = shown_methods(summary)
     fig, ax = new_figure(size=(max(7.0, 2.2 * len(cells) + 2), 4.5))
     width = 0.8 / len(methods)
     for j, method in enumerate(methods):
@@ -81,7 +95,7 @@ def ladder_plot(summary: Mapping, path: Path) -> Path:
             means.append(100 * entry["mean"] if entry and entry["mean"] is not None else np.nan)
             sds.append(100 * entry["std"] if entry and entry["std"] is not None else 0.0)
         ax.bar(np.arange(len(cells)) + (j - (len(methods) - 1) / 2) * width, means, width, yerr=sds, capsize=2,
-               label=LABELS[method], color="0.6" if method == ORACLE else f"C{j}")
+               label=label(method), color=colour(method))
     ax.axhline(50, color="k", lw=0.8, ls=":", label="chance")
     ax.axhline(75, color="k", lw=0.8, ls="--", label="content rule (75%)")
     ax.set_xticks(np.arange(len(cells)), cells, fontsize=8)
@@ -100,7 +114,7 @@ def verdicts(summary: Mapping) -> Table:
     for cell, entries in summary.items():
         row = [cell]
         for reading in READINGS:
-            winners = [LABELS[m] for m in entries if m not in ("erm", ORACLE) and beats_erm(summary, cell, m, reading)]
+            winners = [label(m) for m in entries if m not in ("erm", ORACLE) and beats_erm(summary, cell, m, reading)]
             row.append(", ".join(winners) if winners else "none")
         rows.append(row)
     return Table(["rung", *READINGS.values()], rows)
@@ -111,7 +125,7 @@ def verdict_blocks(summary: Mapping) -> list[Block]:
     reversed environments at the final step (`analysis.ladder.ladder_comparisons`), then who beat
     ERM under the two selection rules."""
     def named(comparisons: list[Comparison]) -> list[Comparison]:
-        return [replace(c, method=LABELS.get(c.method, c.method), baseline=LABELS["erm"]) for c in comparisons]
+        return [replace(c, method=label(c.method), baseline=label("erm")) for c in comparisons]
 
     def points(v: float) -> str:
         return f"{100 * v:.1f}"
@@ -154,7 +168,7 @@ def inference_blocks(results: Mapping) -> list[Block]:
                 sources.update({name: inferred.get(name, {}).get(cell, {}).get(method) for name in splits})
             for envs, entry in sources.items():
                 if entry:
-                    table.append([LABELS[method], envs, pct(entry["final"].get(REVERSED)),
+                    table.append([label(method), envs, pct(entry["final"].get(REVERSED)),
                                   pct(entry["final"].get(COLOUR_FREE)), entry.get("rule", "n/a")])
         blocks += [Paragraph("Final-step accuracy (%) with the given and the inferred environments:"),
                    Table(header, table)]

@@ -3,9 +3,12 @@ reports together. `cli/` parses arguments and calls one function here per subcom
 
 Grouped by system (a dry-run variant lives beside the workflow it shadows):
   finetune/  train, evaluate, study (+ study_dry_run), sweep, envs_infer
-  measure/   mc_build, mc_eval, robustness, task_signal (+ task_signal_data), icl, diagnose
+  measure/   mc_build, robustness, task_signal (+ task_signal_data), icl, diagnose
   reward/    train, evaluate, matrix (+ matrix_dry_run), sample, score, bon
   embed/     train, evaluate
   demos/     finetune (`robustvlm demo`), robustness, reward, invariance, ladder
-Shared by several groups: plan_configs.py (the multi-run commands' typed configs) and
-launchers.py (the one job runner)."""
+Shared by several groups: plan_configs.py (the multi-run commands' typed configs),
+launchers.py (the one job runner) and mc_eval.py (`mc eval`'s scoring of many models on
+multiple-choice benchmarks, which embed eval, task-signal and the demos reuse). The groups are
+layered too (`tests/test_layers.py`): a group imports only the shared modules and the groups
+below it."""

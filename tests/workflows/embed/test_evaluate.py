@@ -15,7 +15,7 @@ from robustvlm.models import build_tiny_vlm
 from robustvlm.models.embedding import Embedder, EmbeddingSpec
 from robustvlm.multiple_choice import build_questions, write_questions
 from robustvlm.workflows.embed.evaluate import embed_eval
-from robustvlm.workflows.measure.mc_eval import model_slug
+from robustvlm.workflows.mc_eval import model_slug
 from robustvlm.workflows.measure.robustness import fit_from_results
 
 

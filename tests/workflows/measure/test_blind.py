@@ -21,7 +21,7 @@ from robustvlm.models.blind import BLANK_IMAGE, TEXT_ONLY, text_only
 from robustvlm.models.chat import ChatPrompt
 from robustvlm.multiple_choice.build import MCQuestion, read_questions, write_questions
 from robustvlm.multiple_choice.generative import option_continuations, question_prompt
-from robustvlm.workflows.measure import mc_eval as ev
+from robustvlm.workflows import mc_eval as ev
 
 FAST = ["--max-retries", "1", "--request-timeout", "5"]
 OPTIONS = ["dog", "cat", "bird"]

@@ -15,7 +15,7 @@ from robustvlm.errors import ConfigError, DataError
 from robustvlm.models.backends import infer_family
 from robustvlm.multiple_choice import scoring
 from robustvlm.multiple_choice.build import MCQuestion, write_questions
-from robustvlm.workflows.measure import mc_eval as ev
+from robustvlm.workflows import mc_eval as ev
 
 torch.set_num_threads(1)
 

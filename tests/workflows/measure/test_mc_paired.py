@@ -16,9 +16,9 @@ from statsmodels.stats.contingency_tables import mcnemar
 
 from robustvlm.errors import DataError
 from robustvlm.multiple_choice.build import MCQuestion, write_questions
+from robustvlm.workflows.mc_eval import RESULT_COLUMNS, model_slug
 from robustvlm.workflows.measure import mc_paired
 from robustvlm.workflows.measure.compare import compare_runs
-from robustvlm.workflows.measure.mc_eval import RESULT_COLUMNS, model_slug
 
 RNG = np.random.default_rng(5)
 

@@ -29,6 +29,7 @@ from robustvlm.evaluation.metrics.chrf import chrf_scores
 from robustvlm.evaluation.metrics.exact import exact_match
 from robustvlm.evaluation.reference_scores import add_bertscore, add_cee, cee_counts
 from robustvlm.extras import require
+from robustvlm.plugins import load_plugins
 
 PER_BATCH: Final = "per batch"
 AFTER_GENERATION: Final = "after generation"
@@ -122,6 +123,8 @@ METRICS: dict[str, Metric] = {
 
 def check_metric_names(names: object, key: str = "eval.metrics") -> None:
     """Raise ConfigError naming `key` unless `names` is a list of registered metric names."""
+    if isinstance(names, (list, tuple)) and any(n not in METRICS for n in names):
+        load_plugins()
     known = ", ".join(METRICS)
     if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
         raise ConfigError(f"{key}: a list of metric names is required (got {names!r}); known: {known}")

@@ -27,14 +27,14 @@ from dataclasses import asdict, replace
 from functools import partial
 from itertools import product
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
 from robustvlm.errors import ConfigError
-from robustvlm.linear.protocol import ALL_METHODS, METHODS, Protocol, Run, run_cell, select
+from robustvlm.linear.protocol import Protocol, Run, all_methods, linear_methods, run_cell, select
 from robustvlm.linear.published import published_row, published_settings, spread_verdicts
+from robustvlm.linear.results import InvarianceResults, LambdaExtremes, SpreadVerdict
 from robustvlm.report.invariance import write_invariance_report
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
@@ -108,10 +108,10 @@ def run_invariance_demo(
     dim_inv: int = 5,
     dim_spu: int = 5,
     budget: str = "default",
-    methods: tuple[str, ...] = METHODS,
+    methods: tuple[str, ...] | None = None,
     launcher: JobRunnerConfig | None = None,
     progress: bool = True,
-) -> dict[str, Any]:
+) -> InvarianceResults:
     """Run the sweep and write results.json, runs.jsonl, report.md, report.html and figures.
 
     Args:
@@ -120,20 +120,22 @@ def run_invariance_demo(
             figures are shown where the authors ran the setting (`linear.published`).
         budget: one of BUDGETS ("quick" is a smoke test: too few draws and steps for the
             figures to mean much).
-        methods: the methods to train (default METHODS; ALL_METHODS adds IRMv1 and Dynamic
-            BIRM on environments inferred by EIIL).
+        methods: the methods to train (default `linear_methods()`: every registered objective and
+            the oracle; `all_methods()` adds IRMv1 and Dynamic BIRM on environments inferred by EIIL).
         launcher: how the job runner runs the models (default: 2 local worker processes; 1,
             this one, for "quick", whose trainings take less time than starting a process).
 
     Returns:
-        The results.json content.
+        The results (results.json is its `to_dict`).
     """
     if budget not in BUDGETS:
         raise ConfigError(f"demo invariance: unknown budget {budget!r}; choose one of {list(BUDGETS)}")
-    unknown = [m for m in methods if m not in ALL_METHODS]
+    known = all_methods()
+    methods = linear_methods() if methods is None else methods
+    unknown = [m for m in methods if m not in known]
     if unknown or not methods:
-        raise ConfigError(f"demo invariance: unknown methods {unknown}; choose among {list(ALL_METHODS)}")
-    methods = tuple(m for m in ALL_METHODS if m in methods)
+        raise ConfigError(f"demo invariance: unknown methods {unknown}; choose among {list(known)}")
+    methods = tuple(m for m in known if m in methods)
     protocol = replace(BUDGETS[budget], n_envs=n_envs, dim_inv=dim_inv, dim_spu=dim_spu)
     launcher = launcher or JobRunnerConfig(workers=1 if budget == "quick" else 2)
     out = Path(out_dir)
@@ -141,38 +143,46 @@ def run_invariance_demo(
     t0 = time.perf_counter()
     runs = train_models(cell_jobs(EXAMPLES, methods, protocol.n_seeds), protocol, launcher=launcher,
                         progress=progress, store=out / JOBS_DIR, folder=out / "launcher")
-    jobs = list(product(EXAMPLES, methods, range(protocol.n_draws), range(protocol.n_seeds)))
     seconds = time.perf_counter() - t0
-
-    with (out / "runs.jsonl").open("w", encoding="utf-8") as f:
-        for job in jobs:
-            example, method, _, _ = job
-            f.write(json.dumps({"example": example, "method": method, **asdict(runs[job])}) + "\n")
-    results: dict[str, dict[str, Any]] = {}
-    for example in EXAMPLES:
-        results[example] = {}
-        for method in methods:
-            cell = [runs[j] for j in jobs if j[:2] == (example, method)]
-            results[example][method] = asdict(select(cell))
-    row = published_row(n_envs, dim_inv, dim_spu)
-    summary = {
-        "budget": budget,
-        "quick": budget == "quick",
-        "seconds": round(seconds, 1),
-        "launcher": launcher.model_dump(),
-        "protocol": asdict(protocol),
-        "methods": list(methods),
-        "results": results,
-        "lambda": lambda_summary(runs),
-        "purity": purity_summary(runs),
-        "reference": asdict(row) if row is not None else None,
-        "within_spread": spread_verdicts(results, row) if row is not None else None,
-        "published_settings": published_settings(),
-    }
-    (out / "results.json").write_text(json.dumps(summary, indent=2, allow_nan=True), encoding="utf-8")
-    md, html = write_invariance_report(summary, runs, out)
+    write_runs(runs, out / "runs.jsonl")
+    results = summarise(runs, methods, protocol, budget=budget, seconds=seconds, launcher=launcher)
+    (out / "results.json").write_text(json.dumps(results.to_dict(), indent=2, allow_nan=True), encoding="utf-8")
+    md, html = write_invariance_report(results, runs, out)
     print(f"report: {md.absolute()} and {html.absolute()} ({seconds:.0f} s)")
-    return summary
+    return results
+
+
+def write_runs(runs: dict[Job, Run], path: Path) -> None:
+    """runs.jsonl: every trained model, by example, method, draw and data seed."""
+    with path.open("w", encoding="utf-8") as f:
+        for (example, method, _, _), run in sorted(runs.items(), key=lambda item: _job_order(item[0])):
+            f.write(json.dumps({"example": example, "method": method, **asdict(run)}) + "\n")
+
+
+def _job_order(job: Job) -> tuple[int, int, int, int]:
+    example, method, draw, seed = job
+    return EXAMPLES.index(example), all_methods().index(method), draw, seed
+
+
+def summarise(
+    runs: dict[Job, Run], methods: tuple[str, ...], protocol: Protocol, *, budget: str, seconds: float,
+    launcher: JobRunnerConfig,
+) -> InvarianceResults:
+    """The typed results of a finished sweep: every (example, method)'s selection, the lambda
+    extremes, EIIL's purity and the published row of the setting with our figures against it."""
+    cells: dict[tuple[str, str], list[Run]] = {}
+    for (example, method, _, _), run in sorted(runs.items(), key=lambda item: _job_order(item[0])):
+        cells.setdefault((example, method), []).append(run)
+    selections = {example: {method: select(cells[example, method]) for method in methods} for example in EXAMPLES}
+    row = published_row(protocol.n_envs, protocol.dim_inv, protocol.dim_spu)
+    plain = {ex: {m: asdict(s) for m, s in by.items()} for ex, by in selections.items()}
+    verdicts = None if row is None else {ex: {m: SpreadVerdict(**v) for m, v in by.items()}
+                                         for ex, by in spread_verdicts(plain, row).items()}
+    return InvarianceResults(
+        budget=budget, seconds=round(seconds, 1), launcher=launcher.model_dump(), protocol=protocol,
+        methods=list(methods), results=selections, lambdas=lambda_summary(runs), purity=purity_summary(runs),
+        reference=row, within_spread=verdicts, published_settings=published_settings(),
+    )
 
 
 def purity_summary(runs: dict[Job, Run]) -> dict[str, float]:
@@ -185,18 +195,17 @@ def purity_summary(runs: dict[Job, Run]) -> dict[str, float]:
     return {example: sum(by_seed.values()) / len(by_seed) for example, by_seed in splits.items()}
 
 
-def lambda_summary(runs: dict[Job, Run]) -> dict[str, dict[str, float | None]]:
-    """Per example, over the traced Dynamic BIRM runs: the largest lambda, and the smallest R_inv
-    while lambda > 0 (None if the penalty was never on)."""
-    out: dict[str, dict[str, float | None]] = {}
+def lambda_summary(runs: dict[Job, Run]) -> dict[str, LambdaExtremes]:
+    """Per example, over the traced Dynamic BIRM runs: the largest lambda reached, and the smallest
+    R_inv while lambda > 0 (None if the penalty was never on)."""
+    out: dict[str, LambdaExtremes] = {}
     for (example, method, _, _), run in runs.items():
         if method not in TRACED or not run.trace:
             continue
-        entry = out.setdefault(example, {"lambda_max": 0.0, "R_inv_min": None})
-        lambda_max = entry["lambda_max"]
-        assert lambda_max is not None  # 0.0 from setdefault, then only ever raised
-        entry["lambda_max"] = max(lambda_max, *(r["lambda"] for r in run.trace))
+        entry = out.get(example, LambdaExtremes())
+        largest = max(entry.largest_lambda, *(r["lambda"] for r in run.trace))
         active = [r["R_inv"] for r in run.trace if r["lambda"] > 0]
-        if active:
-            entry["R_inv_min"] = min(active + ([entry["R_inv_min"]] if entry["R_inv_min"] is not None else []))
+        if entry.smallest_r_inv is not None:
+            active.append(entry.smallest_r_inv)
+        out[example] = LambdaExtremes(largest, min(active) if active else None)
     return out

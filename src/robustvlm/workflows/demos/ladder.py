@@ -48,12 +48,11 @@ from robustvlm.data.colored_mnist import ColouredEnv, colored_mnist
 from robustvlm.data.synth.shortcut import COLOUR_ENVS, LABEL_NOISE
 from robustvlm.linear.mlp import MLPFit, fit_mlp
 from robustvlm.models.backends import load_backend
-from robustvlm.objectives import build_objective
+from robustvlm.objectives import REGISTRY, build_objective
 from robustvlm.workflows.demos.ladder_vlm import MODES as VLM_MODES
 from robustvlm.workflows.demos.ladder_vlm import VLMRungPlan, rgb_pictures, vlm_evaluations
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
-METHODS = ("erm", "irm", "vrex", "birm", "dynamic_birm", ORACLE)
 PIXELS = "pixels"
 TOWER = "tower:"
 TRAIN_ENVS = tuple(e.name for e in COLOUR_ENVS if not e.ood)
@@ -77,17 +76,16 @@ PAPER = {"hidden": 390, "l2": 0.00110794568, "lr": 0.0004898536566546834, "steps
 
 def method_hparams(anneal: int, weight: float = PAPER["penalty_weight"]) -> dict[str, dict[str, Any]]:
     """Each method's hyperparameters: the paper's penalty schedule switching at `anneal` steps
-    (to `weight`, by default the paper's)."""
-    schedule = {"lambda": weight, "lambda_before": 1.0, "anneal_steps": anneal,
-                "reset_optimizer_at_anneal": False}
-    return {
-        "erm": {},
-        "irm": {**schedule, "unbiased": False, "penalty_reduction": "mean"},
-        "vrex": dict(schedule),
-        "birm": dict(schedule),
-        "dynamic_birm": {"k_skip": anneal},
-        ORACLE: {},
-    }
+    (to `weight`, by default the paper's), as each registered objective takes it
+    (`Objective.penalty_schedule`; one without a schedule is not on the ladder), and the oracle's."""
+    schedules = {name: cls.penalty_schedule(anneal, weight) for name, cls in REGISTRY.items()}
+    return {**{name: hp for name, hp in schedules.items() if hp is not None}, ORACLE: {}}
+
+
+def ladder_methods() -> tuple[str, ...]:
+    """The methods the ladder trains: every registered objective with a penalty schedule, then the
+    grayscale oracle."""
+    return tuple(method_hparams(0))
 
 
 def vlm_hparams(vlm: VLMRungPlan) -> dict[str, dict[str, Any]]:
@@ -109,6 +107,8 @@ class LadderPlan:
         seeds: model seeds (initial weights; the data draw is fixed).
         holdout: share of each training environment held out for training-domain validation.
         workers: processes the runs are spread over.
+        methods: the methods trained (None: `ladder_methods()`, read from the objectives registry
+            when the demo runs).
         infer_on: (source, rung) cells where environments are also inferred from data
             (`INFERRED`) and `INFERRED_METHODS` are trained on them.
         vlm: how the `vlm:` rungs train (`ladder_vlm`); their images per environment
@@ -124,7 +124,7 @@ class LadderPlan:
     anneal: int = int(PAPER["anneal"])
     holdout: float = 0.1
     workers: int = 2
-    methods: tuple[str, ...] = METHODS
+    methods: tuple[str, ...] | None = None
     infer_on: tuple[tuple[str, str], ...] = ()
     vlm: VLMRungPlan = VLM_PLAN
 
@@ -331,6 +331,8 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
     from robustvlm.report.ladder import write_ladder_report
 
     plan = plan or (QUICK if quick else FULL)
+    methods = plan.methods or ladder_methods()
+    plan = replace(plan, methods=methods)
     if not inferred_envs:
         plan = replace(plan, infer_on=())
     out = Path(out_dir)
@@ -340,7 +342,7 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
     inference = prepare_inferred_envs(plan, out / FEATURES_DIR)
     prepare_cpu = time.process_time() - cpu0
     jobs = [(source, rung, method, seed, GIVEN)
-            for (source, rung), method, seed in product(plan.rungs, plan.methods, plan.seeds)]
+            for (source, rung), method, seed in product(plan.rungs, methods, plan.seeds)]
     jobs += [(source, rung, method, seed, envs) for (source, rung), envs, method, seed
              in product(plan.infer_on, INFERRED, INFERRED_METHODS, plan.seeds)]
     # a run does not read `infer_on`: without it the kept runs' keys do not depend on --inferred-envs

@@ -1,6 +1,6 @@
 """`robustvlm embed eval`: embedding models as zero-shot classifiers and as retrievers.
 
-Multiple choice: every benchmark is scored by `mc eval`'s machinery (`workflows.measure.mc_eval`), the
+Multiple choice: every benchmark is scored by `mc eval`'s machinery (`workflows.mc_eval`), the
 embedding family choosing similarity scoring (image + question against class-name templates),
 so the rows land in the same `results.csv` (family `vlm2vec-vqa`, `vlm2vec-caption`, ...) that
 `robustness fit` and the probit plots read, beside VLMs and dual encoders.
@@ -23,7 +23,7 @@ from robustvlm.embeddings.retrieval import retrieval_recalls, retrieval_scores
 from robustvlm.errors import ConfigError
 from robustvlm.models.backends import BACKENDS, load_backend
 from robustvlm.runs import claim_run_folder
-from robustvlm.workflows.measure.mc_eval import ModelSpec, evaluate_models, model_spec
+from robustvlm.workflows.mc_eval import ModelSpec, evaluate_models, model_spec
 
 RETRIEVAL_COLUMNS = ("model", "family", "direction", "k", "recall", "hits", "n", "ci_lo", "ci_hi")
 EMBEDS = ("image_embed", "text_embed")
@@ -96,7 +96,7 @@ def embed_eval(
     Args:
         models: folders from `embed train` (their family is read from embedding.json), hub names
             or {"name", "family"} dicts; every family must embed images and texts.
-        out_dir: results.csv and per-question JSONL (see `workflows.measure.mc_eval`); retrieval/.
+        out_dir: results.csv and per-question JSONL (see `workflows.mc_eval`); retrieval/.
         benches: question files (`mc build`).
         retrieval: a dataset whose `retrieval_split` records are image-text pairs.
         allow_outside_root: accept retrieval image paths outside the data file's folder, and

@@ -23,7 +23,7 @@ from robustvlm.errors import ConfigError, DataError
 from robustvlm.report.page import Block, Heading, Paragraph, Table, write_page
 from robustvlm.report.paired_table import POWER_NOTE, paired_cells, paired_header, paired_section
 from robustvlm.runs import read_jsonl
-from robustvlm.workflows.measure.mc_eval import model_slug
+from robustvlm.workflows.mc_eval import model_slug
 
 ALL = "all"
 POWER_DELTA = 0.05

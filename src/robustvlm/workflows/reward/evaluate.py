@@ -33,7 +33,8 @@ from robustvlm.config import RewardEvalConfig
 from robustvlm.data.preferences import PreferencePair
 from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError
-from robustvlm.models.backends import RewardBackend, load_backend
+from robustvlm.models.backends import load_backend
+from robustvlm.models.backends.reward import RewardBackend
 from robustvlm.models.reward import RewardModel
 from robustvlm.models.support import require_capability
 from robustvlm.reward.scoring import score_pairs, training_view

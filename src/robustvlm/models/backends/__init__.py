@@ -1,0 +1,210 @@
+"""Model backends: load a model by name as a family and use the operations its family supports.
+
+In the style of lmms-eval's model registry: `BACKENDS` maps a family to a `BackendSpec`, its
+`Backend` class and the capabilities it declares (from `CAPABILITIES`). The interface is
+`backends/base.py`; each family's class lives in its own module (`vlm`, `dual_encoder`, `reward`,
+`embedding`, `served`) and the registry names it by path, so it is imported only when a model of
+that family loads (a plugin's family likewise: `robustvlm.plugins`). `load_backend` infers
+the family from the name when not given (`infer_family`), loads the model in eval mode with its
+processor and returns the family's Backend. Adding a family = one registry entry + its class in
+its own module (which says how to load the model, and overrides an operation only where the
+family computes it differently).
+
+| family   | models                                               | capabilities                            |
+|----------|------------------------------------------------------|-----------------------------------------|
+| `vlm`    | image-text-to-text (Idefics3, LLaVA, Qwen2-VL, ...)  | generate, option_loglik, image_embed    |
+| `clip`   | CLIP dual encoders                                   | image_embed, text_embed                 |
+| `siglip` | SigLIP dual encoders                                 | image_embed, text_embed                 |
+| `reward` | reward models (a VLM + scalar head, `models.reward`) | reward |
+| `vlm2vec-vqa`, `vlm2vec-caption`, `vlm2vec-mixed` | a VLM as an embedding model (VLM2Vec), trained on VQA pairs, caption pairs or both | image_embed, text_embed |
+| `openai` | a model behind an OpenAI-compatible server, "openai:MODEL" (`models.served`) | generate, option_loglik (where the server returns prompt log-probabilities) |
+
+A folder holding a family's marker file (a reward model's `reward_head.safetensors`) is that
+family; a folder written by `robustvlm embed train` names its family in its `embedding.json`.
+A served model ("openai:MODEL") needs the server's settings (`ServedConfig`: --base-url, ...).
+The operations (`Backend.generate`, `generate_chats`, `option_logliks`, `embed_images`, `embed_queries`,
+`embed_texts`, `rewards`) call the model operations of `models.generate`, `models.loglik`,
+`models.vision`, `models.text_encoder`, `models.embedding` and `models.reward`; asking a backend
+for one its family does not declare is a ConfigError naming the model, its family and what it
+supports.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from transformers import AutoConfig
+
+from robustvlm.config import ServedConfig
+from robustvlm.errors import ConfigError
+from robustvlm.models.backends.base import CAPABILITIES, Backend
+from robustvlm.models.embedding import FAMILIES as EMBEDDING_FAMILIES
+from robustvlm.models.embedding import EmbeddingSpec
+from robustvlm.models.loading import LOAD_ERRORS, TINY_PREFIX
+from robustvlm.models.real import REAL_PREFIX, real_spec
+from robustvlm.models.reward import HEAD_FILE
+from robustvlm.models.served import SERVED_PREFIX
+from robustvlm.models.tiny_clip import DUAL_ENCODER_KINDS
+from robustvlm.models.tiny_families import FAMILIES as TINY_VLMS
+from robustvlm.models.zoo_recipes import resolve_model_name
+from robustvlm.plugins import load_plugins
+
+__all__ = ["BACKENDS", "CAPABILITIES", "Backend", "BackendSpec", "infer_family", "load_backend"]
+
+DEFAULT_FAMILY = "vlm"  # the family of a model whose type no other family claims
+#: The Backend classes robustvlm ships, by name: each in its family's module, imported when used.
+BACKEND_CLASSES = {
+    "VLMBackend": "robustvlm.models.backends.vlm:VLMBackend",
+    "DualEncoderBackend": "robustvlm.models.backends.dual_encoder:DualEncoderBackend",
+    "RewardBackend": "robustvlm.models.backends.reward:RewardBackend",
+    "EmbeddingBackend": "robustvlm.models.backends.embedding:EmbeddingBackend",
+    "ServedBackend": "robustvlm.models.backends.served:ServedBackend",
+}
+
+
+def import_backend(path: str) -> type[Backend]:
+    """The Backend class at "package.module:Class" (imported now)."""
+    module, _, attribute = path.partition(":")
+    backend = getattr(importlib.import_module(module), attribute)
+    if not (isinstance(backend, type) and issubclass(backend, Backend)):
+        raise ConfigError(f"backend {path!r} is not a Backend class")
+    return backend
+
+
+def __getattr__(name: str) -> type[Backend]:
+    """`models.backends.VLMBackend` and the other shipped classes, imported on first use."""
+    if name in BACKEND_CLASSES:
+        return import_backend(BACKEND_CLASSES[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A family of the registry.
+
+    Attributes:
+        backend: its Backend class (loading and the operations it implements), or where to
+            import it from, "package.module:Class" (imported when a model of the family loads).
+        capabilities: the operations it supports, from CAPABILITIES.
+        model_types: prefixes of the HF config `model_type` (and of the "tiny:" kind) that
+            make a model this family; none for the default family.
+        marker: a file whose presence in a model folder makes the folder this family.
+    """
+
+    backend: type[Backend] | str
+    capabilities: frozenset[str]
+    model_types: tuple[str, ...] = ()
+    marker: str | None = None
+
+    def backend_class(self) -> type[Backend]:
+        """Its Backend class, imported now if the spec names it by path."""
+        return self.backend if isinstance(self.backend, type) else import_backend(self.backend)
+
+
+BACKENDS: dict[str, BackendSpec] = {
+    "vlm": BackendSpec(BACKEND_CLASSES["VLMBackend"], frozenset({"generate", "option_loglik", "image_embed"})),
+    "clip": BackendSpec(BACKEND_CLASSES["DualEncoderBackend"], frozenset({"image_embed", "text_embed"}), ("clip",)),
+    "siglip": BackendSpec(BACKEND_CLASSES["DualEncoderBackend"], frozenset({"image_embed", "text_embed"}), ("siglip",)),
+    "reward": BackendSpec(BACKEND_CLASSES["RewardBackend"], frozenset({"reward"}), marker=HEAD_FILE),
+    **{
+        family: BackendSpec(BACKEND_CLASSES["EmbeddingBackend"], frozenset({"image_embed", "text_embed"}))
+        for family in EMBEDDING_FAMILIES.values()
+    },
+    "openai": BackendSpec(BACKEND_CLASSES["ServedBackend"], frozenset({"generate", "option_loglik"})),
+}
+SERVED_FAMILY = "openai"
+
+
+def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
+    """The family of a model: the one whose marker file its folder holds (a reward model), or
+    the one its folder's `embedding.json` names (a model from `robustvlm embed train`), else the
+    one whose `model_types` prefixes its config's `model_type` (for "tiny:<kind>", the kind:
+    "tiny:clip" is a CLIP; an unknown kind is a ConfigError; for "real:<name>", its architecture),
+    else DEFAULT_FAMILY; "openai:MODEL"
+    is a served model."""
+    if name.startswith(SERVED_PREFIX):
+        return SERVED_FAMILY
+    name = resolve_model_name(name)
+    for family, spec in BACKENDS.items():
+        if spec.marker and (Path(name) / spec.marker).is_file():
+            return family
+    embedding = EmbeddingSpec.read(name) if Path(name).is_dir() else None
+    if embedding is not None:
+        return embedding.family
+    if name.startswith(TINY_PREFIX):
+        model_type = name[len(TINY_PREFIX):]
+        if model_type not in (*TINY_VLMS, *DUAL_ENCODER_KINDS):
+            raise ConfigError(f"unknown tiny model '{name}'; known: "
+                              f"{[TINY_PREFIX + k for k in (*sorted(TINY_VLMS), *DUAL_ENCODER_KINDS)]}")
+    elif name.startswith(REAL_PREFIX):
+        model_type = real_spec(name).kind
+    else:
+        kwargs = {"trust_remote_code": True} if trust_remote_code else {}
+        try:
+            model_type = str(AutoConfig.from_pretrained(name, **kwargs).model_type)
+        except LOAD_ERRORS as exc:
+            raise ConfigError(f"cannot read the config of model '{name}' to infer its family: {exc}") from exc
+    for family, spec in BACKENDS.items():
+        if any(model_type.startswith(prefix) for prefix in spec.model_types):
+            return family
+    return DEFAULT_FAMILY
+
+
+def generative_family(name: str) -> str:
+    """The family of a model that generates: a served one for "openai:MODEL", else DEFAULT_FAMILY
+    (no config is read)."""
+    return SERVED_FAMILY if name.startswith(SERVED_PREFIX) else DEFAULT_FAMILY
+
+
+SERVER_MAY_DIFFER = "server.base_url"
+
+
+def served_settings(names: str | Sequence[str], served: ServedConfig | None) -> dict[str, Any]:
+    """What a run folder records of the server: {"server": {"base_url": ...}} when one of `names`
+    is a served model, else {} (no key, no request policy). The model name is what identifies a
+    served model: a resumed run may reach it at another address (SERVER_MAY_DIFFER).
+
+    Raises ConfigError, before any folder is claimed, for a served model without a server and for
+    a server given to no served model."""
+    names = [names] if isinstance(names, str) else list(names)
+    is_served = [n for n in names if n.startswith(SERVED_PREFIX)]
+    if is_served and served is None:
+        raise ConfigError(f"model '{is_served[0]}' is served: give its server's address (--base-url URL)")
+    if served is not None and not is_served:
+        raise ConfigError(f"--base-url is for a served model ({SERVED_PREFIX}MODEL); no --model names one")
+    return {"server": {"base_url": served.base_url}} if served is not None else {}
+
+
+def load_backend(
+    name: str, family: str | None = None, *, corpus: list[str] | None = None, trust_remote_code: bool = False,
+    served: ServedConfig | None = None,
+) -> Backend:
+    """Load a model and its processor as a Backend.
+
+    Args:
+        name: hub name, local folder, or "tiny:<kind>" (built offline: a VLM architecture of
+            `models.support`, e.g. "tiny:qwen2_vl", or "tiny:clip" / "tiny:siglip"), "zoo:NAME"
+            (a built member of the model zoo, `models.zoo_recipes`) or "real:<name>" (a released
+            architecture at real size, random weights; `models.real`).
+        family: a key of BACKENDS; None infers it (`infer_family`).
+        corpus: tokenizer training text for "tiny:" models (ignored for others).
+        trust_remote_code: passed to transformers only when True.
+        served: the server of a served model ("openai:MODEL"); needed for one, unused by others.
+
+    Raises ConfigError for an unknown family or a model that cannot be loaded.
+    """
+    name = resolve_model_name(name)
+    family = family or infer_family(name, trust_remote_code=trust_remote_code)
+    if family not in BACKENDS:
+        load_plugins()
+    if family not in BACKENDS:
+        raise ConfigError(f"model '{name}': family must be one of {list(BACKENDS)}, got '{family}'")
+    if family == SERVED_FAMILY and served is not None:
+        from robustvlm.models.backends.served import ServedBackend
+
+        return ServedBackend.connect(name, family, served)
+    return BACKENDS[family].backend_class().load(name, family, corpus=corpus, trust_remote_code=trust_remote_code)

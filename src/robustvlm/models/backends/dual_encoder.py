@@ -1,0 +1,26 @@
+"""The `clip` and `siglip` families: dual encoders (image and text towers)."""
+
+from __future__ import annotations
+
+from transformers import AutoModel, AutoProcessor
+
+from robustvlm.errors import ConfigError
+from robustvlm.models.backends.base import Backend
+from robustvlm.models.loading import LOAD_ERRORS, TINY_PREFIX
+from robustvlm.models.tiny_clip import build_tiny_dual_encoder
+
+
+class DualEncoderBackend(Backend):
+    """A CLIP- or SigLIP-style dual encoder (`AutoModel`; "tiny:clip" / "tiny:siglip" offline)."""
+
+    @classmethod
+    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
+        if name.startswith(TINY_PREFIX):
+            model, processor = build_tiny_dual_encoder(name[len(TINY_PREFIX):], corpus=corpus or ())
+            return cls(name, family, model, processor)
+        kwargs = {"trust_remote_code": True} if trust_remote_code else {}
+        try:
+            model, processor = AutoModel.from_pretrained(name, **kwargs), AutoProcessor.from_pretrained(name, **kwargs)
+        except LOAD_ERRORS as exc:
+            raise ConfigError(f"cannot load dual encoder '{name}': {exc}") from exc
+        return cls(name, family, model, processor)

@@ -1,0 +1,61 @@
+"""An objective registered in `objectives.REGISTRY` (by robustvlm or a plugin) reaches every demo's
+plan and report without another edit: its name, label and colour come from the registry."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from robustvlm.objectives import REGISTRY
+from robustvlm.objectives.erm import ERM
+
+
+class Dummy(ERM):
+    """ERM under another name: a stand-in for an objective added after the demos were written."""
+
+    name = "dummy"
+    label = "Dummy objective"
+    colour = "C8"
+
+
+@pytest.fixture
+def dummy(monkeypatch):
+    monkeypatch.setitem(REGISTRY, Dummy.name, Dummy)
+    return Dummy
+
+
+def test_the_invariance_demo_trains_and_reports_a_registered_objective(dummy, tmp_path):
+    from robustvlm.linear.protocol import all_methods, linear_methods
+    from robustvlm.workflows.demos.invariance import run_invariance_demo
+
+    assert "dummy" in linear_methods() and "dummy" in all_methods()
+    results = run_invariance_demo(tmp_path, budget="quick", methods=("erm", "dummy"), progress=False)
+    assert results.methods == ["erm", "dummy"]
+    assert all(0 <= results.results[ex]["dummy"].mean < 100 for ex in results.results)  # it trained
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    verdict = report.split("## Verdict")[1].split("\n## ")[0]
+    assert "| Dummy objective | ours |" in report and "Dummy objective" in verdict
+    saved = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert saved["methods"] == ["erm", "dummy"]
+
+
+def test_the_ladder_plans_and_reports_a_registered_objective(dummy, tmp_path, monkeypatch):
+    from robustvlm.report import ladder as report
+    from robustvlm.workflows.demos.ladder import ladder_methods, method_hparams
+
+    assert ladder_methods()[-2:] == ("dummy", "oracle") and method_hparams(20)["dummy"] == {}
+    assert "groupdro" not in ladder_methods()  # no penalty schedule: off the ladder
+    entry = {"n_seeds": 1, "n_diverged": 0, "rule": "colour",
+             "worst": {"mean": 0.1, "std": 0.0, "n": 1},
+             **{reading: {"test-nocolour": {"mean": 0.5, "std": 0.0, "n": 1, "values": {"0": 0.5}},
+                          "test-reversed": {"mean": 0.1, "std": 0.0, "n": 1, "values": {"0": 0.1}}}
+                for reading in ("final", "training-domain", "oracle")}}
+    summary = {"mnist/pixels": {"erm": entry, "dummy": copy.deepcopy(entry)}}
+    assert [row[0] for row in report.summary_table(summary, "final").rows] == ["ERM", "Dummy objective"]
+    assert [row[0] for row in report.cell_table(summary["mnist/pixels"], []).rows] == ["ERM", "Dummy objective"]
+    colours = []
+    monkeypatch.setattr("matplotlib.axes.Axes.bar", lambda self, *a, **k: colours.append((k["label"], k["color"])))
+    report.ladder_plot(summary, tmp_path / "ladder.png")
+    assert colours == [("ERM", "C0"), ("Dummy objective", "C8")]
