@@ -166,15 +166,15 @@ def aggregate_matrix(
     records = list(matrix_cells(runs, env_of, balanced_ids, proxy_label))
     for label in labels:
         cells = [c for c in records if c.label == label]
-        out.cells[label] = _per_cell(cells, lambda c: c.accuracy)
+        out.cells[label] = _spread_by(cells, lambda c: c.key, lambda c: c.accuracy)
         out.averages[label] = _averages(cells, seeds)
         if label != proxy_label and proxy_label is not None:
             proxied = [c for c in cells if c.proxied]
-            out.sfd[label] = _per_cell(proxied, lambda c: c.sfd)
+            out.sfd[label] = _spread_by(proxied, lambda c: c.key, lambda c: c.sfd)
             out.sfd_average[label], out.sfd_cells[label] = _sfd_summary(proxied, seeds)
-            out.correlation[label] = _per_cell(proxied, lambda c: c.correlation)
+            out.correlation[label] = _spread_by(proxied, lambda c: c.key, lambda c: c.correlation)
         out.text_only_test[label] = _text_only_test(cells)
-        out.length_balanced[label] = _per_env(cells, lambda c: c.balanced_accuracy)
+        out.length_balanced[label] = _spread_by(cells, lambda c: c.test_env, lambda c: c.balanced_accuracy)
     return out
 
 
@@ -245,22 +245,16 @@ def _against_proxy(cell: CellScores, run: MatrixRun, proxy: MatrixRun, ids: list
     )
 
 
-def _per_cell(cells: Sequence[CellScores], value: Callable[[CellScores], float | None]) -> dict[str, dict]:
-    """{"train->test": seed spread of `value`} over the cells where it is defined."""
+def _spread_by(
+    cells: Sequence[CellScores], group: Callable[[CellScores], str], value: Callable[[CellScores], float | None]
+) -> dict[str, dict]:
+    """{group of a cell ("train->test", a test env): seed spread of `value`} over the cells where
+    it is defined."""
     found: dict[str, list[float]] = {}
     for cell in cells:
         if (v := value(cell)) is not None:
-            found.setdefault(cell.key, []).append(v)
+            found.setdefault(group(cell), []).append(v)
     return {key: seed_spread(values) for key, values in found.items()}
-
-
-def _per_env(cells: Sequence[CellScores], value: Callable[[CellScores], float | None]) -> dict[str, dict]:
-    """{test env: seed spread of `value`} over the cells where it is defined."""
-    found: dict[str, list[float]] = {}
-    for cell in cells:
-        if (v := value(cell)) is not None:
-            found.setdefault(cell.test_env, []).append(v)
-    return {env: seed_spread(values) for env, values in found.items()}
 
 
 def _averages(cells: Sequence[CellScores], seeds: Sequence[int]) -> dict[str, dict | None]:
