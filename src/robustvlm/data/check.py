@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from robustvlm.data.environments import env_counts, format_env_counts
-from robustvlm.data.loaders import read_examples
+from robustvlm.data.loaders import LoadOptions, read_examples
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
 
@@ -39,8 +40,9 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def check_dataset(path: str | Path, **load_kwargs) -> CheckReport:
-    """Load `path` like `load_examples(path, **load_kwargs)`, collecting every bad record.
+def check_dataset(path: str | Path, **load_kwargs: Any) -> CheckReport:
+    """Load `path` like `load_examples(path, **load_kwargs)`, collecting every bad record
+    (`load_kwargs`: fields of `loaders.LoadOptions`).
 
     A file that cannot be read at all (missing, not JSON) is reported as one error; invalid
     options (an unknown format, a missing `image_root`) raise ConfigError.
@@ -48,7 +50,7 @@ def check_dataset(path: str | Path, **load_kwargs) -> CheckReport:
     """
     report = CheckReport()
     try:
-        report.examples = read_examples(path, report.errors.append, **load_kwargs)
+        report.examples = read_examples(path, report.errors.append, LoadOptions(**load_kwargs))
     except DataError as error:
         report.errors.append(error)
     return report
