@@ -43,8 +43,7 @@ from transformers import AutoConfig, AutoModel, AutoProcessor
 from robustvlm.config import ServedConfig
 from robustvlm.errors import ConfigError
 from robustvlm.models.chat import ChatPrompt, check_multi_image, encode_chats
-from robustvlm.models.embedding import FAMILIES as EMBEDDING_FAMILIES
-from robustvlm.models.embedding import Embedder, EmbeddingSpec
+from robustvlm.models.embedding import EMBEDDING_FAMILIES, Embedder, EmbeddingSpec
 from robustvlm.models.generate import generate_batch
 from robustvlm.models.loading import LOAD_ERRORS, TINY_PREFIX, load_vlm
 from robustvlm.models.loglik import OptionScores, option_logliks
@@ -59,7 +58,7 @@ from robustvlm.models.reward import (
 from robustvlm.models.served import SERVED_PREFIX, ServedModel
 from robustvlm.models.text_encoder import tower_text_embeddings
 from robustvlm.models.tiny_clip import DUAL_ENCODER_KINDS, build_tiny_dual_encoder
-from robustvlm.models.tiny_families import FAMILIES as TINY_VLMS
+from robustvlm.models.tiny_families import VLM_FAMILIES as TINY_VLMS
 from robustvlm.models.vision import VisionTowerEmbedder
 from robustvlm.models.zoo_recipes import resolve_model_name
 

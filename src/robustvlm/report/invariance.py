@@ -23,7 +23,7 @@ from robustvlm.report.plots import new_figure, plot_series, save_figure
 ROWS = [
     ("ERM", "erm", "ERM"),
     ("IRMv1", "irm", "IRMv1"),
-    ("VREx", "vrex", None),
+    ("V-REx", "vrex", None),
     ("GroupDRO", "groupdro", None),
     ("BIRM", "birm", None),
     ("Dynamic BIRM", "dynamic_birm", None),
@@ -194,7 +194,7 @@ def reference_paragraph(summary: Mapping) -> Paragraph:
         "environments on, Example1's later environments have larger scales and dominate its average). "
         "They ran 20 hyperparameter draws x 50 data seeds, 10,000 full-batch Adam steps and 10,000 rows "
         "per environment and split, with the same search ranges and selection rule (`--budget paper`). "
-        "ANDMask and IGA are not implemented here; VREx, GroupDRO, BIRM and Dynamic BIRM were not in the "
+        "ANDMask and IGA are not implemented here; V-REx, GroupDRO, BIRM and Dynamic BIRM were not in the "
         "paper." + skipped
     )
 
