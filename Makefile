@@ -94,10 +94,12 @@ docs: install
 test: install
 	$(BIN)/python -m pytest tests -p no:cacheprovider
 
-lint: typecheck
+# ruff as configured in pyproject.toml ([tool.ruff]: style, imports, bugbear, complexity C901),
+# after mypy; both come with the [dev] extra that $(STAMP) installs. CI runs it first.
+lint: typecheck $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 
-# mypy on the package, as configured in pyproject.toml ([tool.mypy]); CI runs it after the tests.
+# mypy on the package, as configured in pyproject.toml ([tool.mypy]); CI runs it through `lint`.
 typecheck: $(STAMP)
 	$(BIN)/mypy
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from robustvlm.analysis.selection import nearest_rule
-from robustvlm.analysis.verdict import compare_all
+from robustvlm.analysis.verdict import Comparison, compare_all
 
 ORACLE = "oracle"  # the grayscale oracle's method name
 COLOUR_FREE = "test-nocolour"
@@ -78,7 +78,7 @@ def stats(values: Sequence[float], seeds: Sequence[int] = ()) -> dict[str, Any]:
             "values": dict(zip(labels, map(float, values)))}
 
 
-def ladder_comparisons(summary: Mapping[str, Any], reading: str, envs: Sequence[str] = (COLOUR_FREE, REVERSED)):
+def ladder_comparisons(summary: Mapping[str, Any], reading: str, envs: Sequence[str] = (COLOUR_FREE, REVERSED)) -> list[Comparison]:
     """Every invariant method against ERM under `reading`, per rung and environment of `envs`, from the
     per-seed accuracies, with `beats_erm`'s rule (sd ddof 0, margin MIN_MARGIN); settings "rung env"
     (e.g. "fashion/pixels colour-free")."""

@@ -53,7 +53,7 @@ def transform(
     return _forward(acc, kind, eps)
 
 
-def _forward(acc, kind: str, eps: float = CLIP_EPS) -> np.ndarray:
+def _forward(acc: np.ndarray | list[float] | float, kind: str, eps: float = CLIP_EPS) -> np.ndarray:
     """`transform` under a name that the `transform=` keyword of the fitting functions can't shadow."""
     _check_kind(kind)
     clipped = np.clip(_as_accuracies(acc), eps, 1 - eps)
@@ -95,7 +95,7 @@ class LineFit:
         return asdict(self)
 
 
-def _paired(acc_ref, acc_shift) -> tuple[np.ndarray, np.ndarray]:
+def _paired(acc_ref: np.ndarray | list[float], acc_shift: np.ndarray | list[float]) -> tuple[np.ndarray, np.ndarray]:
     x = _as_accuracies(acc_ref, "acc_ref").ravel()
     y = _as_accuracies(acc_shift, "acc_shift").ravel()
     if x.shape != y.shape:

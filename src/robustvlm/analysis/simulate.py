@@ -29,6 +29,8 @@ DEFAULT_SIZE_RATIOS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # n / d of the tra
 SEPARATION = 4.0
 """Binomial standard errors the heads' predicted reference accuracies must span on the test set."""
 _CHUNK = 2**22  # floats drawn at a time while averaging training samples
+#: A test distribution: (unit direction theta [d], SNR rho, cosine to the training direction).
+_TestDistribution = tuple[np.ndarray, float, float]
 
 
 def predicted_slope(*, cos_ref: float, snr_ref: float, cos_shift: float, snr_shift: float) -> float:
@@ -97,7 +99,8 @@ def min_test_examples(
     return float(np.ceil(SEPARATION**2 * mid * (1 - mid) / spread**2))
 
 
-def _check(dim, sizes, xis, snrs, cosines, n_test) -> None:
+def _check(dim: int, sizes: Sequence[int], xis: Sequence[float], snrs: Sequence[float], cosines: Sequence[float],
+           n_test: int) -> None:
     if dim < 3:
         raise ConfigError(f"dim must be at least 3 (three test directions), got {dim}")
     if len(sizes) * len(xis) < 2 or min(sizes) < 1:
@@ -161,32 +164,36 @@ def simulate(
                              "acc_ref_limit", "acc_shift_limit" (high-dimensional limit)}}.
         Accuracies are fractions in [0, 1].
     """
-    sizes = (
-        [int(n) for n in sample_sizes]
-        if sample_sizes is not None
-        else [max(1, round(r * dim)) for r in DEFAULT_SIZE_RATIOS]
-    )
+    sizes = ([int(n) for n in sample_sizes] if sample_sizes is not None
+             else [max(1, round(r * dim)) for r in DEFAULT_SIZE_RATIOS])
     _check(dim, sizes, list(xis), [snr_train, snr_ref, snr_shift], [cos_ref, cos_shift], n_test)
-    params = {
-        "dim": dim,
-        "sample_sizes": sizes,
-        "xis": [float(x) for x in xis],
-        "snr_train": snr_train,
-        "cos_ref": cos_ref,
-        "snr_ref": snr_ref,
-        "cos_shift": cos_shift,
-        "snr_shift": snr_shift,
-        "n_test": n_test,
-        "seed": seed,
-    }
+    params = {"dim": dim, "sample_sizes": sizes, "xis": [float(x) for x in xis], "snr_train": snr_train,
+              "cos_ref": cos_ref, "snr_ref": snr_ref, "cos_shift": cos_shift, "snr_shift": snr_shift,
+              "n_test": n_test, "seed": seed}
     rng = np.random.default_rng(seed)
-    theta_train = _direction(dim, 1.0, 1)
-    tests = {
+    tests: dict[str, _TestDistribution] = {
         "ref": (_direction(dim, cos_ref, 1), snr_ref, cos_ref),
         "shift": (_direction(dim, cos_shift, 2), snr_shift, cos_shift),
     }
     test_sets = {name: _sample(theta, snr, n_test, rng) for name, (theta, snr, _) in tests.items()}
+    w, rows = _train_heads(dim, sizes, xis, snr_train, rng)
+    _score_heads(w, rows, tests, test_sets, snr_train)
+    slope = predicted_slope(cos_ref=cos_ref, snr_ref=snr_ref, cos_shift=cos_shift, snr_shift=snr_shift)
+    return {
+        "params": params,
+        "predicted": {"slope": slope, "intercept": 0.0},
+        "fit_exact": _fit(rows, ""),
+        "fit_test": _fit(rows, "_test"),
+        "models": rows,
+    }
 
+
+def _train_heads(
+    dim: int, sizes: Sequence[int], xis: Sequence[float], snr_train: float, rng: np.random.Generator
+) -> tuple[np.ndarray, list[dict]]:
+    """(heads w [d, n_heads], one row {"n_train", "xi"} per head), one head per (n, xi), each
+    an independent training run on fresh samples of P(e1, snr_train)."""
+    theta_train = _direction(dim, 1.0, 1)
     heads, rows = [], []
     for n in sizes:
         for xi in xis:  # every head is an independent training run on fresh samples
@@ -194,9 +201,20 @@ def simulate(
             mean = _mean_estimator(theta_train, snr_train, n, rng)
             heads.append(mean + extra * rng.standard_normal(dim))
             rows.append({"n_train": n, "xi": float(xi)})
-    w = np.stack(heads, axis=1)  # (d, n_heads)
-    w_unit = w / np.linalg.norm(w, axis=0, keepdims=True)
+    return np.stack(heads, axis=1), rows
 
+
+def _score_heads(
+    w: np.ndarray,
+    rows: list[dict],
+    tests: dict[str, _TestDistribution],
+    test_sets: dict[str, tuple[np.ndarray, np.ndarray]],
+    snr_train: float,
+) -> None:
+    """Add to each head's row its exact, measured (on `test_sets`) and limit accuracy on every
+    test distribution NAME: acc_NAME, acc_NAME_test, acc_NAME_limit."""
+    dim = w.shape[0]
+    w_unit = w / np.linalg.norm(w, axis=0, keepdims=True)
     for name, (theta, snr, cos) in tests.items():
         exact = sps.norm.cdf(snr * (theta @ w_unit))
         x, y = test_sets[name]
@@ -208,18 +226,9 @@ def simulate(
                 cos=cos, snr=snr, snr_train=snr_train, xi=row["xi"], ratio=row["n_train"] / dim
             )
 
-    def fit(suffix: str) -> dict:
-        ref = [r[f"acc_ref{suffix}"] for r in rows]
-        shift = [r[f"acc_shift{suffix}"] for r in rows]
-        return fit_line(ref, shift, transform="probit").to_dict()
 
-    slope = predicted_slope(
-        cos_ref=cos_ref, snr_ref=snr_ref, cos_shift=cos_shift, snr_shift=snr_shift
-    )
-    return {
-        "params": params,
-        "predicted": {"slope": slope, "intercept": 0.0},
-        "fit_exact": fit(""),
-        "fit_test": fit("_test"),
-        "models": rows,
-    }
+def _fit(rows: list[dict], suffix: str) -> dict:
+    """The probit LineFit dict of the heads' shifted against reference accuracies `acc_*{suffix}`."""
+    ref = [r[f"acc_ref{suffix}"] for r in rows]
+    shift = [r[f"acc_shift{suffix}"] for r in rows]
+    return fit_line(ref, shift, transform="probit").to_dict()

@@ -115,13 +115,15 @@ def _outcome_matrices(members: Sequence[ModelPoint], outcomes: Outcomes) -> tupl
     return matrices[0], matrices[1]
 
 
-def _resampled(members: Sequence[ModelPoint], models: np.ndarray, questions, outcomes: Outcomes | None,
+def _resampled(members: Sequence[ModelPoint], models: np.ndarray, questions: list[np.ndarray] | None,
+               outcomes: Outcomes | None,
                kind: Transform) -> tuple[np.ndarray, np.ndarray]:
     """Transformed (reference, shifted) accuracies [n_boot, m] of the drawn models (`models`
     [n_boot, m] indices), on the drawn questions when outcomes are given."""
     if outcomes is None:
         tx, ty = (transform([getattr(p, k) for p in members], kind) for k in ("acc_ref", "acc_shift"))
         return tx[models], ty[models]
+    assert questions is not None  # drawn whenever outcomes are given
     accuracies = [matrix[:, q].mean(axis=-1).T for matrix, q in zip(_outcome_matrices(members, outcomes), questions)]
     tx, ty = (np.take_along_axis(transform(acc, kind), models, axis=1) for acc in accuracies)
     return tx, ty

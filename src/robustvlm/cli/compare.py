@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import float_above, int_at_least
+from robustvlm.cli.options import SubParsers, float_above, int_at_least
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -24,7 +24,7 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_compare(sub) -> None:
+def add_compare(sub: SubParsers) -> None:
     """compare."""
     cp = sub.add_parser("compare", help="two eval / icl eval / mc eval runs on the same questions: paired "
                         "difference per environment, paired bootstrap CI, exact McNemar test, clustered "

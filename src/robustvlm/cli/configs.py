@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from robustvlm.cli.options import SubParsers
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -20,7 +24,7 @@ def _copy(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_configs(sub) -> None:
+def add_configs(sub: SubParsers) -> None:
     """configs list, configs copy."""
     configs = sub.add_parser(
         "configs", help="the built-in configs: list them, copy one out to edit (any config argument "

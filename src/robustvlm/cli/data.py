@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import IMAGE_ROOT_HELP, OUTSIDE_ROOT_HELP, OVERWRITE_HELP, int_at_least
+from robustvlm.cli.options import (
+    IMAGE_ROOT_HELP,
+    OUTSIDE_ROOT_HELP,
+    OVERWRITE_HELP,
+    SubParsers,
+    int_at_least,
+)
 from robustvlm.errors import ConfigError
 from robustvlm.extras import require
 
@@ -43,7 +49,7 @@ def _data_synth(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_data(sub) -> None:
+def add_data(sub: SubParsers) -> None:
     """data check, data synth."""
     from robustvlm.data.loaders import format_choices
 

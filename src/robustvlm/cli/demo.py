@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from robustvlm.cli.options import config_file, int_at_least
+from robustvlm.cli.options import SubParsers, config_file, int_at_least
 from robustvlm.errors import ConfigError
 from robustvlm.extras import require
 
@@ -66,7 +66,7 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_demo(sub) -> None:
+def add_demo(sub: SubParsers) -> None:
     dm = sub.add_parser(
         "demo",
         help="built-in demos; default: Colored MNIST on real images, ERM vs IRMv1 / V-REx / BIRM / Dynamic "

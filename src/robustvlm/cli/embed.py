@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import OUTSIDE_ROOT_HELP, RESUME_HELP, add_train_parser, int_at_least
+from robustvlm.cli.options import (
+    OUTSIDE_ROOT_HELP,
+    RESUME_HELP,
+    SubParsers,
+    add_train_parser,
+    int_at_least,
+)
 
 
 def _embed_train(args: argparse.Namespace) -> int:
@@ -33,7 +39,7 @@ def _embed_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_embed(sub) -> None:
+def add_embed(sub: SubParsers) -> None:
     """embed train, embed eval."""
     emb = sub.add_parser("embed", help="VLMs as embedding models (VLM2Vec): contrastive training, evaluation")
     emb_sub = emb.add_subparsers(dest="embed_command", required=True)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import IMAGE_ROOT_HELP, OUTSIDE_ROOT_HELP, RESUME_HELP, int_at_least
+from robustvlm.cli.options import (
+    IMAGE_ROOT_HELP,
+    OUTSIDE_ROOT_HELP,
+    RESUME_HELP,
+    SubParsers,
+    int_at_least,
+)
 
 
 def _envs_infer(args: argparse.Namespace) -> int:
@@ -22,7 +28,7 @@ def _envs_infer(args: argparse.Namespace) -> int:
 
 
 
-def add_envs(sub) -> None:
+def add_envs(sub: SubParsers) -> None:
     """envs infer."""
     en = sub.add_parser("envs", help="environments inferred from data (no environment labels needed)")
     en_sub = en.add_subparsers(dest="envs_command", required=True)

@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 
 from robustvlm.cli.options import (
+    BLIND_HELP,
     RESUME_HELP,
+    SubParsers,
     add_decoding_options,
     add_served_options,
     int_at_least,
@@ -33,8 +35,13 @@ def _icl_eval(args: argparse.Namespace) -> int:
         repetition_penalty=args.repetition_penalty,
         resume=args.resume,
         served=served(args),
+        blind=args.blind,
     )
     print(f"wrote {args.out}/icl_results.json and icl_results.md")
+    if args.blind:
+        from robustvlm.report.vision_gain import gain_summary
+
+        print(gain_summary(args.out))
     return 0
 
 
@@ -61,7 +68,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_icl(sub) -> None:
+def add_icl(sub: SubParsers) -> None:
     """icl eval."""
     icl = sub.add_parser("icl", help="zero-shot and in-context (k-shot) evaluation across domains")
     icl_sub = icl.add_subparsers(dest="icl_command", required=True)
@@ -79,12 +86,13 @@ def add_icl(sub) -> None:
     ie.add_argument("--seed", type=int_at_least(0), default=0)
     ie.add_argument("--batch-size", type=int_at_least(1), default=8, help="prompts per generation batch")
     ie.add_argument("--resume", action="store_true", help=RESUME_HELP)
+    ie.add_argument("--blind", action="store_true", help=BLIND_HELP)
     add_decoding_options(ie, max_new_tokens=ICL_MAX_NEW_TOKENS)
     add_served_options(ie)
     ie.set_defaults(func=_icl_eval)
 
 
-def add_diagnose(sub) -> None:
+def add_diagnose(sub: SubParsers) -> None:
     dg = sub.add_parser("diagnose", help="is a failure visual, semantic or a mapping failure?")
     dg.add_argument("--model", required=True, help="a model folder, hub name, or openai:MODEL with --base-url")
     dg.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/*.png")

@@ -6,14 +6,30 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from robustvlm.configs import resolve as config_file
+
+if TYPE_CHECKING:
+    from robustvlm.config import ServedConfig
+
+
+class SubParsers(Protocol):
+    """What `ArgumentParser.add_subparsers` returns, as each command group adds its parsers to it."""
+
+    def add_parser(self, name: str, *, help: str | None = ...) -> argparse.ArgumentParser: ...
+
 
 RESUME_HELP = (
     "continue the run that --out holds (its settings must match; finished work is kept); "
     "without it, a folder that holds a run is refused"
 )
 OVERWRITE_HELP = "replace what --out already holds (without it, an existing %s is refused)"
+BLIND_HELP = (
+    "also score the model with the image removed (a text-only prompt; a blank image of the same size for "
+    "families that need one) into OUT/blind/ and write the vision gain, with-image minus blind, per "
+    "environment with a paired 95%% interval: OUT/vision_gain.csv and vision_gain.html"
+)
 IMAGE_ROOT_HELP = (
     "folder that relative image paths in record files are taken from "
     "(LLaVA's --image_folder; default: the data file's folder)"
@@ -116,7 +132,7 @@ def add_decoding_options(parser: argparse.ArgumentParser, *, max_new_tokens: int
                        "`repetition_penalty` field, and a server that refuses it stops the run")
 
 
-def served(args: argparse.Namespace):
+def served(args: argparse.Namespace) -> ServedConfig | None:
     """The ServedConfig of the served-model options, or None without --base-url."""
     from robustvlm.config import ServedConfig, validate_config
     from robustvlm.errors import ConfigError
@@ -135,7 +151,8 @@ def served(args: argparse.Namespace):
     }, "served-model options", ServedConfig)
 
 
-def add_train_parser(sub, help_text: str, example: str, func, config_help: str | None = None) -> None:
+def add_train_parser(sub: SubParsers, help_text: str, example: str, func: Callable[[argparse.Namespace], int],
+                     config_help: str | None = None) -> None:
     """A `train` subcommand: CONFIG, key=value overrides, --out, --resume."""
     parser = sub.add_parser("train", help=help_text)
     parser.add_argument("config", type=config_file, help=config_help)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from robustvlm.cli.options import (
     IMAGE_ROOT_HELP,
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
+    SubParsers,
     add_train_parser,
     config_file,
     float_at_least,
@@ -16,6 +18,9 @@ from robustvlm.cli.options import (
     int_at_least,
 )
 from robustvlm.errors import ConfigError
+
+if TYPE_CHECKING:
+    from robustvlm.data.records import SkipLog
 
 
 def _pair_options(args: argparse.Namespace) -> dict:
@@ -43,7 +48,7 @@ def _rm_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_pairs_for(args: argparse.Namespace, skipped=None) -> tuple[list, dict]:
+def _read_pairs_for(args: argparse.Namespace, skipped: SkipLog | None = None) -> tuple[list, dict]:
     """The pairs of --data and the options they were read with (stored with a run's settings);
     with a SkipLog `skipped`, bad records are counted there instead of stopping the command."""
     from robustvlm.data.preferences import load_pairs
@@ -153,7 +158,7 @@ def _add_pair_options(parser: argparse.ArgumentParser) -> None:
                         "(Helpfulness, 'Visual Faithfulness', 'Ethical Considerations') or mean")
 
 
-def add_rm(sub) -> None:
+def add_rm(sub: SubParsers) -> None:
     """rm data check, rm train, rm eval, rm matrix, rm sample, rm score, rm bon."""
     rm = sub.add_parser("rm", help="multimodal reward models: data, training, matrices, Best-of-N")
     rm_sub = rm.add_subparsers(dest="rm_command", required=True)
@@ -167,7 +172,22 @@ def add_rm(sub) -> None:
     rc.set_defaults(func=_rm_data_check)
 
     add_train_parser(rm_sub, "train a reward model from a YAML config", "loss=shortcut_aware", _rm_train)
+    _add_rm_eval(rm_sub)
 
+    rmx = rm_sub.add_parser("matrix", help="train on each environment x test on every one, several "
+                            "losses and seeds -> matrices, SFD, report (resumable)")
+    rmx.add_argument("config", type=config_file, help="matrix YAML: base, losses, seeds, train_envs, per_env, jobs")
+    rmx.add_argument("--out", help="output directory (default studies/<config name>[-dry-run])")
+    rmx.add_argument("--dry-run", action="store_true", help="the same recipe on a tiny offline model and "
+                     "built-in data for a few steps, first seed")
+    rmx.set_defaults(func=_rm_matrix)
+
+    _add_rm_sample(rm_sub)
+    _add_rm_score_and_bon(rm_sub)
+
+
+def _add_rm_eval(rm_sub: SubParsers) -> None:
+    """rm eval."""
     re_ = rm_sub.add_parser("eval", help="pairwise accuracy per environment, with the text-only test")
     re_.add_argument("--model", required=True, help="a reward model folder (RUN/final)")
     re_.add_argument("--data", required=True, help="preference data")
@@ -189,14 +209,9 @@ def add_rm(sub) -> None:
     _add_pair_options(re_)
     re_.set_defaults(func=_rm_eval)
 
-    rmx = rm_sub.add_parser("matrix", help="train on each environment x test on every one, several "
-                            "losses and seeds -> matrices, SFD, report (resumable)")
-    rmx.add_argument("config", type=config_file, help="matrix YAML: base, losses, seeds, train_envs, per_env, jobs")
-    rmx.add_argument("--out", help="output directory (default studies/<config name>[-dry-run])")
-    rmx.add_argument("--dry-run", action="store_true", help="the same recipe on a tiny offline model and "
-                     "built-in data for a few steps, first seed")
-    rmx.set_defaults(func=_rm_matrix)
 
+def _add_rm_sample(rm_sub: SubParsers) -> None:
+    """rm sample."""
     rs = rm_sub.add_parser("sample", help="K candidate responses per prompt from a policy (Best-of-N)")
     rs.add_argument("--data", required=True, help="preference data whose (image, query) are the prompts")
     rs.add_argument("--out", required=True)
@@ -214,6 +229,9 @@ def add_rm(sub) -> None:
     _add_pair_options(rs)
     rs.set_defaults(func=_rm_sample)
 
+
+def _add_rm_score_and_bon(rm_sub: SubParsers) -> None:
+    """rm score, rm bon."""
     rsc = rm_sub.add_parser("score", help="rewards and gold scores of sampled candidates (resumable)")
     rsc.add_argument("--candidates", required=True, help="candidates.jsonl written by rm sample")
     rsc.add_argument("--model", required=True, help="a reward model folder")

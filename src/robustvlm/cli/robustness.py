@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import RESUME_HELP, config_file, int_at_least
+from robustvlm.cli.options import RESUME_HELP, SubParsers, config_file, int_at_least
 
 
 def _robustness_fit(args: argparse.Namespace) -> int:
@@ -50,7 +50,7 @@ def _robustness_task_signal(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_robustness(sub) -> None:
+def add_robustness(sub: SubParsers) -> None:
     """robustness fit, robustness simulate, robustness task-signal."""
     rb = sub.add_parser("robustness", help="accuracy-on-the-line fits and effective robustness")
     rb_sub = rb.add_subparsers(dest="robustness_command", required=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import add_train_parser, config_file
+from robustvlm.cli.options import SubParsers, add_train_parser, config_file
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -38,11 +38,11 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_train(sub) -> None:
+def add_train(sub: SubParsers) -> None:
     add_train_parser(sub, "fine-tune a VLM from a YAML config", "train.lr=1e-4", _train)
 
 
-def add_study(sub) -> None:
+def add_study(sub: SubParsers) -> None:
     st = sub.add_parser("study", help="methods x seeds -> train -> evaluate -> Table-1 report (resumable)")
     st.add_argument("config", type=config_file, help="study YAML: base, methods, seeds, metrics, launcher")
     st.add_argument("--out", help="study directory (default studies/<config name>[-dry-run])")
@@ -55,7 +55,7 @@ def add_study(sub) -> None:
     st.set_defaults(func=_study)
 
 
-def add_sweep(sub) -> None:
+def add_sweep(sub: SubParsers) -> None:
     sw = sub.add_parser(
         "sweep",
         help="random hyperparameter search x trial seeds, DomainBed's model selection (resumable)",

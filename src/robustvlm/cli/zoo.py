@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from robustvlm.cli.options import SubParsers
 
 
 def _zoo_build(args: argparse.Namespace) -> int:
@@ -27,7 +31,7 @@ def _zoo_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_zoo(sub) -> None:
+def add_zoo(sub: SubParsers) -> None:
     """zoo build, zoo list."""
     zoo = sub.add_parser("zoo", help="small VLMs and dual encoders pretrained offline on real images (zoo:NAME)")
     zoo_sub = zoo.add_subparsers(dest="zoo_command", required=True)

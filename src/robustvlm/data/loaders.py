@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from PIL import Image
 
@@ -24,6 +24,9 @@ from robustvlm.data.environments import EnvMap, assign_task_type, format_env_cou
 from robustvlm.data.images import DEFAULT_MAX_PIXELS, load_image
 from robustvlm.data.records import SPLITS, Example, SkipLog, bad_record_handler
 from robustvlm.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    import datasets
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 #: Split names some datasets use for ours.
@@ -383,7 +386,7 @@ def _saved_dataset_rows(path: Path) -> Iterator[RawRecord]:
         yield from _dataset_rows(loaded, str(path), str(loaded.split or "train"))
 
 
-def _dataset_rows(dataset, source: str, split_name: str) -> Iterator[RawRecord]:
+def _dataset_rows(dataset: datasets.Dataset, source: str, split_name: str) -> Iterator[RawRecord]:
     """Rows of one `datasets.Dataset`; images stay encoded (the Image feature is not decoded)."""
     import datasets
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from robustvlm.data.environments import format_env_counts
 from robustvlm.data.images import load_image
@@ -84,7 +85,7 @@ class PairCheckReport:
         return "\n".join(lines)
 
 
-def check_pairs(path: str | Path, *, test_path: str | Path | None = None, **options) -> PairCheckReport:
+def check_pairs(path: str | Path, *, test_path: str | Path | None = None, **options: Any) -> PairCheckReport:
     """Read `path` (and `test_path`) like `read_pairs` with `PairOptions(**options)`, collecting every bad
     record; the overlap is between `test_path`'s pairs and `path`'s, or, without a test file,
     between `path`'s test and train splits (None when one of them is empty)."""

@@ -162,7 +162,7 @@ def load_pairs(
     on_bad_record: str = "error",
     skip_log: SkipLog | None = None,
     verbose: bool = True,
-    **options,
+    **options: Any,
 ) -> PairSet:
     """`read_pairs` with `PairOptions(**options)` that raises the first bad record ("error") or
     counts each in `skip_log` ("skip"); with `verbose`, prints the layout and the

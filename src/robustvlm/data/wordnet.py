@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import IO
 
 import nltk.data
 import numpy as np
@@ -43,12 +44,12 @@ LEXNAMES = (
 class _DiskWordNetReader(WordNetCorpusReader):
     """NLTK's reader over a bare WordNet 3.0 dict folder (see the module docstring)."""
 
-    def open(self, file):
+    def open(self, file: str) -> IO[str]:
         if file == "lexnames" and not (Path(self.root.path) / file).is_file():
             return io.StringIO("".join(f"{i:02d}\t{name}\t0\n" for i, name in enumerate(LEXNAMES)))
         return super().open(file)
 
-    def map_wn(self, version="wordnet"):
+    def map_wn(self, version: str = "wordnet") -> None:
         return None
 
 

@@ -124,7 +124,9 @@ def split_batch(batch: Batch, chunk_size: int, image_token_id: int | None = None
     return chunks
 
 
-def _embed_without_graph(embed: Callable[[Batch], torch.Tensor], chunks: list[Batch]):
+def _embed_without_graph(
+    embed: Callable[[Batch], torch.Tensor], chunks: list[Batch]
+) -> tuple[list[torch.Tensor], list[RngState]]:
     """(embeddings, random states) of every chunk, no autograd graph kept."""
     embeddings, states = [], []
     for chunk in chunks:

@@ -16,6 +16,7 @@ templates), so `mc eval` and `embed eval` score it by similarity.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ class EmbeddingTask(TrainingTask):
                    f"{len(train_set) - n_caption} VQA)")
         return TaskSetup({EMBEDDER: EmbeddingModel(self.model)}, sampler, indexed(collator, train_set), summary)
 
-    def _loss(self, groups: torch.Tensor):
+    def _loss(self, groups: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
         """(query embeddings, target embeddings) of this process -> the global InfoNCE loss."""
         embed = self.cfg.embed
         gathered = gather_with_local_grad(groups) if embed.distinct_negatives else None

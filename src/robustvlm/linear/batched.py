@@ -27,7 +27,9 @@ as in `fit_linear`; the others go on.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import torch
@@ -39,12 +41,22 @@ from robustvlm.errors import ConfigError
 from robustvlm.linear.fit import TRACE_KEYS, LinearData, LinearFit
 from robustvlm.objectives import REGISTRY
 from robustvlm.objectives.base import Hyperparameters
+from robustvlm.objectives.birm import BIRMHyperparameters, ScaleHyperparameters
+from robustvlm.objectives.dynamic_birm import DynamicBIRMHyperparameters
+from robustvlm.objectives.groupdro import GroupDROHyperparameters
+from robustvlm.objectives.invariance import AnnealedHyperparameters
+from robustvlm.objectives.irm import IRMHyperparameters
+from robustvlm.objectives.vrex import VRExHyperparameters
 
 BATCHED = ("erm", "irm", "vrex", "groupdro", "birm", "dynamic_birm")
 """The objectives with a batched form."""
+Losses = tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]
+"""(loss [S, D], R_emp [S, D], R_inv [S, D] or None, lambda [S, D] or None) of one step."""
 BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 """torch.optim.Adam's defaults, which `fit_linear` uses."""
+H = TypeVar("H", bound=Hyperparameters)
+A = TypeVar("A", bound=AnnealedHyperparameters)
 
 
 @dataclass
@@ -130,10 +142,10 @@ def _shift_grad(f: torch.Tensor, y: torch.Tensor, task: Task) -> torch.Tensor:
     return 2.0 * (f - y) if task == "regression" else torch.sigmoid(f) - y
 
 
-class _Batched:
+class _Batched(Generic[H]):
     """The loss of one objective for D draws (hyperparameters per draw) over S data seeds."""
 
-    def __init__(self, hps: list[Hyperparameters], cell: Cell):
+    def __init__(self, hps: list[H], cell: Cell):
         self.hps, self.cell, self.task = hps, cell, cell.task
         self.num_envs = cell.members.shape[2]
         self.shape = (cell.features.shape[0], len(hps))
@@ -147,7 +159,7 @@ class _Batched:
         """[1, D] bool: models whose optimizer is re-created before this step (None: none)."""
         return None
 
-    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool):
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
         """(loss [S, D], R_emp [S, D], R_inv [S, D] or None, lambda [S, D] or None)."""
         raise NotImplementedError
 
@@ -156,16 +168,16 @@ class _Batched:
         return self.cell.env_mean(_row_risk(f, y, self.task))
 
 
-class _ERM(_Batched):
-    def __call__(self, f, y, step, trace):
+class _ERM(_Batched[Hyperparameters]):
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
         r_emp = _row_risk(f, y, self.task).mean(2)  # the mean over rows, as `objectives.erm.ERM` takes it
         return r_emp, r_emp, None, None
 
 
-class _Annealed(_Batched):
+class _Annealed(_Batched[A]):
     """lambda_before until anneal_steps, then lambda; optimizer reset at the switch when asked."""
 
-    def __init__(self, hps, cell):
+    def __init__(self, hps: list[A], cell: Cell) -> None:
         super().__init__(hps, cell)
         self.anneal = [int(hp.anneal_steps) for hp in hps]
         self.reset_at = [bool(hp.reset_optimizer_at_anneal) and a > 0 for hp, a in zip(hps, self.anneal)]
@@ -176,7 +188,7 @@ class _Annealed(_Batched):
         on = torch.tensor([[step >= a for a in self.anneal]])
         return torch.where(on, self.after, self.before)
 
-    def resets(self, step):
+    def resets(self, step: int) -> torch.Tensor | None:
         mask = torch.tensor([[r and step == a for r, a in zip(self.reset_at, self.anneal)]])
         return mask if bool(mask.any()) else None
 
@@ -184,7 +196,7 @@ class _Annealed(_Batched):
         """[S, D] R_inv."""
         raise NotImplementedError
 
-    def __call__(self, f, y, step, trace):
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
         risks = self.env_risks(f, y)
         r_emp = risks.mean(2)
         weight = self.weight(step).expand(self.shape)
@@ -195,30 +207,30 @@ class _Annealed(_Batched):
         return loss, r_emp, penalty, weight
 
 
-class _IRM(_Annealed):
-    def __init__(self, hps, cell):
+class _IRM(_Annealed[IRMHyperparameters]):
+    def __init__(self, hps: list[IRMHyperparameters], cell: Cell) -> None:
         super().__init__(hps, cell)
         if any(hp.unbiased for hp in hps):
             raise ConfigError("batched irm: the unbiased (two-halves) penalty has no batched form")
         self.shift = torch.tensor([[bool(hp.shift_dummy) for hp in hps]])
         self.mean = torch.tensor([[hp.penalty_reduction == "mean" for hp in hps]])
 
-    def penalty(self, f, y, risks, step):
+    def penalty(self, f: torch.Tensor, y: torch.Tensor, risks: torch.Tensor, step: int) -> torch.Tensor:
         per_env = self.cell.env_mean(_scale_grad(f, y, self.task)).square()  # [S, D, E]
         shift = self.cell.env_mean(_shift_grad(f, y, self.task)).square()
         per_env = per_env + torch.where(self.shift[..., None], shift, 0.0)
         return torch.where(self.mean, per_env.mean(2), per_env.sum(2))
 
 
-class _VREx(_Annealed):
-    def penalty(self, f, y, risks, step):
+class _VREx(_Annealed[VRExHyperparameters]):
+    def penalty(self, f: torch.Tensor, y: torch.Tensor, risks: torch.Tensor, step: int) -> torch.Tensor:
         return (risks - risks.mean(2, keepdim=True)).square().mean(2)
 
 
 class _BayesianPenalty:
     """BIRM's R_inv for D draws: scales drawn per call as `objectives.birm.BayesianScalePenalty` draws them."""
 
-    def __init__(self, hps: list[Hyperparameters], cell: Cell):
+    def __init__(self, hps: Sequence[ScaleHyperparameters], cell: Cell):
         self.cell, self.task = cell, cell.task
         self.num_envs = cell.members.shape[2]
         self.n_samples = [int(hp.n_samples) for hp in hps]
@@ -272,7 +284,7 @@ class _EnvScaleGrads(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, f, y, scale, cell):  # f [S, D, N], y [S, 1, N], scale [S or 1, D, K, N]
+    def forward(ctx: Any, f: torch.Tensor, y: torch.Tensor, scale: torch.Tensor, cell: Cell) -> torch.Tensor:  # f [S, D, N], y [S, 1, N], scale [S or 1, D, K, N]
         u = scale * f[:, :, None]
         p = torch.sigmoid(u)
         rows = torch.sub(p, y[:, :, None]).mul_(f[:, :, None])
@@ -282,25 +294,25 @@ class _EnvScaleGrads(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad):  # grad [S, D, K, E]
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:  # grad [S, D, K, E]
         u, y, p = ctx.saved_tensors  # in place on one buffer: these rows are the largest tensors of a sweep
         d_rows = torch.sub(1.0, p).mul_(p).mul_(u).add_(p).sub_(y[:, :, None])
         return d_rows.mul_(ctx.cell.spread_to_rows(grad)).sum(2), None, None, None
 
 
-class _BIRM(_Annealed):
-    def __init__(self, hps, cell):
+class _BIRM(_Annealed[BIRMHyperparameters]):
+    def __init__(self, hps: list[BIRMHyperparameters], cell: Cell) -> None:
         super().__init__(hps, cell)
         self.bayes = _BayesianPenalty(hps, cell)
 
-    def penalty(self, f, y, risks, step):
+    def penalty(self, f: torch.Tensor, y: torch.Tensor, risks: torch.Tensor, step: int) -> torch.Tensor:
         return self.bayes(f, y, step)
 
 
-class _DynamicBIRM(_Batched):
+class _DynamicBIRM(_Batched[DynamicBIRMHyperparameters]):
     """`objectives.dynamic_birm.LambdaController`, one per model, as [S, D] float64 tensors."""
 
-    def __init__(self, hps, cell):
+    def __init__(self, hps: list[DynamicBIRMHyperparameters], cell: Cell) -> None:
         super().__init__(hps, cell)
         self.bayes = _BayesianPenalty(hps, cell)
         self.k_skip = [int(hp.k_skip) for hp in hps]
@@ -321,7 +333,7 @@ class _DynamicBIRM(_Batched):
         self.value = torch.where(on, value, self.value)
         return torch.where(on, self.value, 0.0)
 
-    def __call__(self, f, y, step, trace):
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
         risks = self.env_risks(f, y)
         r_emp = risks.mean(2)
         penalty = self.bayes(f, y, step)
@@ -330,20 +342,20 @@ class _DynamicBIRM(_Batched):
         return loss, r_emp, penalty, weight
 
 
-class _GroupDRO(_Batched):
-    def __init__(self, hps, cell):
+class _GroupDRO(_Batched[GroupDROHyperparameters]):
+    def __init__(self, hps: list[GroupDROHyperparameters], cell: Cell) -> None:
         super().__init__(hps, cell)
         self.eta = self.per_draw("eta")[..., None]  # [1, D, 1]
         self.q = torch.full((*self.shape, self.num_envs), 1.0 / self.num_envs, dtype=torch.float64)
 
-    def __call__(self, f, y, step, trace):
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
         risks = self.env_risks(f, y)
         self.q = torch.softmax(self.q.log() + self.eta * risks.detach().double(), dim=2)
         loss = ((self.q / self.q.sum(2, keepdim=True)).to(risks.dtype) * risks).sum(2)
         return loss, risks.mean(2), None, None
 
 
-_CLASSES: dict[str, type[_Batched]] = {
+_CLASSES: dict[str, type[_Batched[Any]]] = {
     "erm": _ERM, "irm": _IRM, "vrex": _VREx, "groupdro": _GroupDRO, "birm": _BIRM, "dynamic_birm": _DynamicBIRM,
 }
 

@@ -107,7 +107,7 @@ def _idefics3(text: dict[str, Any], vision: dict[str, Any], scale_factor: int) -
     return make
 
 
-def _idefics3_processor(tokenizer, config: Idefics3Config, chat_template: str, splitting: bool) -> ProcessorMixin:
+def _idefics3_processor(tokenizer: PreTrainedTokenizerFast, config: Idefics3Config, chat_template: str, splitting: bool) -> ProcessorMixin:
     """The released processor: images resized to 4 crops a side and split into crops of the
     tower's image size plus a global view (`splitting`), each crop (side / patch / scale)^2 tokens;
     without splitting, one crop per image."""
@@ -153,7 +153,7 @@ def _qwen2_vl_2b(tokenizer: PreTrainedTokenizerFast) -> Qwen2VLConfig:
     )
 
 
-def _qwen2_vl_processor(tokenizer, config: Qwen2VLConfig, chat_template: str, splitting: bool) -> ProcessorMixin:
+def _qwen2_vl_processor(tokenizer: PreTrainedTokenizerFast, config: Qwen2VLConfig, chat_template: str, splitting: bool) -> ProcessorMixin:
     """The released processor: any image side rounded to 28 pixels, between 3,136 and 12,845,056
     pixels; (h / 28) x (w / 28) tokens (256 for 448x448). `splitting` does not apply."""
     image_processor = Qwen2VLImageProcessorPil(min_pixels=56 * 56, max_pixels=28 * 28 * 16384, patch_size=14,
@@ -186,7 +186,7 @@ def _llava_onevision_05b(tokenizer: PreTrainedTokenizerFast) -> LlavaOnevisionCo
     )
 
 
-def _llava_onevision_processor(tokenizer, config: LlavaOnevisionConfig, chat_template: str,
+def _llava_onevision_processor(tokenizer: PreTrainedTokenizerFast, config: LlavaOnevisionConfig, chat_template: str,
                                splitting: bool) -> ProcessorMixin:
     """The released processor: a 384x384 base view plus anyres crops (`splitting`; without it the
     grid has the one 384x384 pinpoint), 729 tokens per view."""

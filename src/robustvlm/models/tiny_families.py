@@ -66,7 +66,7 @@ class Family:
 
     Attributes:
         image_text: what the chat template writes for an image (the processor expands it).
-        make_config: (tokenizer, sizes) -> model config.
+        make_config: (tokenizer: PreTrainedTokenizerFast, sizes: dict[str, int]) -> model config.
         make_processor: (tokenizer, config, chat template) -> processor matching the config.
         model_class: the ...ForConditionalGeneration class.
         special_tokens: tokens beyond pad/bos/eos that the processor needs, unnamed.
@@ -137,7 +137,7 @@ def _patch(sizes: dict[str, int], merge: int = 1) -> int:
 # ---- Idefics3 (SmolVLM) and LLaVA ------------------------------------------------------------
 
 
-def _idefics3_config(tokenizer, sizes) -> Idefics3Config:
+def _idefics3_config(tokenizer: PreTrainedTokenizerFast, sizes: dict[str, int]) -> Idefics3Config:
     untyped: dict[str, Any] = {"pad_token_id": tokenizer.pad_token_id}  # see above
     return Idefics3Config(
         text_config=text_config(tokenizer, sizes),
@@ -148,7 +148,7 @@ def _idefics3_config(tokenizer, sizes) -> Idefics3Config:
     )
 
 
-def _idefics3_processor(tokenizer, config: Idefics3Config, chat_template: str) -> Idefics3Processor:
+def _idefics3_processor(tokenizer: PreTrainedTokenizerFast, config: Idefics3Config, chat_template: str) -> Idefics3Processor:
     vision = _vision(config)
     side = vision.image_size // vision.patch_size
     if vision.image_size % vision.patch_size or side % config.scale_factor:
@@ -168,7 +168,7 @@ def _idefics3_processor(tokenizer, config: Idefics3Config, chat_template: str) -
     )
 
 
-def _llava_config(tokenizer, sizes) -> LlavaConfig:
+def _llava_config(tokenizer: PreTrainedTokenizerFast, sizes: dict[str, int]) -> LlavaConfig:
     vision = dict(model_type="clip_vision_model", projection_dim=64, **_vision_config(sizes, 16))
     untyped: dict[str, Any] = {"image_token_id": _token_id(tokenizer, "<image>")}  # see above
     return LlavaConfig(
@@ -180,7 +180,7 @@ def _llava_config(tokenizer, sizes) -> LlavaConfig:
     )
 
 
-def _llava_processor(tokenizer, config: LlavaConfig, chat_template: str) -> LlavaProcessor:
+def _llava_processor(tokenizer: PreTrainedTokenizerFast, config: LlavaConfig, chat_template: str) -> LlavaProcessor:
     side = _vision(config).image_size
     return LlavaProcessor(
         image_processor=LlavaImageProcessorPil(
@@ -200,7 +200,7 @@ QWEN_TOKENS = {"image_token": "<|image_pad|>", "video_token": "<|video_pad|>",
                "vision_start_token": "<|vision_start|>", "vision_end_token": "<|vision_end|>"}
 
 
-def _qwen_ids(tokenizer) -> dict[str, Any]:
+def _qwen_ids(tokenizer: PreTrainedTokenizerFast) -> dict[str, Any]:
     """The special-token ids of a Qwen-VL config, as keyword arguments (see above)."""
     return {f"{name}_id": _token_id(tokenizer, token) for name, token in QWEN_TOKENS.items()}
 
@@ -212,7 +212,7 @@ def _mrope(sizes: dict[str, int], **extra: Any) -> dict[str, Any]:
     return {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": section, **extra}
 
 
-def _qwen2_vl_config(tokenizer, sizes) -> Qwen2VLConfig:
+def _qwen2_vl_config(tokenizer: PreTrainedTokenizerFast, sizes: dict[str, int]) -> Qwen2VLConfig:
     return Qwen2VLConfig(
         text_config=text_config(tokenizer, sizes, "qwen2_vl_text", rope_parameters=_mrope(sizes)),
         vision_config=dict(depth=2, embed_dim=64, hidden_size=sizes["hidden_size"], num_heads=4,
@@ -222,7 +222,7 @@ def _qwen2_vl_config(tokenizer, sizes) -> Qwen2VLConfig:
     )
 
 
-def _qwen2_5_vl_config(tokenizer, sizes) -> Qwen2_5_VLConfig:
+def _qwen2_5_vl_config(tokenizer: PreTrainedTokenizerFast, sizes: dict[str, int]) -> Qwen2_5_VLConfig:
     return Qwen2_5_VLConfig(
         text_config=text_config(tokenizer, sizes, "qwen2_5_vl_text", rope_parameters=_mrope(sizes)),
         vision_config=dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=4,
@@ -233,7 +233,7 @@ def _qwen2_5_vl_config(tokenizer, sizes) -> Qwen2_5_VLConfig:
     )
 
 
-def _qwen3_vl_config(tokenizer, sizes) -> Qwen3VLConfig:
+def _qwen3_vl_config(tokenizer: PreTrainedTokenizerFast, sizes: dict[str, int]) -> Qwen3VLConfig:
     patch = _patch(sizes, 2)
     return Qwen3VLConfig(
         text_config=text_config(tokenizer, sizes, "qwen3_vl_text", head_dim=sizes["hidden_size"] // 4,
@@ -247,7 +247,7 @@ def _qwen3_vl_config(tokenizer, sizes) -> Qwen3VLConfig:
 
 
 def _qwen_processor(processor_class: type[ProcessorMixin]) -> Callable[..., ProcessorMixin]:
-    def make(tokenizer, config, chat_template: str) -> ProcessorMixin:
+    def make(tokenizer: PreTrainedTokenizerFast, config: PreTrainedConfig, chat_template: str) -> ProcessorMixin:
         vision = config.vision_config
         pixels = _qwen_image_side(config) ** 2
         image_processor = Qwen2VLImageProcessorPil(
@@ -270,7 +270,7 @@ def _qwen_image_side(config: PreTrainedConfig) -> int:
 # ---- InternVL (-hf layout), LLaVA-OneVision, Gemma 3, PaliGemma ------------------------------
 
 
-def _internvl_config(tokenizer, sizes) -> InternVLConfig:
+def _internvl_config(tokenizer: PreTrainedTokenizerFast, sizes: dict[str, int]) -> InternVLConfig:
     side, patch = sizes["image_size"], _patch(sizes, 2)
     return InternVLConfig(
         vision_config=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
@@ -283,7 +283,7 @@ def _internvl_config(tokenizer, sizes) -> InternVLConfig:
     )
 
 
-def _internvl_processor(tokenizer, config: InternVLConfig, chat_template: str) -> ProcessorMixin:
+def _internvl_processor(tokenizer: PreTrainedTokenizerFast, config: InternVLConfig, chat_template: str) -> ProcessorMixin:
     side = _vision(config).image_size[0]
     return image_only(InternVLProcessor)(
         image_processor=GotOcr2ImageProcessorPil(size={"height": side, "width": side}, crop_to_patches=False),
@@ -297,7 +297,7 @@ def _siglip(sizes: dict[str, int], patch: int) -> dict[str, Any]:
     return dict(model_type="siglip_vision_model", **_vision_config(sizes, patch))
 
 
-def _llava_onevision_config(tokenizer, sizes) -> LlavaOnevisionConfig:
+def _llava_onevision_config(tokenizer: PreTrainedTokenizerFast, sizes: dict[str, int]) -> LlavaOnevisionConfig:
     side = sizes["image_size"]
     return LlavaOnevisionConfig(
         vision_config=_siglip(sizes, _patch(sizes)),
@@ -311,7 +311,7 @@ def _llava_onevision_config(tokenizer, sizes) -> LlavaOnevisionConfig:
     )
 
 
-def _llava_onevision_processor(tokenizer, config: LlavaOnevisionConfig, chat_template: str) -> ProcessorMixin:
+def _llava_onevision_processor(tokenizer: PreTrainedTokenizerFast, config: LlavaOnevisionConfig, chat_template: str) -> ProcessorMixin:
     side = _vision(config).image_size
     assert config.image_grid_pinpoints is not None  # _llava_onevision_config sets it
     return image_only(LlavaOnevisionProcessor)(
@@ -330,7 +330,7 @@ GEMMA3_TOKENS = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
                  "image_token": "<image_soft_token>"}
 
 
-def _gemma3_config(tokenizer, sizes) -> Gemma3Config:
+def _gemma3_config(tokenizer: PreTrainedTokenizerFast, sizes: dict[str, int]) -> Gemma3Config:
     head = sizes["hidden_size"] // 4
     return Gemma3Config(
         text_config=text_config(tokenizer, sizes, "gemma3_text", head_dim=head, query_pre_attn_scalar=head,
@@ -344,7 +344,7 @@ def _gemma3_config(tokenizer, sizes) -> Gemma3Config:
     )
 
 
-def _gemma3_processor(tokenizer, config: Gemma3Config, chat_template: str) -> Gemma3Processor:
+def _gemma3_processor(tokenizer: PreTrainedTokenizerFast, config: Gemma3Config, chat_template: str) -> Gemma3Processor:
     side = _vision(config).image_size
     assert config.mm_tokens_per_image is not None  # _gemma3_config sets it
     return Gemma3Processor(
@@ -355,7 +355,7 @@ def _gemma3_processor(tokenizer, config: Gemma3Config, chat_template: str) -> Ge
     )
 
 
-def _paligemma_config(tokenizer, sizes) -> PaliGemmaConfig:
+def _paligemma_config(tokenizer: PreTrainedTokenizerFast, sizes: dict[str, int]) -> PaliGemmaConfig:
     return PaliGemmaConfig(
         vision_config=_siglip(sizes, _patch(sizes)),
         text_config=text_config(tokenizer, sizes, "gemma", head_dim=sizes["hidden_size"] // 4),
@@ -364,7 +364,7 @@ def _paligemma_config(tokenizer, sizes) -> PaliGemmaConfig:
     )
 
 
-def _paligemma_processor(tokenizer, config: PaliGemmaConfig, chat_template: str) -> PaliGemmaProcessor:
+def _paligemma_processor(tokenizer: PreTrainedTokenizerFast, config: PaliGemmaConfig, chat_template: str) -> PaliGemmaProcessor:
     side = _vision(config).image_size
     # Any: PaliGemmaProcessor reads an image_seq_length the image processor class does not declare
     image_processor: Any = SiglipImageProcessorPil(size={"height": side, "width": side})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,7 +192,7 @@ def add_adapter_copy(model: PeftModel, name: str, source: str = "default") -> No
 
 
 @contextmanager
-def use_adapter(model: nn.Module, name: str | None):
+def use_adapter(model: nn.Module, name: str | None) -> Iterator[None]:
     """Within the block, the LoRA layers of `model` compute with adapter `name` only (None: leave
     them as they are). Unlike PEFT's `set_adapter`, no parameter's `requires_grad` changes, so
     several adapters train side by side; the previous adapters are restored on exit. A backward

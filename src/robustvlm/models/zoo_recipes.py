@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -74,7 +74,7 @@ class Recipe(BaseModel):
         return f"{self.name}-{self.key()}"
 
 
-def _dual(name: str, arch: str, **kw) -> Recipe:
+def _dual(name: str, arch: str, **kw: Any) -> Recipe:
     return Recipe(name=name, arch=arch, **kw)  # type: ignore[arg-type]
 
 

@@ -1,9 +1,11 @@
 """The objective interface: one class per method, hyperparameters declared once.
 
-Hyperparameters are declared as `HParam`s (default, search range, meaning); from that one
-declaration `hyperparameter_class` makes a frozen dataclass, the typed value objectives and
-reward losses read (`self.hp.eta`): a key a config misspells is refused when the config is
-read (`Hyperparameters.from_config`), a name the code misspells is an AttributeError.
+An objective declares its hyperparameters once, as the fields of a frozen dataclass
+(`Hyperparameters`), each with `hparam(default, search range, meaning)`: that class is the typed
+value the objective reads (`self.hp.eta`, checked by mypy), and its `HParam`s feed sweeps, docs
+and config checks. A key a config misspells is refused when the config is read
+(`Hyperparameters.from_config`), a name the code misspells is a type error. The reward losses
+declare dicts of `HParam`s, from which `hyperparameter_class` makes the dataclass at run time.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import keyword
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 import torch
 
@@ -44,20 +46,25 @@ def check_hparam_values(declared: Mapping[str, HParam], given: Mapping[str, Any]
     if unknown:
         raise ConfigError(f"{owner} has no hyperparameter(s) {unknown}; known: {sorted(declared)}")
     for key, value in given.items():
-        default, search = declared[key].default, declared[key].search
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ConfigError(f"{owner}: {key} must be a finite number, not {value!r}")
-        if isinstance(default, str) and search is not None and search[0] == "choice":
-            if value not in search[1:]:  # an enumeration: its choices are every valid value
-                raise ConfigError(f"{owner}: {key} must be one of {list(search[1:])}, not {value!r}")
-        elif isinstance(default, bool):
-            if not isinstance(value, bool):
-                raise ConfigError(f"{owner}: {key} must be true or false, not {value!r}")
-        elif isinstance(default, int | float):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigError(f"{owner}: {key} must be a number, not {value!r}")
-        elif isinstance(default, str) and not isinstance(value, str):
-            raise ConfigError(f"{owner}: {key} must be text, not {value!r}")
+        _check_value(declared[key], key, value, owner)
+
+
+def _check_value(declared: HParam, key: str, value: Any, owner: str) -> None:
+    """ConfigError unless `value` suits hyperparameter `key` (`check_hparam_values`)."""
+    default, search = declared.default, declared.search
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{owner}: {key} must be a finite number, not {value!r}")
+    if isinstance(default, str) and search is not None and search[0] == "choice":
+        if value not in search[1:]:  # an enumeration: its choices are every valid value
+            raise ConfigError(f"{owner}: {key} must be one of {list(search[1:])}, not {value!r}")
+    elif isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{owner}: {key} must be true or false, not {value!r}")
+    elif isinstance(default, int | float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{owner}: {key} must be a number, not {value!r}")
+    elif isinstance(default, str) and not isinstance(value, str):
+        raise ConfigError(f"{owner}: {key} must be text, not {value!r}")
 
 
 def field_name(key: str) -> str:
@@ -66,40 +73,67 @@ def field_name(key: str) -> str:
     return f"{key}_" if keyword.iskeyword(key) else key
 
 
-class Hyperparameters:
-    """Base of the frozen dataclasses `hyperparameter_class` makes: one field per declared
-    hyperparameter (`field_name` of its config key), defaulting to its declared default."""
+def config_key(field: str) -> str:
+    """The config key of dataclass field `field`: the inverse of `field_name` (`lambda_` -> `lambda`)."""
+    key = field.removesuffix("_")
+    return key if key != field and keyword.iskeyword(key) else field
 
-    declared: ClassVar[Mapping[str, HParam]] = {}
+
+HPARAM = "hparam"
+"""The metadata key under which a hyperparameter field keeps its `HParam`."""
+
+
+def hparam(default: Any, search: tuple | None = None, help: str = "") -> Any:
+    """A field of a `Hyperparameters` dataclass: `default`, with the `HParam` (search range,
+    meaning) in the field's metadata. Typed Any, as `dataclasses.field` is, so that
+    `eta: float = hparam(1e-2, ...)` type-checks."""
+    return dataclasses.field(default=default, metadata={HPARAM: HParam(default, search, help)})
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    """Base of the frozen dataclasses of hyperparameters: one field per hyperparameter
+    (`field_name` of its config key) declared with `hparam`; an objective declares its class
+    (e.g. `GroupDROHyperparameters`), so `self.hp.eta` is typed for mypy and IDEs."""
 
     @classmethod
-    def from_config(cls, given: Mapping[str, Any], owner: str) -> Hyperparameters:
+    def declared(cls) -> dict[str, HParam]:
+        """{config key: HParam} of every field, in field order."""
+        return {config_key(f.name): f.metadata[HPARAM] for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def from_config(cls: type[HP], given: Mapping[str, Any], owner: str) -> HP:
         """The values of `given` over the defaults; ConfigError naming `owner` on an undeclared
         key or a value of the wrong kind (`check_hparam_values`)."""
-        check_hparam_values(cls.declared, given, owner)
+        check_hparam_values(cls.declared(), given, owner)
         return cls(**{field_name(key): value for key, value in given.items()})
 
     def to_config(self) -> dict[str, Any]:
         """{config key: value}, as a config writes them."""
-        return {key: getattr(self, field_name(key)) for key in self.declared}
+        return {key: getattr(self, field_name(key)) for key in self.declared()}
 
-    if TYPE_CHECKING:  # the fields are made per objective at run time (`hyperparameter_class`)
+
+HP = TypeVar("HP", bound=Hyperparameters)
+
+
+@dataclass(frozen=True)
+class UntypedHyperparameters(Hyperparameters):
+    """Base of the classes `hyperparameter_class` makes at run time from a dict of `HParam`s
+    (the reward losses'): their fields are unknown to mypy, so any attribute is Any."""
+
+    if TYPE_CHECKING:
 
         def __getattr__(self, name: str) -> Any: ...
 
 
-def hyperparameter_class(name: str, declared: Mapping[str, HParam]) -> type[Hyperparameters]:
+def hyperparameter_class(name: str, declared: Mapping[str, HParam]) -> type[UntypedHyperparameters]:
     """A frozen dataclass `name` with one field per entry of `declared` (module doc)."""
     fields = [
-        (field_name(key), Any, dataclasses.field(default=hparam.default))
-        for key, hparam in declared.items()
+        (field_name(key), Any, dataclasses.field(default=hp.default, metadata={HPARAM: hp}))
+        for key, hp in declared.items()
     ]
-    cls = cast(
-        type[Hyperparameters],
-        dataclasses.make_dataclass(name, fields, bases=(Hyperparameters,), frozen=True),
-    )
-    cls.declared = dict(declared)
-    return cls
+    cls = dataclasses.make_dataclass(name, fields, bases=(UntypedHyperparameters,), frozen=True)
+    return cast(type[UntypedHyperparameters], cls)
 
 
 @dataclass
@@ -136,9 +170,13 @@ class LossParts:
         return row
 
 
-class Objective:
-    """Base class. Subclasses set `name` and `hparams` and implement `__call__`; each gets its
-    typed hyperparameter class `hparams_class` (`hyperparameter_class`) when it is defined.
+class Objective(Generic[HP]):
+    """Base class, generic in its hyperparameter class. Subclasses set `name` and
+    `hparams_class` (the `Hyperparameters` dataclass they are parametrised with:
+    `class GroupDRO(Objective[GroupDROHyperparameters])`) and implement `__call__`; `hparams`,
+    {config key: HParam}, is read from `hparams_class` when a subclass is defined. A subclass
+    may instead set `hparams` alone (a dict of `HParam`s): its class is then made at run time
+    (`hyperparameter_class`) and its `hp` attributes are Any to mypy.
 
     Args:
         env_names: training environment names; env id i in AnswerOutputs.env is env_names[i].
@@ -147,14 +185,18 @@ class Objective:
 
     name: ClassVar[str]
     hparams: ClassVar[dict[str, HParam]] = {}
-    hparams_class: ClassVar[type[Hyperparameters]]
+    hparams_class: ClassVar[type[Hyperparameters]] = Hyperparameters
+    hp: HP
 
     def __init_subclass__(cls, **kwargs: Any):
         super().__init_subclass__(**kwargs)
-        cls.hparams_class = hyperparameter_class(f"{cls.__name__}Hyperparameters", cls.hparams)
+        if "hparams" in vars(cls) and "hparams_class" not in vars(cls):
+            cls.hparams_class = hyperparameter_class(f"{cls.__name__}Hyperparameters", cls.hparams)
+        cls.hparams = cls.hparams_class.declared()
 
     def __init__(self, env_names: list[str], **hparams: Any):
-        self.hp: Any = self.hparams_class.from_config(hparams, f"method '{self.name}'")
+        # an instance of the class this objective is parametrised with (a ClassVar cannot say so)
+        self.hp = cast(HP, self.hparams_class.from_config(hparams, f"method '{self.name}'"))
         self.env_names = list(env_names)
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 from robustvlm.models.outputs import AnswerOutputs
-from robustvlm.objectives.base import HParam, LossParts
+from robustvlm.objectives.base import Hyperparameters, LossParts, hparam
 from robustvlm.objectives.env_stats import (
     EnvRisks,
     check_env_ids,
@@ -17,26 +18,32 @@ from robustvlm.objectives.env_stats import (
     stats_dtype,
 )
 from robustvlm.objectives.invariance import (
+    AnnealedHyperparameters,
     AnnealedObjective,
-    anneal_hparams,
+    anneal_period,
     penalised_parts,
     require,
+    reset_at_anneal,
+    weight_after,
+    weight_before,
 )
 from robustvlm.objectives.scale_grad import risk_and_scale_grads, vocab_scale_grad_sums
 
-SCALE_HPARAMS: dict[str, HParam] = {
-    "n_samples": HParam(10, ("choice", 5, 10, 20), "classifier-scale draws per environment"),
-    "prior_sd": HParam(
+
+@dataclass(frozen=True)
+class ScaleHyperparameters(Hyperparameters):
+    """The hyperparameters of the Bayesian penalty, shared by `birm` and `dynamic_birm`."""
+
+    n_samples: int = hparam(10, ("choice", 5, 10, 20), "classifier-scale draws per environment")
+    prior_sd: float = hparam(
         0.025,
         ("log", 1e-3, 0.5),
         "sd of the N(1, sd^2) draws (official BIRM: prior_sd_coef / data_num = 50 / 2000)",
-    ),
-    "scope": HParam(
+    )
+    scope: str = hparam(
         "scalar", ("choice", "scalar", "vocab"), "one scale per env, or per vocab entry"
-    ),
-    "seed": HParam(0, None, "seed of the draws (each call draws afresh from (seed, call index))"),
-}
-"""The hyperparameters of the Bayesian penalty, shared by `birm` and `dynamic_birm`."""
+    )
+    seed: int = hparam(0, None, "seed of the draws (each call draws afresh from (seed, call index))")
 
 
 class BayesianScalePenalty:
@@ -55,7 +62,7 @@ class BayesianScalePenalty:
     draws exactly what an uninterrupted one would.
     """
 
-    def __init__(self, method: str, num_envs: int, hp: Any):
+    def __init__(self, method: str, num_envs: int, hp: ScaleHyperparameters):
         require(hp.n_samples >= 1, method, "n_samples must be >= 1")
         require(hp.prior_sd >= 0, method, "prior_sd must be >= 0")
         require(
@@ -105,7 +112,17 @@ class BayesianScalePenalty:
         self.calls = int(state["calls"])
 
 
-class BIRM(AnnealedObjective):
+@dataclass(frozen=True)
+class BIRMHyperparameters(ScaleHyperparameters, AnnealedHyperparameters):
+    """The anneal fields first, then the Bayesian penalty's."""
+
+    lambda_: float = weight_after(1e1)
+    lambda_before: float = weight_before(0.0)
+    anneal_steps: int = anneal_period(200)
+    reset_optimizer_at_anneal: bool = reset_at_anneal(False)
+
+
+class BIRM(AnnealedObjective[BIRMHyperparameters]):
     """Static BIRM: R_emp + lambda * R_inv (BayesianScalePenalty), lambda after an anneal period.
 
     R_emp is the mean of the environment risks present in the batch. Before `anneal_steps`
@@ -113,10 +130,7 @@ class BIRM(AnnealedObjective):
     """
 
     name = "birm"
-    hparams = {
-        **anneal_hparams(weight=1e1, weight_before=0.0, anneal_steps=200, reset_optimizer=False),
-        **SCALE_HPARAMS,
-    }
+    hparams_class = BIRMHyperparameters
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from robustvlm.models.outputs import AnswerOutputs
-from robustvlm.objectives.base import HParam, LossParts, Objective
-from robustvlm.objectives.birm import SCALE_HPARAMS, BayesianScalePenalty
+from robustvlm.objectives.base import LossParts, Objective, hparam
+from robustvlm.objectives.birm import BayesianScalePenalty, ScaleHyperparameters
 from robustvlm.objectives.invariance import penalised_parts, require
 
 
@@ -85,7 +85,22 @@ class LambdaController:
         self.r_inv_ref = state.get("r_inv_ref")
 
 
-class DynamicBIRM(Objective):
+@dataclass(frozen=True)
+class DynamicBIRMHyperparameters(ScaleHyperparameters):
+    """The Bayesian penalty's fields first, then the controller's (`LambdaController`)."""
+
+    gamma: float = hparam(0.15, ("log", 0.01, 1.0), "target ratio of penalty to empirical risk")
+    alpha: float = hparam(0.8, ("uniform", 0.5, 0.99), "smoothing of lambda (weight of the past)")
+    p_min: float = hparam(0.05, ("log", 1e-3, 0.5), "floor of the target penalty")
+    k_skip: int = hparam(200, ("int_log", 1, 2000), "steps with lambda = 0 (warm-up)")
+    eps: float = hparam(1e-8, None, "floor of R_inv in lambda_target = P_target / R_inv")
+    lambda_max: float | None = hparam(None, None, "cap on lambda (None: no cap); logged when it binds")
+    eps_rel: float = hparam(
+        0.1, None, "floor of R_inv relative to R_inv at the first penalised step (0: none)"
+    )
+
+
+class DynamicBIRM(Objective[DynamicBIRMHyperparameters]):
     """Dynamic BIRM: R_emp + lambda_t * R_inv with R_inv of BIRM and lambda_t of LambdaController.
 
     R_emp is the mean of the environment risks present in the batch. lambda_t is a number
@@ -108,18 +123,7 @@ class DynamicBIRM(Objective):
     """
 
     name = "dynamic_birm"
-    hparams = {
-        **SCALE_HPARAMS,
-        "gamma": HParam(0.15, ("log", 0.01, 1.0), "target ratio of penalty to empirical risk"),
-        "alpha": HParam(0.8, ("uniform", 0.5, 0.99), "smoothing of lambda (weight of the past)"),
-        "p_min": HParam(0.05, ("log", 1e-3, 0.5), "floor of the target penalty"),
-        "k_skip": HParam(200, ("int_log", 1, 2000), "steps with lambda = 0 (warm-up)"),
-        "eps": HParam(1e-8, None, "floor of R_inv in lambda_target = P_target / R_inv"),
-        "lambda_max": HParam(None, None, "cap on lambda (None: no cap); logged when it binds"),
-        "eps_rel": HParam(
-            0.1, None, "floor of R_inv relative to R_inv at the first penalised step (0: none)"
-        ),
-    }
+    hparams_class = DynamicBIRMHyperparameters
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from robustvlm.models.outputs import AnswerOutputs
-from robustvlm.objectives.base import LossParts, Objective
+from robustvlm.objectives.base import Hyperparameters, LossParts, Objective
 
 
-class ERM(Objective):
+class ERM(Objective[Hyperparameters]):
     """Token-mean risk over the answer tokens of the batch.
 
     With cross-entropy (`AnswerOutputs.risk == "ce"`) this is the `labels=` loss of the model;
@@ -14,7 +14,6 @@ class ERM(Objective):
     """
 
     name = "erm"
-    hparams = {}
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
         risk = out.token_risk()

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from robustvlm.models.outputs import AnswerOutputs
-from robustvlm.objectives.base import HParam, LossParts, Objective
+from robustvlm.objectives.base import Hyperparameters, LossParts, Objective, hparam
 from robustvlm.objectives.env_stats import reduce_env_stats
 from robustvlm.objectives.invariance import require
 
 
-class GroupDRO(Objective):
+@dataclass(frozen=True)
+class GroupDROHyperparameters(Hyperparameters):
+    eta: float = hparam(1e-2, ("log", 1e-3, 1e-1), "step size of the weight update")
+
+
+class GroupDRO(Objective[GroupDROHyperparameters]):
     """GroupDRO (Sagawa et al.; DomainBed's update): loss = sum_e q_e R^e.
 
     Each call first updates the environment weights by exponentiated gradient,
@@ -23,7 +29,7 @@ class GroupDRO(Objective):
     """
 
     name = "groupdro"
-    hparams = {"eta": HParam(1e-2, ("log", 1e-3, 1e-1), "step size of the weight update")}
+    hparams_class = GroupDROHyperparameters
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)

@@ -6,27 +6,49 @@ present in the (global) batch and R_inv the method's invariance penalty.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import torch
 
 from robustvlm.errors import ConfigError
-from robustvlm.objectives.base import HParam, LossParts, Objective, field_name
+from robustvlm.objectives.base import Hyperparameters, LossParts, Objective, field_name, hparam
 from robustvlm.objectives.env_stats import EnvRisks
 
 
-def anneal_hparams(
-    *, weight: float, weight_before: float, anneal_steps: int, reset_optimizer: bool
-) -> dict[str, HParam]:
-    """The hyperparameters of a penalty weight that switches value after an anneal period."""
-    return {
-        "lambda": HParam(weight, ("log", 1e-1, 1e5), "penalty weight from step `anneal_steps` on"),
-        "lambda_before": HParam(weight_before, None, "penalty weight before `anneal_steps`"),
-        "anneal_steps": HParam(anneal_steps, ("int_log", 1, 10_000), "steps before the switch"),
-        "reset_optimizer_at_anneal": HParam(
-            reset_optimizer, None, "re-create the optimizer at the switch (its moments are stale)"
-        ),
-    }
+def weight_after(default: float) -> Any:
+    """`lambda`: the penalty weight from `anneal_steps` on (an `hparam` field)."""
+    return hparam(default, ("log", 1e-1, 1e5), "penalty weight from step `anneal_steps` on")
+
+
+def weight_before(default: float) -> Any:
+    """`lambda_before`: the penalty weight before `anneal_steps` (an `hparam` field)."""
+    return hparam(default, None, "penalty weight before `anneal_steps`")
+
+
+def anneal_period(default: int) -> Any:
+    """`anneal_steps`: the steps before the switch (an `hparam` field)."""
+    return hparam(default, ("int_log", 1, 10_000), "steps before the switch")
+
+
+def reset_at_anneal(default: bool) -> Any:
+    """`reset_optimizer_at_anneal` (an `hparam` field)."""
+    return hparam(default, None, "re-create the optimizer at the switch (its moments are stale)")
+
+
+@dataclass(frozen=True)
+class AnnealedHyperparameters(Hyperparameters):
+    """A penalty weight that switches value after an anneal period. The defaults are IRMv1's
+    (DomainBed's schedule); an objective with others declares those fields again (their order
+    stays)."""
+
+    lambda_: float = weight_after(1e2)
+    lambda_before: float = weight_before(1.0)
+    anneal_steps: int = anneal_period(500)
+    reset_optimizer_at_anneal: bool = reset_at_anneal(True)
+
+
+A = TypeVar("A", bound=AnnealedHyperparameters)
 
 
 def require(condition: bool, method: str, message: str) -> None:
@@ -35,7 +57,7 @@ def require(condition: bool, method: str, message: str) -> None:
         raise ConfigError(f"method '{method}': {message}")
 
 
-class AnnealedObjective(Objective):
+class AnnealedObjective(Objective[A]):
     """An objective whose penalty weight is `lambda_before` until `anneal_steps`, then `lambda`.
 
     As in DomainBed, the optimizer may be re-created at the switch (`resets_optimizer_at`).

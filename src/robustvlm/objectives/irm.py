@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from robustvlm.models.outputs import AnswerOutputs
-from robustvlm.objectives.base import HParam, LossParts
+from robustvlm.objectives.base import LossParts, hparam
 from robustvlm.objectives.env_stats import (
     check_env_ids,
     group_count,
@@ -17,15 +18,24 @@ from robustvlm.objectives.env_stats import (
     stats_dtype,
 )
 from robustvlm.objectives.invariance import (
+    AnnealedHyperparameters,
     AnnealedObjective,
-    anneal_hparams,
     penalised_parts,
     require,
 )
 from robustvlm.objectives.scale_grad import risk_and_scale_grads, shift_grads
 
 
-class IRM(AnnealedObjective):
+@dataclass(frozen=True)
+class IRMHyperparameters(AnnealedHyperparameters):
+    """The anneal fields with their defaults, then IRMv1's penalty's."""
+
+    penalty_reduction: str = hparam("mean", ("choice", "mean", "sum"), "over environments")
+    unbiased: bool = hparam(True, ("choice", True, False), "product of two halves' gradients")
+    shift_dummy: bool = hparam(False, None, "also penalise a shift dummy on the last logit")
+
+
+class IRM(AnnealedObjective[IRMHyperparameters]):
     """IRMv1 (Arjovsky et al.; DomainBed's schedule): R_emp + lambda * R_inv.
 
     R_inv over the environments present: the square of dR^e/dw at w = 1, where R^e is the
@@ -41,12 +51,7 @@ class IRM(AnnealedObjective):
     """
 
     name = "irm"
-    hparams = {
-        **anneal_hparams(weight=1e2, weight_before=1.0, anneal_steps=500, reset_optimizer=True),
-        "penalty_reduction": HParam("mean", ("choice", "mean", "sum"), "over environments"),
-        "unbiased": HParam(True, ("choice", True, False), "product of two halves' gradients"),
-        "shift_dummy": HParam(False, None, "also penalise a shift dummy on the last logit"),
-    }
+    hparams_class = IRMHyperparameters
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)

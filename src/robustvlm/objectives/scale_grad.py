@@ -105,7 +105,9 @@ class _CEAndScaleGrads(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx: FunctionCtx, grad_ce: torch.Tensor, grad_g: torch.Tensor):
+    def backward(
+        ctx: FunctionCtx, grad_ce: torch.Tensor | None, grad_g: torch.Tensor | None
+    ) -> tuple[torch.Tensor | None, None, None]:
         logits, targets, scales, mean_z = ctx.saved_tensors  # type: ignore[attr-defined]  # torch stubs: FunctionCtx lacks it
         if grad_ce is None and grad_g is None:
             return None, None, None
@@ -154,7 +156,7 @@ class _VocabScaleGradSums(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx: FunctionCtx, grad_sums: torch.Tensor):
+    def backward(ctx: FunctionCtx, grad_sums: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
         # (J^T c)_j = p_j (c_j + w_j (c_j z_j - sum_k c_k z_k p_k)) - c_y 1[j = y]
         logits, targets, group, scales = ctx.saved_tensors  # type: ignore[attr-defined]  # torch stubs: FunctionCtx lacks it
         dtype = _work_dtype(logits)

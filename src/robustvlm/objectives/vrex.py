@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives.base import LossParts
 from robustvlm.objectives.env_stats import reduce_env_stats
-from robustvlm.objectives.invariance import AnnealedObjective, anneal_hparams, penalised_parts
+from robustvlm.objectives.invariance import (
+    AnnealedHyperparameters,
+    AnnealedObjective,
+    penalised_parts,
+    weight_after,
+)
 
 
-class VREx(AnnealedObjective):
+@dataclass(frozen=True)
+class VRExHyperparameters(AnnealedHyperparameters):
+    """IRMv1's anneal schedule (DomainBed's) with a weight of 10 after it."""
+
+    lambda_: float = weight_after(1e1)
+
+
+class VREx(AnnealedObjective[VRExHyperparameters]):
     """V-REx (Krueger et al.; DomainBed's schedule): R_emp + lambda * Var_e(R^e).
 
     The variance is the population variance over the environments present in the batch
@@ -16,7 +30,7 @@ class VREx(AnnealedObjective):
     """
 
     name = "vrex"
-    hparams = anneal_hparams(weight=1e1, weight_before=1.0, anneal_steps=500, reset_optimizer=True)
+    hparams_class = VRExHyperparameters
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
         risks, _ = reduce_env_stats(out, len(self.env_names))

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from robustvlm.analysis.ladder import COLOUR_FREE, ORACLE, REVERSED, beats_erm, ladder_comparisons
-from robustvlm.analysis.verdict import verdict_sentences, winners_sentence
+from robustvlm.analysis.verdict import Comparison, verdict_sentences, winners_sentence
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, save_figure
 
@@ -110,7 +110,7 @@ def verdict_blocks(summary: Mapping) -> list[Block]:
     """The `Verdict` section: every invariant method against ERM per rung on the colour-free and
     reversed environments at the final step (`analysis.ladder.ladder_comparisons`), then who beat
     ERM under the two selection rules."""
-    def named(comparisons):
+    def named(comparisons: list[Comparison]) -> list[Comparison]:
         return [replace(c, method=LABELS.get(c.method, c.method), baseline=LABELS["erm"]) for c in comparisons]
 
     def points(v: float) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -20,8 +21,9 @@ DPI = 150
 PERCENT_TICKS = (0.1, 0.5, 1, 2, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 98, 99, 99.5, 99.9)
 
 
-def new_figure(nrows: int = 1, ncols: int = 1, *, size: tuple[float, float] = (6.0, 4.5)):
-    """A Figure with an (nrows, ncols) grid of axes; returns (fig, axes), axes squeezed."""
+def new_figure(nrows: int = 1, ncols: int = 1, *, size: tuple[float, float] = (6.0, 4.5)) -> tuple[Figure, Any]:
+    """A Figure with an (nrows, ncols) grid of axes; returns (fig, axes), axes squeezed
+    (one Axes, or an array of them: Any)."""
     fig = Figure(figsize=size, layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=True)
     return fig, axes

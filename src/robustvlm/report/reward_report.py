@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.patches import Rectangle
 
 from robustvlm.analysis.reward_matrix import MatrixResults, cell_key
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
@@ -49,9 +50,7 @@ def matrix_heatmaps(results: MatrixResults, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def _outline(x: int, y: int):
-    from matplotlib.patches import Rectangle
-
+def _outline(x: int, y: int) -> Rectangle:
     return Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=1.6)
 
 

@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from robustvlm.analysis.robustness import (
     LineBand,
@@ -78,7 +80,7 @@ def scatter(
     return _finish(fig, ax, kind, (xlim, ylim), (xlabel, ylabel), title, path)
 
 
-def _finish(fig, ax, kind: Transform, limits, labels, title: str, path: str | Path, legend_size: float = 8) -> Path:
+def _finish(fig: Figure, ax: Axes, kind: Transform, limits: Sequence[tuple[float, float]], labels: Sequence[str], title: str, path: str | Path, legend_size: float = 8) -> Path:
     """Percentage ticks on both transformed axes, grid, title and legend; save the PNG."""
     for which, lim, label in zip("xy", limits, labels):
         percent_axis(ax, which, lambda a: transform(a, kind), lim, label=label)
@@ -123,7 +125,7 @@ def family_lines_scatter(
 
 
 def _plot_family(
-    ax, members: Sequence[ModelRobustness], kind: Transform, *, color: str, label: str
+    ax: Axes, members: Sequence[ModelRobustness], kind: Transform, *, color: str, label: str
 ) -> None:
     """Points of one family with their confidence intervals as error bars, transformed."""
     zx, zx_lo, zx_hi = (

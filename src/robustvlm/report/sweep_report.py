@@ -203,7 +203,7 @@ def reference_blocks(results: SweepResults) -> list[Block]:
     ]
 
 
-def _num(value) -> str:
+def _num(value: float | None) -> str:
     return "—" if value is None else f"{value:.1f}"
 
 

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from robustvlm.errors import ConfigError
-from robustvlm.objectives.base import HParam, Hyperparameters, hyperparameter_class
+from robustvlm.objectives.base import HParam, UntypedHyperparameters, hyperparameter_class
 
 
 def bradley_terry(
@@ -72,7 +72,7 @@ class LossSpec:
     hparams: dict[str, HParam]
 
     @cached_property
-    def hparams_class(self) -> type[Hyperparameters]:
+    def hparams_class(self) -> type[UntypedHyperparameters]:
         """The typed hyperparameters of this loss (`objectives.base.hyperparameter_class`, as
         objectives get theirs)."""
         return hyperparameter_class(f"{self.name}_hyperparameters", self.hparams)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 import json
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -189,6 +189,7 @@ class RewardTask(TrainingTask):
         self.env_names = sorted({p.env for p in pairs})
         env_ids = {name: i for i, name in enumerate(self.env_names)}
         corpus = [t for p in pairs for t in (p.query, p.chosen, p.rejected)]
+        vlm: nn.Module
         if cfg.init_from is None:
             vlm, self.processor = base_model(cfg.model, ctx.out_dir, corpus, ctx.accelerator)
             head = None
@@ -241,7 +242,7 @@ class RewardTask(TrainingTask):
             return ctx.models["reward"](batch, branch=branch)
         return ctx.models["reward" if not self.spec.proxy else branch](batch)
 
-    def _branch(self, name: str):
+    def _branch(self, name: str) -> AbstractContextManager[None]:
         """Where a branch's backward pass runs: inside its adapter for the adapter proxy."""
         if not self.adapter_proxy:
             return nullcontext()

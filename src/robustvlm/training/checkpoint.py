@@ -34,6 +34,7 @@ from typing import Any
 from accelerate import Accelerator
 from accelerate.utils import DistributedType
 from safetensors import safe_open
+from torch import nn
 
 CKPT_DIR = "checkpoints"
 STATE_FILE = "trainer_state.json"
@@ -49,7 +50,7 @@ def list_checkpoints(out_dir: Path) -> list[Path]:
     return sorted(p for p in root.glob("step-*") if (p / STATE_FILE).is_file())
 
 
-def _trainable_names(model) -> set[str]:
+def _trainable_names(model: nn.Module) -> set[str]:
     return {name for name, p in model.named_parameters() if p.requires_grad}
 
 

@@ -27,15 +27,17 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
 from pydantic import BaseModel
+from torch.optim.lr_scheduler import LRScheduler
 from tqdm.auto import tqdm
 from transformers import get_cosine_schedule_with_warmup
 
@@ -57,7 +59,8 @@ from robustvlm.training.checkpoint import (
     save_checkpoint,
 )
 from robustvlm.training.metrics import step_row
-from robustvlm.training.task import SetupContext, StepContext, TrainingTask
+from robustvlm.training.sampler import ResumableBatchSampler
+from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask
 
 LOG_FILE = "train_log.jsonl"
 #: Settings a resumed run may change: how later non-finite steps are handled.
@@ -116,7 +119,7 @@ def tracker_config(settings: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _batch_stream(sampler):
+def _batch_stream(sampler: ResumableBatchSampler) -> Iterator[list[int]]:
     """Endless stream of index lists, epoch after epoch, starting where the sampler's state says."""
     while True:
         yield from sampler
@@ -135,6 +138,30 @@ def _clip(accelerator: Accelerator, groups: list[list[torch.nn.Parameter]], max_
 
 def _reset_optimizer_state(optimizer: torch.optim.Optimizer) -> None:
     getattr(optimizer, "optimizer", optimizer).state.clear()
+
+
+@dataclass
+class _Run:
+    """What every step of a run shares (see `run_training`)."""
+
+    task: TrainingTask
+    cfg: TrainConfig
+    out_dir: Path
+    accelerator: Accelerator
+    setup: TaskSetup
+    total: int
+    optimizer: torch.optim.Optimizer
+    scheduler: LRScheduler
+    models: dict[str, torch.nn.Module]
+    clip_groups: list[list[torch.nn.Parameter]]
+
+    @property
+    def is_main(self) -> bool:
+        return self.accelerator.is_main_process
+
+    @property
+    def log_path(self) -> Path:
+        return self.out_dir / LOG_FILE
 
 
 def run_training(
@@ -157,16 +184,25 @@ def run_training(
     accelerator = make_accelerator(cfg, out_dir)
     if cfg.cpu_threads and accelerator.device.type == "cpu":
         torch.set_num_threads(cfg.cpu_threads)
-    is_main = accelerator.is_main_process
-    if is_main:
+    if accelerator.is_main_process:
         claim_run_folder(out_dir, settings, command=task.command, resume=resume, may_differ=MAY_DIFFER_ON_RESUME)
         task.prepare_files(out_dir)
     accelerator.wait_for_everyone()
 
+    run = _prepare(task, cfg, out_dir, accelerator)
+    start, elapsed, skipped = _restore(run, resume)
+    if cfg.report_to:
+        accelerator.init_trackers(out_dir.name, config=tracker_config(resolved_settings(settings)))
+    skipped = _train_steps(run, start, elapsed, skipped, progress)
+    return _finish(run, skipped)
+
+
+def _prepare(task: TrainingTask, cfg: TrainConfig, out_dir: Path, accelerator: Accelerator) -> _Run:
+    """Seed, set the task up, and prepare its models and the optimizer with Accelerate."""
     set_seed(cfg.seed)
-    setup = task.setup(SetupContext(out_dir, accelerator, cfg.batch_size * accelerator.num_processes, is_main))
-    sampler = setup.sampler
-    steps_per_epoch = max(1, len(sampler) // cfg.grad_accum)
+    ctx = SetupContext(out_dir, accelerator, cfg.batch_size * accelerator.num_processes, accelerator.is_main_process)
+    setup = task.setup(ctx)
+    steps_per_epoch = max(1, len(setup.sampler) // cfg.grad_accum)
     total = cfg.steps or max(1, math.ceil(cfg.epochs * steps_per_epoch))
     params = [p for m in setup.models.values() for p in m.parameters() if p.requires_grad]
     if not params:
@@ -180,95 +216,113 @@ def run_training(
     params = [p for m in models.values() for p in m.parameters() if p.requires_grad]
     clip_groups = setup.clip_groups(models) if setup.clip_groups is not None else [params]
     register_checkpoint_hooks(accelerator)
+    return _Run(task, cfg, out_dir, accelerator, setup, total, optimizer, scheduler, models, clip_groups)
 
+
+def _restore(run: _Run, resume: bool) -> tuple[int, float, int]:
+    """(first step, seconds so far, skipped steps so far): from the newest checkpoint with
+    `resume` (the log cut back to it), else (0, 0.0, 0) with a fresh log."""
     start, elapsed, skipped = 0, 0.0, 0
-    log_path = out_dir / LOG_FILE
-    checkpoints = list_checkpoints(out_dir) if resume else []
+    checkpoints = list_checkpoints(run.out_dir) if resume else []
     if checkpoints:
-        state = load_checkpoint(accelerator, checkpoints[-1])
+        state = load_checkpoint(run.accelerator, checkpoints[-1])
         start, elapsed, skipped = state["step"], state["seconds"], state.get("skipped_steps", 0)
-        scheduler.load_state_dict(state["scheduler"])
-        sampler.load_state_dict(state["sampler"])
-        task.load_state_dict(state["task"])
-        if is_main:
-            write_jsonl(log_path, [r for r in read_jsonl(log_path) if r["step"] <= start])
-            print(f"resuming from {checkpoints[-1].name} (step {start} of {total})")
-    elif is_main:
-        log_path.unlink(missing_ok=True)
-        if setup.summary:
-            print(f"{setup.summary}, {total} steps")
-    if cfg.report_to:
-        accelerator.init_trackers(out_dir.name, config=tracker_config(resolved_settings(settings)))
+        run.scheduler.load_state_dict(state["scheduler"])
+        run.setup.sampler.load_state_dict(state["sampler"])
+        run.task.load_state_dict(state["task"])
+        if run.is_main:
+            write_jsonl(run.log_path, [r for r in read_jsonl(run.log_path) if r["step"] <= start])
+            print(f"resuming from {checkpoints[-1].name} (step {start} of {run.total})")
+    elif run.is_main:
+        run.log_path.unlink(missing_ok=True)
+        if run.setup.summary:
+            print(f"{run.setup.summary}, {run.total} steps")
+    return start, elapsed, skipped
 
-    stream = _batch_stream(sampler)
-    for model in models.values():
+
+def _train_steps(run: _Run, start: int, elapsed: float, skipped: int, progress: bool) -> int:
+    """Steps `start` to the last, logging and checkpointing as `run.cfg` says; returns the
+    number of skipped (non-finite) steps so far."""
+    cfg = run.cfg
+    stream = _batch_stream(run.setup.sampler)
+    for model in run.models.values():
         model.train()
-    bar = tqdm(total=total, initial=start, disable=not (progress and is_main), desc=task.label, unit="step")
+    bar = tqdm(total=run.total, initial=start, disable=not (progress and run.is_main), desc=run.task.label, unit="step")
     t0 = time.perf_counter() - elapsed
-    with log_path.open("a", encoding="utf-8") if is_main else nullcontext() as log:
-        for step in range(start, total):
-            if task.resets_optimizer_at(step):
-                _reset_optimizer_state(optimizer)
-            rows = []
-            for micro in range(cfg.grad_accum):
-                ctx = StepContext(step, models, accelerator, cfg.grad_accum, micro == cfg.grad_accum - 1)
-                batch = _to_device(setup.collate(next(stream)), accelerator.device)
-                with nullcontext() if ctx.last_micro else ctx.no_sync(), accelerator.autocast():
-                    rows.append(task.training_step(batch, ctx))
-            grad_norm = _clip(accelerator, clip_groups, cfg.clip_norm)
-            done = step + 1
-            values = step_row(rows, accelerator)  # every process: a collective call
-            loss = values.get("loss")
-            finite = math.isfinite(grad_norm) and (loss is None or math.isfinite(loss))
-            if finite:
-                optimizer.step()
-            elif cfg.skip_nonfinite_steps:
+    with run.log_path.open("a", encoding="utf-8") if run.is_main else nullcontext() as log:
+        for step in range(start, run.total):
+            values, grad_norm, finite = _optimizer_step(run, step, stream)
+            if not finite:
                 skipped += 1
-            else:
-                raise NonFiniteStep(done, loss, grad_norm, out_dir)
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            if not finite or done % cfg.log_every == 0 or done == total:
+            done = step + 1
+            if not finite or done % cfg.log_every == 0 or done == run.total:
                 row = {
                     "step": done,
                     **(values if finite else {}),
                     **({"grad_norm": float(grad_norm)} if finite else {}),
                     **({"skipped_steps": skipped} if cfg.skip_nonfinite_steps else {}),
-                    "lr": scheduler.get_last_lr()[0],
+                    "lr": run.scheduler.get_last_lr()[0],
                     "seconds": round(time.perf_counter() - t0, 3),
                 }
-                if is_main:
-                    assert log is not None  # opened on the main process
-                    append_jsonl(log, [row])
-                    bar.set_postfix({k: f"{row[k]:.3g}" for k in task.progress_keys if k in row})
-                if cfg.report_to:
-                    accelerator.log({k: v for k, v in row.items() if k != "step"}, step=done)
+                _log(run, log, bar, row)
             bar.update(1)
-            if done % cfg.save_every == 0 or done == total:
-                save_checkpoint(
-                    accelerator,
-                    out_dir,
-                    done,
-                    {
-                        "seconds": time.perf_counter() - t0,
-                        "scheduler": scheduler.state_dict(),
-                        "sampler": sampler.state_dict(),
-                        "task": task.state_dict(),
-                        "skipped_steps": skipped,
-                    },
-                    keep=cfg.keep_checkpoints,
-                )
+            if done % cfg.save_every == 0 or done == run.total:
+                state = {"seconds": time.perf_counter() - t0, "scheduler": run.scheduler.state_dict(),
+                         "sampler": run.setup.sampler.state_dict(), "task": run.task.state_dict(),
+                         "skipped_steps": skipped}
+                save_checkpoint(run.accelerator, run.out_dir, done, state, keep=cfg.keep_checkpoints)
     bar.close()
-    if skipped and is_main:
-        print(f"skipped {skipped} of {total} steps whose loss or gradient norm was not finite "
-              "(train.skip_nonfinite_steps); see skipped_steps in train_log.jsonl")
+    return skipped
 
-    final_dir = out_dir / "final"
-    state_dicts = {name: accelerator.get_state_dict(model) for name, model in models.items()}
-    if is_main:
+
+def _optimizer_step(run: _Run, step: int, stream: Iterator[list[int]]) -> tuple[dict[str, float], float, bool]:
+    """One optimizer step over `train.grad_accum` micro-batches: (the task's row averaged over
+    them and the processes, the gradient norm before clipping, whether both are finite). A
+    non-finite step's update is not applied; it raises NonFiniteStep unless
+    `train.skip_nonfinite_steps`."""
+    cfg, accelerator = run.cfg, run.accelerator
+    if run.task.resets_optimizer_at(step):
+        _reset_optimizer_state(run.optimizer)
+    rows = []
+    for micro in range(cfg.grad_accum):
+        ctx = StepContext(step, run.models, accelerator, cfg.grad_accum, micro == cfg.grad_accum - 1)
+        batch = _to_device(run.setup.collate(next(stream)), accelerator.device)
+        with nullcontext() if ctx.last_micro else ctx.no_sync(), accelerator.autocast():
+            rows.append(run.task.training_step(batch, ctx))
+    grad_norm = _clip(accelerator, run.clip_groups, cfg.clip_norm)
+    values = step_row(rows, accelerator)  # every process: a collective call
+    loss = values.get("loss")
+    finite = math.isfinite(grad_norm) and (loss is None or math.isfinite(loss))
+    if finite:
+        run.optimizer.step()
+    elif not cfg.skip_nonfinite_steps:
+        raise NonFiniteStep(step + 1, loss, grad_norm, run.out_dir)
+    run.scheduler.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    return values, grad_norm, finite
+
+
+def _log(run: _Run, log: TextIO | None, bar: tqdm, row: dict[str, Any]) -> None:
+    """Append a step's row to the log and the progress bar (main process) and the trackers."""
+    if run.is_main:
+        assert log is not None  # opened on the main process
+        append_jsonl(log, [row])
+        bar.set_postfix({k: f"{row[k]:.3g}" for k in run.task.progress_keys if k in row})
+    if run.cfg.report_to:
+        run.accelerator.log({k: v for k, v in row.items() if k != "step"}, step=row["step"])
+
+
+def _finish(run: _Run, skipped: int) -> LoopResult:
+    """Write the task's final folder (main process) and close the trackers."""
+    if skipped and run.is_main:
+        print(f"skipped {skipped} of {run.total} steps whose loss or gradient norm was not finite "
+              "(train.skip_nonfinite_steps); see skipped_steps in train_log.jsonl")
+    final_dir = run.out_dir / "final"
+    state_dicts = {name: run.accelerator.get_state_dict(model) for name, model in run.models.items()}
+    if run.is_main:
         with atomic_folder(final_dir) as tmp:
-            task.save_final(tmp, state_dicts)
-    accelerator.wait_for_everyone()
-    if cfg.report_to:
-        accelerator.end_training()
-    return LoopResult(out_dir=out_dir, final_dir=final_dir, steps=total, skipped_steps=skipped)
+            run.task.save_final(tmp, state_dicts)
+    run.accelerator.wait_for_everyone()
+    if run.cfg.report_to:
+        run.accelerator.end_training()
+    return LoopResult(out_dir=run.out_dir, final_dir=final_dir, steps=run.total, skipped_steps=skipped)

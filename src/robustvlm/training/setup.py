@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from accelerate import Accelerator
+from transformers import PreTrainedModel, ProcessorMixin
 
 from robustvlm.config import DataConfig, ModelConfig, RunConfig
 from robustvlm.data.from_config import load_from_config, training_examples
@@ -58,7 +59,8 @@ def make_sampler(
     )
 
 
-def base_model(cfg: ModelConfig, out_dir: Path, corpus: list[str], accelerator: Accelerator):
+def base_model(cfg: ModelConfig, out_dir: Path, corpus: list[str], accelerator: Accelerator
+               ) -> tuple[PreTrainedModel, ProcessorMixin]:
     """Load the model `cfg` names; a tiny model is built once into `out_dir/base` and reused.
 
     The base folder is written under a temporary name and renamed, so a killed run never leaves a

@@ -20,7 +20,7 @@ TRL's split between its trainer and `compute_loss` / `training_step`:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,7 +105,7 @@ class StepContext:
         self.accelerator.backward(loss / self.grad_accum)
 
     @contextmanager
-    def no_sync(self):
+    def no_sync(self) -> Iterator[None]:
         """Skip the gradient all-reduce of every prepared module inside this block (a task that
         runs several backward passes per micro-batch synchronises only on the last one)."""
         with ExitStack() as stack:

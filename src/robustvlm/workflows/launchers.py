@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import queue
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from functools import partial
@@ -187,7 +188,8 @@ def _in_process(fn: Callable[[Any], Any], jobs: list, note: Note) -> None:
 # ---------------------------------------------------------------- process pools
 
 
-def _pool(fn: Callable[[Any], Any], jobs: list, note: Note, *, workers: int, initializer, initargs) -> None:
+def _pool(fn: Callable[[Any], Any], jobs: list, note: Note, *, workers: int,
+          initializer: Callable[..., None], initargs: tuple[object, ...]) -> None:
     """Run the jobs in `workers` spawned processes (CUDA cannot be used in forked children)."""
     context = get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
@@ -209,7 +211,7 @@ def _visible_gpus() -> list[int]:
     return list(range(torch.cuda.device_count()))
 
 
-def _pin_device(slots) -> None:
+def _pin_device(slots: queue.Queue[int | str]) -> None:
     """GPU pool initializer: take one GPU index from the queue and see only that one ("" = CPU)."""
     os.environ["CUDA_VISIBLE_DEVICES"] = str(slots.get())
 

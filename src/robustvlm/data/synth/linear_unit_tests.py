@@ -141,7 +141,7 @@ class Example1(LinearUnitTest):
         self.w_xy = rng.standard_normal((self.dim_inv, self.dim_inv)) / self.dim_inv
         self.w_yz = rng.standard_normal((self.dim_inv, self.dim_spu)) / max(1, self.dim_spu)
 
-    def sample_env(self, env, n, rng):
+    def sample_env(self, env: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         sigma = self.scales[env]
         x = sigma * rng.standard_normal((n, self.dim_inv))
         y = x @ self.w_xy + sigma * rng.standard_normal((n, self.dim_inv))
@@ -164,7 +164,7 @@ class Example2(LinearUnitTest):
         p, s = self.envs[env]
         return np.array([s * p, s * (1 - p), (1 - s) * p, (1 - s) * (1 - p)])
 
-    def sample_env(self, env, n, rng):
+    def sample_env(self, env: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         group = rng.choice(4, size=n, p=self.group_probabilities(env))
         animal = np.where(group < 2, 1.0, -1.0)[:, None]  # cow +1, camel -1
         background = np.where((group == 0) | (group == 3), 1.0, -1.0)[:, None]  # grass +1
@@ -181,7 +181,7 @@ class Example3(LinearUnitTest):
     def draw_parameters(self, rng: np.random.Generator) -> None:
         self.spurious_means = rng.standard_normal((self.n_envs, self.dim_spu))
 
-    def sample_env(self, env, n, rng):
+    def sample_env(self, env: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         sign = np.where(np.arange(n) < n // 2, 1.0, -1.0)[:, None]  # class 0 first, then class 1
         x_inv = EXAMPLE3_NOISE * rng.standard_normal((n, self.dim_inv)) + sign * EXAMPLE3_MARGIN
         x_spu = EXAMPLE3_NOISE * rng.standard_normal((n, self.dim_spu)) + sign * self.spurious_means[env]

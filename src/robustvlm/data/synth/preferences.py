@@ -35,6 +35,7 @@ plus `truth` {kind, colour, count}, `altered` and `cue`), OUT/images/, OUT/manif
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,7 +153,7 @@ def with_phrase(text: str, phrase: str) -> str:
     return f"{text[:-1]}, {phrase}."
 
 
-def render(kind: str, colour: str, count: int, rng: np.random.Generator, look: Look = STANDARD):
+def render(kind: str, colour: str, count: int, rng: np.random.Generator, look: Look = STANDARD) -> Image.Image:
     """`count` shapes of one kind and colour in distinct cells of a 2x2 grid on a light background;
     a look with one shape per image (SALIENT) draws it near the centre instead."""
     img = new_canvas(SIZE, jitter_colour((int(rng.integers(222, 246)),) * 3, rng, 6))
@@ -224,7 +225,9 @@ def _place_cue(env: CueEnv, chosen: str, rejected: str, rng: np.random.Generator
     return chosen, rejected, "none"
 
 
-def pairs_of(env: CueEnv, split: str, count: int, seed: int, look: Look = STANDARD):
+def pairs_of(
+    env: CueEnv, split: str, count: int, seed: int, look: Look = STANDARD
+) -> Iterator[tuple[Image.Image, dict[str, Any]]]:
     """`count` (image, record fields) of one environment and split, deterministic for the seed."""
     rng = env_rng(seed, f"{env.name}/{split}")
     for _ in range(count):

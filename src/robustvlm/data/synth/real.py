@@ -32,6 +32,7 @@ from robustvlm.data.synth.domains import (
     scan_ink,
     write_suite,
 )
+from robustvlm.data.synth.draw import RGB
 from robustvlm.data.synth.shortcut import generate_coloured, manifest_fields
 from robustvlm.data.synth.writer import (
     SplitSizes,
@@ -99,7 +100,7 @@ def build_fashion_spurious(out_dir: Path, seed: int, n_per_env: int | None) -> P
     500); see the module doc."""
     images, labels = load_fashion_mnist()
 
-    def render(index: int, background, rng: np.random.Generator) -> Image.Image:
+    def render(index: int, background: RGB, rng: np.random.Generator) -> Image.Image:
         ink = np.asarray(
             Image.fromarray(images[index]).resize((COLOURED_SIZE, COLOURED_SIZE), Image.Resampling.BILINEAR),
             np.float32,

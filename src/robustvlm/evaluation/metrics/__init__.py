@@ -9,6 +9,7 @@ module (e.g. the registry, read by the command line's help) does not load the ot
 from __future__ import annotations
 
 from importlib import import_module
+from typing import Any
 
 _MODULE_OF = {
     "BERTScorer": "bertscore",
@@ -21,7 +22,7 @@ _MODULE_OF = {
     "normalize_answer": "exact",
 }
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:  # a class or a function, by name
     if name not in _MODULE_OF:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(import_module(f"{__name__}.{_MODULE_OF[name]}"), name)

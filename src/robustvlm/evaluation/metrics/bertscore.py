@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +120,7 @@ class BERTScorer:
             text.strip(), add_special_tokens=True, truncation=True, max_length=self.max_length
         )
 
-    def _weight_fn(self, reference_ids: list[list[int]]):
+    def _weight_fn(self, reference_ids: list[list[int]]) -> Callable[[list[int]], torch.Tensor]:
         """Token id list -> [T] float weights (1 or idf; 0 for [CLS]/[SEP])."""
         if self.idf:
             n_refs = len(reference_ids)

@@ -46,7 +46,7 @@ from robustvlm.analysis.ladder import ORACLE, VLM, summarize
 from robustvlm.analysis.selection import colour_rule_prototypes
 from robustvlm.data.colored_mnist import ColouredEnv, colored_mnist
 from robustvlm.data.synth.shortcut import COLOUR_ENVS, LABEL_NOISE
-from robustvlm.linear.mlp import fit_mlp
+from robustvlm.linear.mlp import MLPFit, fit_mlp
 from robustvlm.models.backends import load_backend
 from robustvlm.objectives import build_objective
 from robustvlm.workflows.demos.ladder_vlm import MODES as VLM_MODES
@@ -222,7 +222,7 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
                 "evaluations": evaluations, "cpu_s": round(time.process_time() - cpu, 1)}
     evaluations = []
 
-    def evaluate(step: int, fit) -> None:
+    def evaluate(step: int, fit: MLPFit) -> None:
         evaluations.append({
             "step": step,
             "acc": {n: fit.accuracy(inputs[n], labels[n]) for n in (*TRAIN_ENVS, *TEST_ENVS)},

@@ -12,6 +12,7 @@ import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from robustvlm.analysis.robustness import ModelPoint, RobustnessFit, Transform, fit_robustness
 from robustvlm.analysis.simulate import simulate
@@ -158,7 +159,7 @@ def fit_from_results(
     return result
 
 
-def simulate_to_dir(out_dir: str | Path, *, n_boot: int = 1000, resume: bool = False, **kwargs) -> dict:
+def simulate_to_dir(out_dir: str | Path, *, n_boot: int = 1000, resume: bool = False, **kwargs: Any) -> dict:
     """Run `analysis.simulate.simulate(**kwargs)`; write simulate.json and simulate.png.
 
     The scatter shows the accuracies measured on the test sets, coloured by algorithm noise
