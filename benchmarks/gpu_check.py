@@ -2,7 +2,7 @@
 
 Stages (each recorded with its seconds and status; `gpu_report.json` and `gpu_report.md` in
 `--out`):
-1. smoke: for every architecture of `tiny_families.FAMILIES` at tiny size, in the check's dtype on
+1. smoke: for every architecture of `tiny_families.VLM_FAMILIES` at tiny size, in the check's dtype on
    the check's device: a training step (answer-only logits, ERM then Dynamic BIRM, AdamW),
    resume (model and optimizer state saved after step 1; step 2 from the saved state must equal
    step 2 taken straight on, bit for bit), eval (greedy generation), mc loglik (K options, shared
@@ -62,7 +62,7 @@ from robustvlm.models.generate import generate_batch  # noqa: E402
 from robustvlm.models.loglik import option_logliks  # noqa: E402
 from robustvlm.models.reward import RewardModel, candidate_rewards  # noqa: E402
 from robustvlm.models.tiny import build_tiny_vlm  # noqa: E402
-from robustvlm.models.tiny_families import FAMILIES  # noqa: E402
+from robustvlm.models.tiny_families import VLM_FAMILIES  # noqa: E402
 from robustvlm.models.trainable import configure_trainable  # noqa: E402
 from robustvlm.objectives import build_objective  # noqa: E402
 
@@ -243,7 +243,7 @@ def plan(device: str, out: Path) -> list[tuple[str, Any]]:
     """(stage name, thunk) in order."""
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     stages: list[tuple[str, Any]] = [(f"smoke {kind}", lambda k=kind: smoke_family(k, device, dtype))
-                                     for kind in FAMILIES]
+                                     for kind in VLM_FAMILIES]
     stages += [(f"bench-real {name}", lambda n=name: bench_real.run_parts(bench_args(n, device, out)))
                for name in REAL[device]]
     stages.append(("deepspeed zero-2", lambda: deepspeed_check(DEEPSPEED_MODEL[device], device)))

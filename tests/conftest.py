@@ -76,7 +76,7 @@ def shapes_backend(shapes_examples) -> Backend:
 @pytest.fixture(scope="session")
 def tiny_vlms() -> Callable[[str], tuple]:
     """`tiny_vlms(kind)`: `build_tiny_vlm(kind)` with its defaults (seed 0, built-in corpus) as
-    (model, processor), built once per kind (a key of `tiny_families.FAMILIES`); the model is in
+    (model, processor), built once per kind (a key of `tiny_families.VLM_FAMILIES`); the model is in
     train mode, as built."""
     from robustvlm.models.tiny import build_tiny_vlm
 
@@ -93,7 +93,7 @@ def tiny_vlms() -> Callable[[str], tuple]:
 @pytest.fixture(scope="session")
 def tiny_backends() -> Callable[[str], Backend]:
     """`tiny_backends(kind)`: `load_backend(f"tiny:{kind}")` (eval mode), loaded once per kind
-    (a key of `tiny_families.FAMILIES`, "clip", "siglip")."""
+    (a key of `tiny_families.VLM_FAMILIES`, "clip", "siglip")."""
     from robustvlm.models.backends import load_backend
 
     loaded: dict[str, Backend] = {}

@@ -40,7 +40,7 @@ RUNS = {
     "robustvlm eval --model runs/erm/final --data data/tasks --out runs/erm/eval": "--max-per-env 1 --max-new-tokens 4",
     "robustvlm train configs/erm_tasks.yaml --out runs/erm_qwen2_vl model.name=tiny:qwen2_vl":
         "train.steps=2 train.save_every=2",
-    "robustvlm sweep configs/study_spurious.yaml --dry-run": "",
+    "robustvlm sweep configs/sweep_spurious.yaml --dry-run": "",
     "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --dry-run": "",
     "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --dry-run": "",
     "robustvlm rm train configs/reward/shortcut_aware.yaml --out runs/rm_shortcut_aware":
@@ -105,8 +105,8 @@ NOT_RUN = {
     "make bench-real": "real-size CPU benchmark (an hour on 2 shared cores); figures in BENCHMARKS.md",
     "robustvlm demo --quick --out demo_quick": "minutes on 2 cores; `demo --quick` runs in tests/workflows/demos/test_default_demo.py",
     "robustvlm study configs/study_tasks.yaml --out runs/study_tasks": "a full study (minutes); study runs are tested in tests/workflows/finetune/test_study.py",
-    "robustvlm sweep configs/study_spurious.yaml --out sweeps/study_spurious": "a full sweep (30 min); its dry run is run here",
-    "robustvlm sweep configs/study_digits.yaml --out sweeps/study_digits": "a full sweep (20 min)",
+    "robustvlm sweep configs/sweep_spurious.yaml --out sweeps/sweep_spurious": "a full sweep (30 min); its dry run is run here",
+    "robustvlm sweep configs/sweep_digits.yaml --out sweeps/sweep_digits": "a full sweep (20 min)",
     "robustvlm embed train configs/paper/vlm2vec_vqa.yaml --out runs/vlm2vec_vqa": "hub model (GPU machine)",
     "robustvlm embed train configs/paper/vlm2vec_caption.yaml --out runs/vlm2vec_caption": "hub model (GPU machine)",
     "robustvlm embed train my_embed.yaml embed.chunk_size=8 --out runs/emb": "the user's own config",

@@ -12,7 +12,7 @@ from bad_input import expect_clean_failure
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 STUDY = yaml.safe_load((CONFIGS / "study_tasks.yaml").read_text())
-SWEEP = yaml.safe_load((CONFIGS / "study_spurious.yaml").read_text())
+SWEEP = yaml.safe_load((CONFIGS / "sweep_spurious.yaml").read_text())
 
 
 def _with(spec: dict, **changes) -> dict:

@@ -284,3 +284,54 @@ def test_rgb_bytes_and_paths_load_the_same(tmp_path, fmt):
     from_path, from_bytes = load_image(path), load_image(Path(path).read_bytes())
     assert from_path.size == (5, 5)
     assert np.array_equal(np.asarray(from_path), np.asarray(from_bytes))
+
+
+def test_a_new_format_is_one_registry_entry_and_one_reader(tmp_path, monkeypatch, capsys):
+    """Issue 35.3: the format registry feeds detection, reading, the checks and `--format`'s help."""
+    import csv
+
+    from robustvlm.cli import build_parser
+    from robustvlm.data.loaders import DATA_FORMATS, DataFormat, RawRecord
+
+    def csv_rows(path: Path, options) -> object:
+        with path.open(newline="", encoding="utf-8") as handle:
+            for line, record in enumerate(csv.DictReader(handle), 2):
+                yield RawRecord(record, str(path), line, path.parent)
+
+    monkeypatch.setitem(DATA_FORMATS, "csv", DataFormat(read=csv_rows, detect=lambda p: p.suffix == ".csv"))
+    path = tmp_path / "data.csv"
+    path.write_text("id,instruction,target,env\na,Q?,yes,e1\nb,R?,no,e2\n", encoding="utf-8")
+    examples = load_examples(path, verbose=False)
+    assert [(ex.id, ex.target, ex.env, ex.source) for ex in examples] == [
+        ("a", "yes", "e1", f"{path}:2"), ("b", "no", "e2", f"{path}:3")]
+    assert load_examples(path, fmt="csv", verbose=False) == examples
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["data", "check", "--help"])
+    assert "auto|jsonl|json|llava|parquet|hf|folder|csv" in capsys.readouterr().out
+
+
+def test_detection_order_and_options_overrides(tmp_path):
+    """A folder holding a saved dataset's marker and parquet files is the saved dataset (as before
+    the registry); keyword arguments replace the fields of a LoadOptions."""
+    from robustvlm.data.loaders import DATA_FORMATS, LoadOptions, _detect_format
+
+    (tmp_path / "both").mkdir()
+    (tmp_path / "both" / "state.json").write_text("{}")
+    (tmp_path / "both" / "x.parquet").write_bytes(b"")
+    (tmp_path / "both" / "data.jsonl").write_text("")
+    assert _detect_format(tmp_path / "both") is DATA_FORMATS["jsonl"]
+    (tmp_path / "both" / "data.jsonl").unlink()
+    assert _detect_format(tmp_path / "both") is DATA_FORMATS["hf"]
+    (tmp_path / "both" / "state.json").unlink()
+    assert _detect_format(tmp_path / "both") is DATA_FORMATS["parquet"]
+    (tmp_path / "both" / "x.parquet").unlink()
+    assert _detect_format(tmp_path / "both") is DATA_FORMATS["folder"]
+    path = write_jsonl(tmp_path / "d.jsonl", [{**r, "image": None} for r in FLAT])
+    assert [ex.id for ex in load_examples(path, LoadOptions(split="train"), split="test", verbose=False)] == ["b"]
+
+
+def test_the_old_formats_name_still_answers_with_a_warning():
+    import robustvlm.data as data
+
+    with pytest.warns(FutureWarning, match="DATA_FORMATS"):
+        assert data.FORMATS == ("auto", "jsonl", "json", "llava", "parquet", "hf", "folder")

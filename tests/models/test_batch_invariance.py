@@ -17,9 +17,9 @@ from robustvlm.data.records import Example
 from robustvlm.models.chat import ChatPrompt, encode_chats
 from robustvlm.models.embedding import Embedder, EmbeddingSpec, embed_batch
 from robustvlm.models.reward import RewardModel, candidate_rewards, new_head
-from robustvlm.models.tiny_families import FAMILIES
+from robustvlm.models.tiny_families import VLM_FAMILIES
 
-KINDS = list(FAMILIES)
+KINDS = list(VLM_FAMILIES)
 TOL = 1e-4  # float32 at toy width: batched and single rows differ by reduction order only
 
 QUESTIONS = ["Which shape is shown?", "What colour is the background of this small picture?",

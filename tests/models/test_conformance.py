@@ -1,5 +1,5 @@
 """The architecture conformance matrix: every tiny architecture x every capability of
-`models.support.CAPABILITIES`, through the real workflows (and the CLI for `mc eval`).
+`models.support.WORKFLOW_CAPABILITIES`, through the real workflows (and the CLI for `mc eval`).
 
 A cell that `support.NOT_SUPPORTED` declares must stop before any work with a ConfigError naming
 the architecture; every other cell must run. README's support table is generated from the same
@@ -34,7 +34,7 @@ from robustvlm.models.backends import load_backend
 from robustvlm.models.loglik import option_logliks
 from robustvlm.models.reward import RewardModel, save_reward_model
 from robustvlm.models.tiny import build_tiny_vlm
-from robustvlm.models.tiny_families import FAMILIES
+from robustvlm.models.tiny_families import VLM_FAMILIES
 from robustvlm.models.trainable import configure_trainable, find_parts
 from robustvlm.multiple_choice.build import MCQuestion, read_questions, write_questions
 from robustvlm.multiple_choice.generative import option_continuations, question_prompt
@@ -48,7 +48,7 @@ from robustvlm.workflows.measure.icl import run_icl
 from robustvlm.workflows.reward.evaluate import evaluate_reward_model
 from robustvlm.workflows.reward.train import train_reward_model
 
-KINDS = list(FAMILIES)
+KINDS = list(VLM_FAMILIES)
 README = Path(__file__).resolve().parents[2] / "README.md"
 TINY = {"hidden_size": 32, "vocab_size": 320}
 TRAIN = {"steps": 2, "lr": 3e-3, "batch_size": 4, "save_every": 1, "keep_checkpoints": 3, "cpu_threads": 1}
@@ -71,9 +71,9 @@ def outcome(kind: str, capability: str, out: Path):
 
 
 def test_declaration_covers_every_architecture():
-    assert set(support.ARCHITECTURES) == set(FAMILIES)
-    assert set(support.NOT_SUPPORTED) <= set(FAMILIES)
-    assert all(set(gaps) <= set(support.CAPABILITIES) for gaps in support.NOT_SUPPORTED.values())
+    assert set(support.ARCHITECTURES) == set(VLM_FAMILIES)
+    assert set(support.NOT_SUPPORTED) <= set(VLM_FAMILIES)
+    assert all(set(gaps) <= set(support.WORKFLOW_CAPABILITIES) for gaps in support.NOT_SUPPORTED.values())
     with pytest.raises(ConfigError, match="unknown capability 'fly'"):
         support.supports("llava", "fly")
 

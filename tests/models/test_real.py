@@ -19,7 +19,7 @@ from robustvlm.models.real import (
     real_spec,
 )
 from robustvlm.models.tiny import CHAT_TEMPLATE, train_tokenizer
-from robustvlm.models.tiny_families import FAMILIES
+from robustvlm.models.tiny_families import VLM_FAMILIES
 
 
 @pytest.mark.parametrize("name", list(REAL_MODELS))
@@ -53,7 +53,7 @@ def test_padded_tokenizer_has_the_real_size_and_encodes_as_before():
 def test_one_crop_has_the_published_image_token_count(name, side, tokens):
     spec = real_spec(name)
     config, tokenizer = real_config(name)
-    family = FAMILIES[spec.kind]
+    family = VLM_FAMILIES[spec.kind]
     processor = spec.make_processor(tokenizer, config, CHAT_TEMPLATE.replace("{{ IMAGE }}", family.image_text), False)
     assert len(tokenizer) == spec.vocab_size == config.text_config.vocab_size
     messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is it?"}]}]

@@ -25,12 +25,12 @@ from robustvlm.models.chat import ChatPrompt, encode_chats
 from robustvlm.models.generate import generate_batch
 from robustvlm.models.image_only import VIDEO_CONFIG_FILE
 from robustvlm.models.loading import load_vlm
-from robustvlm.models.tiny_families import FAMILIES
+from robustvlm.models.tiny_families import VLM_FAMILIES
 from robustvlm.workflows.finetune.train import train
 
 HELPER = Path(__file__).resolve().parents[1] / "helpers" / "stock_load.py"
-KINDS = list(FAMILIES)
-VIDEO_KINDS = [kind for kind, family in FAMILIES.items() if family.video_processor]
+KINDS = list(VLM_FAMILIES)
+VIDEO_KINDS = [kind for kind, family in VLM_FAMILIES.items() if family.video_processor]
 PROMPT, NEW_TOKENS = "What colour is the shape?", 8
 # the one error stock AutoProcessor may raise here: a video processor class needing torchvision
 NO_TORCHVISION = re.compile(r"\s*(\w+VideoProcessor) requires the Torchvision library but it was not found")
@@ -86,7 +86,7 @@ def test_final_folder_loads_and_answers_with_stock_transformers(kind, final_fold
     picture.save(image)
     reports = stock_answers(list(folders.values()), image)
     assert len(reports) == len(folders)
-    family = FAMILIES[kind]
+    family = VLM_FAMILIES[kind]
     for (trainable, folder), stock in zip(folders.items(), reports):
         where = f"{kind} {trainable}"
         assert not stock["robustvlm_imported"], where
@@ -107,7 +107,7 @@ def test_final_folder_loads_and_answers_with_stock_transformers(kind, final_fold
 def test_saved_processor_carries_its_video_processor_settings(kind, tiny_vlms, tmp_path):
     model, processor = tiny_vlms(kind)
     processor.save_pretrained(tmp_path)
-    video_processor = FAMILIES[kind].video_processor
+    video_processor = VLM_FAMILIES[kind].video_processor
     assert (tmp_path / VIDEO_CONFIG_FILE).is_file() == (video_processor is not None)
     if video_processor is None:
         return

@@ -22,8 +22,9 @@ test pairs. Output (`MatrixResults`), each quantity as mean / std / min / max ov
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from itertools import product
 
 import numpy as np
 
@@ -105,6 +106,37 @@ def _spread(values: list[float]) -> dict | None:
     return seed_spread(values) if values else None
 
 
+@dataclass(frozen=True)
+class CellScores:
+    """One cell of one model: (label, seed, training env, test env) and what each output of
+    `aggregate_matrix` reduces over seeds.
+
+    Attributes:
+        accuracy: pairwise accuracy in the run's own view.
+        balanced_accuracy: on the diagonal, accuracy on the length-balanced subset (None
+            off the diagonal or when the subset holds none of the run's pairs).
+        text_only: on the diagonal of a run scored without the image too: (its view, the
+            text-only view, accuracy in the text-only view).
+        proxied: an o.o.d. cell with a text-only model of the same seed and training env, whose
+            SFD and reward-difference correlation (None where undefined) follow.
+    """
+
+    label: str
+    seed: int
+    train_env: str
+    test_env: str
+    accuracy: float
+    balanced_accuracy: float | None = None
+    text_only: tuple[str, str, float] | None = None
+    proxied: bool = False
+    sfd: float | None = None
+    correlation: float | None = None
+
+    @property
+    def key(self) -> str:
+        return cell_key(self.train_env, self.test_env)
+
+
 def aggregate_matrix(
     runs: Sequence[MatrixRun],
     texts: Mapping[str, tuple[str, str, str]],
@@ -124,86 +156,142 @@ def aggregate_matrix(
     labels = list(dict.fromkeys(r.label for r in runs))
     if proxy_label is not None and proxy_label not in labels:
         raise DataError(f"the text-only label {proxy_label!r} has no runs")
-    by_key = {(r.label, r.seed, r.train_env): r for r in runs}
-    train_envs = sorted({r.train_env for r in runs})
     test_envs = sorted({env for env, _, _ in texts.values()})
     seeds = sorted({r.seed for r in runs})
-    env_of = {pid: env for pid, (env, _, _) in texts.items()}
-    out = MatrixResults(labels, proxy_label, train_envs, test_envs, seeds)
+    out = MatrixResults(labels, proxy_label, sorted({r.train_env for r in runs}), test_envs, seeds)
     balanced_ids: dict[str, set[str]] = {}
     for env in test_envs:
-        ids = [pid for pid, (e, _, _) in texts.items() if e == env]
-        chosen, rejected = [texts[i][1] for i in ids], [texts[i][2] for i in ids]
-        balanced_ids[env] = {ids[i] for i in length_balanced_subset(chosen, rejected, seed=seed)}
-        out.lengths[env] = {**length_shares(chosen, rejected), "balanced_pairs": len(balanced_ids[env])}
+        out.lengths[env], balanced_ids[env] = _length_shares(texts, env, seed)
+    env_of = {pid: env for pid, (env, _, _) in texts.items()}
+    records = list(matrix_cells(runs, env_of, balanced_ids, proxy_label))
     for label in labels:
-        cells: dict[str, list[float]] = {}
-        iid, ood, sfd_mean = [], [], []
-        defined_cells, ood_cells = [], []
-        sfd: dict[str, list[float]] = {}
-        corr: dict[str, list[float]] = {}
-        text_test: dict[str, dict[str, list[float]]] = {}
-        balanced: dict[str, list[float]] = {}
-        for s in seeds:
-            per_seed: dict[tuple[str, str], float] = {}
-            seed_sfd = []
-            scored_ood = 0
-            for train in train_envs:
-                run = by_key.get((label, s, train))
-                if run is None:
-                    continue
-                correct = run.correct()
-                proxy = by_key.get((proxy_label, s, train)) if proxy_label and label != proxy_label else None
-                if proxy is not None:
-                    proxy_correct, proxy_gaps, gaps = proxy.correct(), proxy.gaps(), run.gaps()
-                for test in test_envs:
-                    ids = [pid for pid in correct if env_of.get(pid) == test]
-                    if not ids:
-                        continue
-                    key = cell_key(train, test)
-                    acc = float(np.mean([correct[i] for i in ids]))
-                    per_seed[train, test] = acc
-                    cells.setdefault(key, []).append(acc)
-                    if train == test:
-                        kept = [i for i in ids if i in balanced_ids[test]]
-                        if kept:
-                            balanced.setdefault(test, []).append(float(np.mean([correct[i] for i in kept])))
-                        if run.text_view is not None:
-                            without = run.correct(run.text_view)
-                            entry = text_test.setdefault(test, {run.view: [], run.text_view: []})
-                            entry[run.view].append(acc)
-                            entry[run.text_view].append(float(np.mean([without[i] for i in ids])))
-                        continue
-                    if proxy is None:
-                        continue
-                    scored_ood += 1
-                    degradation = shortcut_failure_degradation([correct[i] for i in ids],
-                                                               [proxy_correct[i] for i in ids]).sfd
-                    if degradation is not None:
-                        sfd.setdefault(key, []).append(degradation)
-                        seed_sfd.append(degradation)
-                    r = correlation([gaps[i] for i in ids], [proxy_gaps[i] for i in ids])
-                    if r is not None:
-                        corr.setdefault(key, []).append(r)
-            averages = matrix_averages(per_seed)
-            if averages["iid"] is not None:
-                iid.append(averages["iid"])
-            if averages["ood"] is not None:
-                ood.append(averages["ood"])
-            if seed_sfd:
-                sfd_mean.append(float(np.mean(seed_sfd)))
-            defined_cells.append(len(seed_sfd))
-            ood_cells.append(scored_ood)
-        out.cells[label] = {k: seed_spread(v) for k, v in cells.items()}
-        out.averages[label] = {"iid": _spread(iid), "ood": _spread(ood)}
+        cells = [c for c in records if c.label == label]
+        out.cells[label] = _spread_by(cells, lambda c: c.key, lambda c: c.accuracy)
+        out.averages[label] = _averages(cells, seeds)
         if label != proxy_label and proxy_label is not None:
-            out.sfd[label] = {k: seed_spread(v) for k, v in sfd.items()}
-            out.sfd_average[label] = _spread(sfd_mean)
-            out.sfd_cells[label] = {"defined": defined_cells, "cells": ood_cells}
-            out.correlation[label] = {k: seed_spread(v) for k, v in corr.items()}
-        out.text_only_test[label] = {e: {v: seed_spread(x) for v, x in d.items()} for e, d in text_test.items()}
-        out.length_balanced[label] = {e: seed_spread(v) for e, v in balanced.items()}
+            proxied = [c for c in cells if c.proxied]
+            out.sfd[label] = _spread_by(proxied, lambda c: c.key, lambda c: c.sfd)
+            out.sfd_average[label], out.sfd_cells[label] = _sfd_summary(proxied, seeds)
+            out.correlation[label] = _spread_by(proxied, lambda c: c.key, lambda c: c.correlation)
+        out.text_only_test[label] = _text_only_test(cells)
+        out.length_balanced[label] = _spread_by(cells, lambda c: c.test_env, lambda c: c.balanced_accuracy)
     return out
+
+
+def _length_shares(
+    texts: Mapping[str, tuple[str, str, str]], env: str, seed: int
+) -> tuple[dict[str, float], set[str]]:
+    """(`lengths[env]`: length shares and the balanced subset's size, the subset's pair ids)."""
+    ids = [pid for pid, (e, _, _) in texts.items() if e == env]
+    chosen, rejected = [texts[i][1] for i in ids], [texts[i][2] for i in ids]
+    balanced = {ids[i] for i in length_balanced_subset(chosen, rejected, seed=seed)}
+    return {**length_shares(chosen, rejected), "balanced_pairs": len(balanced)}, balanced
+
+
+def matrix_cells(
+    runs: Sequence[MatrixRun],
+    env_of: Mapping[str, str],
+    balanced_ids: Mapping[str, set[str]],
+    proxy_label: str | None,
+) -> Iterator[CellScores]:
+    """One `CellScores` per (label, seed, training env, test env) with test pairs, in that order
+    (labels as first given, the rest sorted); `balanced_ids`: {test env: the pair ids of its
+    length-balanced subset} for every test env."""
+    by_key = {(r.label, r.seed, r.train_env): r for r in runs}
+    labels = list(dict.fromkeys(r.label for r in runs))
+    seeds, train_envs = sorted({r.seed for r in runs}), sorted({r.train_env for r in runs})
+    test_envs = sorted(balanced_ids)
+    for label, s, train in product(labels, seeds, train_envs):
+        run = by_key.get((label, s, train))
+        if run is None:
+            continue
+        proxy = by_key.get((proxy_label, s, train)) if proxy_label and label != proxy_label else None
+        correct = run.correct()
+        for test in test_envs:
+            ids = [pid for pid in correct if env_of.get(pid) == test]
+            if not ids:
+                continue
+            cell = CellScores(label, s, train, test, _accuracy(correct, ids))
+            if train == test:
+                yield _diagonal(cell, run, ids, correct, balanced_ids[test])
+            else:
+                yield cell if proxy is None else _against_proxy(cell, run, proxy, ids)
+
+
+def _accuracy(correct: Mapping[str, bool], ids: Sequence[str]) -> float:
+    return float(np.mean([correct[i] for i in ids]))
+
+
+def _diagonal(
+    cell: CellScores, run: MatrixRun, ids: list[str], correct: Mapping[str, bool], balanced: set[str]
+) -> CellScores:
+    """An i.i.d. cell with its length-balanced and text-only accuracies."""
+    kept = [i for i in ids if i in balanced]
+    text_only = None
+    if run.text_view is not None:
+        text_only = (run.view, run.text_view, _accuracy(run.correct(run.text_view), ids))
+    return replace(cell, balanced_accuracy=_accuracy(correct, kept) if kept else None, text_only=text_only)
+
+
+def _against_proxy(cell: CellScores, run: MatrixRun, proxy: MatrixRun, ids: list[str]) -> CellScores:
+    """An o.o.d. cell with its SFD and reward-difference correlation against the text-only model."""
+    correct, proxy_correct = run.correct(), proxy.correct()
+    gaps, proxy_gaps = run.gaps(), proxy.gaps()
+    return replace(
+        cell,
+        proxied=True,
+        sfd=shortcut_failure_degradation([correct[i] for i in ids], [proxy_correct[i] for i in ids]).sfd,
+        correlation=correlation([gaps[i] for i in ids], [proxy_gaps[i] for i in ids]),
+    )
+
+
+def _spread_by(
+    cells: Sequence[CellScores], group: Callable[[CellScores], str], value: Callable[[CellScores], float | None]
+) -> dict[str, dict]:
+    """{group of a cell ("train->test", a test env): seed spread of `value`} over the cells where
+    it is defined."""
+    found: dict[str, list[float]] = {}
+    for cell in cells:
+        if (v := value(cell)) is not None:
+            found.setdefault(group(cell), []).append(v)
+    return {key: seed_spread(values) for key, values in found.items()}
+
+
+def _averages(cells: Sequence[CellScores], seeds: Sequence[int]) -> dict[str, dict | None]:
+    """{"iid", "ood"}: the diagonal and off-diagonal means, per seed, spread over seeds."""
+    iid, ood = [], []
+    for s in seeds:
+        averages = matrix_averages({(c.train_env, c.test_env): c.accuracy for c in cells if c.seed == s})
+        if averages["iid"] is not None:
+            iid.append(averages["iid"])
+        if averages["ood"] is not None:
+            ood.append(averages["ood"])
+    return {"iid": _spread(iid), "ood": _spread(ood)}
+
+
+def _sfd_summary(proxied: Sequence[CellScores], seeds: Sequence[int]) -> tuple[dict | None, dict[str, list[int]]]:
+    """(`sfd_average`: the spread of each seed's mean SFD over the o.o.d. cells where it is
+    defined, `sfd_cells`: per seed, how many cells that mean covers and how many were scored)."""
+    means, defined, scored = [], [], []
+    for s in seeds:
+        values = [c.sfd for c in proxied if c.seed == s and c.sfd is not None]
+        if values:
+            means.append(float(np.mean(values)))
+        defined.append(len(values))
+        scored.append(sum(c.seed == s for c in proxied))
+    return _spread(means), {"defined": defined, "cells": scored}
+
+
+def _text_only_test(cells: Sequence[CellScores]) -> dict[str, dict[str, dict]]:
+    """{env: {view: seed spread}}: diagonal accuracy with and without the image."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for cell in cells:
+        if cell.text_only is not None:
+            view, text_view, without = cell.text_only
+            entry = found.setdefault(cell.test_env, {view: [], text_view: []})
+            entry[view].append(cell.accuracy)
+            entry[text_view].append(without)
+    return {env: {view: seed_spread(x) for view, x in by_view.items()} for env, by_view in found.items()}
 
 
 def gap_points(

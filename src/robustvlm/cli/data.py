@@ -51,13 +51,15 @@ def _data_synth(args: argparse.Namespace) -> int:
 
 def add_data(sub: SubParsers) -> None:
     """data check, data synth."""
+    from robustvlm.data.loaders import format_choices
+
     data = sub.add_parser("data", help="check datasets and synthesise the built-in benchmarks")
     data_sub = data.add_subparsers(dest="data_command", required=True)
     check = data_sub.add_parser(
         "check", help="validate a dataset; list every bad record (exit 1 if any)"
     )
     check.add_argument("path")
-    check.add_argument("--format", default="auto", help="auto|jsonl|json|llava|parquet|hf|folder")
+    check.add_argument("--format", default="auto", help=format_choices())
     check.add_argument("--env-map", help="YAML mapping source names to environments")
     check.add_argument("--env-column", help="record field that holds the environment")
     check.add_argument(

@@ -146,9 +146,9 @@ def _rm_bon(args: argparse.Namespace) -> int:
 
 
 def _add_pair_options(parser: argparse.ArgumentParser) -> None:
-    from robustvlm.data.preference_layouts import FORMATS
+    from robustvlm.data.preference_layouts import PREFERENCE_FORMATS
 
-    parser.add_argument("--format", default="auto", help=f"preference layout: {' | '.join(FORMATS)} "
+    parser.add_argument("--format", default="auto", help=f"preference layout: {' | '.join(PREFERENCE_FORMATS)} "
                         "(auto recognises it from the columns and says which)")
     parser.add_argument("--split", help="keep only this split (train | val | test); for hf: the split loaded")
     parser.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP + "; COCO's folder for POVID")

@@ -44,7 +44,7 @@ def add_train(sub: SubParsers) -> None:
 
 def add_study(sub: SubParsers) -> None:
     st = sub.add_parser("study", help="methods x seeds -> train -> evaluate -> Table-1 report (resumable)")
-    st.add_argument("config", type=config_file, help="study YAML: base, methods, seeds, metrics, launch")
+    st.add_argument("config", type=config_file, help="study YAML: base, methods, seeds, metrics, launcher")
     st.add_argument("--out", help="study directory (default studies/<config name>[-dry-run])")
     st.add_argument(
         "--dry-run",

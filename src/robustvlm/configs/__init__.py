@@ -4,17 +4,21 @@ documentation runs (`recipes/`, the repository's `configs/` folder, packaged int
 A recipe's name is its path under `configs/` without `.yaml` (`erm_tasks`, `reward/standard`);
 `resolve` turns a config argument into a file: an existing path as given, else a recipe named
 by its name or by its documented path (`configs/erm_tasks.yaml`), so the documentation's command
-lines work for a user who installed the wheel and has no `configs/` folder.
+lines work for a user who installed the wheel and has no `configs/` folder. A renamed recipe
+(`RENAMED`) still answers to its old name, with a deprecation message, for one release.
 """
 
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 from robustvlm.errors import ConfigError
 
 RECIPES = Path(__file__).resolve().parent / "recipes"
+#: old recipe name -> its new name (the sweep configs were named `study_*`).
+RENAMED = {"study_spurious": "sweep_spurious", "study_digits": "sweep_digits"}
 
 
 def recipe_names() -> list[str]:
@@ -25,6 +29,10 @@ def recipe_names() -> list[str]:
 def _recipe(name: str) -> Path | None:
     """The packaged file of recipe `name`, given as a name or as `configs/NAME.yaml`; None if none."""
     text = name.removeprefix("configs/").removesuffix(".yaml").removesuffix(".yml")
+    if text in RENAMED:
+        print(f"deprecated: the built-in config {text!r} is now called {RENAMED[text]!r}; the old name "
+              "works until the next release", file=sys.stderr)
+        text = RENAMED[text]
     if text not in recipe_names():
         return None
     return RECIPES / f"{text}.yaml"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from robustvlm.data.environments import env_counts, format_env_counts
-from robustvlm.data.loaders import read_examples
+from robustvlm.data.loaders import LoadOptions, read_examples
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
 
@@ -41,7 +41,8 @@ class CheckReport:
 
 
 def check_dataset(path: str | Path, **load_kwargs: Any) -> CheckReport:
-    """Load `path` like `load_examples(path, **load_kwargs)`, collecting every bad record.
+    """Load `path` like `load_examples(path, **load_kwargs)`, collecting every bad record
+    (`load_kwargs`: fields of `loaders.LoadOptions`).
 
     A file that cannot be read at all (missing, not JSON) is reported as one error; invalid
     options (an unknown format, a missing `image_root`) raise ConfigError.
@@ -49,7 +50,7 @@ def check_dataset(path: str | Path, **load_kwargs: Any) -> CheckReport:
     """
     report = CheckReport()
     try:
-        report.examples = read_examples(path, report.errors.append, **load_kwargs)
+        report.examples = read_examples(path, report.errors.append, LoadOptions(**load_kwargs))
     except DataError as error:
         report.errors.append(error)
     return report

@@ -37,21 +37,24 @@ def load_from_config(
     `split_per_env`, each environment carved into its train / test sets; with
     `holdout_fraction`, each environment's held-out `val` part set aside (`carve.hold_out`)."""
     from robustvlm.data.environments import format_env_counts
-    from robustvlm.data.loaders import HubSelection, load_examples
+    from robustvlm.data.loaders import HubSelection, LoadOptions, load_examples
 
-    examples = load_examples(
-        materialize(cfg, work_dir),
+    options = LoadOptions(
         fmt=cfg.format,
         env_column=cfg.env_column,
         env_map=cfg.env_map,
         task_rules=cfg.task_rules,
         instruction_template=cfg.instruction_template,
-        on_bad_record=cfg.on_bad_record,
-        skip_log=skip_log,
         max_pixels=cfg.max_pixels,
         image_root=cfg.image_root,
         allow_outside_root=cfg.allow_outside_root,
         hub=HubSelection(tuple(cfg.subsets), cfg.max_rows_per_subset, cfg.seed) if cfg.on_hub else None,
+    )
+    examples = load_examples(
+        materialize(cfg, work_dir),
+        options,
+        on_bad_record=cfg.on_bad_record,
+        skip_log=skip_log,
         verbose=verbose and cfg.split_per_env is None and cfg.holdout_fraction is None,
     )
     if cfg.split_per_env is not None:

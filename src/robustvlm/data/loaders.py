@@ -28,38 +28,18 @@ from robustvlm.errors import ConfigError, DataError
 if TYPE_CHECKING:
     import datasets
 
-FORMATS = ("auto", "jsonl", "json", "llava", "parquet", "hf", "folder")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 #: Split names some datasets use for ours.
 SPLIT_ALIASES = {"validation": "val", "valid": "val", "dev": "val"}
 _HF_MARKERS = ("dataset_info.json", "dataset_dict.json", "state.json")
 
 
-def load_examples(
-    path: str | Path,
-    *,
-    fmt: str = "auto",
-    split: str | None = None,
-    env_column: str | None = None,
-    env_map: str | Path | Mapping | None = None,
-    task_rules: bool = False,
-    instruction_template: str = "What is shown in this image?",
-    on_bad_record: str = "error",
-    skip_log: SkipLog | None = None,
-    validate_images: bool = True,
-    max_pixels: int = DEFAULT_MAX_PIXELS,
-    hub: HubSelection | None = None,
-    image_root: str | Path | None = None,
-    allow_outside_root: bool = False,
-    verbose: bool = True,
-) -> list[Example]:
-    """Read a dataset into Examples, in file order.
+@dataclass(frozen=True)
+class LoadOptions:
+    """How a dataset is read into Examples (`load_examples`, `read_examples`, `data check`).
 
-    Args:
-        path: a data file (`.jsonl`, `.json`, `.parquet`), a directory (holding `data.jsonl`, a
-            saved HF dataset, parquet files, or images as `ROOT/DOMAIN/CLASS/*.png|jpg|jpeg`),
-            or `hf:NAME[:CONFIG]` for `datasets.load_dataset` (needs a network).
-        fmt: one of FORMATS; "auto" detects it from `path`. "json" and "llava" are one reader.
+    Attributes:
+        fmt: a name of DATA_FORMATS, or "auto": the first format whose detector claims the path.
         split: keep only this split ("train", "val", "test"); for `hf:` also the split loaded
             (default "train").
         env_column: the record field naming the environment (default `env`, else `data_source`;
@@ -69,8 +49,6 @@ def load_examples(
         task_rules: take the environment from `assign_task_type(instruction)`; with `env_map`
             the task type is the source name looked up in the map.
         instruction_template: the instruction of image-folder records; `{domain}` is replaced.
-        on_bad_record: "error" raises the first DataError; "skip" drops bad records and counts
-            each in `skip_log`. A file that cannot be read at all, or holds no record, always raises.
         validate_images: fully decode every image once (see `load_image`) to find bad ones.
         max_pixels: images with more pixels are bad records.
         hub: for `hf:NAME`, several hub configs (subsets) to load and a seeded row sample of
@@ -79,16 +57,45 @@ def load_examples(
             `--image_folder`) instead of the data file's folder; not for image folders.
         allow_outside_root: accept image paths (absolute, `../`, symlinks) that resolve outside
             the data root; otherwise each such record is a bad record.
+    """
+
+    fmt: str = "auto"
+    split: str | None = None
+    env_column: str | None = None
+    env_map: str | Path | Mapping | None = None
+    task_rules: bool = False
+    instruction_template: str = "What is shown in this image?"
+    validate_images: bool = True
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    hub: HubSelection | None = None
+    image_root: str | Path | None = None
+    allow_outside_root: bool = False
+
+
+def load_examples(
+    path: str | Path,
+    options: LoadOptions | None = None,
+    *,
+    on_bad_record: str = "error",
+    skip_log: SkipLog | None = None,
+    verbose: bool = True,
+    **fields: Any,
+) -> list[Example]:
+    """Read a dataset into Examples, in file order.
+
+    Args:
+        path: a data file (`.jsonl`, `.json`, `.parquet`), a directory (holding `data.jsonl`, a
+            saved HF dataset, parquet files, or images as `ROOT/DOMAIN/CLASS/*.png|jpg|jpeg`),
+            or `hf:NAME[:CONFIG]` for `datasets.load_dataset` (needs a network).
+        options: how to read it (`LoadOptions`; default its defaults); keyword arguments named
+            as its fields replace those fields (`load_examples(path, fmt="folder")`).
+        on_bad_record: "error" raises the first DataError; "skip" drops bad records and counts
+            each in `skip_log`. A file that cannot be read at all, or holds no record, always raises.
         verbose: print the per-environment counts table (and the number skipped).
     """
     on_error, log = bad_record_handler(on_bad_record, skip_log)
     already_skipped = len(log)
-    examples = read_examples(
-        path, on_error, fmt=fmt, split=split, env_column=env_column, env_map=env_map,
-        task_rules=task_rules, instruction_template=instruction_template,
-        validate_images=validate_images, max_pixels=max_pixels, hub=hub, image_root=image_root,
-        allow_outside_root=allow_outside_root,
-    )
+    examples = read_examples(path, on_error, replace(options or LoadOptions(), **fields))
     if verbose:
         print(format_env_counts(examples))
         if len(log) > already_skipped:
@@ -97,51 +104,39 @@ def load_examples(
 
 
 def read_examples(
-    path: str | Path,
-    on_error: Callable[[DataError], None],
-    *,
-    fmt: str = "auto",
-    split: str | None = None,
-    env_column: str | None = None,
-    env_map: str | Path | Mapping | None = None,
-    task_rules: bool = False,
-    instruction_template: str = "What is shown in this image?",
-    validate_images: bool = True,
-    max_pixels: int = DEFAULT_MAX_PIXELS,
-    hub: HubSelection | None = None,
-    image_root: str | Path | None = None,
-    allow_outside_root: bool = False,
+    path: str | Path, on_error: Callable[[DataError], None], options: LoadOptions | None = None
 ) -> list[Example]:
     """`load_examples` without printing: every bad record is passed to `on_error` and dropped."""
-    if fmt not in FORMATS:
-        raise ConfigError(f"unknown data format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    if split is not None and split not in SPLITS:
-        raise ConfigError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
-    mapping = load_env_map(env_map) if env_map is not None else None
+    opts = options or LoadOptions()
+    if opts.fmt != "auto" and opts.fmt not in DATA_FORMATS:
+        raise ConfigError(f"unknown data format {opts.fmt!r}; expected one of {format_choices(', ')}")
+    if opts.split is not None and opts.split not in SPLITS:
+        raise ConfigError(f"unknown split {opts.split!r}; expected one of {', '.join(SPLITS)}")
+    mapping = load_env_map(opts.env_map) if opts.env_map is not None else None
     examples: list[Example] = []
     first_seen: dict[str, str] = {}
-    if hub is not None and not (isinstance(path, str) and path.startswith("hf:")):
+    if opts.hub is not None and not (isinstance(path, str) and path.startswith("hf:")):
         raise ConfigError(f"{path}: hub subsets and row sampling apply only to hf:NAME datasets")
-    rows = _rows(path, fmt, split, instruction_template, hub, _image_root_dir(image_root), allow_outside_root)
+    rows = _rows(path, opts)
     n_rows = 0
     for row in rows:
         n_rows += 1
         try:
             if isinstance(row, DataError):
                 raise row
-            label = _env_label(row.data, env_column)
+            label = _env_label(row.data, opts.env_column)
             candidates = _examples_of(row)
         except DataError as error:
             on_error(error)
             continue
         for ex in candidates:
             try:
-                ex = _with_env(ex, label, mapping, task_rules, env_column, row)
+                ex = _with_env(ex, label, mapping, opts.task_rules, opts.env_column, row)
                 _check_text(ex, row)
-                if split is not None and ex.split != split:
+                if opts.split is not None and ex.split != opts.split:
                     continue
-                if validate_images and ex.image is not None:
-                    load_image(ex.image, **row.where(ex.id), max_pixels=max_pixels)
+                if opts.validate_images and ex.image is not None:
+                    load_image(ex.image, **row.where(ex.id), max_pixels=opts.max_pixels)
                 check_new_id(first_seen, ex.id, row)
             except DataError as error:
                 on_error(error)
@@ -201,49 +196,35 @@ class RawRecord:
 # ---------------------------------------------------------------- readers: path -> raw records
 
 
-def _rows(
-    path: str | Path,
-    fmt: str,
-    split: str | None,
-    template: str,
-    hub: HubSelection | None = None,
-    image_root: Path | None = None,
-    allow_outside_root: bool = False,
-) -> Iterator[RawRecord | DataError]:
-    """Raw records of any format, relative image paths taken from `image_root` when given (see
-    `load_examples` for `allow_outside_root`); unreadable lines come as DataErrors, unreadable
+def _rows(path: str | Path, options: LoadOptions) -> Iterator[RawRecord | DataError]:
+    """Raw records of any format, relative image paths taken from `options.image_root` when
+    given (checked now, before any is read); unreadable lines come as DataErrors, unreadable
     files raise."""
-    rows = _located_rows(path, fmt, split, template, hub, image_root)
-    if not allow_outside_root:
-        yield from rows
-        return
+    rows = _located_rows(path, options, _image_root_dir(options.image_root))
+    return _outside_root_allowed(rows) if options.allow_outside_root else rows
+
+
+def _outside_root_allowed(rows: Iterator[RawRecord | DataError]) -> Iterator[RawRecord | DataError]:
+    """The rows with `allow_outside_root` set (see `LoadOptions`)."""
     for row in rows:
         yield replace(row, allow_outside_root=True) if isinstance(row, RawRecord) else row
 
 
 def _located_rows(
-    path: str | Path,
-    fmt: str,
-    split: str | None,
-    template: str,
-    hub: HubSelection | None,
-    image_root: Path | None,
+    path: str | Path, options: LoadOptions, image_root: Path | None
 ) -> Iterator[RawRecord | DataError]:
     """`_rows` before the outside-root allowance."""
     if isinstance(path, str) and path.startswith("hf:"):
-        rows: Iterator[RawRecord | DataError] = _hub_rows(path, split, hub or HubSelection())
+        rows: Iterator[RawRecord | DataError] = _hub_rows(path, options.split, options.hub or HubSelection())
     else:
         path = Path(path)
         if not path.exists():
             raise DataError("data file or directory not found", str(path))
-        fmt = _detect_format(path) if fmt == "auto" else fmt
-        if fmt == "folder":
-            if image_root is not None:
-                raise ConfigError(f"{path}: an image root applies to record files, not to an image "
-                                  "folder (ROOT/DOMAIN/CLASS/*.png), whose images are under ROOT")
-            yield from _folder_rows(path, template)
-            return
-        rows = _record_file_rows(path, fmt)
+        data_format = _detect_format(path) if options.fmt == "auto" else DATA_FORMATS[options.fmt]
+        if not data_format.record_file and image_root is not None:
+            raise ConfigError(f"{path}: an image root applies to record files, not to an image "
+                              "folder (ROOT/DOMAIN/CLASS/*.png), whose images are under ROOT")
+        rows = data_format.read(path, options)
     yield from rows if image_root is None else _rooted(rows, image_root)
 
 
@@ -260,21 +241,11 @@ def raw_records(
     path; for readers of other record kinds (preference pairs). Unreadable lines come as
     DataErrors, unreadable files raise; image folders are refused."""
     if not (isinstance(path, str) and path.startswith("hf:")) and Path(path).is_dir():
-        if _detect_format(Path(path)) == "folder":
+        if not _detect_format(Path(path)).record_file:
             raise DataError("expected a record file (JSONL, JSON, parquet or a saved dataset), "
                             "not an image folder", str(path))
-    return _rows(path, "auto", split, "", hub, _image_root_dir(image_root), allow_outside_root)
-
-
-def _record_file_rows(path: Path, fmt: str) -> Iterator[RawRecord | DataError]:
-    """Raw records of a local JSONL, JSON / LLaVA, parquet or saved HF dataset `path`."""
-    if fmt == "jsonl":
-        return _jsonl_rows(path / "data.jsonl" if path.is_dir() else path)
-    if fmt in ("json", "llava"):
-        return _json_rows(path)
-    if fmt == "parquet":
-        return _parquet_rows(path)
-    return _saved_dataset_rows(path)
+    options = LoadOptions(split=split, hub=hub, image_root=image_root, allow_outside_root=allow_outside_root)
+    return _rows(path, options)
 
 
 def _image_root_dir(image_root: str | Path | None) -> Path | None:
@@ -294,19 +265,12 @@ def _rooted(rows: Iterator[RawRecord | DataError], image_root: Path) -> Iterator
         yield replace(row, base_dir=image_root) if isinstance(row, RawRecord) else row
 
 
-def _detect_format(path: Path) -> str:
-    if path.is_dir():
-        if (path / "data.jsonl").is_file():
-            return "jsonl"
-        if any((path / marker).is_file() for marker in _HF_MARKERS):
-            return "hf"
-        if any(path.rglob("*.parquet")):
-            return "parquet"
-        return "folder"
-    formats = {".jsonl": "jsonl", ".json": "json", ".parquet": "parquet"}
-    if path.suffix.lower() not in formats:
-        raise DataError("cannot tell the data format from the name; pass fmt=", str(path))
-    return formats[path.suffix.lower()]
+def _detect_format(path: Path) -> DataFormat:
+    """The first format of DATA_FORMATS whose detector claims the existing `path`."""
+    for data_format in DATA_FORMATS.values():
+        if data_format.detect is not None and data_format.detect(path):
+            return data_format
+    raise DataError("cannot tell the data format from the name; pass fmt=", str(path))
 
 
 def _jsonl_rows(path: Path) -> Iterator[RawRecord | DataError]:
@@ -457,6 +421,62 @@ def _position(record: object, index: int) -> str:
     if isinstance(record, dict) and record.get("id") not in (None, ""):
         return str(record["id"])
     return f"record {index + 1}"
+
+
+# ---------------------------------------------------------------- the format registry
+
+
+@dataclass(frozen=True)
+class DataFormat:
+    """A data format: its reader and how auto-detection recognises it.
+
+    Attributes:
+        read: (existing path, options) -> its raw records; unreadable lines come as DataErrors,
+            unreadable files raise.
+        detect: whether an existing path is of this format (None: only when named); "auto"
+            takes the first format of DATA_FORMATS that claims the path.
+        record_file: a file of records (an image root applies); False for image folders.
+    """
+
+    read: Callable[[Path, LoadOptions], Iterator[RawRecord | DataError]]
+    detect: Callable[[Path], bool] | None
+    record_file: bool = True
+
+
+def _is_suffix(path: Path, suffix: str) -> bool:
+    return not path.is_dir() and path.suffix.lower() == suffix
+
+
+def _is_saved_dataset(path: Path) -> bool:
+    return path.is_dir() and any((path / marker).is_file() for marker in _HF_MARKERS)
+
+
+#: Every data format by name, in the order auto-detection tries them (`LoadOptions.fmt`, `data
+#: check --format`): adding a format is one entry here and one reader.
+DATA_FORMATS: dict[str, DataFormat] = {
+    "jsonl": DataFormat(
+        read=lambda path, _: _jsonl_rows(path / "data.jsonl" if path.is_dir() else path),
+        detect=lambda path: _is_suffix(path, ".jsonl") or (path.is_dir() and (path / "data.jsonl").is_file()),
+    ),
+    "json": DataFormat(read=lambda path, _: _json_rows(path), detect=lambda path: _is_suffix(path, ".json")),
+    "llava": DataFormat(read=lambda path, _: _json_rows(path), detect=None),  # LLaVA's JSON: "json"'s reader
+    "parquet": DataFormat(
+        read=lambda path, _: _parquet_rows(path),
+        detect=lambda path: _is_suffix(path, ".parquet")
+        or (path.is_dir() and not _is_saved_dataset(path) and any(path.rglob("*.parquet"))),
+    ),
+    "hf": DataFormat(read=lambda path, _: _saved_dataset_rows(path), detect=_is_saved_dataset),
+    "folder": DataFormat(
+        read=lambda path, options: _folder_rows(path, options.instruction_template),
+        detect=Path.is_dir,
+        record_file=False,
+    ),
+}
+
+
+def format_choices(separator: str = "|") -> str:
+    """"auto" and every format name, joined by `separator` (the `--format` help)."""
+    return separator.join(["auto", *DATA_FORMATS])
 
 
 # ---------------------------------------------------------------- raw record -> Examples

@@ -296,7 +296,7 @@ LAYOUTS: dict[str, Layout] = {
         Layout("mm-rewardbench", frozenset({"Text", "Output1", "Output2", "Better"}), "test", _mm_rewardbench),
     )
 }
-FORMATS = ("auto", *LAYOUTS)
+PREFERENCE_FORMATS = ("auto", *LAYOUTS)
 
 
 def detect_layout(columns: set[str]) -> Layout | None:
@@ -306,8 +306,8 @@ def detect_layout(columns: set[str]) -> Layout | None:
 
 def layout_named(name: str, aspect: str = MEAN_ASPECT) -> Layout | None:
     """The layout `name` (None for "auto"); ConfigError for an unknown name or aspect."""
-    if name not in FORMATS:
-        raise ConfigError(f"unknown preference format {name!r}; expected one of {', '.join(FORMATS)}")
+    if name not in PREFERENCE_FORMATS:
+        raise ConfigError(f"unknown preference format {name!r}; expected one of {', '.join(PREFERENCE_FORMATS)}")
     if aspect != MEAN_ASPECT and aspect not in VLFEEDBACK_ASPECTS:
         raise ConfigError(f"unknown VLFeedback aspect {aspect!r}; expected one of "
                           f"{', '.join((MEAN_ASPECT, *VLFEEDBACK_ASPECTS))}")

@@ -17,9 +17,14 @@ import torch
 
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
-from robustvlm.models.embedding import FAMILIES, embedding_collator, query_example, query_text
+from robustvlm.models.embedding import (
+    EMBEDDING_FAMILIES,
+    embedding_collator,
+    query_example,
+    query_text,
+)
 
-VQA, CAPTION = "vqa", "caption"  # the keys of models.embedding.FAMILIES
+VQA, CAPTION = "vqa", "caption"  # the keys of models.embedding.EMBEDDING_FAMILIES
 
 
 def pair_kind(example: Example, caption_envs: Sequence[str]) -> str:
@@ -28,9 +33,9 @@ def pair_kind(example: Example, caption_envs: Sequence[str]) -> str:
 
 
 def trained_family(examples: Sequence[Example], caption_envs: Sequence[str]) -> str:
-    """The backend family of a model trained on these records (see FAMILIES)."""
+    """The backend family of a model trained on these records (see EMBEDDING_FAMILIES)."""
     kinds = {pair_kind(ex, caption_envs) for ex in examples}
-    return FAMILIES[kinds.pop()] if len(kinds) == 1 else FAMILIES["mixed"]
+    return EMBEDDING_FAMILIES[kinds.pop()] if len(kinds) == 1 else EMBEDDING_FAMILIES["mixed"]
 
 
 def target_groups(examples: Sequence[Example]) -> dict[str, int]:

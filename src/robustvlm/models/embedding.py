@@ -41,7 +41,7 @@ QUERY_STYLES = ("question", "image")
 
 
 #: The backend family of a model trained on VQA pairs only, caption pairs only, or both.
-FAMILIES = {"vqa": "vlm2vec-vqa", "caption": "vlm2vec-caption", "mixed": "vlm2vec-mixed"}
+EMBEDDING_FAMILIES = {"vqa": "vlm2vec-vqa", "caption": "vlm2vec-caption", "mixed": "vlm2vec-mixed"}
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class EmbeddingSpec:
     @classmethod
     def for_family(cls, family: str, **settings: Any) -> EmbeddingSpec:
         """The spec of a `family` model: a caption-trained one sees the image alone."""
-        style = "image" if family == FAMILIES["caption"] else "question"
+        style = "image" if family == EMBEDDING_FAMILIES["caption"] else "question"
         return cls(family=family, query_style=style, **settings)
 
     def query_text(self, question: str | None) -> str:

@@ -14,7 +14,8 @@ from transformers.utils import is_torchvision_available
 from robustvlm.errors import ConfigError
 from robustvlm.models.image_only import load_image_only_processor
 from robustvlm.models.real import REAL_PREFIX, build_real_vlm
-from robustvlm.models.tiny import FAMILIES, build_tiny_vlm
+from robustvlm.models.tiny import build_tiny_vlm
+from robustvlm.models.tiny_families import VLM_FAMILIES
 from robustvlm.models.zoo_recipes import resolve_model_name
 from robustvlm.runs import atomic_folder
 
@@ -36,7 +37,7 @@ def load_vlm(
 
     Args:
         name_or_path: a hub name (e.g. "HuggingFaceTB/SmolVLM-256M-Instruct"), a folder written by
-            `save_pretrained`, "tiny:<kind>" (built offline, random weights; `tiny.FAMILIES`),
+            `save_pretrained`, "tiny:<kind>" (built offline, random weights; `tiny_families.VLM_FAMILIES`),
             "zoo:NAME" (a built member of the model zoo, `models.zoo_recipes`) or "real:<name>" (a
             released architecture at its real size, random weights; `real.REAL_MODELS`).
         dtype: parameter dtype (None: the library default for hub models, float32 for tiny/real).
@@ -52,9 +53,9 @@ def load_vlm(
     name_or_path = resolve_model_name(name_or_path)
     if name_or_path.startswith(TINY_PREFIX):
         kind = name_or_path[len(TINY_PREFIX):]
-        if kind not in FAMILIES:
+        if kind not in VLM_FAMILIES:
             raise ConfigError(f"unknown tiny model '{name_or_path}'; known: "
-                              f"{[TINY_PREFIX + k for k in sorted(FAMILIES)]}")
+                              f"{[TINY_PREFIX + k for k in sorted(VLM_FAMILIES)]}")
         model, processor = build_tiny_vlm(kind, corpus=corpus, **(tiny_options or {}))
         # transformers wraps PreTrainedModel.to with functools.wraps, which mypy reads as taking self first
         return (model.to(dtype) if dtype is not None else model), processor  # type: ignore[arg-type]

@@ -59,7 +59,7 @@ from transformers import (
 from robustvlm.errors import ConfigError
 from robustvlm.models.image_only import image_only
 from robustvlm.models.tiny import CHAT_TEMPLATE, train_tokenizer
-from robustvlm.models.tiny_families import FAMILIES, QWEN_TOKENS
+from robustvlm.models.tiny_families import QWEN_TOKENS, VLM_FAMILIES
 
 REAL_PREFIX = "real:"
 
@@ -69,7 +69,7 @@ class RealSpec:
     """One released architecture.
 
     Attributes:
-        kind: the `tiny_families.FAMILIES` key of its architecture (transformers' model_type).
+        kind: the `tiny_families.VLM_FAMILIES` key of its architecture (transformers' model_type).
         hub_name: the release it copies.
         vocab_size: the text config's vocabulary size (embedding and LM head rows).
         make_config: tokenizer -> the model config (special-token ids from the tokenizer).
@@ -247,7 +247,7 @@ def pad_vocabulary(tokenizer: PreTrainedTokenizerFast, size: int) -> PreTrainedT
 def real_tokenizer(spec: RealSpec, corpus: list[str] | None = None) -> PreTrainedTokenizerFast:
     """A byte-level BPE (at most 1024 tokens learnt from `corpus` and the built-in text) with the
     special tokens of the spec's family, padded to the published vocabulary size."""
-    family = FAMILIES[spec.kind]
+    family = VLM_FAMILIES[spec.kind]
     tokenizer = train_tokenizer(corpus or [], vocab_size=1024, special_tokens=family.special_tokens,
                                 named_tokens=family.named_tokens)
     return pad_vocabulary(tokenizer, spec.vocab_size)
@@ -264,7 +264,7 @@ def count_real_parameters(name: str) -> int:
     """Parameters of "real:<name>", counted on the meta device (no memory, about a second)."""
     config, _ = real_config(name)
     with torch.device("meta"):
-        model = FAMILIES[real_spec(name).kind].model_class(config)
+        model = VLM_FAMILIES[real_spec(name).kind].model_class(config)
     return sum(p.numel() for p in model.parameters())
 
 
@@ -288,7 +288,7 @@ def build_real_vlm(
         (model in float32 train mode, processor).
     """
     spec = real_spec(name)
-    family = FAMILIES[spec.kind]
+    family = VLM_FAMILIES[spec.kind]
     config, tokenizer = real_config(name, corpus)
     processor = spec.make_processor(tokenizer, config, CHAT_TEMPLATE.replace("{{ IMAGE }}", family.image_text),
                                     image_splitting)

@@ -1,7 +1,7 @@
 """What each VLM architecture can do in robustvlm: the one declaration the checks, the
 conformance tests (tests/models/test_conformance.py) and README's support table come from.
 
-Every architecture of `tiny_families.FAMILIES` is tested on every capability it is not declared
+Every architecture of `tiny_families.VLM_FAMILIES` is tested on every capability it is not declared
 unable to do; a capability it lacks stops the command before any work starts
 (`require_capability`), with the reason below.
 """
@@ -14,11 +14,11 @@ from pathlib import Path
 
 from robustvlm.errors import ConfigError
 from robustvlm.models.real import REAL_PREFIX, real_spec
-from robustvlm.models.tiny_families import FAMILIES
+from robustvlm.models.tiny_families import VLM_FAMILIES
 from robustvlm.models.zoo_recipes import resolve_model_name
 
 #: capability -> the command that needs it
-CAPABILITIES: dict[str, str] = {
+WORKFLOW_CAPABILITIES: dict[str, str] = {
     "train": "robustvlm train (ERM and Dynamic BIRM; LoRA and frozen vision tower; --resume)",
     "eval": "robustvlm eval (greedy generation)",
     "mc-loglik": "robustvlm mc eval --method loglik",
@@ -59,8 +59,8 @@ NOT_SUPPORTED: dict[str, dict[str, str]] = {
 
 def supports(architecture: str, capability: str) -> bool:
     """True unless `architecture` is declared unable to do `capability`."""
-    if capability not in CAPABILITIES:
-        raise ConfigError(f"unknown capability '{capability}'; known: {list(CAPABILITIES)}")
+    if capability not in WORKFLOW_CAPABILITIES:
+        raise ConfigError(f"unknown capability '{capability}'; known: {list(WORKFLOW_CAPABILITIES)}")
     return capability not in NOT_SUPPORTED.get(architecture, {})
 
 
@@ -85,8 +85,8 @@ def model_type_of(name: str) -> str | None:
     name = resolve_model_name(name)
     if name.startswith("tiny:"):
         kind = name[len("tiny:"):]
-        if kind not in FAMILIES:
-            raise ConfigError(f"unknown tiny architecture '{kind}' in '{name}'; known: {sorted(FAMILIES)}")
+        if kind not in VLM_FAMILIES:
+            raise ConfigError(f"unknown tiny architecture '{kind}' in '{name}'; known: {sorted(VLM_FAMILIES)}")
         return kind
     if names_a_folder(name) and not os.path.isdir(os.path.expanduser(name)):
         what = "is not a folder" if os.path.exists(os.path.expanduser(name)) else "does not exist"
@@ -107,4 +107,4 @@ def require_capability(name: str, capability: str) -> None:
     if architecture is not None and not supports(architecture, capability):
         reason = NOT_SUPPORTED[architecture][capability]
         raise ConfigError(f"model '{name}' ({ARCHITECTURES.get(architecture, architecture)}) cannot run "
-                          f"{CAPABILITIES[capability]}: {reason}")
+                          f"{WORKFLOW_CAPABILITIES[capability]}: {reason}")

@@ -1,6 +1,6 @@
 """Tiny, randomly initialised VLMs built fully offline (tests, demo, benchmarks).
 
-Each tiny model is a real transformers architecture (`tiny_families.FAMILIES`: Idefics3 =
+Each tiny model is a real transformers architecture (`tiny_families.VLM_FAMILIES`: Idefics3 =
 SmolVLM, LLaVA, LLaVA-OneVision, Qwen2-VL, Qwen2.5-VL, Qwen3-VL, InternVL, Gemma 3, PaliGemma)
 at toy width, with a byte-level BPE tokenizer trained on the spot and a ChatML chat template, so every code
 path (processor, chat template, collate, training, generation, save/load) runs as it would on a
@@ -23,7 +23,7 @@ from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerF
 
 from robustvlm.errors import ConfigError
 from robustvlm.models.image_only import implied_video_config
-from robustvlm.models.tiny_families import FAMILIES
+from robustvlm.models.tiny_families import VLM_FAMILIES
 
 PAD, BOS, EOS = "<pad>", "<|im_start|>", "<|im_end|>"
 
@@ -109,7 +109,7 @@ def build_tiny_vlm(
     """Build a tiny random VLM and its processor offline.
 
     Args:
-        kind: a key of `FAMILIES`, transformers' `model_type`: "idefics3" (SmolVLM), "llava",
+        kind: a key of `VLM_FAMILIES`, transformers' `model_type`: "idefics3" (SmolVLM), "llava",
             "llava_onevision", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "internvl" (the -hf layout),
             "gemma3", "paligemma".
         seed: seeds the weight initialisation (the global RNG is left untouched).
@@ -123,9 +123,9 @@ def build_tiny_vlm(
     Returns:
         (model in float32 train mode, processor).
     """
-    family = FAMILIES.get(kind)
+    family = VLM_FAMILIES.get(kind)
     if family is None:
-        raise ConfigError(f"unknown tiny model kind '{kind}'; known: {sorted(FAMILIES)}")
+        raise ConfigError(f"unknown tiny model kind '{kind}'; known: {sorted(VLM_FAMILIES)}")
     tokenizer = train_tokenizer(corpus or [], vocab_size=vocab_size, special_tokens=family.special_tokens,
                                 named_tokens=family.named_tokens)
     sizes = {"hidden_size": hidden_size, "num_layers": num_layers, "image_size": image_size}

@@ -85,12 +85,6 @@ class TowerSizes:
     projection_dim: int = 16
 
 
-def build_tiny_clip(seed: int = 0, corpus: Iterable[str] = ()) -> tuple[PreTrainedModel, ProcessorMixin]:
-    """A tiny random `CLIPModel` (2-layer towers, width 32, 32x32 images, projection 16) in eval
-    mode and its `CLIPProcessor`; `corpus` adds words (e.g. class names) to the vocabulary."""
-    return build_tiny_dual_encoder("clip", seed=seed, corpus=corpus)
-
-
 DUAL_ENCODER_KINDS = ("clip", "siglip")
 
 

@@ -374,7 +374,7 @@ def _paligemma_processor(tokenizer: PreTrainedTokenizerFast, config: PaliGemmaCo
 
 QWEN_IMAGE = "<|vision_start|><|image_pad|><|vision_end|>"
 
-FAMILIES: dict[str, Family] = {
+VLM_FAMILIES: dict[str, Family] = {
     "idefics3": Family(
         "<image>", _idefics3_config, _idefics3_processor, Idefics3ForConditionalGeneration,
         special_tokens=("<image>", "<fake_token_around_image>", "<global-img>", "<end_of_utterance>"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from robustvlm.models.support import ARCHITECTURES, CAPABILITIES, NOT_SUPPORTED, supports
+from robustvlm.models.support import ARCHITECTURES, NOT_SUPPORTED, WORKFLOW_CAPABILITIES, supports
 from robustvlm.report.figures import update
 from robustvlm.report.tables import markdown_table
 
@@ -24,7 +24,7 @@ def support_table() -> str:
     rows = []
     for kind, label in ARCHITECTURES.items():
         cells = []
-        for capability in CAPABILITIES:
+        for capability in WORKFLOW_CAPABILITIES:
             if supports(kind, capability):
                 cells.append("tested")
                 continue
@@ -33,9 +33,9 @@ def support_table() -> str:
                 reasons.append(reason)
             cells.append(f"no ({reasons.index(reason) + 1})")
         rows.append([f"{label} `tiny:{kind}`", *cells])
-    table = markdown_table(["architecture", *CAPABILITIES], rows)
+    table = markdown_table(["architecture", *WORKFLOW_CAPABILITIES], rows)
     notes = [f"({i}) {reason}." for i, reason in enumerate(reasons, start=1)]
-    legend = [f"- {capability}: {command}" for capability, command in CAPABILITIES.items()]
+    legend = [f"- {capability}: {command}" for capability, command in WORKFLOW_CAPABILITIES.items()]
     return "\n\n".join([table, *(["\n".join(notes)] if notes else []), "Columns:", "\n".join(legend)])
 
 

@@ -1,7 +1,7 @@
 """Generative fine-tuning with one of the invariance objectives, as a task of the training loop.
 
 The VLM's answer tokens are a sequence of token classifications: `AnswerModel` yields the LM-head
-logits at the answer positions only, and the configured objective (ERM, IRMv1, VREx, GroupDRO,
+logits at the answer positions only, and the configured objective (ERM, IRMv1, V-REx, GroupDRO,
 BIRM, Dynamic BIRM) turns them into the loss and the log row (R_emp, R_inv, lambda, P,
 risk/<env>). Besides the loop's outputs, the run folder holds:
   data/           a built-in benchmark, synthesised once (with `data.benchmark`)
@@ -24,6 +24,7 @@ import torch
 from robustvlm.config import RunConfig
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.from_config import materialize
+from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import TINY_PREFIX, load_vlm
@@ -38,7 +39,7 @@ from robustvlm.training.checkpoint import WEIGHTS_FILE
 from robustvlm.training.setup import (
     base_model,
     build_run_objective,
-    load_training_set,
+    load_training_data,
     make_sampler,
 )
 from robustvlm.training.task import SetupContext, StepContext, TaskSetup, TrainingTask, indexed
@@ -55,13 +56,14 @@ class FineTuneTask(TrainingTask):
         self.cfg = cfg
         self.label = cfg.method
         self.env_names: list[str] = []
+        self.examples: list[Example] = []  # every record of the data, set by `setup`
 
     def prepare_files(self, out_dir: Path) -> None:
         materialize(self.cfg.data, out_dir)  # a built-in benchmark is written once, by one process
 
     def setup(self, ctx: SetupContext) -> TaskSetup:
         cfg = self.cfg
-        train_set = load_training_set(cfg.data, ctx)
+        self.examples, train_set = load_training_data(cfg.data, ctx)
         self.env_names = sorted({ex.env for ex in train_set})
         env_ids = {name: i for i, name in enumerate(self.env_names)}
         self.objective = build_run_objective(cfg, self.env_names)

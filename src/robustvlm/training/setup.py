@@ -79,6 +79,12 @@ def base_model(cfg: ModelConfig, out_dir: Path, corpus: list[str], accelerator: 
 def load_training_set(cfg: DataConfig, ctx: SetupContext) -> list[Example]:
     """The in-domain training records of `cfg` (capped per environment by
     `max_train_per_env`); skipped bad records are listed in the run's skipped.jsonl."""
+    return load_training_data(cfg, ctx)[1]
+
+
+def load_training_data(cfg: DataConfig, ctx: SetupContext) -> tuple[list[Example], list[Example]]:
+    """(every record of `cfg`, all splits, as `load_from_config` gives them; `load_training_set`'s
+    training records of them), for a task whose evaluation reads the records training loaded."""
     skips = SkipLog()
     examples = load_from_config(cfg, ctx.out_dir, skips, verbose=ctx.verbose)
     train_set = training_examples(examples, cfg.max_train_per_env)
@@ -87,4 +93,4 @@ def load_training_set(cfg: DataConfig, ctx: SetupContext) -> list[Example]:
     if ctx.is_main and len(skips):
         skips.write(ctx.out_dir / "skipped.jsonl")
         print(f"skipped {len(skips)} bad record(s): see {ctx.out_dir / 'skipped.jsonl'}")
-    return train_set
+    return examples, train_set

@@ -126,14 +126,21 @@ def run_jobs(
         bar.close()
     failed = [(jobs[i], results[i]) for i in pending if isinstance(results[i], Exception)]
     if failed:
-        lines = "; ".join(f"{name(job)}: {_last_line(err)}" for job, err in failed[:5])
-        more = f"; and {len(failed) - 5} more" if len(failed) > 5 else ""
-        raise JobsFailed(
-            f"{len(failed)} of {len(jobs)} {desc} failed ({lines}{more}); the finished {desc} are "
-            "kept: re-run the same command to resume",
-            results,
-        ) from failed[0][1]
+        raise _failure_report(failed, results, name, desc) from failed[0][1]
     return results
+
+
+def _failure_report(
+    failed: list[tuple[Any, Exception]], results: list[Any], name: Callable[[Any], str], desc: str
+) -> JobsFailed:
+    """The JobsFailed of `run_jobs`, naming the first five failed jobs with their errors."""
+    lines = "; ".join(f"{name(job)}: {_last_line(err)}" for job, err in failed[:5])
+    more = f"; and {len(failed) - 5} more" if len(failed) > 5 else ""
+    return JobsFailed(
+        f"{len(failed)} of {len(results)} {desc} failed ({lines}{more}); the finished {desc} are "
+        "kept: re-run the same command to resume",
+        results,
+    )
 
 
 def _job_key(fn: Callable[[Any], Any], job: Any) -> str:

@@ -10,11 +10,21 @@ with the run's method, seed and draw) and validated as a RunConfig / RewardConfi
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    field_validator,
+    model_validator,
+)
 
 from robustvlm.errors import ConfigError
+from robustvlm.evaluation.metrics.registry import per_batch_metrics
 from robustvlm.objectives import REGISTRY, check_method
 from robustvlm.reward.losses import loss_spec
 from robustvlm.training.launch import LaunchConfig
@@ -22,6 +32,32 @@ from robustvlm.workflows.launchers import JobRunnerConfig
 
 Seed = Annotated[int, Strict(), Field(ge=0)]
 PositiveCount = Annotated[int, Strict(), Field(ge=1)]
+#: The kinds of search rule (`objectives.base.HParam.search`).
+SEARCH_KINDS = ("log", "int_log", "uniform", "choice")
+#: The optimizer settings a sweep's `search:` may give ranges to.
+SEARCHED_OPTIMIZER_KEYS = ("lr", "weight_decay")
+
+
+def _search_rule(rule: Any) -> tuple[Any, ...]:
+    """A search rule as a tuple: [log|int_log|uniform, lo, hi] (numbers) or [choice, v1, ...]."""
+    if (
+        not isinstance(rule, list | tuple)
+        or len(rule) < 2
+        or rule[0] not in SEARCH_KINDS
+        or (rule[0] != "choice" and (len(rule) != 3 or not all(isinstance(v, int | float) for v in rule[1:])))
+    ):
+        raise ValueError("a rule [log|int_log|uniform, lo, hi] or [choice, v1, ...] is required")
+    return tuple(rule)
+
+
+SearchRule = Annotated[Any, AfterValidator(_search_rule)]
+
+
+def warn_renamed(old: str, new: str, where: str) -> None:
+    """Tell the user (stderr) that config key `old` is now `new`; the old name is accepted for one
+    release."""
+    print(f"deprecated: {where}: `{old}:` is now called `{new}:`; `{old}:` is accepted until the "
+          "next release", file=sys.stderr)
 
 
 class HParamEntry(BaseModel):
@@ -108,7 +144,18 @@ class StudyConfig(_MethodsConfig):
     """`robustvlm study` (see `workflows.finetune.study`)."""
 
     metrics: list[str] | None = Field(None, min_length=1)
-    launch: LaunchConfig | None = None
+    launcher: LaunchConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_launch(cls, data: Any) -> Any:
+        """`launch:` (its name before `launcher:`, as in sweep configs) is accepted for one release."""
+        if isinstance(data, dict) and "launch" in data:
+            if "launcher" in data:
+                raise ValueError("give `launcher` only (`launch` is its old name)")
+            warn_renamed("launch", "launcher", "study config")
+            data = {("launcher" if key == "launch" else key): value for key, value in data.items()}
+        return data
 
 
 class ReferenceEntry(BaseModel):
@@ -124,7 +171,7 @@ class SweepConfig(_MethodsConfig):
     """`robustvlm sweep` (see `workflows.finetune.sweep` for each key)."""
 
     n_draws: PositiveCount = 3
-    search: dict[str, Any] | None = None
+    search: dict[str, SearchRule] | None = None
     checkpoint_every: PositiveCount | None = None
     holdout_fraction: float = Field(0.2, gt=0, lt=1)
     test_envs: list[str] | None = Field(None, min_length=1)
@@ -132,6 +179,23 @@ class SweepConfig(_MethodsConfig):
     headline_env: str | None = None
     reference: ReferenceEntry | None = None
     launcher: JobRunnerConfig = Field(default_factory=JobRunnerConfig)
+
+    @field_validator("search")
+    @classmethod
+    def _optimizer_keys(cls, search: dict[str, tuple[Any, ...]] | None) -> dict[str, tuple[Any, ...]] | None:
+        unknown = sorted(set(search or {}) - set(SEARCHED_OPTIMIZER_KEYS))
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: only lr and weight_decay are searched here; method "
+                             "hyperparameters use their objective's declared ranges")
+        return search
+
+    @field_validator("metric")
+    @classmethod
+    def _per_example(cls, metric: str) -> str:
+        per_batch = [m.name for m in per_batch_metrics()]
+        if metric not in per_batch:
+            raise ValueError(f"{metric!r} is not a per-example accuracy; choose one of {per_batch}")
+        return metric
 
 
 class MatrixConfig(_MultiRunConfig):

@@ -39,7 +39,7 @@ def test_recipe_validates_with_the_paper_settings():
     assert (e.max_new_tokens, e.repetition_penalty) == (128, 1.15)
     assert e.metrics == ["chrf", "exact", "bertscore", "cee"]
     assert e.judge.model == "Qwen/Qwen2.5-32B-Instruct" and e.judge.api_key_env == "JUDGE_API_KEY"
-    launch = plan.launch
+    launch = plan.launcher
     assert yaml.safe_load(Path(launch.accelerate_config).read_text())["deepspeed_config"]["zero_stage"] == 2
 
 
@@ -47,7 +47,7 @@ def test_dry_run_spec_swaps_only_what_cannot_run_here():
     spec = yaml.safe_load(RECIPE.read_text())
     dry = dry_run_spec(spec)
     assert spec["base"]["model"]["name"] == "HuggingFaceTB/SmolVLM-Base"  # input untouched
-    assert "launch" not in dry and dry["seeds"] == [0] and dry["metrics"] == spec["metrics"]
+    assert "launcher" not in dry and dry["seeds"] == [0] and dry["metrics"] == spec["metrics"]
     assert dry["base"]["model"] == {"name": "tiny:idefics3", "trainable": "paper"}
     assert dry["base"]["data"] == {"benchmark": "tasks", "n_per_env": 8, "seed": 0,
                                    "split_per_env": {"train": 4, "test": 2}}
@@ -84,7 +84,7 @@ def test_launch_command():
 
 
 def test_study_trains_through_accelerate_launch(tmp_path, monkeypatch):
-    """`launch` runs each training as an `accelerate launch` child; weights equal an in-process run."""
+    """`launcher` runs each training as an `accelerate launch` child; weights equal an in-process run."""
     accelerate_cfg = tmp_path / "cpu.yaml"
     accelerate_cfg.write_text(yaml.safe_dump({
         "compute_environment": "LOCAL_MACHINE", "distributed_type": "NO", "use_cpu": True,
@@ -99,10 +99,10 @@ def test_study_trains_through_accelerate_launch(tmp_path, monkeypatch):
         },
         "methods": {"erm": {"method": "erm"}},
         "metrics": ["chrf"],
-        "launch": {"accelerate_config": str(accelerate_cfg)},
+        "launcher": {"accelerate_config": str(accelerate_cfg)},
     }
     launched = study.run_study(spec, tmp_path / "launched", progress=False).to_dict()
-    spec.pop("launch")
+    spec.pop("launcher")
     in_process = study.run_study(spec, tmp_path / "in_process", progress=False).to_dict()
     assert launched["methods"]["erm"]["summary"] == in_process["methods"]["erm"]["summary"]
     final = [tmp_path / d / "runs" / "erm" / "seed-0" / "train" / "final" for d in ("launched", "in_process")]
@@ -116,6 +116,17 @@ def test_study_trains_through_accelerate_launch(tmp_path, monkeypatch):
 @pytest.mark.parametrize("bad", [{"accelerate_config": 3}, {"config": "x"}])
 def test_bad_launch_section_names_the_key(bad):
     spec = yaml.safe_load(RECIPE.read_text())
-    spec["launch"] = bad
-    with pytest.raises(ConfigError, match="launch"):
+    spec["launcher"] = bad
+    with pytest.raises(ConfigError, match="launcher"):
         study.study_runs(spec)
+
+
+def test_the_old_launch_key_is_accepted_with_a_deprecation_message(capsys):
+    spec = yaml.safe_load(RECIPE.read_text())
+    spec["launch"] = spec.pop("launcher")
+    assert study.study_runs(spec).launcher == study.study_runs(yaml.safe_load(RECIPE.read_text())).launcher
+    assert "deprecated: study config: `launch:` is now called `launcher:`" in capsys.readouterr().err
+    spec["launcher"] = spec["launch"]
+    with pytest.raises(ConfigError, match="give `launcher` only"):
+        study.study_runs(spec)
+    assert "launch" not in dry_run_spec(spec) and "launcher" not in dry_run_spec(spec)

@@ -60,15 +60,31 @@ def _with(**changes) -> dict:
         ({"methods__erm": {"method": "sgd"}}, "methods.erm.method"),
         ({"base__train": {"lr": 1e-3}}, "base.train.steps"),
         ({"search": {"lr": ["normal", 0, 1]}}, "search.lr"),
-        ({"search": {"anneal_steps": ["log", 1, 10]}}, "search.anneal_steps"),
+        ({"search": {"anneal_steps": ["log", 1, 10]}}, "search: .*anneal_steps: only lr and weight_decay"),
         ({"launcher": {"kind": "cloud"}}, "launcher.kind"),
         ({"reference": {"name": "imagenet", "env": "x"}}, "reference.name"),
         ({"test_envs": "test-reversed"}, "test_envs"),
     ],
 )
 def test_bad_sweep_config_names_the_key(tmp_path, changes, key):
-    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.").replace(r"\.*", ".*")):
         sweep.sweep_plan(_with(**changes), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"test_envs": ["train-0.8"]}, r"test_envs: \['train-0.8'\] are not out-of-domain"),
+        ({"headline_env": "test-colour"}, "headline_env: 'test-colour' is not a test environment"),
+        ({"test_envs": ["test-reversed"]}, "headline_env: 'test-nocolour' is not a test environment"),
+    ],
+)
+def test_bad_test_environments_fail_before_any_run(tmp_path, monkeypatch, changes, message):
+    """Issue 35.4: `test_envs` and `headline_env` were checked only after every run had trained."""
+    monkeypatch.setattr(sweep, "train", lambda *args, **kwargs: pytest.fail("a run started"))
+    with pytest.raises(ConfigError, match=message):
+        sweep.run_sweep(_with(**changes), tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
 
 
 def test_plan_draws_defaults_first_and_shares_draws_across_seeds(tmp_path):
@@ -108,13 +124,24 @@ def test_a_killed_sweep_resumes_without_re_running_finished_runs(tmp_path, monke
             raise KeyboardInterrupt
         return real_evaluate(model_dir, examples, out_dir, **kw)
 
+    loads = []
+    real_load = sweep.load_from_config
+
+    def counting_load(cfg, work_dir, *args, **kw):
+        loads.append(str(work_dir))
+        return real_load(cfg, work_dir, *args, **kw)
+
     monkeypatch.setattr(sweep, "train", counting_train)
     monkeypatch.setattr(sweep, "evaluate", killed_evaluate)
+    monkeypatch.setattr(sweep, "load_from_config", counting_load)
     with pytest.raises(KeyboardInterrupt):
         sweep.run_sweep(CONFIG, tmp_path, progress=False)
     runs = [tmp_path / "runs" / m / f"draw-{d}" / "seed-0" for m in ("erm", "vrex") for d in (0, 1)]
     assert [(r / "scores.json").is_file() for r in runs] == [True, True, False, False]
     assert trained == [str(r / "train") for r in runs[:3]]
+    # issue 35.4: the data are loaded once while planning (headline_env is checked), and each run
+    # evaluates the records its training loaded instead of loading them again
+    assert len(loads) == 1 and not loads[0].startswith(str(tmp_path))
 
     trained.clear()
     monkeypatch.setattr(sweep, "evaluate", real_evaluate)
@@ -185,10 +212,13 @@ def test_submitit_local_executor_runs_the_sweep(tmp_path):
         sweep.run_sweep(bad, tmp_path / "bad", progress=False)
 
 
-@pytest.mark.parametrize("name", ["study_spurious", "study_digits"])
-def test_shipped_study_configs_plan(tmp_path, name):
+@pytest.mark.parametrize("name", ["sweep_spurious", "sweep_digits"])
+def test_shipped_sweep_configs_plan(tmp_path, name, monkeypatch):
     from pathlib import Path
 
+    real_load = sweep.load_from_config  # headline_env is checked on the benchmark at 4 records per env
+    monkeypatch.setattr(sweep, "load_from_config",
+                        lambda cfg, work, **kw: real_load(cfg.model_copy(update={"n_per_env": 4}), work, **kw))
     path = Path(__file__).resolve().parents[3] / "configs" / f"{name}.yaml"
     plan = sweep.sweep_plan(path, tmp_path)
     assert set(plan.methods.values()) == {"erm", "irm", "vrex", "groupdro", "birm", "dynamic_birm"}
@@ -236,3 +266,18 @@ def test_a_sweep_on_data_without_a_colour_manifest_finishes_with_its_report(tmp_
     assert results.rules == {} and results.oracle_rules == {}
     report = (tmp_path / "sw" / "report.md").read_text()
     assert "Not analysed: the data has no colour manifest" in report
+
+
+def test_the_sweep_configs_old_study_names_still_work(tmp_path, monkeypatch, capsys):
+    """Issue 35.9: `configs/study_{spurious,digits}.yaml` are sweep configs, renamed `sweep_*`; the
+    old names resolve (documented paths and `configs copy`) with a deprecation message."""
+    from robustvlm.configs import RECIPES, recipe_names, resolve
+
+    assert {"sweep_spurious", "sweep_digits"} <= set(recipe_names())
+    assert not {"study_spurious", "study_digits"} & set(recipe_names())
+    monkeypatch.chdir(tmp_path)  # no configs/ folder here: the packaged recipe answers
+    assert resolve("configs/study_digits.yaml") == str(RECIPES / "sweep_digits.yaml")
+    assert "deprecated: the built-in config 'study_digits' is now called 'sweep_digits'" in capsys.readouterr().err
+    assert main(["configs", "copy", "study_spurious", "mine"]) == 0
+    assert (tmp_path / "mine" / "sweep_spurious.yaml").read_text() == (RECIPES / "sweep_spurious.yaml").read_text()
+    assert sweep.sweep_plan(resolve("configs/study_spurious.yaml"), tmp_path / "out", dry_run=True).jobs

@@ -6,8 +6,9 @@ Study config (YAML or dict):
             the baseline of the significance tests (normally ERM)
   seeds:    [0, 1, 2]: each sets train.seed and, for methods with a `seed` hyperparameter (BIRM
             draws), that seed too unless the method entry fixes it; data stay the same for all
-  launch:   optional {accelerate_config: PATH, num_processes: N}: each training runs under
+  launcher: optional {accelerate_config: PATH, num_processes: N}: each training runs under
             `accelerate launch` (e.g. DeepSpeed ZeRO-2) in a child process; evaluation stays here
+            (the key's old name `launch:` is accepted, with a deprecation message, for one release)
   metrics:  which per-example scores to tabulate (names from the metrics registry; default the
             registry's study defaults [chrf, bertscore, cee], the paper's Table 1); each is added
             to the runs' eval.metrics, except a metric whose needed setting is not set (CEE
@@ -101,7 +102,7 @@ class StudyPlan:
     runs: dict[str, dict[int, RunConfig]]
     seeds: list[int]
     metrics: list[str]
-    launch: LaunchConfig | None = None
+    launcher: LaunchConfig | None = None
 
 
 def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyPlan:
@@ -113,7 +114,6 @@ def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyP
     if isinstance(base.get("eval"), dict) and "metrics" in base["eval"]:
         check_metric_names(base["eval"]["metrics"], key=f"{source}: base.eval.metrics")
     eval_metrics = computed_metrics(base, metrics)
-    launch = cfg.launch
 
     runs: dict[str, dict[int, RunConfig]] = {}
     for label, entry in cfg.methods.items():
@@ -128,7 +128,7 @@ def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyP
                 raw, f"{source} (methods.{label}, seed {seed})"
             )
             check_needs(eval_metrics, dict(runs[label][seed].eval))  # an extra a metric needs
-    return StudyPlan(runs, seeds, list(metrics), launch)
+    return StudyPlan(runs=runs, seeds=seeds, metrics=list(metrics), launcher=cfg.launcher)
 
 
 def computed_metrics(base: Mapping, metrics: Sequence[str]) -> list[str]:
@@ -164,17 +164,18 @@ def _is_finished(run_dir: Path) -> bool:
 
 
 def _run_one(
-    cfg: RunConfig, run_dir: Path, progress: bool, launch: LaunchConfig | None
+    cfg: RunConfig, run_dir: Path, progress: bool, launcher: LaunchConfig | None
 ) -> EvalMetrics:
     """Train + evaluate one (method, seed), or reuse its finished outputs; returns its metrics."""
     claim_run_folder(run_dir / "train", cfg, command="train", resume=True, write=False)  # refuses other settings
     if _is_finished(run_dir):
         return EvalMetrics.from_dict(json.loads((run_dir / "eval" / METRICS_FILE).read_text(encoding="utf-8")))
-    if launch is None:
-        final_dir = train(cfg, run_dir / "train", resume=True, progress=progress).final_dir
-    else:
-        final_dir = launched_train(cfg, run_dir / "train", launch)
-    examples = load_from_config(cfg.data, run_dir / "train", verbose=False)
+    if launcher is None:  # the evaluation reads the records training loaded
+        result = train(cfg, run_dir / "train", resume=True, progress=progress)
+        final_dir, examples = result.final_dir, result.examples
+    else:  # trained in a child process: its records are loaded here
+        final_dir = launched_train(cfg, run_dir / "train", launcher)
+        examples = load_from_config(cfg.data, run_dir / "train", verbose=False)
     return evaluate(
         final_dir, examples, run_dir / "eval", cfg=cfg.eval, resume=True, progress=progress
     )
@@ -208,7 +209,7 @@ def run_study(
             run_dir = run_dir_of(out_dir, label, seed)
             if progress:
                 print(f"\n=== {label}, seed {seed} ===")
-            run_metrics = _run_one(cfg, run_dir, progress, plan.launch)
+            run_metrics = _run_one(cfg, run_dir, progress, plan.launcher)
             rows.setdefault(label, {})[seed] = read_jsonl(run_dir / "eval" / "predictions.jsonl")
             records.setdefault(label, {})[str(seed)] = RunRecord(str(run_dir), run_metrics)
     first = runs[next(iter(runs))][seeds[0]]

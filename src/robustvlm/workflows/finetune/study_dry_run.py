@@ -34,7 +34,8 @@ def dry_run_spec(spec: Mapping) -> dict:
     """The dry-run stand-in of a study spec (see the module doc); malformed parts are left as
     they are for the study's own validation to report."""
     out = copy.deepcopy(dict(spec))
-    out.pop("launch", None)
+    out.pop("launcher", None)
+    out.pop("launch", None)  # the old name of `launcher`
     base = out.get("base")
     if isinstance(base, dict):
         _shrink_base(base)

@@ -19,7 +19,9 @@ Sweep config (YAML or dict):
                one) and the oracle's part of each test environment (`data.carve.hold_out`)
   test_envs:   test environments (default: every out-of-domain environment)
   metric:      the accuracy, a per-example metric (default exact)
-  headline_env: the environment the report leads with (e.g. the colour-free one)
+  headline_env: the environment the report leads with (e.g. the colour-free one); it and
+               `test_envs` are checked against the data's environments while planning, before
+               any run starts
   reference:   {name: <packaged reference, e.g. domainbed_coloredmnist>, env: <our environment
                its figures are compared with>}: published figures printed beside ours
   launcher:    {kind: local | multi-gpu | slurm, ...} (see `workflows.launchers`)
@@ -38,11 +40,11 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -55,10 +57,9 @@ from robustvlm.analysis.selection import (
     select_sweep,
 )
 from robustvlm.analysis.summary import EvalMetrics
-from robustvlm.config import RunConfig, deep_merge, validate_config
+from robustvlm.config import DataConfig, RunConfig, TrainConfig, deep_merge, validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError
-from robustvlm.evaluation.metrics.registry import per_batch_metrics
 from robustvlm.objectives.search import draw_hparams
 from robustvlm.report.sweep_report import write_sweep_report
 from robustvlm.runs import claim_run_folder, lock_run_folder, make_output_folder, write_jsonl
@@ -69,10 +70,9 @@ from robustvlm.workflows.finetune.study import read_methods_config, seeded_args
 from robustvlm.workflows.finetune.study_dry_run import cap_warmups, shrink_sections
 from robustvlm.workflows.finetune.train import train
 from robustvlm.workflows.launchers import LAUNCHERS, JobRunnerConfig, run_jobs
-from robustvlm.workflows.plan_configs import ReferenceEntry, SweepConfig
+from robustvlm.workflows.plan_configs import MethodEntry, ReferenceEntry, SweepConfig
 
 DEFAULT_SEARCH = {"lr": ("log", 1e-4, 1e-2), "weight_decay": ("log", 1e-6, 1e-2)}
-SEARCH_KINDS = ("log", "int_log", "uniform", "choice")
 SCORES_FILE = "scores.json"
 DRY_TRAIN = {"steps": 4, "cpu_threads": 1, "bf16": "auto", "grad_accum": 1}
 DRY_EVAL = {"max_new_tokens": 8, "max_per_env": 4, "batch_size": 8}
@@ -140,32 +140,6 @@ def dry_run_spec(spec: Mapping) -> dict:
     return out
 
 
-def _search(search: Mapping[str, Any], source: str) -> dict[str, tuple]:
-    """The optimizer search rules of draws k > 0 (`search:`), each checked."""
-    out = {}
-    for key, rule in search.items():
-        if key not in ("lr", "weight_decay"):
-            raise ConfigError(
-                f"{source}: search.{key}: only lr and weight_decay are searched here; "
-                "method hyperparameters use their objective's declared ranges"
-            )
-        if (
-            not isinstance(rule, list | tuple)
-            or len(rule) < 2
-            or rule[0] not in SEARCH_KINDS
-            or (
-                rule[0] != "choice"
-                and (len(rule) != 3 or not all(isinstance(v, int | float) for v in rule[1:]))
-            )
-        ):
-            raise ConfigError(
-                f"{source}: search.{key}: a rule [log|int_log|uniform, lo, hi] or "
-                f"[choice, v1, ...] is required (got {rule!r})"
-            )
-        out[key] = tuple(rule)
-    return out
-
-
 def load_reference(entry: ReferenceEntry | None, source: str) -> dict | None:
     """The packaged published figures a sweep prints beside its own (`reference:`), or None."""
     if entry is None:
@@ -185,99 +159,122 @@ def sweep_plan(
     launcher: str | None = None,
     progress: bool = True,
 ) -> SweepPlan:
-    """Validate a sweep config into its jobs (see the module doc); ConfigError names the key."""
+    """Validate a sweep config into its jobs (see the module doc); ConfigError names the key.
+
+    Every check runs here, before any job: the config's own (`plan_configs.SweepConfig`), each
+    run's config, and `test_envs` / `headline_env` against the data's environments."""
     cfg, source = read_methods_config(config, "sweep config", SweepConfig, dry_run_spec, dry_run=dry_run)
-    base = cfg.base
-    base_cfg: RunConfig = validate_config(deep_merge(base, {}), f"{source} (base)")
+    base_cfg: RunConfig = validate_config(deep_merge(cfg.base, {}), f"{source} (base)")
     steps = base_cfg.train.steps
     if steps is None:
         raise ConfigError(f"{source}: base.train.steps: a sweep needs a fixed number of steps")
-    n_draws, seeds, holdout = cfg.n_draws, cfg.seeds, cfg.holdout_fraction
     every = cfg.checkpoint_every or max(1, steps // 4)
     checkpoints = sorted({*range(every, steps + 1, every), steps})
-    metric = cfg.metric
-    per_batch = [m.name for m in per_batch_metrics()]
-    if metric not in per_batch:
-        raise ConfigError(
-            f"{source}: metric: {metric!r} is not a per-example accuracy; choose one of {per_batch}"
-        )
-    test_envs, headline = cfg.test_envs, cfg.headline_env
-    launch = cfg.launcher
-    if launcher is not None:
-        if launcher not in LAUNCHERS:
-            raise ConfigError(f"--launcher: choose one of {list(LAUNCHERS)}")
-        launch = launch.model_copy(update={"kind": launcher})
-    search = _search(DEFAULT_SEARCH if cfg.search is None else cfg.search, source)
+    launch = _launcher(cfg.launcher, launcher)
+    search = DEFAULT_SEARCH if cfg.search is None else cfg.search
     reference = load_reference(cfg.reference, source)
-
-    out_dir = Path(out_dir)
-    jobs: list[SweepJob] = []
-    objectives: dict[str, str] = {}
-    draws: dict[str, dict[int, dict]] = {}
-    for label, entry in cfg.methods.items():
-        name, fixed = entry.method, entry.args
-        objectives[label] = name
-        draws[label] = {}
-        for draw in range(n_draws):
-            drawn = draw_hparams(
-                name,
-                draw,
-                steps=steps,
-                optimizer_defaults={
-                    "lr": base_cfg.train.lr,
-                    "weight_decay": base_cfg.train.weight_decay,
-                },
-                optimizer_search=search,
-            )
-            args = {**drawn["method_args"], **fixed}
-            draws[label][draw] = {
-                "lr": drawn["lr"],
-                "weight_decay": drawn["weight_decay"],
-                "method_args": args,
-            }
-            for seed in seeds:
-                raw = deep_merge(
-                    base,
-                    {
-                        "method": name,
-                        "method_args": seeded_args(name, args, seed),
-                        "data": {"holdout_fraction": float(holdout)},
-                        "train": {
-                            "seed": seed,
-                            "lr": drawn["lr"],
-                            "weight_decay": drawn["weight_decay"],
-                            "save_every": every,
-                            "keep_checkpoints": len(checkpoints),
-                        },
-                    },
-                )
-                run_cfg = validate_config(raw, f"{source} (methods.{label}, draw {draw}, seed {seed})")
-                run_dir = out_dir / "runs" / str(label) / f"draw-{draw}" / f"seed-{seed}"
-                jobs.append(
-                    SweepJob(
-                        str(label),
-                        draw,
-                        seed,
-                        run_cfg,
-                        str(run_dir),
-                        metric,
-                        progress and launch.kind == "local" and (launch.workers or 1) == 1,
-                    )
-                )
+    draws = {
+        label: {draw: _draw(entry, draw, steps, base_cfg.train, search) for draw in range(cfg.n_draws)}
+        for label, entry in cfg.methods.items()
+    }
+    schedule = {"save_every": every, "keep_checkpoints": len(checkpoints)}
+    jobs = [
+        SweepJob(
+            label=str(label),
+            draw=draw,
+            seed=seed,
+            cfg=_run_config(
+                cfg, label, hparams, seed, schedule, f"{source} (methods.{label}, draw {draw}, seed {seed})"
+            ),
+            run_dir=str(Path(out_dir) / "runs" / str(label) / f"draw-{draw}" / f"seed-{seed}"),
+            metric=cfg.metric,
+            progress=progress and launch.kind == "local" and (launch.workers or 1) == 1,
+        )
+        for label, by_draw in draws.items()
+        for draw, hparams in by_draw.items()
+        for seed in cfg.seeds
+    ]
     return SweepPlan(
-        jobs,
-        objectives,
-        draws,
-        seeds,
-        checkpoints,
-        float(holdout),
-        test_envs,
-        metric,
-        headline,
-        reference,
-        launch,
-        dry_run,
+        jobs=jobs,
+        methods={label: entry.method for label, entry in cfg.methods.items()},
+        draws=draws,
+        seeds=cfg.seeds,
+        checkpoints=checkpoints,
+        holdout_fraction=float(cfg.holdout_fraction),
+        test_envs=checked_test_envs(cfg, base_cfg.data, source),
+        metric=cfg.metric,
+        headline_env=cfg.headline_env,
+        reference=reference,
+        launcher=launch,
+        dry_run=dry_run,
     )
+
+
+def _launcher(configured: JobRunnerConfig, kind: str | None) -> JobRunnerConfig:
+    """The config's launcher, its kind replaced by `--launcher` when given."""
+    if kind is None:
+        return configured
+    if kind not in LAUNCHERS:
+        raise ConfigError(f"--launcher: choose one of {list(LAUNCHERS)}")
+    return configured.model_copy(update={"kind": kind})
+
+
+def _draw(
+    entry: MethodEntry, draw: int, steps: int, train: TrainConfig, search: Mapping[str, tuple]
+) -> dict:
+    """Hyperparameter draw `draw` of a method entry: {lr, weight_decay, method_args}, the
+    entry's fixed hyperparameters over the drawn ones."""
+    drawn = draw_hparams(
+        entry.method,
+        draw,
+        steps=steps,
+        optimizer_defaults={"lr": train.lr, "weight_decay": train.weight_decay},
+        optimizer_search=search,
+    )
+    return {
+        "lr": drawn["lr"],
+        "weight_decay": drawn["weight_decay"],
+        "method_args": {**drawn["method_args"], **entry.args},
+    }
+
+
+def _run_config(
+    cfg: SweepConfig, label: str, hparams: dict, seed: int, schedule: dict, where: str
+) -> RunConfig:
+    """The validated run config of one job: base with the draw's hyperparameters, the trial seed,
+    the held-out fraction and the checkpoint schedule ({save_every, keep_checkpoints})."""
+    name = cfg.methods[label].method
+    raw = deep_merge(
+        cfg.base,
+        {
+            "method": name,
+            "method_args": seeded_args(name, hparams["method_args"], seed),
+            "data": {"holdout_fraction": float(cfg.holdout_fraction)},
+            "train": {"seed": seed, "lr": hparams["lr"], "weight_decay": hparams["weight_decay"], **schedule},
+        },
+    )
+    return validate_config(raw, where)
+
+
+def checked_test_envs(cfg: SweepConfig, data: DataConfig, source: str) -> list[str] | None:
+    """`test_envs` (None: every out-of-domain environment), checked with `headline_env` against
+    the environments of the data, which are loaded for it (a built-in benchmark synthesised into a
+    temporary folder) only when either is set; ConfigError naming the key."""
+    if cfg.test_envs is None and cfg.headline_env is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="robustvlm-sweep-") as work:
+        ood_envs = sorted({ex.env for ex in load_from_config(data, Path(work), verbose=False) if ex.ood})
+    test_envs = cfg.test_envs or ood_envs
+    bad = sorted(set(test_envs) - set(ood_envs))
+    if bad:
+        raise ConfigError(
+            f"{source}: test_envs: {bad} are not out-of-domain environments of the data ({ood_envs})"
+        )
+    if cfg.headline_env is not None and cfg.headline_env not in test_envs:
+        raise ConfigError(
+            f"{source}: headline_env: {cfg.headline_env!r} is not a test environment ({test_envs})"
+        )
+    return cfg.test_envs
 
 
 # ---------------------------------------------------------------- one run
@@ -304,7 +301,7 @@ def run_sweep_job(job: SweepJob) -> dict:
     if job.progress:
         print(f"\n=== {job.label}, draw {job.draw}, seed {job.seed} ===")
     result = train(job.cfg, run_dir / "train", resume=True, progress=job.progress)
-    examples = load_from_config(job.cfg.data, run_dir / "train", verbose=False)
+    examples = result.examples  # as training loaded them
     rows = []
     for checkpoint in list_checkpoints(run_dir / "train"):
         step = int(checkpoint.name.split("-")[1])
@@ -402,25 +399,26 @@ def run_sweep(
     done = [
         json.loads((Path(j.run_dir) / SCORES_FILE).read_text(encoding="utf-8")) for j in plan.jobs
     ]
-    train_envs, ood_envs = done[0]["train_envs"], done[0]["ood_envs"]
-    test_envs = plan.test_envs or ood_envs
-    bad = sorted(set(test_envs) - set(ood_envs))
-    if bad:
-        raise ConfigError(
-            f"test_envs: {bad} are not out-of-domain environments of the data ({ood_envs})"
-        )
-    if plan.headline_env is not None and plan.headline_env not in test_envs:
-        raise ConfigError(
-            f"headline_env: {plan.headline_env!r} is not a test environment ({test_envs})"
-        )
     rows = [CheckpointScores.from_dict(r) for d in done for r in d["checkpoints"]]
     write_jsonl(
         out_dir / "runs.jsonl",
         [{**r.to_dict(), "hparams": plan.draws[r.method][r.draw]} for r in rows],
     )
+    results = sweep_results(plan, rows, done[0]["train_envs"], plan.test_envs or done[0]["ood_envs"])
+    (out_dir / "results.json").write_text(json.dumps(results.to_dict(), indent=2), encoding="utf-8")
+    write_sweep_report(results, out_dir)
+    if progress:
+        print(f"report: {(out_dir / 'report.md').absolute()} and {(out_dir / 'report.html').absolute()}")
+    return results
+
+
+def sweep_results(
+    plan: SweepPlan, rows: list[CheckpointScores], train_envs: list[str], test_envs: list[str]
+) -> SweepResults:
+    """The sweep's results: DomainBed's selection of `rows` and the colour-rule analysis."""
     selection = select_sweep(rows, train_envs, test_envs)
     prototypes = _prototypes(Path(plan.jobs[0].run_dir))
-    results = SweepResults(
+    return SweepResults(
         methods=plan.methods,
         draws=plan.draws,
         seeds=plan.seeds,
@@ -437,8 +435,3 @@ def run_sweep(
         n_runs=len(plan.jobs),
         dry_run=plan.dry_run,
     )
-    (out_dir / "results.json").write_text(json.dumps(results.to_dict(), indent=2), encoding="utf-8")
-    write_sweep_report(results, out_dir)
-    if progress:
-        print(f"report: {(out_dir / 'report.md').absolute()} and {(out_dir / 'report.html').absolute()}")
-    return results

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from robustvlm.config import RewardConfig, RunConfig
+from robustvlm.data.records import Example
 from robustvlm.models.support import require_capability
 from robustvlm.objectives import check_method
 from robustvlm.training.finetune import FineTuneTask
@@ -17,9 +18,11 @@ from robustvlm.training.task import TrainingTask
 
 @dataclass
 class TrainResult(LoopResult):
-    """The loop's result and the environments the run trained on."""
+    """The loop's result, the environments the run trained on and every record of its data (all
+    splits, as training loaded them: what its evaluation reads; empty for tasks of other records)."""
 
     env_names: Sequence[str] = field(default_factory=list)
+    examples: list[Example] = field(default_factory=list)
 
 
 def train_task(
@@ -37,4 +40,7 @@ def train(
     method and its hyperparameters are checked before the folder is claimed."""
     check_method(cfg.method, cfg.method_args, "method_args")
     require_capability(cfg.model.name, "train")
-    return train_task(FineTuneTask(cfg), cfg, out_dir, resume=resume, progress=progress)
+    task = FineTuneTask(cfg)
+    result = train_task(task, cfg, out_dir, resume=resume, progress=progress)
+    result.examples = task.examples
+    return result
