@@ -171,10 +171,12 @@ def test_a_member_built_twice_is_bit_identical(in_quick_zoo, tmp_path, monkeypat
 @pytest.mark.slow
 def test_members_built_in_two_processes_equal_those_built_in_one(in_quick_zoo, tmp_path, monkeypatch):
     monkeypatch.setenv("ROBUSTVLM_CACHE", str(tmp_path))  # the worker processes inherit it
-    names = ["quick-llava", "quick-siglip"]  # quick-llava also builds its tower, quick-clip
+    # quick-llava needs its tower, quick-clip, which the other process builds first: the llava
+    # process waits on quick-clip's lock, then finds it built
+    names = ["quick-llava", "quick-clip"]
     built = build_members([recipe(n) for n in names], jobs=2)
-    assert [b.name for b in built] == names and not any(b.reused for b in built)
-    for name in [*names, "quick-clip"]:
+    assert [b.name for b in built] == names
+    for name in names:
         assert_bit_equal(in_quick_zoo / "zoo" / member_dir(recipe(name)).name, member_dir(recipe(name)))
 
 
