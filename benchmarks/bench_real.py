@@ -16,7 +16,10 @@ Parts (`--parts`, all by default):
 - options: `score_options` of K = 5 options per question with the shared prefix (image +
   question once) vs K full sequences (`shared_prefix=False`), alternating: `--score-warmup`
   untimed rounds of both, then `--repeats` timed rounds; wall and process CPU time (on CPU
-  the target is read on CPU time, as for the training steps).
+  the target is read on CPU time, as for the training steps). `--threads 1` measures the CPU
+  time of the work itself: with 2 threads on a machine shared with other jobs, the threads of
+  small operations (the shared way's batch-1 and continuation steps) wait for each other and
+  that waiting counts as CPU time (BENCHMARKS.md, "Real-size models on CPU").
 - reward: `candidate_rewards` of K = 16 responses to one image + query, shared prefix vs K
   full sequences, alternating, likewise.
 - generate: greedy generation (`generate_batch`, `--new-tokens` tokens forced with
@@ -27,6 +30,7 @@ Parts (`--parts`, all by default):
     python benchmarks/bench_real.py                       # SmolVLM-256M, CPU, every part
     python benchmarks/bench_real.py --model real:qwen2-vl-2b --device cuda --dtype bfloat16
     python benchmarks/bench_real.py --parts train --modes lora --json out.json
+    python benchmarks/bench_real.py --parts options,reward --threads 1   # CPU time without thread waits
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--score-warmup", type=int, default=1, help="untimed rounds of both scoring ways first")
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--gen-batch", type=int, default=16)
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own, 2 on the 2-core machine)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     return parser.parse_args(argv)
 
@@ -336,6 +341,8 @@ def main(argv: list[str] | None = None) -> None:
         os.execve(sys.executable, [sys.executable, *sys.argv],
                   {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"})
     args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no CUDA device available")
     figures = run_parts(args)
