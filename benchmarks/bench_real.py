@@ -16,10 +16,14 @@ Parts (`--parts`, all by default):
 - options: `score_options` of K = 5 options per question with the shared prefix (image +
   question once) vs K full sequences (`shared_prefix=False`), alternating: `--score-warmup`
   untimed rounds of both, then `--repeats` timed rounds; wall and process CPU time (on CPU
-  the target is read on CPU time, as for the training steps). `--threads 1` measures the CPU
-  time of the work itself: with 2 threads on a machine shared with other jobs, the threads of
-  small operations (the shared way's batch-1 and continuation steps) wait for each other and
-  that waiting counts as CPU time (BENCHMARKS.md, "Real-size models on CPU").
+  the target is read on CPU time, as for the training steps). On a machine shared with other
+  jobs a thread that waits for its descheduled partner at the end of an operation would spin,
+  and the spinning counts as CPU time: it fell mostly on the shared way's many small operations
+  (batch 1, the continuation step) and lowered the option-scoring speed-up from 4.15x to 2.50x
+  in the runs of BENCHMARKS.md. So the re-executed process
+  also gets OMP_WAIT_POLICY=PASSIVE (waiting threads sleep; unless set otherwise), and
+  `--threads 1` measures the work with no waiting at all (BENCHMARKS.md, "Real-size models on
+  CPU").
 - reward: `candidate_rewards` of K = 16 responses to one image + query, shared prefix vs K
   full sequences, alternating, likewise.
 - generate: greedy generation (`generate_batch`, `--new-tokens` tokens forced with
@@ -270,7 +274,8 @@ def run_parts(args: argparse.Namespace) -> dict:
     run that is stopped keeps the parts it finished)."""
     parts = args.parts.split(",")
     out: dict[str, Any] = {"model": args.model, "device": args.device, "dtype": args.dtype,
-                           "threads": torch.get_num_threads(), "torch": torch.__version__}
+                           "threads": torch.get_num_threads(), "torch": torch.__version__,
+                           "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default")}
 
     def keep(part: str, figures: Any) -> None:
         out[part] = figures
@@ -339,7 +344,8 @@ def markdown(figures: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     if sys.platform == "linux" and "MALLOC_MMAP_THRESHOLD_" not in os.environ:  # see the docstring
         os.execve(sys.executable, [sys.executable, *sys.argv],
-                  {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"})
+                  {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536",
+                   "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")})
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
