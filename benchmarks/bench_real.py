@@ -16,7 +16,14 @@ Parts (`--parts`, all by default):
 - options: `score_options` of K = 5 options per question with the shared prefix (image +
   question once) vs K full sequences (`shared_prefix=False`), alternating: `--score-warmup`
   untimed rounds of both, then `--repeats` timed rounds; wall and process CPU time (on CPU
-  the target is read on CPU time, as for the training steps).
+  the target is read on CPU time, as for the training steps). On a machine shared with other
+  jobs a thread that waits for its descheduled partner at the end of an operation would spin,
+  and the spinning counts as CPU time: it fell mostly on the shared way's many small operations
+  (batch 1, the continuation step) and lowered the option-scoring speed-up from 4.15x to 2.50x
+  in the runs of BENCHMARKS.md. So the re-executed process
+  also gets OMP_WAIT_POLICY=PASSIVE (waiting threads sleep; unless set otherwise), and
+  `--threads 1` measures the work with no waiting at all (BENCHMARKS.md, "Real-size models on
+  CPU").
 - reward: `candidate_rewards` of K = 16 responses to one image + query, shared prefix vs K
   full sequences, alternating, likewise.
 - generate: greedy generation (`generate_batch`, `--new-tokens` tokens forced with
@@ -27,6 +34,7 @@ Parts (`--parts`, all by default):
     python benchmarks/bench_real.py                       # SmolVLM-256M, CPU, every part
     python benchmarks/bench_real.py --model real:qwen2-vl-2b --device cuda --dtype bfloat16
     python benchmarks/bench_real.py --parts train --modes lora --json out.json
+    python benchmarks/bench_real.py --parts options,reward --threads 1   # CPU time without thread waits
 """
 
 from __future__ import annotations
@@ -83,6 +91,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--score-warmup", type=int, default=1, help="untimed rounds of both scoring ways first")
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--gen-batch", type=int, default=16)
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own, 2 on the 2-core machine)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     return parser.parse_args(argv)
 
@@ -265,7 +274,8 @@ def run_parts(args: argparse.Namespace) -> dict:
     run that is stopped keeps the parts it finished)."""
     parts = args.parts.split(",")
     out: dict[str, Any] = {"model": args.model, "device": args.device, "dtype": args.dtype,
-                           "threads": torch.get_num_threads(), "torch": torch.__version__}
+                           "threads": torch.get_num_threads(), "torch": torch.__version__,
+                           "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default")}
 
     def keep(part: str, figures: Any) -> None:
         out[part] = figures
@@ -334,8 +344,11 @@ def markdown(figures: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     if sys.platform == "linux" and "MALLOC_MMAP_THRESHOLD_" not in os.environ:  # see the docstring
         os.execve(sys.executable, [sys.executable, *sys.argv],
-                  {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"})
+                  {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536",
+                   "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")})
     args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no CUDA device available")
     figures = run_parts(args)
