@@ -1,6 +1,8 @@
 """The command line: subcommands, exit codes, and errors without tracebacks."""
 
 import csv
+import subprocess
+import sys
 from functools import partial
 
 import pytest
@@ -202,3 +204,18 @@ def test_leftover_options_and_overrides_without_a_home_are_still_refused(argv, c
         parse_command_line(build_parser(), argv)
     assert exit_.value.code == 2
     assert "unrecognized arguments" in capsys.readouterr().err
+
+
+def test_python_dash_m_robustvlm_is_the_command():
+    done = subprocess.run([sys.executable, "-m", "robustvlm", "configs", "list"], capture_output=True, text=True)
+    assert done.returncode == 0 and "erm_tasks" in done.stdout
+
+
+def test_a_reader_that_goes_away_is_no_traceback():
+    """`robustvlm configs list | head -1`: the closed pipe ends the command quietly, exit 0."""
+    proc = subprocess.Popen([sys.executable, "-m", "robustvlm", "configs", "list"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.close()  # as `head` does before the command has written
+    _, err = proc.communicate()
+    assert proc.returncode == 0 and b"Traceback" not in err and b"BrokenPipe" not in err

@@ -10,6 +10,7 @@ and one entry in `COMMANDS`.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -145,5 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             "interrupted: finished work is kept; re-run with --resume to continue", file=sys.stderr
         )
         return 130
+    except BrokenPipeError:  # the reader went away (`robustvlm zoo list | head`): nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     finally:
         release_run_folders()
