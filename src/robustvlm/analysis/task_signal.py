@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -87,6 +88,13 @@ class Lift:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "ci": list(self.ci)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Lift:
+        """The lift `to_dict` wrote."""
+        return cls(d["family"], d["baseline"], float(d["at_ref"]), float(d["lift"]),
+                   (float(d["ci"][0]), float(d["ci"][1])), float(d["share_above"]), bool(d["extrapolated"]),
+                   int(d["n_boot"]), int(d["n_boot_drawn"]), float(d["level"]))
 
     @property
     def verdict(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,8 @@ from robustvlm.data.collate import IGNORE_INDEX, VLMCollator
 from robustvlm.data.loaders import load_examples
 from robustvlm.models.loading import load_vlm
 from robustvlm.multiple_choice.generative import encode_prefix, option_token_ids, score_options
+from robustvlm.report.figures import read_figure, render
+from robustvlm.report.robustness_demo import RobustnessDemoSummary
 from robustvlm.workflows.demos.robustness import (
     QUICK,
     REFERENCE,
@@ -27,6 +30,7 @@ from robustvlm.workflows.demos.robustness import (
 )
 from robustvlm.workflows.finetune.train import train
 
+ROOT = Path(__file__).resolve().parents[3]
 EPS = 1e-4  # accuracies of exactly 0 or 1 are clipped before the probit
 
 
@@ -134,3 +138,19 @@ def test_the_demo_runs_on_real_digits_and_says_so(demo):
     manifest = json.loads((out / "data" / "mnist" / "manifest.json").read_text())
     assert manifest["real_images"] is True and manifest["benchmark"] == "mnist"
     assert "real handwritten MNIST digits" in (out / "report.md").read_text()
+
+
+def test_results_json_reads_back_through_the_summary_class(demo):
+    """Issue 35.1: results.json is the typed summary, written and read back through one class."""
+    out, summary = demo
+    again = RobustnessDemoSummary.from_dict(json.loads((out / "results.json").read_text()))
+    assert again.to_dict() == summary.to_dict() and again.fits.keys() == summary.fits.keys()
+    assert again.fits[SHIFTS[0]].models[0].ci_ref == summary.fits[SHIFTS[0]].models[0].ci_ref
+
+
+def test_quick_figure_in_the_docs_is_what_the_code_produces(demo):
+    out, _ = demo
+    documented = read_figure((ROOT / "docs" / "quick_figures.md").read_text(encoding="utf-8"), "robustness-fits")
+    assert render("robustness-fits", out) == documented, (
+        "docs/quick_figures.md's robustness-fits table differs from what the code produces now; if the change "
+        "is intended, rewrite it with `python -m robustvlm.report.figures`")
