@@ -14,7 +14,9 @@ own tower with bootstrap intervals (models and questions resampled; `analysis.ef
 Outputs: results.csv (member, group, method, bench, accuracy, n, CIs), results.json
 (`ZooRobustnessResults`), report.md / report.html, fits/<shift>/{fit.json, scatter.png} (the
 dual-encoder line), scores/, embed/<member>/ (embed-train runs), task_signal/ (its own report),
-data/, questions/. Every step resumes: re-running reuses what is finished.
+data/, questions/. Every step resumes: re-running reuses what is finished, and a rerun may measure
+more (or other) members with the same settings: scores are kept per member folder, whose name holds
+the recipe key, so a rebuilt member is scored afresh.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import json
 import time
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -89,11 +91,11 @@ FULL = Plan(
     dual_encoders=("clip-s", "clip-m", "siglip-s", "siglip-m"),
     vlms=("llava-clip-m", "llava-clip-s", "idefics3-siglip-m", "idefics3-scratch-s", "idefics3-scratch-m",
           "llava-scratch-s", "llava-scratch-m", "idefics3-siglip-xs"),
-    embeddings=tuple(EmbedMember("idefics3-siglip-m", s) for s in (30, 100, 300)),
+    embeddings=tuple(EmbedMember("idefics3-siglip-m", s) for s in (25, 75, 200)),
     per_class=20,
     embed_images=2000,
     task_signal_base="idefics3-siglip-m",
-    task_signal=("seeds=[0]", "budgets=[50,100,200,400]", "n_boot=1000"),
+    task_signal=("seeds=[0]", "budgets=[30,60,120,240]", "n_boot=1000"),
     n_boot=1000,
 )
 QUICK = Plan(
@@ -270,8 +272,9 @@ def run_zoo_robustness(out_dir: str | Path, *, quick: bool = False, members: Seq
     t0 = time.perf_counter()
     members = zoo_members(plan)  # every member built, before any work
     resolve_model_name(f"{ZOO_PREFIX}{plan.task_signal_base}")
-    out = claim_run_folder(Path(out_dir).absolute(), {"plan": asdict(plan)}, command="demo robustness --zoo",
-                           resume=True)
+    settings = {"per_class": plan.per_class, "embed_images": plan.embed_images, "n_boot": plan.n_boot,
+                "embed_steps": [m.steps for m in plan.embeddings], "task_signal": list(plan.task_signal)}
+    out = claim_run_folder(Path(out_dir).absolute(), settings, command="demo robustness --zoo", resume=True)
     benches = prepare_questions(out, plan.per_class)
     members += train_embeddings(out, plan)
     print(f"scoring {len(members)} members on {len(benches)} styles", flush=True)
