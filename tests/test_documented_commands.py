@@ -101,7 +101,6 @@ NOT_RUN = {
     "robustvlm demo robustness --zoo --out figures/robustness_zoo": "the full zoo's measurement (needs `zoo build`; see docs/results/zoo-robustness.md for its wall time)",
     "robustvlm demo robustness --zoo --quick --out zr_quick": "needs the quick zoo (`zoo build --quick`); run by tests/workflows/demos/test_robustness_zoo.py",
     "robustvlm demo robustness --zoo --members MEMBERS --out figures/robustness_zoo": "a reduced zoo's measurement (minutes to an hour); the same code path as the full one",
-    "robustvlm data synth --benchmark fashion-test --out fashion_test": "run by tests/workflows/demos/test_robustness_zoo.py (a small draw)",
     "robustvlm robustness task-signal --quick --out ts_quick": "about a minute; tested in tests/workflows/measure/test_task_signal.py",
     "robustvlm robustness task-signal my.yaml workers=1 --out ts": "the user's own config",
     "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --out studies/dynamic_birm_smolvlm": "hub model and data (GPU machine); its dry run is run here",
