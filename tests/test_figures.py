@@ -12,7 +12,14 @@ import pytest
 
 from robustvlm.cli import main
 from robustvlm.errors import ConfigError
-from robustvlm.report.figures import FIGURES, MATRIX_FIGURES, OWN_TEST_FIGURES, read_figure, render, update
+from robustvlm.report.figures import (
+    FIGURES,
+    MATRIX_FIGURES,
+    OWN_TEST_FIGURES,
+    read_figure,
+    render,
+    update,
+)
 from robustvlm.report.figures import main as figures_main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -32,8 +32,6 @@ from robustvlm.report.reward_demo import (
     seeds_table,
 )
 from robustvlm.report.reward_report import summary_table as matrix_summary_table
-from robustvlm.report.robustness_demo import RobustnessDemoSummary
-from robustvlm.report.robustness_demo import fits_table as robustness_fits_table
 from robustvlm.report.robustness_zoo import (
     ZooRobustnessResults,
     er_table,
@@ -91,7 +89,6 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "reward-ladder-runs": ("demo reward", lambda results: full_runs_table(_demo_full_models(results))),
     "rm-seeds": ("rm matrix", seeds_table),
     "rm-runs": ("rm matrix", full_runs_table),
-    "robustness-fits": ("demo robustness", lambda r: robustness_fits_table(RobustnessDemoSummary.from_dict(r))),
     "zoo-robustness-members": ("demo robustness --zoo", _zoo(members_table)),
     "zoo-robustness-fits": ("demo robustness --zoo", _zoo(fits_table)),
     "zoo-robustness-er": ("demo robustness --zoo", _zoo(er_table)),
@@ -99,7 +96,7 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
 }
 GRIDS = ("invariance-spread",)
 """Figures made from several runs: their folder holds one demo output folder per run."""
-OWN_TEST_FIGURES = ("robustness-fits", "zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
+OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
                     "zoo-task-signal")
 """Figures whose quick tables (docs/quick_figures.md) the test module of their demo checks, on
 the quick run it makes anyway (`demo robustness --zoo --quick` needs the quick zoo built)."""

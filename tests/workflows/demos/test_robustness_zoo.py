@@ -46,12 +46,13 @@ def zoo_run(tmp_path_factory):
         patch.setenv("ROBUSTVLM_CACHE", str(cache))
         build_members(selected(quick=True, members=None))
         out = tmp_path_factory.mktemp("zoo_robustness")
-        yield out, run_zoo_robustness(out, quick=True)
+        results = run_zoo_robustness(out, quick=True)
+    return out, results, cache
 
 
 @pytest.mark.slow
 def test_results_round_trip_and_every_member_is_placed(zoo_run):
-    out, results = zoo_run
+    out, results, _ = zoo_run
     again = ZooRobustnessResults.from_dict(json.loads((out / "results.json").read_text()))
     assert again.to_dict() == results.to_dict() and again.members == results.members
     names = [m.name for m in results.members]
@@ -70,7 +71,7 @@ def test_results_round_trip_and_every_member_is_placed(zoo_run):
 def test_accuracies_are_the_per_question_outcomes(zoo_run):
     """results.csv's accuracies recomputed from the scored question files, and the line's
     accuracies are results.csv's."""
-    out, results = zoo_run
+    out, results, _ = zoo_run
     with open(out / "results.csv", newline="") as f:
         rows = {(r["model"], r["bench"]): float(r["accuracy"]) for r in csv.DictReader(f)}
     for m in results.members:
@@ -84,8 +85,9 @@ def test_accuracies_are_the_per_question_outcomes(zoo_run):
 
 
 @pytest.mark.slow
-def test_a_rerun_reuses_everything_and_gives_the_same_results(zoo_run):
-    out, results = zoo_run
+def test_a_rerun_reuses_everything_and_gives_the_same_results(zoo_run, monkeypatch):
+    out, results, cache = zoo_run
+    monkeypatch.setenv("ROBUSTVLM_CACHE", str(cache))
     again = run_zoo_robustness(out, quick=True)
     assert {**again.to_dict(), "seconds": 0} == {**results.to_dict(), "seconds": 0}
 
@@ -93,7 +95,7 @@ def test_a_rerun_reuses_everything_and_gives_the_same_results(zoo_run):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in OWN_TEST_FIGURES if n.startswith("zoo-")])
 def test_quick_figures_in_the_docs_are_what_the_code_produces(zoo_run, name):
-    out, _ = zoo_run
+    out, _, _ = zoo_run
     documented = read_figure((ROOT / "docs" / "quick_figures.md").read_text(encoding="utf-8"), name)
     assert render(name, out) == documented, (
         f"docs/quick_figures.md's {name} table differs from what the code produces now; if the change "

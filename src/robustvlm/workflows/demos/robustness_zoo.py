@@ -40,6 +40,7 @@ from robustvlm.data.loaders import load_examples
 from robustvlm.data.synth.held_out import DATA_SEED, synthesize_suite
 from robustvlm.data.synth.writer import save_png
 from robustvlm.errors import ConfigError
+from robustvlm.models.zoo_recipes import FULL as ZOO_FULL
 from robustvlm.models.zoo_recipes import ZOO_PREFIX, recipe, resolve_model_name
 from robustvlm.multiple_choice.build import build_questions, write_questions
 from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
@@ -88,9 +89,8 @@ class Plan:
 
 
 FULL = Plan(
-    dual_encoders=("clip-s", "clip-m", "siglip-s", "siglip-m"),
-    vlms=("llava-clip-m", "llava-clip-s", "idefics3-siglip-m", "idefics3-scratch-s", "idefics3-scratch-m",
-          "llava-scratch-s", "llava-scratch-m", "idefics3-siglip-xs"),
+    dual_encoders=tuple(r.name for r in ZOO_FULL if not r.is_vlm),
+    vlms=tuple(r.name for r in ZOO_FULL if r.is_vlm),
     embeddings=tuple(EmbedMember("idefics3-siglip-m", s) for s in (25, 75, 200)),
     per_class=20,
     embed_images=2000,
