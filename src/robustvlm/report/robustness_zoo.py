@@ -198,6 +198,9 @@ def report_blocks(results: ZooRobustnessResults) -> list[Block]:
                   "and over linear probes? Its own report is task_signal/report.md."),
         task_signal_table(results),
     ]
+    if not any(results.task_signal.values()):
+        blocks.append(Paragraph("No lift was measured: no two families had a line (a family's models shared one "
+                                "reference accuracy); see task_signal/report.md."))
     for s in results.shifts:
         blocks.append(Image(f"fits/{s}/scatter.png", f"{s} vs {results.reference} (dual encoders' line)"))
     blocks.append(Paragraph(f"Wall time of this invocation: {results.seconds:.0f} s (work reused from an earlier "

@@ -95,7 +95,7 @@ FULL = Plan(
     per_class=20,
     embed_images=2000,
     task_signal_base="idefics3-siglip-m",
-    task_signal=("seeds=[0]", "budgets=[30,60,120,240]", "n_boot=1000"),
+    task_signal=("seeds=[0]", "budgets=[10,20,40,80]", "n_boot=1000"),
     n_boot=1000,
 )
 QUICK = Plan(
@@ -270,21 +270,21 @@ def run_zoo_robustness(out_dir: str | Path, *, quick: bool = False, members: Seq
     if members:
         plan = plan_of(members, plan)
     t0 = time.perf_counter()
-    members = zoo_members(plan)  # every member built, before any work
+    measured = zoo_members(plan)  # every member built, before any work
     resolve_model_name(f"{ZOO_PREFIX}{plan.task_signal_base}")
     settings = {"per_class": plan.per_class, "embed_images": plan.embed_images, "n_boot": plan.n_boot,
                 "embed_steps": [m.steps for m in plan.embeddings], "task_signal": list(plan.task_signal)}
     out = claim_run_folder(Path(out_dir).absolute(), settings, command="demo robustness --zoo", resume=True)
     benches = prepare_questions(out, plan.per_class)
-    members += train_embeddings(out, plan)
-    print(f"scoring {len(members)} members on {len(benches)} styles", flush=True)
-    results_csv = score_members(out, members, benches)
-    by_style = question_outcomes(out, members)
-    shifts = {shift: analyse_shift(out, results_csv, shift, members, plan.n_boot, by_style) for shift in SHIFTS}
+    measured += train_embeddings(out, plan)
+    print(f"scoring {len(measured)} members on {len(benches)} styles", flush=True)
+    results_csv = score_members(out, measured, benches)
+    by_style = question_outcomes(out, measured)
+    shifts = {shift: analyse_shift(out, results_csv, shift, measured, plan.n_boot, by_style) for shift in SHIFTS}
     model, lifts = task_signal_lifts(out, plan)
     results = ZooRobustnessResults(
         quick=quick, seconds=round(time.perf_counter() - t0, 1), suite=SUITE, reference=REFERENCE,
-        k_options=len(FASHION_CLASSES), n_questions=len(read_jsonl(benches[REFERENCE])), members=members,
+        k_options=len(FASHION_CLASSES), n_questions=len(read_jsonl(benches[REFERENCE])), members=measured,
         results_csv=str(results_csv), shifts=shifts, task_signal_model=model, task_signal=lifts,
     )
     (out / "results.json").write_text(json.dumps(results.to_dict(), indent=2) + "\n", encoding="utf-8")
