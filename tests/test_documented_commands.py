@@ -98,6 +98,7 @@ NOT_RUN = {
     "robustvlm embed train configs/paper/vlm2vec_caption.yaml --out runs/vlm2vec_caption": "hub model (GPU machine)",
     "robustvlm embed train my_embed.yaml embed.chunk_size=8 --out runs/emb": "the user's own config",
     "robustvlm robustness task-signal --out task_signal": "the full experiment (8 min)",
+    "robustvlm zoo build": "the full zoo (23 min wall with --jobs 2 on the shared 2-core machine; see the model-zoo guide)",
     "robustvlm demo robustness --zoo --out figures/robustness_zoo": "the full zoo's measurement (needs `zoo build`; see docs/results/zoo-robustness.md for its wall time)",
     "robustvlm demo robustness --zoo --quick --out zr_quick": "needs the quick zoo (`zoo build --quick`); run by tests/workflows/demos/test_robustness_zoo.py",
     "robustvlm demo robustness --zoo --members MEMBERS --out figures/robustness_zoo": "a reduced zoo's measurement (minutes to an hour); the same code path as the full one",
