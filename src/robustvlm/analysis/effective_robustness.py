@@ -39,7 +39,7 @@ from robustvlm.analysis.robustness import (
     least_squares_rows,
     transform,
 )
-from robustvlm.analysis.task_signal import Outcomes, family_points
+from robustvlm.analysis.task_signal import Outcomes, family_points, interval_verdict
 from robustvlm.errors import DataError
 
 
@@ -77,9 +77,7 @@ class ErEstimate:
     @property
     def verdict(self) -> str:
         """"above", "below" or "indistinguishable" (the interval holds 0)."""
-        if self.ci[0] > 0:
-            return "above"
-        return "below" if self.ci[1] < 0 else "indistinguishable"
+        return interval_verdict(self.ci)
 
 
 def _accuracies(members: Sequence[ModelPoint], n_boot: int, questions: list[np.ndarray] | None,

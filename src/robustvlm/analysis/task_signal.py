@@ -63,6 +63,13 @@ def family_lines(points: Sequence[ModelPoint], *, kind: Transform = "probit") ->
     return lines
 
 
+def interval_verdict(ci: tuple[float, float]) -> str:
+    """"above" or "below" zero when the interval `ci` excludes it, else "indistinguishable"."""
+    if ci[0] > 0:
+        return "above"
+    return "below" if ci[1] < 0 else "indistinguishable"
+
+
 @dataclass(frozen=True)
 class Lift:
     """Family `family`'s line minus `baseline`'s at reference accuracy `at_ref` (fractions).
@@ -99,11 +106,7 @@ class Lift:
     @property
     def verdict(self) -> str:
         """"above", "below" or "indistinguishable" (the interval holds 0)."""
-        if self.ci[0] > 0:
-            return "above"
-        if self.ci[1] < 0:
-            return "below"
-        return "indistinguishable"
+        return interval_verdict(self.ci)
 
 
 #: model name -> (its 0/1 outcomes on the reference questions [n_ref], on the shifted ones [n_shift])
