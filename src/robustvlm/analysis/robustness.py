@@ -9,8 +9,9 @@ All accuracies are fractions in [0, 1]; arrays have shape (n_models,). Pure func
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal
 
 import numpy as np
 from scipy import special
@@ -94,6 +95,11 @@ class LineFit:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LineFit:
+        """The line `to_dict` wrote."""
+        return cls(float(d["slope"]), float(d["intercept"]), float(d["r2"]), int(d["n"]), d["transform"])
+
 
 def _paired(acc_ref: np.ndarray | list[float], acc_shift: np.ndarray | list[float]) -> tuple[np.ndarray, np.ndarray]:
     x = _as_accuracies(acc_ref, "acc_ref").ravel()
@@ -169,6 +175,12 @@ class LineBand:
             "n_boot": self.n_boot,
             "n_boot_drawn": self.n_boot_drawn,
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LineBand:
+        """The band `to_dict` wrote."""
+        return cls(np.asarray(d["grid"], dtype=float), np.asarray(d["lo"], dtype=float),
+                   np.asarray(d["hi"], dtype=float), float(d["level"]), int(d["n_boot"]), int(d["n_boot_drawn"]))
 
 
 def line_band(
@@ -274,6 +286,14 @@ class ModelRobustness:
         return {**asdict(self.point), "in_fit": self.in_fit, "ci_ref": list(self.ci_ref),
                 "ci_shift": list(self.ci_shift), "effective_robustness": self.effective_robustness}
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ModelRobustness:
+        """The model `to_dict` wrote."""
+        point = ModelPoint(**{f.name: d[f.name] for f in fields(ModelPoint)})
+        ci_ref, ci_shift = (tuple(float(v) for v in d[k]) for k in ("ci_ref", "ci_shift"))
+        return cls(point, bool(d["in_fit"]), (ci_ref[0], ci_ref[1]), (ci_shift[0], ci_shift[1]),
+                   float(d["effective_robustness"]))
+
 
 @dataclass(frozen=True)
 class RobustnessFit:
@@ -300,6 +320,12 @@ class RobustnessFit:
             "band": self.band.to_dict(),
             "models": [m.to_dict() for m in self.models],
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RobustnessFit:
+        """The fit `to_dict` wrote (a fit.json)."""
+        return cls(d["ref"], d["shift"], d["baseline"], LineFit.from_dict(d["fit"]), LineBand.from_dict(d["band"]),
+                   [ModelRobustness.from_dict(m) for m in d["models"]])
 
 
 def fit_robustness(

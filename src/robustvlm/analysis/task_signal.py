@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +63,13 @@ def family_lines(points: Sequence[ModelPoint], *, kind: Transform = "probit") ->
     return lines
 
 
+def interval_verdict(ci: tuple[float, float]) -> str:
+    """"above" or "below" zero when the interval `ci` excludes it, else "indistinguishable"."""
+    if ci[0] > 0:
+        return "above"
+    return "below" if ci[1] < 0 else "indistinguishable"
+
+
 @dataclass(frozen=True)
 class Lift:
     """Family `family`'s line minus `baseline`'s at reference accuracy `at_ref` (fractions).
@@ -88,14 +96,17 @@ class Lift:
     def to_dict(self) -> dict:
         return {**asdict(self), "ci": list(self.ci)}
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Lift:
+        """The lift `to_dict` wrote."""
+        return cls(d["family"], d["baseline"], float(d["at_ref"]), float(d["lift"]),
+                   (float(d["ci"][0]), float(d["ci"][1])), float(d["share_above"]), bool(d["extrapolated"]),
+                   int(d["n_boot"]), int(d["n_boot_drawn"]), float(d["level"]))
+
     @property
     def verdict(self) -> str:
         """"above", "below" or "indistinguishable" (the interval holds 0)."""
-        if self.ci[0] > 0:
-            return "above"
-        if self.ci[1] < 0:
-            return "below"
-        return "indistinguishable"
+        return interval_verdict(self.ci)
 
 
 #: model name -> (its 0/1 outcomes on the reference questions [n_ref], on the shifted ones [n_shift])

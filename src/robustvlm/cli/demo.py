@@ -17,6 +17,13 @@ DEMOS = ("tasks", "robustness", "invariance", "ladder", "reward")
 def _demo(args: argparse.Namespace) -> int:
     if args.overrides[:1] in (["robustness"], ["ladder"]):
         require("data", f"demo {args.overrides[0]} (its real MNIST digits)")
+    if args.overrides[:1] == ["robustness"] and args.zoo:
+        from robustvlm.workflows.demos.robustness_zoo import run_zoo_robustness
+
+        members = [n.strip() for n in args.members.split(",") if n.strip()] if args.members else None
+        run_zoo_robustness(args.out or ("demo_robustness_zoo_quick" if args.quick else "demo_robustness_zoo"),
+                           quick=args.quick, members=members)
+        return 0
     if args.overrides[:1] == ["robustness"]:
         from robustvlm.workflows.demos.robustness import run_robustness_demo
 
@@ -86,6 +93,13 @@ def add_demo(sub: SubParsers) -> None:
         "--out", help="default demo_out (demo_out_quick with --quick); demo_tasks[_quick] for tasks; "
         "demo_robustness for robustness; demo_reward[_quick] for reward; demo_ladder[_quick] for ladder"
     )
+    dm.add_argument("--zoo", action="store_true",
+                    help="demo robustness: over the model zoo's pretrained members (`zoo build` first; `--quick`: "
+                    "its quick members) on Fashion-MNIST test-split scans, with the task-signal experiment on a "
+                    "zoo tower; default --out demo_robustness_zoo[_quick]")
+    dm.add_argument("--members", metavar="NAMES",
+                    help="demo robustness --zoo: measure only these zoo members (comma-separated; a reduced zoo: "
+                    ">= 2 dual encoders and a VLM)")
     dm.add_argument("--inferred-envs", action="store_true",
                     help="demo ladder: also infer environments from data (EIIL, loss split, k-means) on the "
                     "pixel rung and train IRMv1 / Dynamic BIRM on them")

@@ -33,6 +33,13 @@ from robustvlm.report.reward_demo import (
     seeds_table,
 )
 from robustvlm.report.reward_report import summary_table as matrix_summary_table
+from robustvlm.report.robustness_zoo import (
+    ZooRobustnessResults,
+    er_table,
+    fits_table,
+    members_table,
+    task_signal_table,
+)
 from robustvlm.report.tables import markdown_table
 
 
@@ -64,6 +71,11 @@ def _reward_ladder(which: int) -> Callable[[Mapping], Table]:
     return lambda results: ladder_tables(results["linear"], results["frozen"], _demo_full_models(results))[which]
 
 
+def _zoo(table: Callable[[ZooRobustnessResults], Table]) -> Callable[[Mapping], Table]:
+    """A table of `demo robustness --zoo`'s results (read back through their class)."""
+    return lambda results: table(ZooRobustnessResults.from_dict(results))
+
+
 #: figure name -> (the demo that writes its results.json, the table made from it)
 FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "ladder": ("demo ladder", _ladder_cells(vlm=False)),
@@ -79,9 +91,17 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "reward-ladder-runs": ("demo reward", lambda results: full_runs_table(_demo_full_models(results))),
     "rm-seeds": ("rm matrix", seeds_table),
     "rm-runs": ("rm matrix", full_runs_table),
+    "zoo-robustness-members": ("demo robustness --zoo", _zoo(members_table)),
+    "zoo-robustness-fits": ("demo robustness --zoo", _zoo(fits_table)),
+    "zoo-robustness-er": ("demo robustness --zoo", _zoo(er_table)),
+    "zoo-task-signal": ("demo robustness --zoo", _zoo(task_signal_table)),
 }
 GRIDS = ("invariance-spread",)
 """Figures made from several runs: their folder holds one demo output folder per run."""
+OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
+                    "zoo-task-signal")
+"""Figures whose quick tables (docs/quick_figures.md) the test module of their demo checks, on
+the quick run it makes anyway (`demo robustness --zoo --quick` needs the quick zoo built)."""
 MATRIX_FIGURES = ("rm-seeds", "rm-runs")
 """Figures of an `rm matrix` output folder: {"matrix": matrix.json, "proxy": sfc.json's
 shortcut_aware entry}."""

@@ -3,6 +3,7 @@ line fits per shift and each model's effective robustness, in plain words."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,32 +33,40 @@ class RobustnessDemoSummary:
         return 1 / self.k_options
 
     def to_dict(self) -> dict:
-        """The results.json content."""
-        keys = ("model", "acc_ref", "acc_shift", "n_ref", "n_shift")
+        """The results.json content (read back by `from_dict`)."""
         return {
             "quick": self.quick, "seconds": self.seconds, "reference": self.reference,
             "shifts": list(self.fits), "k_options": self.k_options, "chance": self.chance,
             "n_train_images": self.n_train_images, "n_questions_per_bench": self.n_questions_per_bench,
             "members": self.members, "results_csv": self.results_csv,
-            "fits": {
-                shift: {"fit": f.fit.to_dict(), "models": [
-                    {**{k: m.to_dict()[k] for k in keys}, "effective_robustness": m.effective_robustness}
-                    for m in f.models
-                ]}
-                for shift, f in self.fits.items()
-            },
+            "fits": {shift: f.to_dict() for shift, f in self.fits.items()},
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RobustnessDemoSummary:
+        """The summary a results.json holds."""
+        return cls(
+            quick=bool(d["quick"]), seconds=float(d["seconds"]), reference=d["reference"],
+            k_options=int(d["k_options"]), n_train_images=int(d["n_train_images"]),
+            n_questions_per_bench=int(d["n_questions_per_bench"]), members=list(d["members"]),
+            results_csv=d["results_csv"],
+            fits={shift: RobustnessFit.from_dict(f) for shift, f in d["fits"].items()},
+        )
+
+
+def fits_table(summary: RobustnessDemoSummary) -> Table:
+    """Per shift: the probit line over every member (slope, intercept, r^2, models) and its reading."""
+    return Table(["shift", "slope", "intercept", "r^2", "models", "reading"], [
+        [shift, fmt(f.fit.slope), fmt(f.fit.intercept), fmt(f.fit.r2), str(f.fit.n),
+         fit_verdict(f.fit, f.models, summary.chance)]
+        for shift, f in summary.fits.items()
+    ])
 
 
 def report_blocks(summary: RobustnessDemoSummary, *, suite: str) -> list[Block]:
     """The report: the verdict, the setup, per-shift fits, effective-robustness tables and the
     scatter plots (PNGs under fits/<shift>/, relative to the report)."""
     chance, reference, shifts = summary.chance, summary.reference, list(summary.fits)
-    fit_rows = [
-        [shift, fmt(f.fit.slope), fmt(f.fit.intercept), fmt(f.fit.r2), str(f.fit.n),
-         fit_verdict(f.fit, f.models, chance)]
-        for shift, f in summary.fits.items()
-    ]
     blocks: list[Block] = [
         Heading("robustvlm demo: effective robustness" + (" (quick)" if summary.quick else ""), 1),
         Heading("Verdict"),
@@ -83,7 +92,7 @@ def report_blocks(summary: RobustnessDemoSummary, *, suite: str) -> list[Block]:
             "construction; it measures scatter around the family's own line, not robustness gained by a "
             "method."),
         Heading("Line fits (probit axes)"),
-        Table(["shift", "slope", "intercept", "r^2", "models", "reading"], fit_rows),
+        fits_table(summary),
     ]
     for shift, f in summary.fits.items():
         rows = [

@@ -14,6 +14,7 @@ from robustvlm.data.collate import IGNORE_INDEX, VLMCollator
 from robustvlm.data.loaders import load_examples
 from robustvlm.models.loading import load_vlm
 from robustvlm.multiple_choice.generative import encode_prefix, option_token_ids, score_options
+from robustvlm.report.robustness_demo import RobustnessDemoSummary
 from robustvlm.workflows.demos.robustness import (
     QUICK,
     REFERENCE,
@@ -134,3 +135,12 @@ def test_the_demo_runs_on_real_digits_and_says_so(demo):
     manifest = json.loads((out / "data" / "mnist" / "manifest.json").read_text())
     assert manifest["real_images"] is True and manifest["benchmark"] == "mnist"
     assert "real handwritten MNIST digits" in (out / "report.md").read_text()
+
+
+def test_results_json_reads_back_through_the_summary_class(demo):
+    """Issue 35.1: results.json is the typed summary, written and read back through one class."""
+    out, summary = demo
+    again = RobustnessDemoSummary.from_dict(json.loads((out / "results.json").read_text()))
+    assert again.to_dict() == summary.to_dict() and again.fits.keys() == summary.fits.keys()
+    assert again.fits[SHIFTS[0]].models[0].ci_ref == summary.fits[SHIFTS[0]].models[0].ci_ref
+

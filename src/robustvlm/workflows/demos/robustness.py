@@ -25,7 +25,7 @@ from robustvlm.analysis.robustness import RobustnessFit
 from robustvlm.config import RunConfig, validate_config
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
-from robustvlm.data.synth import synthesize
+from robustvlm.data.synth.held_out import DATA_SEED, held_out_indices, synthesize_suite
 from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
 from robustvlm.multiple_choice.generative import continuation, vlm_prompt_text
 from robustvlm.report.page import write_page
@@ -39,7 +39,6 @@ INSTRUCTION = "What digit is shown?"
 REFERENCE = "clean"
 SHIFTS = ("rotated", "coloured", "noisy")
 K_OPTIONS = 5
-DATA_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -102,29 +101,6 @@ def member_config(member: Member, data_jsonl: Path) -> RunConfig:
         },
     }
     return validate_config(raw, f"robustness demo ({member.name})")
-
-
-def synthesize_suite(out: Path, per_class: int) -> Path:
-    """The SUITE benchmark in `out` (reused when already there with these settings); returns its
-    root ROOT/DOMAIN/CLASS/NNNN.png."""
-    manifest = out / "manifest.json"
-    if manifest.is_file():
-        info = json.loads(manifest.read_text(encoding="utf-8"))
-        counts = info.get("counts", {}).get(REFERENCE, {})
-        if info.get("benchmark") == SUITE and info.get("seed") == DATA_SEED and set(counts.values()) == {per_class}:
-            return out
-    synthesize(SUITE, out, seed=DATA_SEED, n_per_env=per_class)
-    return out
-
-
-def held_out_indices(per_class: int, test_fraction: float, classes: list[str]) -> dict[str, set[int]]:
-    """Per class, the image indices held out of training (seeded; the same in every domain,
-    so shifted questions show images never trained on in any style)."""
-    n_test = max(1, round(per_class * test_fraction))
-    return {
-        cls: set(np.random.default_rng([DATA_SEED, i]).permutation(per_class)[:n_test].tolist())
-        for i, cls in enumerate(sorted(classes))
-    }
 
 
 def split_examples(
@@ -192,7 +168,7 @@ class DemoData:
 def prepare_data(out: Path, plan: Plan) -> DemoData:
     """Synthesise the suite (reused when present), split it, write data.jsonl and the benchmarks.
     Every domain's questions use one seed, so a scan gets the same options in every style."""
-    root = synthesize_suite(out / "data" / SUITE, plan.per_class)
+    root = synthesize_suite(out / "data" / SUITE, SUITE, plan.per_class)
     examples = load_examples(root, fmt="folder", instruction_template=INSTRUCTION, verbose=False)
     held_out = held_out_indices(plan.per_class, plan.test_fraction, sorted({ex.target for ex in examples}))
     train_set, tests = split_examples(examples, held_out)
@@ -244,6 +220,7 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> Robustne
         fits={shift: renamed(fit, name_of) for shift, fit in fits.items()},
     )
     (out / "results.json").write_text(json.dumps(summary.to_dict(), indent=2), encoding="utf-8")
+    summary = RobustnessDemoSummary.from_dict(json.loads((out / "results.json").read_text(encoding="utf-8")))
     md, html = write_page(report_blocks(summary, suite=SUITE), out, title="robustvlm demo: effective robustness")
     print(f"\nreport: {md.absolute()} and {html.absolute()}")
     return summary

@@ -34,11 +34,12 @@ from robustvlm.data.synth.digit_attributes import (
     question_answers,
     varying,
 )
+from robustvlm.data.synth.held_out import DATA_SEED, held_out_indices, synthesize_suite
 from robustvlm.models.embedding import query_text
 from robustvlm.multiple_choice.build import build_questions, write_questions
 from robustvlm.runs import write_jsonl
-from robustvlm.workflows.demos.robustness import DATA_SEED, held_out_indices, synthesize_suite
 
+SUITE = "mnist"  # real MNIST digits, drawn in the digit styles
 CAPTION_ENV = "caption"
 CAPTION_INSTRUCTION = "Describe the image."  # shown in generative pretraining only
 
@@ -105,7 +106,7 @@ def base_records(train: list[Example], attrs: dict[str | bytes | None, dict[str,
 
 def prepare_data(out: Path, cfg: TaskSignalConfig) -> SignalData:
     """Synthesise the suite (reused when present), split it, write the pairs and the questions."""
-    root = synthesize_suite(out / "data", cfg.per_class)
+    root = synthesize_suite(out / "data", SUITE, cfg.per_class)
     examples = load_examples(root, fmt="folder", instruction_template=QUESTIONS["digit"], verbose=False)
     held = held_out_indices(cfg.per_class, cfg.test_fraction, sorted({ex.target for ex in examples}))
 

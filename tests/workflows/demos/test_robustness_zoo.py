@@ -1,0 +1,109 @@
+"""`demo robustness --zoo` on the quick zoo members, end to end (slow: the quick zoo is built in a
+temporary cache, then the variant runs), checked against independent recomputation; and its
+suite, drawn from Fashion-MNIST's test split only."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from robustvlm.cli import main
+from robustvlm.data.real_images import load_fashion_mnist
+from robustvlm.data.synth import synthesize
+from robustvlm.data.synth.domains import FASHION_STYLES, scan_ink
+from robustvlm.report.figures import OWN_TEST_FIGURES, read_figure, render
+from robustvlm.report.robustness_zoo import ZooRobustnessResults
+from robustvlm.runs import read_jsonl
+from robustvlm.workflows.demos.robustness_zoo import QUICK, REFERENCE, SHIFTS, run_zoo_robustness
+from robustvlm.workflows.mc_eval import model_slug
+from robustvlm.workflows.zoo.build import build_members, selected
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_the_fashion_test_suite_draws_test_split_scans_only(tmp_path):
+    synthesize("fashion-test", tmp_path, n_per_env=2)
+    test_images, _ = load_fashion_mnist("test")
+    train_images, _ = load_fashion_mnist("train")
+    train = {img.tobytes() for img in train_images}
+    clean = {np.asarray(FASHION_STYLES["clean"](scan_ink(img), np.random.default_rng(0))).tobytes(): img
+             for img in test_images if img.tobytes() not in train}
+    pngs = sorted((tmp_path / "clean").glob("*/*.png"))
+    assert len(pngs) == 20 and {p.parent.name for p in pngs} >= {"t-shirt", "ankle_boot"}
+    assert all(np.asarray(Image.open(p).convert("RGB")).tobytes() in clean for p in pngs)
+    assert json.loads((tmp_path / "manifest.json").read_text())["benchmark"] == "fashion-test"
+
+
+@pytest.fixture(scope="module")
+def zoo_run(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ROBUSTVLM_CACHE", str(cache))
+        build_members(selected(quick=True, members=None))
+        out = tmp_path_factory.mktemp("zoo_robustness")
+        results = run_zoo_robustness(out, quick=True)
+    return out, results, cache
+
+
+@pytest.mark.slow
+def test_results_round_trip_and_every_member_is_placed(zoo_run):
+    out, results, _ = zoo_run
+    again = ZooRobustnessResults.from_dict(json.loads((out / "results.json").read_text()))
+    assert again.to_dict() == results.to_dict() and again.members == results.members
+    names = [m.name for m in results.members]
+    assert len(names) == len(QUICK.dual_encoders) + len(QUICK.vlms) + len(QUICK.embeddings)
+    assert {m.group for m in results.members} == {"dual-encoder", "vlm", "embedding"}
+    for shift in SHIFTS:
+        r = results.shifts[shift]
+        assert [m.point.model for m in r.all_members.models] == names == [m.point.model for m in r.dual_line.models]
+        assert r.dual_line.baseline == "dual-encoder" and r.dual_line.fit.n == len(QUICK.dual_encoders)
+        assert [e.against for e in r.same_tower] == [["quick-clip"], ["quick-siglip"]]
+        assert (out / "fits" / shift / "scatter.png").is_file()
+    assert (out / "report.html").is_file() and "Goal 1" in (out / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_accuracies_are_the_per_question_outcomes(zoo_run):
+    """results.csv's accuracies recomputed from the scored question files, and the line's
+    accuracies are results.csv's."""
+    out, results, _ = zoo_run
+    with open(out / "results.csv", newline="") as f:
+        rows = {(r["model"], r["bench"]): float(r["accuracy"]) for r in csv.DictReader(f)}
+    for m in results.members:
+        folder = out / "scores" / model_slug(m.model)
+        for style in (REFERENCE, *SHIFTS):
+            scored = read_jsonl(folder / f"{style}.jsonl")
+            assert len(scored) == results.n_questions
+            assert rows[(m.name, style)] == pytest.approx(np.mean([r["correct"] for r in scored]))
+    first = results.shifts[SHIFTS[0]].all_members.models
+    assert {p.point.model: p.point.acc_ref for p in first} == {n: a for (n, b), a in rows.items() if b == REFERENCE}
+
+
+@pytest.mark.slow
+def test_a_rerun_reuses_everything_and_gives_the_same_results(zoo_run, monkeypatch):
+    out, results, cache = zoo_run
+    monkeypatch.setenv("ROBUSTVLM_CACHE", str(cache))
+    again = run_zoo_robustness(out, quick=True)
+    assert {**again.to_dict(), "seconds": 0} == {**results.to_dict(), "seconds": 0}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in OWN_TEST_FIGURES if n.startswith("zoo-")])
+def test_quick_figures_in_the_docs_are_what_the_code_produces(zoo_run, name):
+    out, _, _ = zoo_run
+    documented = read_figure((ROOT / "docs" / "quick_figures.md").read_text(encoding="utf-8"), name)
+    assert render(name, out) == documented, (
+        f"docs/quick_figures.md's {name} table differs from what the code produces now; if the change "
+        "is intended, rewrite it with `python -m robustvlm.report.figures`")
+
+
+def test_unbuilt_members_are_named_before_any_work(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ROBUSTVLM_CACHE", str(tmp_path / "cache"))
+    assert main(["demo", "robustness", "--zoo", "--quick", "--out", str(tmp_path / "out")]) == 2
+    assert "zoo build --members quick-clip" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
