@@ -70,7 +70,7 @@ RUNS = {
 #: {documented line: why it does not run in the test suite}.
 NOT_RUN = {
     "robustvlm zoo build --quick": "about 15-30 s; run by tests/workflows/test_zoo.py (its module fixture)",
-    "robustvlm zoo build": "the full zoo (not yet measured; the goal is under 60 min on 2 idle cores)",
+    "robustvlm zoo build --jobs 2": "the full zoo (measured in docs/guides/model-zoo.md: tens of minutes)",
     "robustvlm zoo build --members clip-m,llava-clip-m": "two full members (minutes); builds of named members run in tests/workflows/test_zoo.py",
     "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/demos/test_default_demo.py",
     "robustvlm demo --quick --out demo_out_quick": "about 20 CPU-seconds; runs in tests/workflows/demos/test_default_demo.py",

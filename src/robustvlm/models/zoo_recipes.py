@@ -22,7 +22,7 @@ from robustvlm.models.response_cache import cache_dir
 
 ZOO_PREFIX = "zoo:"
 #: Bumped when the build code changes what a recipe produces, so old members are not reused.
-RECIPE_VERSION = 2
+RECIPE_VERSION = 3
 DUAL_ENCODERS = ("clip", "siglip")
 VLMS = ("idefics3", "llava")
 
@@ -91,26 +91,39 @@ QUICK = (
            tune_tower=False, align_steps=5, steps=10, batch_size=8, lr=2e-3, n_images=500, eval_images=20),
 )
 
-#: The full zoo: dual encoders of both losses at two sizes and budgets, VLMs of two
-#: architectures on zoo towers and from scratch, at several widths, depths and budgets.
+#: The full zoo: dual encoders of both losses at three sizes and budgets, VLMs of two
+#: architectures on zoo towers (frozen, at two budgets on the same tower) and from scratch, at
+#: several widths, depths and budgets, so that members spread from near chance to the best.
+#: Every member is scored on the same 2,000 test-split images.
 FULL = (
-    _dual("clip-s", "clip", width=32, vision_width=32, patch_size=8, steps=300, batch_size=10, lr=2e-3),
-    _dual("clip-m", "clip", width=64, vision_width=64, patch_size=8, steps=3000, batch_size=10, lr=1e-3),
-    _dual("siglip-s", "siglip", width=32, vision_width=32, steps=300, batch_size=10, lr=2e-3),
-    _dual("siglip-m", "siglip", width=64, vision_width=64, steps=3000, batch_size=10, lr=1e-3),
+    _dual("clip-xs", "clip", width=32, vision_width=32, patch_size=8, steps=100, batch_size=10, lr=2e-3,
+          eval_images=2000),
+    _dual("clip-s", "clip", width=32, vision_width=32, patch_size=8, steps=600, batch_size=10, lr=2e-3,
+          eval_images=2000),
+    _dual("clip-m", "clip", width=64, vision_width=64, vision_depth=3, patch_size=8, steps=8000, batch_size=10,
+          lr=2e-3, eval_images=2000),
+    _dual("siglip-s", "siglip", width=32, vision_width=32, patch_size=8, steps=600, batch_size=10, lr=1e-3,
+          eval_images=2000),
+    _dual("siglip-m", "siglip", width=64, vision_width=64, patch_size=8, steps=6000, batch_size=10, lr=1e-3,
+          eval_images=2000),
     Recipe(name="llava-clip-m", arch="llava", width=64, tower="zoo:clip-m", tune_tower=False,
-           align_steps=300, steps=1500, batch_size=16, lr=1e-3),
+           align_steps=200, steps=2000, batch_size=16, lr=2e-3, eval_images=2000),
+    Recipe(name="llava-clip-m-short", arch="llava", width=64, tower="zoo:clip-m", tune_tower=False,
+           align_steps=200, steps=150, batch_size=16, lr=2e-3, eval_images=2000),
     Recipe(name="llava-clip-s", arch="llava", width=32, vision_width=32, tower="zoo:clip-s", tune_tower=False,
-           align_steps=100, steps=400, batch_size=16, lr=2e-3),
+           align_steps=100, steps=400, batch_size=16, lr=2e-3, eval_images=2000),
     Recipe(name="idefics3-siglip-m", arch="idefics3", width=64, tower="zoo:siglip-m", tune_tower=False,
-           align_steps=300, steps=1500, batch_size=16, lr=1e-3),
-    Recipe(name="idefics3-scratch-s", arch="idefics3", width=32, vision_width=32, steps=300, batch_size=16,
-           lr=2e-3),
-    Recipe(name="idefics3-scratch-m", arch="idefics3", width=64, depth=3, steps=1500, batch_size=16, lr=1e-3),
-    Recipe(name="llava-scratch-s", arch="llava", width=32, vision_width=32, steps=300, batch_size=16, lr=2e-3),
-    Recipe(name="llava-scratch-m", arch="llava", width=64, depth=3, steps=1500, batch_size=16, lr=1e-3),
+           align_steps=200, steps=2000, batch_size=16, lr=2e-3, eval_images=2000),
     Recipe(name="idefics3-siglip-xs", arch="idefics3", width=32, tower="zoo:siglip-m", tune_tower=False,
-           align_steps=50, steps=100, batch_size=16, lr=2e-3),
+           align_steps=50, steps=100, batch_size=16, lr=2e-3, eval_images=2000),
+    Recipe(name="idefics3-scratch-s", arch="idefics3", width=32, vision_width=32, patch_size=8, steps=300,
+           batch_size=16, lr=2e-3, eval_images=2000),
+    Recipe(name="idefics3-scratch-m", arch="idefics3", width=64, depth=3, patch_size=8, steps=1000, batch_size=16,
+           lr=1e-3, eval_images=2000),
+    Recipe(name="llava-scratch-s", arch="llava", width=32, vision_width=32, patch_size=8, steps=300,
+           batch_size=16, lr=2e-3, eval_images=2000),
+    Recipe(name="llava-scratch-m", arch="llava", width=64, depth=3, patch_size=8, steps=1000, batch_size=16,
+           lr=1e-3, eval_images=2000),
 )
 
 RECIPES: dict[str, Recipe] = {r.name: r for r in (*QUICK, *FULL)}

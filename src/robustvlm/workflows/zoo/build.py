@@ -12,12 +12,15 @@ new key, hence a new folder. Training runs on one thread (bit-equal weights on a
 from __future__ import annotations
 
 import json
+import multiprocessing
 import shutil
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+from filelock import FileLock
 
 from robustvlm.models.zoo_recipes import (
     FULL,
@@ -62,8 +65,11 @@ def selected(quick: bool, members: Sequence[str] | None) -> list[Recipe]:
     return list(QUICK if quick else FULL)
 
 
-def build_members(recipes: Sequence[Recipe]) -> list[Built]:
-    """Build each recipe (its zoo tower first) unless built; returns them in order."""
+def build_members(recipes: Sequence[Recipe], jobs: int = 1) -> list[Built]:
+    """Build each recipe (its zoo tower first) unless built, in `jobs` processes of one thread
+    each; returns them in the order given."""
+    if jobs > 1 and len(recipes) > 1:
+        return _build_in_processes(recipes, jobs)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -72,13 +78,35 @@ def build_members(recipes: Sequence[Recipe]) -> list[Built]:
         torch.set_num_threads(threads)
 
 
+def _build_in_processes(recipes: Sequence[Recipe], jobs: int) -> list[Built]:
+    """`build_members` over `jobs` worker processes: towers first, then the rest longest first,
+    so a VLM seldom waits on its tower (when it does, the tower's lock holds it back)."""
+    order = sorted(range(len(recipes)), key=lambda i: (recipes[i].is_vlm, -_cost(recipes[i])))
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {i: pool.submit(build_members, [recipes[i]]) for i in order}
+        return [futures[i].result()[0] for i in range(len(recipes))]
+
+
+def _cost(r: Recipe) -> float:
+    """A rough relative cost of building `r` (steps times width squared; for ordering only)."""
+    return (r.steps + r.align_steps) * r.batch_size * max(r.width, r.vision_width) ** 2
+
+
 def build_member(r: Recipe) -> Built:
-    """Build member `r` (see the module docstring)."""
+    """Build member `r` (see the module docstring); one process at a time per member (a lock
+    file next to its folder), so concurrent builds share their towers."""
     final = member_dir(r)
-    if (final / MEMBER_FILE).is_file():
-        return Built(r.name, final, read_info(final), reused=True)
     if r.tower.startswith(ZOO_PREFIX):
         build_member(recipe(r.tower[len(ZOO_PREFIX):]))
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(final.with_name(f".{final.name}.lock")):
+        if (final / MEMBER_FILE).is_file():
+            return Built(r.name, final, read_info(final), reused=True)
+        return _build_unlocked(r, final)
+
+
+def _build_unlocked(r: Recipe, final: Path) -> Built:
+    """Run `r`'s unfinished stages, score it, and rename it into `final` with its card."""
     work = final.with_name(f".{final.name}.partial")
     results: list[dict] = []
     previous: Path | None = None

@@ -128,7 +128,7 @@ def _lettered(label: int, rng: np.random.Generator) -> tuple[str, str]:
     k = int(rng.integers(2, len(FASHION_CLASSES) + 1))
     others = rng.permutation([c for c in range(len(FASHION_CLASSES)) if c != label])[: k - 1]
     options = [FASHION_CLASSES[c] for c in rng.permutation([label, *others])]
-    if rng.random() < 0.3:  # the held-out question's own layout: all classes in label order
+    if rng.random() < 0.5:  # the held-out question's own layout: all classes in label order
         options = list(FASHION_CLASSES)
     answer = options.index(FASHION_CLASSES[label])
     return format_question(str(rng.choice(QUESTIONS)), options), f"{'ABCDEFGHIJ'[answer]}. {options[answer]}"
@@ -148,18 +148,19 @@ def _yes_no(label: int, rng: np.random.Generator) -> tuple[str, str]:
     return f"Is this a {FASHION_CLASSES[asked]}? Answer yes or no.", "yes" if asked == label else "no"
 
 
-SINGLE_IMAGE_TASKS = (_lettered, _lettered, _open, _group, _yes_no)
+SINGLE_IMAGE_TASKS = (_lettered, _lettered, _lettered, _open, _group, _yes_no)
 
 
 def instruction_sample(pool: ImagePool, rng: np.random.Generator, uid: str) -> ChatSample:
-    """One varied instruction sample: a single-image question (3 in 5), a two-picture
-    comparison (1 in 5) or an interleaved sequence of demonstrations then a query (1 in 5)."""
+    """One varied instruction sample: a single-image question (7 in 10; half of them lettered),
+    a two-picture comparison (3 in 20) or an interleaved sequence of demonstrations then a query
+    (3 in 20)."""
     kind = rng.random()
-    if kind < 0.6:
+    if kind < 0.7:
         i = pool.draw(rng)
         text, answer = SINGLE_IMAGE_TASKS[int(rng.integers(len(SINGLE_IMAGE_TASKS)))](int(pool.labels[i]), rng)
         return ChatSample(uid, [user_turn(text)], [pool.picture(i)], answer)
-    if kind < 0.8:
+    if kind < 0.85:
         return _comparison(pool, rng, uid)
     return _interleaved(pool, rng, uid)
 
