@@ -20,11 +20,7 @@ TOO_LONG_FOR_NOW = frozenset({
     "robustvlm/analysis/reward_matrix.py:aggregate_matrix",
     "robustvlm/workflows/launchers.py:run_jobs",
     "robustvlm/workflows/demos/invariance.py:run_invariance_demo",
-    "robustvlm/workflows/measure/mc_eval.py:evaluate_models",
-    "robustvlm/evaluation/icl.py:evaluate_icl",
-    "robustvlm/cli/mc.py:add_mc",
     "robustvlm/multiple_choice/build.py:build_questions",
-    "robustvlm/report/study_report.py:build_blocks",
 })
 
 

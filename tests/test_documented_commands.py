@@ -61,6 +61,19 @@ RUNS = {
         "--max-new-tokens 4",
     "robustvlm mc build --data data/domains/digits --env clean --out q/clean.jsonl": "--k 3",
     "robustvlm mc build --data data/domains/digits --env rotated --out q/rotated.jsonl": "--k 3",
+    "robustvlm mc build --data data/domains/digits --out q/digits.jsonl --k 3 --n 40": "--n 6",
+    "robustvlm mc eval --model tiny:idefics3 --model tiny:clip --bench q/digits.jsonl --out runs/mc_blind --blind": "",
+    "robustvlm mc eval --model tiny:idefics3 --bench q/digits.jsonl --out runs/mc_blind_generate --method generate --blind":
+        "--max-new-tokens 2",
+    "robustvlm eval --model tiny:idefics3 --data data/tasks --out runs/eval_blind --max-per-env 4 --blind":
+        "--max-per-env 1 --max-new-tokens 2",
+    "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out runs/icl_blind --shots 0,1 --n-per-domain 4 --blind":
+        "--n-per-domain 1 --max-new-tokens 2",
+    "robustvlm mc build --data data/domains/digits --out q/digits_curated.jsonl --k 3 --n 40 --filter-blind tiny:idefics3":
+        "--n 6",
+    "robustvlm mc eval --model tiny:clip --model tiny:siglip --bench q/clean.jsonl --bench q/rotated.jsonl --out runs/mc_paired --baseline tiny:clip":
+        "",
+    "robustvlm compare runs/mc_paired/tiny_siglip/clean.jsonl runs/mc_paired/tiny_clip/clean.jsonl": "",
     "robustvlm configs copy erm_tasks my_configs": "",
     "robustvlm train erm_tasks --out runs/erm_tour train.steps=20": "train.steps=2 train.save_every=2",
     "robustvlm eval --model runs/erm_tour/final --data data/tasks --out runs/erm_tour/eval --max-per-env 4":
@@ -150,8 +163,15 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
     assert (tmp_path / "runs" / "erm" / "eval" / "metrics.json").is_file()
     assert (tmp_path / "runs" / "erm_tour" / "eval" / "metrics.json").is_file()  # a built-in config by name
     assert (tmp_path / "my_configs" / "erm_tasks.yaml").is_file()
+    for blind_run in ("mc_blind", "mc_blind_generate", "eval_blind", "icl_blind"):
+        assert (tmp_path / "runs" / blind_run / "vision_gain.html").is_file()
+    assert json.loads((tmp_path / "q" / "digits_curated.blind_filter.json").read_text())["questions"] == 6
     assert (tmp_path / "q" / "clean.jsonl").is_file() and (tmp_path / "q" / "rotated.jsonl").is_file()  # one domain each
     assert (tmp_path / "runs" / "erm_qwen2_vl" / "final" / "config.json").is_file()
+    assert set(json.loads((tmp_path / "runs" / "mc_paired" / "results.json").read_text())["paired"]["tiny:siglip"]) == {
+        "clean", "rotated", "all"}  # the mc eval report's paired table (docs/guides/compare.md)
+    study = json.loads((tmp_path / "studies" / "dynamic_birm_smolvlm-dry-run" / "results.json").read_text())
+    assert set(study["paired"]) == set(study["methods"]) - {study["baseline"]} and study["paired"]["birm"]["exact"]
     assert (tmp_path / "runs" / "rm_shortcut_aware" / "eval").is_dir()
     salient = tmp_path / "runs" / "matrix_salient"
     assert json.loads((salient / "data" / "manifest.json").read_text())["benchmark"] == "preferences-salient"

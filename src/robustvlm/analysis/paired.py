@@ -19,7 +19,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import integrate, optimize, stats
 
 from robustvlm.errors import DataError
 
@@ -91,7 +91,18 @@ def paired_t_power(n: float, effect: float, alpha: float = 0.05) -> float:
     df = n - 1
     crit = stats.t.ppf(1 - alpha / 2, df)
     nc = effect * np.sqrt(n)
-    return float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
+    power = float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
+    return power if np.isfinite(power) else _t_power_by_quadrature(df, crit, nc)
+
+
+def _t_power_by_quadrature(df: float, crit: float, nc: float) -> float:
+    """P(|T| > crit) for T = (Z + nc) / sqrt(V / df), V ~ chi2(df), by quadrature over V: scipy's
+    noncentral t is NaN for some large noncentralities (e.g. df=1, nc=8.5)."""
+    def conditional(v: float) -> float:
+        s = crit * np.sqrt(v / df)
+        return float(stats.chi2.pdf(v, df) * (stats.norm.sf(s - nc) + stats.norm.cdf(-s - nc)))
+
+    return float(integrate.quad(conditional, 0, np.inf, limit=200)[0])
 
 
 def questions_needed(
@@ -106,7 +117,10 @@ def questions_needed(
         return None
     effect = abs(delta) / sd_diff
     normal = ((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) / effect) ** 2  # z-test answer
-    n = optimize.brentq(lambda m: paired_t_power(m, effect, alpha) - power, 2.0 + 1e-9, 2 * normal + 10)
+    low = 2.0 + 1e-9
+    if paired_t_power(low, effect, alpha) >= power:  # a difference so clear that two questions show it
+        return float(low * max(design_effect, 1.0))
+    n = optimize.brentq(lambda m: paired_t_power(m, effect, alpha) - power, low, 2 * normal + 10)
     return float(n * max(design_effect, 1.0))
 
 

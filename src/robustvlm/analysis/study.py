@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from robustvlm.analysis.stats import bootstrap_ci, paired_bootstrap_test
+from robustvlm.analysis.study_paired import StudyPaired, study_paired
 from robustvlm.analysis.summary import EvalMetrics
 from robustvlm.analysis.verdict import Comparison, compare, seed_spread
 from robustvlm.errors import DataError
@@ -95,13 +96,15 @@ class StudyScores:
     """What a study measured: every method's scores and tests against the first (the baseline).
 
     `significance[label][split][metric]` is None where the two methods share no scored example;
-    the baseline has no entry.
+    the baseline has no entry. `paired[label][metric][environment]`: the per-question paired
+    comparison on correctness (`analysis.study_paired`).
     """
 
     metrics: list[str]
     baseline: str
     methods: dict[str, MethodScores]
     significance: dict[str, dict[str, dict[str, PairedTest | None]]]
+    paired: dict[str, dict[str, dict[str, StudyPaired]]] = field(default_factory=dict)
 
 
 def _macro_mean(scores: np.ndarray, envs: np.ndarray) -> float:
@@ -258,6 +261,7 @@ def aggregate_study(rows: Mapping[str, SeedRows], metrics: Sequence[str]) -> Stu
             for label, seed_rows in rows.items()
         },
         significance=paired_tests(rows, baseline, metrics),
+        paired=study_paired(rows, baseline),
     )
 
 
@@ -337,5 +341,7 @@ class StudyResults:
             label: {split: {m: t.to_dict() if t else None for m, t in by.items()} for split, by in splits.items()}
             for label, splits in s.significance.items()
         }
+        paired = {label: {m: {g: c.to_dict() for g, c in by.items()} for m, by in metrics.items()}
+                  for label, metrics in s.paired.items()}
         return {"dry_run": self.dry_run, "seeds": self.seeds, "metrics": s.metrics, "baseline": s.baseline,
-                "methods": methods, "significance": significance, "absent": self.absent}
+                "methods": methods, "significance": significance, "paired": paired, "absent": self.absent}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from robustvlm.cli.options import (
+    BLIND_HELP,
     IMAGE_ROOT_HELP,
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
@@ -32,9 +33,13 @@ def _eval(args: argparse.Namespace) -> int:
         args.model, args.data, args.out, settings=settings, judge_file=args.judge,
         env_map=args.env_map, task_rules=args.task_rules, image_root=args.image_root,
         allow_outside_root=args.allow_outside_root,
-        resume=args.resume, served=served(args),
+        resume=args.resume, served=served(args), blind=args.blind,
     )
     print(env_table(metrics, "chrf"))
+    if args.blind:
+        from robustvlm.report.vision_gain import gain_summary
+
+        print(gain_summary(args.out))
     return 0
 
 
@@ -74,6 +79,7 @@ def add_eval(sub: SubParsers) -> None:
     )
     ev.add_argument("--env-map")
     ev.add_argument("--task-rules", action="store_true")
+    ev.add_argument("--blind", action="store_true", help=BLIND_HELP)
     ev.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
     ev.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
     add_decoding_options(ev, max_new_tokens=128)

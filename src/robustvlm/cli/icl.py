@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from robustvlm.cli.options import (
+    BLIND_HELP,
     RESUME_HELP,
     SubParsers,
     add_decoding_options,
@@ -34,8 +35,13 @@ def _icl_eval(args: argparse.Namespace) -> int:
         repetition_penalty=args.repetition_penalty,
         resume=args.resume,
         served=served(args),
+        blind=args.blind,
     )
     print(f"wrote {args.out}/icl_results.json and icl_results.md")
+    if args.blind:
+        from robustvlm.report.vision_gain import gain_summary
+
+        print(gain_summary(args.out))
     return 0
 
 
@@ -80,6 +86,7 @@ def add_icl(sub: SubParsers) -> None:
     ie.add_argument("--seed", type=int_at_least(0), default=0)
     ie.add_argument("--batch-size", type=int_at_least(1), default=8, help="prompts per generation batch")
     ie.add_argument("--resume", action="store_true", help=RESUME_HELP)
+    ie.add_argument("--blind", action="store_true", help=BLIND_HELP)
     add_decoding_options(ie, max_new_tokens=ICL_MAX_NEW_TOKENS)
     add_served_options(ie)
     ie.set_defaults(func=_icl_eval)

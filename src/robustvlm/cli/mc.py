@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
+from typing import Any
 
 from robustvlm.cli.options import (
+    BLIND_HELP,
     IMAGE_ROOT_HELP,
     OUTSIDE_ROOT_HELP,
     OVERWRITE_HELP,
@@ -20,7 +23,11 @@ from robustvlm.extras import require
 
 
 def _mc_build(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.measure.mc_build import build_benchmark
+    from robustvlm.workflows.measure.mc_build import (
+        BlindFilter,
+        build_benchmark,
+        filter_report_path,
+    )
 
     if args.distractors == "wordnet":
         require("wordnet", "mc build --distractors wordnet")
@@ -45,14 +52,23 @@ def _mc_build(args: argparse.Namespace) -> int:
         prompt=args.prompt,
         circular=args.circular,
         link_images=args.link_images,
+        filter_blind=BlindFilter(args.filter_blind, args.filter_method, served(args), args.filter_batch_size)
+        if args.filter_blind else None,
     )
+    if args.filter_blind:
+        report = json.loads(filter_report_path(args.out).read_text(encoding="utf-8"))
+        print(f"dropped {report['dropped']} of {report['questions']} questions that {args.filter_blind} answers "
+              f"blind in every rotation ({report['blind_input']}); report: {filter_report_path(args.out).resolve()}")
     print(f"wrote {len(questions)} questions to {Path(args.out).resolve()}")
     return 0
 
 
 def _mc_eval(args: argparse.Namespace) -> int:
+    from robustvlm.report.vision_gain import gain_summary
     from robustvlm.workflows.measure.mc_eval import evaluate_models
+    from robustvlm.workflows.measure.mc_paired import check_baseline, write_mc_report
 
+    check_baseline(args.baseline, args.model)
     csv_path = evaluate_models(
         args.model,
         args.bench,
@@ -67,8 +83,13 @@ def _mc_eval(args: argparse.Namespace) -> int:
         served=served(args),
         image_root=args.image_root,
         allow_outside_root=args.allow_outside_root,
+        blind=args.blind,
     )
     print(Path(csv_path).read_text())
+    if args.blind:
+        print(gain_summary(Path(csv_path).parent))
+    paths = write_mc_report(args.out, args.model, args.bench, circular=args.circular, baseline=args.baseline)
+    print("wrote " + ", ".join(str(p.resolve()) for p in paths))
     return 0
 
 
@@ -86,6 +107,16 @@ def add_mc(sub: SubParsers) -> None:
     """mc build, mc eval, mc stability."""
     mc = sub.add_parser("mc", help="multiple-choice benchmarks with hard distractors")
     mc_sub = mc.add_subparsers(dest="mc_command", required=True)
+    _add_build(mc_sub)
+    _add_eval(mc_sub)
+    ms = mc_sub.add_parser("stability", help="accuracy against the number of sampled questions")
+    ms.add_argument("predictions", help="per-question JSONL written by mc eval")
+    ms.add_argument("--draws", type=int_at_least(1), default=50)
+    ms.add_argument("--seed", type=int_at_least(0), default=0)
+    ms.set_defaults(func=_mc_stability)
+
+
+def _add_build(mc_sub: Any) -> None:
     mb = mc_sub.add_parser("build", help="turn labelled images into K-way questions")
     mb.add_argument(
         "--data", required=True, help="labelled images (any loader; e.g. ROOT/DOMAIN/CLASS)"
@@ -126,8 +157,22 @@ def add_mc(sub: SubParsers) -> None:
     mb.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
     mb.add_argument("--link-images", action="store_true",
                     help="write image paths instead of embedding the images (mc eval then needs --image-root)")
+    _add_filter_blind(mb)
     mb.set_defaults(func=_mc_build)
 
+
+def _add_filter_blind(mb: argparse.ArgumentParser) -> None:
+    group = mb.add_argument_group("blind filter (MMStar-style: drop questions answerable without the image)")
+    group.add_argument("--filter-blind", metavar="MODEL",
+                       help="drop every question this model, given no image, answers right in every rotation "
+                       "of its options; the count goes to OUT_STEM.blind_filter.json (openai:MODEL with --base-url)")
+    group.add_argument("--filter-method", default="loglik", choices=["loglik", "generate"],
+                       help="how a generative --filter-blind model scores (as mc eval --method)")
+    group.add_argument("--filter-batch-size", type=int_at_least(1), default=8, help="questions per scoring call")
+    add_served_options(mb)
+
+
+def _add_eval(mc_sub: Any) -> None:
     me = mc_sub.add_parser("eval", help="score models on question files; results.csv with CIs")
     me.add_argument("--model", action="append", required=True,
                     help="repeat for several models; openai:MODEL is a served model (--base-url)")
@@ -153,11 +198,9 @@ def add_mc(sub: SubParsers) -> None:
     me.add_argument("--allow-outside-root", action="store_true",
                     help="accept benchmark image paths anywhere (only for benchmarks you trust)")
     me.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
+    me.add_argument("--baseline", metavar="MODEL", help="the --model the others are compared with, question by "
+                    "question, in report.html and results.json (default: the first)")
     add_decoding_options(me, max_new_tokens=16)  # `multiple_choice.generative.GENERATE_MAX_NEW_TOKENS`
     add_served_options(me)
+    me.add_argument("--blind", action="store_true", help=BLIND_HELP)
     me.set_defaults(func=_mc_eval)
-    ms = mc_sub.add_parser("stability", help="accuracy against the number of sampled questions")
-    ms.add_argument("predictions", help="per-question JSONL written by mc eval")
-    ms.add_argument("--draws", type=int_at_least(1), default=50)
-    ms.add_argument("--seed", type=int_at_least(0), default=0)
-    ms.set_defaults(func=_mc_stability)

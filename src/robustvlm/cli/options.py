@@ -25,6 +25,11 @@ RESUME_HELP = (
     "without it, a folder that holds a run is refused"
 )
 OVERWRITE_HELP = "replace what --out already holds (without it, an existing %s is refused)"
+BLIND_HELP = (
+    "also score the model with the image removed (a text-only prompt; a blank image of the same size for "
+    "families that need one) into OUT/blind/ and write the vision gain, with-image minus blind, per "
+    "environment with a paired 95%% interval: OUT/vision_gain.csv and vision_gain.html"
+)
 IMAGE_ROOT_HELP = (
     "folder that relative image paths in record files are taken from "
     "(LLaVA's --image_folder; default: the data file's folder)"

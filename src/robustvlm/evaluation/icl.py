@@ -192,21 +192,16 @@ def evaluate_icl(
     and cost (`icl_summary`). All per-query records, finished and new, go to `predictions` if
     given, in evaluation order.
     """
-    _check_shots_policies(shots, policies)
-    if batch_size < 1:
-        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    _check_settings(shots, policies, batch_size)
     if any(k > 0 for k in shots):
         backend.check_multi_image()
     finished = finished or {}
+    queries, pool, plan = _split_queries(examples, n_per_domain, seed, n_skew_classes)
     class_names = sorted({ex.target for ex in examples})
-    queries = sample_queries(examples, n_per_domain, seed)
-    query_ids = {q.id for q in queries}
-    pool = [ex for ex in examples if ex.id not in query_ids]
-    plan = make_plan(examples, seed=seed, n_skew_classes=n_skew_classes)
-    settings = [(0, ZERO_SHOT)] if 0 in shots else []
-    settings += [(k, p) for k in shots if k > 0 for p in policies]
+    settings = [(0, ZERO_SHOT)] * (0 in shots) + [(k, p) for k in shots if k > 0 for p in policies]
     n_done = sum((k, p, q.id) in finished for k, p in settings for q in queries)
     bar = tqdm(total=len(settings) * len(queries), initial=n_done, disable=not progress, desc="icl", unit="query")
+    decoding = {"max_new_tokens": max_new_tokens, "repetition_penalty": repetition_penalty}
     cells: list[IclCell] = []
     try:
         for k, policy in settings:
@@ -215,16 +210,8 @@ def evaluate_icl(
                 for i, q in enumerate(queries)
             ]
             pending = [(q, demos) for q, demos in items if (k, policy, q.id) not in finished]
-            new: dict[RecordKey, dict] = {}
-            for start in range(0, len(pending), batch_size):
-                chunk = pending[start : start + batch_size]
-                answers = backend.generate_chats(chat_prompts(chunk, class_names), max_new_tokens=max_new_tokens,
-                                                 repetition_penalty=repetition_penalty)
-                records = [_record(k, policy, q, demos, a) for (q, demos), a in zip(chunk, answers)]
-                if on_records is not None:
-                    on_records(records)
-                new.update((record_key(r), r) for r in records)
-                bar.update(len(chunk))
+            new = _generate_records(backend, pending, k, policy, class_names, batch_size=batch_size, decoding=decoding,
+                                    on_records=on_records, bar=bar)
             records = [dict(finished.get((k, policy, q.id)) or new[(k, policy, q.id)]) for q in queries]
             if predictions is not None:
                 predictions.extend(records)
@@ -232,6 +219,35 @@ def evaluate_icl(
     finally:
         bar.close()  # before any error line
     return icl_summary(cells)
+
+
+def _split_queries(
+    examples: Sequence[Example], n_per_domain: int, seed: int, n_skew_classes: int
+) -> tuple[list[Example], list[Example], RunPlan]:
+    """(the queries, the demo pool: every other example, the run's plan)."""
+    queries = sample_queries(examples, n_per_domain, seed)
+    query_ids = {q.id for q in queries}
+    pool = [ex for ex in examples if ex.id not in query_ids]
+    return queries, pool, make_plan(examples, seed=seed, n_skew_classes=n_skew_classes)
+
+
+def _generate_records(
+    backend: Backend, pending: Sequence[tuple[Example, Sequence[Example]]], k: int, policy: str,
+    class_names: Sequence[str], *, batch_size: int, decoding: Mapping[str, Any],
+    on_records: Callable[[list[dict]], None] | None, bar: Any,
+) -> dict[RecordKey, dict]:
+    """The per-query records of the (query, demos) pairs `pending`, generated in batches; each
+    batch's records go to `on_records` as soon as they exist and advance the progress `bar`."""
+    new: dict[RecordKey, dict] = {}
+    for start in range(0, len(pending), batch_size):
+        chunk = pending[start : start + batch_size]
+        answers = backend.generate_chats(chat_prompts(chunk, class_names), **decoding)
+        records = [_record(k, policy, q, demos, a) for (q, demos), a in zip(chunk, answers)]
+        if on_records is not None:
+            on_records(records)
+        new.update((record_key(r), r) for r in records)
+        bar.update(len(chunk))
+    return new
 
 
 def record_key(record: Mapping) -> RecordKey:
@@ -245,12 +261,14 @@ def _record(k: int, policy: str, query: Example, demos: Sequence[Example], answe
             "demos": [[d.id, d.env, d.target] for d in demos]}
 
 
-def _check_shots_policies(shots: Sequence[int], policies: Sequence[str]) -> None:
+def _check_settings(shots: Sequence[int], policies: Sequence[str], batch_size: int) -> None:
     if not shots or any(isinstance(k, bool) or not isinstance(k, int) or k < 0 for k in shots):
         raise ConfigError(f"shots must be non-negative integers, got {list(shots)}")
     unknown = [p for p in policies if p not in POLICIES]
     if unknown or (not policies and any(k > 0 for k in shots)):
         raise ConfigError(f"unknown or missing demo policies {unknown}; choose from {', '.join(POLICIES)}")
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
 
 
 def _demo_rng(seed: int, policy: str, k: int, query_index: int) -> np.random.Generator:

@@ -3,7 +3,8 @@
 Both pages are rendered from one list of blocks, so they always say the same thing:
 the verdict (`analysis.study.study_comparisons`, `analysis.verdict`), Table 1 (methods x ID/OOD
 metrics as mean ± std over seeds [95% interval resampling seeds]), the per-seed scores beside the
-pooled-row interval, the significance table against the baseline, a per-environment heatmap, ID
+pooled-row interval, the significance table against the baseline, each method against the
+baseline question by question on correctness per environment (`paired_blocks`), a per-environment heatmap, ID
 vs OOD bars (mean ± sd over seeds, one dot per seed), lambda / penalty trajectories of the first
 seed, and qualitative OOD examples.
 """
@@ -23,9 +24,11 @@ from robustvlm.analysis.study import (
     StudyScores,
     study_comparisons,
 )
+from robustvlm.analysis.study_paired import StudyPaired
 from robustvlm.analysis.verdict import verdict_sentences
 from robustvlm.evaluation.metrics.registry import title
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
+from robustvlm.report.paired_table import POWER_NOTE, paired_cells, paired_header, paired_section
 from robustvlm.report.plots import bar_with_ci, new_figure, plot_series, save_figure
 from robustvlm.report.tables import fmt
 
@@ -229,6 +232,52 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|") or "(empty)"
 
 
+def intro(results: StudyResults) -> Paragraph:
+    """What the tables show: methods, seeds, scale, cells and the worst environment."""
+    return Paragraph(
+        f"Methods: {', '.join(results.scores.methods)}; seeds: {results.seeds}. Scores on the 0-1 scale, "
+        "macro-averaged over the environments of each split. Cells: mean ± std over seeds "
+        "[95% percentile bootstrap interval of the mean resampling the seeds; none for one seed]; "
+        "the per-seed table below also gives the interval resampling the (seed, example) rows "
+        "pooled over seeds, which hides the seed spread. Worst env: per seed, the lowest "
+        "per-environment mean over every environment (in-domain and out-of-domain), then mean ± "
+        "std over seeds; a macro mean can hide a method that fails one environment. — marks a "
+        "metric that was not configured or not computed."
+    )
+
+
+def _seed_mcnemar(paired: StudyPaired) -> tuple[str, str]:
+    """The discordant counts and McNemar p of each seed ("s0: 3 / 1; s1: ..." with several)."""
+    tests = paired.seed_mcnemar
+    if len(tests) == 1:
+        ((a, b, p),) = tests.values()
+        return f"{a} / {b}", f"{p:.3g}"
+    return ("; ".join(f"s{s}: {a} / {b}" for s, (a, b, _) in tests.items()),
+            "; ".join(f"s{s}: {p:.3g}" for s, (_, _, p) in tests.items()))
+
+
+def paired_blocks(scores: StudyScores) -> list[Block]:
+    """The section comparing each method with the baseline question by question on correctness,
+    per environment (`analysis.study_paired`); nothing when no run scored a 0/1 metric."""
+    base = scores.methods[scores.baseline].per_env
+    rows, delta = [], 0.05
+    for label, by_metric in scores.paired.items():
+        for metric, groups in by_metric.items():
+            for env, paired in groups.items():
+                ood = " (OOD)" if env in base and base[env].ood else ""
+                delta = paired.comparison.power_delta
+                rows.append([label, title(metric), env + ood, *paired_cells(paired.comparison, _seed_mcnemar(paired))])
+    explanation = (
+        f"Each method against {scores.baseline} on the same questions, per environment, on per-question "
+        "correctness (exact match; CEE where the judge ran). Each question's score is averaged over the "
+        "seeds where both runs scored it; the difference is method − baseline with a 95% paired bootstrap "
+        "interval resampling questions and its standard error. McNemar: the questions only the method / only "
+        "the baseline got right and the exact two-sided p-value, per seed (sN). " + POWER_NOTE
+    )
+    header = ["method", "metric", "environment", *paired_header(delta, "method", scores.baseline)]
+    return paired_section(f"Paired comparison with {scores.baseline}, per environment", explanation, header, rows)
+
+
 def build_blocks(
     results: StudyResults,
     out_dir: Path,
@@ -247,16 +296,7 @@ def build_blocks(
             )]
             if results.dry_run else []
         ),
-        Paragraph(
-            f"Methods: {', '.join(results.scores.methods)}; seeds: {seeds}. Scores on the 0-1 scale, "
-            "macro-averaged over the environments of each split. Cells: mean ± std over seeds "
-            "[95% percentile bootstrap interval of the mean resampling the seeds; none for one seed]; "
-            "the per-seed table below also gives the interval resampling the (seed, example) rows "
-            "pooled over seeds, which hides the seed spread. Worst env: per seed, the lowest "
-            "per-environment mean over every environment (in-domain and out-of-domain), then mean ± "
-            "std over seeds; a macro mean can hide a method that fails one environment. — marks a "
-            "metric that was not configured or not computed."
-        ),
+        intro(results),
         Heading("Table 1: in-domain vs out-of-domain"),
         table1(results.scores),
         *absent_note(results),
@@ -269,6 +309,7 @@ def build_blocks(
             "example id; Δ = method − baseline; two-sided p for a zero mean difference."
         ),
         significance_table(results),
+        *paired_blocks(results.scores),
         Heading("Per-environment scores and ID vs OOD"),
     ]
     for metric in results.scores.metrics:

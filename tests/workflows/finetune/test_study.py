@@ -71,6 +71,32 @@ def test_outputs_and_results_structure(finished):
     assert "](heatmap_chrf.png)" in (out / "report.md").read_text()
 
 
+def test_paired_figures_come_from_the_runs_per_question_correctness(finished):
+    """results.json's per-environment paired comparison, recomputed from predictions.jsonl."""
+    from scipy import stats
+
+    out, results = finished
+    rows = {(label, seed): {r["id"]: r for r in map(json.loads, (out / "runs" / label / f"seed-{seed}" / "eval" /
+                                                               "predictions.jsonl").open())}
+            for label in ("erm", "dynamic_birm") for seed in (0, 1)}
+    paired = results["paired"]["dynamic_birm"]["exact"]
+    envs = sorted({r["env"] for r in rows["erm", 0].values()})
+    assert list(paired) == [*envs, "all"] and list(results["paired"]) == ["dynamic_birm"]
+    for env in envs:
+        ids = sorted(i for i, r in rows["erm", 0].items() if r["env"] == env)
+        a, b = ([np.mean([rows[label, s][i]["scores"]["exact"] for s in (0, 1)]) for i in ids]
+                for label in ("dynamic_birm", "erm"))
+        assert paired[env]["n"] == len(ids) and paired[env]["difference"] == pytest.approx(np.mean(a) - np.mean(b))
+        for s in (0, 1):
+            x = np.array([rows["dynamic_birm", s][i]["scores"]["exact"] for i in ids]) == 1
+            y = np.array([rows["erm", s][i]["scores"]["exact"] for i in ids]) == 1
+            only_a, only_b = int(np.sum(x & ~y)), int(np.sum(~x & y))
+            p = stats.binomtest(only_a, only_a + only_b).pvalue if only_a + only_b else 1.0
+            assert paired[env]["mcnemar_per_seed"][str(s)] == {"only_method": only_a, "only_baseline": only_b,
+                                                               "p": pytest.approx(p)}
+    assert "## Paired comparison with erm, per environment" in (out / "report.md").read_text()
+
+
 def test_second_run_reuses_everything(finished, monkeypatch):
     out, results = finished
 
@@ -159,6 +185,7 @@ def test_study_with_bertscore_and_cee_against_the_stub_judge(tmp_path, monkeypat
         }
         results = study.run_study(cfg, tmp_path, progress=False).to_dict()
     assert results["absent"] == {}
+    assert set(results["paired"]["dynamic_birm"]) == {"exact", "cee"}  # the judge's 0/1 verdicts paired too
     distinct = 0
     for label, info in results["methods"].items():
         rows = [json.loads(line) for line in

@@ -12,6 +12,11 @@ Writes in `out_dir`:
                         are left out of the means rather than counted as wrong
   judge_cache/          the CEE judge's verdict cache (no API key is ever written)
   usage.json            a served model's requests sent, cache hits and tokens (`models.served`)
+  blind/                with `--blind`: the same files from the model asked with the image removed
+                        (`models.blind`: a text-only prompt)
+  vision_gain.csv/.json/.md/.html
+                        with `--blind`: with-image minus blind score per metric and environment,
+                        with a paired bootstrap interval (`report.vision_gain`)
 """
 
 from __future__ import annotations
@@ -26,10 +31,11 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from robustvlm.analysis.summary import EvalMetrics, summarize
+from robustvlm.analysis.vision_gain import vision_gain
 from robustvlm.config import EvalConfig, ServedConfig, load_judge_config, validate_config
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
-from robustvlm.errors import ConfigError
+from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation.generation import generation_rows, select_examples
 from robustvlm.evaluation.metrics.registry import (
     METRICS,
@@ -44,10 +50,13 @@ from robustvlm.models.backends import (
     load_backend,
     served_settings,
 )
+from robustvlm.models.blind import BlindBackend, blind_input
 from robustvlm.models.support import require_capability
+from robustvlm.report.vision_gain import GainSection, write_vision_gain
 from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl, usage_recorder, write_jsonl
 
 PREDICTIONS_FILE = "predictions.jsonl"
+BLIND_FOLDER = "blind"  # the blind run's own folder inside the run's (`--blind`)
 METRICS_FILE = "metrics.json"
 
 
@@ -65,13 +74,14 @@ def evaluate(
     resume: bool = False,
     progress: bool = True,
     served: ServedConfig | None = None,
+    blind: bool = False,
 ) -> EvalMetrics:
     """Generate, score, write predictions.jsonl + metrics.json (see the module doc).
 
     Every per-batch metric of the registry is computed as batches are generated; the
     after-generation ones named in `cfg.metrics` then fill in the rows lacking them. Unknown
     metric names and missing settings (a judge for CEE) fail before any model is loaded.
-    `served`: the server of an "openai:MODEL" model.
+    `served`: the server of an "openai:MODEL" model; `blind`: ask it with the image removed (`models.blind`).
     """
     cfg = cfg or EvalConfig()
     check_metric_names(cfg.metrics)
@@ -82,7 +92,7 @@ def evaluate(
         "model": str(model_dir),
         "records": {"n": len(todo), "ids_sha256": records_digest(todo)},
         "eval": cfg.model_dump(mode="json"),
-        **served_settings(str(model_dir), served),
+        **served_settings(str(model_dir), served), **({"blind": True} if blind else {}),
     }
     out_dir = claim_run_folder(
         out_dir, settings, command="eval", resume=resume, may_differ=("eval.batch_size", "eval.metrics", SERVER_MAY_DIFFER)
@@ -93,6 +103,7 @@ def evaluate(
     pending = [ex for ex in todo if ex.id not in finished]
     if pending:
         backend = load_backend(str(model_dir), generative_family(str(model_dir)), served=served)
+        backend = BlindBackend(backend) if blind else backend
         backend.require("generate")
         backend.track_usage(usage_recorder(out_dir))
         bar = tqdm(total=len(todo), initial=len(todo) - len(pending), disable=not progress, desc="eval", unit="ex")
@@ -129,9 +140,11 @@ def run_eval(
     allow_outside_root: bool = False,
     resume: bool = False,
     served: ServedConfig | None = None,
+    blind: bool = False,
 ) -> EvalMetrics:
     """`robustvlm eval`: the eval settings (EvalConfig fields; `judge` read from `judge_file`, a
-    YAML file) are checked before the data or the model is loaded, then `evaluate` runs."""
+    YAML file) are checked before the data or the model is loaded, then `evaluate` runs; with
+    `blind`, again blind into OUT/blind/, and the vision gain is written (module docstring)."""
     judge = load_judge_config(judge_file).model_dump() if judge_file else None
     check_metric_names(settings.get("metrics", []), key="--metrics")
     cfg = validate_config({**settings, "judge": judge}, "eval options", EvalConfig)
@@ -142,4 +155,29 @@ def run_eval(
         present = Counter(ex.split for ex in examples)
         held = ", ".join(f"{name} ({n} records)" for name, n in sorted(present.items()))
         raise ConfigError(f"{data}: no records of split {cfg.split!r} to evaluate; it holds {held}")
-    return evaluate(model, examples, out_dir, cfg=cfg, resume=resume, served=served)
+    metrics = evaluate(model, examples, out_dir, cfg=cfg, resume=resume, served=served)
+    if blind:
+        evaluate(model, examples, Path(out_dir) / BLIND_FOLDER, cfg=cfg, resume=resume, served=served, blind=True)
+        sections = eval_gain_sections(Path(out_dir), model, cfg.metrics)
+        write_vision_gain(sections, out_dir, title="robustvlm eval: vision gain")
+    return metrics
+
+
+def eval_gain_sections(out_dir: Path, model: str, metrics: Sequence[str]) -> list[GainSection]:
+    """The vision gain of `model` per metric of `metrics` and environment, from the per-sample
+    scores of OUT/predictions.jsonl and OUT/blind/predictions.jsonl (a record whose score is
+    None in either run, as CEE leaves an undecided sample, is left out of that metric's gain)."""
+    normal = {r["id"]: r for r in read_jsonl(out_dir / PREDICTIONS_FILE)}
+    blind = {r["id"]: r for r in read_jsonl(out_dir / BLIND_FOLDER / PREDICTIONS_FILE)}
+    if set(normal) != set(blind):
+        first = sorted(set(normal) ^ set(blind))[0]
+        raise DataError(f"record {first!r} is in only one of {out_dir / PREDICTIONS_FILE} and its blind/ twin")
+    sections = []
+    for metric in metrics:
+        both = [i for i in normal if None not in (normal[i]["scores"].get(metric), blind[i]["scores"].get(metric))]
+        if both:
+            rows = vision_gain({i: normal[i]["scores"][metric] for i in both},
+                               {i: blind[i]["scores"][metric] for i in both}, {i: normal[i]["env"] for i in both})
+            sections.append(GainSection({"model": model, "metric": metric}, blind_input(generative_family(model)),
+                                        rows))
+    return sections

@@ -22,6 +22,7 @@ from typing import Any
 
 from robustvlm.analysis.paired import PairedComparison, compare_paired
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.report.paired_table import paired_cells, paired_header
 from robustvlm.report.tables import markdown_table
 from robustvlm.runs import CONFIG_FILE, make_output_folder, read_jsonl, write_settings
 
@@ -139,23 +140,13 @@ def comparison_table(comparison: Comparison) -> str:
     """Markdown: per group, A and B, the difference with its interval and clustered SE, the
     discordant counts and McNemar p (0/1 scores), and the questions needed at 80% power."""
     delta = next(iter(comparison.groups.values())).power_delta
-    header = ["group", "n", "A", "B", "A - B", "95% CI (paired bootstrap)", "SE", "only A / only B",
-              "McNemar p", f"n for ±{delta:g} at 80% power"]
-    rows = []
-    for group, c in comparison.groups.items():
-        rows.append([
-            group, str(c.n), f"{c.mean_a:.4f}", f"{c.mean_b:.4f}", f"{c.difference:+.4f}",
-            f"[{c.ci_lo:+.4f}, {c.ci_hi:+.4f}]", f"{c.se:.4f}",
-            "—" if c.only_a is None else f"{c.only_a} / {c.only_b}",
-            "—" if c.mcnemar_p is None else f"{c.mcnemar_p:.3g}",
-            "—" if c.questions_needed is None else str(int(-(-c.questions_needed // 1))),
-        ])
+    rows = [[group, *paired_cells(c)] for group, c in comparison.groups.items()]
     note = f"metric: {comparison.metric}"
     if comparison.cluster:
         note += f"; standard errors and intervals clustered by {comparison.cluster!r}"
     if comparison.undecided:
         note += f"; {comparison.undecided} question(s) undecided in either run left out"
-    return markdown_table(header, rows) + "\n\n" + note
+    return markdown_table(["group", *paired_header(delta)], rows) + "\n\n" + note
 
 
 def write_comparison(comparison: Comparison, out: Path, settings: Mapping[str, Any]) -> tuple[Path, Path]:

@@ -4,7 +4,10 @@ Writes in its output folder: config.resolved.yaml (the run's settings), icl_pred
 (one line per (shots, policy, query), appended as each batch finishes, put in evaluation order at
 the end), icl_results.json ({config, rows}) and icl_results.md. With `resume` the finished lines
 are kept (a torn last line from a killed run is dropped) and only the missing queries are
-evaluated; a folder written with other settings (batch size aside) is refused.
+evaluated; a folder written with other settings (batch size aside) is refused. With `blind`:
+blind/, the same files from the model asked with every image removed (the query's and the
+demos': `models.blind`), and vision_gain.csv / .json / .md / .html, with-image minus blind
+accuracy per (shots, policy) and domain with a paired bootstrap interval (`report.vision_gain`).
 """
 
 from __future__ import annotations
@@ -16,17 +19,21 @@ from pathlib import Path
 from typing import Any
 
 from robustvlm.analysis.icl import IclCell
+from robustvlm.analysis.vision_gain import vision_gain
 from robustvlm.config import ServedConfig
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
 from robustvlm.evaluation.icl import POLICIES, evaluate_icl, record_key
-from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings
+from robustvlm.models.backends import SERVER_MAY_DIFFER, Backend, load_backend, served_settings
+from robustvlm.models.blind import BlindBackend, blind_input
 from robustvlm.models.support import require_capability
 from robustvlm.report.icl import icl_markdown
+from robustvlm.report.vision_gain import GainSection, write_vision_gain
 from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl, usage_recorder, write_jsonl
 
 PREDICTIONS_FILE = "icl_predictions.jsonl"
+BLIND_FOLDER = "blind"  # the blind run's own folder inside the run's (`--blind`)
 
 
 @dataclass(frozen=True)
@@ -69,32 +76,71 @@ def run_icl(
     resume: bool = False,
     progress: bool = True,
     served: ServedConfig | None = None,
+    blind: bool = False,
 ) -> IclRun:
     """Load the model (`served`: the server of an "openai:MODEL" model) and the domains, run
-    `evaluate_icl`, write the outputs (module doc)."""
+    `evaluate_icl`, write the outputs (module doc); with `blind`, again blind into OUT/blind/
+    and the vision gain."""
     require_capability(model_name, "icl")
     config = {"model": model_name, "data": str(data_root), "shots": list(shots),
               "policies": list(policies), "n_per_domain": n_per_domain, "seed": seed,
               "batch_size": batch_size, "max_new_tokens": max_new_tokens,
               "repetition_penalty": repetition_penalty, **served_settings(model_name, served)}
-    out = claim_run_folder(out_dir, config, command="icl eval", resume=resume, may_differ=("batch_size", SERVER_MAY_DIFFER))
-    log_path = out / PREDICTIONS_FILE
-    finished = {record_key(r): r for r in read_jsonl(log_path)} if resume else {}
+    may_differ = ("batch_size", SERVER_MAY_DIFFER)
+    out = claim_run_folder(out_dir, config, command="icl eval", resume=resume, may_differ=may_differ)
+    blind_out = claim_run_folder(out / BLIND_FOLDER, {**config, "blind": True}, command="icl eval --blind",
+                                 resume=resume, may_differ=may_differ) if blind else None
     examples = load_domains(data_root)
     backend = load_backend(model_name, corpus=task_corpus(examples), served=served)
     backend.require("generate")
     backend.track_usage(usage_recorder(out))
+    options = {"shots": shots, "policies": policies, "n_per_domain": n_per_domain, "seed": seed,
+               "batch_size": batch_size, "max_new_tokens": max_new_tokens,
+               "repetition_penalty": repetition_penalty, "progress": progress}
+    run, predictions = _evaluate_into(out, backend, examples, config, resume=resume, **options)
+    if blind_out is not None:
+        _, blind_predictions = _evaluate_into(blind_out, BlindBackend(backend), examples, config, resume=resume,
+                                              **options)
+        sections = icl_gain_sections(predictions, blind_predictions, model_name, blind_input(backend.family))
+        write_vision_gain(sections, out, title="robustvlm icl eval: vision gain")
+    return run
+
+
+def _evaluate_into(
+    out: Path, backend: Backend, examples: list[Example], config: dict[str, Any], *, resume: bool, **options: Any
+) -> tuple[IclRun, list[dict]]:
+    """`evaluate_icl` with `options`, its outputs written into `out`; (the run, its per-query records)."""
+    log_path = out / PREDICTIONS_FILE
+    finished = {record_key(r): r for r in read_jsonl(log_path)} if resume else {}
     predictions: list[dict] = []
     with log_path.open("a" if resume else "w", encoding="utf-8") as log:
-        cells = evaluate_icl(backend, examples, shots=shots, policies=policies,
-                             n_per_domain=n_per_domain, seed=seed, batch_size=batch_size,
-                             max_new_tokens=max_new_tokens, repetition_penalty=repetition_penalty,
-                             predictions=predictions, finished=finished,
-                             on_records=lambda records: append_jsonl(log, records), progress=progress)
+        cells = evaluate_icl(backend, examples, predictions=predictions, finished=finished,
+                             on_records=lambda records: append_jsonl(log, records), **options)
     run = IclRun(config, cells)
     (out / "icl_results.json").write_text(json.dumps(run.to_dict(), indent=2), encoding="utf-8")
     (out / "icl_results.md").write_text(
-        f"# In-context evaluation\n\nmodel: `{model_name}`\n\n{icl_markdown(cells)}\n", encoding="utf-8"
+        f"# In-context evaluation\n\nmodel: `{config['model']}`\n\n{icl_markdown(cells)}\n", encoding="utf-8"
     )
     write_jsonl(log_path, predictions)
-    return run
+    return run, predictions
+
+
+def icl_gain_sections(normal: Sequence[dict], blind: Sequence[dict], model: str, blind_input: str) -> list[GainSection]:
+    """The vision gain of every (shots, policy) per domain, from the per-query records of the
+    normal and the blind run."""
+    cells: dict[tuple[int, str], dict[str, tuple[dict, dict]]] = {}
+    for records, run in ((normal, 0), (blind, 1)):
+        for r in records:
+            pair = cells.setdefault((int(r["shots"]), str(r["policy"])), {}).setdefault(str(r["id"]), ({}, {}))
+            pair[run].update(r)
+    sections = []
+    for (k, policy), pairs in cells.items():
+        missing = [i for i, (a, b) in pairs.items() if not (a and b)]
+        if missing:
+            raise DataError(f"query {missing[0]!r} ({k} shots, policy {policy!r}) is in only one of the run and "
+                            "its blind twin")
+        keys = list(pairs)
+        rows = vision_gain({i: float(pairs[i][0]["correct"]) for i in keys},
+                           {i: float(pairs[i][1]["correct"]) for i in keys}, {i: pairs[i][0]["domain"] for i in keys})
+        sections.append(GainSection({"model": model, "shots": str(k), "policy": policy}, blind_input, rows))
+    return sections

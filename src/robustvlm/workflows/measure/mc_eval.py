@@ -12,6 +12,13 @@ Layout of `out_dir`:
 - `<model-slug>/<bench-stem>.jsonl`: one line per scored question, appended as it goes: id,
   rotation, answer, prediction (option index, null = unparsed), correct, scores, plus `response`
   (generation) or `n_tokens` (log-likelihood); see `multiple_choice.scoring`.
+- with `blind`: `blind/`, the same files for every model scored with the image removed
+  (`models.blind`; its config.resolved.yaml adds `blind: true`), and vision_gain.csv / .json /
+  .md / .html: with-image minus blind accuracy per (model, bench, environment) with a paired
+  bootstrap interval (`report.vision_gain`), for the models and benches of this call. A finished
+  run gets its blind half by running again with `--blind --resume`.
+- `results.json`, `report.md`, `report.html` (the `mc eval` command): accuracies and each model
+  against the baseline question by question (`workflows.measure.mc_paired`).
 
 Circular evaluation scores every rotation of each question and counts a question right only if
 all its rotations are.
@@ -22,15 +29,18 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
-from robustvlm.analysis.accuracy import accuracy_summary
+from robustvlm.analysis.accuracy import accuracy_summary, circular_correct
+from robustvlm.analysis.vision_gain import vision_gain
 from robustvlm.config import ServedConfig
 from robustvlm.errors import ConfigError, DataError
-from robustvlm.models.backends import BACKENDS, infer_family, load_backend, served_settings
+from robustvlm.models.backends import BACKENDS, Backend, infer_family, load_backend, served_settings
+from robustvlm.models.blind import BlindBackend, blind_input
 from robustvlm.multiple_choice.build import MCQuestion
 from robustvlm.multiple_choice.generative import GENERATE_MAX_NEW_TOKENS
 from robustvlm.multiple_choice.scoring import (
@@ -41,6 +51,7 @@ from robustvlm.multiple_choice.scoring import (
     scoring_method,
 )
 from robustvlm.multiple_choice.stability import accuracy_vs_size
+from robustvlm.report.vision_gain import GainSection, write_vision_gain
 from robustvlm.runs import (
     append_jsonl,
     claim_run_folder,
@@ -49,6 +60,7 @@ from robustvlm.runs import (
     usage_recorder,
 )
 
+BLIND_FOLDER = "blind"  # a blind run's own folder inside the run's
 RESULT_COLUMNS = ("model", "family", "method", "bench", "accuracy", "n", "ci_lo", "ci_hi", "unparsed")
 
 ModelSpec = str | Mapping[str, str]
@@ -72,20 +84,34 @@ def model_spec(spec: ModelSpec) -> tuple[str, str]:
     return spec["name"], family
 
 
-class _LazyScorer:
-    """Loads the model on first use, so a fully resumed model is never loaded."""
+class _LazyBackend:
+    """Loads the model on first use, so a fully resumed model is never loaded; the normal and the
+    blind scorer of a model share it."""
 
-    def __init__(self, name: str, family: str, *, way: str, normalize: bool, decoding: Mapping[str, Any],
-                 served: ServedConfig | None, usage_folder: Path):
-        self.name, self.family, self.way, self.normalize, self.served = name, family, way, normalize, served
-        self.decoding, self.usage_folder = decoding, usage_folder
+    def __init__(self, name: str, family: str, served: ServedConfig | None, usage_folder: Path):
+        self.name, self.family, self.served, self.usage_folder = name, family, served, usage_folder
+        self._backend: Backend | None = None
+
+    def __call__(self) -> Backend:
+        if self._backend is None:
+            self._backend = load_backend(self.name, self.family, served=self.served)
+            self._backend.track_usage(usage_recorder(self.usage_folder))
+        return self._backend
+
+
+class _LazyScorer:
+    """Makes the scorer on first use (of the blind backend with `blind`, `models.blind`)."""
+
+    def __init__(self, backend: Callable[[], Backend], *, way: str, normalize: bool, decoding: Mapping[str, Any],
+                 blind: bool = False):
+        self.backend, self.way, self.normalize, self.decoding, self.blind = backend, way, normalize, decoding, blind
         self._scorer: Scorer | None = None
 
     def __call__(self) -> Scorer:
         if self._scorer is None:
-            backend = load_backend(self.name, self.family, served=self.served)
-            backend.track_usage(usage_recorder(self.usage_folder))
-            self._scorer = make_scorer(backend, way=self.way, normalize=self.normalize, **self.decoding)
+            backend = self.backend()
+            self._scorer = make_scorer(BlindBackend(backend) if self.blind else backend, way=self.way,
+                                       normalize=self.normalize, **self.decoding)
         return self._scorer
 
 
@@ -134,6 +160,9 @@ def write_results(path: Path, rows: list[dict[str, Any]]) -> None:
         writer.writerows(merged.values())
 
 
+MAY_DIFFER = ("models", "benches", "batch_size", "server")
+
+
 def evaluate_models(
     models: Sequence[ModelSpec],
     benches: Sequence[str | Path],
@@ -149,6 +178,7 @@ def evaluate_models(
     served: ServedConfig | None = None,
     image_root: str | Path | None = None,
     allow_outside_root: bool = False,
+    blind: bool = False,
 ) -> Path:
     """Score every model on every benchmark (question JSONL files from `write_questions`).
 
@@ -169,10 +199,94 @@ def evaluate_models(
         served: the server of the "openai:MODEL" models (their usage.json goes in their folder).
         image_root, allow_outside_root: where image paths of the benchmarks may point
             (`multiple_choice.build.read_questions`).
+        blind: also score every model blind (`models.blind`) into `out_dir/blind/` (the same
+            layout) and write the vision gain per environment (`report.vision_gain`).
 
     Returns:
         the path of results.csv.
     """
+    paths, specs, decoding = _check_run(models, benches, method, batch_size, max_new_tokens, repetition_penalty)
+    options = _Options(method, circular, normalize, decoding, batch_size, resume, served)
+    settings = _settings(options, specs, paths)
+    question_sets = {p.stem: load_bench(p, circular, image_root=image_root, allow_outside_root=allow_outside_root)
+                     for p in paths}  # checked before the claim
+    folders = _claim_folders(out_dir, settings, resume=resume, blind=blind)
+    results: dict[str, list[dict[str, Any]]] = {run: [] for run in folders}
+    sections: list[GainSection] = []
+    for name, family in specs:
+        scored, gains = _score_model(name, family, question_sets, folders, options)
+        for run, rows in scored.items():
+            results[run] += rows
+        sections += gains
+    for run, folder in folders.items():
+        write_results(folder / "results.csv", results[run])
+    if blind:
+        write_vision_gain(sections, folders["normal"], title="robustvlm mc eval: vision gain")
+    return folders["normal"] / "results.csv"
+
+
+def _claim_folders(out_dir: str | Path, settings: Mapping[str, Any], *, resume: bool, blind: bool) -> dict[str, Path]:
+    """{"normal": the run folder, "blind": its blind/ folder (with `blind`)}, claimed."""
+    out = claim_run_folder(out_dir, settings, command="mc eval", resume=resume, may_differ=MAY_DIFFER)
+    if not blind:
+        return {"normal": out}
+    blind_out = claim_run_folder(out / BLIND_FOLDER, {**settings, "blind": True}, command="mc eval --blind",
+                                 resume=resume, may_differ=MAY_DIFFER)
+    return {"normal": out, "blind": blind_out}
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The scoring settings of one `evaluate_models` call."""
+
+    method: str
+    circular: bool
+    normalize: bool
+    decoding: Mapping[str, Any]
+    batch_size: int
+    resume: bool
+    served: ServedConfig | None
+
+
+def _settings(options: _Options, specs: Sequence[tuple[str, str]], paths: Sequence[Path]) -> dict[str, Any]:
+    """What config.resolved.yaml records of a run (`--resume` compares it, MAY_DIFFER aside)."""
+    return {"method": options.method, "circular": options.circular, "normalize": options.normalize,
+            "batch_size": options.batch_size, **({"decoding": options.decoding} if options.method == "generate" else {}),
+            "models": [f"{name} ({family})" for name, family in specs], "benches": [str(p) for p in paths],
+            **served_settings([name for name, _ in specs], options.served)}
+
+
+def _score_model(
+    name: str, family: str, question_sets: Mapping[str, list[MCQuestion]], folders: Mapping[str, Path],
+    options: _Options,
+) -> tuple[dict[str, list[dict[str, Any]]], list[GainSection]]:
+    """Score one model on every benchmark in every run of `folders` ("normal", and "blind" when
+    asked): ({run: results.csv rows}, the vision gain sections when blind)."""
+    way = scoring_method(family, options.method)
+    load = _LazyBackend(name, family, options.served, folders["normal"] / model_slug(name))
+    scorers = {run: _LazyScorer(load, way=way, normalize=options.normalize, decoding=options.decoding,
+                                blind=run == "blind") for run in folders}
+    results: dict[str, list[dict[str, Any]]] = {run: [] for run in folders}
+    sections = []
+    for bench, questions in question_sets.items():
+        labels = {"model": name, "family": family, "method": way, "bench": bench}
+        rows = {run: score_bench(scorers[run], questions, folder / model_slug(name) / f"{bench}.jsonl",
+                                 resume=options.resume, batch_size=options.batch_size)
+                for run, folder in folders.items()}
+        for run, scored in rows.items():
+            results[run].append({**labels, **accuracy_summary(scored, circular=options.circular).to_dict()})
+        if "blind" in rows:
+            sections.append(mc_gain_section(labels, questions, rows["normal"], rows["blind"],
+                                            circular=options.circular))
+    return results, sections
+
+
+def _check_run(
+    models: Sequence[ModelSpec], benches: Sequence[str | Path], method: str, batch_size: int,
+    max_new_tokens: int, repetition_penalty: float,
+) -> tuple[list[Path], list[tuple[str, str]], dict[str, Any]]:
+    """(benchmark paths, (name, family) of each model, the decoding settings) of `evaluate_models`'
+    arguments, or ConfigError."""
     if method not in METHODS:
         raise ConfigError(f"method must be one of {METHODS}, got '{method}'")
     if batch_size < 1:
@@ -184,28 +298,35 @@ def evaluate_models(
     specs = [model_spec(m) for m in models]
     if not specs:
         raise ConfigError("need at least one model")
-    decoding = {"max_new_tokens": max_new_tokens, "repetition_penalty": repetition_penalty}
     if method != "generate" and (max_new_tokens, repetition_penalty) != (GENERATE_MAX_NEW_TOKENS, 1.0):
         raise ConfigError("--max-new-tokens and --repetition-penalty apply to --method generate")
-    settings = {"method": method, "circular": circular, "normalize": normalize, "batch_size": batch_size,
-                **({"decoding": decoding} if method == "generate" else {}),
-                "models": [f"{name} ({family})" for name, family in specs], "benches": [str(p) for p in paths],
-                **served_settings([name for name, _ in specs], served)}
-    question_sets = {p.stem: load_bench(p, circular, image_root=image_root, allow_outside_root=allow_outside_root)
-                     for p in paths}  # checked before the claim
-    out = claim_run_folder(out_dir, settings, command="mc eval", resume=resume, may_differ=("models", "benches", "batch_size", "server"))
-    results = []
-    for name, family in specs:
-        way = scoring_method(family, method)
-        scorer = _LazyScorer(name, family, way=way, normalize=normalize, decoding=decoding, served=served,
-                             usage_folder=out / model_slug(name))
-        for bench, questions in question_sets.items():
-            jsonl = out / model_slug(name) / f"{bench}.jsonl"
-            rows = score_bench(scorer, questions, jsonl, resume=resume, batch_size=batch_size)
-            summary = accuracy_summary(rows, circular=circular).to_dict()
-            results.append({"model": name, "family": family, "method": way, "bench": bench, **summary})
-    write_results(out / "results.csv", results)
-    return out / "results.csv"
+    return paths, specs, {"max_new_tokens": max_new_tokens, "repetition_penalty": repetition_penalty}
+
+
+def question_outcomes(rows: Sequence[Mapping[str, Any]], *, circular: bool) -> tuple[dict, dict]:
+    """(key -> 1.0 right / 0.0 wrong, key -> cluster) of scored question rows, as
+    `accuracy_summary` counts them: with `circular` one key per question id (right only if all
+    its rotations are), else one per (id, rotation), clustered by id."""
+    if circular:
+        by_id: dict[str, list[bool]] = {}
+        for r in rows:
+            by_id.setdefault(str(r["id"]), []).append(bool(r["correct"]))
+        return {i: float(circular_correct(v)) for i, v in by_id.items()}, {i: i for i in by_id}
+    outcomes = {(str(r["id"]), int(r["rotation"])): float(bool(r["correct"])) for r in rows}
+    return outcomes, {key: key[0] for key in outcomes}
+
+
+def mc_gain_section(
+    labels: Mapping[str, str], questions: Sequence[MCQuestion], normal: Sequence[Mapping[str, Any]],
+    blind: Sequence[Mapping[str, Any]], *, circular: bool,
+) -> GainSection:
+    """The vision gain of one model on one benchmark, per environment (question `source`)."""
+    env_of = {q.id: q.source for q in questions}
+    with_image, clusters = question_outcomes(normal, circular=circular)
+    without, _ = question_outcomes(blind, circular=circular)
+    envs = {key: env_of[key if circular else key[0]] for key in with_image}
+    rows = vision_gain(with_image, without, envs, clusters=None if circular else clusters)
+    return GainSection(labels, blind_input(labels["family"]), rows)
 
 
 def stability_rows(predictions: str | Path, *, draws: int = 50, seed: int = 0) -> list[dict]:

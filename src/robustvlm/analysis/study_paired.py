@@ -1,0 +1,107 @@
+"""Each study method against the baseline on per-question correctness, per environment: the
+paired difference with its paired bootstrap interval and standard error, the questions a
+difference needs at 80% power (`analysis.paired.compare_paired`), and the exact McNemar test of
+every seed (`analysis.paired.mcnemar_exact`).
+
+Input: {method label: {seed: rows}}, rows as in predictions.jsonl ({"id", "env", "scores"}).
+Correctness is every 0/1 score the rows carry: `exact` (exact match, scored on every row) and
+`cee` (the judge's verdict) where computed. A question is paired within a seed (method seed s
+against baseline seed s, same id) where both scored it (None: undecided, left out and counted);
+its score on each side is then averaged over those seeds, so the difference, interval, SE and
+power line are per question (the bootstrap resamples questions). A seed-averaged score is not 0/1
+with several seeds, so the McNemar test runs on each seed's own 0/1 pairs instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from robustvlm.analysis.paired import PairedComparison, compare_paired, mcnemar_exact
+
+CORRECTNESS_METRICS = ("exact", "cee")
+ALL = "all"
+
+#: {group: {question id: [(seed, method score, baseline score)]}}
+Pairs = dict[str, dict[str, list[tuple[str, float, float]]]]
+
+
+@dataclass(frozen=True)
+class StudyPaired:
+    """One method against the baseline in one group (an environment or ALL) on one metric: the
+    comparison of seed-averaged scores, each seed's (only method right, only baseline right,
+    exact McNemar p), and the (seed, question) pairs left out as undecided on either side."""
+
+    comparison: PairedComparison
+    seed_mcnemar: dict[str, tuple[int, int, float]]
+    undecided: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.comparison.to_dict(), "undecided": self.undecided,
+                "mcnemar_per_seed": {s: {"only_method": a, "only_baseline": b, "p": p}
+                                     for s, (a, b, p) in self.seed_mcnemar.items()}}
+
+
+def seed_pairs(method: Mapping[Any, Sequence[dict]], baseline: Mapping[Any, Sequence[dict]],
+               metric: str) -> tuple[Pairs, dict[str, int]]:
+    """(pairs by environment and question id, {environment: undecided (seed, question) pairs});
+    questions the baseline's same seed lacks are not paired."""
+    pairs: Pairs = {}
+    undecided: dict[str, int] = {}
+    for seed, rows in method.items():
+        base = {r["id"]: r for r in baseline.get(seed, [])}
+        for row in rows:
+            other = base.get(row["id"])
+            if other is None:
+                continue
+            a, b = row["scores"].get(metric), other["scores"].get(metric)
+            if a is None or b is None:
+                undecided[row["env"]] = undecided.get(row["env"], 0) + 1
+                continue
+            pairs.setdefault(row["env"], {}).setdefault(row["id"], []).append((str(seed), float(a), float(b)))
+    return pairs, undecided
+
+
+def _compare_group(by_id: Mapping[str, list[tuple[str, float, float]]], undecided: int, *,
+                   power_delta: float, n_boot: int) -> StudyPaired:
+    ids = sorted(by_id)
+    a = [float(np.mean([x for _, x, _ in by_id[i]])) for i in ids]
+    b = [float(np.mean([y for _, _, y in by_id[i]])) for i in ids]
+    seeds = sorted({s for entries in by_id.values() for s, _, _ in entries})
+    per_seed = {s: mcnemar_exact([x == 1 for e in by_id.values() for t, x, _ in e if t == s],
+                                 [y == 1 for e in by_id.values() for t, _, y in e if t == s])
+                for s in seeds}
+    return StudyPaired(compare_paired(a, b, power_delta=power_delta, n_boot=n_boot), per_seed, undecided)
+
+
+def is_correctness(rows: Mapping[str, Mapping[Any, Sequence[dict]]], metric: str) -> bool:
+    """Whether some row scores `metric` and every score of it is 0 or 1."""
+    values = [r["scores"].get(metric) for by_seed in rows.values() for rs in by_seed.values() for r in rs]
+    scored = [v for v in values if v is not None]
+    return bool(scored) and all(v in (0, 1) for v in scored)
+
+
+def study_paired(rows: Mapping[str, Mapping[Any, Sequence[dict]]], baseline: str, *,
+                 power_delta: float = 0.05, n_boot: int = 2000) -> dict[str, dict[str, dict[str, StudyPaired]]]:
+    """{method: {metric: {environment (sorted), then ALL: StudyPaired}}} of every method but the
+    baseline, for the correctness metrics the rows carry (see the module docstring)."""
+    metrics = [m for m in CORRECTNESS_METRICS if is_correctness(rows, m)]
+    out: dict[str, dict[str, dict[str, StudyPaired]]] = {}
+    for label, seed_rows in rows.items():
+        if label == baseline:
+            continue
+        out[label] = {}
+        for metric in metrics:
+            pairs, undecided = seed_pairs(seed_rows, rows[baseline], metric)
+            if not pairs:
+                continue
+            groups = {env: pairs[env] for env in sorted(pairs)}
+            groups[ALL] = {f"{env}\x00{i}": v for env, by_id in pairs.items() for i, v in by_id.items()}
+            out[label][metric] = {
+                g: _compare_group(by_id, undecided.get(g, 0) if g != ALL else sum(undecided.values()),
+                                  power_delta=power_delta, n_boot=n_boot)
+                for g, by_id in groups.items()}
+    return out
