@@ -5,7 +5,7 @@
 `tasks`, `spurious`, `digits` and `fashion-spurious` are instruction benchmarks (OUT/data.jsonl,
 OUT/images/, OUT/manifest.json); `preferences` writes preference pairs in the same layout of
 files (see `preferences`); `domains` is an image-folder suite
-(OUT/{shapes,digits}/DOMAIN/CLASS/*.png, OUT/manifest.json); `mnist` and `fashion` are image-folder
+(OUT/{shapes,digits}/DOMAIN/CLASS/*.png, OUT/manifest.json); `mnist`, `fashion` and `fashion-test` are image-folder
 suites of real scans (OUT/DOMAIN/CLASS/*.png; see `real`), whose sources are installed, never
 downloaded (`data.real_images`).
 """
@@ -103,6 +103,13 @@ BENCHMARKS: dict[str, Benchmark] = {
             "real Fashion-MNIST (Debian's dataset-fashion-mnist) as image folders DOMAIN/CLASS: "
             "clean, rotated, inverted, coloured, noisy; 64x64",
             real.build_fashion,
+            (*domains.FASHION_STYLES, "manifest.json"),
+        ),
+        Benchmark(
+            "fashion-test",
+            "`fashion` drawn from Fashion-MNIST's test split only (held out of the model zoo's "
+            "pretraining): clean, rotated, inverted, coloured, noisy; 64x64",
+            real.build_fashion_test,
             (*domains.FASHION_STYLES, "manifest.json"),
         ),
         Benchmark(

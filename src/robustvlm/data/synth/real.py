@@ -4,6 +4,7 @@
                        digit styles: clean, rotated, coloured, noisy; classes zero ... nine
     fashion/           DOMAIN/CLASS/NNNN.png: Fashion-MNIST (Debian's dataset-fashion-mnist) in
                        clean, rotated, inverted, coloured (tinted) and noisy; classes t-shirt ...
+    fashion-test/      the same from the 10,000 test-split images only (held out of the model zoo)
     fashion-spurious/  data.jsonl + images/: the IRM paper's Colored MNIST construction on
                        Fashion-MNIST (see `shortcut`): binary label from the class (0-4 vs 5-9),
                        25% label noise, background colour agreeing with the noisy label 90% / 80%
@@ -92,6 +93,17 @@ def build_fashion(out_dir: Path, seed: int, n_per_env: int | None) -> Path:
     n = DEFAULT_PER_CLASS if n_per_env is None else n_per_env
     return _domain_suite(
         out_dir, seed, n, images, labels, FASHION_CLASSES, FASHION_STYLES, "fashion", FASHION_SOURCE
+    )
+
+
+def build_fashion_test(out_dir: Path, seed: int, n_per_env: int | None) -> Path:
+    """The `fashion-test` domain suite: the `fashion` suite drawn from Fashion-MNIST's 10,000
+    test-split images only (the model zoo pretrains on the 60,000 of the training split)."""
+    images, labels = load_fashion_mnist("test")
+    n = DEFAULT_PER_CLASS if n_per_env is None else n_per_env
+    return _domain_suite(
+        out_dir, seed, n, images, labels, FASHION_CLASSES, FASHION_STYLES, "fashion-test",
+        f"{FASHION_SOURCE}, test split only",
     )
 
 
