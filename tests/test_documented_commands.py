@@ -129,6 +129,12 @@ NOT_RUN = {
     "robustvlm rm matrix configs/reward/matrix_salient_300.yaml --out runs/matrix_salient_300":
         "needs the full reward demo's policy and about 7 min more; matrix_salient.yaml's dry run runs the same recipe, "
         "tests/workflows/reward/test_matrix.py checks the config",
+    "robustvlm data synth --benchmark fashion-test --out data/fashion-test --n-per-env 20":
+        "needs Debian's dataset-fashion-mnist; the suite is built and checked in tests/data/synth/test_real.py",
+    "robustvlm icl eval --model zoo:llava-clip-m --data data/fashion-test --out runs/icl_llava --shots 0,1,2,3 --demos random,same-domain,cross-domain,label-shift,spurious --n-per-domain 100 --seed 0":
+        "needs the full zoo's member (zoo build, tens of minutes) and 5 min; icl eval runs on tiny:idefics3 above",
+    "robustvlm diagnose --model zoo:llava-clip-m --data data/fashion-test --out runs/diagnose_llava --descriptions configs/descriptions/fashion.yaml --shots 1 --n-per-domain 100":
+        "needs the full zoo's member (zoo build, tens of minutes); diagnose runs on tiny:idefics3 above",
 }
 def test_every_documented_line_is_classified():
     unknown = [c for c in documented_commands() if c not in RUNS and c not in NOT_RUN and not _needs_outputs(c)]

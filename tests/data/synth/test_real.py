@@ -108,3 +108,24 @@ def test_fashion_spurious_rates_match_the_construction(tmp_path):
     train_ids = {r["source_index"] for r in rows if r["split"] == "train"}
     held_ids = {r["source_index"] for r in rows if r["split"] != "train"}
     assert not train_ids & held_ids  # disjoint pools
+
+
+@needs_fashion
+def test_fashion_test_suite_draws_test_split_scans_only(tmp_path):
+    """Every clean picture of `fashion-test`, shrunk back to 28x28, is nearest to a test-split
+    scan of its own class among all 70,000 (the training split comes first in the `all` order)."""
+    from PIL import Image
+
+    synthesize("fashion-test", tmp_path / "t", seed=0, n_per_env=2)
+    assert json.loads((tmp_path / "t" / "manifest.json").read_text())["benchmark"] == "fashion-test"
+    images, labels = load_fashion_mnist()
+    pool = images.reshape(len(images), -1).astype(np.float32)
+    classes = json.loads((tmp_path / "t" / "manifest.json").read_text())["classes"]
+    pictures = sorted((tmp_path / "t" / "clean").rglob("*.png"))
+    assert len(pictures) == 20
+    for path in pictures:
+        grey = np.asarray(Image.open(path).convert("L"))[8:56, 8:56]  # the 48x48 scan, centred
+        small = np.asarray(Image.fromarray(grey).resize((28, 28), Image.Resampling.BILINEAR), np.float32)
+        nearest = int(np.argmin(((pool - small.reshape(-1)) ** 2).sum(axis=1)))
+        assert nearest >= 60_000, (path, nearest)
+        assert classes[int(labels[nearest])] == path.parent.name
