@@ -14,21 +14,26 @@ DEMOS = ("tasks", "robustness", "invariance", "ladder", "reward")
 """The named demos; without a name, `demo` runs the default (`workflows.demos.ladder.DEMO`)."""
 
 
-def _demo(args: argparse.Namespace) -> int:
-    if args.overrides[:1] in (["robustness"], ["ladder"]):
-        require("data", f"demo {args.overrides[0]} (its real MNIST digits)")
-    if args.overrides[:1] == ["robustness"] and args.zoo:
+def _demo_robustness(args: argparse.Namespace) -> int:
+    """`demo robustness`: on the seven random-initialisation models, or on the zoo (`--zoo`)."""
+    if args.zoo:
         from robustvlm.workflows.demos.robustness_zoo import run_zoo_robustness
 
         members = [n.strip() for n in args.members.split(",") if n.strip()] if args.members else None
         run_zoo_robustness(args.out or ("demo_robustness_zoo_quick" if args.quick else "demo_robustness_zoo"),
                            quick=args.quick, members=members)
         return 0
-    if args.overrides[:1] == ["robustness"]:
-        from robustvlm.workflows.demos.robustness import run_robustness_demo
+    from robustvlm.workflows.demos.robustness import run_robustness_demo
 
-        run_robustness_demo(args.out or "demo_robustness", quick=args.quick)
-        return 0
+    run_robustness_demo(args.out or "demo_robustness", quick=args.quick)
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    if args.overrides[:1] in (["robustness"], ["ladder"]):
+        require("data", f"demo {args.overrides[0]} (its real MNIST digits)")
+    if args.overrides[:1] == ["robustness"]:
+        return _demo_robustness(args)
     if args.overrides[:1] == ["invariance"]:
         from robustvlm.config import read_yaml_mapping, validate_config
         from robustvlm.workflows.demos.invariance import run_invariance_demo
