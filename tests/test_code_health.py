@@ -12,12 +12,6 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 MAX_LINES = 60
 
-#: Functions still longer than MAX_LINES, being shortened elsewhere: "path:qualified name".
-#: Remove an entry once its function is short; never add one.
-TOO_LONG_FOR_NOW = frozenset({
-    "robustvlm/multiple_choice/build.py:build_questions",
-})
-
 
 def function_lengths(tree: ast.Module) -> dict[str, int]:
     """{qualified name: lines from `def` to the last line} of every function in a module."""
@@ -66,11 +60,6 @@ def test_function_lengths_are_measured_from_def_to_last_line():
 
 def test_no_function_in_the_package_is_longer_than_the_limit():
     lengths = package_lengths()
-    too_long = {name: n for name, n in lengths.items() if n > MAX_LINES and name not in TOO_LONG_FOR_NOW}
+    too_long = {name: n for name, n in lengths.items() if n > MAX_LINES}
     assert not too_long, f"functions longer than {MAX_LINES} lines (split them): {too_long}"
 
-
-def test_the_allow_list_holds_only_functions_that_are_still_too_long():
-    lengths = package_lengths()
-    stale = sorted(name for name in TOO_LONG_FOR_NOW if lengths.get(name, 0) <= MAX_LINES)
-    assert not stale, f"now {MAX_LINES} lines or fewer (or gone): remove from TOO_LONG_FOR_NOW: {stale}"

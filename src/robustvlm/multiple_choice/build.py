@@ -119,11 +119,7 @@ def build_questions(
         raise ConfigError(f"seed must be >= 0, got {seed}")
     prompt_text = resolve_prompt(prompt)
     mapping = load_class_subset(class_subset) if class_subset is not None else None
-    keyed = [(ex, _answer_key(ex, mapping)) for ex in examples]
-    eligible = [(ex, key) for ex, key in keyed if key is not None]
-    if not eligible:
-        where = f" of the class subset {_describe(class_subset)}" if mapping else ""
-        raise DataError(f"no examples{where} to build questions from")
+    eligible = _eligible(examples, mapping, class_subset)
     pool = _class_pool(eligible, mapping, load_class_names(class_names) if class_names else None)
     if len(pool.keys) < k:
         raise ConfigError(f"k={k} options need at least {k} classes; there are {len(pool.keys)}: {pool.keys}")
@@ -139,15 +135,31 @@ def build_questions(
     name_of = dict(zip(pool.keys, pool.names))
     questions = []
     for i, answer_key, distractor_keys, position in zip(chosen, answers, wrong, positions):
-        ex = eligible[i][0]
-        assert ex.image is not None  # _answer_key rejects examples without an image
         options = [name_of[key] for key in rng.permutation(distractor_keys)]
         options.insert(int(position), name_of[answer_key])
-        questions.append(MCQuestion(
-            id=ex.id, image=ex.image, question=render_prompt(prompt_text, options), options=options,
-            answer=int(position), source=ex.env, dataset_class=ex.target, prompt=prompt_text,
-        ))
+        questions.append(_question(eligible[i][0], options, int(position), prompt_text))
     return [r for q in questions for r in rotations(q)] if circular else questions
+
+
+def _eligible(examples: list[Example], mapping: dict[str, str] | None,
+              class_subset: ClassSpec | None) -> list[tuple[Example, str]]:
+    """(example, answer key) for the examples a question can be built from (in the subset, with
+    an image); none is a `DataError`."""
+    keyed = [(ex, _answer_key(ex, mapping)) for ex in examples]
+    eligible = [(ex, key) for ex, key in keyed if key is not None]
+    if not eligible:
+        where = f" of the class subset {_describe(class_subset)}" if mapping else ""
+        raise DataError(f"no examples{where} to build questions from")
+    return eligible
+
+
+def _question(ex: Example, options: list[str], position: int, prompt_text: str) -> MCQuestion:
+    """The question about `ex`'s image whose answer is option `position`."""
+    assert ex.image is not None  # _answer_key rejects examples without an image
+    return MCQuestion(
+        id=ex.id, image=ex.image, question=render_prompt(prompt_text, options), options=options,
+        answer=position, source=ex.env, dataset_class=ex.target, prompt=prompt_text,
+    )
 
 
 def balanced_positions(count: int, k: int, rng: np.random.Generator) -> np.ndarray:
