@@ -2,7 +2,7 @@
 
     synthesize("tasks", "out/tasks", seed=0)  ->  Path("out/tasks/manifest.json")
 
-`tasks`, `spurious`, `digits` and `fashion-spurious` are instruction benchmarks (OUT/data.jsonl,
+`tasks`, `spurious`, `digits`, `fashion-spurious` and `fashion-tasks` are instruction benchmarks (OUT/data.jsonl,
 OUT/images/, OUT/manifest.json); `preferences` writes preference pairs in the same layout of
 files (see `preferences`); `domains` is an image-folder suite
 (OUT/{shapes,digits}/DOMAIN/CLASS/*.png, OUT/manifest.json); `mnist`, `fashion` and `fashion-test` are image-folder
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from robustvlm.data.synth import digits, domains, preferences, real, spurious, tasks
+from robustvlm.data.synth import digits, domains, fashion_tasks, preferences, real, spurious, tasks
 from robustvlm.errors import ConfigError
 
 
@@ -117,6 +117,13 @@ BENCHMARKS: dict[str, Benchmark] = {
             "Colored MNIST construction on real Fashion-MNIST (classes 0-4 vs 5-9): 25% label "
             "noise, colour agreement 0.9/0.8/0.1/0.5, 64x64",
             real.build_fashion_spurious,
+            _INSTRUCTION_OUTPUTS,
+        ),
+        Benchmark(
+            "fashion-tasks",
+            "task-type environments on Fashion-MNIST test-split scans, asked as the model zoo's VLMs "
+            "were tuned (class name, group, yes/no; OOD: 10-way lettered, yes/no of a group), 64x64",
+            fashion_tasks.build,
             _INSTRUCTION_OUTPUTS,
         ),
     )
