@@ -21,6 +21,7 @@ from pathlib import Path
 
 from robustvlm.analysis.ladder import is_vlm_cell
 from robustvlm.analysis.reward_matrix import MatrixResults
+from robustvlm.analysis.study import StudyResults
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.linear.results import InvarianceResults
 from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
@@ -40,6 +41,7 @@ from robustvlm.report.robustness_zoo import (
     members_table,
     task_signal_table,
 )
+from robustvlm.report.study_report import per_env_table, table1
 from robustvlm.report.tables import markdown_table
 
 
@@ -71,6 +73,11 @@ def _reward_ladder(which: int) -> Callable[[Mapping], Table]:
     return lambda results: ladder_tables(results["linear"], results["frozen"], _demo_full_models(results))[which]
 
 
+def _study_table1(results: StudyResults) -> Table:
+    """A study's Table 1, the untouched model's row first where it was evaluated."""
+    return table1(results.scores, results.zero_shot)
+
+
 def _zoo(table: Callable[[ZooRobustnessResults], Table]) -> Callable[[Mapping], Table]:
     """A table of `demo robustness --zoo`'s results (read back through their class)."""
     return lambda results: table(ZooRobustnessResults.from_dict(results))
@@ -95,13 +102,16 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "zoo-robustness-fits": ("demo robustness --zoo", _zoo(fits_table)),
     "zoo-robustness-er": ("demo robustness --zoo", _zoo(er_table)),
     "zoo-task-signal": ("demo robustness --zoo", _zoo(task_signal_table)),
+    "zoo-tasks": ("demo tasks --zoo", lambda results: _study_table1(StudyResults.from_dict(results))),
+    "zoo-tasks-envs": ("demo tasks --zoo", lambda results: per_env_table(StudyResults.from_dict(results), "exact")),
 }
 GRIDS = ("invariance-spread",)
 """Figures made from several runs: their folder holds one demo output folder per run."""
 OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
-                    "zoo-task-signal")
+                    "zoo-task-signal", "zoo-tasks", "zoo-tasks-envs")
 """Figures whose quick tables (docs/quick_figures.md) the test module of their demo checks, on
-the quick run it makes anyway (`demo robustness --zoo --quick` needs the quick zoo built)."""
+the quick run it makes anyway (`demo robustness --zoo --quick` and `demo tasks --zoo --quick`
+need the quick zoo built)."""
 MATRIX_FIGURES = ("rm-seeds", "rm-runs")
 """Figures of an `rm matrix` output folder: {"matrix": matrix.json, "proxy": sfc.json's
 shortcut_aware entry}."""

@@ -26,7 +26,12 @@ import numpy as np
 from robustvlm.data.real_images import FASHION_CLASSES, load_fashion_mnist
 from robustvlm.data.synth.domains import FASHION_STYLES, scan_ink
 from robustvlm.data.synth.real import FASHION_SOURCE
-from robustvlm.data.synth.writer import SplitSizes, SynthRecord, env_rng, write_instruction_benchmark
+from robustvlm.data.synth.writer import (
+    SplitSizes,
+    SynthRecord,
+    env_rng,
+    write_instruction_benchmark,
+)
 
 SIZE = 64
 SIZES = SplitSizes(train=200, val=20, test=100, ood_test=100)
