@@ -75,6 +75,8 @@ figures: install
 	$(BIN)/robustvlm demo robustness --zoo --out figures/robustness_zoo
 	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-robustness.md zoo-robustness-members=figures/robustness_zoo \
 		zoo-robustness-fits=figures/robustness_zoo zoo-robustness-er=figures/robustness_zoo zoo-task-signal=figures/robustness_zoo
+	$(BIN)/robustvlm demo tasks --zoo --out figures/tasks_zoo
+	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-tasks.md zoo-tasks=figures/tasks_zoo zoo-tasks-envs=figures/tasks_zoo
 
 # Real-size costs on this CPU (random-weight SmolVLM-256M, `real:` models): training steps of ERM,
 # Dynamic BIRM and IRMv1, shared-prefix scoring, generation. Long on 2 shared cores: see
