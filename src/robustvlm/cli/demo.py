@@ -62,10 +62,10 @@ def _demo(args: argparse.Namespace) -> int:
     if args.overrides[:1] == ["tasks"]:
         from robustvlm.workflows.demos.finetune import run_demo
 
-        methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
+        chosen = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
         default = "demo_tasks_zoo" if args.zoo else "demo_tasks"
         run_demo(args.out or (default + "_quick" if args.quick else default), quick=args.quick,
-                 overrides=args.overrides[1:], zoo=args.zoo, methods=methods)
+                 overrides=args.overrides[1:], zoo=args.zoo, methods=chosen)
         return 0
     if args.overrides:
         raise ConfigError(f"demo: unknown demo or override {args.overrides[0]!r}: name one of {', '.join(DEMOS)}; "

@@ -11,8 +11,8 @@ import pytest
 from PIL import Image
 
 from robustvlm.data.real_images import FASHION_CLASSES, load_fashion_mnist
-from robustvlm.data.synth import synthesize
 from robustvlm.data.synth import fashion_tasks as ft
+from robustvlm.data.synth import synthesize
 from robustvlm.data.synth.domains import FASHION_STYLES, scan_ink
 from robustvlm.workflows.zoo import data as zoo
 
