@@ -144,17 +144,23 @@ def _results(zero_shot_rows=None):
     return aggregation.StudyResults(scores, runs, [0, 1], {"cee": "not computed"}, zero_shot=zero_shot)
 
 
-def test_study_results_read_back_through_their_class():
+@pytest.fixture(scope="module")
+def studies():
+    """A study without and one with a zero-shot evaluation (seed 1's rows)."""
+    return _results(), _results(SEED_ROWS[1])
+
+
+def test_study_results_read_back_through_their_class(studies):
     import json
 
-    for results in (_results(), _results(SEED_ROWS[0])):
+    for results in studies:
         written = json.dumps(results.to_dict())
         again = aggregation.StudyResults.from_dict(json.loads(written))
         assert json.dumps(again.to_dict()) == written
         assert again.scores.methods["new"].summary["id"]["chrf"] == results.scores.methods["new"].summary["id"]["chrf"]
         assert again.scores.significance == results.scores.significance
         assert again.runs == results.runs and again.zero_shot == results.zero_shot
-    assert "zero_shot" not in _results().to_dict()  # a study without it writes what it wrote before
+    assert "zero_shot" not in studies[0].to_dict()  # a study without it writes what it wrote before
 
 
 def test_zero_shot_scores_are_one_evaluation_macro_averaged_by_hand():
@@ -166,10 +172,10 @@ def test_zero_shot_scores_are_one_evaluation_macro_averaged_by_hand():
     assert zero.worst["chrf"].mean == pytest.approx(0.3)
 
 
-def test_table1_and_the_per_environment_table_put_the_untouched_model_first():
+def test_table1_and_the_per_environment_table_put_the_untouched_model_first(studies):
     from robustvlm.report.study_report import ZERO_SHOT_ROW, per_env_table
 
-    results = _results(SEED_ROWS[1])
+    results = studies[1]
     table = table1(results.scores, results.zero_shot)
     assert [row[0] for row in table.rows] == [ZERO_SHOT_ROW, "erm", "new"]
     assert table.rows[0][1] == "0.400" and table1(results.scores).rows[0][0] == "erm"
