@@ -1,7 +1,9 @@
 """`robustvlm demo robustness --zoo`: accuracy on the line over the pretrained model zoo.
 
 Built-in `fashion-test` suite (Fashion-MNIST's 10,000 test-split scans only, none of which any
-zoo member saw, drawn clean / rotated / inverted / coloured / noisy) -> 10-way questions "What
+zoo member saw, drawn clean / rotated / inverted / coloured / noisy) and `fashion-test-graded`
+(the same scans under graded-severity shifts: small rotation, tint, low contrast, blur,
+translation, stronger noise; `data.synth.graded`) -> 10-way questions "What
 type of object is in this photo?" (every class an option, in a seeded random order, the same
 for a scan in every style) -> the members (`Plan`): the zoo's dual encoders zero-shot (similarity
 with a template ensemble), its VLMs by option log-likelihood, and embedding models trained from
@@ -37,6 +39,7 @@ from robustvlm.analysis.robustness import fit_robustness
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.config import EmbedRunConfig, validate_config
 from robustvlm.data.loaders import load_examples
+from robustvlm.data.synth.graded import GRADED_STYLES
 from robustvlm.data.synth.held_out import DATA_SEED, synthesize_suite
 from robustvlm.data.synth.writer import save_png
 from robustvlm.errors import ConfigError
@@ -53,9 +56,12 @@ from robustvlm.workflows.measure.robustness import fit_from_results, pair_benche
 from robustvlm.workflows.measure.task_signal import load_task_signal_config, run_task_signal
 from robustvlm.workflows.zoo.data import FASHION_CLASSES, training_pool
 
-SUITE = "fashion-test"
+SUITE, GRADED_SUITE = "fashion-test", "fashion-test-graded"
 REFERENCE = "clean"
 SHIFTS = ("rotated", "inverted", "coloured", "noisy")
+#: The graded-severity shifts of the same scans (`data.synth.graded`; severities fixed a priori).
+GRADED_SHIFTS = tuple(style for style in GRADED_STYLES if style != REFERENCE)
+ALL_SHIFTS = (*SHIFTS, *GRADED_SHIFTS)
 QUESTION = GENERATIVE_PROMPTS[0]  # the question the zoo's VLMs answer on their held-out split
 DUAL, VLM, EMBED = "dual-encoder", "vlm", "embedding"
 
@@ -137,15 +143,17 @@ def zoo_members(plan: Plan) -> list[ZooMember]:
 
 
 def prepare_questions(out: Path, per_class: int) -> dict[str, Path]:
-    """The suite (reused when present) and one 10-way question file per style, reference first."""
-    root = synthesize_suite(out / "data" / SUITE, SUITE, per_class)
-    examples = load_examples(root, fmt="folder", instruction_template=QUESTION, verbose=False)
+    """The two suites (reused when present) and one 10-way question file per style, reference
+    first: `fashion-test`'s styles, then `fashion-test-graded`'s shifts (the same scans)."""
     benches = {}
-    for style in (REFERENCE, *SHIFTS):
-        questions = build_questions([ex for ex in examples if ex.env == style], k=len(FASHION_CLASSES),
-                                    distractors="random", seed=DATA_SEED, prompt=QUESTION)
-        benches[style] = out / "questions" / f"{style}.jsonl"
-        write_questions(questions, benches[style])
+    for suite, styles in ((SUITE, (REFERENCE, *SHIFTS)), (GRADED_SUITE, GRADED_SHIFTS)):
+        root = synthesize_suite(out / "data" / suite, suite, per_class)
+        examples = load_examples(root, fmt="folder", instruction_template=QUESTION, verbose=False)
+        for style in styles:
+            questions = build_questions([ex for ex in examples if ex.env == style], k=len(FASHION_CLASSES),
+                                        distractors="random", seed=DATA_SEED, prompt=QUESTION)
+            benches[style] = out / "questions" / f"{style}.jsonl"
+            write_questions(questions, benches[style])
     return benches
 
 
@@ -219,7 +227,7 @@ def question_outcomes(out: Path, members: Sequence[ZooMember]) -> dict[str, dict
     for m in members:
         folder = out / "scores" / model_slug(m.model)
         rows = {style: sorted(read_jsonl(folder / f"{style}.jsonl"), key=lambda r: (str(r["id"]), r["rotation"]))
-                for style in (REFERENCE, *SHIFTS)}
+                for style in (REFERENCE, *ALL_SHIFTS)}
         outcomes[m.name] = {style: np.array([bool(r["correct"]) for r in rs]) for style, rs in rows.items()}
     return outcomes
 
@@ -280,7 +288,7 @@ def run_zoo_robustness(out_dir: str | Path, *, quick: bool = False, members: Seq
     print(f"scoring {len(measured)} members on {len(benches)} styles", flush=True)
     results_csv = score_members(out, measured, benches)
     by_style = question_outcomes(out, measured)
-    shifts = {shift: analyse_shift(out, results_csv, shift, measured, plan.n_boot, by_style) for shift in SHIFTS}
+    shifts = {shift: analyse_shift(out, results_csv, shift, measured, plan.n_boot, by_style) for shift in ALL_SHIFTS}
     model, lifts = task_signal_lifts(out, plan)
     results = ZooRobustnessResults(
         quick=quick, seconds=round(time.perf_counter() - t0, 1), suite=SUITE, reference=REFERENCE,
