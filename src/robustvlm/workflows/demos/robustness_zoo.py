@@ -8,7 +8,7 @@ type of object is in this photo?" (every class an option, in a seeded random ord
 for a scan in every style) -> the members (`Plan`): the zoo's dual encoders zero-shot (similarity
 with a template ensemble), its VLMs by option log-likelihood, and embedding models trained from
 a zoo VLM with `embed train` on training-split pictures (VQA pairs: question -> class name) ->
-per shift: the probit line over every member (r^2), the dual encoders' line and every model's
+per shift: the probit line over every member (r^2) and over the members above chance, the dual encoders' line and every model's
 effective robustness (ER) against it, the VLMs' mean ER and each tower-sharing VLM's ER over its
 own tower with bootstrap intervals (models and questions resampled; `analysis.effective_robustness`)
 -> the task-signal experiment (`robustness task-signal`) with a zoo VLM as the frozen base.
@@ -33,9 +33,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from scipy.stats import binomtest
 
 from robustvlm.analysis.effective_robustness import ErEstimate, er_estimate
-from robustvlm.analysis.robustness import fit_robustness
+from robustvlm.analysis.robustness import LineFit, ModelPoint, fit_line, fit_robustness
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.config import EmbedRunConfig, validate_config
 from robustvlm.data.loaders import load_examples
@@ -48,7 +49,13 @@ from robustvlm.models.zoo_recipes import ZOO_PREFIX, recipe, resolve_model_name
 from robustvlm.multiple_choice.build import build_questions, write_questions
 from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
 from robustvlm.report.page import write_page
-from robustvlm.report.robustness_zoo import ZooMember, ZooRobustnessResults, ZooShift, report_blocks
+from robustvlm.report.robustness_zoo import (
+    ABOVE_CHANCE_P,
+    ZooMember,
+    ZooRobustnessResults,
+    ZooShift,
+    report_blocks,
+)
 from robustvlm.runs import claim_run_folder, read_jsonl, write_jsonl
 from robustvlm.workflows.embed.train import embed_train
 from robustvlm.workflows.mc_eval import evaluate_models, model_slug, write_results
@@ -101,7 +108,7 @@ FULL = Plan(
     per_class=20,
     embed_images=2000,
     task_signal_base="idefics3-siglip-m",
-    task_signal=("seeds=[0]", "budgets=[10,20,40,80]", "n_boot=1000"),
+    task_signal=("seeds=[0]", "n_boot=1000"),  # the built-in budgets (100, 200, 400 steps), one seed
     n_boot=1000,
 )
 QUICK = Plan(
@@ -232,6 +239,16 @@ def question_outcomes(out: Path, members: Sequence[ZooMember]) -> dict[str, dict
     return outcomes
 
 
+def above_chance_line(points: Sequence[ModelPoint], k: int = len(FASHION_CLASSES)) -> LineFit | None:
+    """The probit line over the members whose reference accuracy is above chance 1/`k` (one-sided
+    binomial test, p < ABOVE_CHANCE_P; scipy's `binomtest`); None when fewer than two are."""
+    above = [p for p in points
+             if binomtest(round(p.acc_ref * p.n_ref), p.n_ref, 1 / k, alternative="greater").pvalue < ABOVE_CHANCE_P]
+    if len(above) < 2:
+        return None
+    return fit_line([p.acc_ref for p in above], [p.acc_shift for p in above])
+
+
 def analyse_shift(out: Path, results_csv: Path, shift: str, members: Sequence[ZooMember], n_boot: int,
                   by_style: dict[str, dict[str, np.ndarray]]) -> ZooShift:
     """One shift: the line over every member, the dual encoders' line (fits/<shift>/), the VLMs'
@@ -250,6 +267,7 @@ def analyse_shift(out: Path, results_csv: Path, shift: str, members: Sequence[Zo
     return ZooShift(
         shift=shift,
         all_members=fit_robustness(points, ref=REFERENCE, shift=shift, n_boot=n_boot),
+        above_chance=above_chance_line(points),
         dual_line=dual_line,
         vlm_er=against_duals([m.name for m in members if m.group == VLM]),
         embed_er=against_duals([m.name for m in members if m.group == EMBED]),
