@@ -108,7 +108,7 @@ FULL = Plan(
     per_class=20,
     embed_images=2000,
     task_signal_base="idefics3-siglip-m",
-    task_signal=("seeds=[0]", "n_boot=1000"),  # the built-in budgets (100, 200, 400 steps), one seed
+    task_signal=("n_boot=1000",),  # the built-in seeds (0, 1) and budgets (100, 200, 400 steps)
     n_boot=1000,
 )
 QUICK = Plan(
