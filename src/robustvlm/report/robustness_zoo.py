@@ -205,7 +205,8 @@ def report_blocks(results: ZooRobustnessResults) -> list[Block]:
         Paragraph(
             f"{len(results.members)} models scored on {results.n_questions} {results.k_options}-way questions per "
             f"style (chance {results.chance:.0%}) about scans of the `{results.suite}` suite (Fashion-MNIST's "
-            "test split only; the zoo pretrained on the training split): dual encoders zero-shot by similarity, "
+            "test split only; the zoo pretrained on the training split), the graded shifts' from the same scans "
+            "(`fashion-test-graded`): dual encoders zero-shot by similarity, "
             "VLMs by option log-likelihood, embedding models (`embed train` from a zoo VLM) by similarity. "
             "Effective robustness (ER) is a model's shifted accuracy minus the dual encoders' line at its "
             f"`{results.reference}` accuracy; intervals are 95% bootstrap percentiles over the line's models, "
