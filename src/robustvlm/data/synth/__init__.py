@@ -5,7 +5,7 @@
 `tasks`, `spurious`, `digits`, `fashion-spurious` and `fashion-tasks` are instruction benchmarks (OUT/data.jsonl,
 OUT/images/, OUT/manifest.json); `preferences` writes preference pairs in the same layout of
 files (see `preferences`); `domains` is an image-folder suite
-(OUT/{shapes,digits}/DOMAIN/CLASS/*.png, OUT/manifest.json); `mnist`, `fashion` and `fashion-test` are image-folder
+(OUT/{shapes,digits}/DOMAIN/CLASS/*.png, OUT/manifest.json); `mnist`, `fashion`, `fashion-test` and `fashion-test-graded` are image-folder
 suites of real scans (OUT/DOMAIN/CLASS/*.png; see `real`), whose sources are installed, never
 downloaded (`data.real_images`).
 """
@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 
 from robustvlm.data.synth import digits, domains, fashion_tasks, preferences, real, spurious, tasks
+from robustvlm.data.synth.graded import GRADED_STYLES
 from robustvlm.errors import ConfigError
 
 
@@ -111,6 +112,13 @@ BENCHMARKS: dict[str, Benchmark] = {
             "pretraining): clean, rotated, inverted, coloured, noisy; 64x64",
             real.build_fashion_test,
             (*domains.FASHION_STYLES, "manifest.json"),
+        ),
+        Benchmark(
+            "fashion-test-graded",
+            "`fashion-test`'s scans, clean and under graded-severity shifts (held out of the model "
+            "zoo's pretraining): clean, rotated-small, tinted, low-contrast, blurred, shifted, noisier; 64x64",
+            real.build_fashion_test_graded,
+            (*GRADED_STYLES, "manifest.json"),
         ),
         Benchmark(
             "fashion-spurious",
