@@ -77,6 +77,16 @@ figures: install
 		zoo-robustness-fits=figures/robustness_zoo zoo-robustness-er=figures/robustness_zoo zoo-task-signal=figures/robustness_zoo
 	$(BIN)/robustvlm demo tasks --zoo --out figures/tasks_zoo
 	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-tasks.md zoo-tasks=figures/tasks_zoo zoo-tasks-envs=figures/tasks_zoo
+	$(BIN)/robustvlm data synth --benchmark fashion-test --out figures/fashion-test --n-per-env 20
+	mkdir -p figures/fashion-clean-rotated && for d in clean rotated; do ln -sfn ../fashion-test/$$d figures/fashion-clean-rotated/$$d; done
+	for m in llava-clip-m llava-clip-m-icl; do \
+		$(BIN)/robustvlm icl defined-labels --model zoo:$$m --data figures/fashion-test --out figures/defined_$$m --resume && \
+		$(BIN)/python -m robustvlm.report.figures docs/results/zoo-in-context.md icl-defined-labels:$$m=figures/defined_$$m || exit 1; \
+	done
+	$(BIN)/robustvlm icl eval --model zoo:llava-clip-m-icl --data figures/fashion-clean-rotated --out figures/icl_llava-clip-m-icl \
+		--shots 0,1,2 --demos random,same-domain,cross-domain --n-per-domain 100 --seed 0 --resume
+	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-in-context.md icl-domains:llava-clip-m-icl=figures/icl_llava-clip-m-icl \
+		icl-gain:llava-clip-m-icl=figures/icl_llava-clip-m-icl icl-shift-cost:llava-clip-m-icl=figures/icl_llava-clip-m-icl
 
 # Real-size costs on this CPU (random-weight SmolVLM-256M, `real:` models): training steps of ERM,
 # Dynamic BIRM and IRMv1, shared-prefix scoring, generation. Long on 2 shared cores: see

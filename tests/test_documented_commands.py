@@ -139,6 +139,15 @@ NOT_RUN = {
         "needs the full zoo's member (zoo build, tens of minutes) and 5 min; icl eval runs on tiny:idefics3 above",
     "robustvlm diagnose --model zoo:llava-clip-m --data data/fashion-test --out runs/diagnose_llava --descriptions configs/descriptions/fashion.yaml --shots 1 --n-per-domain 100":
         "needs the full zoo's member (zoo build, tens of minutes); diagnose runs on tiny:idefics3 above",
+    "robustvlm zoo build --members llava-clip-m-icl":
+        "needs zoo:llava-clip-m built and about 13 CPU-minutes more; the defined-label sequences and the init path "
+        "are tested in tests/workflows/test_zoo_context.py",
+    "robustvlm data synth --benchmark fashion-test --out figures/fashion-test --n-per-env 20":
+        "needs Debian's dataset-fashion-mnist; the suite is built and checked in tests/data/synth/test_real.py",
+    "robustvlm icl defined-labels --model zoo:llava-clip-m-icl --data figures/fashion-test --out figures/defined_llava-clip-m-icl":
+        "needs the full zoo's member; icl defined-labels runs on tiny:llava in tests/workflows/measure/test_defined_labels.py",
+    "robustvlm icl eval --model zoo:llava-clip-m-icl --data figures/fashion-clean-rotated --out figures/icl_llava-clip-m-icl --shots 0,1,2 --demos random,same-domain,cross-domain --n-per-domain 100 --seed 0":
+        "needs the full zoo's member and the suite's links (make figures); icl eval runs on tiny:idefics3 above",
 }
 def test_every_documented_line_is_classified():
     unknown = [c for c in documented_commands() if c not in RUNS and c not in NOT_RUN and not _needs_outputs(c)]

@@ -16,6 +16,7 @@ from robustvlm.report.figures import (
     FIGURES,
     MATRIX_FIGURES,
     OWN_TEST_FIGURES,
+    RUN_FILES,
     read_figure,
     render,
     update,
@@ -42,7 +43,7 @@ def quick_runs(tmp_path_factory) -> dict[str, Path]:
     return runs
 
 
-@pytest.mark.parametrize("name", sorted(set(FIGURES) - set(MATRIX_FIGURES) - set(OWN_TEST_FIGURES)))
+@pytest.mark.parametrize("name", sorted(set(FIGURES) - set(MATRIX_FIGURES) - set(OWN_TEST_FIGURES) - set(RUN_FILES)))
 def test_quick_figures_in_the_docs_are_what_the_code_produces(name, quick_runs):
     documented = read_figure(QUICK.read_text(encoding="utf-8"), name)
     assert render(name, quick_runs[name]) == documented, (
@@ -52,9 +53,9 @@ def test_quick_figures_in_the_docs_are_what_the_code_produces(name, quick_runs):
 
 def test_every_figure_has_its_block_in_the_results_pages():
     readme = "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs" / "results").glob("*.md")))
-    for name in set(FIGURES) - set(MATRIX_FIGURES):
+    for name in set(FIGURES) - set(MATRIX_FIGURES) - set(RUN_FILES):
         assert read_figure(readme, name).startswith("| ")
-    for name in MATRIX_FIGURES:  # one block per `rm matrix` run, tagged
+    for name in (*MATRIX_FIGURES, *RUN_FILES):  # one block per run (`rm matrix`, a measurement), tagged
         tags = re.findall(rf"<!-- figure:({re.escape(name)}:[\w-]+) -->", readme)
         assert tags and all(read_figure(readme, tag).startswith("| ") for tag in tags)
 

@@ -45,6 +45,25 @@ def _icl_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _icl_defined_labels(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.measure.defined_labels import run_defined_labels
+
+    run_defined_labels(
+        args.model,
+        args.data,
+        args.out,
+        query_domain=args.query_domain,
+        demo_domains=tuple(args.demo_domains.split(",")) if args.demo_domains else None,
+        ways=args.ways,
+        shots=args.shots,
+        trials=args.trials,
+        seed=args.seed,
+        resume=args.resume,
+    )
+    print((Path(args.out) / "defined_labels.md").read_text())
+    return 0
+
+
 def _diagnose(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.diagnose import run_diagnosis
 
@@ -90,6 +109,27 @@ def add_icl(sub: SubParsers) -> None:
     add_decoding_options(ie, max_new_tokens=ICL_MAX_NEW_TOKENS)
     add_served_options(ie)
     ie.set_defaults(func=_icl_eval)
+    _add_defined_labels(icl_sub)
+
+
+def _add_defined_labels(icl_sub: SubParsers) -> None:
+    dl = icl_sub.add_parser(
+        "defined-labels",
+        help="accuracy when only the demonstrations define the answer words (alpha, beta, ...), "
+        "with demonstrations of each domain and with none",
+    )
+    dl.add_argument("--model", required=True, help="a local model folder, hub name or zoo:NAME")
+    dl.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/NNNN.png, item NNNN "
+                    "the same scan in every domain (data synth --benchmark fashion-test)")
+    dl.add_argument("--out", required=True)
+    dl.add_argument("--query-domain", default="clean", help="the domain of the query pictures")
+    dl.add_argument("--demo-domains", help="comma-separated demonstration domains (default: every domain)")
+    dl.add_argument("--ways", type=int_at_least(2), default=2, help="classes per trial (2-4; chance 1/ways)")
+    dl.add_argument("--shots", type=int_at_least(1), default=1, help="demonstrations per class")
+    dl.add_argument("--trials", type=int_at_least(1), default=200)
+    dl.add_argument("--seed", type=int_at_least(0), default=0)
+    dl.add_argument("--resume", action="store_true", help=RESUME_HELP)
+    dl.set_defaults(func=_icl_defined_labels)
 
 
 def add_diagnose(sub: SubParsers) -> None:

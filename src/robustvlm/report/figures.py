@@ -3,7 +3,8 @@
 A table in a document sits between `<!-- figure:NAME -->` and `<!-- /figure:NAME -->`; `FIGURES`
 says which demo's results.json makes it and how (a figure of several runs, in `GRIDS`, reads the
 results.json of every subfolder of its folder, in name order; a figure of an `rm matrix` run, in
-`MATRIX_FIGURES`, reads that run's matrix.json and sfc.json). A name may carry a tag after a colon
+`MATRIX_FIGURES`, reads that run's matrix.json and sfc.json; a figure of a measurement command's
+output folder, in `RUN_FILES`, reads the file named there: a .jsonl file as {"records": its rows}). A name may carry a tag after a colon
 (`rm-seeds:cue70`), so that one document holds the same figure of several runs. `make figures` runs the full demos and rewrites
 the Results pages' tables (docs/results/); `docs/quick_figures.md` holds the same tables from the `--quick` variants,
 which a test regenerates and compares, so a change that moves a figure shows up at once.
@@ -24,6 +25,12 @@ from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.analysis.study import StudyResults
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.linear.results import InvarianceResults
+from robustvlm.report.icl_gain import (
+    defined_labels_table,
+    icl_domains_table,
+    icl_gain_table,
+    icl_shift_cost_table,
+)
 from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
 from robustvlm.report.ladder import summary_table
 from robustvlm.report.page import Table
@@ -43,6 +50,7 @@ from robustvlm.report.robustness_zoo import (
 )
 from robustvlm.report.study_report import per_env_table, table1
 from robustvlm.report.tables import markdown_table
+from robustvlm.runs import read_jsonl
 
 
 def _ladder_cells(vlm: bool) -> Callable[[Mapping], Table]:
@@ -104,6 +112,10 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "zoo-task-signal": ("demo robustness --zoo", _zoo(task_signal_table)),
     "zoo-tasks": ("demo tasks --zoo", lambda results: _study_table1(StudyResults.from_dict(results))),
     "zoo-tasks-envs": ("demo tasks --zoo", lambda results: per_env_table(StudyResults.from_dict(results), "exact")),
+    "icl-domains": ("icl eval", lambda results: icl_domains_table(results["rows"])),
+    "icl-gain": ("icl eval", lambda results: icl_gain_table(results["records"])),
+    "icl-shift-cost": ("icl eval", lambda results: icl_shift_cost_table(results["records"])),
+    "icl-defined-labels": ("icl defined-labels", defined_labels_table),
 }
 GRIDS = ("invariance-spread",)
 """Figures made from several runs: their folder holds one demo output folder per run."""
@@ -115,6 +127,9 @@ need the quick zoo built)."""
 MATRIX_FIGURES = ("rm-seeds", "rm-runs")
 """Figures of an `rm matrix` output folder: {"matrix": matrix.json, "proxy": sfc.json's
 shortcut_aware entry}."""
+RUN_FILES = {"icl-domains": "icl_results.json", "icl-gain": "icl_predictions.jsonl",
+             "icl-shift-cost": "icl_predictions.jsonl", "icl-defined-labels": "defined_labels.json"}
+"""Figures of a measurement command's output folder: the file each reads."""
 
 
 def _matrix_results(folder: Path) -> dict:
@@ -124,6 +139,15 @@ def _matrix_results(folder: Path) -> dict:
         raise ConfigError(f"{', '.join(missing)} not found: run `robustvlm rm matrix` into {folder} first")
     matrix, sfc = (json.loads(p.read_text(encoding="utf-8")) for p in paths)
     return {"matrix": matrix, "proxy": sfc["shortcut_aware"]}
+
+
+def _run_file(path: Path, command: str) -> Mapping:
+    """A measurement command's output file (`RUN_FILES`): JSON, or JSONL as {"records": rows}."""
+    if not path.is_file():
+        raise ConfigError(f"{path} not found: run `robustvlm {command}` into {path.parent} first")
+    if path.suffix == ".jsonl":
+        return {"records": read_jsonl(path)}
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def render(name: str, results_dir: str | Path) -> str:
@@ -140,6 +164,8 @@ def _results(name: str, demo: str, results_dir: Path) -> Mapping:
     """What figure `name` is made from (module doc): one results.json, a grid's, or an rm matrix's."""
     if name in MATRIX_FIGURES:
         return _matrix_results(results_dir)
+    if name in RUN_FILES:
+        return _run_file(results_dir / RUN_FILES[name], demo)
     if name in GRIDS:
         paths = sorted(results_dir.glob("*/results.json"))
         if not paths:

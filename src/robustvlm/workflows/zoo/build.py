@@ -35,6 +35,8 @@ from robustvlm.runs import atomic_folder
 from robustvlm.workflows.zoo.card import render_card
 from robustvlm.workflows.zoo.data import training_pool
 from robustvlm.workflows.zoo.members import (
+    CONTEXT_TRIALS,
+    defined_label_accuracy,
     fresh_model,
     heldout_accuracy,
     load_stage,
@@ -98,6 +100,8 @@ def build_member(r: Recipe) -> Built:
     final = member_dir(r)
     if r.tower.startswith(ZOO_PREFIX):
         build_member(recipe(r.tower[len(ZOO_PREFIX):]))
+    if r.init_member is not None:
+        build_member(recipe(r.init_member))
     final.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(final.with_name(f".{final.name}.lock")):
         if (final / MEMBER_FILE).is_file():
@@ -133,6 +137,9 @@ def _build_unlocked(r: Recipe, final: Path) -> Built:
         "heldout_accuracy": heldout_accuracy(r, model, processor), "eval_images": r.eval_images,
         "n_train_images": len(training_pool(r.n_images, r.seed)),
     }
+    if r.defined_label_share > 0:
+        info["defined_label_accuracy"] = defined_label_accuracy(r, model, processor)
+        info["defined_label_trials"] = CONTEXT_TRIALS
     with atomic_folder(final) as tmp:
         shutil.copytree(previous, tmp)
         (tmp / STAGE_FILE).unlink()

@@ -31,8 +31,30 @@ def render_card(info: dict) -> str:
         "## Held-out accuracy", "",
         f"{info['heldout_accuracy']:.3f} on the 10-way Fashion-MNIST question over the first "
         f"{info['eval_images']} test-split images (chance 0.100), {method}.", "",
+        *_context_check(info),
         "## Loading", "",
         f"`transformers.{LOADERS[dual]}.from_pretrained(folder)` and `AutoProcessor.from_pretrained(folder)`; "
         f"in robustvlm, `zoo:{info['name']}` wherever a model is named.", "",
     ]
     return "\n".join(lines)
+
+
+def _context_check(info: dict) -> list[str]:
+    """The card's defined-label section, when the build ran the check."""
+    scores = info.get("defined_label_accuracy")
+    if not scores:
+        return []
+    return [
+        "## Defined-label accuracy (in-context check)", "",
+        "One demonstration picture of each of N classes, labelled with words drawn per trial "
+        "(alpha, beta, gamma, delta), then a query picture of one of them; pictures from the same "
+        f"{info['eval_images']} test-split images; the allowed word of largest log-likelihood; "
+        "0-shot: the same question without demonstrations.", "",
+        "| ways | trials | accuracy | 0-shot | chance |", "|---|---|---|---|---|",
+        *(f"| {ways} | {info['defined_label_trials']} | {scores[f'{ways}-way']:.3f} | "
+          f"{scores[f'{ways}-way 0-shot']:.3f} | {1 / ways:.3f} |" for ways in _ways(scores)), "",
+    ]
+
+
+def _ways(scores: dict) -> list[int]:
+    return sorted(int(k.split("-")[0]) for k in scores if k.endswith("-way"))

@@ -10,7 +10,11 @@ drawn as the `fashion` suite's `clean` domain draws it (a 64x64 RGB frame, the s
   <class>" (the form `mc eval` scores), open questions answered by a class name, groups of
   classes, yes/no questions, comparisons of two pictures, and interleaved sequences of 1-3
   demonstrations then a query (the form `icl` prompts), each a `ChatSample` for
-  `ChatSampleCollator`.
+  `ChatSampleCollator`;
+- defined-label sequences (`defined_label_sample`): one demonstration of each of 2-4 classes,
+  labelled with words drawn per sequence (`LABEL_WORDS`), then a query picture of one of them:
+  the answer is defined only by the demonstrations; `context_tuning_sample` mixes them with the
+  instruction samples.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ GROUPS = {
     "other": ("trouser", "dress", "bag"),
 }
 GROUP_OF = {c: g for g, members in GROUPS.items() for c in members}
+#: Answer words that only demonstrations define (no class is named so in any other sample).
+LABEL_WORDS = ("alpha", "beta", "gamma", "delta")
 DESCRIBE = ("Describe the picture.", "What does the image show?", "Caption this image.")
 SOURCE = "Fashion-MNIST training split"
 
@@ -189,15 +195,56 @@ def _interleaved(pool: ImagePool, rng: np.random.Generator, uid: str) -> ChatSam
     labels = [int(pool.labels[i]) for i in indices]
     names = [FASHION_CLASSES[c] for c in labels]
     if rng.random() < 1 / 3:
-        words = rng.permutation(["alpha", "beta", "gamma", "delta"])
+        words = rng.permutation(list(LABEL_WORDS))
         mapping = {c: str(words[j % len(words)]) for j, c in enumerate(dict.fromkeys(labels))}
         names = [mapping[c] for c in labels]
     question = f"{rng.choice(QUESTIONS)} Answer with one of: {', '.join(dict.fromkeys(sorted(set(names))))}."
+    return ChatSample(uid, demonstration_messages(question, names[:-1]), [pool.picture(i) for i in indices],
+                      names[-1])
+
+
+def demonstration_messages(question: str, demo_answers: Sequence[str]) -> list[dict]:
+    """A user turn (one picture + `question`) and the assistant's answer per demonstration, then
+    the query's user turn (one picture + `question`)."""
     messages: list[dict] = []
-    for name in names[:-1]:
-        messages += [user_turn(question), assistant_turn(name)]
-    messages.append(user_turn(question))
-    return ChatSample(uid, messages, [pool.picture(i) for i in indices], names[-1])
+    for answer in demo_answers:
+        messages += [user_turn(question), assistant_turn(answer)]
+    return [*messages, user_turn(question)]
+
+
+def defined_label_question(words: Sequence[str], rng: np.random.Generator | None = None) -> str:
+    """The question of a defined-label sequence: a random `QUESTIONS` entry (the first without
+    `rng`) and the allowed answers, the words in sorted order."""
+    asked = QUESTIONS[0] if rng is None else str(rng.choice(QUESTIONS))
+    return f"{asked} Answer with one of: {', '.join(sorted(words))}."
+
+
+def defined_label_sample(pool: ImagePool, rng: np.random.Generator, uid: str) -> ChatSample:
+    """One demonstration of each of 2-4 distinct classes in random order, each labelled with its
+    own word of `LABEL_WORDS` (a fresh random mapping per sequence), then a query picture of one of
+    those classes (never a demonstration's own picture): only the demonstrations tell which word
+    answers it. `meta`: the class -> word mapping, the demonstrations' classes in order and the
+    query's class."""
+    n_ways = int(rng.integers(2, len(LABEL_WORDS) + 1))
+    classes = [int(c) for c in rng.choice(len(FASHION_CLASSES), n_ways, replace=False)]
+    words = [str(w) for w in rng.permutation(list(LABEL_WORDS))[:n_ways]]
+    demos = [pool.draw(rng, c) for c in classes]
+    asked = int(rng.integers(n_ways))
+    query = pool.draw(rng, classes[asked])
+    while query == demos[asked]:
+        query = pool.draw(rng, classes[asked])
+    order = rng.permutation(n_ways)
+    messages = demonstration_messages(defined_label_question(words, rng), [words[j] for j in order])
+    return ChatSample(uid, messages, [pool.picture(demos[j]) for j in order] + [pool.picture(query)], words[asked],
+                      meta={"mapping": dict(zip(classes, words)), "demo_classes": [classes[j] for j in order],
+                            "query_class": classes[asked]})
+
+
+def context_tuning_sample(pool: ImagePool, rng: np.random.Generator, uid: str, share: float) -> ChatSample:
+    """A defined-label sequence with probability `share`, else an `instruction_sample`."""
+    if rng.random() < share:
+        return defined_label_sample(pool, rng, uid)
+    return instruction_sample(pool, rng, uid)
 
 
 class ChatSampleCollator(VLMCollator):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +33,15 @@ from transformers import AutoModel, AutoProcessor, PreTrainedModel
 
 from robustvlm.data.real_images import FASHION_CLASSES
 from robustvlm.errors import ConfigError
+from robustvlm.evaluation.defined_labels import draw_trials, score_trials
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.loglik import option_logliks
 from robustvlm.models.text_encoder import tower_text_embeddings
 from robustvlm.models.tiny import build_tiny_vlm
 from robustvlm.models.tiny_clip import MAX_TEXT_LENGTH, TowerSizes, build_tiny_dual_encoder
 from robustvlm.models.vision import VisionTowerEmbedder
-from robustvlm.models.zoo_recipes import Recipe, resolve_model_name
+from robustvlm.models.zoo_recipes import ZOO_PREFIX, Recipe, resolve_model_name
+from robustvlm.models.zoo_recipes import recipe as recipe_of
 from robustvlm.multiple_choice.generative import option_continuations
 from robustvlm.workflows.zoo.data import (
     CAPTION_TEMPLATES,
@@ -46,6 +49,7 @@ from robustvlm.workflows.zoo.data import (
     ImagePool,
     alignment_sample,
     caption,
+    context_tuning_sample,
     heldout_pool,
     instruction_sample,
     ten_way_question,
@@ -65,7 +69,13 @@ def stages(recipe: Recipe) -> list[tuple[str, int]]:
 
 
 def fresh_model(recipe: Recipe) -> tuple[PreTrainedModel, Any]:
-    """The member's untrained model (VLM: with its zoo tower copied in) and processor."""
+    """The member's untrained model (VLM: with its zoo tower copied in) and processor; with
+    `init`, the weights and processor of that built zoo member."""
+    if recipe.init_member is not None:
+        start = recipe_of(recipe.init_member)
+        if start.arch != recipe.arch:
+            raise ConfigError(f"zoo member {recipe.name}: init {recipe.init} is a {start.arch}, not a {recipe.arch}")
+        return load_vlm(resolve_model_name(ZOO_PREFIX + recipe.init_member))
     if not recipe.is_vlm:
         sizes = TowerSizes(recipe.width, recipe.depth, recipe.vision_width, recipe.vision_depth,
                            recipe.image_size, recipe.patch_size, projection_dim=recipe.width)
@@ -168,6 +178,8 @@ def stage_loss(
 
     collate = ChatSampleCollator(processor, {})
     make = alignment_sample if stage == "align" else instruction_sample
+    if stage == "tune" and recipe.defined_label_share > 0:
+        make = partial(context_tuning_sample, share=recipe.defined_label_share)
 
     def language_modelling(rng: np.random.Generator) -> torch.Tensor:
         batch = collate([make(pool, rng, f"s{i}") for i in range(recipe.batch_size)])
@@ -196,3 +208,27 @@ def heldout_accuracy(recipe: Recipe, model: torch.nn.Module, processor: Any) -> 
             for p in pictures
         ])
     return float((predictions == pool.labels).mean())
+
+
+#: The card's defined-label check: trials per way count, and the way counts (chance 1 / ways).
+CONTEXT_TRIALS = 200
+CONTEXT_WAYS = (2, 4)
+
+
+def defined_label_accuracy(recipe: Recipe, model: torch.nn.Module, processor: Any) -> dict[str, float]:
+    """Defined-label accuracy (`evaluation.defined_labels`) on the first `eval_images` test-split
+    pictures, one demonstration per class: {"<ways>-way": accuracy} per `CONTEXT_WAYS`, and
+    {"<ways>-way 0-shot": accuracy} with no demonstration (chance, as a check)."""
+    pool = heldout_pool(recipe.eval_images)
+    by_class = [np.flatnonzero(pool.labels == c) for c in range(len(FASHION_CLASSES))]
+
+    def picture(c: int, i: int) -> Any:
+        return pool.picture(int(by_class[c][i]))
+
+    scores: dict[str, float] = {}
+    for ways in CONTEXT_WAYS:
+        trials = draw_trials([len(b) for b in by_class], CONTEXT_TRIALS, n_ways=ways, seed=recipe.seed)
+        for with_demos, label in ((True, f"{ways}-way"), (False, f"{ways}-way 0-shot")):
+            records = score_trials(model, processor, trials, picture, picture, with_demos=with_demos)
+            scores[label] = float(np.mean([r["correct"] for r in records]))
+    return scores
