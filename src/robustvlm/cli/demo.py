@@ -54,6 +54,15 @@ def _demo(args: argparse.Namespace) -> int:
         run_ladder_demo(args.out or ("demo_ladder_quick" if args.quick else "demo_ladder"), quick=args.quick,
                         inferred_envs=args.inferred_envs)
         return 0
+    if args.overrides[:1] == ["reward"] and args.zoo:
+        from robustvlm.workflows.demos.reward_zoo import run_zoo_reward
+
+        member = args.members.strip() if args.members else None
+        if member and "," in member:
+            raise ConfigError(f"demo reward --zoo: --members takes one zoo VLM, not {member!r}")
+        run_zoo_reward(args.out or ("demo_reward_zoo_quick" if args.quick else "demo_reward_zoo"),
+                       quick=args.quick, member=member)
+        return 0
     if args.overrides[:1] == ["reward"]:
         from robustvlm.workflows.demos.reward import run_reward_demo
 
@@ -101,10 +110,13 @@ def add_demo(sub: SubParsers) -> None:
     dm.add_argument("--zoo", action="store_true",
                     help="demo robustness: over the model zoo's pretrained members (`zoo build` first; `--quick`: "
                     "its quick members) on Fashion-MNIST test-split scans, with the task-signal experiment on a "
-                    "zoo tower; default --out demo_robustness_zoo[_quick]")
+                    "zoo tower; default --out demo_robustness_zoo[_quick]. demo reward: the reward ladder's "
+                    "full and frozen-head rungs started from a pretrained zoo VLM (zoo:idefics3-siglip-m; "
+                    "`--quick`: zoo:quick-idefics3) on Fashion-MNIST preference pairs with the same text "
+                    "shortcuts, SFC weights per step; default --out demo_reward_zoo[_quick]")
     dm.add_argument("--members", metavar="NAMES",
                     help="demo robustness --zoo: measure only these zoo members (comma-separated; a reduced zoo: "
-                    ">= 2 dual encoders and a VLM)")
+                    ">= 2 dual encoders and a VLM); demo reward --zoo: the one zoo VLM to start from")
     dm.add_argument("--inferred-envs", action="store_true",
                     help="demo ladder: also infer environments from data (EIIL, loss split, k-means) on the "
                     "pixel rung and train IRMv1 / Dynamic BIRM on them")
