@@ -29,6 +29,23 @@ def _demo_robustness(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo_reward(args: argparse.Namespace) -> int:
+    """`demo reward`: from the demo's fine-tuned tiny policy, or from a pretrained zoo VLM (`--zoo`)."""
+    if args.zoo:
+        from robustvlm.workflows.demos.reward_zoo import run_zoo_reward
+
+        member = args.members.strip() if args.members else None
+        if member and "," in member:
+            raise ConfigError(f"demo reward --zoo: --members takes one zoo VLM, not {member!r}")
+        run_zoo_reward(args.out or ("demo_reward_zoo_quick" if args.quick else "demo_reward_zoo"),
+                       quick=args.quick, member=member)
+        return 0
+    from robustvlm.workflows.demos.reward import run_reward_demo
+
+    run_reward_demo(args.out or ("demo_reward_quick" if args.quick else "demo_reward"), quick=args.quick)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     if args.overrides[:1] in (["robustness"], ["ladder"]):
         require("data", f"demo {args.overrides[0]} (its real MNIST digits)")
@@ -54,20 +71,8 @@ def _demo(args: argparse.Namespace) -> int:
         run_ladder_demo(args.out or ("demo_ladder_quick" if args.quick else "demo_ladder"), quick=args.quick,
                         inferred_envs=args.inferred_envs)
         return 0
-    if args.overrides[:1] == ["reward"] and args.zoo:
-        from robustvlm.workflows.demos.reward_zoo import run_zoo_reward
-
-        member = args.members.strip() if args.members else None
-        if member and "," in member:
-            raise ConfigError(f"demo reward --zoo: --members takes one zoo VLM, not {member!r}")
-        run_zoo_reward(args.out or ("demo_reward_zoo_quick" if args.quick else "demo_reward_zoo"),
-                       quick=args.quick, member=member)
-        return 0
     if args.overrides[:1] == ["reward"]:
-        from robustvlm.workflows.demos.reward import run_reward_demo
-
-        run_reward_demo(args.out or ("demo_reward_quick" if args.quick else "demo_reward"), quick=args.quick)
-        return 0
+        return _demo_reward(args)
     if args.overrides[:1] == ["tasks"]:
         from robustvlm.workflows.demos.finetune import run_demo
 

@@ -7,8 +7,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from robustvlm.analysis.sfc_steps import SIDES, pool_steps
-from robustvlm.report.plots import new_figure, save_figure
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
+from robustvlm.report.plots import new_figure, save_figure
+
+#: steps per row of the step table (results.json keeps every step)
+WINDOW_FULL, WINDOW_QUICK = 10, 2
 
 
 def _cell(value: float | None, scale: float = 1.0, digits: int = 2) -> str:

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from robustvlm.data.synth import digits, domains, preferences, preferences_fashion, real, spurious, tasks
+from robustvlm.data.synth import (
+    digits,
+    domains,
+    preferences,
+    preferences_fashion,
+    real,
+    spurious,
+    tasks,
+)
 from robustvlm.errors import ConfigError
 
 

@@ -13,7 +13,8 @@ The environments and their cues are `preferences`' (`preferences.cue_envs`, ever
 with the preference 90% of the time: `clause`, `long`, `short`, `plain`), placed by the same
 code, so the shortcut structure is the same; each record's `cue` says where the phrase went.
 
-Output: OUT/data.jsonl (the `preference` layout plus `truth` {class} and `cue`), OUT/images/,
+Output: OUT/data.jsonl (the `preference` layout plus `truth` {class, scan: its index in the
+test split} and `cue`), OUT/images/,
 OUT/manifest.json.
 """
 
@@ -26,7 +27,13 @@ import numpy as np
 
 from robustvlm.data.real_images import FASHION_CLASSES, load_fashion_mnist
 from robustvlm.data.synth.domains import FASHION_STYLES, scan_ink
-from robustvlm.data.synth.preferences import DEFAULT_TEST, DEFAULT_TRAIN, CueEnv, cue_envs, place_cue
+from robustvlm.data.synth.preferences import (
+    DEFAULT_TEST,
+    DEFAULT_TRAIN,
+    CueEnv,
+    cue_envs,
+    place_cue,
+)
 from robustvlm.data.synth.writer import env_rng, save_png, write_manifest
 from robustvlm.errors import ConfigError
 from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
@@ -54,7 +61,7 @@ def _pairs(env: CueEnv, split: str, seed: int, scans: np.ndarray, labels: np.nda
         chosen, rejected_text, cue = place_cue(env, fashion_statement(CLASSES[label]),
                                                fashion_statement(rejected), rng)
         rows.append((int(index), {"query": QUERY, "chosen": chosen, "rejected": rejected_text, "env": env.name,
-                                  "split": split, "truth": {"class": CLASSES[label]}, "cue": cue}))
+                                  "split": split, "truth": {"class": CLASSES[label], "scan": int(index)}, "cue": cue}))
     return rows
 
 

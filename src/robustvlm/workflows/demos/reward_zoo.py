@@ -25,81 +25,40 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from robustvlm.analysis.reward_matrix import MatrixResults, compare_labels
+from robustvlm.analysis.reward_matrix import compare_labels
 from robustvlm.analysis.sfc_steps import cue_side, sfc_steps
 from robustvlm.data.synth import synthesize
 from robustvlm.models.zoo_recipes import ZOO_PREFIX, resolve_model_name
 from robustvlm.report.page import Heading, Paragraph, write_page
 from robustvlm.report.reward_demo import ladder_blocks, linear_rung_blocks
 from robustvlm.report.reward_report import matrix_blocks
-from robustvlm.report.reward_zoo import sfc_step_blocks
+from robustvlm.report.reward_results import RewardZooPlan, RewardZooResults
+from robustvlm.report.reward_zoo import WINDOW_FULL, WINDOW_QUICK, sfc_step_blocks
 from robustvlm.reward.frozen_rung import frozen_rung
 from robustvlm.reward.linear_rung import linear_rung
 from robustvlm.reward.task import read_sfc_pairs
-from robustvlm.workflows.demos.reward import COMPARED, FROZEN_LR, cached_states, ladder_pairs, matrix_spec
+from robustvlm.workflows.demos.reward import (
+    COMPARED,
+    FROZEN_LR,
+    cached_states,
+    ladder_pairs,
+    matrix_spec,
+)
 from robustvlm.workflows.reward.matrix import logged_proxy, run_matrix
 
 BENCHMARK = "preferences-fashion"
-#: steps per row of the report's step table (results.json keeps every step)
-WINDOW_FULL, WINDOW_QUICK = 10, 2
-
-
-@dataclass(frozen=True)
-class RewardZooPlan:
-    """Sizes of one run: the zoo member, pairs per environment, seeds, reward-model steps, test
-    pairs per environment, parallel runs, rung 2's steps, rung 1's pairs and steps."""
-
-    member: str
-    n_per_env: int
-    seeds: tuple[int, ...]
-    rm_steps: int
-    test_per_env: int
-    jobs: int
-    frozen_steps: int
-    linear_n: int
-    linear_steps: int
 
 
 FULL_ZOO = RewardZooPlan("idefics3-siglip-m", n_per_env=300, seeds=(0, 1, 2), rm_steps=100, test_per_env=40,
                          jobs=2, frozen_steps=300, linear_n=2000, linear_steps=500)
 QUICK_ZOO = RewardZooPlan("quick-idefics3", n_per_env=24, seeds=(0,), rm_steps=4, test_per_env=4, jobs=1,
                           frozen_steps=20, linear_n=1000, linear_steps=300)
-
-
-@dataclass
-class RewardZooResults:
-    """What `demo reward --zoo` measured (results.json): the plan, wall seconds, the full models'
-    matrix and its shortcut-aware minus standard comparison, rung 1's rows, rung 2's output
-    (`frozen_rung`), rung 3's logged SFC weights (`logged_proxy`), and `steps`: the SFC weights per
-    step on the cue-failing and cue-agreeing pairs (`sfc_steps`, window 1), pooled over every
-    shortcut-aware run and per seed ("seed-N")."""
-
-    quick: bool
-    seconds: float
-    plan: dict[str, Any]
-    matrix: dict[str, Any]
-    comparison: dict[str, Any]
-    linear: dict[str, Any]
-    frozen: dict[str, Any]
-    full_proxy: dict[str, Any]
-    steps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> RewardZooResults:
-        return cls(**{**raw, "plan": dict(raw["plan"])})
-
-    @property
-    def results(self) -> MatrixResults:
-        return MatrixResults.from_dict(self.matrix)
 
 
 def prepare_fashion(out: Path, n_per_env: int) -> Path:
@@ -130,7 +89,7 @@ def run_zoo_reward(out_dir: str | Path, *, quick: bool = False, member: str | No
     torch.set_num_threads(1)
     plan = QUICK_ZOO if quick else FULL_ZOO
     if member:
-        plan = RewardZooPlan(**{**asdict(plan), "member": member})
+        plan = replace(plan, member=member)
     policy = Path(resolve_model_name(f"{ZOO_PREFIX}{plan.member}"))  # a clear error when not built
     out = Path(out_dir).absolute()
     t0 = time.perf_counter()
@@ -143,7 +102,7 @@ def run_zoo_reward(out_dir: str | Path, *, quick: bool = False, member: str | No
     frozen = frozen_rung(pairs, cached_states(out, policy, pairs), plan.seeds, steps=plan.frozen_steps, lr=FROZEN_LR)
     envs = matrix.results.train_envs
     results = RewardZooResults(
-        quick=quick, seconds=0.0, plan=asdict(plan), matrix=matrix.results.to_dict(),
+        quick=quick, seconds=0.0, plan=plan, matrix=matrix.results,
         comparison=compare_labels(matrix.results, *COMPARED), linear=linear, frozen=frozen,
         full_proxy=logged_proxy(out / "matrix", "shortcut_aware", list(plan.seeds), envs),
         steps=step_weights(out, data, plan, envs))
@@ -155,7 +114,7 @@ def run_zoo_reward(out_dir: str | Path, *, quick: bool = False, member: str | No
                         f"environment, tested on {plan.test_per_env} pairs of every environment, "
                         f"{len(plan.seeds)} seed(s). Wall time: {results.seconds:.0f} s."),
               *matrix_blocks(matrix.results, out, points=matrix.points), *linear_rung_blocks(linear),
-              *ladder_blocks(linear, frozen, {"matrix": results.matrix, "proxy": results.full_proxy},
+              *ladder_blocks(linear, frozen, results.full,
                              frozen_setup=f"{plan.frozen_steps} steps of 8 pairs, Adam at lr {FROZEN_LR}"),
               *sfc_step_blocks(results.steps, out, window=WINDOW_QUICK if quick else WINDOW_FULL)]
     md, html = write_page(blocks, out, title="robustvlm reward demo on a zoo member")
