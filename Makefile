@@ -75,6 +75,12 @@ figures: install
 	$(BIN)/robustvlm demo robustness --zoo --out figures/robustness_zoo
 	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-robustness.md zoo-robustness-members=figures/robustness_zoo \
 		zoo-robustness-fits=figures/robustness_zoo zoo-robustness-er=figures/robustness_zoo zoo-task-signal=figures/robustness_zoo
+	$(BIN)/robustvlm demo reward --zoo --out demo_reward_zoo
+	$(BIN)/robustvlm rm train configs/reward/zoo_warm.yaml --out runs/zoo_warm --resume
+	$(BIN)/robustvlm rm matrix configs/reward/matrix_zoo_warm.yaml --out runs/matrix_zoo_warm
+	$(BIN)/python -m robustvlm.report.figures docs/results/reward.md reward-zoo-matrix=demo_reward_zoo \
+		reward-zoo-ladder=demo_reward_zoo reward-zoo-ladder-sfc=demo_reward_zoo reward-zoo-runs=demo_reward_zoo \
+		reward-zoo-steps=demo_reward_zoo rm-seeds:zoo-warm=runs/matrix_zoo_warm rm-runs:zoo-warm=runs/matrix_zoo_warm
 
 # Real-size costs on this CPU (random-weight SmolVLM-256M, `real:` models): training steps of ERM,
 # Dynamic BIRM and IRMv1, shared-prefix scoring, generation. Long on 2 shared cores: see
@@ -108,4 +114,4 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) site demo_out demo_out_quick demo_tasks demo_tasks_quick demo_robustness demo_invariance demo_reward demo_reward_quick studies
+	rm -rf $(VENV) site demo_out demo_out_quick demo_tasks demo_tasks_quick demo_robustness demo_invariance demo_reward demo_reward_quick demo_reward_zoo demo_reward_zoo_quick studies
