@@ -13,6 +13,12 @@ from robustvlm.data.real_images import load_fashion_mnist
 from robustvlm.data.synth import synthesize
 from robustvlm.data.synth.domains import FASHION_STYLES, scan_ink
 from robustvlm.data.synth.preferences import CLAUSES, FILLERS
+from robustvlm.data.synth.preferences_fashion import QUERY
+from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
+
+
+def test_the_query_is_the_zoo_held_out_question():
+    assert QUERY == GENERATIVE_PROMPTS[0]
 
 
 def test_pairs_name_test_split_scans_with_the_preferences_cues(tmp_path):

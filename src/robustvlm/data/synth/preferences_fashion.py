@@ -36,9 +36,9 @@ from robustvlm.data.synth.preferences import (
 )
 from robustvlm.data.synth.writer import env_rng, save_png, write_manifest
 from robustvlm.errors import ConfigError
-from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
 
-QUERY = GENERATIVE_PROMPTS[0]
+#: the zoo's held-out question (`multiple_choice.prompts.GENERATIVE_PROMPTS[0]`, a layer above)
+QUERY = "What type of object is in this photo?"
 #: the classes drawn: every one-word Fashion-MNIST class (label -> name)
 CLASSES = {label: name for label, name in enumerate(FASHION_CLASSES) if " " not in name}
 SOURCE = "Fashion-MNIST test split (Zalando, MIT licence; Debian's dataset-fashion-mnist)"
