@@ -75,6 +75,8 @@ figures: install
 	$(BIN)/robustvlm demo robustness --zoo --out figures/robustness_zoo
 	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-robustness.md zoo-robustness-members=figures/robustness_zoo \
 		zoo-robustness-fits=figures/robustness_zoo zoo-robustness-er=figures/robustness_zoo zoo-task-signal=figures/robustness_zoo
+	$(BIN)/robustvlm demo tasks --zoo --out figures/tasks_zoo
+	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-tasks.md zoo-tasks=figures/tasks_zoo zoo-tasks-envs=figures/tasks_zoo
 	$(BIN)/robustvlm demo reward --zoo --out demo_reward_zoo
 	$(BIN)/robustvlm rm train configs/reward/zoo_warm.yaml --out runs/zoo_warm --resume
 	$(BIN)/robustvlm rm matrix configs/reward/matrix_zoo_warm.yaml --out runs/matrix_zoo_warm

@@ -84,6 +84,7 @@ RUNS = {
 NOT_RUN = {
     "robustvlm zoo build --quick": "about 15-30 s; run by tests/workflows/test_zoo.py (its module fixture)",
     "robustvlm zoo build --jobs 2": "the full zoo: 23 min wall on the busy 2-core machine (docs/guides/model-zoo.md)",
+    "robustvlm zoo build --members llava-clip-m": "a full member and its tower (minutes); builds of named members run in tests/workflows/test_zoo.py",
     "robustvlm zoo build --members clip-m,llava-clip-m": "two full members (minutes); builds of named members run in tests/workflows/test_zoo.py",
     "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/demos/test_default_demo.py",
     "robustvlm demo --quick --out demo_out_quick": "about 20 CPU-seconds; runs in tests/workflows/demos/test_default_demo.py",
@@ -113,6 +114,9 @@ NOT_RUN = {
     "robustvlm robustness task-signal --out task_signal": "the full experiment (8 min)",
     "robustvlm zoo build": "the full zoo (23 min wall with --jobs 2 on the shared 2-core machine; see the model-zoo guide)",
     "robustvlm demo robustness --zoo --out figures/robustness_zoo": "the full zoo's measurement (needs `zoo build`; see docs/results/zoo-robustness.md for its wall time)",
+    "robustvlm demo tasks --zoo --out figures/tasks_zoo": "the full study on zoo:llava-clip-m (needs `zoo build`; see docs/results/zoo-tasks.md for its wall time)",
+    "robustvlm demo tasks --zoo --quick --out tasks_zoo_quick": "needs the quick zoo's LLaVA (`zoo build --quick`); run by tests/workflows/demos/test_tasks_zoo.py",
+    "robustvlm demo tasks --zoo --methods erm,vrex --out tasks_zoo_vrex": "the full study with other objectives (needs `zoo build`); --methods runs in tests/workflows/demos/test_registered_objective.py",
     "robustvlm demo robustness --zoo --quick --out zr_quick": "needs the quick zoo (`zoo build --quick`); run by tests/workflows/demos/test_robustness_zoo.py",
     "robustvlm demo robustness --zoo --members MEMBERS --out figures/robustness_zoo": "a reduced zoo's measurement (minutes to an hour); the same code path as the full one",
     "robustvlm demo reward --zoo --out demo_reward_zoo": "the full measurement from zoo:idefics3-siglip-m (needs `zoo build`; 24 min on the shared 2-core box, docs/results/reward.md)",

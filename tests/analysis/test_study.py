@@ -129,3 +129,58 @@ def test_comparisons_against_the_baseline_use_the_seeds_scores():
     assert got["ID chrf"].gain == pytest.approx(0.2) and got["ID chrf"].outcome == "within spread"
     assert (got["ID chrf"].wins, got["ID chrf"].n_seeds) == (2, 2)
     assert got["OOD chrf"].outcome == "tie"
+
+
+def _results(zero_shot_rows=None):
+    from robustvlm.analysis.summary import EvalMetrics
+
+    rows = {"erm": SEED_ROWS, "new": {s: [dict(r, scores={**r["scores"], "exact": float(r["scores"]["chrf"] > 0.3)})
+                                         for r in rows] for s, rows in SEED_ROWS.items()}}
+    scores = aggregation.aggregate_study(rows, ["chrf", "exact"])
+    metrics = EvalMetrics(5, {}, {"chrf": 0.5}, {"chrf": 0.3})
+    runs = {label: aggregation.MethodRuns(label, {"seed": 0}, {"0": aggregation.RunRecord("runs/x", metrics)})
+            for label in rows}
+    zero_shot = aggregation.zero_shot_scores(zero_shot_rows, ["chrf", "exact"]) if zero_shot_rows else None
+    return aggregation.StudyResults(scores, runs, [0, 1], {"cee": "not computed"}, zero_shot=zero_shot)
+
+
+@pytest.fixture(scope="module")
+def studies():
+    """A study without and one with a zero-shot evaluation (seed 1's rows)."""
+    return _results(), _results(SEED_ROWS[1])
+
+
+def test_study_results_read_back_through_their_class(studies):
+    import json
+
+    for results in studies:
+        written = json.dumps(results.to_dict())
+        again = aggregation.StudyResults.from_dict(json.loads(written))
+        assert json.dumps(again.to_dict()) == written
+        assert again.scores.methods["new"].summary["id"]["chrf"] == results.scores.methods["new"].summary["id"]["chrf"]
+        assert again.scores.significance == results.scores.significance
+        assert again.runs == results.runs and again.zero_shot == results.zero_shot
+    assert "zero_shot" not in studies[0].to_dict()  # a study without it writes what it wrote before
+
+
+def test_zero_shot_scores_are_one_evaluation_macro_averaged_by_hand():
+    zero = aggregation.zero_shot_scores(SEED_ROWS[1], ["chrf"])
+    # seed 1's rows: a (.6 + .0) / 2 = .3, b .5 -> ID (.3 + .5) / 2; c (.3 + .3) / 2 -> OOD .3
+    assert zero.summary["id"]["chrf"].mean == pytest.approx(0.4) and zero.summary["id"]["chrf"].std is None
+    assert zero.summary["ood"]["chrf"].mean == pytest.approx(0.3)
+    assert zero.per_env["a"].scores["chrf"] == pytest.approx(0.3) and zero.per_env["c"].ood
+    assert zero.worst["chrf"].mean == pytest.approx(0.3)
+
+
+def test_table1_and_the_per_environment_table_put_the_untouched_model_first(studies):
+    from robustvlm.report.study_report import ZERO_SHOT_ROW, per_env_table
+
+    results = studies[1]
+    table = table1(results.scores, results.zero_shot)
+    assert [row[0] for row in table.rows] == [ZERO_SHOT_ROW, "erm", "new"]
+    assert table.rows[0][1] == "0.400" and table1(results.scores).rows[0][0] == "erm"
+    envs = per_env_table(results, "chrf")
+    assert envs.header == ["environment (chrF)", ZERO_SHOT_ROW, "erm", "new"]
+    # erm's env a: seed 0 (.2 + .4) / 2 = .3, seed 1 .3 -> .3; env b (.9 + .5) / 2 = .7
+    assert envs.rows == [["a", "0.300", "0.300", "0.300"], ["b", "0.500", "0.700", "0.700"],
+                         ["c (OOD)", "0.300", "0.300", "0.300"]]

@@ -15,8 +15,9 @@ rotations of one circular question or rephrasings of one image, are resampled to
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 import numpy as np
 from scipy import integrate, optimize, stats
@@ -146,6 +147,11 @@ class PairedComparison:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PairedComparison:
+        """Read back what `to_dict` wrote (other keys of `data` are ignored)."""
+        return cls(**{f.name: data[f.name] for f in fields(cls)})
 
 
 def compare_paired(

@@ -53,6 +53,16 @@ class ScoreSummary:
                 "seeds": self.seeds, "n": self.n, "per_seed": self.per_seed,
                 "seed_ci": list(self.seed_ci) if self.seed_ci else None}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScoreSummary:
+        """Read back what `to_dict` wrote."""
+        return cls(data["mean"], data["std"], _pair(data["ci"]), data["seeds"], data["n"],
+                   dict(data["per_seed"]), _pair(data["seed_ci"]))
+
+
+def _pair(value: Sequence[float] | None) -> tuple[float, float] | None:
+    return (float(value[0]), float(value[1])) if value else None
+
 
 @dataclass(frozen=True)
 class EnvScores:
@@ -63,6 +73,11 @@ class EnvScores:
 
     def to_dict(self) -> dict:
         return {"ood": self.ood, **self.scores}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EnvScores:
+        """Read back what `to_dict` wrote."""
+        return cls(bool(data["ood"]), {k: v for k, v in data.items() if k != "ood"})
 
 
 @dataclass(frozen=True)
@@ -80,6 +95,12 @@ class PairedTest:
         return {"delta": self.delta, "ci": list(self.ci), "p_value": self.p_value, "n": self.n,
                 "n_boot": self.n_boot}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PairedTest:
+        """Read back what `to_dict` wrote."""
+        lo, hi = data["ci"]
+        return cls(data["delta"], (lo, hi), data["p_value"], data["n"], data["n_boot"])
+
 
 @dataclass(frozen=True)
 class MethodScores:
@@ -89,6 +110,22 @@ class MethodScores:
     summary: dict[str, dict[str, ScoreSummary]]
     per_env: dict[str, EnvScores]
     worst: dict[str, ScoreSummary] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "summary": {split: {m: v.to_dict() for m, v in by.items()} for split, by in self.summary.items()},
+            "per_env": {env: e.to_dict() for env, e in self.per_env.items()},
+            "worst_env": {m: v.to_dict() for m, v in self.worst.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MethodScores:
+        """Read back what `to_dict` wrote (other keys of `data` are ignored)."""
+        return cls(
+            {split: {m: ScoreSummary.from_dict(v) for m, v in by.items()} for split, by in data["summary"].items()},
+            {env: EnvScores.from_dict(e) for env, e in data["per_env"].items()},
+            {m: ScoreSummary.from_dict(v) for m, v in data.get("worst_env", {}).items()},
+        )
 
 
 @dataclass(frozen=True)
@@ -311,22 +348,22 @@ class MethodRuns:
 @dataclass(frozen=True)
 class StudyResults:
     """A finished study: its scores, its runs, and the tabulated metrics no run computed (with
-    the reason the report shows)."""
+    the reason the report shows); with `zero_shot`, the scores of the untouched model (step 0)
+    on the same records (one evaluation: no seeds, no tests)."""
 
     scores: StudyScores
     runs: dict[str, MethodRuns]
     seeds: list[int]
     absent: dict[str, str]
     dry_run: bool = False
+    zero_shot: MethodScores | None = None
 
     def to_dict(self) -> dict:
-        """The results.json content."""
+        """The results.json content (`zero_shot` only when measured)."""
         s = self.scores
         methods = {
             label: {
-                "summary": {split: {m: v.to_dict() for m, v in by.items()} for split, by in scores.summary.items()},
-                "per_env": {env: e.to_dict() for env, e in scores.per_env.items()},
-                "worst_env": {m: v.to_dict() for m, v in scores.worst.items()},
+                **scores.to_dict(),
                 "method": self.runs[label].method,
                 "method_args": self.runs[label].method_args,
                 "runs": {
@@ -344,4 +381,38 @@ class StudyResults:
         paired = {label: {m: {g: c.to_dict() for g, c in by.items()} for m, by in metrics.items()}
                   for label, metrics in s.paired.items()}
         return {"dry_run": self.dry_run, "seeds": self.seeds, "metrics": s.metrics, "baseline": s.baseline,
-                "methods": methods, "significance": significance, "paired": paired, "absent": self.absent}
+                "methods": methods, "significance": significance, "paired": paired, "absent": self.absent,
+                **({"zero_shot": self.zero_shot.to_dict()} if self.zero_shot else {})}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StudyResults:
+        """Read back what `to_dict` wrote (a study's results.json)."""
+        methods = data["methods"]
+        scores = StudyScores(
+            metrics=list(data["metrics"]),
+            baseline=data["baseline"],
+            methods={label: MethodScores.from_dict(m) for label, m in methods.items()},
+            significance={
+                label: {split: {m: PairedTest.from_dict(t) if t else None for m, t in by.items()}
+                        for split, by in splits.items()}
+                for label, splits in data["significance"].items()
+            },
+            paired={label: {m: {g: StudyPaired.from_dict(c) for g, c in by.items()} for m, by in metrics.items()}
+                    for label, metrics in data.get("paired", {}).items()},
+        )
+        runs = {
+            label: MethodRuns(m["method"], dict(m["method_args"]),
+                              {seed: RunRecord(r["run_dir"], EvalMetrics.from_dict(r["metrics"]))
+                               for seed, r in m["runs"].items()},
+                              m.get("cee_counts"))
+            for label, m in methods.items()
+        }
+        zero_shot = MethodScores.from_dict(data["zero_shot"]) if data.get("zero_shot") else None
+        return cls(scores, runs, list(data["seeds"]), dict(data["absent"]), bool(data["dry_run"]), zero_shot)
+
+
+def zero_shot_scores(rows: Sequence[dict], metrics: Sequence[str]) -> MethodScores:
+    """The scores of one evaluation of the untouched model (its rows as a single seed, "0")."""
+    seed_rows = {"0": rows}
+    return MethodScores(summarize_method(seed_rows, metrics), per_env_means(seed_rows, metrics),
+                        worst_env_summary(seed_rows, metrics))

@@ -44,6 +44,12 @@ class StudyPaired:
                 "mcnemar_per_seed": {s: {"only_method": a, "only_baseline": b, "p": p}
                                      for s, (a, b, p) in self.seed_mcnemar.items()}}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StudyPaired:
+        """Read back what `to_dict` wrote."""
+        mcnemar = {s: (t["only_method"], t["only_baseline"], t["p"]) for s, t in data["mcnemar_per_seed"].items()}
+        return cls(PairedComparison.from_dict(data), mcnemar, data["undecided"])
+
 
 def seed_pairs(method: Mapping[Any, Sequence[dict]], baseline: Mapping[Any, Sequence[dict]],
                metric: str) -> tuple[Pairs, dict[str, int]]:

@@ -71,7 +71,8 @@ def add_data(sub: SubParsers) -> None:
     synth = data_sub.add_parser("synth", help="write a built-in synthetic benchmark")
     synth.add_argument(
         "--benchmark", required=True,
-        help="tasks | spurious | digits | domains | preferences | mnist | fashion | fashion-test | fashion-spurious",
+        help="tasks | spurious | digits | domains | preferences | mnist | fashion | fashion-test | fashion-test-graded | "
+        "fashion-spurious",
     )
     synth.add_argument("--out", required=True)
     synth.add_argument("--seed", type=int_at_least(0), default=0)

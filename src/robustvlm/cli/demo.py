@@ -1,6 +1,6 @@
 """`robustvlm demo`: the built-in demos. Without a name: Colored MNIST on real images, ERM against
 the invariant objectives on pixels and on a frozen VLM vision tower (`make demo`); named: `tasks`
-(the Table-1 study on the OCR tasks), `robustness`, `invariance`, `ladder`, `reward`."""
+(the Table-1 study on the OCR tasks; `--zoo`: on a pretrained zoo VLM), `robustness`, `invariance`, `ladder`, `reward`."""
 
 from __future__ import annotations
 
@@ -76,8 +76,10 @@ def _demo(args: argparse.Namespace) -> int:
     if args.overrides[:1] == ["tasks"]:
         from robustvlm.workflows.demos.finetune import run_demo
 
-        run_demo(args.out or ("demo_tasks_quick" if args.quick else "demo_tasks"), quick=args.quick,
-                 overrides=args.overrides[1:])
+        chosen = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
+        default = "demo_tasks_zoo" if args.zoo else "demo_tasks"
+        run_demo(args.out or (default + "_quick" if args.quick else default), quick=args.quick,
+                 overrides=args.overrides[1:], zoo=args.zoo, methods=chosen)
         return 0
     if args.overrides:
         raise ConfigError(f"demo: unknown demo or override {args.overrides[0]!r}: name one of {', '.join(DEMOS)}; "
@@ -109,13 +111,15 @@ def add_demo(sub: SubParsers) -> None:
     )
     dm.add_argument("--quick", action="store_true", help="a smaller run (a smoke test, seconds to minutes)")
     dm.add_argument(
-        "--out", help="default demo_out (demo_out_quick with --quick); demo_tasks[_quick] for tasks; "
+        "--out", help="default demo_out (demo_out_quick with --quick); demo_tasks[_zoo][_quick] for tasks; "
         "demo_robustness for robustness; demo_reward[_quick] for reward; demo_ladder[_quick] for ladder"
     )
     dm.add_argument("--zoo", action="store_true",
                     help="demo robustness: over the model zoo's pretrained members (`zoo build` first; `--quick`: "
                     "its quick members) on Fashion-MNIST test-split scans, with the task-signal experiment on a "
-                    "zoo tower; default --out demo_robustness_zoo[_quick]. demo reward: the reward ladder's "
+                    "zoo tower; default --out demo_robustness_zoo[_quick]. demo tasks: the Table-1 study "
+                    "fine-tuning the pretrained zoo:llava-clip-m (`--quick`: zoo:quick-llava) on the "
+                    "fashion-tasks benchmark, its zero-shot scores beside. demo reward: the reward ladder's "
                     "full and frozen-head rungs started from a pretrained zoo VLM (zoo:idefics3-siglip-m; "
                     "`--quick`: zoo:quick-idefics3) on Fashion-MNIST preference pairs with the same text "
                     "shortcuts, SFC weights per step; default --out demo_reward_zoo[_quick]")
@@ -139,7 +143,8 @@ def add_demo(sub: SubParsers) -> None:
     dm.add_argument(
         "--methods",
         help="demo invariance: comma-separated methods to train (default erm,irm,vrex,groupdro,birm,"
-        "dynamic_birm,oracle; irm_eiil and dynamic_birm_eiil train on environments inferred by EIIL)",
+        "dynamic_birm,oracle; irm_eiil and dynamic_birm_eiil train on environments inferred by EIIL); "
+        "demo tasks: the study's methods by objective name (default erm,birm,dynamic_birm)",
     )
     dm.add_argument(
         "--launcher",

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from robustvlm.analysis.ladder import is_vlm_cell
+from robustvlm.analysis.study import StudyResults
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.linear.results import InvarianceResults
 from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
@@ -41,6 +42,7 @@ from robustvlm.report.robustness_zoo import (
     members_table,
     task_signal_table,
 )
+from robustvlm.report.study_report import per_env_table, table1
 from robustvlm.report.tables import markdown_table
 from robustvlm.reward.ladder_results import MatrixRung
 
@@ -78,6 +80,11 @@ def _ladder_table(which: int) -> Callable[[RewardDemoSummary | RewardZooResults]
     return lambda summary: ladder_tables(summary.linear, summary.frozen, summary.full)[which]
 
 
+def _study_table1(results: StudyResults) -> Table:
+    """A study's Table 1, the untouched model's row first where it was evaluated."""
+    return table1(results.scores, results.zero_shot)
+
+
 def _zoo(table: Callable[[ZooRobustnessResults], Table]) -> Callable[[Mapping], Table]:
     """A table of `demo robustness --zoo`'s results (read back through their class)."""
     return lambda results: table(ZooRobustnessResults.from_dict(results))
@@ -108,14 +115,17 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "zoo-robustness-fits": ("demo robustness --zoo", _zoo(fits_table)),
     "zoo-robustness-er": ("demo robustness --zoo", _zoo(er_table)),
     "zoo-task-signal": ("demo robustness --zoo", _zoo(task_signal_table)),
+    "zoo-tasks": ("demo tasks --zoo", lambda results: _study_table1(StudyResults.from_dict(results))),
+    "zoo-tasks-envs": ("demo tasks --zoo", lambda results: per_env_table(StudyResults.from_dict(results), "exact")),
 }
 GRIDS = ("invariance-spread",)
 """Figures made from several runs: their folder holds one demo output folder per run."""
 OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
-                    "zoo-task-signal", "reward-zoo-matrix", "reward-zoo-ladder", "reward-zoo-ladder-sfc",
-                    "reward-zoo-runs", "reward-zoo-steps")
+                    "zoo-task-signal", "zoo-tasks", "zoo-tasks-envs", "reward-zoo-matrix", "reward-zoo-ladder",
+                    "reward-zoo-ladder-sfc", "reward-zoo-runs", "reward-zoo-steps")
 """Figures whose quick tables (docs/quick_figures.md) the test module of their demo checks, on
-the quick run it makes anyway (`demo robustness --zoo --quick` and `demo reward --zoo --quick`
+the quick run it makes anyway (`demo robustness --zoo --quick`, `demo tasks --zoo --quick` and
+`demo reward --zoo --quick`
 need the quick zoo built)."""
 MATRIX_FIGURES = ("rm-seeds", "rm-runs")
 """Figures of an `rm matrix` output folder: {"matrix": matrix.json, "proxy": sfc.json's

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from robustvlm.analysis.effective_robustness import ErEstimate
-from robustvlm.analysis.robustness import RobustnessFit
+from robustvlm.analysis.robustness import LineFit, RobustnessFit
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
 from robustvlm.report.tables import fmt
@@ -17,6 +17,9 @@ from robustvlm.report.tables import fmt
 #: The goals of the measurement (issue 31): a line with r^2 >= R2_GOAL on at least SHIFTS_GOAL
 #: shifts across at least MEMBERS_GOAL members.
 R2_GOAL, SHIFTS_GOAL, MEMBERS_GOAL = 0.9, 2, 12
+#: A member is above chance when a one-sided binomial test of its reference accuracy against
+#: chance gives p < ABOVE_CHANCE_P (members at chance on every style sit at one point and lift r^2).
+ABOVE_CHANCE_P = 0.01
 
 
 @dataclass(frozen=True)
@@ -38,8 +41,8 @@ def _estimate(d: Mapping[str, Any] | None) -> ErEstimate | None:
 @dataclass(frozen=True)
 class ZooShift:
     """One shift: the line of every member, the dual encoders' line with every model placed
-    against it, the VLMs' and embedding models' mean ER against it, and each tower-sharing VLM's
-    ER minus its tower's."""
+    against it, the VLMs' and embedding models' mean ER against it, each tower-sharing VLM's
+    ER minus its tower's, and the line over the members above chance (None: fewer than two)."""
 
     shift: str
     all_members: RobustnessFit
@@ -47,17 +50,21 @@ class ZooShift:
     vlm_er: ErEstimate | None
     embed_er: ErEstimate | None
     same_tower: list[ErEstimate]
+    above_chance: LineFit | None = None
 
     def to_dict(self) -> dict:
         return {"shift": self.shift, "all_members": self.all_members.to_dict(), "dual_line": self.dual_line.to_dict(),
                 "vlm_er": self.vlm_er.to_dict() if self.vlm_er else None,
                 "embed_er": self.embed_er.to_dict() if self.embed_er else None,
-                "same_tower": [e.to_dict() for e in self.same_tower]}
+                "same_tower": [e.to_dict() for e in self.same_tower],
+                "above_chance": self.above_chance.to_dict() if self.above_chance else None}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ZooShift:
+        above = d.get("above_chance")  # absent from results.json files written before it existed
         return cls(d["shift"], RobustnessFit.from_dict(d["all_members"]), RobustnessFit.from_dict(d["dual_line"]),
-                   _estimate(d["vlm_er"]), _estimate(d["embed_er"]), [ErEstimate.from_dict(e) for e in d["same_tower"]])
+                   _estimate(d["vlm_er"]), _estimate(d["embed_er"]), [ErEstimate.from_dict(e) for e in d["same_tower"]],
+                   LineFit.from_dict(above) if above else None)
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,13 @@ class ZooRobustnessResults:
         good = [s for s, r in self.shifts.items() if r.all_members.fit.r2 >= R2_GOAL]
         return len(good) >= SHIFTS_GOAL and len(self.members) >= MEMBERS_GOAL, good
 
+    def r2_goal_above_chance(self) -> tuple[bool, list[str]]:
+        """The goal over the members above chance only: (met, the shifts whose line over them has
+        r^2 >= R2_GOAL, with at least MEMBERS_GOAL of them)."""
+        good = [s for s, r in self.shifts.items()
+                if r.above_chance is not None and r.above_chance.n >= MEMBERS_GOAL and r.above_chance.r2 >= R2_GOAL]
+        return len(good) >= SHIFTS_GOAL, good
+
 
 def _points(value: float) -> str:
     return f"{100 * value:+.1f}"
@@ -130,14 +144,16 @@ def members_table(results: ZooRobustnessResults) -> Table:
 
 
 def fits_table(results: ZooRobustnessResults) -> Table:
-    """Per shift: the probit line over every member and the dual encoders' line."""
+    """Per shift: the probit line over every member, over the members above chance, and the dual
+    encoders' line."""
     rows = []
     for s, r in results.shifts.items():
-        a, d = r.all_members.fit, r.dual_line.fit
+        a, d, c = r.all_members.fit, r.dual_line.fit, r.above_chance
         rows.append([s, str(a.n), fmt(a.slope), fmt(a.intercept), fmt(a.r2), "yes" if a.r2 >= R2_GOAL else "no",
+                     str(c.n) if c else "0", fmt(c.slope) if c else "-", fmt(c.r2) if c else "-",
                      str(d.n), fmt(d.slope), fmt(d.r2)])
-    return Table(["shift", "members", "slope", "intercept", "r^2", f"r^2 >= {R2_GOAL}",
-                  "dual encoders", "their slope", "their r^2"], rows)
+    return Table(["shift", "members", "slope", "intercept", "r^2", f"r^2 >= {R2_GOAL}", "above chance",
+                  "their slope", "their r^2", "dual encoders", "their slope", "their r^2"], rows)
 
 
 def er_table(results: ZooRobustnessResults) -> Table:
@@ -168,6 +184,11 @@ def _verdict(results: ZooRobustnessResults) -> list[Paragraph]:
         f"Goal 1 (a probit line with r^2 >= {R2_GOAL} on at least {SHIFTS_GOAL} shifts across >= {MEMBERS_GOAL} "
         f"members): {'met' if met else 'NOT met'}: {len(results.members)} members, r^2 >= {R2_GOAL} on "
         f"{', '.join(good) or 'no shift'}.")]
+    met_above, good_above = results.r2_goal_above_chance()
+    lines.append(Paragraph(
+        f"The same goal over the members above chance only (reference accuracy above chance, one-sided "
+        f"binomial test p < {ABOVE_CHANCE_P}; at least {MEMBERS_GOAL} of them): {'met' if met_above else 'NOT met'}: "
+        f"r^2 >= {R2_GOAL} on {', '.join(good_above) or 'no shift'}."))
     for s, r in results.shifts.items():
         if r.vlm_er is not None:
             lines.append(Paragraph(
@@ -184,7 +205,8 @@ def report_blocks(results: ZooRobustnessResults) -> list[Block]:
         Paragraph(
             f"{len(results.members)} models scored on {results.n_questions} {results.k_options}-way questions per "
             f"style (chance {results.chance:.0%}) about scans of the `{results.suite}` suite (Fashion-MNIST's "
-            "test split only; the zoo pretrained on the training split): dual encoders zero-shot by similarity, "
+            "test split only; the zoo pretrained on the training split), the graded shifts' from the same scans "
+            "(`fashion-test-graded`): dual encoders zero-shot by similarity, "
             "VLMs by option log-likelihood, embedding models (`embed train` from a zoo VLM) by similarity. "
             "Effective robustness (ER) is a model's shifted accuracy minus the dual encoders' line at its "
             f"`{results.reference}` accuracy; intervals are 95% bootstrap percentiles over the line's models, "

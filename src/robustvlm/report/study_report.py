@@ -18,6 +18,7 @@ import numpy as np
 
 from robustvlm.analysis.study import (
     SPLITS,
+    MethodScores,
     PairedTest,
     ScoreSummary,
     StudyResults,
@@ -27,6 +28,7 @@ from robustvlm.analysis.study import (
 from robustvlm.analysis.study_paired import StudyPaired
 from robustvlm.analysis.verdict import verdict_sentences
 from robustvlm.evaluation.metrics.registry import title
+from robustvlm.objectives import REGISTRY
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.paired_table import POWER_NOTE, paired_cells, paired_header, paired_section
 from robustvlm.report.plots import bar_with_ci, new_figure, plot_series, save_figure
@@ -81,9 +83,13 @@ def verdict_blocks(scores: StudyScores) -> list[Block]:
     return [Heading("Verdict"), *(Paragraph(line) for line in lines)]
 
 
-def table1(scores: StudyScores) -> Table:
-    """Rows = methods; columns = ID then OOD for each configured metric, then each metric's
-    worst-environment score (lowest per-environment mean over every environment, per seed)."""
+ZERO_SHOT_ROW = "zero-shot (step 0)"
+
+
+def table1(scores: StudyScores, zero_shot: MethodScores | None = None) -> Table:
+    """Rows = methods (first, with `zero_shot`, the untouched model); columns = ID then OOD for
+    each configured metric, then each metric's worst-environment score (lowest per-environment
+    mean over every environment, per seed)."""
     metrics = scores.metrics
     header = ["method"] + [f"{g.upper()} {title(m)}" for g in SPLITS for m in metrics]
     header += [f"worst env {title(m)}" for m in metrics]
@@ -91,9 +97,20 @@ def table1(scores: StudyScores) -> Table:
         [label]
         + [cell(method.summary[g].get(m)) for g in SPLITS for m in metrics]
         + [cell(method.worst.get(m)) for m in metrics]
-        for label, method in scores.methods.items()
+        for label, method in (({ZERO_SHOT_ROW: zero_shot} if zero_shot else {}) | scores.methods).items()
     ]
     return Table(header, rows)
+
+
+def per_env_table(results: StudyResults, metric: str) -> Table:
+    """Rows = environments (held-out ones marked OOD); columns = the untouched model (with
+    `zero_shot`) then each method: the environment's mean `metric`, averaged over seeds."""
+    methods = ({ZERO_SHOT_ROW: results.zero_shot} if results.zero_shot else {}) | results.scores.methods
+    envs = next(iter(results.scores.methods.values())).per_env
+    rows = [[env + (" (OOD)" if scores.ood else ""),
+             *(fmt(m.per_env[env].scores.get(metric)) if env in m.per_env else "—" for m in methods.values())]
+            for env, scores in sorted(envs.items(), key=lambda item: (item[1].ood, item[0]))]
+    return Table([f"environment ({title(metric)})", *methods], rows)
 
 
 def absent_note(results: StudyResults) -> list[Block]:
@@ -232,10 +249,16 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|") or "(empty)"
 
 
+def _objective(name: str) -> str:
+    """An objective's display name from the registry (the name itself when it is not registered)."""
+    return REGISTRY[name].label if name in REGISTRY else name
+
+
 def intro(results: StudyResults) -> Paragraph:
     """What the tables show: methods, seeds, scale, cells and the worst environment."""
     return Paragraph(
-        f"Methods: {', '.join(results.scores.methods)}; seeds: {results.seeds}. Scores on the 0-1 scale, "
+        f"Methods: {', '.join(f'{label} ({_objective(results.runs[label].method)})' for label in results.runs)}; "
+        f"seeds: {results.seeds}. Scores on the 0-1 scale, "
         "macro-averaged over the environments of each split. Cells: mean ± std over seeds "
         "[95% percentile bootstrap interval of the mean resampling the seeds; none for one seed]; "
         "the per-seed table below also gives the interval resampling the (seed, example) rows "
@@ -244,6 +267,19 @@ def intro(results: StudyResults) -> Paragraph:
         "std over seeds; a macro mean can hide a method that fails one environment. — marks a "
         "metric that was not configured or not computed."
     )
+
+
+def zero_shot_blocks(results: StudyResults) -> list[Block]:
+    """With a zero-shot evaluation: what its row is, and each environment's score beside the
+    fine-tuned methods' (where a fine-tuning gain or loss sits)."""
+    if results.zero_shot is None:
+        return []
+    return [
+        Paragraph(f"{ZERO_SHOT_ROW}: the model the study fine-tunes, evaluated untouched on the same "
+                  "records (one evaluation: no seeds, no significance test)."),
+        Heading("Per-environment scores beside the untouched model"),
+        *(per_env_table(results, metric) for metric in results.scores.metrics),
+    ]
 
 
 def _seed_mcnemar(paired: StudyPaired) -> tuple[str, str]:
@@ -298,8 +334,9 @@ def build_blocks(
         ),
         intro(results),
         Heading("Table 1: in-domain vs out-of-domain"),
-        table1(results.scores),
+        table1(results.scores, results.zero_shot),
         *absent_note(results),
+        *zero_shot_blocks(results),
         Heading("Per-seed scores"),
         seed_table(results.scores),
         *cee_counts_table(results),

@@ -145,6 +145,7 @@ class StudyConfig(_MethodsConfig):
 
     metrics: list[str] | None = Field(None, min_length=1)
     launcher: LaunchConfig | None = None
+    zero_shot: bool = False
 
     @model_validator(mode="before")
     @classmethod

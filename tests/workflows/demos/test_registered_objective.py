@@ -59,3 +59,28 @@ def test_the_ladder_plans_and_reports_a_registered_objective(dummy, tmp_path, mo
     monkeypatch.setattr("matplotlib.axes.Axes.bar", lambda self, *a, **k: colours.append((k["label"], k["color"])))
     report.ladder_plot(summary, tmp_path / "ladder.png")
     assert colours == [("ERM", "C0"), ("Dummy objective", "C8")]
+
+
+@pytest.mark.slow
+def test_the_tasks_demo_and_the_study_plan_and_report_a_registered_objective(dummy, tmp_path):
+    from robustvlm.workflows.demos.finetune import demo_spec, run_demo
+    from robustvlm.workflows.finetune.study import study_runs
+
+    for zoo in (False, True):
+        plan = study_runs(demo_spec(quick=True, zoo=zoo, methods=["erm", "dummy"]))
+        assert list(plan.runs) == ["erm", "dummy"] and plan.runs["dummy"][0].method == "dummy"
+    overrides = ["train.steps=2", "train.save_every=2", "data.n_per_env=8", "eval.max_per_env=1"]
+    results = run_demo(tmp_path, quick=True, overrides=overrides, methods=["erm", "dummy"])
+    assert list(results.scores.methods) == ["erm", "dummy"] and results.runs["dummy"].method == "dummy"
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "dummy (Dummy objective)" in report and "| dummy |" in report.split("## Table 1")[1]
+    saved = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert saved["methods"]["dummy"]["method"] == "dummy"
+
+
+def test_the_tasks_demo_refuses_an_objective_nobody_registered():
+    from robustvlm.errors import ConfigError
+    from robustvlm.workflows.demos.finetune import demo_spec
+
+    with pytest.raises(ConfigError, match="unknown objective.*'nope'"):
+        demo_spec(methods=["erm", "nope"])

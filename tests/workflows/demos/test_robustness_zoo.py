@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from robustvlm.analysis.robustness import ModelPoint, fit_line
 from robustvlm.cli import main
 from robustvlm.data.real_images import load_fashion_mnist
 from robustvlm.data.synth import synthesize
@@ -19,7 +20,15 @@ from robustvlm.data.synth.domains import FASHION_STYLES, scan_ink
 from robustvlm.report.figures import OWN_TEST_FIGURES, read_figure, render
 from robustvlm.report.robustness_zoo import ZooRobustnessResults
 from robustvlm.runs import read_jsonl
-from robustvlm.workflows.demos.robustness_zoo import QUICK, REFERENCE, SHIFTS, run_zoo_robustness
+from robustvlm.workflows.demos.robustness_zoo import (
+    ALL_SHIFTS,
+    GRADED_SHIFTS,
+    QUICK,
+    REFERENCE,
+    SHIFTS,
+    above_chance_line,
+    run_zoo_robustness,
+)
 from robustvlm.workflows.mc_eval import model_slug
 from robustvlm.workflows.zoo.build import build_members, selected
 
@@ -58,7 +67,8 @@ def test_results_round_trip_and_every_member_is_placed(zoo_run):
     names = [m.name for m in results.members]
     assert len(names) == len(QUICK.dual_encoders) + len(QUICK.vlms) + len(QUICK.embeddings)
     assert {m.group for m in results.members} == {"dual-encoder", "vlm", "embedding"}
-    for shift in SHIFTS:
+    assert list(results.shifts) == [*SHIFTS, *GRADED_SHIFTS] == list(ALL_SHIFTS)
+    for shift in ALL_SHIFTS:
         r = results.shifts[shift]
         assert [m.point.model for m in r.all_members.models] == names == [m.point.model for m in r.dual_line.models]
         assert r.dual_line.baseline == "dual-encoder" and r.dual_line.fit.n == len(QUICK.dual_encoders)
@@ -76,7 +86,7 @@ def test_accuracies_are_the_per_question_outcomes(zoo_run):
         rows = {(r["model"], r["bench"]): float(r["accuracy"]) for r in csv.DictReader(f)}
     for m in results.members:
         folder = out / "scores" / model_slug(m.model)
-        for style in (REFERENCE, *SHIFTS):
+        for style in (REFERENCE, *ALL_SHIFTS):
             scored = read_jsonl(folder / f"{style}.jsonl")
             assert len(scored) == results.n_questions
             assert rows[(m.name, style)] == pytest.approx(np.mean([r["correct"] for r in scored]))
@@ -100,6 +110,22 @@ def test_quick_figures_in_the_docs_are_what_the_code_produces(zoo_run, name):
     assert render(name, out) == documented, (
         f"docs/quick_figures.md's {name} table differs from what the code produces now; if the change "
         "is intended, rewrite it with `python -m robustvlm.report.figures`")
+
+
+def test_the_above_chance_line_keeps_members_a_binomial_test_puts_above_chance():
+    """200 questions, chance 10%: P(X >= 31) < 0.01 <= P(X >= 30) (scipy.stats.binom's survival
+    function, computed apart), so 15.5% is above chance and 15.0% is not; the line is then
+    fit_line's over the kept members alone."""
+    from scipy.stats import binom
+
+    assert binom.sf(30, 200, 0.1) < 0.01 <= binom.sf(29, 200, 0.1)
+    accs = [(0.10, 0.10), (0.15, 0.10), (0.155, 0.12), (0.40, 0.30), (0.86, 0.70)]
+    points = [ModelPoint(f"m{i}", "f", a, b, 200, 200) for i, (a, b) in enumerate(accs)]
+    line = above_chance_line(points)
+    expected = fit_line([0.155, 0.40, 0.86], [0.12, 0.30, 0.70])
+    assert line is not None and line.n == 3
+    assert (line.slope, line.intercept, line.r2) == pytest.approx((expected.slope, expected.intercept, expected.r2))
+    assert above_chance_line(points[:3]) is None  # one member above chance: no line
 
 
 def test_unbuilt_members_are_named_before_any_work(tmp_path, monkeypatch, capsys):

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import robustvlm.workflows.finetune.study as study
+from robustvlm.analysis.study import StudyResults
 from robustvlm.errors import ConfigError
 
 torch.set_num_threads(1)
@@ -51,6 +52,8 @@ def test_outputs_and_results_structure(finished):
         assert (out / name).is_file(), name
     assert json.loads((out / "results.json").read_text()) == json.loads(json.dumps(results))
     assert results["baseline"] == "erm" and results["seeds"] == [0, 1]
+    written = (out / "results.json").read_text()
+    assert json.dumps(StudyResults.from_dict(json.loads(written)).to_dict(), indent=2) == written  # read back
     for label in ("erm", "dynamic_birm"):
         info = results["methods"][label]
         assert set(info["runs"]) == {"0", "1"}

@@ -2,10 +2,10 @@
 
     synthesize("tasks", "out/tasks", seed=0)  ->  Path("out/tasks/manifest.json")
 
-`tasks`, `spurious`, `digits` and `fashion-spurious` are instruction benchmarks (OUT/data.jsonl,
+`tasks`, `spurious`, `digits`, `fashion-spurious` and `fashion-tasks` are instruction benchmarks (OUT/data.jsonl,
 OUT/images/, OUT/manifest.json); `preferences` writes preference pairs in the same layout of
 files (see `preferences`); `domains` is an image-folder suite
-(OUT/{shapes,digits}/DOMAIN/CLASS/*.png, OUT/manifest.json); `mnist`, `fashion` and `fashion-test` are image-folder
+(OUT/{shapes,digits}/DOMAIN/CLASS/*.png, OUT/manifest.json); `mnist`, `fashion`, `fashion-test` and `fashion-test-graded` are image-folder
 suites of real scans (OUT/DOMAIN/CLASS/*.png; see `real`), whose sources are installed, never
 downloaded (`data.real_images`).
 """
@@ -22,12 +22,14 @@ from pathlib import Path
 from robustvlm.data.synth import (
     digits,
     domains,
+    fashion_tasks,
     preferences,
     preferences_fashion,
     real,
     spurious,
     tasks,
 )
+from robustvlm.data.synth.graded import GRADED_STYLES
 from robustvlm.errors import ConfigError
 
 
@@ -128,10 +130,24 @@ BENCHMARKS: dict[str, Benchmark] = {
             (*domains.FASHION_STYLES, "manifest.json"),
         ),
         Benchmark(
+            "fashion-test-graded",
+            "`fashion-test`'s scans, clean and under graded-severity shifts (held out of the model "
+            "zoo's pretraining): clean, rotated-small, tinted, low-contrast, blurred, shifted, noisier; 64x64",
+            real.build_fashion_test_graded,
+            (*GRADED_STYLES, "manifest.json"),
+        ),
+        Benchmark(
             "fashion-spurious",
             "Colored MNIST construction on real Fashion-MNIST (classes 0-4 vs 5-9): 25% label "
             "noise, colour agreement 0.9/0.8/0.1/0.5, 64x64",
             real.build_fashion_spurious,
+            _INSTRUCTION_OUTPUTS,
+        ),
+        Benchmark(
+            "fashion-tasks",
+            "task-type environments on Fashion-MNIST test-split scans, asked as the model zoo's VLMs "
+            "were tuned (class name, group, yes/no; OOD: 10-way lettered, yes/no of a group), 64x64",
+            fashion_tasks.build,
             _INSTRUCTION_OUTPUTS,
         ),
     )

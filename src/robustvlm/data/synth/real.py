@@ -5,6 +5,9 @@
     fashion/           DOMAIN/CLASS/NNNN.png: Fashion-MNIST (Debian's dataset-fashion-mnist) in
                        clean, rotated, inverted, coloured (tinted) and noisy; classes t-shirt ...
     fashion-test/      the same from the 10,000 test-split images only (held out of the model zoo)
+    fashion-test-graded/  the same scans as fashion-test, clean and under graded-severity
+                       shifts (`graded`: small rotation, tint, low contrast, blur, translation,
+                       stronger noise)
     fashion-spurious/  data.jsonl + images/: the IRM paper's Colored MNIST construction on
                        Fashion-MNIST (see `shortcut`): binary label from the class (0-4 vs 5-9),
                        25% label noise, background colour agreeing with the noisy label 90% / 80%
@@ -34,6 +37,7 @@ from robustvlm.data.synth.domains import (
     write_suite,
 )
 from robustvlm.data.synth.draw import RGB
+from robustvlm.data.synth.graded import GRADED_STYLES
 from robustvlm.data.synth.shortcut import generate_coloured, manifest_fields
 from robustvlm.data.synth.writer import (
     SplitSizes,
@@ -59,11 +63,13 @@ def _folder_name(name: str) -> str:
 
 def _domain_suite(
     out_dir: Path, seed: int, n: int, images: np.ndarray, labels: np.ndarray,
-    names: tuple[str, ...], styles: dict, benchmark: str, source: str,
+    names: tuple[str, ...], styles: dict, benchmark: str, source: str, scans_of: str = "",
 ) -> Path:
+    """Write a domain suite; its scans are drawn as suite `scans_of` draws them (default: its own)."""
+    draw = scans_of or benchmark
     payloads = {
         _folder_name(name): [
-            scan_ink(images[i]) for i in class_indices(labels, label, n, env_rng(seed, f"{benchmark}/{name}"))
+            scan_ink(images[i]) for i in class_indices(labels, label, n, env_rng(seed, f"{draw}/{name}"))
         ]
         for label, name in enumerate(names)
     }
@@ -104,6 +110,18 @@ def build_fashion_test(out_dir: Path, seed: int, n_per_env: int | None) -> Path:
     return _domain_suite(
         out_dir, seed, n, images, labels, FASHION_CLASSES, FASHION_STYLES, "fashion-test",
         f"{FASHION_SOURCE}, test split only",
+    )
+
+
+def build_fashion_test_graded(out_dir: Path, seed: int, n_per_env: int | None) -> Path:
+    """The `fashion-test-graded` domain suite: the same test-split scans as `fashion-test` (scan
+    NNNN of a class is the same in both), clean and under the graded-severity styles of
+    `graded`."""
+    images, labels = load_fashion_mnist("test")
+    n = DEFAULT_PER_CLASS if n_per_env is None else n_per_env
+    return _domain_suite(
+        out_dir, seed, n, images, labels, FASHION_CLASSES, GRADED_STYLES, "fashion-test-graded",
+        f"{FASHION_SOURCE}, test split only", scans_of="fashion-test",
     )
 
 

@@ -1,12 +1,14 @@
 """`robustvlm demo robustness --zoo`: accuracy on the line over the pretrained model zoo.
 
 Built-in `fashion-test` suite (Fashion-MNIST's 10,000 test-split scans only, none of which any
-zoo member saw, drawn clean / rotated / inverted / coloured / noisy) -> 10-way questions "What
+zoo member saw, drawn clean / rotated / inverted / coloured / noisy) and `fashion-test-graded`
+(the same scans under graded-severity shifts: small rotation, tint, low contrast, blur,
+translation, stronger noise; `data.synth.graded`) -> 10-way questions "What
 type of object is in this photo?" (every class an option, in a seeded random order, the same
 for a scan in every style) -> the members (`Plan`): the zoo's dual encoders zero-shot (similarity
 with a template ensemble), its VLMs by option log-likelihood, and embedding models trained from
 a zoo VLM with `embed train` on training-split pictures (VQA pairs: question -> class name) ->
-per shift: the probit line over every member (r^2), the dual encoders' line and every model's
+per shift: the probit line over every member (r^2) and over the members above chance, the dual encoders' line and every model's
 effective robustness (ER) against it, the VLMs' mean ER and each tower-sharing VLM's ER over its
 own tower with bootstrap intervals (models and questions resampled; `analysis.effective_robustness`)
 -> the task-signal experiment (`robustness task-signal`) with a zoo VLM as the frozen base.
@@ -31,12 +33,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from scipy.stats import binomtest
 
 from robustvlm.analysis.effective_robustness import ErEstimate, er_estimate
-from robustvlm.analysis.robustness import fit_robustness
+from robustvlm.analysis.robustness import LineFit, ModelPoint, fit_line, fit_robustness
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.config import EmbedRunConfig, validate_config
 from robustvlm.data.loaders import load_examples
+from robustvlm.data.synth.graded import GRADED_STYLES
 from robustvlm.data.synth.held_out import DATA_SEED, synthesize_suite
 from robustvlm.data.synth.writer import save_png
 from robustvlm.errors import ConfigError
@@ -45,7 +49,13 @@ from robustvlm.models.zoo_recipes import ZOO_PREFIX, recipe, resolve_model_name
 from robustvlm.multiple_choice.build import build_questions, write_questions
 from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
 from robustvlm.report.page import write_page
-from robustvlm.report.robustness_zoo import ZooMember, ZooRobustnessResults, ZooShift, report_blocks
+from robustvlm.report.robustness_zoo import (
+    ABOVE_CHANCE_P,
+    ZooMember,
+    ZooRobustnessResults,
+    ZooShift,
+    report_blocks,
+)
 from robustvlm.runs import claim_run_folder, read_jsonl, write_jsonl
 from robustvlm.workflows.embed.train import embed_train
 from robustvlm.workflows.mc_eval import evaluate_models, model_slug, write_results
@@ -53,9 +63,12 @@ from robustvlm.workflows.measure.robustness import fit_from_results, pair_benche
 from robustvlm.workflows.measure.task_signal import load_task_signal_config, run_task_signal
 from robustvlm.workflows.zoo.data import FASHION_CLASSES, training_pool
 
-SUITE = "fashion-test"
+SUITE, GRADED_SUITE = "fashion-test", "fashion-test-graded"
 REFERENCE = "clean"
 SHIFTS = ("rotated", "inverted", "coloured", "noisy")
+#: The graded-severity shifts of the same scans (`data.synth.graded`; severities fixed a priori).
+GRADED_SHIFTS = tuple(style for style in GRADED_STYLES if style != REFERENCE)
+ALL_SHIFTS = (*SHIFTS, *GRADED_SHIFTS)
 QUESTION = GENERATIVE_PROMPTS[0]  # the question the zoo's VLMs answer on their held-out split
 DUAL, VLM, EMBED = "dual-encoder", "vlm", "embedding"
 
@@ -95,7 +108,7 @@ FULL = Plan(
     per_class=20,
     embed_images=2000,
     task_signal_base="idefics3-siglip-m",
-    task_signal=("seeds=[0]", "budgets=[10,20,40,80]", "n_boot=1000"),
+    task_signal=("n_boot=1000",),  # the built-in seeds (0, 1) and budgets (100, 200, 400 steps)
     n_boot=1000,
 )
 QUICK = Plan(
@@ -137,15 +150,17 @@ def zoo_members(plan: Plan) -> list[ZooMember]:
 
 
 def prepare_questions(out: Path, per_class: int) -> dict[str, Path]:
-    """The suite (reused when present) and one 10-way question file per style, reference first."""
-    root = synthesize_suite(out / "data" / SUITE, SUITE, per_class)
-    examples = load_examples(root, fmt="folder", instruction_template=QUESTION, verbose=False)
+    """The two suites (reused when present) and one 10-way question file per style, reference
+    first: `fashion-test`'s styles, then `fashion-test-graded`'s shifts (the same scans)."""
     benches = {}
-    for style in (REFERENCE, *SHIFTS):
-        questions = build_questions([ex for ex in examples if ex.env == style], k=len(FASHION_CLASSES),
-                                    distractors="random", seed=DATA_SEED, prompt=QUESTION)
-        benches[style] = out / "questions" / f"{style}.jsonl"
-        write_questions(questions, benches[style])
+    for suite, styles in ((SUITE, (REFERENCE, *SHIFTS)), (GRADED_SUITE, GRADED_SHIFTS)):
+        root = synthesize_suite(out / "data" / suite, suite, per_class)
+        examples = load_examples(root, fmt="folder", instruction_template=QUESTION, verbose=False)
+        for style in styles:
+            questions = build_questions([ex for ex in examples if ex.env == style], k=len(FASHION_CLASSES),
+                                        distractors="random", seed=DATA_SEED, prompt=QUESTION)
+            benches[style] = out / "questions" / f"{style}.jsonl"
+            write_questions(questions, benches[style])
     return benches
 
 
@@ -219,9 +234,19 @@ def question_outcomes(out: Path, members: Sequence[ZooMember]) -> dict[str, dict
     for m in members:
         folder = out / "scores" / model_slug(m.model)
         rows = {style: sorted(read_jsonl(folder / f"{style}.jsonl"), key=lambda r: (str(r["id"]), r["rotation"]))
-                for style in (REFERENCE, *SHIFTS)}
+                for style in (REFERENCE, *ALL_SHIFTS)}
         outcomes[m.name] = {style: np.array([bool(r["correct"]) for r in rs]) for style, rs in rows.items()}
     return outcomes
+
+
+def above_chance_line(points: Sequence[ModelPoint], k: int = len(FASHION_CLASSES)) -> LineFit | None:
+    """The probit line over the members whose reference accuracy is above chance 1/`k` (one-sided
+    binomial test, p < ABOVE_CHANCE_P; scipy's `binomtest`); None when fewer than two are."""
+    above = [p for p in points
+             if binomtest(round(p.acc_ref * p.n_ref), p.n_ref, 1 / k, alternative="greater").pvalue < ABOVE_CHANCE_P]
+    if len(above) < 2:
+        return None
+    return fit_line([p.acc_ref for p in above], [p.acc_shift for p in above])
 
 
 def analyse_shift(out: Path, results_csv: Path, shift: str, members: Sequence[ZooMember], n_boot: int,
@@ -242,6 +267,7 @@ def analyse_shift(out: Path, results_csv: Path, shift: str, members: Sequence[Zo
     return ZooShift(
         shift=shift,
         all_members=fit_robustness(points, ref=REFERENCE, shift=shift, n_boot=n_boot),
+        above_chance=above_chance_line(points),
         dual_line=dual_line,
         vlm_er=against_duals([m.name for m in members if m.group == VLM]),
         embed_er=against_duals([m.name for m in members if m.group == EMBED]),
@@ -280,7 +306,7 @@ def run_zoo_robustness(out_dir: str | Path, *, quick: bool = False, members: Seq
     print(f"scoring {len(measured)} members on {len(benches)} styles", flush=True)
     results_csv = score_members(out, measured, benches)
     by_style = question_outcomes(out, measured)
-    shifts = {shift: analyse_shift(out, results_csv, shift, measured, plan.n_boot, by_style) for shift in SHIFTS}
+    shifts = {shift: analyse_shift(out, results_csv, shift, measured, plan.n_boot, by_style) for shift in ALL_SHIFTS}
     model, lifts = task_signal_lifts(out, plan)
     results = ZooRobustnessResults(
         quick=quick, seconds=round(time.perf_counter() - t0, 1), suite=SUITE, reference=REFERENCE,

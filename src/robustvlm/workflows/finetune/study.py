@@ -13,6 +13,9 @@ Study config (YAML or dict):
             registry's study defaults [chrf, bertscore, cee], the paper's Table 1); each is added
             to the runs' eval.metrics, except a metric whose needed setting is not set (CEE
             without eval.judge): it is then listed as absent in the report, never scored 0
+  zero_shot: optional, default false: also evaluate base.model untouched (step 0) on the same
+            records (OUT/runs/zero-shot/eval); the report shows its row beside the fine-tuned
+            ones (one evaluation: no seeds, no significance test)
 
 Layout of OUT: runs/<label>/seed-<s>/{train/, eval/}, results.json, report.md, report.html and
 the PNGs. Every run folder is claimed through `robustvlm.runs` with resume on: a finished run
@@ -36,6 +39,7 @@ from robustvlm.analysis.study import (
     StudyResults,
     aggregate_study,
     sum_counts,
+    zero_shot_scores,
 )
 from robustvlm.analysis.summary import EvalMetrics
 from robustvlm.config import EvalConfig, RunConfig, deep_merge, read_yaml_mapping, validate_config
@@ -97,12 +101,14 @@ def seeded_args(name: str, args: dict, seed: int) -> dict:
 
 @dataclass(frozen=True)
 class StudyPlan:
-    """A validated study: {label: {seed: RunConfig}}, seeds, tabulated metrics, launcher."""
+    """A validated study: {label: {seed: RunConfig}}, seeds, tabulated metrics, launcher, and
+    whether the untouched model is evaluated too (`zero_shot`)."""
 
     runs: dict[str, dict[int, RunConfig]]
     seeds: list[int]
     metrics: list[str]
     launcher: LaunchConfig | None = None
+    zero_shot: bool = False
 
 
 def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyPlan:
@@ -128,7 +134,7 @@ def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyP
                 raw, f"{source} (methods.{label}, seed {seed})"
             )
             check_needs(eval_metrics, dict(runs[label][seed].eval))  # an extra a metric needs
-    return StudyPlan(runs=runs, seeds=seeds, metrics=list(metrics), launcher=cfg.launcher)
+    return StudyPlan(runs=runs, seeds=seeds, metrics=list(metrics), launcher=cfg.launcher, zero_shot=cfg.zero_shot)
 
 
 def computed_metrics(base: Mapping, metrics: Sequence[str]) -> list[str]:
@@ -181,6 +187,21 @@ def _run_one(
     )
 
 
+ZERO_SHOT = "zero-shot"
+"""The folder (OUT/runs/zero-shot) of the untouched model's evaluation."""
+
+
+def _zero_shot_rows(cfg: RunConfig, out_dir: Path, progress: bool) -> list[dict]:
+    """Evaluate `cfg.model` untouched on the records its runs are evaluated on (or reuse that
+    evaluation); returns its prediction rows."""
+    folder = out_dir / "runs" / ZERO_SHOT
+    if progress:
+        print(f"\n=== {ZERO_SHOT}: {cfg.model.name} untouched ===")
+    examples = load_from_config(cfg.data, folder, verbose=False)
+    evaluate(cfg.model.name, examples, folder / "eval", cfg=cfg.eval, resume=True, progress=progress)
+    return read_jsonl(folder / "eval" / "predictions.jsonl")
+
+
 def run_dir_of(out_dir: Path, label: str, seed: int) -> Path:
     """Where the run of method `label` with `seed` lives: OUT/runs/<label>/seed-<seed>."""
     return out_dir / "runs" / label / f"seed-{seed}"
@@ -227,6 +248,7 @@ def run_study(
         seeds=seeds,
         absent=absent_metrics(metrics, first.eval.metrics, dry_run=dry_run),
         dry_run=dry_run,
+        zero_shot=zero_shot_scores(_zero_shot_rows(first, out_dir, progress), metrics) if plan.zero_shot else None,
     )
     (out_dir / "results.json").write_text(json.dumps(results.to_dict(), indent=2), encoding="utf-8")
     write_study_report(
