@@ -119,10 +119,9 @@ def add_demo(sub: SubParsers) -> None:
                     "its quick members) on Fashion-MNIST test-split scans, with the task-signal experiment on a "
                     "zoo tower; default --out demo_robustness_zoo[_quick]. demo tasks: the Table-1 study "
                     "fine-tuning the pretrained zoo:llava-clip-m (`--quick`: zoo:quick-llava) on the "
-                    "fashion-tasks benchmark, its zero-shot scores beside. demo reward: the reward ladder's "
-                    "full and frozen-head rungs started from a pretrained zoo VLM (zoo:idefics3-siglip-m; "
-                    "`--quick`: zoo:quick-idefics3) on Fashion-MNIST preference pairs with the same text "
-                    "shortcuts, SFC weights per step; default --out demo_reward_zoo[_quick]")
+                    "fashion-tasks benchmark, its zero-shot scores beside. demo reward: the reward ladder from "
+                    "zoo:idefics3-siglip-m (`--quick`: zoo:quick-idefics3) on Fashion-MNIST preference pairs with "
+                    "the same text shortcuts, SFC weights per step; default --out demo_reward_zoo[_quick]")
     dm.add_argument("--members", metavar="NAMES",
                     help="demo robustness --zoo: measure only these zoo members (comma-separated; a reduced zoo: "
                     ">= 2 dual encoders and a VLM); demo reward --zoo: the one zoo VLM to start from")
