@@ -87,6 +87,12 @@ figures: install
 		--shots 0,1,2 --demos random,same-domain,cross-domain --n-per-domain 100 --seed 0 --resume
 	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-in-context.md icl-domains:llava-clip-m-icl=figures/icl_llava-clip-m-icl \
 		icl-gain:llava-clip-m-icl=figures/icl_llava-clip-m-icl icl-shift-cost:llava-clip-m-icl=figures/icl_llava-clip-m-icl
+	$(BIN)/robustvlm demo reward --zoo --out demo_reward_zoo
+	$(BIN)/robustvlm rm train configs/reward/zoo_warm.yaml --out runs/zoo_warm --resume
+	$(BIN)/robustvlm rm matrix configs/reward/matrix_zoo_warm.yaml --out runs/matrix_zoo_warm
+	$(BIN)/python -m robustvlm.report.figures docs/results/reward.md reward-zoo-matrix=demo_reward_zoo \
+		reward-zoo-ladder=demo_reward_zoo reward-zoo-ladder-sfc=demo_reward_zoo reward-zoo-runs=demo_reward_zoo \
+		reward-zoo-steps=demo_reward_zoo rm-seeds:zoo-warm=runs/matrix_zoo_warm rm-runs:zoo-warm=runs/matrix_zoo_warm
 
 # Real-size costs on this CPU (random-weight SmolVLM-256M, `real:` models): training steps of ERM,
 # Dynamic BIRM and IRMv1, shared-prefix scoring, generation. Long on 2 shared cores: see
@@ -120,4 +126,4 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) site demo_out demo_out_quick demo_tasks demo_tasks_quick demo_robustness demo_invariance demo_reward demo_reward_quick studies
+	rm -rf $(VENV) site demo_out demo_out_quick demo_tasks demo_tasks_quick demo_robustness demo_invariance demo_reward demo_reward_quick demo_reward_zoo demo_reward_zoo_quick studies

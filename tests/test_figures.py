@@ -66,6 +66,7 @@ def _matrix_folder(folder: Path) -> Path:
     ood = {"standard": {"plain": [0.50, 0.60], "short": [0.30, 0.40]},
            "shortcut_aware": {"plain": [0.80, 0.70], "short": [0.40, 0.45]}}
     matrix = {
+        "labels": ["standard", "shortcut_aware"], "proxy_label": None,
         "seeds": [0, 1], "train_envs": ["long"], "test_envs": ["long", "plain", "short"],
         "cells": {lb: {f"long->{env}": {"values": v} for env, v in cells.items()} for lb, cells in ood.items()},
         "averages": {lb: {"ood": {"values": [(a + b) / 2 for a, b in zip(c["plain"], c["short"])]}}

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.analysis.reward_verdict import reward_verdict as verdict
 from robustvlm.report.reward_demo import full_runs_table, ladder_tables
+from robustvlm.reward.ladder_results import (
+    LinearLoss,
+    LinearProxy,
+    LinearRung,
+    MatrixRung,
+    ProxyWeights,
+    RunWeights,
+)
 
 
 def diff(values: list[float]) -> dict:
@@ -47,20 +56,21 @@ def _matrix(ood: list[float], sfd: list[float] | None, cells: tuple[int, int] = 
 
 
 def test_ladder_tables_pair_each_rung_by_seed():
-    def rung(values: dict) -> dict:
-        return {"averages": {k: v["averages"] for k, v in values.items()},
-                "sfd_average": {k: v["sfd"] for k, v in values.items() if v["sfd"] is not None},
-                "sfd_cells": {k: v["cells"] for k, v in values.items() if v["sfd"] is not None}}
+    def rung(values: dict) -> MatrixResults:
+        return MatrixResults(list(values), "text_only", ["a"], ["a", "b"], [0, 1],
+                             averages={k: v["averages"] for k, v in values.items()},
+                             sfd_average={k: v["sfd"] for k, v in values.items() if v["sfd"] is not None},
+                             sfd_cells={k: v["cells"] for k, v in values.items() if v["sfd"] is not None})
 
     matrix = rung({"standard": _matrix([0.40, 0.50], [0.3, 0.2]), "text_only": _matrix([0.4, 0.4], None),
                    "shortcut_aware": _matrix([0.45, 0.49], [0.1, 0.2])})
     sfc = {"mean": 0.5, "above_half": 0.5, "proxy_wrong": 0.1, "weight_proxy_wrong": 0.2,
            "mean_proxy_wrong": 0.9, "mean_proxy_right": 0.4}
-    proxy = {"train_accuracy": [0.9, 0.9], "sfc": [sfc, sfc]}
-    linear = {loss: {"train_accuracy": [0.9, 0.9], "ood_accuracy": [0.5, 0.6], "sfd": [0.5, None]}
-              for loss in ("standard", "text_only", "shortcut_aware")}
-    losses, weights = ladder_tables({**linear, "proxy": proxy}, {"matrix": matrix, "proxy": proxy},
-                                    {"matrix": matrix, "proxy": proxy})
+    proxy = ProxyWeights([0.9, 0.9], [sfc, sfc])
+    linear = LinearRung({loss: LinearLoss([0.5, 0.5], [0.9, 0.9], [0.5, 0.6], [0.5, None])
+                         for loss in ("standard", "text_only", "shortcut_aware")},
+                        LinearProxy([0.9, 0.9], [0.5, 0.5], [sfc, sfc]))
+    losses, weights = ladder_tables(linear, MatrixRung(matrix, proxy), MatrixRung(matrix, proxy))
     rows = {(r[0], r[1]): r for r in losses.rows}
     assert rows["2 frozen backbone", "shortcut_aware"][3:] == ["47.0 ± 2.8", "15.0 ± 7.1", "2 of 3", "+5.0, -1.0"]
     assert rows["1 linear", "standard"][4:6] == ["50.0", "1 of 2"]  # one SFD undefined
@@ -72,6 +82,6 @@ def test_full_runs_table_gives_each_runs_weight_shift_and_gain():
     cells = {label: {f"a->{t}": {"values": [v, 0.0]} for t, v in zip("abc", values)}
              for label, values in (("standard", [0.9, 0.2, 0.4]), ("shortcut_aware", [0.8, 0.5, 0.5]))}
     sfc = {"proxy_wrong": 0.1, "weight_proxy_wrong": 0.25}
-    table = full_runs_table({"matrix": {"seeds": [3, 4], "test_envs": ["a", "b", "c"], "cells": cells},
-                             "proxy": {"runs": [{"seed": 3, "env": "a", "sfc": sfc}]}})
+    matrix = MatrixResults(list(cells), "text_only", ["a"], ["a", "b", "c"], [3, 4], cells=cells)
+    table = full_runs_table(MatrixRung(matrix, ProxyWeights([], [], [RunWeights(3, "a", sfc)])))
     assert table.rows == [["3", "a", "10.0", "25.0", "2.50", "+20.0"]]  # (0.5 + 0.5) / 2 - (0.2 + 0.4) / 2

@@ -87,16 +87,16 @@ def test_frozen_rung_scores_each_head_on_the_test_states():
     states = {"multimodal": np.stack([chosen, np.zeros_like(chosen)], axis=1)}
     states["drop"] = states["multimodal"] * TEXT_ONLY
     out = frozen_rung(pairs, states, (0,), steps=30, batch_size=8, lr=0.05)
-    matrix = out["matrix"]
-    assert matrix["train_envs"] == ["a", "b"] and matrix["sfd_cells"]["standard"]["cells"] == [2]
+    matrix = out.matrix
+    assert matrix.train_envs == ["a", "b"] and matrix.sfd_cells["standard"]["cells"] == [2]
     train_a = [i for i, p in enumerate(pairs) if p.env == "a" and p.split == "train"]
     test_b = [i for i, p in enumerate(pairs) if p.env == "b" and p.split == "test"]
     diff = {v: s[:, 0] - s[:, 1] for v, s in states.items()}
     fits = train_linear_rewards(diff["multimodal"][train_a], diff["drop"][train_a], steps=30, batch_size=8, lr=0.05, seed=0)
     for label, view in (("standard", "multimodal"), ("text_only", "drop")):
         expected = float(np.mean(diff[view][test_b] @ fits[label] > 0))
-        assert matrix["cells"][label]["a->b"]["mean"] == pytest.approx(expected)
-    assert out["proxy"]["train_accuracy"][0] == pytest.approx(1.0)  # the cue holds in training
+        assert matrix.cells[label]["a->b"]["mean"] == pytest.approx(expected)
+    assert out.proxy.train_accuracy[0] == pytest.approx(1.0)  # the cue holds in training
 
 
 def test_pair_states_are_what_the_head_scores(tiny_vlms, tmp_path):

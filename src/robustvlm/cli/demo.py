@@ -29,6 +29,23 @@ def _demo_robustness(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo_reward(args: argparse.Namespace) -> int:
+    """`demo reward`: from the demo's fine-tuned tiny policy, or from a pretrained zoo VLM (`--zoo`)."""
+    if args.zoo:
+        from robustvlm.workflows.demos.reward_zoo import run_zoo_reward
+
+        member = args.members.strip() if args.members else None
+        if member and "," in member:
+            raise ConfigError(f"demo reward --zoo: --members takes one zoo VLM, not {member!r}")
+        run_zoo_reward(args.out or ("demo_reward_zoo_quick" if args.quick else "demo_reward_zoo"),
+                       quick=args.quick, member=member)
+        return 0
+    from robustvlm.workflows.demos.reward import run_reward_demo
+
+    run_reward_demo(args.out or ("demo_reward_quick" if args.quick else "demo_reward"), quick=args.quick)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     if args.overrides[:1] in (["robustness"], ["ladder"]):
         require("data", f"demo {args.overrides[0]} (its real MNIST digits)")
@@ -55,10 +72,7 @@ def _demo(args: argparse.Namespace) -> int:
                         inferred_envs=args.inferred_envs)
         return 0
     if args.overrides[:1] == ["reward"]:
-        from robustvlm.workflows.demos.reward import run_reward_demo
-
-        run_reward_demo(args.out or ("demo_reward_quick" if args.quick else "demo_reward"), quick=args.quick)
-        return 0
+        return _demo_reward(args)
     if args.overrides[:1] == ["tasks"]:
         from robustvlm.workflows.demos.finetune import run_demo
 
@@ -105,10 +119,12 @@ def add_demo(sub: SubParsers) -> None:
                     "its quick members) on Fashion-MNIST test-split scans, with the task-signal experiment on a "
                     "zoo tower; default --out demo_robustness_zoo[_quick]. demo tasks: the Table-1 study "
                     "fine-tuning the pretrained zoo:llava-clip-m (`--quick`: zoo:quick-llava) on the "
-                    "fashion-tasks benchmark, its zero-shot scores beside")
+                    "fashion-tasks benchmark, its zero-shot scores beside. demo reward: the reward ladder from "
+                    "zoo:idefics3-siglip-m (`--quick`: zoo:quick-idefics3) on Fashion-MNIST preference pairs with "
+                    "the same text shortcuts, SFC weights per step; default --out demo_reward_zoo[_quick]")
     dm.add_argument("--members", metavar="NAMES",
                     help="demo robustness --zoo: measure only these zoo members (comma-separated; a reduced zoo: "
-                    ">= 2 dual encoders and a VLM)")
+                    ">= 2 dual encoders and a VLM); demo reward --zoo: the one zoo VLM to start from")
     dm.add_argument("--inferred-envs", action="store_true",
                     help="demo ladder: also infer environments from data (EIIL, loss split, k-means) on the "
                     "pixel rung and train IRMv1 / Dynamic BIRM on them")

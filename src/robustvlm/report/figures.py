@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from robustvlm.analysis.ladder import is_vlm_cell
-from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.analysis.study import StudyResults
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.linear.results import InvarianceResults
@@ -41,6 +40,8 @@ from robustvlm.report.reward_demo import (
     seeds_table,
 )
 from robustvlm.report.reward_report import summary_table as matrix_summary_table
+from robustvlm.report.reward_results import RewardDemoSummary, RewardZooResults
+from robustvlm.report.reward_zoo import WINDOW_FULL, WINDOW_QUICK, sfc_step_table
 from robustvlm.report.robustness_zoo import (
     ZooRobustnessResults,
     er_table,
@@ -51,6 +52,7 @@ from robustvlm.report.robustness_zoo import (
 from robustvlm.report.study_report import per_env_table, table1
 from robustvlm.report.tables import markdown_table
 from robustvlm.runs import read_jsonl
+from robustvlm.reward.ladder_results import MatrixRung
 
 
 def _ladder_cells(vlm: bool) -> Callable[[Mapping], Table]:
@@ -60,8 +62,18 @@ def _ladder_cells(vlm: bool) -> Callable[[Mapping], Table]:
     return table
 
 
-def _reward_linear(results: Mapping) -> Table:
-    return next(b for b in linear_rung_blocks(results["linear"]) if isinstance(b, Table))
+def _reward(table: Callable[[RewardDemoSummary], Table]) -> Callable[[Mapping], Table]:
+    """A table of `demo reward`'s results (read back through their class)."""
+    return lambda results: table(RewardDemoSummary.from_dict(results))
+
+
+def _reward_zoo(table: Callable[[RewardZooResults], Table]) -> Callable[[Mapping], Table]:
+    """A table of `demo reward --zoo`'s results (read back through their class)."""
+    return lambda results: table(RewardZooResults.from_dict(results))
+
+
+def _linear_table(summary: RewardDemoSummary | RewardZooResults) -> Table:
+    return next(b for b in linear_rung_blocks(summary.linear) if isinstance(b, Table))
 
 
 def _invariance_eiil(results: Mapping) -> Table:
@@ -71,14 +83,9 @@ def _invariance_eiil(results: Mapping) -> Table:
     return table
 
 
-def _demo_full_models(results: Mapping) -> dict:
-    """The reward demo's full models as an `rm matrix` folder reads: {"matrix", "proxy"}."""
-    return {"matrix": results["matrix"], "proxy": results["full_proxy"]}
-
-
-def _reward_ladder(which: int) -> Callable[[Mapping], Table]:
+def _ladder_table(which: int) -> Callable[[RewardDemoSummary | RewardZooResults], Table]:
     """The reward ladder's table `which` (0: accuracies, 1: where the SFC weights fell)."""
-    return lambda results: ladder_tables(results["linear"], results["frozen"], _demo_full_models(results))[which]
+    return lambda summary: ladder_tables(summary.linear, summary.frozen, summary.full)[which]
 
 
 def _study_table1(results: StudyResults) -> Table:
@@ -95,17 +102,23 @@ def _zoo(table: Callable[[ZooRobustnessResults], Table]) -> Callable[[Mapping], 
 FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "ladder": ("demo ladder", _ladder_cells(vlm=False)),
     "ladder-vlm": ("demo ladder", _ladder_cells(vlm=True)),
-    "reward-matrix": ("demo reward", lambda results: matrix_summary_table(MatrixResults.from_dict(results["matrix"]))),
-    "reward-linear": ("demo reward", _reward_linear),
+    "reward-matrix": ("demo reward", _reward(lambda summary: matrix_summary_table(summary.matrix))),
+    "reward-linear": ("demo reward", _reward(_linear_table)),
     "invariance": ("demo invariance", lambda results: error_table(InvarianceResults.from_dict(dict(results)))),
     "invariance-spread": ("demo invariance", lambda grid: spread_grid_table(
         {name: InvarianceResults.from_dict(results) for name, results in grid.items()})),
     "invariance-eiil": ("demo invariance", _invariance_eiil),
-    "reward-ladder": ("demo reward", _reward_ladder(0)),
-    "reward-ladder-sfc": ("demo reward", _reward_ladder(1)),
-    "reward-ladder-runs": ("demo reward", lambda results: full_runs_table(_demo_full_models(results))),
-    "rm-seeds": ("rm matrix", seeds_table),
-    "rm-runs": ("rm matrix", full_runs_table),
+    "reward-ladder": ("demo reward", _reward(_ladder_table(0))),
+    "reward-ladder-sfc": ("demo reward", _reward(_ladder_table(1))),
+    "reward-ladder-runs": ("demo reward", _reward(lambda summary: full_runs_table(summary.full))),
+    "reward-zoo-matrix": ("demo reward --zoo", _reward_zoo(lambda summary: matrix_summary_table(summary.matrix))),
+    "reward-zoo-ladder": ("demo reward --zoo", _reward_zoo(_ladder_table(0))),
+    "reward-zoo-ladder-sfc": ("demo reward --zoo", _reward_zoo(_ladder_table(1))),
+    "reward-zoo-runs": ("demo reward --zoo", _reward_zoo(lambda summary: full_runs_table(summary.full))),
+    "reward-zoo-steps": ("demo reward --zoo", _reward_zoo(lambda summary: sfc_step_table(
+        summary.steps["all"], window=WINDOW_FULL if not summary.quick else WINDOW_QUICK))),
+    "rm-seeds": ("rm matrix", lambda results: seeds_table(MatrixRung.from_dict(results))),
+    "rm-runs": ("rm matrix", lambda results: full_runs_table(MatrixRung.from_dict(results))),
     "zoo-robustness-members": ("demo robustness --zoo", _zoo(members_table)),
     "zoo-robustness-fits": ("demo robustness --zoo", _zoo(fits_table)),
     "zoo-robustness-er": ("demo robustness --zoo", _zoo(er_table)),
@@ -120,9 +133,11 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
 GRIDS = ("invariance-spread",)
 """Figures made from several runs: their folder holds one demo output folder per run."""
 OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
-                    "zoo-task-signal", "zoo-tasks", "zoo-tasks-envs")
+                    "zoo-task-signal", "zoo-tasks", "zoo-tasks-envs", "reward-zoo-matrix", "reward-zoo-ladder",
+                    "reward-zoo-ladder-sfc", "reward-zoo-runs", "reward-zoo-steps")
 """Figures whose quick tables (docs/quick_figures.md) the test module of their demo checks, on
-the quick run it makes anyway (`demo robustness --zoo --quick` and `demo tasks --zoo --quick`
+the quick run it makes anyway (`demo robustness --zoo --quick`, `demo tasks --zoo --quick` and
+`demo reward --zoo --quick`
 need the quick zoo built)."""
 MATRIX_FIGURES = ("rm-seeds", "rm-runs")
 """Figures of an `rm matrix` output folder: {"matrix": matrix.json, "proxy": sfc.json's

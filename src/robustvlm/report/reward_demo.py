@@ -19,22 +19,25 @@ from robustvlm.report.reward_report import (
     sfd_cells_text,
     sfd_table,
 )
+from robustvlm.report.reward_results import BonResult, RewardDemoPlan
+from robustvlm.reward.ladder_results import LinearProxy, LinearRung, MatrixRung, ProxyWeights
 
 
-def bon_table(bon: Mapping[str, Mapping]) -> Table:
-    rows = [[label, pct(r["at_1"]), pct(r["at_k"])] for label, r in bon.items()]
-    k = next(iter(bon.values()))["curve"][-1]["n"]
+def bon_table(bon: Mapping[str, BonResult]) -> Table:
+    """Per reward model: gold at N = 1 and N = K, mean ± sd over seeds."""
+    rows = [[label, pct(r.at_1), pct(r.at_k)] for label, r in bon.items()]
+    k = next(iter(bon.values())).curve[-1]["n"]
     return Table(["reward model", "gold at N = 1 (×100)", f"gold at N = {k} (×100)"], rows)
 
 
 def demo_blocks(
     results: MatrixResults,
     comparison: Mapping[str, Mapping | None],
-    bon: Mapping[str, Mapping],
+    bon: Mapping[str, BonResult],
     out_dir: Path,
     *,
     points: Mapping[str, Sequence],
-    plan: Mapping,
+    plan: RewardDemoPlan,
     seconds: float,
     bon_setup: tuple[str, str],
 ) -> list[Block]:
@@ -43,23 +46,23 @@ def demo_blocks(
     cells = ", ".join(f"`{label}` {sfd_cells_text(results, label)}" for label in ("standard", "shortcut_aware"))
     blocks: list[Block] = [Heading("Verdict"), *(Paragraph(line) for line in reward_verdict(comparison, sfd_cells=cells))]
     blocks += [Paragraph(
-        f"Built-in `preferences` benchmark ({plan['n_per_env']} training pairs per environment; "
+        f"Built-in `preferences` benchmark ({plan.n_per_env} training pairs per environment; "
         f"environments `clause`, `long`, `short`, `plain`, whose text cues predict the preference only "
-        f"inside them). A tiny Idefics3 was fine-tuned for {plan['policy_steps']} steps to describe the "
+        f"inside them). A tiny Idefics3 was fine-tuned for {plan.policy_steps} steps to describe the "
         f"training images; it is the Best-of-N policy and the initial weights of every reward model. "
-        f"Each loss trained {plan['rm_steps']} steps (batch 8 pairs) on one environment and was tested on "
-        f"{plan['test_per_env']} test pairs of every environment, for {len(plan['seeds'])} seed(s). "
+        f"Each loss trained {plan.rm_steps} steps (batch 8 pairs) on one environment and was tested on "
+        f"{plan.test_per_env} test pairs of every environment, for {len(plan.seeds)} seed(s). "
         + ("Accuracies are in %, mean ± std over seeds; differences are paired by seed. "
-           if len(plan["seeds"]) > 1 else "Accuracies are in %, from one seed (no spread). ")
+           if len(plan.seeds) > 1 else "Accuracies are in %, from one seed (no spread). ")
         + f"Wall time: {seconds:.0f} s.")]
     blocks += matrix_blocks(results, out_dir, points=points)
-    figure = bon_curves({label: r["curve"] for label, r in bon.items()}, out_dir / "bon.png", gold="chrF")
+    figure = bon_curves({label: r.curve for label, r in bon.items()}, out_dir / "bon.png", gold="chrF")
     blocks += [Heading("Best-of-N"), Paragraph(
         f"The policy sampled K candidates (temperature 1.0, top-p 0.95) for `{test_env}` test prompts "
         f"(no text cue); the standard and shortcut-aware models trained on `{train_env}` (a length "
         "shortcut) picked the best of N. Gold: chrF of the pick against the reference answer (0-1, ×100 "
         "in the table), mean over prompts, exact unbiased estimator over the K candidates; curves "
-        + ("averaged over seeds, the table gives mean ± std over seeds." if len(plan["seeds"]) > 1 else
+        + ("averaged over seeds, the table gives mean ± std over seeds." if len(plan.seeds) > 1 else
            "from one seed.")), Image(figure.name, "Best-of-N curves"),
         bon_table(bon)]
     return blocks
@@ -74,24 +77,24 @@ def _spread_text(values: Sequence[float | None], scale: float = 100.0, digits: i
     return mean if len(defined) == 1 else f"{mean} ± {scale * float(np.std(defined, ddof=1)):.{digits}f}"
 
 
-def linear_rung_blocks(rows: Mapping[str, Mapping[str, list]]) -> list[Block]:
+def linear_rung_blocks(rung: LinearRung) -> list[Block]:
     """The reward ladder's linear rung (`reward.linear_rung`): per loss, the image feature's share
     of the weight, accuracy in training and o.o.d., and SFD; the proxy's accuracy and the SFC weights."""
-    table = [[loss, _spread_text(r["image_share"]), _spread_text(r["train_accuracy"]),
-              _spread_text(r["ood_accuracy"]), _spread_text(r["sfd"])]
-             for loss, r in rows.items() if loss != "proxy"]
-    proxy = rows["proxy"]
+    table = [[loss, _spread_text(r.image_share), _spread_text(r.train_accuracy),
+              _spread_text(r.ood_accuracy), _spread_text(r.sfd)]
+             for loss, r in rung.losses.items()]
+    proxy = rung.proxy
     return [
         Heading("Rung 1: linear rewards on two features"),
         Paragraph("The same losses on a linear reward over two feature differences per pair: an image "
                   "feature that favours the chosen response everywhere (noisily) and a text cue that agrees "
                   "with the preference 95% of the time in training and 50% at test. Seeds: "
-                  f"{len(proxy['ood_accuracy'])}; values in %."),
+                  f"{len(proxy.ood_accuracy)}; values in %."),
         Table(["loss", "image feature's share of the weight", "train accuracy", "o.o.d. accuracy",
                "SFD (points)"], table),
-        Paragraph(f"The text-only proxy's o.o.d. accuracy: {_spread_text(proxy['ood_accuracy'])}; SFC weights in "
-                  f"training: mean {_spread_text([d['mean'] for d in proxy['sfc']], 1.0, 2)}, share above 0.5 "
-                  f"{_spread_text([d['above_half'] for d in proxy['sfc']])}%."),
+        Paragraph(f"The text-only proxy's o.o.d. accuracy: {_spread_text(proxy.ood_accuracy)}; SFC weights in "
+                  f"training: mean {_spread_text([d['mean'] for d in proxy.sfc], 1.0, 2)}, share above 0.5 "
+                  f"{_spread_text([d['above_half'] for d in proxy.sfc])}%."),
     ]
 
 
@@ -99,28 +102,30 @@ LADDER_LOSSES = ("standard", "text_only", "shortcut_aware")
 SFC_KEYS = ("proxy_wrong", "weight_proxy_wrong", "mean_proxy_wrong", "mean_proxy_right", "above_half")
 
 
-def _ladder_losses(linear: Mapping, frozen: Mapping, full: Mapping) -> list[tuple[str, dict]]:
+def _ladder_losses(linear: LinearRung, frozen: MatrixRung, full: MatrixRung) -> list[tuple[str, dict]]:
     """[(rung, {loss: {"iid", "ood", "sfd": per-seed lists, "cells": (defined, scored)}})]: the
     linear rung's one o.o.d. environment is one cell per seed."""
-    rungs = [("1 linear", {loss: {"iid": r["train_accuracy"], "ood": r["ood_accuracy"], "sfd": r["sfd"],
-                                  "cells": (sum(v is not None for v in r["sfd"]), len(r["sfd"]))}
-                           for loss, r in linear.items() if loss in LADDER_LOSSES})]
-    for rung, matrix in (("2 frozen backbone", frozen["matrix"]), ("3 full model", full["matrix"])):
+    rungs = [("1 linear", {loss: {"iid": r.train_accuracy, "ood": r.ood_accuracy, "sfd": r.sfd,
+                                  "cells": (sum(v is not None for v in r.sfd), len(r.sfd))}
+                           for loss, r in linear.losses.items() if loss in LADDER_LOSSES})]
+    for rung, matrix in (("2 frozen backbone", frozen.matrix), ("3 full model", full.matrix)):
         losses = {}
         for loss in LADDER_LOSSES:
-            averages, sfd, cells = matrix["averages"][loss], matrix["sfd_average"].get(loss), matrix["sfd_cells"].get(loss)
-            losses[loss] = {"iid": averages["iid"]["values"], "ood": averages["ood"]["values"],
+            averages, sfd, cells = matrix.averages[loss], matrix.sfd_average.get(loss), matrix.sfd_cells.get(loss)
+            iid, ood = averages["iid"], averages["ood"]
+            assert iid is not None and ood is not None, f"{rung}: {loss} has no i.i.d. or o.o.d. cells"
+            losses[loss] = {"iid": iid["values"], "ood": ood["values"],
                             "sfd": sfd["values"] if sfd else [],
                             "cells": (sum(cells["defined"]), sum(cells["cells"])) if cells else None}
         rungs.append((rung, losses))
     return rungs
 
 
-def ladder_tables(linear: Mapping, frozen: Mapping, full: Mapping) -> tuple[Table, Table]:
+def ladder_tables(linear: LinearRung, frozen: MatrixRung, full: MatrixRung) -> tuple[Table, Table]:
     """The three-rung reward table and the proxy / SFC-weight table.
 
-    `linear`: `reward.linear_rung` rows; `frozen`: `reward.frozen_rung` output; `full`: {"matrix":
-    the demo's matrix results, "proxy": {"train_accuracy", "sfc"} per seed (`analysis.reward.logged_sfc`)}.
+    `linear`: `reward.linear_rung`; `frozen`: `reward.frozen_rung`; `full`: the demo's matrix and
+    the weights its shortcut-aware runs logged (`workflows.reward.matrix.logged_proxy`).
     """
     rows = []
     for rung, losses in _ladder_losses(linear, frozen, full):
@@ -135,10 +140,11 @@ def ladder_tables(linear: Mapping, frozen: Mapping, full: Mapping) -> tuple[Tabl
     losses_table = Table(["rung", "loss", "i.i.d. accuracy", "o.o.d. accuracy", "mean SFD (points)",
                           "o.o.d. cells with SFD", "o.o.d. minus standard, per seed (points)"], rows)
     sfc_rows = []
-    for rung, proxy in (("1 linear", linear["proxy"]), ("2 frozen backbone", frozen["proxy"]),
-                        ("3 full model", full["proxy"])):
-        per_key = {k: [d[k] for d in proxy["sfc"]] for k in ("mean", *SFC_KEYS)}
-        sfc_rows.append([rung, _spread_text(proxy["train_accuracy"]), _spread_text(per_key["proxy_wrong"]),
+    proxies: tuple[tuple[str, LinearProxy | ProxyWeights], ...] = (
+        ("1 linear", linear.proxy), ("2 frozen backbone", frozen.proxy), ("3 full model", full.proxy))
+    for rung, proxy in proxies:
+        per_key = {k: [d[k] for d in proxy.sfc] for k in ("mean", *SFC_KEYS)}
+        sfc_rows.append([rung, _spread_text(proxy.train_accuracy), _spread_text(per_key["proxy_wrong"]),
                          _spread_text(per_key["weight_proxy_wrong"]),
                          _spread_text(per_key["mean_proxy_wrong"], 1.0, 2),
                          _spread_text(per_key["mean_proxy_right"], 1.0, 2), _spread_text(per_key["above_half"])])
@@ -148,7 +154,7 @@ def ladder_tables(linear: Mapping, frozen: Mapping, full: Mapping) -> tuple[Tabl
     return losses_table, sfc_table
 
 
-def ladder_blocks(linear: Mapping, frozen: Mapping, full: Mapping, *, frozen_setup: str) -> list[Block]:
+def ladder_blocks(linear: LinearRung, frozen: MatrixRung, full: MatrixRung, *, frozen_setup: str) -> list[Block]:
     """The reward ladder section: what each rung is, and `ladder_tables`."""
     losses_table, sfc_table = ladder_tables(linear, frozen, full)
     return [
@@ -175,48 +181,48 @@ def ladder_blocks(linear: Mapping, frozen: Mapping, full: Mapping, *, frozen_set
     ]
 
 
-def _row_ood(matrix: Mapping, label: str, env: str, index: int) -> float:
+def _row_ood(matrix: MatrixResults, label: str, env: str, index: int) -> float:
     """Mean accuracy of `label`'s model trained on `env` (seed number `index`) over the other
     test environments: its row of the matrix off the diagonal."""
-    return float(np.mean([matrix["cells"][label][f"{env}->{test}"]["values"][index]
-                          for test in matrix["test_envs"] if test != env]))
+    return float(np.mean([matrix.cells[label][f"{env}->{test}"]["values"][index]
+                          for test in matrix.test_envs if test != env]))
 
 
-def full_runs_table(full: Mapping) -> Table:
-    """Per shortcut-aware run of the matrix (`full["proxy"]["runs"]`): where its logged SFC
-    weights fell and its o.o.d. gain over the standard run of the same seed and environment
-    (mean over the o.o.d. cells of that row of the matrix)."""
-    matrix = full["matrix"]
+def full_runs_table(full: MatrixRung) -> Table:
+    """Per shortcut-aware run of the matrix (`full.proxy.runs`): where its logged SFC weights
+    fell and its o.o.d. gain over the standard run of the same seed and environment (mean over
+    the o.o.d. cells of that row of the matrix)."""
+    matrix = full.matrix
     rows = []
-    for run in full["proxy"]["runs"]:
-        index, env = matrix["seeds"].index(run["seed"]), run["env"]
+    for run in full.proxy.runs or []:
+        index, env = matrix.seeds.index(run.seed), run.env
         gain = _row_ood(matrix, "shortcut_aware", env, index) - _row_ood(matrix, "standard", env, index)
-        wrong, weight = run["sfc"]["proxy_wrong"], run["sfc"]["weight_proxy_wrong"]
+        wrong, weight = run.sfc["proxy_wrong"], run.sfc["weight_proxy_wrong"]
         ratio = f"{weight / wrong:.2f}" if wrong and weight is not None else "—"
-        rows.append([str(run["seed"]), env, _spread_text([wrong]), _spread_text([weight]), ratio, f"{100 * gain:+.1f}"])
+        rows.append([str(run.seed), env, _spread_text([wrong]), _spread_text([weight]), ratio, f"{100 * gain:+.1f}"])
     return Table(["seed", "trained on", "pairs the proxy ranks wrong", "their share of the SFC weight",
                   "ratio", "o.o.d. minus standard (points)"], rows)
 
 
-def rung_cells(frozen: Mapping) -> list[Block]:
+def rung_cells(frozen: MatrixRung) -> list[Block]:
     """Rung 2's matrices and SFD per o.o.d. cell (rung 3's are in the matrix section)."""
-    results = MatrixResults.from_dict(frozen["matrix"])
+    results = frozen.matrix
     table = sfd_table(results)
     sfd: list[Block] = [Paragraph("Rung 2's SFD per o.o.d. cell (points) and the correlation of the heads' reward "
                                   "differences with the text-only head's:"), table] if table is not None else []
     return [Paragraph("Rung 2, per cell (rows: trained on; columns: tested on):"), *cell_tables(results), *sfd]
 
 
-def seeds_table(full: Mapping, *, base: str = "standard", other: str = "shortcut_aware") -> Table:
+def seeds_table(full: MatrixRung, *, base: str = "standard", other: str = "shortcut_aware") -> Table:
     """Seed by seed (`full` as for `full_runs_table`): o.o.d. accuracy of `base` and `other` and
     their difference, the mean SFD of each, and where `other`'s logged SFC weights fell, pooled
     over its runs (proxy-wrong pairs, their share of the weight, its ratio to uniform); a last
     row gives mean ± sd over seeds (% and points)."""
-    matrix, pooled = full["matrix"], full["proxy"]["sfc"]
-    n = len(matrix["seeds"])
+    matrix, pooled = full.matrix, full.proxy.sfc
+    n = len(matrix.seeds)
 
     def per_seed(section: str, label: str, key: str | None = None) -> list[float | None]:
-        entry = matrix[section].get(label)
+        entry = getattr(matrix, section).get(label)
         entry = entry if key is None or entry is None else entry[key]
         return list(entry["values"]) if entry is not None else [None] * n
 
@@ -226,7 +232,7 @@ def seeds_table(full: Mapping, *, base: str = "standard", other: str = "shortcut
     ratio = [w / p if p and w is not None else None for p, w in zip(wrong, weight)]
     columns = [ood_base, ood_other, gain, per_seed("sfd_average", base), per_seed("sfd_average", other), wrong, weight]
     rows = [[str(seed), *(_spread_text([c[i]]) for c in columns), _spread_text([ratio[i]], 1.0, 2)]
-            for i, seed in enumerate(matrix["seeds"])]
+            for i, seed in enumerate(matrix.seeds)]
     for row, value in zip(rows, gain):
         row[3] = "—" if value is None else f"{100 * value:+.1f}"
     rows.append(["mean ± sd", *(_spread_text(c) for c in columns), _spread_text(ratio, 1.0, 2)])

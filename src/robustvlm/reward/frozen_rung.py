@@ -29,6 +29,7 @@ from robustvlm.analysis.reward_matrix import MatrixRun, aggregate_matrix
 from robustvlm.data.preferences import PreferencePair
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.reward import RewardModel, candidate_states, hidden_size, new_head
+from robustvlm.reward.ladder_results import MatrixRung, ProxyWeights
 from robustvlm.reward.linear_rung import train_linear_rewards
 from robustvlm.reward.scoring import view_image
 
@@ -65,20 +66,19 @@ def frozen_rung(
     steps: int,
     batch_size: int = 8,
     lr: float = 0.01,
-) -> dict:
+) -> MatrixRung:
     """Train the three heads per seed and training environment on the frozen `states` of `pairs`
     (`frozen_states`, same order) and score every test pair.
 
-    Returns {"matrix": MatrixResults as a dict, "proxy": {"train_accuracy": [per seed, the
-    proxy head's accuracy on its training pairs, mean over environments], "sfc": [per seed, the
-    SFC weights' distribution over the training pairs of every environment]}}.
+    Returns the matrix and, per seed, the proxy head's accuracy on its training pairs (mean over
+    environments) and the SFC weights' distribution over the training pairs of every environment.
     """
     pairs = list(pairs)
     diffs = {view: s[:, 0] - s[:, 1] for view, s in states.items()}
     test = [i for i, p in enumerate(pairs) if p.split == "test"]
     envs = sorted({p.env for p in pairs if p.split == "train"})
     runs: list[MatrixRun] = []
-    proxy: dict[str, list] = {"train_accuracy": [], "sfc": []}
+    proxy = ProxyWeights([], [])
     for seed in seeds:
         accuracies, weights, verdicts = [], [], []
         for env in envs:
@@ -93,8 +93,8 @@ def frozen_rung(
                 rewards = states[view][test] @ fits[label]  # [n_test, 2]
                 rows = [{"id": pairs[i].id, "env": pairs[i].env, view: r.tolist()} for i, r in zip(test, rewards)]
                 runs.append(MatrixRun(label, seed, env, rows, view))
-        proxy["train_accuracy"].append(float(np.mean(accuracies)))
-        proxy["sfc"].append(sfc_distribution(np.concatenate(weights), np.concatenate(verdicts)))
+        proxy.train_accuracy.append(float(np.mean(accuracies)))
+        proxy.sfc.append(sfc_distribution(np.concatenate(weights), np.concatenate(verdicts)))
     texts = {pairs[i].id: (pairs[i].env, pairs[i].chosen, pairs[i].rejected) for i in test}
     results = aggregate_matrix(runs, texts, proxy_label="text_only")
-    return {"matrix": results.to_dict(), "proxy": proxy}
+    return MatrixRung(results, proxy)

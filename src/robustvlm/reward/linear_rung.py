@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from robustvlm.analysis.reward import sfc_distribution
+from robustvlm.reward.ladder_results import LinearLoss, LinearProxy, LinearRung
 from robustvlm.reward.losses import (
     LOSSES,
     branch_objective,
@@ -125,27 +126,26 @@ def sfd(correct: np.ndarray, proxy_correct: np.ndarray) -> float | None:
 
 
 def linear_rung(seeds: tuple[int, ...] = (0, 1, 2), *, n: int = 2000, steps: int = 500,
-                train_agreement: float = 0.95, test_agreement: float = 0.5) -> dict[str, dict[str, list]]:
+                train_agreement: float = 0.95, test_agreement: float = 0.5) -> LinearRung:
     """Per loss, per seed: image share, training and test (o.o.d.) accuracy, SFD at test; and
     the proxy's training and test accuracy and the SFC weights' distribution over the training
-    pairs (`analysis.reward.sfc_distribution`, one dict per seed under "sfc")."""
-    rows: dict[str, dict[str, list]] = {}
+    pairs (`analysis.reward.sfc_distribution`, one per seed)."""
+    losses = {loss: LinearLoss([], [], [], []) for loss in ("standard", "text_only", "shortcut_aware")}
+    proxy = LinearProxy([], [], [])
     text_only = np.array([0.0, 1.0])
     for seed in seeds:
         train = LinearPrefs.draw(n, text_agreement=train_agreement, seed=2 * seed)
         test = LinearPrefs.draw(n, text_agreement=test_agreement, seed=2 * seed + 1)
         fits = train_linear_rewards(train.features, train.features * text_only, steps=steps)
         proxy_correct = test.accuracy(fits["proxy"])
-        for loss in ("standard", "text_only", "shortcut_aware"):
-            row = rows.setdefault(loss, {})
+        for loss, row in losses.items():
             view = fits[loss] * (text_only if loss == "text_only" else 1.0)
-            row.setdefault("image_share", []).append(image_share(view))
-            row.setdefault("train_accuracy", []).append(float(train.accuracy(view).mean()))
-            row.setdefault("ood_accuracy", []).append(float(test.accuracy(view).mean()))
-            row.setdefault("sfd", []).append(sfd(test.accuracy(view), proxy_correct))
-        extra = rows.setdefault("proxy", {})
+            row.image_share.append(image_share(view))
+            row.train_accuracy.append(float(train.accuracy(view).mean()))
+            row.ood_accuracy.append(float(test.accuracy(view).mean()))
+            row.sfd.append(sfd(test.accuracy(view), proxy_correct))
         proxy_train = train.accuracy(fits["proxy"] * text_only)
-        extra.setdefault("train_accuracy", []).append(float(proxy_train.mean()))
-        extra.setdefault("ood_accuracy", []).append(float(proxy_correct.mean()))
-        extra.setdefault("sfc", []).append(sfc_distribution(fits["sfc"], proxy_train))
-    return rows
+        proxy.train_accuracy.append(float(proxy_train.mean()))
+        proxy.ood_accuracy.append(float(proxy_correct.mean()))
+        proxy.sfc.append(sfc_distribution(fits["sfc"], proxy_train))
+    return LinearRung(losses, proxy)

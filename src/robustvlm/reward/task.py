@@ -18,6 +18,10 @@ r_chosen - r_rejected) of the main branch; shortcut-aware runs add `loss_proxy`,
 `sfc_dist/<key>`: where the batch's SFC weights fall against the proxy's verdicts
 (`analysis.reward.sfc_distribution`: share above 0.5, share of pairs the proxy ranks wrong, mean
 SFC on those and on the rest, their share of the summed weight).
+Shortcut-aware runs also write `sfc_pairs.jsonl` (main process, its share of each batch): one row
+per trained pair and step, {"step", "id", "env", "sfc", "main", "proxy"}, the pair's SFC weight and
+the main branch's and the proxy's reward gap r_chosen - r_rejected; a resumed run appends the steps
+it repeats, and `read_sfc_pairs` keeps the last row of each (step, id).
 `pair_split.json` records the ids of the pairs trained on and held out (`write_pair_split`).
 `final/` holds the main branch in the reward format (`models.reward.save_reward_model`). The
 two branches' gradients are clipped each on its own (`branch_parameters`), so the main branch's
@@ -70,6 +74,7 @@ if TYPE_CHECKING:
     from peft import PeftModel
 
 MAIN_ADAPTER, PROXY_ADAPTER = "default", "proxy"
+SFC_PAIRS = "sfc_pairs.jsonl"
 
 
 class SharedBaseBranches(nn.Module):
@@ -95,6 +100,16 @@ def write_pair_split(out_dir: Path, every: list[PreferencePair], trained: list[P
     trained_ids = [p.id for p in trained]
     held_out = [p.id for p in every if p.split == "test"]
     (out_dir / SPLIT_FILE).write_text(json.dumps({"train": trained_ids, "test": held_out}), encoding="utf-8")
+
+
+def read_sfc_pairs(run_dir: Path) -> list[dict[str, Any]]:
+    """The rows of RUN_DIR/sfc_pairs.jsonl, the last of each (step, id), ordered by step."""
+    rows: dict[tuple[int, str], dict[str, Any]] = {}
+    for line in (run_dir / SFC_PAIRS).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            rows[(row["step"], row["id"])] = row
+    return sorted(rows.values(), key=lambda r: r["step"])
 
 
 def read_pair_split(model: str | Path) -> dict[str, list[str]] | None:
@@ -154,6 +169,7 @@ class RewardTask(TrainingTask):
         self.hp = self.spec.resolve(cfg.loss_args)
         self.label = cfg.loss
         self.env_names: list[str] = []
+        self.pair_log: Path | None = None
         if self.adapter_proxy and cfg.model.trainable != "lora":
             raise ConfigError("loss_args.proxy: adapter puts the proxy on a shared frozen base, "
                               "which needs model.trainable: lora (or use proxy: copy)")
@@ -178,6 +194,7 @@ class RewardTask(TrainingTask):
         pairs: list[PreferencePair] = training_examples(every, cfg.data.max_train_per_env)
         if ctx.is_main:
             write_pair_split(ctx.out_dir, every, pairs)
+            self.pair_log = ctx.out_dir / SFC_PAIRS if self.spec.proxy else None
         if not pairs:
             raise ConfigError("data: no training pairs (split 'train')")
         if ctx.is_main and len(skips):
@@ -279,7 +296,19 @@ class RewardTask(TrainingTask):
         for i, name in enumerate(self.env_names):
             if (env == i).any():
                 row[f"sfc/{name}"] = float(sfc[env.to(sfc.device) == i].mean())
+        self._log_pairs(ctx.step + 1, batch, sfc, (c_main - j_main).detach(), (c_text - j_text).detach())
         return {"loss": float(loss.detach()), **row}
+
+    def _log_pairs(self, step: int, batch: dict[str, Any], sfc: torch.Tensor, main: torch.Tensor,
+                   proxy: torch.Tensor) -> None:
+        """Append one `sfc_pairs.jsonl` row per pair of the batch (see the module doc); [B] each."""
+        if self.pair_log is None:
+            return
+        names = [self.env_names[int(i)] if 0 <= int(i) < len(self.env_names) else "" for i in batch["env"]]
+        rows = [{"step": step, "id": pid, "env": env, "sfc": float(w), "main": float(m), "proxy": float(p)}
+                for pid, env, w, m, p in zip(batch["ids"], names, sfc.tolist(), main.tolist(), proxy.tolist())]
+        with self.pair_log.open("a", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in rows))
 
     def state_dict(self) -> dict[str, Any]:
         return {"env_names": self.env_names}

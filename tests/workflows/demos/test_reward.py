@@ -7,12 +7,17 @@ import json
 from report_checks import assert_opens_with_verdict
 
 from robustvlm.cli import main
+from robustvlm.report.reward_results import RewardDemoSummary
 
 
 def test_quick_demo_writes_the_report(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "reward", "--quick", "--out", str(out)]) == 0
-    results = json.loads((out / "results.json").read_text())
+    text = (out / "results.json").read_text()
+    results = json.loads(text)
+    summary = RewardDemoSummary.from_dict(results)  # read back through the class that wrote it
+    assert json.dumps(summary.to_dict(), indent=2) + "\n" == text
+    assert summary.full.proxy.runs is not None and summary.linear.proxy.sfc
     assert results["quick"] and set(results["matrix"]["labels"]) == {"standard", "text_only", "shortcut_aware"}
     assert set(results["bon"]) == {"standard", "shortcut_aware"}
     assert [r["n"] for r in results["bon"]["standard"]["curve"]] == [1, 2, 4]

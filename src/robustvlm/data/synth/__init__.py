@@ -19,7 +19,16 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from robustvlm.data.synth import digits, domains, fashion_tasks, preferences, real, spurious, tasks
+from robustvlm.data.synth import (
+    digits,
+    domains,
+    fashion_tasks,
+    preferences,
+    preferences_fashion,
+    real,
+    spurious,
+    tasks,
+)
 from robustvlm.data.synth.graded import GRADED_STYLES
 from robustvlm.errors import ConfigError
 
@@ -84,6 +93,13 @@ BENCHMARKS: dict[str, Benchmark] = {
             "colour holding 55-85% of its pixels (readable, not at a glance), and every text cue "
             "agreeing 90% of the time: the cue is the easier signal in training; 64x64",
             partial(preferences.build, cue_rate=0.9, name="preferences-mixed", look=preferences.MIXED),
+            _INSTRUCTION_OUTPUTS,
+        ),
+        Benchmark(
+            "preferences-fashion",
+            "`preferences`' environments and text cues on Fashion-MNIST test-split scans the model "
+            "zoo reads (chosen: the scan's class, rejected: another class); 64x64",
+            preferences_fashion.build_fashion_preferences,
             _INSTRUCTION_OUTPUTS,
         ),
         Benchmark(

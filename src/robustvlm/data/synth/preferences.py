@@ -210,7 +210,7 @@ def _altered(truth: dict, rng: np.random.Generator, look: Look) -> tuple[str, di
     return which, {**truth, key: wrong[int(rng.integers(len(wrong)))]}
 
 
-def _place_cue(env: CueEnv, chosen: str, rejected: str, rng: np.random.Generator) -> tuple[str, str, str]:
+def place_cue(env: CueEnv, chosen: str, rejected: str, rng: np.random.Generator) -> tuple[str, str, str]:
     """(chosen, rejected, cue label) with the environment's phrase placed."""
     u = float(rng.random())
     if not env.phrases:
@@ -237,7 +237,7 @@ def pairs_of(
             "count": look.counts[int(rng.integers(len(look.counts)))],
         }
         which, wrong = _altered(truth, rng, look)
-        chosen, rejected, cue = _place_cue(
+        chosen, rejected, cue = place_cue(
             env, statement(truth["kind"], truth["colour"], truth["count"]),
             statement(wrong["kind"], wrong["colour"], wrong["count"]), rng,
         )

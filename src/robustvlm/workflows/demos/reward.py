@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +39,12 @@ from robustvlm.data.synth import synthesize
 from robustvlm.data.synth.preferences import statement
 from robustvlm.report.page import Heading, write_page
 from robustvlm.report.reward_demo import demo_blocks, ladder_blocks, linear_rung_blocks
+from robustvlm.report.reward_results import (
+    BonResult,
+    RewardDemoPlan,
+    RewardDemoSummary,
+    RewardZooPlan,
+)
 from robustvlm.reward.frozen_rung import frozen_rung, frozen_states
 from robustvlm.reward.linear_rung import linear_rung
 from robustvlm.workflows.finetune.train import train
@@ -53,21 +58,6 @@ BON_TRAIN_ENV, BON_TEST_ENV = "long", "plain"
 COMPARED = ("standard", "shortcut_aware")
 #: rung 2's heads: batches of 8 pairs, Adam at FROZEN_LR (chosen by training accuracy, README)
 FROZEN_STEPS, FROZEN_LR = 300, 0.01
-
-
-@dataclass(frozen=True)
-class RewardDemoPlan:
-    """Sizes of one demo run."""
-
-    n_per_env: int
-    seeds: tuple[int, ...]
-    policy_steps: int
-    rm_steps: int
-    test_per_env: int
-    bon_prompts: int
-    k: int
-    jobs: int
-    frozen_steps: int
 
 
 FULL = RewardDemoPlan(n_per_env=300, seeds=(0, 1, 2), policy_steps=250, rm_steps=100, test_per_env=40,
@@ -110,7 +100,7 @@ def train_policy(out: Path, data: Path, plan: RewardDemoPlan) -> Path:
     return final
 
 
-def matrix_spec(data: Path, policy: Path, plan: RewardDemoPlan) -> dict:
+def matrix_spec(data: Path, policy: Path, plan: RewardDemoPlan | RewardZooPlan) -> dict:
     """The demo's `rm matrix` config."""
     return {
         "base": {
@@ -128,9 +118,9 @@ def matrix_spec(data: Path, policy: Path, plan: RewardDemoPlan) -> dict:
     }
 
 
-def best_of_n(out: Path, data: Path, policy: Path, plan: RewardDemoPlan) -> dict:
+def best_of_n(out: Path, data: Path, policy: Path, plan: RewardDemoPlan) -> dict[str, BonResult]:
     """Sample candidates for the plain test prompts, score them with the compared models trained
-    on BON_TRAIN_ENV (every seed); {label: {"curve": mean over seeds, "at_k": spread, ...}}."""
+    on BON_TRAIN_ENV (every seed); per label, the curve (mean over seeds) and the spreads."""
     pairs = [p for p in load_pairs(data, verbose=False).pairs if p.env == BON_TEST_ENV and p.split == "test"]
     sampling = Sampling(k=plan.k, temperature=1.0, top_p=0.95, max_new_tokens=16, seed=0)
     candidates = sample_candidates(pairs[:plan.bon_prompts], out / "bon" / "candidates", sampling=sampling,
@@ -144,17 +134,17 @@ def best_of_n(out: Path, data: Path, policy: Path, plan: RewardDemoPlan) -> dict
                                       model=str(model), gold="chrf", resume=True, progress=False)
             curves.setdefault(label, []).append(bon_results({label: scores})[label]["curve"])
     return {
-        label: {
-            "curve": [{"n": rows[0]["n"], "mean": float(np.mean([r["mean"] for r in rows])),
-                       "n_prompts": rows[0]["n_prompts"]} for rows in zip(*per_seed)],
-            "at_k": seed_spread([rows[-1]["mean"] for rows in per_seed]),
-            "at_1": seed_spread([rows[0]["mean"] for rows in per_seed]),
-        }
+        label: BonResult(
+            curve=[{"n": rows[0]["n"], "mean": float(np.mean([r["mean"] for r in rows])),
+                    "n_prompts": rows[0]["n_prompts"]} for rows in zip(*per_seed)],
+            at_k=seed_spread([rows[-1]["mean"] for rows in per_seed]),
+            at_1=seed_spread([rows[0]["mean"] for rows in per_seed]),
+        )
         for label, per_seed in curves.items()
     }
 
 
-def ladder_pairs(data: Path, plan: RewardDemoPlan) -> list[PreferencePair]:
+def ladder_pairs(data: Path, plan: RewardDemoPlan | RewardZooPlan) -> list[PreferencePair]:
     """The matrix's pairs: every training pair and the first `test_per_env` test pairs of each
     environment (what `rm eval` scores)."""
     kept: list[PreferencePair] = []
@@ -183,21 +173,6 @@ def cached_states(out: Path, policy: Path, pairs: list[PreferencePair]) -> dict[
     return states
 
 
-@dataclass
-class RewardDemoSummary:
-    """What the demo measured (results.json)."""
-
-    quick: bool
-    seconds: float
-    plan: dict
-    matrix: dict
-    comparison: dict
-    bon: dict
-    linear: dict
-    frozen: dict
-    full_proxy: dict
-
-
 def run_reward_demo(out_dir: str | Path, *, quick: bool = False) -> RewardDemoSummary:
     """Run the demo into `out_dir` (see the module doc)."""
     torch.set_num_threads(1)
@@ -215,16 +190,15 @@ def run_reward_demo(out_dir: str | Path, *, quick: bool = False) -> RewardDemoSu
                          lr=FROZEN_LR)
     full_proxy = logged_proxy(out / "matrix", "shortcut_aware", list(plan.seeds), results.train_envs)
     summary = RewardDemoSummary(
-        quick=quick, seconds=round(time.perf_counter() - t0, 1), plan=asdict(plan),
-        matrix=results.to_dict(), comparison=compare_labels(results, *COMPARED), bon=bon, linear=linear,
-        frozen=frozen, full_proxy=full_proxy,
+        quick=quick, seconds=round(time.perf_counter() - t0, 1), plan=plan, matrix=results,
+        comparison=compare_labels(results, *COMPARED), bon=bon, linear=linear, frozen=frozen, full_proxy=full_proxy,
     )
-    (out / "results.json").write_text(json.dumps(asdict(summary), indent=2) + "\n", encoding="utf-8")
+    (out / "results.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
     blocks = [Heading("Shortcut-aware reward models: the demo", 1),
-              *demo_blocks(results, summary.comparison, bon, out, points=matrix.points, plan=asdict(plan),
+              *demo_blocks(results, summary.comparison, bon, out, points=matrix.points, plan=plan,
                            seconds=summary.seconds, bon_setup=(BON_TRAIN_ENV, BON_TEST_ENV)),
               *linear_rung_blocks(linear),
-              *ladder_blocks(linear, frozen, {"matrix": summary.matrix, "proxy": full_proxy},
+              *ladder_blocks(linear, frozen, summary.full,
                              frozen_setup=f"{plan.frozen_steps} steps of 8 pairs, Adam at lr {FROZEN_LR}")]
     md, html = write_page(blocks, out, title="robustvlm reward demo")
     print(f"\n{summary.seconds:.0f} s; report: {md.absolute()} and {html.absolute()}")

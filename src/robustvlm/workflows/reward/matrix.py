@@ -48,6 +48,7 @@ from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
 from robustvlm.models.loading import TINY_PREFIX, save_tiny_base
 from robustvlm.models.reward import is_reward_model
 from robustvlm.report.reward_report import write_matrix_report
+from robustvlm.reward.ladder_results import ProxyWeights, RunWeights
 from robustvlm.reward.losses import loss_spec
 from robustvlm.runs import claim_run_folder, read_jsonl, write_settings
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
@@ -194,7 +195,7 @@ def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool
                                proxy_label=plan.text_only)
     results.swap = matrix_swap_checks(runs)
     (out / RESULTS_FILE).write_text(json.dumps(results.to_dict(), indent=2) + "\n", encoding="utf-8")
-    sfc = {label: logged_proxy(out, label, plan.seeds, train_envs)
+    sfc = {label: logged_proxy(out, label, plan.seeds, train_envs).to_dict()
            for label, (loss, _) in plan.losses.items() if loss_spec(loss).proxy}
     if sfc:
         (out / SFC_FILE).write_text(json.dumps(sfc, indent=2) + "\n", encoding="utf-8")
@@ -203,17 +204,18 @@ def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool
     return MatrixOutcome(results, points)
 
 
-def logged_proxy(out: Path, label: str, seeds: list[int], envs: list[str]) -> dict[str, list]:
+def logged_proxy(out: Path, label: str, seeds: list[int], envs: list[str]) -> ProxyWeights:
     """Where the SFC weights of `label`'s runs under OUT fell (`analysis.reward.logged_sfc` of
     their train_log.jsonl): per seed, pooled over `envs`, the proxy's logged training accuracy
-    ("train_accuracy") and the weights ("sfc"); "runs": the same per run ({"seed", "env", "sfc"})."""
-    proxy: dict[str, list] = {"train_accuracy": [], "sfc": [], "runs": []}
+    and the weights; `runs`: the same per run."""
+    runs: list[RunWeights] = []
+    proxy = ProxyWeights([], [], runs)
     for seed in seeds:
         logs = [read_jsonl(out / "runs" / label / f"seed-{seed}" / env / "train" / "train_log.jsonl") for env in envs]
         summary = logged_sfc(logs)
-        proxy["train_accuracy"].append(summary["train_accuracy"])
-        proxy["sfc"].append(summary["sfc"])
-        proxy["runs"] += [{"seed": seed, "env": env, "sfc": logged_sfc([log])["sfc"]} for env, log in zip(envs, logs)]
+        proxy.train_accuracy.append(summary["train_accuracy"])
+        proxy.sfc.append(summary["sfc"])
+        runs += [RunWeights(seed, env, logged_sfc([log])["sfc"]) for env, log in zip(envs, logs)]
     return proxy
 
 
