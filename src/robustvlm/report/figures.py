@@ -51,8 +51,8 @@ from robustvlm.report.robustness_zoo import (
 )
 from robustvlm.report.study_report import per_env_table, table1
 from robustvlm.report.tables import markdown_table
-from robustvlm.runs import read_jsonl
 from robustvlm.reward.ladder_results import MatrixRung
+from robustvlm.runs import read_jsonl
 
 
 def _ladder_cells(vlm: bool) -> Callable[[Mapping], Table]:
