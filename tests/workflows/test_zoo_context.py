@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from robustvlm.errors import ConfigError
-from robustvlm.evaluation.defined_labels import draw_trials
 from robustvlm.models.zoo_recipes import FULL, RECIPES, Recipe, recipe
 from robustvlm.workflows.zoo.data import (
     LABEL_WORDS,
@@ -21,6 +20,7 @@ from robustvlm.workflows.zoo.data import (
     instruction_sample,
     training_pool,
 )
+from robustvlm.workflows.zoo.defined_labels import draw_trials
 
 
 class IndexPool(ImagePool):

@@ -13,10 +13,10 @@ import torch
 from robustvlm.data.images import load_image
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import DataError
-from robustvlm.evaluation import defined_labels as dl
 from robustvlm.models.loading import load_vlm
 from robustvlm.workflows.measure import defined_labels as run
 from robustvlm.workflows.measure.icl import load_domains
+from robustvlm.workflows.zoo import defined_labels as dl
 from robustvlm.workflows.zoo.data import demonstration_messages
 
 

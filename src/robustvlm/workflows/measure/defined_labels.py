@@ -1,7 +1,7 @@
 """`robustvlm icl defined-labels`: defined-label in-context accuracy on an image-folder suite, with
 demonstrations of the query's own domain and of every other domain, and with none (0-shot).
 
-The trials (`evaluation.defined_labels.draw_trials`) address pictures as (class, item), item i of
+The trials (`workflows.zoo.defined_labels.draw_trials`) address pictures as (class, item), item i of
 a class being the i-th file of the class folder in name order: in a suite whose item i is the same
 scan in every domain (`data synth --benchmark fashion-test`), the trials shown with shifted
 demonstrations differ from those with clean ones only in the demonstrations' style, so the cost
@@ -24,11 +24,11 @@ from typing import Any
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
-from robustvlm.evaluation.defined_labels import draw_trials, score_trials
 from robustvlm.models.loading import load_vlm
 from robustvlm.report.icl_gain import defined_labels_markdown, defined_labels_summary
 from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl
 from robustvlm.workflows.measure.icl import load_domains
+from robustvlm.workflows.zoo.defined_labels import draw_trials, score_trials
 
 RECORDS_FILE = "defined_labels.jsonl"
 RESULTS_FILE = "defined_labels.json"

@@ -33,7 +33,6 @@ from transformers import AutoModel, AutoProcessor, PreTrainedModel
 
 from robustvlm.data.real_images import FASHION_CLASSES
 from robustvlm.errors import ConfigError
-from robustvlm.evaluation.defined_labels import draw_trials, score_trials
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.loglik import option_logliks
 from robustvlm.models.text_encoder import tower_text_embeddings
@@ -56,6 +55,7 @@ from robustvlm.workflows.zoo.data import (
     tokenizer_corpus,
     user_turn,
 )
+from robustvlm.workflows.zoo.defined_labels import draw_trials, score_trials
 
 VOCAB_SIZE = 512  # tiny tokenizers: vocabulary dominates cost at these widths
 ZERO_SHOT_TEMPLATE = "a photo of a {c}."
@@ -216,7 +216,7 @@ CONTEXT_WAYS = (2, 4)
 
 
 def defined_label_accuracy(recipe: Recipe, model: torch.nn.Module, processor: Any) -> dict[str, float]:
-    """Defined-label accuracy (`evaluation.defined_labels`) on the first `eval_images` test-split
+    """Defined-label accuracy (`workflows.zoo.defined_labels`) on the first `eval_images` test-split
     pictures, one demonstration per class: {"<ways>-way": accuracy} per `CONTEXT_WAYS`, and
     {"<ways>-way 0-shot": accuracy} with no demonstration (chance, as a check)."""
     pool = heldout_pool(recipe.eval_images)
