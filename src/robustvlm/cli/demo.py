@@ -19,13 +19,30 @@ def _demo_robustness(args: argparse.Namespace) -> int:
     if args.zoo:
         from robustvlm.workflows.demos.robustness_zoo import run_zoo_robustness
 
-        members = [n.strip() for n in args.members.split(",") if n.strip()] if args.members else None
         run_zoo_robustness(args.out or ("demo_robustness_zoo_quick" if args.quick else "demo_robustness_zoo"),
-                           quick=args.quick, members=members)
+                           quick=args.quick, members=_members(args))
         return 0
     from robustvlm.workflows.demos.robustness import run_robustness_demo
 
     run_robustness_demo(args.out or "demo_robustness", quick=args.quick)
+    return 0
+
+
+def _members(args: argparse.Namespace) -> list[str] | None:
+    """`--members`' comma-separated zoo members (None when not given)."""
+    return [n.strip() for n in args.members.split(",") if n.strip()] if args.members else None
+
+
+def _demo_ladder(args: argparse.Namespace) -> int:
+    """`demo ladder`: the whole ladder, or its VLM rungs from pretrained zoo members (`--zoo`)."""
+    from robustvlm.workflows.demos.ladder import run_ladder_demo, zoo_plan
+
+    if args.zoo:
+        run_ladder_demo(args.out or ("demo_ladder_zoo_quick" if args.quick else "demo_ladder_zoo"), quick=args.quick,
+                        plan=zoo_plan(_members(args), quick=args.quick))
+        return 0
+    run_ladder_demo(args.out or ("demo_ladder_quick" if args.quick else "demo_ladder"), quick=args.quick,
+                    inferred_envs=args.inferred_envs)
     return 0
 
 
@@ -49,11 +66,7 @@ def _demo(args: argparse.Namespace) -> int:
                             dim_spu=args.dim_spu, budget=budget, methods=methods, launcher=launcher)
         return 0
     if args.overrides[:1] == ["ladder"]:
-        from robustvlm.workflows.demos.ladder import run_ladder_demo
-
-        run_ladder_demo(args.out or ("demo_ladder_quick" if args.quick else "demo_ladder"), quick=args.quick,
-                        inferred_envs=args.inferred_envs)
-        return 0
+        return _demo_ladder(args)
     if args.overrides[:1] == ["reward"]:
         from robustvlm.workflows.demos.reward import run_reward_demo
 
@@ -101,10 +114,13 @@ def add_demo(sub: SubParsers) -> None:
     dm.add_argument("--zoo", action="store_true",
                     help="demo robustness: over the model zoo's pretrained members (`zoo build` first; `--quick`: "
                     "its quick members) on Fashion-MNIST test-split scans, with the task-signal experiment on a "
-                    "zoo tower; default --out demo_robustness_zoo[_quick]")
+                    "zoo tower; default --out demo_robustness_zoo[_quick]. demo ladder: the ladder's VLM rungs "
+                    "(head, lora, full) from a pretrained zoo VLM instead of the random tiny one; default --out "
+                    "demo_ladder_zoo[_quick]")
     dm.add_argument("--members", metavar="NAMES",
                     help="demo robustness --zoo: measure only these zoo members (comma-separated; a reduced zoo: "
-                    ">= 2 dual encoders and a VLM)")
+                    ">= 2 dual encoders and a VLM); demo ladder --zoo: the zoo VLMs to start from (default "
+                    "idefics3-siglip-m; --quick: quick-idefics3)")
     dm.add_argument("--inferred-envs", action="store_true",
                     help="demo ladder: also infer environments from data (EIIL, loss split, k-means) on the "
                     "pixel rung and train IRMv1 / Dynamic BIRM on them")

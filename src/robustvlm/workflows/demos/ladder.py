@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from itertools import product
@@ -46,11 +47,20 @@ from robustvlm.analysis.ladder import ORACLE, VLM, summarize
 from robustvlm.analysis.selection import colour_rule_prototypes
 from robustvlm.data.colored_mnist import ColouredEnv, colored_mnist
 from robustvlm.data.synth.shortcut import COLOUR_ENVS, LABEL_NOISE
+from robustvlm.errors import ConfigError
 from robustvlm.linear.mlp import MLPFit, fit_mlp
 from robustvlm.models.backends import load_backend
+from robustvlm.models.loading import TINY_PREFIX
+from robustvlm.models.zoo_recipes import RECIPES, ZOO_PREFIX, recipe
 from robustvlm.objectives import REGISTRY, build_objective
 from robustvlm.workflows.demos.ladder_vlm import MODES as VLM_MODES
-from robustvlm.workflows.demos.ladder_vlm import VLMRungPlan, rgb_pictures, vlm_evaluations
+from robustvlm.workflows.demos.ladder_vlm import (
+    VLMRungPlan,
+    parse_rung,
+    rgb_pictures,
+    vlm_evaluations,
+)
+from robustvlm.workflows.demos.ladder_zero_shot import TEN_WAY_PICTURES, zero_shot
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
 PIXELS = "pixels"
@@ -140,6 +150,27 @@ QUICK = LadderPlan(rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:clip"), ("m
                    infer_on=(("mnist", PIXELS),),
                    vlm=VLMRungPlan(per_env=40, image_size=16, steps=6, anneal=3, batch_size=8, lr=1e-3, eval_every=3,
                                    penalty_weight=100.0))
+
+ZOO_MEMBERS = ("idefics3-siglip-m",)
+"""`demo ladder --zoo`'s default member: the pretrained zoo VLM of the tiny rungs' architecture."""
+ZOO_QUICK_MEMBERS = ("quick-idefics3",)
+
+
+def zoo_plan(members: Sequence[str] | None = None, *, quick: bool = False) -> LadderPlan:
+    """`demo ladder --zoo`: the VLM rungs (`head`, `lora`, `full`; `--quick`: `head` and `full`) from
+    each pretrained zoo VLM of `members` (default `ZOO_MEMBERS`, `--quick` `ZOO_QUICK_MEMBERS`) on
+    the Fashion scans, with the tiny rungs' training (`VLM_PLAN`; `--quick`: `QUICK`'s); a
+    ConfigError names an unknown member or one that is not a VLM."""
+    names = tuple(members or (ZOO_QUICK_MEMBERS if quick else ZOO_MEMBERS))
+    for name in names:
+        if not recipe(name).is_vlm:
+            raise ConfigError(f"zoo member '{name}' is a dual encoder: the ladder's VLM rungs need a zoo VLM "
+                              f"(one of {sorted(r.name for r in RECIPES.values() if r.is_vlm)})")
+    modes = ("head", "full") if quick else VLM_MODES
+    rungs = tuple(("fashion", f"{VLM}{mode}:{ZOO_PREFIX}{name}") for name in names for mode in modes)
+    base = QUICK if quick else FULL
+    return replace(base, rungs=rungs, infer_on=(), workers=1 if quick else 2)
+
 
 DEMO = replace(FULL, rungs=(("fashion", PIXELS), ("fashion", TOWER + "tiny:idefics3")), infer_on=())
 """`robustvlm demo` (`make demo`): the ladder's two rungs where invariance clearly beats ERM on real
@@ -309,6 +340,29 @@ def prepare_inferred_envs(plan: LadderPlan, folder: Path) -> dict[str, Any]:
     return report
 
 
+def pretrained_models(plan: LadderPlan) -> list[tuple[str, str]]:
+    """(source, model name) of every VLM rung whose model is pretrained (not `tiny:`), once each."""
+    models = [(source, parse_rung(rung)[1]) for source, rung in plan.rungs if rung.startswith(VLM)]
+    return list(dict.fromkeys(m for m in models if not m[1].startswith(TINY_PREFIX)))
+
+
+def prepare_zero_shot(plan: LadderPlan, folder: Path) -> dict[str, Any]:
+    """{"source/model": `ZeroShot.to_dict()`} of each pretrained VLM rung's model before any
+    fine-tuning (`ladder_zero_shot`; the ten-way question on a fifth of the test pictures, at most
+    `TEN_WAY_PICTURES`), saved in `folder` for a re-run."""
+    readings = {}
+    for source, model in pretrained_models(plan):
+        path = folder / f"zero_shot__{source}__{model.replace(':', '_').replace('/', '_')}.json"
+        if not path.is_file():
+            envs = colored_mnist(source, seed=0, limit=plan.vlm.per_env)
+            pictures = min(TEN_WAY_PICTURES, len(envs[-1].labels) // 5)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(zero_shot(model, source, envs, pictures).to_dict()), encoding="utf-8")
+            tmp.rename(path)
+        readings[f"{source}/{model}"] = json.loads(path.read_text(encoding="utf-8"))
+    return readings
+
+
 def cpu_seconds(runs: list[dict[str, Any]], prepare: float) -> dict[str, float]:
     """CPU seconds of the demo's parts: `prepare` (features and inferred environments, this
     process), each source/rung's runs on the given environments, and the runs on inferred ones
@@ -340,6 +394,7 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
     t0, cpu0 = time.perf_counter(), time.process_time()
     prepare_features(plan, out / FEATURES_DIR)
     inference = prepare_inferred_envs(plan, out / FEATURES_DIR)
+    zero_shot_readings = prepare_zero_shot(plan, out / FEATURES_DIR)
     prepare_cpu = time.process_time() - cpu0
     jobs = [(source, rung, method, seed, GIVEN)
             for (source, rung), method, seed in product(plan.rungs, methods, plan.seeds)]
@@ -362,6 +417,8 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
                "inference": inference,
                "inferred_summary": {envs: summarize([r for r in runs if r["envs"] == envs], TRAIN_ENVS, TEST_ENVS,
                                                     PROTOTYPES) for envs in INFERRED if plan.infer_on}}
+    if zero_shot_readings:
+        results["zero_shot"] = zero_shot_readings
     (out / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     md, html = write_ladder_report(results, out)
     print(f"report: {md.absolute()} and {html.absolute()} ({seconds:.0f} s)")

@@ -36,7 +36,7 @@ from robustvlm.data.records import Example
 from robustvlm.data.synth import digits
 from robustvlm.data.synth.real import SPURIOUS_ANSWERS, SPURIOUS_INSTRUCTION
 from robustvlm.models.answer import AnswerModel
-from robustvlm.models.loading import load_vlm
+from robustvlm.models.loading import TINY_PREFIX, load_vlm
 from robustvlm.models.trainable import DECODER_PROJECTIONS, configure_trainable, find_parts
 from robustvlm.objectives import Objective
 from robustvlm.training.answer_fit import AnswerRows, candidate_correct, env_rows, fit_answer
@@ -88,11 +88,15 @@ def _png(picture: Image.Image) -> bytes:
 
 
 def build_vlm(rung: str, seed: int, source: str, image_size: int) -> tuple[torch.nn.Module, Any]:
-    """(the rung's model with its trainable parameters set, processor); weights from `seed`."""
+    """(the rung's model with its trainable parameters set, processor). A `tiny:` model's weights
+    come from `seed` (its pictures resized to `image_size`); a pretrained model (`zoo:NAME`, a
+    folder, a hub name) is the same in every seed, with its own processor and image size, and the
+    seed sets the LoRA's initial weights (and, in `fit_answer`, the batches)."""
     mode, name = parse_rung(rung)
     question, answers = QUESTIONS[source]
-    model, processor = load_vlm(name, tiny_options={"image_size": image_size, "seed": seed},
-                                corpus=[question, *answers])
+    tiny = name.startswith(TINY_PREFIX)
+    model, processor = load_vlm(name, tiny_options={"image_size": image_size, "seed": seed} if tiny else None,
+                                corpus=[question, *answers] if tiny else None)
     torch.manual_seed(seed)  # the LoRA's initial weights
     if mode == "head":
         parts = find_parts(model)
@@ -120,11 +124,12 @@ KEPT_ROWS = 2  # the coloured and the grey pictures of one rung: a worker's cons
 
 
 def environment_rows(processor: Any, source: str, image_size: int, inputs: dict[str, np.ndarray],
-                     labels: dict[str, np.ndarray], env_id: dict[str, int]) -> dict[str, AnswerRows]:
+                     labels: dict[str, np.ndarray], env_id: dict[str, int], model: str = "") -> dict[str, AnswerRows]:
     """`answer_rows` of every environment, kept in this process for the next runs on the same
-    pictures: they depend on the pictures, the question and `image_size`, not on the seed or the
-    method (the tiny tokenizer is trained on the question alone)."""
-    digest = hashlib.sha256(repr((source, image_size, sorted(env_id.items()))).encode())
+    pictures and `model` name: they depend on the pictures, the question, `image_size` and the
+    model's processor (a tiny tokenizer is trained on the question alone), not on the seed or the
+    method."""
+    digest = hashlib.sha256(repr((source, image_size, model, sorted(env_id.items()))).encode())
     for name in sorted(inputs):
         digest.update(name.encode())
         digest.update(np.ascontiguousarray(inputs[name]).tobytes())
@@ -154,7 +159,7 @@ def vlm_evaluations(
     accuracy on its held-out rows}}] (accuracies 0-1)."""
     vlm, processor = build_vlm(rung, seed, source, plan.image_size)
     env_id = {name: i for i, name in enumerate(splits)}
-    rows = environment_rows(processor, source, plan.image_size, inputs, labels, env_id)
+    rows = environment_rows(processor, source, plan.image_size, inputs, labels, env_id, parse_rung(rung)[1])
     evaluations: list[dict[str, Any]] = []
 
     def evaluate(step: int, model: AnswerModel) -> None:
