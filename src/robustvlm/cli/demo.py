@@ -39,7 +39,8 @@ def _demo_ladder(args: argparse.Namespace) -> int:
 
     if args.zoo:
         run_ladder_demo(args.out or ("demo_ladder_zoo_quick" if args.quick else "demo_ladder_zoo"), quick=args.quick,
-                        plan=zoo_plan(_members(args), quick=args.quick))
+                        plan=zoo_plan(_members(args), quick=args.quick,
+                                      modes=[m.strip() for m in args.modes.split(",")] if args.modes else None))
         return 0
     run_ladder_demo(args.out or ("demo_ladder_quick" if args.quick else "demo_ladder"), quick=args.quick,
                     inferred_envs=args.inferred_envs)
@@ -121,6 +122,9 @@ def add_demo(sub: SubParsers) -> None:
                     help="demo robustness --zoo: measure only these zoo members (comma-separated; a reduced zoo: "
                     ">= 2 dual encoders and a VLM); demo ladder --zoo: the zoo VLMs to start from (default "
                     "idefics3-siglip-m; --quick: quick-idefics3)")
+    dm.add_argument("--modes", metavar="MODES",
+                    help="demo ladder --zoo: the VLM rungs to run (comma-separated of head, lora, full; default "
+                    "all three; --quick: head,full)")
     dm.add_argument("--inferred-envs", action="store_true",
                     help="demo ladder: also infer environments from data (EIIL, loss split, k-means) on the "
                     "pixel rung and train IRMv1 / Dynamic BIRM on them")

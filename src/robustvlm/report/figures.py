@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from robustvlm.analysis.ladder import is_vlm_cell
+from robustvlm.analysis.ladder_results import LadderResults
 from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.linear.results import InvarianceResults
@@ -43,10 +44,12 @@ from robustvlm.report.robustness_zoo import (
 from robustvlm.report.tables import markdown_table
 
 
-def _ladder_cells(vlm: bool) -> Callable[[Mapping], Table]:
-    """The ladder's table of its VLM rungs (`vlm`) or of the others."""
+def _ladder_cells(vlm: bool, reading: str = "final") -> Callable[[Mapping], Table]:
+    """The ladder's table of its VLM rungs (`vlm`) or of the others, under `reading` (results read
+    back through `LadderResults`)."""
     def table(results: Mapping) -> Table:
-        return summary_table({cell: v for cell, v in results["summary"].items() if is_vlm_cell(cell) == vlm}, "final")
+        summary = LadderResults.from_dict(results).summary
+        return summary_table({cell: v for cell, v in summary.items() if is_vlm_cell(cell) == vlm}, reading)
     return table
 
 

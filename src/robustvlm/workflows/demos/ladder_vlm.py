@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import io
 import re
-from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -31,6 +30,7 @@ import torch
 from PIL import Image
 
 from robustvlm.analysis.ladder import VLM
+from robustvlm.analysis.ladder_results import VLMRungPlan
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.data.synth import digits
@@ -43,26 +43,6 @@ from robustvlm.training.answer_fit import AnswerRows, candidate_correct, env_row
 
 MODES = ("head", "lora", "full")
 QUESTIONS = {"mnist": (digits.INSTRUCTION, digits.ANSWERS), "fashion": (SPURIOUS_INSTRUCTION, SPURIOUS_ANSWERS)}
-
-
-@dataclass(frozen=True)
-class VLMRungPlan:
-    """How the VLM rungs train: `per_env` images per environment, pictures resized to
-    `image_size`, `steps` AdamW steps of `batch_size` rows at peak `lr`, the penalty weight
-    switching to `penalty_weight` after `anneal` steps (the IRM paper's 91257 collapses every
-    fixed-weight method to a constant answer here: README, "The invariance ladder"), evaluations
-    every `eval_every` steps; `candidates_only`: the objective sees the two answers' logits only
-    (`training.answer_fit.fit_answer`)."""
-
-    per_env: int | None
-    image_size: int
-    steps: int
-    anneal: int
-    batch_size: int
-    lr: float
-    eval_every: int
-    penalty_weight: float
-    candidates_only: bool = False
 
 
 def parse_rung(rung: str) -> tuple[str, str]:

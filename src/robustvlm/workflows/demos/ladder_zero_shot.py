@@ -21,10 +21,9 @@ Accuracies are shares (0-1). Pretraining (`zoo build`) never showed the question
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from robustvlm.analysis.ladder_results import ZeroShot
 from robustvlm.data.colored_mnist import ColouredEnv
 from robustvlm.data.real_images import FASHION_CLASSES
 from robustvlm.models.answer import AnswerModel
@@ -38,28 +37,6 @@ from robustvlm.workflows.zoo.data import ten_way_question, user_turn
 #: Pictures per test environment that the ten-way question scores (ten options each).
 TEN_WAY_PICTURES = 100
 KINDS = ("coloured", "grey")
-
-
-@dataclass(frozen=True)
-class ZeroShot:
-    """One model's zero-shot accuracies (0-1): `ladder_noisy[kind][env]` against the noisy labels,
-    `ladder_clean[kind][env]` against the clean group, `ten_way[kind][env]` the ten-way answer's
-    group against the clean group on the first `ten_way_pictures` pictures of each test env; kind `coloured` or
-    `grey`."""
-
-    ladder_noisy: dict[str, dict[str, float]]
-    ladder_clean: dict[str, dict[str, float]]
-    ten_way: dict[str, dict[str, float]]
-    ten_way_pictures: int
-
-    def to_dict(self) -> dict:
-        return {"ladder_noisy": self.ladder_noisy, "ladder_clean": self.ladder_clean, "ten_way": self.ten_way,
-                "ten_way_pictures": self.ten_way_pictures}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> ZeroShot:
-        return cls(ladder_noisy=d["ladder_noisy"], ladder_clean=d["ladder_clean"], ten_way=d["ten_way"],
-                   ten_way_pictures=int(d["ten_way_pictures"]))
 
 
 def _planes(env: ColouredEnv, kind: str) -> np.ndarray:
