@@ -25,7 +25,7 @@ from robustvlm.analysis.reward_matrix import MatrixResults
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.linear.results import InvarianceResults
 from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
-from robustvlm.report.ladder import summary_table
+from robustvlm.report.ladder import summary_table, zero_shot_table
 from robustvlm.report.page import Table
 from robustvlm.report.reward_demo import (
     full_runs_table,
@@ -83,6 +83,10 @@ def _zoo(table: Callable[[ZooRobustnessResults], Table]) -> Callable[[Mapping], 
 FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "ladder": ("demo ladder", _ladder_cells(vlm=False)),
     "ladder-vlm": ("demo ladder", _ladder_cells(vlm=True)),
+    "ladder-zoo": ("demo ladder --zoo", _ladder_cells(vlm=True)),
+    "ladder-zoo-oracle": ("demo ladder --zoo", _ladder_cells(vlm=True, reading="oracle")),
+    "ladder-zoo-td": ("demo ladder --zoo", _ladder_cells(vlm=True, reading="training-domain")),
+    "ladder-zoo-shot": ("demo ladder --zoo", lambda results: zero_shot_table(LadderResults.from_dict(results))),
     "reward-matrix": ("demo reward", lambda results: matrix_summary_table(MatrixResults.from_dict(results["matrix"]))),
     "reward-linear": ("demo reward", _reward_linear),
     "invariance": ("demo invariance", lambda results: error_table(InvarianceResults.from_dict(dict(results)))),
@@ -102,9 +106,10 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
 GRIDS = ("invariance-spread",)
 """Figures made from several runs: their folder holds one demo output folder per run."""
 OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
-                    "zoo-task-signal")
+                    "zoo-task-signal", "ladder-zoo", "ladder-zoo-oracle", "ladder-zoo-td", "ladder-zoo-shot")
 """Figures whose quick tables (docs/quick_figures.md) the test module of their demo checks, on
-the quick run it makes anyway (`demo robustness --zoo --quick` needs the quick zoo built)."""
+the quick run it makes anyway (`demo robustness --zoo --quick` and `demo ladder --zoo --quick`
+need the quick zoo built)."""
 MATRIX_FIGURES = ("rm-seeds", "rm-runs")
 """Figures of an `rm matrix` output folder: {"matrix": matrix.json, "proxy": sfc.json's
 shortcut_aware entry}."""

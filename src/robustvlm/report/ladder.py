@@ -80,8 +80,9 @@ def cell_table(entries: Mapping[str, MethodSummary], train_envs: list[str]) -> T
     rows = []
     for method in shown_methods({"": entries}):
         e = entries[method]
-        train = [e.final[n].mean for n in train_envs if n in e.final]
-        train_text = f"{100 * np.mean(train):.1f}" if train and None not in train else "n/a"
+        means = [e.final[n].mean for n in train_envs if n in e.final]
+        train = [m for m in means if m is not None]
+        train_text = f"{100 * np.mean(train):.1f}" if train and len(train) == len(means) else "n/a"
         free = e.final[COLOUR_FREE].values if COLOUR_FREE in e.final else {}
         rows.append([label(method), train_text, pct(e.final.get(REVERSED)), pct(e.final.get(COLOUR_FREE)),
                      ", ".join(f"{100 * v:.1f}" for v in free.values()) or "n/a",

@@ -21,7 +21,10 @@ Accuracies are shares (0-1). Pretraining (`zoo build`) never showed the question
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import torch
 
 from robustvlm.analysis.ladder_results import ZeroShot
 from robustvlm.data.colored_mnist import ColouredEnv
@@ -44,7 +47,7 @@ def _planes(env: ColouredEnv, kind: str) -> np.ndarray:
     return env.inputs if kind == "coloured" else env.inputs.sum(1, keepdims=True)
 
 
-def ten_way_groups(model: object, processor: object, planes: np.ndarray) -> np.ndarray:
+def ten_way_groups(model: torch.nn.Module, processor: Any, planes: np.ndarray) -> np.ndarray:
     """[n] 0/1: the ladder group (classes 0-4 / 5-9) of the model's answer to the ten-way question
     about each picture."""
     messages = [user_turn(ten_way_question())]
