@@ -10,11 +10,12 @@ A rung `vlm:<mode>:<model>`, mode:
   [connector]`);
 - `lora`, `full` (rung 4): `train`'s `trainable: lora` (every decoder layer) and `full`.
 
-The model is the tiny offline Idefics3 (random weights: no pretrained VLM is available
-offline), built per seed, so the seed sets the frozen backbone as well as the batches. Its
+The model is the tiny offline Idefics3 (random weights), built per seed, so the seed sets the
+frozen backbone as well as the batches, its pictures resized by the processor to `image_size`;
+or a pretrained model (`zoo:NAME`, `demo ladder --zoo`), the same in every seed (the seed sets
+the batches and the LoRA's initial weights), with its own processor and image size. The
 pictures are the rung's 14 x 14 inputs drawn as RGB (channel 0 red, channel 1 green; the
-grayscale oracle's the summed channels in all three), resized by the processor to
-`image_size`. The question and the two answers are the built-in benchmark's for the source
+grayscale oracle's the summed channels in all three). The question and the two answers are the built-in benchmark's for the source
 (`digits` for mnist, `fashion-spurious` for fashion).
 """
 
