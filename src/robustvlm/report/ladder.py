@@ -265,7 +265,7 @@ def write_ladder_report(results: LadderResults, out_dir: Path) -> tuple[Path, Pa
         blocks.append(Paragraph("Quick run: a smoke test with too few images and steps for the figures to "
                                 "mean anything."))
     blocks += [
-        Paragraph(protocol_text(results)),
+        *([Paragraph(protocol_text(results))] if any("/vlm:" not in cell for cell in summary) else []),
         Paragraph("Rungs: `pixels` is the IRM paper's MLP on the 2 x 14 x 14 pixels; `tower:M` is the same MLP "
                   "head on the standardised pooled features of model M's frozen vision tower (random-weight "
                   "tiny models, offline); `vlm:MODE:M` is the generative model M asked the benchmark's "
