@@ -122,9 +122,8 @@ def add_demo(sub: SubParsers) -> None:
                     help="demo robustness --zoo: measure only these zoo members (comma-separated; a reduced zoo: "
                     ">= 2 dual encoders and a VLM); demo ladder --zoo: the zoo VLMs to start from (default "
                     "idefics3-siglip-m; --quick: quick-idefics3)")
-    dm.add_argument("--modes", metavar="MODES",
-                    help="demo ladder --zoo: the VLM rungs to run (comma-separated of head, lora, full; default "
-                    "all three; --quick: head,full)")
+    dm.add_argument("--modes", metavar="MODES", help="demo ladder --zoo: the VLM rungs to run (comma-separated "
+                    "of head, lora, full; default all three; --quick: head,full)")
     dm.add_argument("--inferred-envs", action="store_true",
                     help="demo ladder: also infer environments from data (EIIL, loss split, k-means) on the "
                     "pixel rung and train IRMv1 / Dynamic BIRM on them")
