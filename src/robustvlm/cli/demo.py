@@ -19,9 +19,8 @@ def _demo_robustness(args: argparse.Namespace) -> int:
     if args.zoo:
         from robustvlm.workflows.demos.robustness_zoo import run_zoo_robustness
 
-        members = [n.strip() for n in args.members.split(",") if n.strip()] if args.members else None
         run_zoo_robustness(args.out or ("demo_robustness_zoo_quick" if args.quick else "demo_robustness_zoo"),
-                           quick=args.quick, members=members)
+                           quick=args.quick, members=_members(args))
         return 0
     from robustvlm.workflows.demos.robustness import run_robustness_demo
 
@@ -46,6 +45,25 @@ def _demo_reward(args: argparse.Namespace) -> int:
     return 0
 
 
+def _members(args: argparse.Namespace) -> list[str] | None:
+    """`--members`' comma-separated zoo members (None when not given)."""
+    return [n.strip() for n in args.members.split(",") if n.strip()] if args.members else None
+
+
+def _demo_ladder(args: argparse.Namespace) -> int:
+    """`demo ladder`: the whole ladder, or its VLM rungs from pretrained zoo members (`--zoo`)."""
+    from robustvlm.workflows.demos.ladder import run_ladder_demo, zoo_plan
+
+    if args.zoo:
+        run_ladder_demo(args.out or ("demo_ladder_zoo_quick" if args.quick else "demo_ladder_zoo"), quick=args.quick,
+                        plan=zoo_plan(_members(args), quick=args.quick,
+                                      modes=[m.strip() for m in args.modes.split(",")] if args.modes else None))
+        return 0
+    run_ladder_demo(args.out or ("demo_ladder_quick" if args.quick else "demo_ladder"), quick=args.quick,
+                    inferred_envs=args.inferred_envs)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     if args.overrides[:1] in (["robustness"], ["ladder"]):
         require("data", f"demo {args.overrides[0]} (its real MNIST digits)")
@@ -66,11 +84,7 @@ def _demo(args: argparse.Namespace) -> int:
                             dim_spu=args.dim_spu, budget=budget, methods=methods, launcher=launcher)
         return 0
     if args.overrides[:1] == ["ladder"]:
-        from robustvlm.workflows.demos.ladder import run_ladder_demo
-
-        run_ladder_demo(args.out or ("demo_ladder_quick" if args.quick else "demo_ladder"), quick=args.quick,
-                        inferred_envs=args.inferred_envs)
-        return 0
+        return _demo_ladder(args)
     if args.overrides[:1] == ["reward"]:
         return _demo_reward(args)
     if args.overrides[:1] == ["tasks"]:
@@ -121,10 +135,15 @@ def add_demo(sub: SubParsers) -> None:
                     "fine-tuning the pretrained zoo:llava-clip-m (`--quick`: zoo:quick-llava) on the "
                     "fashion-tasks benchmark, its zero-shot scores beside. demo reward: the reward ladder from "
                     "zoo:idefics3-siglip-m (`--quick`: zoo:quick-idefics3) on Fashion-MNIST preference pairs with "
-                    "the same text shortcuts, SFC weights per step; default --out demo_reward_zoo[_quick]")
+                    "the same text shortcuts, SFC weights per step; default --out demo_reward_zoo[_quick]. demo "
+                    "ladder: the ladder's VLM rungs (head, lora, full) from a pretrained zoo VLM instead of the "
+                    "random tiny one; default --out demo_ladder_zoo[_quick]")
     dm.add_argument("--members", metavar="NAMES",
                     help="demo robustness --zoo: measure only these zoo members (comma-separated; a reduced zoo: "
-                    ">= 2 dual encoders and a VLM); demo reward --zoo: the one zoo VLM to start from")
+                    ">= 2 dual encoders and a VLM); demo reward --zoo: the one zoo VLM to start from; demo ladder "
+                    "--zoo: the zoo VLMs to start from (default idefics3-siglip-m; --quick: quick-idefics3)")
+    dm.add_argument("--modes", metavar="MODES", help="demo ladder --zoo: the VLM rungs to run (comma-separated "
+                    "of head, lora, full; default all three; --quick: head,full)")
     dm.add_argument("--inferred-envs", action="store_true",
                     help="demo ladder: also infer environments from data (EIIL, loss split, k-means) on the "
                     "pixel rung and train IRMv1 / Dynamic BIRM on them")

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from robustvlm.analysis.ladder import is_vlm_cell
+from robustvlm.analysis.ladder_results import LadderResults
 from robustvlm.analysis.study import StudyResults
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.linear.results import InvarianceResults
@@ -31,7 +32,7 @@ from robustvlm.report.icl_gain import (
     icl_shift_cost_table,
 )
 from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
-from robustvlm.report.ladder import summary_table
+from robustvlm.report.ladder import summary_table, zero_shot_table
 from robustvlm.report.page import Table
 from robustvlm.report.reward_demo import (
     full_runs_table,
@@ -55,10 +56,12 @@ from robustvlm.reward.ladder_results import MatrixRung
 from robustvlm.runs import read_jsonl
 
 
-def _ladder_cells(vlm: bool) -> Callable[[Mapping], Table]:
-    """The ladder's table of its VLM rungs (`vlm`) or of the others."""
+def _ladder_cells(vlm: bool, reading: str = "final") -> Callable[[Mapping], Table]:
+    """The ladder's table of its VLM rungs (`vlm`) or of the others, under `reading` (results read
+    back through `LadderResults`)."""
     def table(results: Mapping) -> Table:
-        return summary_table({cell: v for cell, v in results["summary"].items() if is_vlm_cell(cell) == vlm}, "final")
+        summary = LadderResults.from_dict(results).summary
+        return summary_table({cell: v for cell, v in summary.items() if is_vlm_cell(cell) == vlm}, reading)
     return table
 
 
@@ -102,6 +105,10 @@ def _zoo(table: Callable[[ZooRobustnessResults], Table]) -> Callable[[Mapping], 
 FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "ladder": ("demo ladder", _ladder_cells(vlm=False)),
     "ladder-vlm": ("demo ladder", _ladder_cells(vlm=True)),
+    "ladder-zoo": ("demo ladder --zoo", _ladder_cells(vlm=True)),
+    "ladder-zoo-oracle": ("demo ladder --zoo", _ladder_cells(vlm=True, reading="oracle")),
+    "ladder-zoo-td": ("demo ladder --zoo", _ladder_cells(vlm=True, reading="training-domain")),
+    "ladder-zoo-shot": ("demo ladder --zoo", lambda results: zero_shot_table(LadderResults.from_dict(results))),
     "reward-matrix": ("demo reward", _reward(lambda summary: matrix_summary_table(summary.matrix))),
     "reward-linear": ("demo reward", _reward(_linear_table)),
     "invariance": ("demo invariance", lambda results: error_table(InvarianceResults.from_dict(dict(results)))),
@@ -134,10 +141,11 @@ GRIDS = ("invariance-spread",)
 """Figures made from several runs: their folder holds one demo output folder per run."""
 OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
                     "zoo-task-signal", "zoo-tasks", "zoo-tasks-envs", "reward-zoo-matrix", "reward-zoo-ladder",
-                    "reward-zoo-ladder-sfc", "reward-zoo-runs", "reward-zoo-steps")
+                    "reward-zoo-ladder-sfc", "reward-zoo-runs", "reward-zoo-steps", "ladder-zoo", "ladder-zoo-oracle",
+                    "ladder-zoo-td", "ladder-zoo-shot")
 """Figures whose quick tables (docs/quick_figures.md) the test module of their demo checks, on
-the quick run it makes anyway (`demo robustness --zoo --quick`, `demo tasks --zoo --quick` and
-`demo reward --zoo --quick`
+the quick run it makes anyway (`demo robustness --zoo --quick`, `demo tasks --zoo --quick`,
+`demo reward --zoo --quick` and `demo ladder --zoo --quick`
 need the quick zoo built)."""
 MATRIX_FIGURES = ("rm-seeds", "rm-runs")
 """Figures of an `rm matrix` output folder: {"matrix": matrix.json, "proxy": sfc.json's

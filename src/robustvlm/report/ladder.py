@@ -9,7 +9,17 @@ from pathlib import Path
 
 import numpy as np
 
-from robustvlm.analysis.ladder import COLOUR_FREE, ORACLE, REVERSED, beats_erm, ladder_comparisons
+from robustvlm.analysis.ladder import (
+    COLOUR_FREE,
+    ORACLE,
+    REVERSED,
+    MethodSummary,
+    Stats,
+    Summary,
+    beats_erm,
+    ladder_comparisons,
+)
+from robustvlm.analysis.ladder_results import LadderResults
 from robustvlm.analysis.verdict import Comparison, verdict_sentences, winners_sentence
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
@@ -28,7 +38,7 @@ def colour(method: str) -> str:
     return "0.6" if method == ORACLE else REGISTRY[method].colour
 
 
-def shown_methods(summary: Mapping) -> list[str]:
+def shown_methods(summary: Mapping[str, Mapping[str, MethodSummary]]) -> list[str]:
     """The methods of any rung of `summary`, in the objectives registry's order, the oracle last."""
     ran = {method for entries in summary.values() for method in entries}
     return [m for m in (*REGISTRY, ORACLE) if m in ran]
@@ -39,17 +49,17 @@ PUBLISHED = ("The IRM paper (Arjovsky et al. 2019; 50,000 MNIST digits, MLP 390 
              "0.4; the best invariant rule scores 75.")
 
 
-def pct(entry: Mapping | None) -> str:
-    """"mean ± sd" in percent of a {"mean", "std", "n"} entry; the mean alone from one seed ("n/a"
-    when nothing was measured)."""
-    if not entry or entry.get("mean") is None:
+def pct(entry: Stats | None) -> str:
+    """"mean ± sd" in percent of per-seed `Stats`; the mean alone from one seed ("n/a" when
+    nothing was measured)."""
+    if entry is None or entry.mean is None:
         return "n/a"
-    if entry.get("n", 0) < 2:
-        return f"{100 * entry['mean']:.1f}"
-    return f"{100 * entry['mean']:.1f} ± {100 * entry['std']:.1f}"
+    if entry.n < 2 or entry.std is None:
+        return f"{100 * entry.mean:.1f}"
+    return f"{100 * entry.mean:.1f} ± {100 * entry.std:.1f}"
 
 
-def summary_table(summary: Mapping, reading: str) -> Table:
+def summary_table(summary: Summary, reading: str) -> Table:
     """Methods x rungs: colour-free accuracy under `reading`; "*" marks a method that beats ERM
     by more than the seeds' spread."""
     cells = list(summary)
@@ -59,29 +69,30 @@ def summary_table(summary: Mapping, reading: str) -> Table:
         for cell in cells:
             entry = summary[cell].get(method)
             mark = " *" if method not in ("erm", ORACLE) and entry and beats_erm(summary, cell, method, reading) else ""
-            row.append(pct(entry[reading].get(COLOUR_FREE) if entry else None) + mark)
+            row.append(pct(entry.readings[reading].get(COLOUR_FREE) if entry else None) + mark)
         rows.append(row)
     return Table(["method", *cells], rows)
 
 
-def cell_table(entries: Mapping, train_envs: list[str]) -> Table:
+def cell_table(entries: Mapping[str, MethodSummary], train_envs: list[str]) -> Table:
     """One rung: per method the final accuracies (colour-free also seed by seed), worst environment,
     rule, and the colour-free accuracy under the two selection rules."""
     rows = []
     for method in shown_methods({"": entries}):
         e = entries[method]
-        train = [e["final"][n]["mean"] for n in train_envs if e["final"].get(n)]
-        train_text = f"{100 * np.mean(train):.1f}" if train and None not in train else "n/a"
-        free = (e["final"].get(COLOUR_FREE) or {}).get("values") or {}
-        rows.append([label(method), train_text, pct(e["final"].get(REVERSED)), pct(e["final"].get(COLOUR_FREE)),
+        means = [e.final[n].mean for n in train_envs if n in e.final]
+        train = [m for m in means if m is not None]
+        train_text = f"{100 * np.mean(train):.1f}" if train and len(train) == len(means) else "n/a"
+        free = e.final[COLOUR_FREE].values if COLOUR_FREE in e.final else {}
+        rows.append([label(method), train_text, pct(e.final.get(REVERSED)), pct(e.final.get(COLOUR_FREE)),
                      ", ".join(f"{100 * v:.1f}" for v in free.values()) or "n/a",
-                     pct(e["worst"]), e.get("rule", "n/a"), pct(e["training-domain"].get(COLOUR_FREE)),
-                     pct(e["oracle"].get(COLOUR_FREE)), f"{e['n_diverged']}/{e['n_seeds']}"])
+                     pct(e.worst), e.rule or "n/a", pct(e.readings["training-domain"].get(COLOUR_FREE)),
+                     pct(e.readings["oracle"].get(COLOUR_FREE)), f"{e.n_diverged}/{e.n_seeds}"])
     return Table(["method", "train", "reversed", "colour-free", "colour-free per seed", "worst env", "rule learned",
                   "colour-free (TD val)", "colour-free (oracle)", "diverged"], rows)
 
 
-def ladder_plot(summary: Mapping, path: Path) -> Path:
+def ladder_plot(summary: Summary, path: Path) -> Path:
     """Grouped bars: colour-free accuracy at the final step per rung and method (± sd over seeds),
     with chance (50%) and the content rule (75%) marked."""
     cells = list(summary)
@@ -91,9 +102,9 @@ def ladder_plot(summary: Mapping, path: Path) -> Path:
     for j, method in enumerate(methods):
         means, sds = [], []
         for cell in cells:
-            entry = summary[cell].get(method, {}).get("final", {}).get(COLOUR_FREE)
-            means.append(100 * entry["mean"] if entry and entry["mean"] is not None else np.nan)
-            sds.append(100 * entry["std"] if entry and entry["std"] is not None else 0.0)
+            entry = summary[cell][method].final.get(COLOUR_FREE) if method in summary[cell] else None
+            means.append(100 * entry.mean if entry and entry.mean is not None else np.nan)
+            sds.append(100 * entry.std if entry and entry.std is not None else 0.0)
         ax.bar(np.arange(len(cells)) + (j - (len(methods) - 1) / 2) * width, means, width, yerr=sds, capsize=2,
                label=label(method), color=colour(method))
     ax.axhline(50, color="k", lw=0.8, ls=":", label="chance")
@@ -108,7 +119,7 @@ def ladder_plot(summary: Mapping, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def verdicts(summary: Mapping) -> Table:
+def verdicts(summary: Summary) -> Table:
     """Per rung and reading, the invariant methods that beat ERM on the colour-free environment."""
     rows = []
     for cell, entries in summary.items():
@@ -120,7 +131,7 @@ def verdicts(summary: Mapping) -> Table:
     return Table(["rung", *READINGS.values()], rows)
 
 
-def verdict_blocks(summary: Mapping) -> list[Block]:
+def verdict_blocks(summary: Summary) -> list[Block]:
     """The `Verdict` section: every invariant method against ERM per rung on the colour-free and
     reversed environments at the final step (`analysis.ladder.ladder_comparisons`), then who beat
     ERM under the two selection rules."""
@@ -141,10 +152,10 @@ def verdict_blocks(summary: Mapping) -> list[Block]:
     return [Heading("Verdict"), *(Paragraph(line) for line in lines)]
 
 
-def inference_blocks(results: Mapping) -> list[Block]:
+def inference_blocks(results: LadderResults) -> list[Block]:
     """How pure the inferred environments are, and what invariance training makes of them beside
     the given environments."""
-    inference, inferred = results.get("inference") or {}, results.get("inferred_summary") or {}
+    inference, inferred = results.inference, results.inferred_summary
     if not inference:
         return []
     blocks: list[Block] = [
@@ -156,62 +167,105 @@ def inference_blocks(results: Mapping) -> list[Block]:
                   "and against whether the colour agrees with the label."),
     ]
     for cell, splits in inference.items():
-        rows = [[name, " / ".join(map(str, v["sizes"])), f"{100 * v['purity_given']:.1f}",
-                 f"{100 * v['purity_colour']:.1f}"] for name, v in splits.items()]
+        rows = [[name, " / ".join(map(str, v.sizes)), f"{100 * v.purity_given:.1f}",
+                 f"{100 * v.purity_colour:.1f}"] for name, v in splits.items()]
         blocks += [Paragraph(f"`{cell}`:"), Table(["split", "sizes", "purity vs given (%)",
                                                    "purity vs colour agreement (%)"], rows)]
         header = ["method", "environments", "reversed", "colour-free", "rule learned"]
         table = []
         for method in ("erm", "irm", "dynamic_birm"):
-            sources = {"given": results["summary"].get(cell, {}).get(method)}
+            sources = {"given": results.summary.get(cell, {}).get(method)}
             if method != "erm":
                 sources.update({name: inferred.get(name, {}).get(cell, {}).get(method) for name in splits})
             for envs, entry in sources.items():
                 if entry:
-                    table.append([label(method), envs, pct(entry["final"].get(REVERSED)),
-                                  pct(entry["final"].get(COLOUR_FREE)), entry.get("rule", "n/a")])
+                    table.append([label(method), envs, pct(entry.final.get(REVERSED)),
+                                  pct(entry.final.get(COLOUR_FREE)), entry.rule or "n/a"])
         blocks += [Paragraph("Final-step accuracy (%) with the given and the inferred environments:"),
                    Table(header, table)]
     return blocks
 
 
-def protocol_text(results: Mapping) -> str:
-    plan, paper = results["plan"], results["paper"]
-    per_env = plan["per_env"] if plan["per_env"] is not None else "all"
+def protocol_text(results: LadderResults) -> str:
+    """The data, protocol and cost of the pixel and tower rungs."""
+    plan, paper = results.plan, results.paper
+    per_env = plan.per_env if plan.per_env is not None else "all"
     return (f"Colored MNIST built as the IRM paper builds it (0-4 vs 5-9, 25% label noise, colour agreeing with "
             f"the noisy label 90% / 80% in training, 10% in `test-reversed`, 50% in `test-nocolour`), {per_env} "
-            f"images per environment ({int(100 * plan['holdout'])}% of each training environment held out for "
+            f"images per environment ({int(100 * plan.holdout)}% of each training environment held out for "
             f"training-domain validation). The IRM paper's protocol and hyperparameters (full-batch Adam, lr "
-            f"{paper['lr']:.3g}, L2 {paper['l2']:.3g}, {plan['steps']} steps, penalty weight "
-            f"{paper['penalty_weight']:.0f} after {plan['anneal']} steps for every annealed method), the MLP "
-            f"{plan['hidden']} wide (the paper's: {paper['hidden']}; narrower to fit 2 CPU cores). Seeds: "
-            f"{len(plan['seeds'])}; {results['seconds']:.0f} s, {sum(results.get('cpu_seconds', {}).values()):.0f} "
+            f"{paper['lr']:.3g}, L2 {paper['l2']:.3g}, {plan.steps} steps, penalty weight "
+            f"{paper['penalty_weight']:.0f} after {plan.anneal} steps for every annealed method), the MLP "
+            f"{plan.hidden} wide (the paper's: {paper['hidden']:.0f}; narrower to fit 2 CPU cores). Seeds: "
+            f"{len(plan.seeds)}; {results.seconds:.0f} s, {sum(results.cpu_seconds.values()):.0f} "
             f"CPU-seconds.")
 
 
-def vlm_protocol_text(results: Mapping) -> str:
+def vlm_models_text(cells: list[str]) -> str:
+    """Which models the `vlm:` rungs `cells` ("source/vlm:mode:model") start from, and what the seed sets."""
+    models = {cell.partition("/")[2].split(":", 2)[2] for cell in cells}
+    pretrained = sorted(m for m in models if not m.startswith("tiny:"))
+    tiny = "the tiny offline Idefics3 (random weights, built per seed)"
+    if not pretrained:
+        return tiny
+    return (f"the pretrained {', '.join(f'`{m}`' for m in pretrained)} (the same weights in every seed; the seed "
+            f"sets the batches and the LoRA's initial weights; pictures at the model's own processor size)"
+            + (f" and {tiny}" if len(pretrained) < len(models) else ""))
+
+
+def vlm_protocol_text(results: LadderResults) -> str:
     """How the `vlm:` rungs were trained (empty when the run has none)."""
-    vlm = results["plan"].get("vlm")
-    if not vlm or not any("/vlm:" in cell for cell in results["summary"]):
+    vlm = results.plan.vlm
+    cells = [cell for cell in results.summary if "/vlm:" in cell]
+    if not cells:
         return ""
-    return (f"VLM rungs: the tiny offline Idefics3 (random weights, built per seed), {vlm['per_env']} images per "
-            f"environment resized to {vlm['image_size']} x {vlm['image_size']}, {vlm['steps']} AdamW steps of "
-            f"{vlm['batch_size']} rows (half from each training environment) at peak lr {vlm['lr']:g} with "
+    return (f"VLM rungs: {vlm_models_text(cells)}, {vlm.per_env} images per environment resized to "
+            f"{vlm.image_size} x {vlm.image_size}, {vlm.steps} AdamW steps of "
+            f"{vlm.batch_size} rows (half from each training environment) at peak lr {vlm.lr:g} with "
             f"`train`'s warm-up and cosine decay and gradient clipping at 1, the penalty weight switching from 1 to "
-            f"{vlm['penalty_weight']:g} after {vlm['anneal']} steps (Dynamic BIRM: its own weight after "
-            f"{vlm['anneal']} steps); accuracy: the answer whose first token has the larger logit.")
+            f"{vlm.penalty_weight:g} after {vlm.anneal} steps (Dynamic BIRM: its own weight after "
+            f"{vlm.anneal} steps); accuracy: the answer whose first token has the larger logit.")
 
 
-def write_ladder_report(results: Mapping, out_dir: Path) -> tuple[Path, Path]:
+def zero_shot_table(results: LadderResults) -> Table:
+    """Per pretrained model and picture kind: its accuracy (%) before fine-tuning on the ladder's
+    question (against the noisy labels and the clean group) per environment, and its ten-way
+    answer's group on the test environments (`workflows.demos.ladder_zero_shot`)."""
+    envs = [*results.train_envs, *results.test_envs]
+    rows = []
+    for model, z in results.zero_shot.items():
+        for kind in z.ladder_noisy:
+            rows.append([f"`{model}`", kind,
+                         *(f"{100 * z.ladder_noisy[kind][e]:.1f} / {100 * z.ladder_clean[kind][e]:.1f}" for e in envs),
+                         *(f"{100 * z.ten_way[kind][e]:.1f}" for e in results.test_envs)])
+    return Table(["model", "pictures", *(f"ladder question, {e} (noisy / clean)" for e in envs),
+                  *(f"ten-way question's group, {e}" for e in results.test_envs)], rows)
+
+
+def zero_shot_blocks(results: LadderResults) -> list[Block]:
+    """The pretrained models' zero-shot readings (none without a pretrained VLM rung)."""
+    if not results.zero_shot:
+        return []
+    pictures = ", ".join(str(z.ten_way_pictures) for z in results.zero_shot.values())
+    return [Heading("Before fine-tuning: what the pretrained model reads"),
+            Paragraph("Zero-shot accuracy (%) on the ladder's pictures, coloured and grey: the ladder's question "
+                      "scored as the rungs score it (the answer with the larger first-token logit) against the "
+                      "noisy labels and the clean group (classes 0-4 / 5-9); and the zoo's own ten-way question "
+                      f"(first {pictures} pictures of each test environment), its answer's group against the "
+                      "clean group. Chance 50."),
+            zero_shot_table(results)]
+
+
+def write_ladder_report(results: LadderResults, out_dir: Path) -> tuple[Path, Path]:
     """report.md and report.html (with ladder.png) in `out_dir`."""
-    summary = results["summary"]
+    summary = results.summary
     ladder_plot(summary, out_dir / "ladder.png")
     blocks: list[Block] = [Heading("The invariance ladder", 1), *verdict_blocks(summary)]
-    if results["quick"]:
+    if results.quick:
         blocks.append(Paragraph("Quick run: a smoke test with too few images and steps for the figures to "
                                 "mean anything."))
     blocks += [
-        Paragraph(protocol_text(results)),
+        *([Paragraph(protocol_text(results))] if any("/vlm:" not in cell for cell in summary) else []),
         Paragraph("Rungs: `pixels` is the IRM paper's MLP on the 2 x 14 x 14 pixels; `tower:M` is the same MLP "
                   "head on the standardised pooled features of model M's frozen vision tower (random-weight "
                   "tiny models, offline); `vlm:MODE:M` is the generative model M asked the benchmark's "
@@ -231,7 +285,7 @@ def write_ladder_report(results: Mapping, out_dir: Path) -> tuple[Path, Path]:
         verdicts(summary),
         Paragraph(PUBLISHED),
     ]
-    blocks += inference_blocks(results)
+    blocks += zero_shot_blocks(results) + inference_blocks(results)
     for cell, entries in summary.items():
-        blocks += [Heading(f"Rung `{cell}`", 3), cell_table(entries, results["train_envs"])]
+        blocks += [Heading(f"Rung `{cell}`", 3), cell_table(entries, results.train_envs)]
     return write_page(blocks, out_dir, title="robustvlm: the invariance ladder")

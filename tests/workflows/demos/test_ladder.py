@@ -7,7 +7,8 @@ import json
 
 from report_checks import assert_opens_with_verdict
 
-from robustvlm.analysis.ladder import summarize
+from robustvlm.analysis.ladder import summarize, summary_to_dict
+from robustvlm.analysis.ladder_results import LadderResults
 from robustvlm.cli import main
 from robustvlm.workflows.demos import ladder
 
@@ -24,8 +25,9 @@ def test_quick_ladder_writes_its_report_and_resumes(tmp_path, monkeypatch):
     assert len(runs) - len(given) == (len(plan.infer_on) * len(ladder.INFERRED) * len(ladder.INFERRED_METHODS)
                                       * len(plan.seeds))
     assert set(results["summary"]) == {f"{s}/{r}" for s, r in plan.rungs}
-    assert results["summary"] == json.loads(json.dumps(summarize(given, ladder.TRAIN_ENVS, ladder.TEST_ENVS,
-                                                                 ladder.PROTOTYPES)))
+    assert results["summary"] == json.loads(json.dumps(summary_to_dict(summarize(
+        given, ladder.TRAIN_ENVS, ladder.TEST_ENVS, ladder.PROTOTYPES))))
+    assert json.loads(json.dumps(LadderResults.from_dict(results).to_dict())) == results  # written from and read back through its class
     cpu = results["cpu_seconds"]
     assert set(cpu) == {"prepare", "inferred", *results["summary"]} and cpu["prepare"] > 0
     for part in results["summary"]:

@@ -42,6 +42,7 @@ def test_the_invariance_demo_trains_and_reports_a_registered_objective(dummy, tm
 
 
 def test_the_ladder_plans_and_reports_a_registered_objective(dummy, tmp_path, monkeypatch):
+    from robustvlm.analysis.ladder import summary_from_dict
     from robustvlm.report import ladder as report
     from robustvlm.workflows.demos.ladder import ladder_methods, method_hparams
 
@@ -52,7 +53,7 @@ def test_the_ladder_plans_and_reports_a_registered_objective(dummy, tmp_path, mo
              **{reading: {"test-nocolour": {"mean": 0.5, "std": 0.0, "n": 1, "values": {"0": 0.5}},
                           "test-reversed": {"mean": 0.1, "std": 0.0, "n": 1, "values": {"0": 0.1}}}
                 for reading in ("final", "training-domain", "oracle")}}
-    summary = {"mnist/pixels": {"erm": entry, "dummy": copy.deepcopy(entry)}}
+    summary = summary_from_dict({"mnist/pixels": {"erm": entry, "dummy": copy.deepcopy(entry)}})
     assert [row[0] for row in report.summary_table(summary, "final").rows] == ["ERM", "Dummy objective"]
     assert [row[0] for row in report.cell_table(summary["mnist/pixels"], []).rows] == ["ERM", "Dummy objective"]
     colours = []

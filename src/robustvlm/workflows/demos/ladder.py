@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from itertools import product
@@ -43,14 +44,30 @@ import torch
 
 from robustvlm.analysis.env_inference import cluster_split, eiil_split, loss_split, purity
 from robustvlm.analysis.ladder import ORACLE, VLM, summarize
+from robustvlm.analysis.ladder_results import (
+    PAPER,
+    LadderPlan,
+    LadderResults,
+    SplitPurity,
+    VLMRungPlan,
+    ZeroShot,
+)
 from robustvlm.analysis.selection import colour_rule_prototypes
 from robustvlm.data.colored_mnist import ColouredEnv, colored_mnist
 from robustvlm.data.synth.shortcut import COLOUR_ENVS, LABEL_NOISE
+from robustvlm.errors import ConfigError
 from robustvlm.linear.mlp import MLPFit, fit_mlp
 from robustvlm.models.backends import load_backend
+from robustvlm.models.loading import TINY_PREFIX
+from robustvlm.models.zoo_recipes import RECIPES, ZOO_PREFIX, recipe
 from robustvlm.objectives import REGISTRY, build_objective
 from robustvlm.workflows.demos.ladder_vlm import MODES as VLM_MODES
-from robustvlm.workflows.demos.ladder_vlm import VLMRungPlan, rgb_pictures, vlm_evaluations
+from robustvlm.workflows.demos.ladder_vlm import (
+    parse_rung,
+    rgb_pictures,
+    vlm_evaluations,
+)
+from robustvlm.workflows.demos.ladder_zero_shot import TEN_WAY_PICTURES, zero_shot
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
 PIXELS = "pixels"
@@ -63,16 +80,6 @@ INFERRED = ("eiil", "loss-split", "cluster")
 INFERRED_METHODS = ("irm", "dynamic_birm")
 JOBS_DIR = "jobs"
 FEATURES_DIR = "features"
-
-#: The VLM rungs' training (`ladder_vlm`).
-VLM_PLAN = VLMRungPlan(per_env=500, image_size=32, steps=150, anneal=60, batch_size=64, lr=1e-3, eval_every=50,
-                       penalty_weight=100.0)
-
-#: The IRM paper's selected hyperparameters (facebookresearch/InvariantRiskMinimization,
-#: reproduce_paper_results.sh); its MLP is 390 wide.
-PAPER = {"hidden": 390, "l2": 0.00110794568, "lr": 0.0004898536566546834, "steps": 501, "anneal": 190,
-         "penalty_weight": 91257.18613115903}
-
 
 def method_hparams(anneal: int, weight: float = PAPER["penalty_weight"]) -> dict[str, dict[str, Any]]:
     """Each method's hyperparameters: the paper's penalty schedule switching at `anneal` steps
@@ -94,41 +101,6 @@ def vlm_hparams(vlm: VLMRungPlan) -> dict[str, dict[str, Any]]:
     return method_hparams(vlm.anneal, vlm.penalty_weight)
 
 
-@dataclass(frozen=True)
-class LadderPlan:
-    """What the demo runs.
-
-    Attributes:
-        rungs: (source, rung) pairs; a source of `data.colored_mnist`, a rung `pixels` or
-            `tower:<model name>`.
-        per_env: images per environment (None: the source's whole splits).
-        hidden, steps, eval_every: the MLP's width, its full-batch steps, the evaluation interval.
-        anneal: steps before the penalty weight switches (the paper's 190; a quick run's less).
-        seeds: model seeds (initial weights; the data draw is fixed).
-        holdout: share of each training environment held out for training-domain validation.
-        workers: processes the runs are spread over.
-        methods: the methods trained (None: `ladder_methods()`, read from the objectives registry
-            when the demo runs).
-        infer_on: (source, rung) cells where environments are also inferred from data
-            (`INFERRED`) and `INFERRED_METHODS` are trained on them.
-        vlm: how the `vlm:` rungs train (`ladder_vlm`); their images per environment
-            `vlm.per_env` instead of `per_env`.
-    """
-
-    rungs: tuple[tuple[str, str], ...]
-    per_env: int | None
-    hidden: int
-    steps: int
-    eval_every: int
-    seeds: tuple[int, ...]
-    anneal: int = int(PAPER["anneal"])
-    holdout: float = 0.1
-    workers: int = 2
-    methods: tuple[str, ...] | None = None
-    infer_on: tuple[tuple[str, str], ...] = ()
-    vlm: VLMRungPlan = VLM_PLAN
-
-
 FULL = LadderPlan(
     rungs=(("fashion", PIXELS), ("fashion", TOWER + "tiny:idefics3"), ("fashion", TOWER + "tiny:clip"),
            ("mnist", PIXELS), *(("fashion", f"{VLM}{mode}:tiny:idefics3") for mode in VLM_MODES)),
@@ -140,6 +112,30 @@ QUICK = LadderPlan(rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:clip"), ("m
                    infer_on=(("mnist", PIXELS),),
                    vlm=VLMRungPlan(per_env=40, image_size=16, steps=6, anneal=3, batch_size=8, lr=1e-3, eval_every=3,
                                    penalty_weight=100.0))
+
+ZOO_MEMBERS = ("idefics3-siglip-m",)
+"""`demo ladder --zoo`'s default member: the pretrained zoo VLM of the tiny rungs' architecture."""
+ZOO_QUICK_MEMBERS = ("quick-idefics3",)
+
+
+def zoo_plan(members: Sequence[str] | None = None, *, quick: bool = False, modes: Sequence[str] | None = None) -> LadderPlan:
+    """`demo ladder --zoo`: the VLM rungs of `modes` (default `head`, `lora`, `full`; `--quick`:
+    `head` and `full`) from each pretrained zoo VLM of `members` (default `ZOO_MEMBERS`, `--quick`
+    `ZOO_QUICK_MEMBERS`) on the Fashion scans, with the tiny rungs' training (`VLM_PLAN`;
+    `--quick`: `QUICK`'s); a ConfigError names an unknown member or mode, or a member that is not
+    a VLM."""
+    names = tuple(members or (ZOO_QUICK_MEMBERS if quick else ZOO_MEMBERS))
+    for name in names:
+        if not recipe(name).is_vlm:
+            raise ConfigError(f"zoo member '{name}' is a dual encoder: the ladder's VLM rungs need a zoo VLM "
+                              f"(one of {sorted(r.name for r in RECIPES.values() if r.is_vlm)})")
+    modes = tuple(modes or (("head", "full") if quick else VLM_MODES))
+    unknown = [m for m in modes if m not in VLM_MODES]
+    if unknown:
+        raise ConfigError(f"unknown VLM rung mode(s) {unknown}: choose from {list(VLM_MODES)}")
+    rungs = tuple(("fashion", f"{VLM}{mode}:{ZOO_PREFIX}{name}") for name in names for mode in modes)
+    return replace(QUICK if quick else FULL, rungs=rungs, infer_on=(), workers=1 if quick else 2)
+
 
 DEMO = replace(FULL, rungs=(("fashion", PIXELS), ("fashion", TOWER + "tiny:idefics3")), infer_on=())
 """`robustvlm demo` (`make demo`): the ladder's two rungs where invariance clearly beats ERM on real
@@ -273,13 +269,12 @@ def training_rows(data: Any, plan: LadderPlan) -> tuple[np.ndarray, np.ndarray, 
     return np.concatenate(xs), np.concatenate(ys), {"given": np.concatenate(given), "colour": np.concatenate(agrees)}
 
 
-def prepare_inferred_envs(plan: LadderPlan, folder: Path) -> dict[str, Any]:
+def prepare_inferred_envs(plan: LadderPlan, folder: Path) -> dict[str, dict[str, SplitPurity]]:
     """For each `plan.infer_on` cell: an ERM reference model (seed 0, the rung's protocol) on the
     pooled training rows, then its `INFERRED` splits (`analysis.env_inference`: EIIL from its
     per-example scale gradients, a loss split at the median, k-means of its penultimate
-    features), saved for `run_one`; returns {cell: {split: {purity vs given, purity vs colour
-    agreement, sizes}}}."""
-    report: dict[str, Any] = {}
+    features), saved for `run_one`; returns {cell: {split: its purity and sizes}}."""
+    report: dict[str, dict[str, SplitPurity]] = {}
     for source, rung in plan.infer_on:
         path = folder / _inferred_file(source, rung)
         data = np.load(folder / _feature_file(source, rung))
@@ -301,12 +296,35 @@ def prepare_inferred_envs(plan: LadderPlan, folder: Path) -> dict[str, Any]:
             tmp.rename(path)
         splits = np.load(path)
         report[f"{source}/{rung}"] = {
-            name: {"purity_given": purity(splits[name], truth["given"]),
-                   "purity_colour": purity(splits[name], truth["colour"]),
-                   "sizes": np.bincount(splits[name]).tolist()}
+            name: SplitPurity(purity_given=purity(splits[name], truth["given"]),
+                              purity_colour=purity(splits[name], truth["colour"]),
+                              sizes=np.bincount(splits[name]).tolist())
             for name in INFERRED
         }
     return report
+
+
+def pretrained_models(plan: LadderPlan) -> list[tuple[str, str]]:
+    """(source, model name) of every VLM rung whose model is pretrained (not `tiny:`), once each."""
+    models = [(source, parse_rung(rung)[1]) for source, rung in plan.rungs if rung.startswith(VLM)]
+    return list(dict.fromkeys(m for m in models if not m[1].startswith(TINY_PREFIX)))
+
+
+def prepare_zero_shot(plan: LadderPlan, folder: Path) -> dict[str, ZeroShot]:
+    """{"source/model": its `ZeroShot`} of each pretrained VLM rung's model before any
+    fine-tuning (`ladder_zero_shot`; the ten-way question on a fifth of the test pictures, at most
+    `TEN_WAY_PICTURES`), saved in `folder` for a re-run."""
+    readings = {}
+    for source, model in pretrained_models(plan):
+        path = folder / f"zero_shot__{source}__{model.replace(':', '_').replace('/', '_')}.json"
+        if not path.is_file():
+            envs = colored_mnist(source, seed=0, limit=plan.vlm.per_env)
+            pictures = min(TEN_WAY_PICTURES, len(envs[-1].labels) // 5)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(asdict(zero_shot(model, source, envs, pictures))), encoding="utf-8")
+            tmp.rename(path)
+        readings[f"{source}/{model}"] = ZeroShot(**json.loads(path.read_text(encoding="utf-8")))
+    return readings
 
 
 def cpu_seconds(runs: list[dict[str, Any]], prepare: float) -> dict[str, float]:
@@ -321,9 +339,9 @@ def cpu_seconds(runs: list[dict[str, Any]], prepare: float) -> dict[str, float]:
 
 
 def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool = True,
-                    plan: LadderPlan | None = None, inferred_envs: bool = False) -> dict[str, Any]:
+                    plan: LadderPlan | None = None, inferred_envs: bool = False) -> LadderResults:
     """Run the ladder (`plan`; by default `QUICK` or `FULL`), write results.json, runs.jsonl,
-    report.md/html and the figure into `out_dir`; returns the results.json content.
+    report.md/html and the figure into `out_dir`; returns the results results.json holds.
 
     The plan's `infer_on` cells (environments inferred from data, and the methods trained on
     them) run only with `inferred_envs`: they are an addition to the four rungs, not part of them.
@@ -340,6 +358,7 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
     t0, cpu0 = time.perf_counter(), time.process_time()
     prepare_features(plan, out / FEATURES_DIR)
     inference = prepare_inferred_envs(plan, out / FEATURES_DIR)
+    zero_shot_readings = prepare_zero_shot(plan, out / FEATURES_DIR)
     prepare_cpu = time.process_time() - cpu0
     jobs = [(source, rung, method, seed, GIVEN)
             for (source, rung), method, seed in product(plan.rungs, methods, plan.seeds)]
@@ -354,16 +373,15 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
     with (out / "runs.jsonl").open("w", encoding="utf-8") as f:
         for run in runs:
             f.write(json.dumps(run) + "\n")
-    results = {"quick": quick, "seconds": round(seconds, 1), "cpu_seconds": cpu_seconds(runs, prepare_cpu),
-               "plan": asdict(plan), "paper": PAPER,
-               "method_hparams": method_hparams(plan.anneal), "vlm_method_hparams": vlm_hparams(plan.vlm),
-               "train_envs": list(TRAIN_ENVS), "test_envs": list(TEST_ENVS),
-               "summary": summarize([r for r in runs if r["envs"] == GIVEN], TRAIN_ENVS, TEST_ENVS, PROTOTYPES),
-               "inference": inference,
-               "inferred_summary": {envs: summarize([r for r in runs if r["envs"] == envs], TRAIN_ENVS, TEST_ENVS,
-                                                    PROTOTYPES) for envs in INFERRED if plan.infer_on}}
-    (out / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    results = LadderResults(
+        quick=quick, seconds=round(seconds, 1), cpu_seconds=cpu_seconds(runs, prepare_cpu), plan=plan,
+        paper=dict(PAPER), method_hparams=method_hparams(plan.anneal), vlm_method_hparams=vlm_hparams(plan.vlm),
+        train_envs=list(TRAIN_ENVS), test_envs=list(TEST_ENVS),
+        summary=summarize([r for r in runs if r["envs"] == GIVEN], TRAIN_ENVS, TEST_ENVS, PROTOTYPES),
+        inference=inference, zero_shot=zero_shot_readings,
+        inferred_summary={envs: summarize([r for r in runs if r["envs"] == envs], TRAIN_ENVS, TEST_ENVS, PROTOTYPES)
+                          for envs in INFERRED if plan.infer_on})
+    (out / "results.json").write_text(json.dumps(results.to_dict(), indent=2), encoding="utf-8")
     md, html = write_ladder_report(results, out)
     print(f"report: {md.absolute()} and {html.absolute()} ({seconds:.0f} s)")
     return results
-

@@ -10,11 +10,12 @@ A rung `vlm:<mode>:<model>`, mode:
   [connector]`);
 - `lora`, `full` (rung 4): `train`'s `trainable: lora` (every decoder layer) and `full`.
 
-The model is the tiny offline Idefics3 (random weights: no pretrained VLM is available
-offline), built per seed, so the seed sets the frozen backbone as well as the batches. Its
+The model is the tiny offline Idefics3 (random weights), built per seed, so the seed sets the
+frozen backbone as well as the batches, its pictures resized by the processor to `image_size`;
+or a pretrained model (`zoo:NAME`, `demo ladder --zoo`), the same in every seed (the seed sets
+the batches and the LoRA's initial weights), with its own processor and image size. The
 pictures are the rung's 14 x 14 inputs drawn as RGB (channel 0 red, channel 1 green; the
-grayscale oracle's the summed channels in all three), resized by the processor to
-`image_size`. The question and the two answers are the built-in benchmark's for the source
+grayscale oracle's the summed channels in all three). The question and the two answers are the built-in benchmark's for the source
 (`digits` for mnist, `fashion-spurious` for fashion).
 """
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import io
 import re
-from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -31,38 +31,19 @@ import torch
 from PIL import Image
 
 from robustvlm.analysis.ladder import VLM
+from robustvlm.analysis.ladder_results import VLMRungPlan
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.data.synth import digits
 from robustvlm.data.synth.real import SPURIOUS_ANSWERS, SPURIOUS_INSTRUCTION
 from robustvlm.models.answer import AnswerModel
-from robustvlm.models.loading import load_vlm
+from robustvlm.models.loading import TINY_PREFIX, load_vlm
 from robustvlm.models.trainable import DECODER_PROJECTIONS, configure_trainable, find_parts
 from robustvlm.objectives import Objective
 from robustvlm.training.answer_fit import AnswerRows, candidate_correct, env_rows, fit_answer
 
 MODES = ("head", "lora", "full")
 QUESTIONS = {"mnist": (digits.INSTRUCTION, digits.ANSWERS), "fashion": (SPURIOUS_INSTRUCTION, SPURIOUS_ANSWERS)}
-
-
-@dataclass(frozen=True)
-class VLMRungPlan:
-    """How the VLM rungs train: `per_env` images per environment, pictures resized to
-    `image_size`, `steps` AdamW steps of `batch_size` rows at peak `lr`, the penalty weight
-    switching to `penalty_weight` after `anneal` steps (the IRM paper's 91257 collapses every
-    fixed-weight method to a constant answer here: README, "The invariance ladder"), evaluations
-    every `eval_every` steps; `candidates_only`: the objective sees the two answers' logits only
-    (`training.answer_fit.fit_answer`)."""
-
-    per_env: int | None
-    image_size: int
-    steps: int
-    anneal: int
-    batch_size: int
-    lr: float
-    eval_every: int
-    penalty_weight: float
-    candidates_only: bool = False
 
 
 def parse_rung(rung: str) -> tuple[str, str]:
@@ -88,11 +69,15 @@ def _png(picture: Image.Image) -> bytes:
 
 
 def build_vlm(rung: str, seed: int, source: str, image_size: int) -> tuple[torch.nn.Module, Any]:
-    """(the rung's model with its trainable parameters set, processor); weights from `seed`."""
+    """(the rung's model with its trainable parameters set, processor). A `tiny:` model's weights
+    come from `seed` (its pictures resized to `image_size`); a pretrained model (`zoo:NAME`, a
+    folder, a hub name) is the same in every seed, with its own processor and image size, and the
+    seed sets the LoRA's initial weights (and, in `fit_answer`, the batches)."""
     mode, name = parse_rung(rung)
     question, answers = QUESTIONS[source]
-    model, processor = load_vlm(name, tiny_options={"image_size": image_size, "seed": seed},
-                                corpus=[question, *answers])
+    tiny = name.startswith(TINY_PREFIX)
+    model, processor = load_vlm(name, tiny_options={"image_size": image_size, "seed": seed} if tiny else None,
+                                corpus=[question, *answers] if tiny else None)
     torch.manual_seed(seed)  # the LoRA's initial weights
     if mode == "head":
         parts = find_parts(model)
@@ -120,11 +105,12 @@ KEPT_ROWS = 2  # the coloured and the grey pictures of one rung: a worker's cons
 
 
 def environment_rows(processor: Any, source: str, image_size: int, inputs: dict[str, np.ndarray],
-                     labels: dict[str, np.ndarray], env_id: dict[str, int]) -> dict[str, AnswerRows]:
+                     labels: dict[str, np.ndarray], env_id: dict[str, int], model: str = "") -> dict[str, AnswerRows]:
     """`answer_rows` of every environment, kept in this process for the next runs on the same
-    pictures: they depend on the pictures, the question and `image_size`, not on the seed or the
-    method (the tiny tokenizer is trained on the question alone)."""
-    digest = hashlib.sha256(repr((source, image_size, sorted(env_id.items()))).encode())
+    pictures and `model` name: they depend on the pictures, the question, `image_size` and the
+    model's processor (a tiny tokenizer is trained on the question alone), not on the seed or the
+    method."""
+    digest = hashlib.sha256(repr((source, image_size, model, sorted(env_id.items()))).encode())
     for name in sorted(inputs):
         digest.update(name.encode())
         digest.update(np.ascontiguousarray(inputs[name]).tobytes())
@@ -154,7 +140,7 @@ def vlm_evaluations(
     accuracy on its held-out rows}}] (accuracies 0-1)."""
     vlm, processor = build_vlm(rung, seed, source, plan.image_size)
     env_id = {name: i for i, name in enumerate(splits)}
-    rows = environment_rows(processor, source, plan.image_size, inputs, labels, env_id)
+    rows = environment_rows(processor, source, plan.image_size, inputs, labels, env_id, parse_rung(rung)[1])
     evaluations: list[dict[str, Any]] = []
 
     def evaluate(step: int, model: AnswerModel) -> None:

@@ -1,0 +1,162 @@
+"""The invariance ladder's plan and results as typed classes (`workflows.demos.ladder` writes
+them to results.json with `LadderResults.to_dict`; the report and `make figures` read them back
+with `LadderResults.from_dict`).
+
+Plain data here, so that the report (a lower layer than the workflows) reads the same classes
+the demo writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from robustvlm.analysis.ladder import Summary, summary_from_dict, summary_to_dict
+
+#: The IRM paper's selected hyperparameters (facebookresearch/InvariantRiskMinimization,
+#: reproduce_paper_results.sh); its MLP is 390 wide.
+PAPER = {"hidden": 390, "l2": 0.00110794568, "lr": 0.0004898536566546834, "steps": 501, "anneal": 190,
+         "penalty_weight": 91257.18613115903}
+
+
+@dataclass(frozen=True)
+class VLMRungPlan:
+    """How the VLM rungs train: `per_env` images per environment, pictures resized to
+    `image_size` (a tiny model's; a pretrained model keeps its processor's), `steps` AdamW steps
+    of `batch_size` rows at peak `lr`, the penalty weight switching to `penalty_weight` after
+    `anneal` steps (the IRM paper's 91257 collapses every fixed-weight method to a constant
+    answer here: docs/results/ladder.md), evaluations every `eval_every` steps;
+    `candidates_only`: the objective sees the two answers' logits only
+    (`training.answer_fit.fit_answer`)."""
+
+    per_env: int | None
+    image_size: int
+    steps: int
+    anneal: int
+    batch_size: int
+    lr: float
+    eval_every: int
+    penalty_weight: float
+    candidates_only: bool = False
+
+
+#: The VLM rungs' training (`workflows.demos.ladder_vlm`).
+VLM_PLAN = VLMRungPlan(per_env=500, image_size=32, steps=150, anneal=60, batch_size=64, lr=1e-3, eval_every=50,
+                       penalty_weight=100.0)
+
+
+@dataclass(frozen=True)
+class LadderPlan:
+    """What the demo runs.
+
+    Attributes:
+        rungs: (source, rung) pairs; a source of `data.colored_mnist`, a rung `pixels`,
+            `tower:<model name>` or `vlm:<mode>:<model name>`.
+        per_env: images per environment (None: the source's whole splits).
+        hidden, steps, eval_every: the MLP's width, its full-batch steps, the evaluation interval.
+        anneal: steps before the penalty weight switches (the paper's 190; a quick run's less).
+        seeds: model seeds (initial weights; the data draw is fixed).
+        holdout: share of each training environment held out for training-domain validation.
+        workers: processes the runs are spread over.
+        methods: the methods trained (None: `ladder_methods()`, read from the objectives registry
+            when the demo runs).
+        infer_on: (source, rung) cells where environments are also inferred from data
+            (`INFERRED`) and `INFERRED_METHODS` are trained on them.
+        vlm: how the `vlm:` rungs train (`ladder_vlm`); their images per environment
+            `vlm.per_env` instead of `per_env`.
+    """
+
+    rungs: tuple[tuple[str, str], ...]
+    per_env: int | None
+    hidden: int
+    steps: int
+    eval_every: int
+    seeds: tuple[int, ...]
+    anneal: int = int(PAPER["anneal"])
+    holdout: float = 0.1
+    workers: int = 2
+    methods: tuple[str, ...] | None = None
+    infer_on: tuple[tuple[str, str], ...] = ()
+    vlm: VLMRungPlan = VLM_PLAN
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LadderPlan:
+        """The plan `dataclasses.asdict` wrote."""
+        return cls(**{**d, "rungs": tuple(tuple(r) for r in d["rungs"]), "seeds": tuple(d["seeds"]),
+                      "methods": None if d["methods"] is None else tuple(d["methods"]),
+                      "infer_on": tuple(tuple(c) for c in d["infer_on"]), "vlm": VLMRungPlan(**d["vlm"])})
+
+
+@dataclass(frozen=True)
+class SplitPurity:
+    """An inferred split of the training rows: its environments' sizes and its purity (0-1)
+    against the given environments and against whether the colour agrees with the label."""
+
+    purity_given: float
+    purity_colour: float
+    sizes: list[int]
+
+
+@dataclass(frozen=True)
+class ZeroShot:
+    """A pretrained model's accuracies (0-1) before fine-tuning (`ladder_zero_shot`):
+    `ladder_noisy[kind][env]` on the ladder's question against the noisy labels,
+    `ladder_clean[kind][env]` against the clean group, `ten_way[kind][env]` the ten-way answer's
+    group against the clean group on the first `ten_way_pictures` pictures of each test
+    environment; kind `coloured` or `grey`."""
+
+    ladder_noisy: dict[str, dict[str, float]]
+    ladder_clean: dict[str, dict[str, float]]
+    ten_way: dict[str, dict[str, float]]
+    ten_way_pictures: int
+
+
+@dataclass(frozen=True)
+class LadderResults:
+    """A finished ladder: its setting, `summary` of the runs on the given environments,
+    `inference` ({cell: {split: SplitPurity}}) and `inferred_summary` ({split: Summary}) when
+    environments were inferred, `zero_shot` ({"source/model": ZeroShot}) for pretrained VLM
+    rungs; `seconds` wall, `cpu_seconds` per part (`workflows.demos.ladder.cpu_seconds`)."""
+
+    quick: bool
+    seconds: float
+    cpu_seconds: dict[str, float]
+    plan: LadderPlan
+    paper: dict[str, float]
+    method_hparams: dict[str, dict[str, Any]]
+    vlm_method_hparams: dict[str, dict[str, Any]]
+    train_envs: list[str]
+    test_envs: list[str]
+    summary: Summary
+    inference: dict[str, dict[str, SplitPurity]] = field(default_factory=dict)
+    inferred_summary: dict[str, Summary] = field(default_factory=dict)
+    zero_shot: dict[str, ZeroShot] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The results.json content (`zero_shot` only when there is one)."""
+        d: dict[str, Any] = {
+            "quick": self.quick, "seconds": self.seconds, "cpu_seconds": self.cpu_seconds, "plan": asdict(self.plan),
+            "paper": self.paper, "method_hparams": self.method_hparams, "vlm_method_hparams": self.vlm_method_hparams,
+            "train_envs": self.train_envs, "test_envs": self.test_envs, "summary": summary_to_dict(self.summary),
+            "inference": {cell: {name: asdict(p) for name, p in splits.items()}
+                          for cell, splits in self.inference.items()},
+            "inferred_summary": {envs: summary_to_dict(s) for envs, s in self.inferred_summary.items()},
+        }
+        if self.zero_shot:
+            d["zero_shot"] = {model: asdict(z) for model, z in self.zero_shot.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LadderResults:
+        """The results a results.json holds."""
+        return cls(
+            quick=bool(d["quick"]), seconds=float(d["seconds"]), cpu_seconds=dict(d["cpu_seconds"]),
+            plan=LadderPlan.from_dict(d["plan"]), paper=dict(d["paper"]), method_hparams=dict(d["method_hparams"]),
+            vlm_method_hparams=dict(d["vlm_method_hparams"]), train_envs=list(d["train_envs"]),
+            test_envs=list(d["test_envs"]), summary=summary_from_dict(d["summary"]),
+            inference={cell: {name: SplitPurity(**p) for name, p in splits.items()}
+                       for cell, splits in (d.get("inference") or {}).items()},
+            inferred_summary={envs: summary_from_dict(s) for envs, s in (d.get("inferred_summary") or {}).items()},
+            zero_shot={model: ZeroShot(**z) for model, z in (d.get("zero_shot") or {}).items()},
+        )
