@@ -26,7 +26,7 @@ the interval.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from robustvlm.analysis.robustness import (
     least_squares_rows,
     transform,
 )
+from robustvlm.analysis.stats import interval_record_from_dict, interval_record_to_dict
 from robustvlm.analysis.task_signal import Outcomes, family_points, interval_verdict
 from robustvlm.errors import DataError
 
@@ -65,14 +66,12 @@ class ErEstimate:
     level: float
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "ci": list(self.ci)}
+        return interval_record_to_dict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ErEstimate:
         """The estimate `to_dict` wrote."""
-        return cls(list(d["models"]), list(d["against"]), d["baseline"], float(d["value"]),
-                   (float(d["ci"][0]), float(d["ci"][1])), float(d["share_above"]), int(d["n_boot"]),
-                   int(d["n_boot_drawn"]), float(d["level"]))
+        return interval_record_from_dict(cls, d)
 
     @property
     def verdict(self) -> str:
