@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from robustvlm.analysis.robustness import ModelPoint
+from robustvlm.analysis.accuracy_on_the_line import ModelPoint
 from robustvlm.analysis.task_signal import Lift, family_lines, lift_between, matched_reference
 from robustvlm.errors import DataError
 

@@ -2,7 +2,7 @@
 interval (VLMs against the dual-encoder line of the zoo). Pure functions on accuracies.
 
 The line is fitted on the `baseline` family's models in probit (or logit) space
-(`analysis.robustness.fit_line`); a model's effective robustness (ER) is its shifted accuracy
+(`analysis.accuracy_on_the_line.fit_line`); a model's effective robustness (ER) is its shifted accuracy
 minus the line's prediction at its reference accuracy (accuracy units). The estimate is the mean
 ER of `models` minus the mean ER of `against` (0 when `against` is empty): with `against` the
 dual encoder whose vision tower a VLM uses, it is how much more robust the VLM is than its own
@@ -19,7 +19,7 @@ n_against] of `against` (when any), then (with outcomes) the [n_boot, n_ref] ref
 reference accuracy define no line and are left out.
 
 `analysis.task_signal` compares two families' lines at one matched accuracy instead; this
-module places models against one line, as `analysis.robustness.fit_robustness` does, and adds
+module places models against one line, as `analysis.accuracy_on_the_line.fit_robustness` does, and adds
 the interval.
 """
 
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from robustvlm.analysis.robustness import (
+from robustvlm.analysis.accuracy_on_the_line import (
     ModelPoint,
     Transform,
     fit_line,

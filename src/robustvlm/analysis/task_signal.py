@@ -2,7 +2,7 @@
 Pure functions on accuracies.
 
 Each family (models trained with one task signal over seeds and budgets) gets its own line in
-probit (or logit) space, fitted by least squares on its models (`analysis.robustness.fit_line`).
+probit (or logit) space, fitted by least squares on its models (`analysis.accuracy_on_the_line.fit_line`).
 The lift of family A over family B at a matched reference accuracy x is the vertical distance
 of their lines there, in accuracy units:
 
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from robustvlm.analysis.robustness import (
+from robustvlm.analysis.accuracy_on_the_line import (
     LineFit,
     ModelPoint,
     Transform,

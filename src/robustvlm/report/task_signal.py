@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from robustvlm.analysis.robustness import LineFit, RobustnessFit
+from robustvlm.analysis.accuracy_on_the_line import LineFit, RobustnessFit
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.config import TaskSignalConfig
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page

@@ -1,5 +1,5 @@
 """The robustness report edge: a results CSV -> fit.json + scatter.png, checked against scipy, and
-the simulation written to a folder (the line fits themselves: tests/analysis/test_robustness.py)."""
+the simulation written to a folder (the line fits themselves: tests/analysis/test_accuracy_on_the_line.py)."""
 
 from __future__ import annotations
 

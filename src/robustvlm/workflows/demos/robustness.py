@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from robustvlm.analysis.robustness import RobustnessFit
+from robustvlm.analysis.accuracy_on_the_line import RobustnessFit
 from robustvlm.config import RunConfig, validate_config
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example

@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from robustvlm.analysis.accuracy_on_the_line import fit_robustness
 from robustvlm.analysis.effective_robustness import ErEstimate, er_estimate
-from robustvlm.analysis.robustness import fit_robustness
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.config import EmbedRunConfig, validate_config
 from robustvlm.data.loaders import load_examples

@@ -38,8 +38,8 @@ import torch
 import yaml
 
 from robustvlm.analysis.accuracy import accuracy_summary
+from robustvlm.analysis.accuracy_on_the_line import fit_robustness
 from robustvlm.analysis.linear_probe import fit_probe
-from robustvlm.analysis.robustness import fit_robustness
 from robustvlm.analysis.task_signal import family_lines, lift_between
 from robustvlm.config import (
     EmbedRunConfig,

@@ -10,7 +10,7 @@ import pytest
 from scipy import special
 from scipy import stats as sps
 
-from robustvlm.analysis.robustness import (
+from robustvlm.analysis.accuracy_on_the_line import (
     CLIP_EPS,
     effective_robustness,
     fit_line,
