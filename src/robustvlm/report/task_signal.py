@@ -11,8 +11,8 @@ from pathlib import Path
 from robustvlm.analysis.accuracy_on_the_line import LineFit, RobustnessFit
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.config import TaskSignalConfig
+from robustvlm.report.line_scatter import family_lines_scatter
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
-from robustvlm.report.robustness import family_lines_scatter
 from robustvlm.report.tables import fmt
 
 
