@@ -1,5 +1,5 @@
 """Probit/logit lines and effective robustness vs scipy, enumeration and hand computation (the
-report edge: tests/workflows/measure/test_robustness.py; the plot helpers: tests/report/test_plots.py)."""
+report edge: tests/workflows/measure/test_robustness_fit.py; the plot helpers: tests/report/test_plots.py)."""
 
 from __future__ import annotations
 

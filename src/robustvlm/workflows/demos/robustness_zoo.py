@@ -49,7 +49,7 @@ from robustvlm.report.robustness_zoo import ZooMember, ZooRobustnessResults, Zoo
 from robustvlm.runs import claim_run_folder, read_jsonl, write_jsonl
 from robustvlm.workflows.embed.train import embed_train
 from robustvlm.workflows.mc_eval import evaluate_models, model_slug, write_results
-from robustvlm.workflows.measure.robustness import fit_from_results, pair_benches, read_results
+from robustvlm.workflows.measure.robustness_fit import fit_from_results, pair_benches, read_results
 from robustvlm.workflows.measure.task_signal import load_task_signal_config, run_task_signal
 from robustvlm.workflows.zoo.data import FASHION_CLASSES, training_pool
 

@@ -62,7 +62,7 @@ from robustvlm.workflows.embed.train import embed_train
 from robustvlm.workflows.finetune.train import train
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 from robustvlm.workflows.mc_eval import evaluate_models, model_slug, write_results
-from robustvlm.workflows.measure.robustness import pair_benches, read_results
+from robustvlm.workflows.measure.robustness_fit import pair_benches, read_results
 from robustvlm.workflows.measure.task_signal_data import CAPTION_ENV, SignalData, prepare_data
 
 PROBE_FAMILY = "linear-probe"

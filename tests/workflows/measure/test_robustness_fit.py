@@ -11,7 +11,7 @@ import pytest
 from scipy import stats as sps
 
 from robustvlm.errors import DataError
-from robustvlm.workflows.measure.robustness import fit_from_results, simulate_to_dir
+from robustvlm.workflows.measure.robustness_fit import fit_from_results, simulate_to_dir
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
