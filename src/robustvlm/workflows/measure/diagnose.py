@@ -76,7 +76,7 @@ def run_diagnosis(
 
     `descriptions`: {class: description} or a YAML file of them (default: WordNet glosses).
     Thresholds: see `analysis.diagnosis.diagnose_table`. The in-context answers decode greedily
-    (`max_new_tokens`, `repetition_penalty`: `evaluation.icl.evaluate_icl`). `served`: the server of an
+    (`max_new_tokens`, `repetition_penalty`: `evaluation.in_context.evaluate_icl`). `served`: the server of an
     "openai:MODEL" model (its stages that need weights are not measured: `evaluation.diagnose`).
     """
     require_capability(model_name, "diagnose")

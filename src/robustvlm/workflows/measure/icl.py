@@ -24,7 +24,7 @@ from robustvlm.config import ServedConfig
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
-from robustvlm.evaluation.icl import POLICIES, evaluate_icl, record_key
+from robustvlm.evaluation.in_context import POLICIES, evaluate_icl, record_key
 from robustvlm.models.backends import SERVER_MAY_DIFFER, Backend, load_backend, served_settings
 from robustvlm.models.blind import BlindBackend, blind_input
 from robustvlm.models.support import require_capability
