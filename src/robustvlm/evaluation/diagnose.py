@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robustvlm.analysis.diagnosis import linear_probe_accuracy
-from robustvlm.analysis.icl import IclCell
+from robustvlm.analysis.in_context_accuracy import IclCell
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from robustvlm.analysis.icl import IclCell, accuracy_cells, icl_summary
+from robustvlm.analysis.in_context_accuracy import IclCell, accuracy_cells, icl_summary
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from robustvlm.analysis.diagnosis import diagnose_table
-from robustvlm.analysis.icl import IclCell
+from robustvlm.analysis.in_context_accuracy import IclCell
 from robustvlm.config import ServedConfig, read_yaml_mapping
 from robustvlm.evaluation.diagnose import measure_domains
 from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings

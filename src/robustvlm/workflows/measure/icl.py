@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robustvlm.analysis.icl import IclCell
+from robustvlm.analysis.in_context_accuracy import IclCell
 from robustvlm.analysis.vision_gain import vision_gain
 from robustvlm.config import ServedConfig
 from robustvlm.data.loaders import load_examples
