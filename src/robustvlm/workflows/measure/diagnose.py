@@ -19,7 +19,7 @@ from robustvlm.config import ServedConfig, read_yaml_mapping
 from robustvlm.evaluation.diagnose import measure_domains
 from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings
 from robustvlm.models.support import require_capability
-from robustvlm.report.icl import diagnosis_markdown
+from robustvlm.report.in_context_tables import diagnosis_markdown
 from robustvlm.runs import claim_run_folder, usage_recorder
 from robustvlm.workflows.measure.icl import load_domains, task_corpus
 
