@@ -92,7 +92,7 @@ def shapes_backend(shapes_examples) -> Backend:
     """"tiny:idefics3" through load_backend (eval mode), its tokenizer trained on the task corpus
     of `shapes_examples` (as the icl and diagnosis workflows build it)."""
     from robustvlm.models.backends import load_backend
-    from robustvlm.workflows.measure.icl import task_corpus
+    from robustvlm.workflows.measure.icl_eval import task_corpus
 
     return load_backend("tiny:idefics3", corpus=task_corpus(shapes_examples))
 

@@ -1,5 +1,5 @@
 """In-context evaluation: demo policies, multi-image prompts, determinism and counts (gain/cost
-arithmetic: tests/analysis/test_in_context_accuracy.py; the run, its outputs and resume: tests/workflows/measure/test_icl.py)."""
+arithmetic: tests/analysis/test_in_context_accuracy.py; the run, its outputs and resume: tests/workflows/measure/test_icl_eval.py)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ ICL_MAX_NEW_TOKENS = 8  # a class name (`evaluation.in_context.evaluate_icl`'s d
 
 
 def _icl_eval(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.measure.icl import run_icl
+    from robustvlm.workflows.measure.icl_eval import run_icl
 
     run_icl(
         args.model,

@@ -14,7 +14,7 @@ every other query never used as a demo):
 
 Accuracy is exact match of the generated answer against the class name, both normalised as the
 exact-match metric does (`evaluation.metrics.exact`). The run itself (model loading, the output
-folder, resuming) is `workflows.measure.icl.run_icl`.
+folder, resuming) is `workflows.measure.icl_eval.run_icl`.
 """
 
 from __future__ import annotations

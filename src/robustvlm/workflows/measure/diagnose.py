@@ -21,7 +21,7 @@ from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_se
 from robustvlm.models.support import require_capability
 from robustvlm.report.in_context_tables import diagnosis_markdown
 from robustvlm.runs import claim_run_folder, usage_recorder
-from robustvlm.workflows.measure.icl import load_domains, task_corpus
+from robustvlm.workflows.measure.icl_eval import load_domains, task_corpus
 
 RESULT_FILE = "diagnosis.json"
 
