@@ -45,6 +45,30 @@ def response_cache_folder(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture(scope="session")
+def built_in_data(tmp_path_factory) -> Callable[..., Path]:
+    """`built_in_data(name, n_per_env, seed=0)`: the folder of the built-in benchmark `name`
+    (`data.synth.synthesize`), built once per (name, n_per_env, seed)."""
+    from robustvlm.data.synth import synthesize
+
+    built: dict[tuple[str, int, int], Path] = {}
+
+    def get(name: str, n_per_env: int, seed: int = 0) -> Path:
+        key = (name, n_per_env, seed)
+        if key not in built:
+            built[key] = tmp_path_factory.mktemp(name)
+            synthesize(name, built[key], seed=seed, n_per_env=n_per_env)
+        return built[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def tasks_data(built_in_data) -> Path:
+    """The built-in `tasks` instruction data (seed 0, 2 records per environment): its data.jsonl."""
+    return built_in_data("tasks", 2) / "data.jsonl"
+
+
+@pytest.fixture(scope="session")
 def domains_suite(tmp_path_factory) -> Path:
     """The built-in `domains` benchmark (seed 0, 3 images per class and domain): shapes/ and
     digits/ image-folder layouts and manifest.json."""
@@ -68,7 +92,7 @@ def shapes_backend(shapes_examples) -> Backend:
     """"tiny:idefics3" through load_backend (eval mode), its tokenizer trained on the task corpus
     of `shapes_examples` (as the icl and diagnosis workflows build it)."""
     from robustvlm.models.backends import load_backend
-    from robustvlm.workflows.measure.icl import task_corpus
+    from robustvlm.workflows.measure.icl_eval import task_corpus
 
     return load_backend("tiny:idefics3", corpus=task_corpus(shapes_examples))
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from robustvlm.analysis.accuracy_on_the_line import ModelPoint
 from robustvlm.analysis.effective_robustness import ErEstimate, er_estimate
-from robustvlm.analysis.robustness import ModelPoint
 from robustvlm.errors import DataError
 
 N_Q = 40  # questions per benchmark

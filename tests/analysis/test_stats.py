@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import json
 import statistics
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -12,6 +14,8 @@ from scipy import stats as sps
 from robustvlm.analysis.stats import (
     bootstrap_ci,
     clopper_pearson,
+    interval_record_from_dict,
+    interval_record_to_dict,
     mean_std,
     paired_bootstrap_test,
     summarize_seeds,
@@ -125,3 +129,23 @@ def test_summarize_seeds_per_metric_and_mismatched_runs():
     assert (summary["id"]["min"], summary["id"]["max"], summary["id"]["n"]) == (0.8, 0.9, 3)
     with pytest.raises(DataError, match="run 1"):
         summarize_seeds([{"id": 0.9, "ood": 0.5}, {"id": 0.8}])
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    models: list[str]
+    value: float
+    ci: tuple[float, float]
+    held: bool
+    n_boot: int
+
+
+def test_an_interval_record_is_written_as_json_and_read_back_as_its_field_types():
+    estimate = _Estimate(["a", "b"], 0.25, (0.125, 0.5), True, 7)
+    written = interval_record_to_dict(estimate)
+    assert written == {"models": ["a", "b"], "value": 0.25, "ci": [0.125, 0.5], "held": True, "n_boot": 7}
+    read = interval_record_from_dict(_Estimate, json.loads(json.dumps(written)))
+    assert read == estimate and isinstance(read.ci, tuple)
+    # values written as other JSON types come back as the declared ones
+    read = interval_record_from_dict(_Estimate, {**written, "value": 1, "ci": [0, 1], "n_boot": 7.0})
+    assert (type(read.value), read.ci, type(read.ci[0]), type(read.n_boot)) == (float, (0.0, 1.0), float, int)

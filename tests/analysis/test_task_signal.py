@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from scipy import stats
 
-from robustvlm.analysis.robustness import ModelPoint
-from robustvlm.analysis.task_signal import family_lines, lift_between, matched_reference
+from robustvlm.analysis.accuracy_on_the_line import ModelPoint
+from robustvlm.analysis.task_signal import Lift, family_lines, lift_between, matched_reference
 from robustvlm.errors import DataError
 
 
@@ -40,6 +42,13 @@ def test_lines_and_lift_match_a_direct_computation(points):
     z = stats.norm.ppf(x)
     assert lift.lift == pytest.approx(stats.norm.cdf(a[0] * z + a[1]) - stats.norm.cdf(b[0] * z + b[1]))
     assert lift.verdict == "above" and lift.ci[0] > 0 and not lift.extrapolated
+
+
+def test_a_lift_round_trips_through_json(points):
+    lift = lift_between(points, "vqa", "caption", n_boot=100)
+    written = json.loads(json.dumps(lift.to_dict()))
+    assert written["ci"] == list(lift.ci) and written["extrapolated"] is False
+    assert Lift.from_dict(written) == lift
 
 
 def test_bootstrap_interval_equals_a_direct_bootstrap(points):

@@ -31,15 +31,6 @@ KEYS = ("sk-proj-Q7dK2mX9pL4vR8tW3nB6yH1cF5", "hf_PROBESECRETqWeRtY12345abcdEF",
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "erm_tasks.yaml"
 
 
-@pytest.fixture(scope="module")
-def tasks_data(tmp_path_factory) -> Path:
-    from robustvlm.data.synth import synthesize
-
-    root = tmp_path_factory.mktemp("tasks")
-    synthesize("tasks", root, seed=0, n_per_env=2)
-    return root
-
-
 def _judge_yaml(folder: Path, body: str) -> Path:
     path = folder / "judge.yaml"
     path.write_text(body, encoding="utf-8")

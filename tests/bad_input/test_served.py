@@ -14,15 +14,6 @@ from stub_openai_server import StubOpenAIServer
 FAST = ["--max-retries", "1", "--request-timeout", "5", "--no-cache"]
 
 
-@pytest.fixture(scope="module")
-def tasks_data(tmp_path_factory) -> Path:
-    from robustvlm.data.synth import synthesize
-
-    root = tmp_path_factory.mktemp("tasks")
-    synthesize("tasks", root, seed=0, n_per_env=2)
-    return root / "data.jsonl"
-
-
 def _eval(data: Path, out: Path, *options: str) -> list[str]:
     return ["eval", "--model", "openai:m", "--data", str(data), "--out", str(out), *FAST, *options]
 

@@ -51,6 +51,10 @@ def test_missing_empty_and_non_image_files(tmp_path):
     assert "not an image" in message and "text.png" in message
 
 
+def test_a_path_with_a_nul_byte_is_refused_and_printed_escaped():
+    assert image_error("a\x00.png").endswith("image a\\x00.png: the path holds a NUL byte, which no file name can")
+
+
 @pytest.mark.parametrize("fmt", ["PNG", "JPEG"])
 def test_truncated_files_are_detected(tmp_path, fmt):
     buffer = io.BytesIO()

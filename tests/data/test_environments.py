@@ -64,12 +64,28 @@ def test_env_map_assigns_environments_and_holds_out_ood(tmp_path):
     ("environments: {a: {sources: [x], held_out: true}}", "unknown key"),
     ("environments: {a: {sources: [x]}, b: {sources: [x]}}", "both 'a' and 'b'"),
     ("environments: [unclosed", "cannot read"),
+    ("environments: {a: {sources: coco}}", "environments.a.sources must be a list of names"),
+    ("environments: {a: {ids: [r1, 2]}}", "environments.a.ids must be a list of names"),
+    ("environments: {a: {ids: [r1]}, b: {ids: [r2, r1]}}", "record 'r1' is in both 'a' and 'b'"),
 ])
 def test_bad_env_maps_name_the_file(tmp_path, text, problem):
     (tmp_path / "m.yaml").write_text(text)
     with pytest.raises(ConfigError, match=problem) as info:
         load_env_map(tmp_path / "m.yaml")
     assert str(tmp_path / "m.yaml") in str(info.value)
+
+
+def test_a_missing_env_map_file_and_a_bad_dict_are_named(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read env map") as info:
+        load_env_map(tmp_path / "absent.yaml")
+    assert str(tmp_path / "absent.yaml") in str(info.value)
+    with pytest.raises(ConfigError, match="^env map: environments.a needs a non-empty list"):
+        load_env_map({"environments": {"a": {}}})
+
+
+def test_an_env_map_by_record_id(tmp_path):
+    env_map = load_env_map({"environments": {"a": {"ids": ["r1", "r2"]}, "b": {"sources": ["coco"], "ids": ["r3"]}}})
+    assert env_map.env_of_id == {"r1": "a", "r2": "a", "r3": "b"} and env_map.env_of == {"coco": "b"}
 
 
 @pytest.mark.parametrize("task, words", TASK_RULES)

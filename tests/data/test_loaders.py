@@ -11,6 +11,8 @@ import pytest
 from PIL import Image
 
 from robustvlm.data import Example, format_env_counts, load_examples, load_image
+from robustvlm.data.loaders import HubSelection
+from robustvlm.errors import ConfigError
 
 
 def png_bytes(color: tuple[int, int, int], size: tuple[int, int] = (6, 4)) -> bytes:
@@ -335,3 +337,13 @@ def test_the_old_formats_name_still_answers_with_a_warning():
 
     with pytest.warns(FutureWarning, match="DATA_FORMATS"):
         assert data.FORMATS == ("auto", "jsonl", "json", "llava", "parquet", "hf", "folder")
+
+
+@pytest.mark.parametrize("options, problem", [
+    ({"fmt": "csv"}, "unknown data format 'csv'; expected one of"),
+    ({"split": "dev"}, "unknown split 'dev'; expected one of train, test, val"),
+    ({"hub": HubSelection(("a",), 1, 0)}, "hub subsets and row sampling apply only to hf:NAME datasets"),
+])
+def test_bad_load_options_are_refused_before_any_record_is_read(tmp_path, options, problem):
+    with pytest.raises(ConfigError, match=problem):
+        load_examples(tmp_path / "absent.jsonl", verbose=False, **options)

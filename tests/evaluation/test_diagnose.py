@@ -67,3 +67,16 @@ def test_class_descriptions_from_wordnet_or_given():
     assert got["blorp"] == "a made-up thing"
     with pytest.raises(DataError, match="blorp"):
         diagnose.class_descriptions(["blorp"])
+
+
+@pytest.mark.skipif(not wordnet_available(), reason="WordNet (wordnet-base) not installed")
+def test_every_fashion_mnist_class_has_a_description():
+    """WordNet has no "ankle boot" (it is described as its head noun, a boot) and spells
+    "T-shirt" with its hyphen."""
+    from robustvlm.data.real_images import FASHION_CLASSES
+
+    wn = open_wordnet()
+    got = diagnose.class_descriptions(FASHION_CLASSES)
+    assert got["ankle boot"] == wn.synset("boot.n.01").definition()
+    assert got["t-shirt"] == wn.synsets("T-shirt", pos="n")[0].definition()
+    assert got["sneaker"] == wn.synsets("sneaker", pos="n")[0].definition()

@@ -143,70 +143,83 @@ class StubOpenAIServer:
 
 
 def _handler_for(stub: StubOpenAIServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with stub.lock:
-                stub.requests += 1
-                stub.bodies.append(body)
-                stub.authorization.append(self.headers.get("Authorization"))
-            if not stub.admit():
-                self._send(429, {"error": {"message": "stub: too many requests in flight"}})
-                return
-            try:
-                self._answer(body)
-            finally:
-                stub.leave()
+    """The request handler class of one stub server."""
+    return type("Handler", (_StubHandler,), {"stub": stub})
 
-        def _answer(self, body: dict) -> None:
-            fault = stub.next_fault(body)
-            time.sleep(stub.slow_s if fault == "slow" else stub.latency_s)
-            refused = {f for f in stub.refuse_fields if f in body}
-            if self.path != "/v1/chat/completions":
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-            elif refused:
-                self._send(422, {"detail": f"Unexpected fields in the request: {refused}"})
-            elif fault == "huge":
-                self._send_huge(stub.completion(body))
-            elif fault == "malformed":
-                self._send_bytes(200, b'{"choices": [{"message": ')
-            elif fault == "empty":
-                self._send(200, {"object": "chat.completion", "choices": []})
-            elif fault not in (None, "slow"):
-                self._send(int(fault), {"error": {"message": f"stub failure {fault}"}})
-            else:
-                self._send(200, stub.completion(body))
 
-        def _send(self, status: int, payload: dict) -> None:
-            self._send_bytes(status, json.dumps(payload).encode("utf-8"))
+class _StubHandler(BaseHTTPRequestHandler):
+    """Answers the requests of `stub` (set on a subclass by `_handler_for`)."""
 
-        def _send_huge(self, reply: dict) -> None:
-            """`reply` with a "padding" field of `huge_bytes` bytes, written in 64 KiB pieces (the
-            stub itself never holds the whole reply)."""
-            head, tail, piece = b'{"padding": "', b'", ' + json.dumps(reply)[1:].encode("utf-8"), b"x" * (64 << 10)
-            try:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(head) + stub.huge_bytes + len(tail)))
-                self.end_headers()
-                self.wfile.write(head)
-                for start in range(0, stub.huge_bytes, len(piece)):
-                    self.wfile.write(piece[: stub.huge_bytes - start])
-                self.wfile.write(tail)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client stopped reading: what a size limit does
+    stub: StubOpenAIServer
 
-        def _send_bytes(self, status: int, data: bytes) -> None:
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (a timeout test): nothing to answer
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        stub = self.stub
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with stub.lock:
+            stub.requests += 1
+            stub.bodies.append(body)
+            stub.authorization.append(self.headers.get("Authorization"))
+        if not stub.admit():
+            self._send(429, {"error": {"message": "stub: too many requests in flight"}})
+            return
+        try:
+            self._answer(body)
+        finally:
+            stub.leave()
 
-        def log_message(self, *args) -> None:
-            """Silence the default per-request stderr line."""
+    def _answer(self, body: dict) -> None:
+        stub = self.stub
+        fault = stub.next_fault(body)
+        time.sleep(stub.slow_s if fault == "slow" else stub.latency_s)
+        refused = {f for f in stub.refuse_fields if f in body}
+        if self.path != "/v1/chat/completions":
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+        elif refused:
+            self._send(422, {"detail": f"Unexpected fields in the request: {refused}"})
+        elif fault in _FAULT_REPLIES:
+            _FAULT_REPLIES[fault](self, body)
+        elif fault not in (None, "slow"):
+            self._send(int(fault), {"error": {"message": f"stub failure {fault}"}})
+        else:
+            self._send(200, stub.completion(body))
 
-    return Handler
+    def _send(self, status: int, payload: dict) -> None:
+        self._send_bytes(status, json.dumps(payload).encode("utf-8"))
+
+    def _send_huge(self, reply: dict) -> None:
+        """`reply` with a "padding" field of `huge_bytes` bytes, written in 64 KiB pieces (the
+        stub itself never holds the whole reply)."""
+        size = self.stub.huge_bytes
+        head, tail, piece = b'{"padding": "', b'", ' + json.dumps(reply)[1:].encode("utf-8"), b"x" * (64 << 10)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(head) + size + len(tail)))
+            self.end_headers()
+            self.wfile.write(head)
+            for start in range(0, size, len(piece)):
+                self.wfile.write(piece[: size - start])
+            self.wfile.write(tail)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client stopped reading: what a size limit does
+
+    def _send_bytes(self, status: int, data: bytes) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test): nothing to answer
+
+    def log_message(self, *args) -> None:
+        """Silence the default per-request stderr line."""
+
+
+# The replies of the faults that answer 200 with a bad body (the module docstring).
+_FAULT_REPLIES: dict[str, Callable[[_StubHandler, dict], None]] = {
+    "huge": lambda handler, body: handler._send_huge(handler.stub.completion(body)),
+    "malformed": lambda handler, body: handler._send_bytes(200, b'{"choices": [{"message": '),
+    "empty": lambda handler, body: handler._send(200, {"object": "chat.completion", "choices": []}),
+}

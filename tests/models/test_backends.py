@@ -20,6 +20,7 @@ from robustvlm.models.backends import (
     DualEncoderBackend,
     VLMBackend,
     dual_encoder,
+    infer_family,
     load_backend,
 )
 from robustvlm.models.loglik import option_logliks
@@ -104,6 +105,12 @@ def test_unknown_family_and_unloadable_models(tmp_path):
         load_backend(str(tmp_path / "missing"), "clip")
     with pytest.raises(ConfigError, match="unknown tiny"):
         load_backend("tiny:nothing")
+
+
+def test_a_folder_without_a_config_names_itself_when_its_family_is_inferred(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match=f"cannot read the config of model '{tmp_path / 'empty'}' to infer its family"):
+        infer_family(str(tmp_path / "empty"))
 
 
 @pytest.mark.parametrize(("module", "classes", "load"), [

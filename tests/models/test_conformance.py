@@ -44,7 +44,7 @@ from robustvlm.workflows.embed.train import embed_train
 from robustvlm.workflows.finetune.evaluate import evaluate
 from robustvlm.workflows.finetune.train import train
 from robustvlm.workflows.measure.diagnose import run_diagnosis
-from robustvlm.workflows.measure.icl import run_icl
+from robustvlm.workflows.measure.icl_eval import run_icl
 from robustvlm.workflows.reward.evaluate import evaluate_reward_model
 from robustvlm.workflows.reward.train import train_reward_model
 

@@ -120,9 +120,19 @@ def test_wordnet_ids_and_multiword_names_find_their_synsets():
     wn = open_wordnet()
     assert class_synset("n02084071", wn) == wn.synsets("dog", pos="n")[0]
     assert class_synset("golden retriever", wn) == wn.synsets("golden_retriever", pos="n")[0]
+    assert class_synset("t-shirt", wn) == wn.synsets("T-shirt", pos="n")[0]  # its hyphen kept
+    assert class_synset("ankle boot", wn) == wn.synset("boot.n.01")  # not in WordNet: its head noun
     # a pool of WordNet-id keys shown under other names is looked up by id
     pool = ClassPool(keys=["n02084071", "n02114100", "n02958343"], names=["pooch", "lobo", "auto"])
     assert choose_distractors("wordnet", pool, ["n02084071"], 1)[0] == ["n02114100"]
+
+
+def test_lemma_candidates_join_the_words_then_keep_hyphens_then_take_the_head_noun():
+    from robustvlm.data.wordnet import lemma_candidates
+
+    assert lemma_candidates("ankle boot") == ["ankle_boot", "boot"]
+    assert lemma_candidates(" t-shirt ") == ["t_shirt", "t-shirt", "shirt"]
+    assert lemma_candidates("dog") == ["dog"]
 
 
 @needs_wordnet

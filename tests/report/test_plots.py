@@ -7,7 +7,7 @@ import pytest
 from matplotlib.figure import Figure
 from scipy import stats as sps
 
-from robustvlm.analysis.robustness import transform
+from robustvlm.analysis.accuracy_on_the_line import transform
 from robustvlm.errors import DataError
 from robustvlm.report.plots import bar_with_ci, percent_axis, plot_series
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from robustvlm.analysis.robustness import (
+from robustvlm.analysis.accuracy_on_the_line import (
     LineBand,
     LineFit,
     ModelPoint,

@@ -23,12 +23,9 @@ FAST = ["--max-retries", "1", "--request-timeout", "5"]
 
 
 @pytest.fixture(scope="module")
-def tasks_data(tmp_path_factory) -> Path:
-    from robustvlm.data.synth import synthesize
-
-    root = tmp_path_factory.mktemp("tasks")
-    synthesize("tasks", root, seed=0, n_per_env=3)
-    return root / "data.jsonl"
+def tasks_data(built_in_data) -> Path:
+    """The built-in `tasks` data with 3 records per environment (the shared one has 2)."""
+    return built_in_data("tasks", 3) / "data.jsonl"
 
 
 def _eval(data: Path, out: Path, server: StubOpenAIServer, *extra: str) -> int:

@@ -27,15 +27,6 @@ FAST = ["--max-retries", "1", "--request-timeout", "5", "--no-cache"]
 LOGLIK_FIELDS = ("prompt_logprobs", "add_generation_prompt", "continue_final_message")
 
 
-@pytest.fixture(scope="module")
-def tasks_data(tmp_path_factory) -> Path:
-    from robustvlm.data.synth import synthesize
-
-    root = tmp_path_factory.mktemp("tasks")
-    synthesize("tasks", root, seed=0, n_per_env=2)
-    return root / "data.jsonl"
-
-
 @pytest.fixture
 def bench(tmp_path) -> Path:
     from PIL import Image

@@ -2,7 +2,7 @@
 interval (VLMs against the dual-encoder line of the zoo). Pure functions on accuracies.
 
 The line is fitted on the `baseline` family's models in probit (or logit) space
-(`analysis.robustness.fit_line`); a model's effective robustness (ER) is its shifted accuracy
+(`analysis.accuracy_on_the_line.fit_line`); a model's effective robustness (ER) is its shifted accuracy
 minus the line's prediction at its reference accuracy (accuracy units). The estimate is the mean
 ER of `models` minus the mean ER of `against` (0 when `against` is empty): with `against` the
 dual encoder whose vision tower a VLM uses, it is how much more robust the VLM is than its own
@@ -19,19 +19,19 @@ n_against] of `against` (when any), then (with outcomes) the [n_boot, n_ref] ref
 reference accuracy define no line and are left out.
 
 `analysis.task_signal` compares two families' lines at one matched accuracy instead; this
-module places models against one line, as `analysis.robustness.fit_robustness` does, and adds
+module places models against one line, as `analysis.accuracy_on_the_line.fit_robustness` does, and adds
 the interval.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from robustvlm.analysis.robustness import (
+from robustvlm.analysis.accuracy_on_the_line import (
     ModelPoint,
     Transform,
     fit_line,
@@ -39,6 +39,7 @@ from robustvlm.analysis.robustness import (
     least_squares_rows,
     transform,
 )
+from robustvlm.analysis.stats import interval_record_from_dict, interval_record_to_dict
 from robustvlm.analysis.task_signal import Outcomes, family_points, interval_verdict
 from robustvlm.errors import DataError
 
@@ -65,14 +66,12 @@ class ErEstimate:
     level: float
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "ci": list(self.ci)}
+        return interval_record_to_dict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ErEstimate:
         """The estimate `to_dict` wrote."""
-        return cls(list(d["models"]), list(d["against"]), d["baseline"], float(d["value"]),
-                   (float(d["ci"][0]), float(d["ci"][1])), float(d["share_above"]), int(d["n_boot"]),
-                   int(d["n_boot_drawn"]), float(d["level"]))
+        return interval_record_from_dict(cls, d)
 
     @property
     def verdict(self) -> str:

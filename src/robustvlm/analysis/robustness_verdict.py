@@ -1,6 +1,6 @@
 """The robustness demo's verdict: what each accuracy-on-the-line fit says, in plain sentences.
 
-Pure functions on `analysis.robustness` results. The demo trains one family with ERM, so there is
+Pure functions on `analysis.accuracy_on_the_line` results. The demo trains one family with ERM, so there is
 no method to compare: the verdict reads each shift's line (how much accuracy the shift costs, how
 well the line fits, whether it fits noise near chance) and which models sit above or below it by
 more than their own 95% interval.
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from robustvlm.analysis.robustness import LineFit, ModelRobustness, RobustnessFit
+from robustvlm.analysis.accuracy_on_the_line import LineFit, ModelRobustness, RobustnessFit
 
 R2_POOR = 0.5  # below this the line fit is called poor
 NEAR_CHANCE = 0.1  # accuracy within this of chance counts as near chance

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats as sps
 
-from robustvlm.analysis.robustness import fit_line
+from robustvlm.analysis.accuracy_on_the_line import fit_line
 from robustvlm.errors import ConfigError
 
 DEFAULT_SIZE_RATIOS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # n / d of the trained heads

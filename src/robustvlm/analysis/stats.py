@@ -7,13 +7,19 @@ Accuracies are fractions in [0, 1]. Bad input raises `DataError` (the CLI prints
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, fields
+from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
 import numpy as np
 from scipy import stats as sps
 
 from robustvlm.errors import DataError
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 Statistic = Callable[[np.ndarray], float]
+Record = TypeVar("Record", bound="DataclassInstance")
 
 
 def _check_alpha(alpha: float) -> None:
@@ -176,3 +182,27 @@ def summarize_seeds(runs: Sequence[Mapping[str, float]]) -> dict[str, dict]:
             "n": int(arr.size),
         }
     return summary
+
+
+# How `interval_record_from_dict` reads each field type of an estimate from its JSON value.
+_FIELD_READERS: dict[object, Callable[[Any], Any]] = {
+    str: str,
+    float: float,
+    int: int,
+    bool: bool,
+    list[str]: lambda values: [str(v) for v in values],
+    tuple[float, float]: lambda pair: (float(pair[0]), float(pair[1])),
+}
+
+
+def interval_record_to_dict(record: DataclassInstance) -> dict[str, Any]:
+    """A frozen dataclass estimate with a `ci` interval as a JSON-ready dict (`ci` a list)."""
+    values = asdict(record)
+    return {**values, "ci": list(values["ci"])}
+
+
+def interval_record_from_dict(cls: type[Record], values: Mapping[str, Any]) -> Record:
+    """The estimate of class `cls` that `interval_record_to_dict` wrote, each field read back as
+    its declared type (str, float, int, bool, list[str], a (low, high) interval)."""
+    hints = get_type_hints(cls)
+    return cls(**{f.name: _FIELD_READERS[hints[f.name]](values[f.name]) for f in fields(cls)})

@@ -2,7 +2,7 @@
 Pure functions on accuracies.
 
 Each family (models trained with one task signal over seeds and budgets) gets its own line in
-probit (or logit) space, fitted by least squares on its models (`analysis.robustness.fit_line`).
+probit (or logit) space, fitted by least squares on its models (`analysis.accuracy_on_the_line.fit_line`).
 The lift of family A over family B at a matched reference accuracy x is the vertical distance
 of their lines there, in accuracy units:
 
@@ -27,12 +27,12 @@ accuracy define no line and are left out.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from robustvlm.analysis.robustness import (
+from robustvlm.analysis.accuracy_on_the_line import (
     LineFit,
     ModelPoint,
     Transform,
@@ -41,6 +41,7 @@ from robustvlm.analysis.robustness import (
     least_squares_rows,
     transform,
 )
+from robustvlm.analysis.stats import interval_record_from_dict, interval_record_to_dict
 from robustvlm.errors import DataError
 
 
@@ -94,14 +95,12 @@ class Lift:
     level: float
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "ci": list(self.ci)}
+        return interval_record_to_dict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Lift:
         """The lift `to_dict` wrote."""
-        return cls(d["family"], d["baseline"], float(d["at_ref"]), float(d["lift"]),
-                   (float(d["ci"][0]), float(d["ci"][1])), float(d["share_above"]), bool(d["extrapolated"]),
-                   int(d["n_boot"]), int(d["n_boot_drawn"]), float(d["level"]))
+        return interval_record_from_dict(cls, d)
 
     @property
     def verdict(self) -> str:

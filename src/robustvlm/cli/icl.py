@@ -16,11 +16,11 @@ from robustvlm.cli.options import (
 )
 from robustvlm.extras import require
 
-ICL_MAX_NEW_TOKENS = 8  # a class name (`evaluation.icl.evaluate_icl`'s default)
+ICL_MAX_NEW_TOKENS = 8  # a class name (`evaluation.in_context.evaluate_icl`'s default)
 
 
 def _icl_eval(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.measure.icl import run_icl
+    from robustvlm.workflows.measure.icl_eval import run_icl
 
     run_icl(
         args.model,

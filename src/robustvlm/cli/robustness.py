@@ -9,7 +9,7 @@ from robustvlm.cli.options import RESUME_HELP, SubParsers, config_file, int_at_l
 
 
 def _robustness_fit(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.measure.robustness import fit_from_results
+    from robustvlm.workflows.measure.robustness_fit import fit_from_results
 
     line = fit_from_results(
         args.results,
@@ -28,7 +28,7 @@ def _robustness_fit(args: argparse.Namespace) -> int:
 
 
 def _robustness_simulate(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.measure.robustness import simulate_to_dir
+    from robustvlm.workflows.measure.robustness_fit import simulate_to_dir
 
     result = simulate_to_dir(args.out, seed=args.seed, resume=args.resume)
     print(

@@ -69,18 +69,45 @@ class EnvMap:
     env_of_id: dict[str, str] = field(default_factory=dict)
 
 
+def _read_env_map_file(path: str | Path) -> object:
+    """The parsed YAML of an env map file. Raises ConfigError naming the file."""
+    try:
+        return load_yaml(Path(path).read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: cannot read env map: {yaml_problem(exc)}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read env map: {exc}") from exc
+
+
+def _env_entry_names(where: str, env: object, entry: Mapping) -> tuple[list[str], list[str]]:
+    """An environment's `sources` and `ids` lists, after checking the entry's keys and types."""
+    sources, ids = entry.get("sources", []), entry.get("ids", [])
+    for key, names in (("sources", sources), ("ids", ids)):
+        if not isinstance(names, list) or not all(isinstance(s, str) for s in names):
+            raise ConfigError(f"{where}: environments.{env}.{key} must be a list of names")
+    if not sources and not ids:
+        raise ConfigError(f"{where}: environments.{env} needs a non-empty list of sources (or ids)")
+    unknown = set(entry) - {"sources", "ids", "ood"}
+    if unknown:
+        raise ConfigError(f"{where}: environments.{env}: unknown key(s) {sorted(unknown)}")
+    if not isinstance(entry.get("ood", False), bool):
+        raise ConfigError(f"{where}: environments.{env}.ood must be true or false")
+    return sources, ids
+
+
+def _assign(where: str, what: str, names: list[str], env: object, env_of: dict[str, str]) -> None:
+    """Put each name (a source or a record id) into `env`; one already in another is an error."""
+    for name in names:
+        if name in env_of and env_of[name] != env:
+            raise ConfigError(f"{where}: {what} {name!r} is in both {env_of[name]!r} and {env!r}")
+        env_of[name] = str(env)
+
+
 def load_env_map(spec: str | Path | Mapping) -> EnvMap:
     """Read an env map from a YAML file or an already-parsed dict. Raises ConfigError."""
-    where = "env map"
-    if not isinstance(spec, Mapping):
-        where = str(spec)
-        try:
-            spec = load_yaml(Path(spec).read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{where}: cannot read env map: {yaml_problem(exc)}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{where}: cannot read env map: {exc}") from exc
-    envs = spec.get("environments") if isinstance(spec, Mapping) else None
+    where = "env map" if isinstance(spec, Mapping) else str(spec)
+    data = spec if isinstance(spec, Mapping) else _read_env_map_file(spec)
+    envs = data.get("environments") if isinstance(data, Mapping) else None
     if not isinstance(envs, Mapping) or not envs:
         raise ConfigError(f"{where}: expected a non-empty mapping under 'environments'")
     env_of: dict[str, str] = {}
@@ -88,25 +115,9 @@ def load_env_map(spec: str | Path | Mapping) -> EnvMap:
     ood: set[str] = set()
     for env, entry in envs.items():
         entry = entry if isinstance(entry, Mapping) else {}
-        sources, ids = entry.get("sources", []), entry.get("ids", [])
-        for key, names in (("sources", sources), ("ids", ids)):
-            if not isinstance(names, list) or not all(isinstance(s, str) for s in names):
-                raise ConfigError(f"{where}: environments.{env}.{key} must be a list of names")
-        if not sources and not ids:
-            raise ConfigError(f"{where}: environments.{env} needs a non-empty list of sources (or ids)")
-        unknown = set(entry) - {"sources", "ids", "ood"}
-        if unknown:
-            raise ConfigError(f"{where}: environments.{env}: unknown key(s) {sorted(unknown)}")
-        if not isinstance(entry.get("ood", False), bool):
-            raise ConfigError(f"{where}: environments.{env}.ood must be true or false")
-        for source in sources:
-            if source in env_of and env_of[source] != env:
-                raise ConfigError(f"{where}: source {source!r} is in both {env_of[source]!r} and {env!r}")
-            env_of[source] = str(env)
-        for record in ids:
-            if record in env_of_id and env_of_id[record] != env:
-                raise ConfigError(f"{where}: record {record!r} is in both {env_of_id[record]!r} and {env!r}")
-            env_of_id[record] = str(env)
+        sources, ids = _env_entry_names(where, env, entry)
+        _assign(where, "source", sources, env, env_of)
+        _assign(where, "record", ids, env, env_of_id)
         if entry.get("ood", False):
             ood.add(str(env))
     return EnvMap(env_of=env_of, ood=frozenset(ood), env_of_id=env_of_id)

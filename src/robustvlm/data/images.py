@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import os
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -26,6 +27,22 @@ from robustvlm.errors import DataError
 DEFAULT_MAX_PIXELS = 40_000_000
 
 _WHITE = (255, 255, 255, 255)
+
+
+# Checks on an image path before it is opened, in this order: the first that holds is the problem.
+_PATH_PROBLEMS: tuple[tuple[Callable[[str], bool], str], ...] = (
+    (lambda path: "\x00" in path, "the path holds a NUL byte, which no file name can"),
+    (os.path.isdir, "is a directory, not an image file"),
+    (lambda path: not os.path.isfile(path), "file not found"),
+    (lambda path: os.path.getsize(path) == 0, "file is empty (0 bytes)"),
+)
+
+
+def _reference_problem(ref: str | bytes) -> str | None:
+    """Why `ref` cannot be an image before it is opened (empty bytes, a bad path), or None."""
+    if isinstance(ref, bytes):
+        return None if ref else "empty image data"
+    return next((reason for check, reason in _PATH_PROBLEMS if check(ref)), None)
 
 
 def load_image(
@@ -50,18 +67,14 @@ def load_image(
 
     if ref is None:
         raise fail("the record has no image")
-    if isinstance(ref, bytes):
-        if not ref:
-            raise fail("empty image data")
-    elif "\x00" in ref:
-        raise fail("the path holds a NUL byte, which no file name can")
-    elif os.path.isdir(ref):
-        raise fail("is a directory, not an image file")
-    elif not os.path.isfile(ref):
-        raise fail("file not found")
-    elif os.path.getsize(ref) == 0:
-        raise fail("file is empty (0 bytes)")
+    problem = _reference_problem(ref)
+    if problem is not None:
+        raise fail(problem)
+    return to_rgb(_decode(ref, max_pixels, fail))
 
+
+def _decode(ref: str | bytes, max_pixels: int, fail: Callable[[str], DataError]) -> Image.Image:
+    """The image at a path or in encoded bytes, fully decoded in its own mode, within `max_pixels`."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -77,7 +90,7 @@ def load_image(
         raise fail("not an image file (unknown format)") from exc
     except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError... on broken data
         raise fail(f"cannot decode ({type(exc).__name__}: {exc}); the file may be truncated") from exc
-    return to_rgb(img)
+    return img
 
 
 def to_rgb(img: Image.Image) -> Image.Image:

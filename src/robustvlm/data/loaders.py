@@ -108,44 +108,66 @@ def read_examples(
 ) -> list[Example]:
     """`load_examples` without printing: every bad record is passed to `on_error` and dropped."""
     opts = options or LoadOptions()
+    mapping = _checked_env_map(path, opts)
+    examples: list[Example] = []
+    first_seen: dict[str, str] = {}
+    n_rows = 0
+    for row in _rows(path, opts):
+        n_rows += 1
+        try:
+            record = _readable(row)
+            label, candidates = _env_label(record.data, opts.env_column), _examples_of(record)
+        except DataError as error:
+            on_error(error)
+            continue
+        for candidate in candidates:
+            try:
+                ex = _checked_example(candidate, label, mapping, opts, record, first_seen)
+            except DataError as error:
+                on_error(error)
+                continue
+            if ex is not None:
+                first_seen[ex.id] = ex.source
+                examples.append(ex)
+    if n_rows == 0:
+        raise DataError("holds no records (the file is empty)", str(path))
+    return examples
+
+
+def _checked_env_map(path: str | Path, opts: LoadOptions) -> EnvMap | None:
+    """Check `opts` (format, split, hub selection) for `path` and read its env map, if any.
+    Raises ConfigError on the first problem."""
     if opts.fmt != "auto" and opts.fmt not in DATA_FORMATS:
         raise ConfigError(f"unknown data format {opts.fmt!r}; expected one of {format_choices(', ')}")
     if opts.split is not None and opts.split not in SPLITS:
         raise ConfigError(f"unknown split {opts.split!r}; expected one of {', '.join(SPLITS)}")
     mapping = load_env_map(opts.env_map) if opts.env_map is not None else None
-    examples: list[Example] = []
-    first_seen: dict[str, str] = {}
     if opts.hub is not None and not (isinstance(path, str) and path.startswith("hf:")):
         raise ConfigError(f"{path}: hub subsets and row sampling apply only to hf:NAME datasets")
-    rows = _rows(path, opts)
-    n_rows = 0
-    for row in rows:
-        n_rows += 1
-        try:
-            if isinstance(row, DataError):
-                raise row
-            label = _env_label(row.data, opts.env_column)
-            candidates = _examples_of(row)
-        except DataError as error:
-            on_error(error)
-            continue
-        for ex in candidates:
-            try:
-                ex = _with_env(ex, label, mapping, opts.task_rules, opts.env_column, row)
-                _check_text(ex, row)
-                if opts.split is not None and ex.split != opts.split:
-                    continue
-                if opts.validate_images and ex.image is not None:
-                    load_image(ex.image, **row.where(ex.id), max_pixels=opts.max_pixels)
-                check_new_id(first_seen, ex.id, row)
-            except DataError as error:
-                on_error(error)
-                continue
-            first_seen[ex.id] = ex.source
-            examples.append(ex)
-    if n_rows == 0:
-        raise DataError("holds no records (the file is empty)", str(path))
-    return examples
+    return mapping
+
+
+def _readable(row: RawRecord | DataError) -> RawRecord:
+    """The raw record a reader gave, or its DataError (a line it could not read) raised."""
+    if isinstance(row, DataError):
+        raise row
+    return row
+
+
+def _checked_example(
+    ex: Example, label: str | None, mapping: EnvMap | None, opts: LoadOptions, row: RawRecord,
+    first_seen: Mapping[str, str],
+) -> Example | None:
+    """`ex` with its environment, after the text, image and id checks (DataError); None when it
+    is of another split than `opts.split`."""
+    ex = _with_env(ex, label, mapping, opts.task_rules, opts.env_column, row)
+    _check_text(ex, row)
+    if opts.split is not None and ex.split != opts.split:
+        return None
+    if opts.validate_images and ex.image is not None:
+        load_image(ex.image, **row.where(ex.id), max_pixels=opts.max_pixels)
+    check_new_id(first_seen, ex.id, row)
+    return ex
 
 
 def check_new_id(seen: Mapping[str, str], record_id: str, row: RawRecord) -> None:

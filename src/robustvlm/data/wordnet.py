@@ -89,8 +89,9 @@ def is_wordnet_id(class_name: str) -> bool:
 def class_synset(class_name: str, wn: WordNetCorpusReader) -> Synset:
     """The noun synset of a class: its WordNet id ("n02084071"), else its name's first noun sense.
 
-    Names are looked up as lemmas ("golden retriever" -> golden_retriever.n.01's lemma).
-    Raises DataError naming the class when it has no synset.
+    Names are looked up as lemmas, in the order of `lemma_candidates` ("golden retriever" ->
+    golden_retriever.n.01's lemma; "t-shirt" with its hyphen; "ankle boot", which WordNet lacks,
+    by its head noun "boot"). Raises DataError naming the class when it has no synset.
     """
     match = WORDNET_ID.fullmatch(class_name)
     if match:
@@ -100,12 +101,22 @@ def class_synset(class_name: str, wn: WordNetCorpusReader) -> Synset:
         if synset is None:
             raise DataError(f"class {class_name!r}: no WordNet noun synset has this id")
         return synset
-    senses = wn.synsets(re.sub(r"[\s-]+", "_", class_name.strip()), pos="n")
-    if not senses:
-        raise DataError(
-            f"class {class_name!r} has no WordNet noun synset; rename it or give its WordNet id"
-        )
-    return senses[0]
+    for lemma in lemma_candidates(class_name):
+        senses = wn.synsets(lemma, pos="n")
+        if senses:
+            return senses[0]
+    raise DataError(f"class {class_name!r} has no WordNet noun synset; rename it or give its WordNet id")
+
+
+def lemma_candidates(class_name: str) -> list[str]:
+    """The WordNet lemmas a class name is looked up as, first match wins: the words joined by "_"
+    (hyphens too), then with its hyphens kept ("t-shirt"), then its head noun, the last word of
+    a compound ("ankle boot" -> "boot"; English compounds put the head last)."""
+    words = re.split(r"[\s-]+", class_name.strip())
+    candidates = ["_".join(words), re.sub(r"\s+", "_", class_name.strip())]
+    if len(words) > 1:
+        candidates.append(words[-1])
+    return list(dict.fromkeys(candidates))
 
 
 def ancestor_depths(synset: Synset) -> dict[Synset, int]:

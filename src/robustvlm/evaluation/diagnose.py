@@ -6,7 +6,7 @@
               description?" (WordNet glosses, or given descriptions), scored by the
               summed log-likelihood of each class name as the answer
               (`models.loglik.option_logliks`, text-only prompt)
-    mapping   zero-shot and k-shot accuracy from `evaluation.icl.evaluate_icl`
+    mapping   zero-shot and k-shot accuracy from `evaluation.in_context.evaluate_icl`
 
 A model that cannot take a measurement gets None for it, never a guess: a served model has no
 vision tower to probe, and its semantic questions need a server that returns prompt
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from robustvlm.analysis.diagnosis import linear_probe_accuracy
-from robustvlm.analysis.icl import IclCell
+from robustvlm.analysis.in_context_accuracy import IclCell
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
-from robustvlm.evaluation.icl import ZERO_SHOT, evaluate_icl
+from robustvlm.evaluation.in_context import ZERO_SHOT, evaluate_icl
 from robustvlm.extras import require
 from robustvlm.models.backends import Backend
 from robustvlm.models.served import LoglikUnavailable
@@ -143,7 +143,7 @@ def measure_domains(
     repetition_penalty: float = 1.0,
 ) -> DomainMeasurements:
     """The three measurements per domain (see DomainMeasurements); the in-context answers
-    decode as `evaluation.icl.evaluate_icl` says (`max_new_tokens`, `repetition_penalty`)."""
+    decode as `evaluation.in_context.evaluate_icl` says (`max_new_tokens`, `repetition_penalty`)."""
     by_domain: dict[str, list[Example]] = defaultdict(list)
     for ex in examples:
         by_domain[ex.env].append(ex)

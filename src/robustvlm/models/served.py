@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -122,15 +122,9 @@ class ServedModel:
         sent; the first of a kind not yet answered goes alone, the rest `max_concurrency` at a
         time. `check(reply)` vets each new reply before it is cached (raising ConfigError stops
         the call). Raises ServedRequestError, or the ConfigError of a refused field (module doc)."""
-        replies: list[dict | None] = [None] * len(bodies)
         keys = [request_key(CHAT_ROUTE, b) for b in bodies]
-        todo = []
-        for i, key in enumerate(keys):
-            cached = self.cache.get(key) if self.cache is not None else None
-            if cached is not None:
-                replies[i] = cached
-            else:
-                todo.append(i)
+        replies: list[dict | None] = [self.cache.get(key) if self.cache is not None else None for key in keys]
+        todo = [i for i, reply in enumerate(replies) if reply is None]
         self._count(cache_hits=len(bodies) - len(todo))
         failures: dict[str, str] = {}
         if todo and _kind(bodies[todo[0]]) not in self._accepted:
@@ -140,27 +134,39 @@ class ServedModel:
             except (EndpointError, _ReplyProblem) as err:
                 failures[records[first]] = str(err)
         if todo and not failures:
-            with ThreadPoolExecutor(max_workers=self.config.max_concurrency) as pool:
-                futures = {pool.submit(self._send, bodies[i], keys[i], check): i for i in todo}
-                bar = tqdm(as_completed(futures), total=len(futures), desc=desc, disable=desc is None, leave=False)
-                for future in bar:
-                    if future.cancelled():
-                        continue
-                    i = futures[future]
-                    try:
-                        replies[i] = future.result()
-                    except (EndpointError, _ReplyProblem) as err:
-                        failures[records[i]] = str(err)
-                        for pending in futures:
-                            pending.cancel()
-                    except ConfigError:
-                        for pending in futures:
-                            pending.cancel()
-                        raise
+            sent, failed = self._send_concurrently(todo, bodies, keys, check, desc)
+            for i, reply in sent.items():
+                replies[i] = reply
+            failures.update({records[i]: message for i, message in failed.items()})
         if failures:
             unsent = sum(r is None for r in replies) - len(failures)
             raise ServedRequestError(self.name, failures, len(bodies), unsent)
         return replies  # type: ignore[return-value]  # every entry is filled when nothing failed
+
+    def _send_concurrently(
+        self, todo: Sequence[int], bodies: Sequence[dict], keys: Sequence[str],
+        check: Callable[[dict], object] | None, desc: str | None,
+    ) -> tuple[dict[int, dict], dict[int, str]]:
+        """Send `bodies[i]` for each i in `todo`, `max_concurrency` at a time: the replies and the
+        failures' messages by index. The first failure cancels the requests not yet started; a
+        ConfigError (a refused field, a failed `check`) cancels them and is raised."""
+        sent: dict[int, dict] = {}
+        failed: dict[int, str] = {}
+        with ThreadPoolExecutor(max_workers=self.config.max_concurrency) as pool:
+            futures = {pool.submit(self._send, bodies[i], keys[i], check): i for i in todo}
+            bar = tqdm(as_completed(futures), total=len(futures), desc=desc, disable=desc is None, leave=False)
+            for future in bar:
+                if future.cancelled():
+                    continue
+                try:
+                    sent[futures[future]] = future.result()
+                except (EndpointError, _ReplyProblem) as err:
+                    failed[futures[future]] = str(err)
+                    _cancel_all(futures)
+                except ConfigError:
+                    _cancel_all(futures)
+                    raise
+        return sent, failed
 
     def _send(self, body: dict, key: str, check: Callable[[dict], object] | None = None) -> dict:
         try:
@@ -263,6 +269,12 @@ class ServedModel:
 def _kind(body: Mapping[str, object]) -> frozenset[str]:
     """The fields beyond the OpenAI API that a request body carries."""
     return frozenset(f for f in (*LOGLIK_FIELDS, *DECODING_FIELDS) if f in body)
+
+
+def _cancel_all(futures: Iterable[Future]) -> None:
+    """Cancel every request of a batch not yet started."""
+    for pending in futures:
+        pending.cancel()
 
 
 def _reply_text(reply: dict) -> str:

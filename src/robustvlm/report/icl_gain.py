@@ -16,7 +16,7 @@ from scipy import stats
 
 from robustvlm.analysis.paired import compare_paired
 from robustvlm.errors import DataError
-from robustvlm.evaluation.icl import ZERO_SHOT
+from robustvlm.evaluation.in_context import ZERO_SHOT
 from robustvlm.report.page import Table
 from robustvlm.report.tables import markdown_table
 

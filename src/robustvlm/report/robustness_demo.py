@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from robustvlm.analysis.robustness import RobustnessFit
+from robustvlm.analysis.accuracy_on_the_line import RobustnessFit
 from robustvlm.analysis.robustness_verdict import NEAR_CHANCE, fit_verdict, robustness_verdict
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
 from robustvlm.report.tables import fmt

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from robustvlm.analysis.accuracy_on_the_line import LineFit, RobustnessFit
 from robustvlm.analysis.effective_robustness import ErEstimate
-from robustvlm.analysis.robustness import LineFit, RobustnessFit
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
 from robustvlm.report.tables import fmt

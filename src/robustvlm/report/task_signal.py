@@ -8,11 +8,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from robustvlm.analysis.robustness import LineFit, RobustnessFit
+from robustvlm.analysis.accuracy_on_the_line import LineFit, RobustnessFit
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.config import TaskSignalConfig
+from robustvlm.report.line_scatter import family_lines_scatter
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
-from robustvlm.report.robustness import family_lines_scatter
 from robustvlm.report.tables import fmt
 
 
@@ -115,7 +115,7 @@ def _setup(summary: TaskSignalSummary) -> Paragraph:
     probes = f"{len(cfg.probe.n_train) * len(cfg.probe.seeds)}"
     return Paragraph(
         f"One base VLM (`{cfg.model.name}`) was pretrained generatively for {cfg.base_steps} steps on the "
-        f"captions and questions of {summary.n_train_images} training images (held-in sklearn digit scans drawn "
+        f"captions and questions of {summary.n_train_images} training images (held-in real MNIST digits drawn "
         f"as {', '.join(f'`{s}`' for s in cfg.train_styles)}); its vision tower is then frozen in every model. "
         f"Families: {families}; each trained as an embedding model (InfoNCE, temperature {cfg.embed.temperature}, "
         f"`{cfg.model.trainable}` parts trainable) for every seed in {cfg.seeds} and budget in {cfg.budgets} "

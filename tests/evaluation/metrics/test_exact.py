@@ -1,5 +1,5 @@
 """Exact match: the one answer normalisation shared by generation and in-context evaluation
-(tests/evaluation/test_icl.py checks that icl's `correct` is this comparison)."""
+(tests/evaluation/test_in_context.py checks that in-context evaluation's `correct` is this comparison)."""
 
 import pytest
 

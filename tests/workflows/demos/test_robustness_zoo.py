@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from robustvlm.analysis.robustness import ModelPoint, fit_line
+from robustvlm.analysis.accuracy_on_the_line import ModelPoint, fit_line
 from robustvlm.cli import main
 from robustvlm.data.real_images import load_fashion_mnist
 from robustvlm.data.synth import synthesize

@@ -16,7 +16,7 @@ from robustvlm.models.embedding import Embedder, EmbeddingSpec
 from robustvlm.multiple_choice import build_questions, write_questions
 from robustvlm.workflows.embed.evaluate import embed_eval
 from robustvlm.workflows.mc_eval import model_slug
-from robustvlm.workflows.measure.robustness import fit_from_results
+from robustvlm.workflows.measure.robustness_fit import fit_from_results
 
 
 @pytest.fixture(scope="module")

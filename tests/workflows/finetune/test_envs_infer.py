@@ -19,12 +19,8 @@ from robustvlm.workflows.finetune.envs_infer import record_statistics
 
 
 @pytest.fixture(scope="module")
-def spurious(tmp_path_factory) -> Path:
-    from robustvlm.data.synth import synthesize
-
-    root = tmp_path_factory.mktemp("spurious")
-    synthesize("spurious", root, seed=0, n_per_env=6)
-    return root / "data.jsonl"
+def spurious(built_in_data) -> Path:
+    return built_in_data("spurious", 6) / "data.jsonl"
 
 
 def test_record_statistics_equal_one_record_at_a_time(tiny_vlms, spurious):

@@ -145,15 +145,6 @@ def test_a_finished_run_gets_its_blind_half_with_resume(tmp_path):
     assert (tmp_path / "out" / "vision_gain.csv").is_file()
 
 
-@pytest.fixture(scope="module")
-def tasks_data(tmp_path_factory) -> Path:
-    from robustvlm.data.synth import synthesize
-
-    root = tmp_path_factory.mktemp("tasks")
-    synthesize("tasks", root, seed=0, n_per_env=2)
-    return root / "data.jsonl"
-
-
 def test_eval_blind_over_a_server(tasks_data, tmp_path):
     with StubOpenAIServer(answer=lambda body: ("echo: " + last_user_text(body)) if _images_sent(body) else "no idea") \
             as server:

@@ -15,7 +15,7 @@ from robustvlm.data.synth import synthesize
 from robustvlm.errors import DataError
 from robustvlm.models.loading import load_vlm
 from robustvlm.workflows.measure import defined_labels as run
-from robustvlm.workflows.measure.icl import load_domains
+from robustvlm.workflows.measure.icl_eval import load_domains
 from robustvlm.workflows.zoo import defined_labels as dl
 from robustvlm.workflows.zoo.data import demonstration_messages
 

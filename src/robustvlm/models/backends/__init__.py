@@ -128,29 +128,42 @@ def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
     if name.startswith(SERVED_PREFIX):
         return SERVED_FAMILY
     name = resolve_model_name(name)
+    family = _folder_family(name)
+    if family is not None:
+        return family
+    model_type = _model_type(name, trust_remote_code)
+    for family, spec in BACKENDS.items():
+        if any(model_type.startswith(prefix) for prefix in spec.model_types):
+            return family
+    return DEFAULT_FAMILY
+
+
+def _folder_family(name: str) -> str | None:
+    """The family a model folder declares: by a backend's marker file, else by its
+    `embedding.json`; None for a folder that declares none (or a name that is not a folder)."""
     for family, spec in BACKENDS.items():
         if spec.marker and (Path(name) / spec.marker).is_file():
             return family
     embedding = EmbeddingSpec.read(name) if Path(name).is_dir() else None
-    if embedding is not None:
-        return embedding.family
+    return embedding.family if embedding is not None else None
+
+
+def _model_type(name: str, trust_remote_code: bool) -> str:
+    """The `model_type` of a model: the kind of "tiny:<kind>" (ConfigError for an unknown one),
+    the architecture of "real:<name>", else its HF config's (ConfigError when it cannot be read)."""
     if name.startswith(TINY_PREFIX):
         model_type = name[len(TINY_PREFIX):]
         if model_type not in (*TINY_VLMS, *DUAL_ENCODER_KINDS):
             raise ConfigError(f"unknown tiny model '{name}'; known: "
                               f"{[TINY_PREFIX + k for k in (*sorted(TINY_VLMS), *DUAL_ENCODER_KINDS)]}")
-    elif name.startswith(REAL_PREFIX):
-        model_type = real_spec(name).kind
-    else:
-        kwargs = {"trust_remote_code": True} if trust_remote_code else {}
-        try:
-            model_type = str(AutoConfig.from_pretrained(name, **kwargs).model_type)
-        except LOAD_ERRORS as exc:
-            raise ConfigError(f"cannot read the config of model '{name}' to infer its family: {exc}") from exc
-    for family, spec in BACKENDS.items():
-        if any(model_type.startswith(prefix) for prefix in spec.model_types):
-            return family
-    return DEFAULT_FAMILY
+        return model_type
+    if name.startswith(REAL_PREFIX):
+        return real_spec(name).kind
+    kwargs = {"trust_remote_code": True} if trust_remote_code else {}
+    try:
+        return str(AutoConfig.from_pretrained(name, **kwargs).model_type)
+    except LOAD_ERRORS as exc:
+        raise ConfigError(f"cannot read the config of model '{name}' to infer its family: {exc}") from exc
 
 
 def generative_family(name: str) -> str:

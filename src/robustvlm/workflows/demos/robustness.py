@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from robustvlm.analysis.robustness import RobustnessFit
+from robustvlm.analysis.accuracy_on_the_line import RobustnessFit
 from robustvlm.config import RunConfig, validate_config
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
@@ -32,7 +32,7 @@ from robustvlm.report.page import write_page
 from robustvlm.report.robustness_demo import RobustnessDemoSummary, report_blocks
 from robustvlm.workflows.finetune.train import train
 from robustvlm.workflows.mc_eval import evaluate_models
-from robustvlm.workflows.measure.robustness import fit_from_results
+from robustvlm.workflows.measure.robustness_fit import fit_from_results
 
 SUITE = "mnist"  # real digits (data.real_images.load_mnist)
 INSTRUCTION = "What digit is shown?"

@@ -35,8 +35,8 @@ import numpy as np
 import torch
 from scipy.stats import binomtest
 
+from robustvlm.analysis.accuracy_on_the_line import LineFit, ModelPoint, fit_line, fit_robustness
 from robustvlm.analysis.effective_robustness import ErEstimate, er_estimate
-from robustvlm.analysis.robustness import LineFit, ModelPoint, fit_line, fit_robustness
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.config import EmbedRunConfig, validate_config
 from robustvlm.data.loaders import load_examples
@@ -59,7 +59,7 @@ from robustvlm.report.robustness_zoo import (
 from robustvlm.runs import claim_run_folder, read_jsonl, write_jsonl
 from robustvlm.workflows.embed.train import embed_train
 from robustvlm.workflows.mc_eval import evaluate_models, model_slug, write_results
-from robustvlm.workflows.measure.robustness import fit_from_results, pair_benches, read_results
+from robustvlm.workflows.measure.robustness_fit import fit_from_results, pair_benches, read_results
 from robustvlm.workflows.measure.task_signal import load_task_signal_config, run_task_signal
 from robustvlm.workflows.zoo.data import FASHION_CLASSES, training_pool
 

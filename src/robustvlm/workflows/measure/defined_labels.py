@@ -27,7 +27,7 @@ from robustvlm.errors import DataError
 from robustvlm.models.loading import load_vlm
 from robustvlm.report.icl_gain import defined_labels_markdown, defined_labels_summary
 from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl
-from robustvlm.workflows.measure.icl import load_domains
+from robustvlm.workflows.measure.icl_eval import load_domains
 from robustvlm.workflows.zoo.defined_labels import draw_trials, score_trials
 
 RECORDS_FILE = "defined_labels.jsonl"

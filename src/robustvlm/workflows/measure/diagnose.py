@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from robustvlm.analysis.diagnosis import diagnose_table
-from robustvlm.analysis.icl import IclCell
+from robustvlm.analysis.in_context_accuracy import IclCell
 from robustvlm.config import ServedConfig, read_yaml_mapping
 from robustvlm.evaluation.diagnose import measure_domains
 from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings
 from robustvlm.models.support import require_capability
-from robustvlm.report.icl import diagnosis_markdown
+from robustvlm.report.in_context_tables import diagnosis_markdown
 from robustvlm.runs import claim_run_folder, usage_recorder
-from robustvlm.workflows.measure.icl import load_domains, task_corpus
+from robustvlm.workflows.measure.icl_eval import load_domains, task_corpus
 
 RESULT_FILE = "diagnosis.json"
 
@@ -76,7 +76,7 @@ def run_diagnosis(
 
     `descriptions`: {class: description} or a YAML file of them (default: WordNet glosses).
     Thresholds: see `analysis.diagnosis.diagnose_table`. The in-context answers decode greedily
-    (`max_new_tokens`, `repetition_penalty`: `evaluation.icl.evaluate_icl`). `served`: the server of an
+    (`max_new_tokens`, `repetition_penalty`: `evaluation.in_context.evaluate_icl`). `served`: the server of an
     "openai:MODEL" model (its stages that need weights are not measured: `evaluation.diagnose`).
     """
     require_capability(model_name, "diagnose")

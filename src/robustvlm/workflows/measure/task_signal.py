@@ -38,8 +38,8 @@ import torch
 import yaml
 
 from robustvlm.analysis.accuracy import accuracy_summary
+from robustvlm.analysis.accuracy_on_the_line import fit_robustness
 from robustvlm.analysis.linear_probe import fit_probe
-from robustvlm.analysis.robustness import fit_robustness
 from robustvlm.analysis.task_signal import family_lines, lift_between
 from robustvlm.config import (
     EmbedRunConfig,
@@ -62,7 +62,7 @@ from robustvlm.workflows.embed.train import embed_train
 from robustvlm.workflows.finetune.train import train
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 from robustvlm.workflows.mc_eval import evaluate_models, model_slug, write_results
-from robustvlm.workflows.measure.robustness import pair_benches, read_results
+from robustvlm.workflows.measure.robustness_fit import pair_benches, read_results
 from robustvlm.workflows.measure.task_signal_data import CAPTION_ENV, SignalData, prepare_data
 
 PROBE_FAMILY = "linear-probe"

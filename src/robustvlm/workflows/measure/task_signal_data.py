@@ -1,12 +1,13 @@
 """The inputs of the task-signal experiment, written once into its folder and reused.
 
-    data/digits/STYLE/CLASS/NNNN.png   the built-in `domains` digits suite (`per_class` scans)
+    data/STYLE/CLASS/NNNN.png          the built-in `mnist` suite (`per_class` real MNIST digits
+                                       per class, drawn in every style)
     data/base.jsonl                    generative pretraining records of the shared base VLM:
                                        every training image with its caption and with each of
                                        its questions (inside the VQA instruction)
     data/<family>.jsonl                the family's contrastive pairs (below)
     questions/<style>.jsonl            K-way questions "What digit is shown?" about the
-                                       held-out scans of the reference and each shifted style
+                                       held-out digits of the reference and each shifted style
 
 Fair by construction: every family trains on the same images, `len(described)` pairs per image
 (one slot per described attribute), so equal steps mean equal pairs. In a family with VQA share

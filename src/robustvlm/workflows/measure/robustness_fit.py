@@ -3,7 +3,7 @@
 The results CSV has one row per (model, benchmark) with the columns
 `model, family, bench, accuracy, n` (accuracy a fraction in [0, 1], n the number of questions);
 extra columns are ignored. `mc eval` writes such a file. The line fits live in
-`analysis.robustness`, the scatter plot in `report.robustness`.
+`analysis.accuracy_on_the_line`, the scatter plot in `report.line_scatter`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from robustvlm.analysis.robustness import ModelPoint, RobustnessFit, Transform, fit_robustness
+from robustvlm.analysis.accuracy_on_the_line import (
+    ModelPoint,
+    RobustnessFit,
+    Transform,
+    fit_robustness,
+)
 from robustvlm.analysis.simulate import simulate
 from robustvlm.errors import DataError
-from robustvlm.report.robustness import scatter
+from robustvlm.report.line_scatter import scatter
 from robustvlm.runs import claim_run_folder
 
 REQUIRED_COLUMNS = ("model", "family", "bench", "accuracy", "n")

@@ -1,5 +1,5 @@
 """In-context evaluation: demo policies, multi-image prompts, determinism and counts (gain/cost
-arithmetic: tests/analysis/test_icl.py; the run, its outputs and resume: tests/workflows/measure/test_icl.py)."""
+arithmetic: tests/analysis/test_in_context_accuracy.py; the run, its outputs and resume: tests/workflows/measure/test_icl_eval.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from robustvlm.errors import ConfigError, DataError
-from robustvlm.evaluation import icl
+from robustvlm.evaluation import in_context
 from robustvlm.evaluation.metrics.exact import normalize_answer
 from robustvlm.models.backends import VLMBackend
 from robustvlm.models.chat import check_multi_image
@@ -20,18 +20,18 @@ torch.set_num_threads(1)
 
 def _draws(examples, policy, k, plan, n=40):
     """(query, demos) for the first n examples as queries, the rest of the data as the pool."""
-    return [(q, icl.select_demos(q, examples, k, policy, plan, np.random.default_rng(i)))
+    return [(q, in_context.select_demos(q, examples, k, policy, plan, np.random.default_rng(i)))
             for i, q in enumerate(examples[:n])]
 
 
 def test_policies_select_what_they_promise(shapes_examples):
-    plan = icl.make_plan(shapes_examples, seed=3, n_skew_classes=2)
+    plan = in_context.make_plan(shapes_examples, seed=3, n_skew_classes=2)
     domains = sorted({ex.env for ex in shapes_examples})
     assert len(plan.skew_classes) == 2
     assert sorted(plan.spurious_label) == domains
     assert len(set(plan.spurious_label.values())) == len(domains)  # 8 classes >= 4 domains
     k = 4
-    for policy in icl.POLICIES:
+    for policy in in_context.POLICIES:
         for q, demos in _draws(shapes_examples, policy, k, plan):
             assert len(demos) == k and len({d.id for d in demos}) == k and q.id not in {d.id for d in demos}
             if policy == "same-domain":
@@ -52,22 +52,22 @@ def test_policies_select_what_they_promise(shapes_examples):
         "spurious": [e for e in shapes_examples if e.target == plan.spurious_label[e.env] and e.id != q.id],
     }
     for policy, expected in brute.items():
-        assert [e.id for e in icl.candidate_demos(q, shapes_examples, policy, plan)] == [e.id for e in expected]
+        assert [e.id for e in in_context.candidate_demos(q, shapes_examples, policy, plan)] == [e.id for e in expected]
     # random demos do reach other domains; spurious demos span several domains
     assert any(d.env != q.env for q, demos in _draws(shapes_examples, "random", k, plan) for d in demos)
     assert len({d.env for _, demos in _draws(shapes_examples, "spurious", k, plan) for d in demos}) > 1
 
 
 def test_selection_is_seeded_and_errors_when_short(shapes_examples):
-    plan = icl.make_plan(shapes_examples, seed=0)
+    plan = in_context.make_plan(shapes_examples, seed=0)
     a = _draws(shapes_examples, "random", 4, plan, n=10)
     b = _draws(shapes_examples, "random", 4, plan, n=10)
     assert [[d.id for d in ds] for _, ds in a] == [[d.id for d in ds] for _, ds in b]
-    assert icl.make_plan(shapes_examples, seed=0) == plan
+    assert in_context.make_plan(shapes_examples, seed=0) == plan
     with pytest.raises(DataError, match="fewer than k=99"):
-        icl.select_demos(shapes_examples[0], shapes_examples, 99, "same-domain", plan, np.random.default_rng(0))
+        in_context.select_demos(shapes_examples[0], shapes_examples, 99, "same-domain", plan, np.random.default_rng(0))
     with pytest.raises(ConfigError, match="unknown demo policy"):
-        icl.candidate_demos(shapes_examples[0], shapes_examples, "nearest", plan)
+        in_context.candidate_demos(shapes_examples[0], shapes_examples, "nearest", plan)
 
 
 class _SpyProcessor:
@@ -94,13 +94,13 @@ def test_prompt_has_k_plus_one_images_and_demo_answers(shapes_examples, tiny_vlm
     spy = _SpyProcessor(processor)
     classes = sorted({ex.target for ex in shapes_examples})
     image_id = model.config.image_token_id
-    one = icl.encode_prompts(spy, [(shapes_examples[0], [])], classes)
+    one = in_context.encode_prompts(spy, [(shapes_examples[0], [])], classes)
     per_image = int((one["input_ids"] == image_id).sum())
     assert per_image > 0
-    plan = icl.make_plan(shapes_examples)
-    items = [(q, icl.select_demos(q, shapes_examples, k, "random", plan, np.random.default_rng(k)))
+    plan = in_context.make_plan(shapes_examples)
+    items = [(q, in_context.select_demos(q, shapes_examples, k, "random", plan, np.random.default_rng(k)))
              for k, q in zip((1, 2, 4), shapes_examples[5:8])]
-    batch = icl.encode_prompts(spy, items, classes)
+    batch = in_context.encode_prompts(spy, items, classes)
     texts, images = spy.calls[-1]
     for (q, demos), text, imgs, ids in zip(items, texts, images, batch["input_ids"]):
         assert len(imgs) == len(demos) + 1
@@ -111,25 +111,25 @@ def test_prompt_has_k_plus_one_images_and_demo_answers(shapes_examples, tiny_vlm
         for d in demos:
             reply = processor.apply_chat_template(
                 [{"role": "assistant", "content": [{"type": "text", "text": d.target}]}], tokenize=False)
-            pos = text.index(reply.strip(), text.index(icl.question(d, classes), pos))
+            pos = text.index(reply.strip(), text.index(in_context.question(d, classes), pos))
         assert text.rstrip().endswith(processor.apply_chat_template(
-            [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": icl.question(q, classes)}]}],
+            [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": in_context.question(q, classes)}]}],
             add_generation_prompt=True, tokenize=False).rstrip())
 
 
 def test_single_image_model_is_a_clear_error(shapes_examples, shapes_backend):
     spy = VLMBackend("spy", "vlm", shapes_backend.model, _SpyProcessor(shapes_backend.processor, max_images=1))
     with pytest.raises(ConfigError, match="several images"):
-        icl.evaluate_icl(spy, shapes_examples, shots=(0, 1), policies=("random",), n_per_domain=1)
+        in_context.evaluate_icl(spy, shapes_examples, shots=(0, 1), policies=("random",), n_per_domain=1)
     check_multi_image(shapes_backend.processor)  # the real tiny processor passes
 
 
 def test_evaluate_icl_is_deterministic_and_counts_right(shapes_examples, shapes_backend):
     kwargs = dict(shots=(0, 2), policies=("random", "cross-domain"), n_per_domain=2, seed=1)
     preds_a, preds_b, preds_c = [], [], []
-    rows_a = icl.evaluate_icl(shapes_backend, shapes_examples, predictions=preds_a, **kwargs)
-    rows_b = icl.evaluate_icl(shapes_backend, shapes_examples, predictions=preds_b, **kwargs)
-    icl.evaluate_icl(shapes_backend, shapes_examples, predictions=preds_c, batch_size=3, **kwargs)
+    rows_a = in_context.evaluate_icl(shapes_backend, shapes_examples, predictions=preds_a, **kwargs)
+    rows_b = in_context.evaluate_icl(shapes_backend, shapes_examples, predictions=preds_b, **kwargs)
+    in_context.evaluate_icl(shapes_backend, shapes_examples, predictions=preds_c, batch_size=3, **kwargs)
     assert rows_a == rows_b and preds_a == preds_b
     assert [p["demos"] for p in preds_a] == [p["demos"] for p in preds_c]  # demos ignore batching
     cells = {(r.shots, r.policy) for r in rows_a}
@@ -151,6 +151,6 @@ def test_evaluate_icl_is_deterministic_and_counts_right(shapes_examples, shapes_
 
 def test_bad_arguments(shapes_examples, shapes_backend):
     with pytest.raises(ConfigError, match="shots"):
-        icl.evaluate_icl(shapes_backend, shapes_examples, shots=(-1,))
+        in_context.evaluate_icl(shapes_backend, shapes_examples, shots=(-1,))
     with pytest.raises(ConfigError, match="policies"):
-        icl.evaluate_icl(shapes_backend, shapes_examples, shots=(1,), policies=("nearest",))
+        in_context.evaluate_icl(shapes_backend, shapes_examples, shots=(1,), policies=("nearest",))

@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robustvlm.analysis.icl import IclCell
+from robustvlm.analysis.in_context_accuracy import IclCell
 from robustvlm.analysis.vision_gain import vision_gain
 from robustvlm.config import ServedConfig
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
-from robustvlm.evaluation.icl import POLICIES, evaluate_icl, record_key
+from robustvlm.evaluation.in_context import POLICIES, evaluate_icl, record_key
 from robustvlm.models.backends import SERVER_MAY_DIFFER, Backend, load_backend, served_settings
 from robustvlm.models.blind import BlindBackend, blind_input
 from robustvlm.models.support import require_capability
-from robustvlm.report.icl import icl_markdown
+from robustvlm.report.in_context_tables import icl_markdown
 from robustvlm.report.vision_gain import GainSection, write_vision_gain
 from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl, usage_recorder, write_jsonl
 

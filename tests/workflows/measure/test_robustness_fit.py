@@ -1,5 +1,5 @@
 """The robustness report edge: a results CSV -> fit.json + scatter.png, checked against scipy, and
-the simulation written to a folder (the line fits themselves: tests/analysis/test_robustness.py)."""
+the simulation written to a folder (the line fits themselves: tests/analysis/test_accuracy_on_the_line.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from scipy import stats as sps
 
 from robustvlm.errors import DataError
-from robustvlm.workflows.measure.robustness import fit_from_results, simulate_to_dir
+from robustvlm.workflows.measure.robustness_fit import fit_from_results, simulate_to_dir
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

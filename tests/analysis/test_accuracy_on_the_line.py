@@ -1,5 +1,5 @@
 """Probit/logit lines and effective robustness vs scipy, enumeration and hand computation (the
-report edge: tests/workflows/measure/test_robustness.py; the plot helpers: tests/report/test_plots.py)."""
+report edge: tests/workflows/measure/test_robustness_fit.py; the plot helpers: tests/report/test_plots.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from scipy import special
 from scipy import stats as sps
 
-from robustvlm.analysis.robustness import (
+from robustvlm.analysis.accuracy_on_the_line import (
     CLIP_EPS,
     effective_robustness,
     fit_line,

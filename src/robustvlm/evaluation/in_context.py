@@ -14,7 +14,7 @@ every other query never used as a demo):
 
 Accuracy is exact match of the generated answer against the class name, both normalised as the
 exact-match metric does (`evaluation.metrics.exact`). The run itself (model loading, the output
-folder, resuming) is `workflows.measure.icl.run_icl`.
+folder, resuming) is `workflows.measure.icl_eval.run_icl`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from robustvlm.analysis.icl import IclCell, accuracy_cells, icl_summary
+from robustvlm.analysis.in_context_accuracy import IclCell, accuracy_cells, icl_summary
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError

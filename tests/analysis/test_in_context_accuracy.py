@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from robustvlm.analysis.icl import IclCell, icl_summary
+from robustvlm.analysis.in_context_accuracy import IclCell, icl_summary
 
 
 def test_gain_and_cost_arithmetic():

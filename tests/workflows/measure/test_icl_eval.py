@@ -10,7 +10,7 @@ import pytest
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.models.backends import VLMBackend
-from robustvlm.workflows.measure import icl as icl_run
+from robustvlm.workflows.measure import icl_eval as icl_run
 
 
 def test_run_icl_writes_results(tmp_path):
