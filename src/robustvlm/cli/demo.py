@@ -126,24 +126,9 @@ def add_demo(sub: SubParsers) -> None:
     dm.add_argument("--quick", action="store_true", help="a smaller run (a smoke test, seconds to minutes)")
     dm.add_argument(
         "--out", help="default demo_out (demo_out_quick with --quick); demo_tasks[_zoo][_quick] for tasks; "
-        "demo_robustness for robustness; demo_reward[_quick] for reward; demo_ladder[_quick] for ladder"
+        "demo_robustness for robustness; demo_reward[_zoo][_quick] for reward; demo_ladder[_zoo][_quick] for ladder"
     )
-    dm.add_argument("--zoo", action="store_true",
-                    help="demo robustness: over the model zoo's pretrained members (`zoo build` first; `--quick`: "
-                    "its quick members) on Fashion-MNIST test-split scans, with the task-signal experiment on a "
-                    "zoo tower; default --out demo_robustness_zoo[_quick]. demo tasks: the Table-1 study "
-                    "fine-tuning the pretrained zoo:llava-clip-m (`--quick`: zoo:quick-llava) on the "
-                    "fashion-tasks benchmark, its zero-shot scores beside. demo reward: the reward ladder from "
-                    "zoo:idefics3-siglip-m (`--quick`: zoo:quick-idefics3) on Fashion-MNIST preference pairs with "
-                    "the same text shortcuts, SFC weights per step; default --out demo_reward_zoo[_quick]. demo "
-                    "ladder: the ladder's VLM rungs (head, lora, full) from a pretrained zoo VLM instead of the "
-                    "random tiny one; default --out demo_ladder_zoo[_quick]")
-    dm.add_argument("--members", metavar="NAMES",
-                    help="demo robustness --zoo: measure only these zoo members (comma-separated; a reduced zoo: "
-                    ">= 2 dual encoders and a VLM); demo reward --zoo: the one zoo VLM to start from; demo ladder "
-                    "--zoo: the zoo VLMs to start from (default idefics3-siglip-m; --quick: quick-idefics3)")
-    dm.add_argument("--modes", metavar="MODES", help="demo ladder --zoo: the VLM rungs to run (comma-separated "
-                    "of head, lora, full; default all three; --quick: head,full)")
+    _add_zoo_options(dm)
     dm.add_argument("--inferred-envs", action="store_true",
                     help="demo ladder: also infer environments from data (EIIL, loss split, k-means) on the "
                     "pixel rung and train IRMv1 / Dynamic BIRM on them")
@@ -172,3 +157,23 @@ def add_demo(sub: SubParsers) -> None:
         "multi-gpu / slurm, workers, cluster, parameters); default 2 local worker processes",
     )
     dm.set_defaults(func=_demo)
+
+
+def _add_zoo_options(dm: argparse.ArgumentParser) -> None:
+    """`demo`'s options for the demos' variants on the pretrained model zoo."""
+    dm.add_argument("--zoo", action="store_true",
+                    help="demo robustness: over the model zoo's pretrained members (`zoo build` first; `--quick`: "
+                    "its quick members) on Fashion-MNIST test-split scans, with the task-signal experiment on a "
+                    "zoo tower; default --out demo_robustness_zoo[_quick]. demo tasks: the Table-1 study "
+                    "fine-tuning the pretrained zoo:llava-clip-m (`--quick`: zoo:quick-llava) on the "
+                    "fashion-tasks benchmark, its zero-shot scores beside. demo reward: the reward ladder from "
+                    "zoo:idefics3-siglip-m (`--quick`: zoo:quick-idefics3) on Fashion-MNIST preference pairs with "
+                    "the same text shortcuts, SFC weights per step; default --out demo_reward_zoo[_quick]. demo "
+                    "ladder: the ladder's VLM rungs (head, lora, full) from a pretrained zoo VLM instead of the "
+                    "random tiny one; default --out demo_ladder_zoo[_quick]")
+    dm.add_argument("--members", metavar="NAMES",
+                    help="demo robustness --zoo: measure only these zoo members (comma-separated; a reduced zoo: "
+                    ">= 2 dual encoders and a VLM); demo reward --zoo: the one zoo VLM to start from; demo ladder "
+                    "--zoo: the zoo VLMs to start from (default idefics3-siglip-m; --quick: quick-idefics3)")
+    dm.add_argument("--modes", metavar="MODES", help="demo ladder --zoo: the VLM rungs to run (comma-separated "
+                    "of head, lora, full; default all three; --quick: head,full)")
