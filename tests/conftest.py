@@ -45,6 +45,24 @@ def response_cache_folder(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture(scope="session")
+def quick_zoo(tmp_path_factory) -> Callable[..., Path]:
+    """`quick_zoo(*members)`: a model-zoo cache folder (`ROBUSTVLM_CACHE`) holding those members of
+    the quick zoo (all four when none are named), each built once per test session and shared by
+    the zoo demos' tests (members are read, never changed)."""
+    from robustvlm.workflows.zoo.build import build_members, selected
+
+    cache = tmp_path_factory.mktemp("quick-zoo")
+
+    def get(*members: str) -> Path:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("ROBUSTVLM_CACHE", str(cache))
+            build_members(selected(quick=True, members=list(members) or None))
+        return cache
+
+    return get
+
+
+@pytest.fixture(scope="session")
 def built_in_data(tmp_path_factory) -> Callable[..., Path]:
     """`built_in_data(name, n_per_env, seed=0)`: the folder of the built-in benchmark `name`
     (`data.synth.synthesize`), built once per (name, n_per_env, seed)."""

@@ -21,19 +21,14 @@ from robustvlm.training.answer_fit import candidate_correct
 from robustvlm.workflows.demos import ladder_vlm
 from robustvlm.workflows.demos.ladder import zoo_plan
 from robustvlm.workflows.demos.ladder_vlm import answer_rows, build_vlm, environment_rows
-from robustvlm.workflows.zoo.build import build_members, selected
 
 MEMBER = "zoo:quick-idefics3"
 ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
-def zoo_cache(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ROBUSTVLM_CACHE", str(cache))
-        build_members(selected(quick=True, members=["quick-idefics3"]))
-    return cache
+def zoo_cache(quick_zoo):
+    return quick_zoo("quick-idefics3")
 
 
 def test_the_zoo_plan_names_vlm_members_and_modes_only():

@@ -18,17 +18,15 @@ from robustvlm.report.reward_results import RewardZooResults
 from robustvlm.reward.task import read_sfc_pairs
 from robustvlm.runs import read_jsonl
 from robustvlm.workflows.demos.reward_zoo import QUICK_ZOO, run_zoo_reward
-from robustvlm.workflows.zoo.build import build_members, selected
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
-def zoo_run(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
+def zoo_run(tmp_path_factory, quick_zoo):
+    cache = quick_zoo(QUICK_ZOO.member)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ROBUSTVLM_CACHE", str(cache))
-        build_members(selected(quick=True, members=[QUICK_ZOO.member]))
         out = tmp_path_factory.mktemp("reward_zoo")
         results = run_zoo_reward(out, quick=True)
     return out, results

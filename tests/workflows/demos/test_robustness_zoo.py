@@ -30,7 +30,6 @@ from robustvlm.workflows.demos.robustness_zoo import (
     run_zoo_robustness,
 )
 from robustvlm.workflows.mc_eval import model_slug
-from robustvlm.workflows.zoo.build import build_members, selected
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -49,11 +48,10 @@ def test_the_fashion_test_suite_draws_test_split_scans_only(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def zoo_run(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
+def zoo_run(tmp_path_factory, quick_zoo):
+    cache = quick_zoo()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ROBUSTVLM_CACHE", str(cache))
-        build_members(selected(quick=True, members=None))
         out = tmp_path_factory.mktemp("zoo_robustness")
         results = run_zoo_robustness(out, quick=True)
     return out, results, cache

@@ -15,7 +15,6 @@ from robustvlm.report.figures import read_figure, render
 from robustvlm.runs import read_jsonl
 from robustvlm.workflows.demos.finetune import demo_spec
 from robustvlm.workflows.finetune.study import study_runs
-from robustvlm.workflows.zoo.build import build_members, selected
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -39,10 +38,10 @@ def test_a_member_not_built_is_named_before_any_run(tmp_path, monkeypatch, capsy
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
+def quick_run(tmp_path_factory, quick_zoo):
+    cache = quick_zoo("quick-llava")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ROBUSTVLM_CACHE", str(tmp_path_factory.mktemp("cache")))
-        build_members(selected(quick=True, members=["quick-llava"]))
+        patch.setenv("ROBUSTVLM_CACHE", str(cache))
         out = tmp_path_factory.mktemp("zoo_tasks")
         assert main(["demo", "tasks", "--zoo", "--quick", "--out", str(out)]) == 0
     return out
