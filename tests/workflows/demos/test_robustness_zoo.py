@@ -101,7 +101,7 @@ def test_a_rerun_reuses_everything_and_gives_the_same_results(zoo_run, monkeypat
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [n for n in OWN_TEST_FIGURES if n.startswith("zoo-")])
+@pytest.mark.parametrize("name", [n for n in OWN_TEST_FIGURES if n.startswith(("zoo-robustness-", "zoo-task-signal"))])
 def test_quick_figures_in_the_docs_are_what_the_code_produces(zoo_run, name):
     out, _, _ = zoo_run
     documented = read_figure((ROOT / "docs" / "quick_figures.md").read_text(encoding="utf-8"), name)
