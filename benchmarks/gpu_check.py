@@ -73,8 +73,10 @@ REAL = {"cuda": ["real:qwen2-vl-2b", "real:smolvlm-2.2b"], "cpu": ["tiny:qwen2_v
 DEEPSPEED_MODEL = {"cuda": "real:qwen2-vl-2b", "cpu": "tiny:qwen2_vl"}
 
 
-class OverBudget(Exception):
-    """Raised by the alarm when the budget runs out during a stage."""
+class OverBudget(BaseException):
+    """Raised by the alarm when the budget runs out during a stage. A BaseException, as
+    KeyboardInterrupt is, so that library code's `except Exception` cannot turn it into another
+    error (jinja2 re-raises whatever interrupts its lexer as a TemplateSyntaxError)."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

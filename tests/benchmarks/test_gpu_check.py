@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,23 @@ def test_budget_is_enforced(tmp_path):
     assert statuses[0] == "stopped: budget ran out during the stage"
     assert set(statuses[1:]) == {"skipped: budget"}
     assert done.returncode == 1
+
+
+def test_a_stage_stopped_inside_a_library_that_wraps_errors_is_over_budget(monkeypatch, tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import gpu_check
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+    def wrapping_library() -> dict:  # as jinja2's lexer: any Exception becomes its own error
+        try:
+            time.sleep(5)
+        except Exception as exc:
+            raise ValueError("wrapped") from exc
+        return {"never": "reached"}
+
+    monkeypatch.setattr(gpu_check, "plan", lambda device, out: [("wrapped", wrapping_library), ("next", dict)])
+    report = gpu_check.run_plan("cpu", 0.05, tmp_path)
+    assert [s["status"] for s in report["stages"]] == ["stopped: budget ran out during the stage", "skipped: budget"]
+
