@@ -12,10 +12,9 @@ import pytest
 from scipy import stats as sps
 
 from robustvlm.analysis.stats import (
+    IntervalRecord,
     bootstrap_ci,
     clopper_pearson,
-    interval_record_from_dict,
-    interval_record_to_dict,
     mean_std,
     paired_bootstrap_test,
     summarize_seeds,
@@ -132,7 +131,7 @@ def test_summarize_seeds_per_metric_and_mismatched_runs():
 
 
 @dataclass(frozen=True)
-class _Estimate:
+class _Estimate(IntervalRecord):
     models: list[str]
     value: float
     ci: tuple[float, float]
@@ -142,10 +141,15 @@ class _Estimate:
 
 def test_an_interval_record_is_written_as_json_and_read_back_as_its_field_types():
     estimate = _Estimate(["a", "b"], 0.25, (0.125, 0.5), True, 7)
-    written = interval_record_to_dict(estimate)
+    written = estimate.to_dict()
     assert written == {"models": ["a", "b"], "value": 0.25, "ci": [0.125, 0.5], "held": True, "n_boot": 7}
-    read = interval_record_from_dict(_Estimate, json.loads(json.dumps(written)))
+    read = _Estimate.from_dict(json.loads(json.dumps(written)))
     assert read == estimate and isinstance(read.ci, tuple)
     # values written as other JSON types come back as the declared ones
-    read = interval_record_from_dict(_Estimate, {**written, "value": 1, "ci": [0, 1], "n_boot": 7.0})
+    read = _Estimate.from_dict({**written, "value": 1, "ci": [0, 1], "n_boot": 7.0})
     assert (type(read.value), read.ci, type(read.ci[0]), type(read.n_boot)) == (float, (0.0, 1.0), float, int)
+
+
+@pytest.mark.parametrize(("ci", "verdict"), [((0.01, 0.2), "above"), ((-0.3, -0.01), "below"), ((-0.1, 0.1), "indistinguishable"), ((0.0, 0.1), "indistinguishable")])
+def test_an_interval_records_verdict_says_whether_its_interval_excludes_zero(ci, verdict):
+    assert _Estimate(["a"], 0.0, ci, False, 1).verdict == verdict

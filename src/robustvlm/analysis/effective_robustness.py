@@ -25,9 +25,8 @@ the interval.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -39,13 +38,13 @@ from robustvlm.analysis.accuracy_on_the_line import (
     least_squares_rows,
     transform,
 )
-from robustvlm.analysis.stats import interval_record_from_dict, interval_record_to_dict
-from robustvlm.analysis.task_signal import Outcomes, family_points, interval_verdict
+from robustvlm.analysis.stats import IntervalRecord
+from robustvlm.analysis.task_signal import Outcomes, family_points
 from robustvlm.errors import DataError
 
 
 @dataclass(frozen=True)
-class ErEstimate:
+class ErEstimate(IntervalRecord):
     """Mean ER of `models` minus mean ER of `against`, against `baseline`'s line (fractions).
 
     Attributes:
@@ -64,19 +63,6 @@ class ErEstimate:
     n_boot: int
     n_boot_drawn: int
     level: float
-
-    def to_dict(self) -> dict:
-        return interval_record_to_dict(self)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ErEstimate:
-        """The estimate `to_dict` wrote."""
-        return interval_record_from_dict(cls, d)
-
-    @property
-    def verdict(self) -> str:
-        """"above", "below" or "indistinguishable" (the interval holds 0)."""
-        return interval_verdict(self.ci)
 
 
 def _accuracies(members: Sequence[ModelPoint], n_boot: int, questions: list[np.ndarray] | None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, fields
-from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Any, Self, cast, get_type_hints
 
 import numpy as np
 from scipy import stats as sps
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 Statistic = Callable[[np.ndarray], float]
-Record = TypeVar("Record", bound="DataclassInstance")
 
 
 def _check_alpha(alpha: float) -> None:
@@ -184,7 +183,7 @@ def summarize_seeds(runs: Sequence[Mapping[str, float]]) -> dict[str, dict]:
     return summary
 
 
-# How `interval_record_from_dict` reads each field type of an estimate from its JSON value.
+# How `IntervalRecord.from_dict` reads each field type of an estimate from its JSON value.
 _FIELD_READERS: dict[object, Callable[[Any], Any]] = {
     str: str,
     float: float,
@@ -195,14 +194,35 @@ _FIELD_READERS: dict[object, Callable[[Any], Any]] = {
 }
 
 
-def interval_record_to_dict(record: DataclassInstance) -> dict[str, Any]:
-    """A frozen dataclass estimate with a `ci` interval as a JSON-ready dict (`ci` a list)."""
-    values = asdict(record)
-    return {**values, "ci": list(values["ci"])}
+def interval_verdict(ci: tuple[float, float]) -> str:
+    """"above" or "below" zero when the interval `ci` excludes it, else "indistinguishable"."""
+    if ci[0] > 0:
+        return "above"
+    return "below" if ci[1] < 0 else "indistinguishable"
 
 
-def interval_record_from_dict(cls: type[Record], values: Mapping[str, Any]) -> Record:
-    """The estimate of class `cls` that `interval_record_to_dict` wrote, each field read back as
-    its declared type (str, float, int, bool, list[str], a (low, high) interval)."""
-    hints = get_type_hints(cls)
-    return cls(**{f.name: _FIELD_READERS[hints[f.name]](values[f.name]) for f in fields(cls)})
+class IntervalRecord:
+    """Base of the frozen dataclass estimates that carry a `ci` interval around zero.
+
+    Gives them a JSON round trip (`to_dict`, `from_dict`: each field read back as its declared
+    type: str, float, int, bool, list[str], a (low, high) interval) and a `verdict`.
+    """
+
+    ci: tuple[float, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The estimate as a JSON-ready dict (`ci` a list)."""
+        values = asdict(cast("DataclassInstance", self))
+        return {**values, "ci": list(values["ci"])}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> Self:
+        """The estimate that `to_dict` wrote."""
+        hints = get_type_hints(cls)
+        fields_of = fields(cast("type[DataclassInstance]", cls))
+        return cls(**{f.name: _FIELD_READERS[hints[f.name]](values[f.name]) for f in fields_of})
+
+    @property
+    def verdict(self) -> str:
+        """"above", "below" or "indistinguishable" (the interval holds 0)."""
+        return interval_verdict(self.ci)

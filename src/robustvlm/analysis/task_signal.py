@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -41,7 +40,7 @@ from robustvlm.analysis.accuracy_on_the_line import (
     least_squares_rows,
     transform,
 )
-from robustvlm.analysis.stats import interval_record_from_dict, interval_record_to_dict
+from robustvlm.analysis.stats import IntervalRecord
 from robustvlm.errors import DataError
 
 
@@ -64,15 +63,8 @@ def family_lines(points: Sequence[ModelPoint], *, kind: Transform = "probit") ->
     return lines
 
 
-def interval_verdict(ci: tuple[float, float]) -> str:
-    """"above" or "below" zero when the interval `ci` excludes it, else "indistinguishable"."""
-    if ci[0] > 0:
-        return "above"
-    return "below" if ci[1] < 0 else "indistinguishable"
-
-
 @dataclass(frozen=True)
-class Lift:
+class Lift(IntervalRecord):
     """Family `family`'s line minus `baseline`'s at reference accuracy `at_ref` (fractions).
 
     Attributes:
@@ -93,19 +85,6 @@ class Lift:
     n_boot: int
     n_boot_drawn: int
     level: float
-
-    def to_dict(self) -> dict:
-        return interval_record_to_dict(self)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Lift:
-        """The lift `to_dict` wrote."""
-        return interval_record_from_dict(cls, d)
-
-    @property
-    def verdict(self) -> str:
-        """"above", "below" or "indistinguishable" (the interval holds 0)."""
-        return interval_verdict(self.ci)
 
 
 #: model name -> (its 0/1 outcomes on the reference questions [n_ref], on the shifted ones [n_shift])
