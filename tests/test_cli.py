@@ -219,3 +219,44 @@ def test_a_reader_that_goes_away_is_no_traceback():
     proc.stdout.close()  # as `head` does before the command has written
     _, err = proc.communicate()
     assert proc.returncode == 0 and b"Traceback" not in err and b"BrokenPipe" not in err
+
+
+def _record_demo_runs(monkeypatch) -> list[str]:
+    """Replace every demo's run function by one that records its name (nothing is trained)."""
+    from robustvlm.workflows.demos import finetune, invariance, ladder, reward, robustness
+
+    ran: list[str] = []
+    for module, function in [(finetune, "run_demo"), (invariance, "run_invariance_demo"), (ladder, "run_ladder_demo"),
+                             (reward, "run_reward_demo"), (robustness, "run_robustness_demo")]:
+        monkeypatch.setattr(module, function, lambda *args, _name=function, **kwargs: ran.append(_name))
+    return ran
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["demo", "ladder", "--methods", "erm,irm"], "--methods"),
+        (["demo", "reward", "--modes", "full"], "--modes"),
+        (["demo", "--zoo"], "--zoo"),
+        (["demo", "invariance", "--zoo"], "--zoo"),
+        (["demo", "tasks", "--members", "llava-clip-m"], "--members"),
+        (["demo", "ladder", "--zoo", "--inferred-envs"], "--inferred-envs"),
+        (["demo", "robustness", "--n-envs", "4"], "--n-envs"),
+        (["demo", "--quick", "--budget", "paper"], "--budget"),
+    ],
+)
+def test_a_demo_option_given_to_a_demo_that_does_not_read_it_is_refused(argv, option, monkeypatch, capsys):
+    """They were ignored silently: `demo ladder --methods erm,irm` trained every method."""
+    ran = _record_demo_runs(monkeypatch)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{option} does not apply to `robustvlm demo" in err and "Traceback" not in err
+    assert ran == []
+
+
+def test_the_options_a_demo_reads_reach_it(monkeypatch):
+    ran = _record_demo_runs(monkeypatch)
+    assert main(["demo", "invariance", "--n-envs", "4", "--methods", "erm,irm", "--budget", "quick"]) == 0
+    assert main(["demo", "tasks", "--zoo", "--methods", "erm"]) == 0
+    assert main(["demo", "ladder", "--inferred-envs"]) == 0
+    assert ran == ["run_invariance_demo", "run_demo", "run_ladder_demo"]

@@ -13,6 +13,37 @@ from robustvlm.extras import require
 DEMOS = ("tasks", "robustness", "invariance", "ladder", "reward")
 """The named demos; without a name, `demo` runs the default (`workflows.demos.ladder.DEMO`)."""
 
+#: option -> the demos that read it ("NAME" or "NAME --zoo"); given to any other demo it is refused.
+_OPTION_SCOPES: dict[str, tuple[str, ...]] = {
+    "--zoo": ("robustness --zoo", "tasks --zoo", "reward --zoo", "ladder --zoo"),
+    "--members": ("robustness --zoo", "reward --zoo", "ladder --zoo"),
+    "--modes": ("ladder --zoo",),
+    "--inferred-envs": ("ladder",),
+    "--methods": ("invariance", "tasks", "tasks --zoo"),
+    "--n-envs": ("invariance",),
+    "--dim-inv": ("invariance",),
+    "--dim-spu": ("invariance",),
+    "--budget": ("invariance",),
+    "--launcher": ("invariance",),
+}
+
+
+def _dest(option: str) -> str:
+    """The attribute argparse stores `option` in ("--n-envs" -> "n_envs")."""
+    return option[2:].replace("-", "_")
+
+
+def _refuse_unread_options(args: argparse.Namespace) -> None:
+    """A ConfigError naming the first option given (set away from its default, which `add_demo`
+    stores in `args.option_defaults`) to a demo that does not read it."""
+    name = args.overrides[0] if args.overrides and args.overrides[0] in DEMOS else ""
+    demo = f"{name} --zoo".strip() if args.zoo else name
+    for option, demos in _OPTION_SCOPES.items():
+        if getattr(args, _dest(option)) != args.option_defaults[option] and demo not in demos:
+            shown = f"robustvlm demo {name if option == '--zoo' else demo}".strip()
+            readers = ", ".join(f"`demo {d}`" for d in demos)
+            raise ConfigError(f"{option} does not apply to `{shown}`: it applies to {readers} only")
+
 
 def _demo_robustness(args: argparse.Namespace) -> int:
     """`demo robustness`: on the seven random-initialisation models, or on the zoo (`--zoo`)."""
@@ -65,6 +96,7 @@ def _demo_ladder(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    _refuse_unread_options(args)
     if args.overrides[:1] in (["robustness"], ["ladder"]):
         require("data", f"demo {args.overrides[0]} (its real MNIST digits)")
     if args.overrides[:1] == ["robustness"]:
@@ -156,7 +188,7 @@ def add_demo(sub: SubParsers) -> None:
         help="demo invariance: the job runner's settings (a sweep's launcher: section: kind local / "
         "multi-gpu / slurm, workers, cluster, parameters); default 2 local worker processes",
     )
-    dm.set_defaults(func=_demo)
+    dm.set_defaults(func=_demo, option_defaults={o: dm.get_default(_dest(o)) for o in _OPTION_SCOPES})
 
 
 def _add_zoo_options(dm: argparse.ArgumentParser) -> None:
