@@ -79,6 +79,10 @@ figures: install
 	$(BIN)/robustvlm demo ladder --zoo --modes head,lora --out figures/ladder_zoo_head_lora
 	$(BIN)/python -m robustvlm.report.figures docs/results/ladder.md ladder-zoo:head-lora=figures/ladder_zoo_head_lora \
 		ladder-zoo-oracle:head-lora=figures/ladder_zoo_head_lora ladder-zoo-td:head-lora=figures/ladder_zoo_head_lora
+	$(BIN)/robustvlm demo ladder --zoo --members llava-clip-m --modes full --out figures/ladder_zoo_llava
+	$(BIN)/python -m robustvlm.report.figures docs/results/ladder.md ladder-zoo:llava=figures/ladder_zoo_llava \
+		ladder-zoo-oracle:llava=figures/ladder_zoo_llava ladder-zoo-td:llava=figures/ladder_zoo_llava \
+		ladder-zoo-shot:llava=figures/ladder_zoo_llava
 	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-robustness.md zoo-robustness-members=figures/robustness_zoo \
 		zoo-robustness-fits=figures/robustness_zoo zoo-robustness-er=figures/robustness_zoo zoo-task-signal=figures/robustness_zoo
 	$(BIN)/robustvlm demo tasks --zoo --out figures/tasks_zoo

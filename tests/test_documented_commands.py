@@ -119,6 +119,7 @@ NOT_RUN = {
     "robustvlm demo tasks --zoo --methods erm,vrex --out tasks_zoo_vrex": "the full study with other objectives (needs `zoo build`); --methods runs in tests/workflows/demos/test_registered_objective.py",
     "robustvlm zoo build --members idefics3-siglip-m": "builds a full zoo member (minutes of CPU; already built in the shared cache)",
     "robustvlm demo ladder --zoo --modes head,lora --out figures/ladder_zoo_head_lora": "the pretrained head and lora rungs' measurement (18 min on the 2-core machine; docs/results/ladder.md)",
+    "robustvlm demo ladder --zoo --members llava-clip-m --modes full --out figures/ladder_zoo_llava": "the full rung from zoo:llava-clip-m (18 min on the 2-core machine; docs/results/ladder.md)",
     "robustvlm demo ladder --zoo --modes full --out figures/ladder_zoo": "the pretrained ladder rung's measurement (25 min on the shared 2-core machine; docs/results/ladder.md)",
     "robustvlm demo ladder --zoo --members idefics3-siglip-m,llava-clip-m --out demo_ladder_zoo": "two members' three rungs (about 2 CPU-hours); the same code path as the measured one",
     "robustvlm demo ladder --zoo --quick --out demo_ladder_zoo_quick": "needs the quick zoo (`zoo build --quick`); run by tests/workflows/demos/test_ladder_zoo.py",
