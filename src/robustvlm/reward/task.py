@@ -10,7 +10,9 @@ exact resume; this task supplies the pairs, the model(s) and the step of a rewar
   adapters (the proxy's a copy of the main one) and two heads; one process only.
 
 With `init_from` (a warm start) the backbone and the head are that reward model's
-(`warm_start_model`); every branch above starts from them.
+(`warm_start_model`); every branch above starts from them. With `reward: loglik` (or
+`loglik_sum`) every branch is a `LoglikReward` (the VLM's log-likelihood of the response, its LM
+head trained with the rest) instead of a `RewardModel` with a new head.
 
 Each step logs `loss`, `acc` (share of pairs with r_chosen > r_rejected) and `reward_gap` (mean
 r_chosen - r_rejected) of the main branch; shortcut-aware runs add `loss_proxy`, `acc_proxy`,
@@ -48,6 +50,7 @@ from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError
 from robustvlm.models.answer import freeze_unused_lm_head
 from robustvlm.models.reward import (
+    LoglikReward,
     RewardModel,
     is_reward_model,
     load_reward_model,
@@ -173,6 +176,8 @@ class RewardTask(TrainingTask):
         if self.adapter_proxy and cfg.model.trainable != "lora":
             raise ConfigError("loss_args.proxy: adapter puts the proxy on a shared frozen base, "
                               "which needs model.trainable: lora (or use proxy: copy)")
+        if cfg.reward != "head" and (self.adapter_proxy or cfg.init_from is not None):
+            raise ConfigError(f"reward: {cfg.reward} trains without a head: use proxy: copy and no init_from")
 
     @property
     def text_mode(self) -> str:
@@ -235,7 +240,8 @@ class RewardTask(TrainingTask):
         branch's starting head (None: a new one)."""
         cfg = self.cfg
         vlm = configure_trainable(vlm, mode=cfg.model.trainable, lora=cfg.model.lora.model_dump())
-        freeze_unused_lm_head(vlm)
+        if cfg.reward == "head":
+            freeze_unused_lm_head(vlm)
         drop = self.text_mode == "drop"
         if self.spec.main_view == "text" and drop:
             freeze_vision_side(vlm)
@@ -243,7 +249,7 @@ class RewardTask(TrainingTask):
             add_adapter_copy(cast("PeftModel", vlm), PROXY_ADAPTER, source=MAIN_ADAPTER)
         if cfg.model.gradient_checkpointing:
             enable_gradient_checkpointing(vlm)
-        main = RewardModel(vlm, head)
+        main = RewardModel(vlm, head) if cfg.reward == "head" else LoglikReward(vlm, normalize=cfg.reward == "loglik")
         if not self.spec.proxy:
             return {"reward": main}
         if self.adapter_proxy:
