@@ -186,11 +186,11 @@ def test_loglik_reward_starts_as_the_vlms_own_loglik_and_saves_without_a_head(tm
     """`reward: loglik`: at step 1 (before any update) the main branch's reward gap of each pair is
     the base VLM's log-likelihood gap with the picture, the proxy's the gap without it; the run
     saves a LoglikReward (no head file)."""
+    from robustvlm.analysis.sfc_steps import read_sfc_pairs
     from robustvlm.data.preferences import load_pairs_from_config
     from robustvlm.models.loading import load_vlm
     from robustvlm.models.reward import LoglikReward, candidate_rewards
     from robustvlm.reward.scoring import view_image
-    from robustvlm.reward.task import read_sfc_pairs
 
     cfg = config("shortcut_aware", reward="loglik", train={"sampler": "balanced"})
     result = train_reward_model(cfg, tmp_path, progress=False)

@@ -23,7 +23,7 @@ SFC on those and on the rest, their share of the summed weight).
 Shortcut-aware runs also write `sfc_pairs.jsonl` (main process, its share of each batch): one row
 per trained pair and step, {"step", "id", "env", "sfc", "main", "proxy"}, the pair's SFC weight and
 the main branch's and the proxy's reward gap r_chosen - r_rejected; a resumed run appends the steps
-it repeats, and `read_sfc_pairs` keeps the last row of each (step, id).
+it repeats, and `analysis.sfc_steps.read_sfc_pairs` keeps the last row of each (step, id).
 `pair_split.json` records the ids of the pairs trained on and held out (`write_pair_split`).
 `final/` holds the main branch in the reward format (`models.reward.save_reward_model`). The
 two branches' gradients are clipped each on its own (`branch_parameters`), so the main branch's
@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from robustvlm.analysis.reward import sfc_distribution
+from robustvlm.analysis.sfc_steps import SFC_PAIRS
 from robustvlm.config import RewardConfig
 from robustvlm.data.from_config import materialize, training_examples
 from robustvlm.data.preference_collate import PreferenceCollator
@@ -77,7 +78,6 @@ if TYPE_CHECKING:
     from peft import PeftModel
 
 MAIN_ADAPTER, PROXY_ADAPTER = "default", "proxy"
-SFC_PAIRS = "sfc_pairs.jsonl"
 
 
 class SharedBaseBranches(nn.Module):
@@ -103,16 +103,6 @@ def write_pair_split(out_dir: Path, every: list[PreferencePair], trained: list[P
     trained_ids = [p.id for p in trained]
     held_out = [p.id for p in every if p.split == "test"]
     (out_dir / SPLIT_FILE).write_text(json.dumps({"train": trained_ids, "test": held_out}), encoding="utf-8")
-
-
-def read_sfc_pairs(run_dir: Path) -> list[dict[str, Any]]:
-    """The rows of RUN_DIR/sfc_pairs.jsonl, the last of each (step, id), ordered by step."""
-    rows: dict[tuple[int, str], dict[str, Any]] = {}
-    for line in (run_dir / SFC_PAIRS).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            rows[(row["step"], row["id"])] = row
-    return sorted(rows.values(), key=lambda r: r["step"])
 
 
 def read_pair_split(model: str | Path) -> dict[str, list[str]] | None:
