@@ -3,7 +3,8 @@
 A table in a document sits between `<!-- figure:NAME -->` and `<!-- /figure:NAME -->`; `FIGURES`
 says which demo's results.json makes it and how (a figure of several runs, in `GRIDS`, reads the
 results.json of every subfolder of its folder, in name order; a figure of an `rm matrix` run, in
-`MATRIX_FIGURES`, reads that run's matrix.json and sfc.json; a figure of a measurement command's
+`MATRIX_FIGURES`, reads that run's matrix.json and sfc.json, `rm-steps` also its runs' per-pair
+SFC weights and its data; a figure of a measurement command's
 output folder, in `RUN_FILES`, reads the file named there: a .jsonl file as {"records": its rows}). A name may carry a tag after a colon
 (`rm-seeds:cue70`), so that one document holds the same figure of several runs. `make figures` runs the full demos and rewrites
 the Results pages' tables (docs/results/); `docs/quick_figures.md` holds the same tables from the `--quick` variants,
