@@ -100,9 +100,14 @@ figures: install
 	$(BIN)/robustvlm demo reward --zoo --out demo_reward_zoo
 	$(BIN)/robustvlm rm train configs/reward/zoo_warm.yaml --out runs/zoo_warm --resume
 	$(BIN)/robustvlm rm matrix configs/reward/matrix_zoo_warm.yaml --out runs/matrix_zoo_warm
+	$(BIN)/robustvlm rm matrix configs/reward/matrix_zoo_loglik.yaml --out runs/matrix_zoo_loglik
+	$(BIN)/robustvlm rm matrix configs/reward/matrix_zoo_loglik_fresh.yaml --out runs/matrix_zoo_loglik_fresh
 	$(BIN)/python -m robustvlm.report.figures docs/results/reward.md reward-zoo-matrix=demo_reward_zoo \
 		reward-zoo-ladder=demo_reward_zoo reward-zoo-ladder-sfc=demo_reward_zoo reward-zoo-runs=demo_reward_zoo \
-		reward-zoo-steps=demo_reward_zoo rm-seeds:zoo-warm=runs/matrix_zoo_warm rm-runs:zoo-warm=runs/matrix_zoo_warm
+		reward-zoo-steps=demo_reward_zoo rm-seeds:zoo-warm=runs/matrix_zoo_warm rm-runs:zoo-warm=runs/matrix_zoo_warm \
+		rm-seeds:zoo-loglik=runs/matrix_zoo_loglik rm-runs:zoo-loglik=runs/matrix_zoo_loglik \
+		rm-steps:zoo-loglik=runs/matrix_zoo_loglik rm-seeds:zoo-loglik-fresh=runs/matrix_zoo_loglik_fresh \
+		rm-runs:zoo-loglik-fresh=runs/matrix_zoo_loglik_fresh rm-steps:zoo-loglik-fresh=runs/matrix_zoo_loglik_fresh
 
 # Real-size costs on this CPU (random-weight SmolVLM-256M, `real:` models): training steps of ERM,
 # Dynamic BIRM and IRMv1, shared-prefix scoring, generation. Long on 2 shared cores: see

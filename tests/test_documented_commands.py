@@ -52,6 +52,7 @@ RUNS = {
     "robustvlm rm train configs/reward/warm_mixed.yaml --out runs/warm_mixed":
         "model.name=tiny:idefics3 train.steps=2 train.save_every=2 data.n_per_env=8",
     "robustvlm rm matrix configs/reward/matrix_warm_mixed.yaml --out runs/matrix_warm_mixed": "--dry-run",
+    "robustvlm rm matrix configs/reward/matrix_zoo_loglik.yaml --out runs/matrix_zoo_loglik": "--dry-run",
     "robustvlm zoo list": "",
     "robustvlm configs list": "",
     "robustvlm data synth --benchmark domains --out data/domains": "--n-per-env 10",
@@ -129,6 +130,7 @@ NOT_RUN = {
     "robustvlm demo reward --zoo --quick": "needs the quick zoo (`zoo build --quick`); run by tests/workflows/demos/test_reward_zoo.py",
     "robustvlm rm train configs/reward/zoo_warm.yaml --out runs/zoo_warm": "needs the full zoo's member and `demo reward --zoo`'s data; the same rm train path runs on tiny models above",
     "robustvlm rm matrix configs/reward/matrix_zoo_warm.yaml --out runs/matrix_zoo_warm": "needs the zoo warm start (above) and 14 min; the same rm matrix path runs in its dry runs above",
+    "robustvlm rm matrix configs/reward/matrix_zoo_loglik_fresh.yaml --out runs/matrix_zoo_loglik_fresh": "configs/reward/matrix_zoo_loglik.yaml (its dry run runs above) with seeds 3-5; 13 min",
     "robustvlm robustness task-signal --quick --out ts_quick": "about a minute; tested in tests/workflows/measure/test_task_signal.py",
     "robustvlm robustness task-signal my.yaml workers=1 --out ts": "the user's own config",
     "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --out studies/dynamic_birm_smolvlm": "hub model and data (GPU machine); its dry run is run here",

@@ -97,6 +97,30 @@ def test_matrix_figures_read_an_rm_matrix_folder(tmp_path):
         render("rm-seeds", folder)
 
 
+def test_rm_steps_reads_the_shortcut_aware_runs_pairs_and_the_data_cues(tmp_path, monkeypatch):
+    folder = _matrix_folder(tmp_path / "matrix")
+    data = tmp_path / "data"
+    data.mkdir()
+    cues = {"a": "on_rejected", "b": "on_chosen", "c": "none"}  # `long`: a's cue fails, b's agrees
+    (data / "data.jsonl").write_text("".join(json.dumps({"id": i, "env": "long", "cue": c}) + "\n"
+                                             for i, c in cues.items()))
+    (folder / "config.resolved.yaml").write_text("base:\n  data: {path: data}\n")
+    rows = {0: [("a", 0.8, -1.0), ("b", 0.4, 2.0), ("c", 0.5, 1.0)], 1: [("a", 0.6, 1.0), ("b", 0.2, 1.0)]}
+    for seed, pairs in rows.items():
+        run = folder / "runs" / "shortcut_aware" / f"seed-{seed}" / "long" / "train"
+        run.mkdir(parents=True)
+        (run / "sfc_pairs.jsonl").write_text("".join(json.dumps(
+            {"step": 3, "id": i, "env": "long", "sfc": w, "main": m, "proxy": 0.0}) + "\n" for i, w, m in pairs))
+    monkeypatch.chdir(tmp_path)  # data.path is relative, as `rm matrix` read it
+    cells = render("rm-steps:demo", folder).splitlines()[2].strip("| ").split(" | ")
+    sigmoid = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
+    assert cells[:5] == ["1-10", "2", "0.70", "50.0", f"{(sigmoid(-1.0) + sigmoid(1.0)) / 2:.2f}"]
+    assert cells[5:] == ["2", "0.30", "100.0", f"{(sigmoid(2.0) + sigmoid(1.0)) / 2:.2f}"]
+    (data / "data.jsonl").unlink()
+    with pytest.raises(ConfigError, match="rm-steps needs the data"):
+        render("rm-steps", folder)
+
+
 def test_update_replaces_only_the_block(tmp_path, capsys):
     doc = tmp_path / "doc.md"
     doc.write_text("before\n<!-- figure:ladder -->\nold\n<!-- /figure:ladder -->\nafter\n")

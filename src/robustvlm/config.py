@@ -371,11 +371,18 @@ class RewardConfig(_Run):
     start from, a warm start: its backbone replaces the one `model.name` names (`model.name`
     still says which architecture it is) and its head replaces the new head; with a proxy, the
     proxy starts as its copy too. None: `model.name` with a new head.
+
+    `reward`: what the reward reads (`models.reward.REWARDS`): `head`, a new linear head on the
+    last token's hidden state (the paper's architecture); `loglik` / `loglik_sum`, the VLM's own
+    length-normalised / summed log-likelihood of the response, no new parameters, so that a
+    pretrained VLM's reward ranks by the picture from step 0. Every branch (the main one, the
+    text-only model, the proxy) uses it.
     """
 
     data: PreferenceDataConfig
     loss: str = "standard"
     loss_args: dict[str, Any] = Field(default_factory=dict)
+    reward: Literal["head", "loglik", "loglik_sum"] = "head"
     init_from: str | None = None
     train: RewardTrainConfig = Field(default_factory=RewardTrainConfig)
     eval: RewardEvalConfig = Field(default_factory=RewardEvalConfig)

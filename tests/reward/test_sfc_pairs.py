@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from robustvlm.reward.task import SFC_PAIRS, read_sfc_pairs
+from robustvlm.analysis.sfc_steps import SFC_PAIRS, read_sfc_pairs
 
 
 def test_the_last_row_of_each_step_and_pair_wins(tmp_path):

@@ -180,3 +180,38 @@ def test_the_matrix_dry_run_drops_a_warm_start():
 
     spec = {"base": {"model": {"name": "m"}, "init_from": "runs/warm/final"}, "losses": {"standard": {}}}
     assert "init_from" not in dry_run_matrix_spec(spec)["base"]
+
+
+def test_loglik_reward_starts_as_the_vlms_own_loglik_and_saves_without_a_head(tmp_path):
+    """`reward: loglik`: at step 1 (before any update) the main branch's reward gap of each pair is
+    the base VLM's log-likelihood gap with the picture, the proxy's the gap without it; the run
+    saves a LoglikReward (no head file)."""
+    from robustvlm.analysis.sfc_steps import read_sfc_pairs
+    from robustvlm.data.preferences import load_pairs_from_config
+    from robustvlm.models.loading import load_vlm
+    from robustvlm.models.reward import LoglikReward, candidate_rewards
+    from robustvlm.reward.scoring import view_image
+
+    cfg = config("shortcut_aware", reward="loglik", train={"sampler": "balanced"})
+    result = train_reward_model(cfg, tmp_path, progress=False)
+    vlm, processor = load_vlm(str(tmp_path / "base"))
+    base = LoglikReward(vlm).eval()
+    pairs = {p.id: p for p in load_pairs_from_config(cfg.data, tmp_path, verbose=False).pairs}
+    first = [row for row in read_sfc_pairs(tmp_path) if row["step"] == 1]
+    assert len(first) == 4
+    for row in first:
+        pair = pairs[row["id"]]
+        image = view_image(pair.image, "multimodal", source=pair.source, record=pair.id)
+        with_image = candidate_rewards(base, processor, pair.query, [pair.chosen, pair.rejected], image=image)
+        text = candidate_rewards(base, processor, pair.query, [pair.chosen, pair.rejected])
+        assert row["main"] == pytest.approx(with_image[0] - with_image[1], abs=1e-4)
+        assert row["proxy"] == pytest.approx(text[0] - text[1], abs=1e-4)
+    assert not (result.final_dir / "reward_head.safetensors").exists()
+    model, _ = load_reward_model(result.final_dir)
+    assert isinstance(model, LoglikReward) and model.normalize
+
+
+def test_loglik_reward_refuses_a_head_it_would_not_use(tmp_path):
+    with pytest.raises(ConfigError, match="reward: loglik"):
+        RewardTask(config("shortcut_aware", reward="loglik", model={"trainable": "lora"},
+                          loss_args={"proxy": "adapter"}))

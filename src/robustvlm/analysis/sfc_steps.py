@@ -15,8 +15,11 @@ of right rankings and mean Bradley-Terry probability sigmoid(gap) of the chosen 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +28,17 @@ from robustvlm.errors import DataError
 AGREES = {"long": "on_chosen", "short": "on_rejected", "clause": "on_rejected"}
 FAILS = {"long": "on_rejected", "short": "on_chosen", "clause": "on_chosen"}
 SIDES = ("failing", "agreeing")
+SFC_PAIRS = "sfc_pairs.jsonl"
+
+
+def read_sfc_pairs(run_dir: Path) -> list[dict[str, Any]]:
+    """The rows of RUN_DIR/sfc_pairs.jsonl, the last of each (step, id), ordered by step."""
+    rows: dict[tuple[int, str], dict[str, Any]] = {}
+    for line in (run_dir / SFC_PAIRS).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            rows[(row["step"], row["id"])] = row
+    return sorted(rows.values(), key=lambda r: r["step"])
 
 
 def cue_side(env: str, cue: str) -> str | None:
@@ -94,3 +108,19 @@ def pool_steps(steps: Sequence[Mapping], window: int) -> list[dict]:
                                       for key in ("sfc", "main_right", "main_prob", "proxy_right")}}
         pooled.append(entry)
     return pooled
+
+
+def matrix_sfc_steps(matrix_dir: Path, data: Path, seeds: Sequence[int], envs: Sequence[str],
+                     label: str = "shortcut_aware") -> dict[str, list[dict]]:
+    """`sfc_steps` of the runs of `label` in an `rm matrix` output folder (runs/LABEL/seed-S/ENV/train),
+    pooled ("all") and per seed ("seed-S"); `data`: the folder whose data.jsonl the runs trained on."""
+    path = data / "data.jsonl"
+    if not path.is_file():
+        raise DataError(f"{path} not found: the data the runs of {matrix_dir} trained on")
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    sides = {r["id"]: cue_side(r["env"], r.get("cue", "")) for r in records}
+    per_seed = {seed: [row for env in envs for row in read_sfc_pairs(
+        matrix_dir / "runs" / label / f"seed-{seed}" / env / "train")] for seed in seeds}
+    steps = {"all": sfc_steps([r for rows in per_seed.values() for r in rows], sides)}
+    steps.update({f"seed-{seed}": sfc_steps(rows, sides) for seed, rows in per_seed.items()})
+    return steps

@@ -134,7 +134,7 @@ def _token_logprobs(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Ten
     return out
 
 
-def _shared_prefix_logprobs(
+def shared_prefix_logprobs(
     model: torch.nn.Module, prefix: dict[str, torch.Tensor], ids: torch.Tensor, mask: torch.Tensor
 ) -> torch.Tensor:
     """[K, L] token log-probs with the prefix run once: its last position scores token 0 of
@@ -172,7 +172,7 @@ def full_sequence_inputs(
     return inputs
 
 
-def _full_sequence_logprobs(
+def full_sequence_logprobs(
     model: torch.nn.Module, prefix: dict[str, torch.Tensor], ids: torch.Tensor, mask: torch.Tensor,
     appended: Mapping[str, int],
 ) -> torch.Tensor:
@@ -217,9 +217,9 @@ def option_logliks(
     prefix = {k: v.to(device) for k, v in encode_prompt(processor, messages, images).items()}
     ids, mask = (t.to(device) for t in pad_right(rows))
     if shared_prefix:
-        logprobs = _shared_prefix_logprobs(model, prefix, ids, mask)
+        logprobs = shared_prefix_logprobs(model, prefix, ids, mask)
     else:
-        logprobs = _full_sequence_logprobs(model, prefix, ids, mask, appended_token_values(processor))
+        logprobs = full_sequence_logprobs(model, prefix, ids, mask, appended_token_values(processor))
     totals = (logprobs * mask).sum(dim=1)
     counts = mask.sum(dim=1)
     return OptionScores(sum=totals.tolist(), mean=(totals / counts).tolist(), n_tokens=counts.tolist())

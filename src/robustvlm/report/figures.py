@@ -3,7 +3,8 @@
 A table in a document sits between `<!-- figure:NAME -->` and `<!-- /figure:NAME -->`; `FIGURES`
 says which demo's results.json makes it and how (a figure of several runs, in `GRIDS`, reads the
 results.json of every subfolder of its folder, in name order; a figure of an `rm matrix` run, in
-`MATRIX_FIGURES`, reads that run's matrix.json and sfc.json; a figure of a measurement command's
+`MATRIX_FIGURES`, reads that run's matrix.json and sfc.json, `rm-steps` also its runs' per-pair
+SFC weights and its data; a figure of a measurement command's
 output folder, in `RUN_FILES`, reads the file named there: a .jsonl file as {"records": its rows}). A name may carry a tag after a colon
 (`rm-seeds:cue70`), so that one document holds the same figure of several runs. `make figures` runs the full demos and rewrites
 the Results pages' tables (docs/results/); `docs/quick_figures.md` holds the same tables from the `--quick` variants,
@@ -22,7 +23,9 @@ from pathlib import Path
 
 from robustvlm.analysis.ladder import is_vlm_cell
 from robustvlm.analysis.ladder_results import LadderResults
+from robustvlm.analysis.sfc_steps import matrix_sfc_steps
 from robustvlm.analysis.study import StudyResults
+from robustvlm.config import read_yaml_mapping
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.linear.results import InvarianceResults
 from robustvlm.report.icl_gain import (
@@ -126,6 +129,7 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
         summary.steps["all"], window=WINDOW_FULL if not summary.quick else WINDOW_QUICK))),
     "rm-seeds": ("rm matrix", lambda results: seeds_table(MatrixRung.from_dict(results))),
     "rm-runs": ("rm matrix", lambda results: full_runs_table(MatrixRung.from_dict(results))),
+    "rm-steps": ("rm matrix", lambda results: sfc_step_table(results["steps"]["all"], window=WINDOW_FULL)),
     "zoo-robustness-members": ("demo robustness --zoo", _zoo(members_table)),
     "zoo-robustness-fits": ("demo robustness --zoo", _zoo(fits_table)),
     "zoo-robustness-er": ("demo robustness --zoo", _zoo(er_table)),
@@ -147,9 +151,10 @@ OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robust
 the quick run it makes anyway (`demo robustness --zoo --quick`, `demo tasks --zoo --quick`,
 `demo reward --zoo --quick` and `demo ladder --zoo --quick`
 need the quick zoo built)."""
-MATRIX_FIGURES = ("rm-seeds", "rm-runs")
+MATRIX_FIGURES = ("rm-seeds", "rm-runs", "rm-steps")
 """Figures of an `rm matrix` output folder: {"matrix": matrix.json, "proxy": sfc.json's
-shortcut_aware entry}."""
+shortcut_aware entry}; `rm-steps` also {"steps": the shortcut-aware runs' SFC weights step by
+step (`analysis.sfc_steps.matrix_sfc_steps`) on the data its config.resolved.yaml names}."""
 RUN_FILES = {"icl-domains": "icl_results.json", "icl-gain": "icl_predictions.jsonl",
              "icl-shift-cost": "icl_predictions.jsonl", "icl-defined-labels": "defined_labels.json"}
 """Figures of a measurement command's output folder: the file each reads."""
@@ -162,6 +167,20 @@ def _matrix_results(folder: Path) -> dict:
         raise ConfigError(f"{', '.join(missing)} not found: run `robustvlm rm matrix` into {folder} first")
     matrix, sfc = (json.loads(p.read_text(encoding="utf-8")) for p in paths)
     return {"matrix": matrix, "proxy": sfc["shortcut_aware"]}
+
+
+def _matrix_steps(folder: Path) -> dict:
+    """`rm-steps`' results: the SFC weights step by step of the matrix in `folder`, on the data
+    its config.resolved.yaml names (a relative path from the working directory, as `rm matrix`
+    read it)."""
+    results = _matrix_results(folder)
+    base = read_yaml_mapping(folder / "config.resolved.yaml", "rm matrix settings").get("base", {})
+    data = Path(base.get("data", {}).get("path") or "")
+    if not (data / "data.jsonl").is_file():
+        raise ConfigError(f"{folder}: rm-steps needs the data its runs trained on (a data.jsonl in "
+                          f"data.path), not found at {data}")
+    matrix = results["matrix"]
+    return {**results, "steps": matrix_sfc_steps(folder, data, matrix["seeds"], matrix["train_envs"])}
 
 
 def _run_file(path: Path, command: str) -> Mapping:
@@ -185,6 +204,8 @@ def render(name: str, results_dir: str | Path) -> str:
 
 def _results(name: str, demo: str, results_dir: Path) -> Mapping:
     """What figure `name` is made from (module doc): one results.json, a grid's, or an rm matrix's."""
+    if name == "rm-steps":
+        return _matrix_steps(results_dir)
     if name in MATRIX_FIGURES:
         return _matrix_results(results_dir)
     if name in RUN_FILES:

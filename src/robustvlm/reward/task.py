@@ -10,7 +10,9 @@ exact resume; this task supplies the pairs, the model(s) and the step of a rewar
   adapters (the proxy's a copy of the main one) and two heads; one process only.
 
 With `init_from` (a warm start) the backbone and the head are that reward model's
-(`warm_start_model`); every branch above starts from them.
+(`warm_start_model`); every branch above starts from them. With `reward: loglik` (or
+`loglik_sum`) every branch is a `LoglikReward` (the VLM's log-likelihood of the response, its LM
+head trained with the rest) instead of a `RewardModel` with a new head.
 
 Each step logs `loss`, `acc` (share of pairs with r_chosen > r_rejected) and `reward_gap` (mean
 r_chosen - r_rejected) of the main branch; shortcut-aware runs add `loss_proxy`, `acc_proxy`,
@@ -21,7 +23,7 @@ SFC on those and on the rest, their share of the summed weight).
 Shortcut-aware runs also write `sfc_pairs.jsonl` (main process, its share of each batch): one row
 per trained pair and step, {"step", "id", "env", "sfc", "main", "proxy"}, the pair's SFC weight and
 the main branch's and the proxy's reward gap r_chosen - r_rejected; a resumed run appends the steps
-it repeats, and `read_sfc_pairs` keeps the last row of each (step, id).
+it repeats, and `analysis.sfc_steps.read_sfc_pairs` keeps the last row of each (step, id).
 `pair_split.json` records the ids of the pairs trained on and held out (`write_pair_split`).
 `final/` holds the main branch in the reward format (`models.reward.save_reward_model`). The
 two branches' gradients are clipped each on its own (`branch_parameters`), so the main branch's
@@ -40,6 +42,7 @@ import torch
 from torch import nn
 
 from robustvlm.analysis.reward import sfc_distribution
+from robustvlm.analysis.sfc_steps import SFC_PAIRS
 from robustvlm.config import RewardConfig
 from robustvlm.data.from_config import materialize, training_examples
 from robustvlm.data.preference_collate import PreferenceCollator
@@ -48,6 +51,7 @@ from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError
 from robustvlm.models.answer import freeze_unused_lm_head
 from robustvlm.models.reward import (
+    LoglikReward,
     RewardModel,
     is_reward_model,
     load_reward_model,
@@ -74,7 +78,6 @@ if TYPE_CHECKING:
     from peft import PeftModel
 
 MAIN_ADAPTER, PROXY_ADAPTER = "default", "proxy"
-SFC_PAIRS = "sfc_pairs.jsonl"
 
 
 class SharedBaseBranches(nn.Module):
@@ -100,16 +103,6 @@ def write_pair_split(out_dir: Path, every: list[PreferencePair], trained: list[P
     trained_ids = [p.id for p in trained]
     held_out = [p.id for p in every if p.split == "test"]
     (out_dir / SPLIT_FILE).write_text(json.dumps({"train": trained_ids, "test": held_out}), encoding="utf-8")
-
-
-def read_sfc_pairs(run_dir: Path) -> list[dict[str, Any]]:
-    """The rows of RUN_DIR/sfc_pairs.jsonl, the last of each (step, id), ordered by step."""
-    rows: dict[tuple[int, str], dict[str, Any]] = {}
-    for line in (run_dir / SFC_PAIRS).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            rows[(row["step"], row["id"])] = row
-    return sorted(rows.values(), key=lambda r: r["step"])
 
 
 def read_pair_split(model: str | Path) -> dict[str, list[str]] | None:
@@ -173,6 +166,8 @@ class RewardTask(TrainingTask):
         if self.adapter_proxy and cfg.model.trainable != "lora":
             raise ConfigError("loss_args.proxy: adapter puts the proxy on a shared frozen base, "
                               "which needs model.trainable: lora (or use proxy: copy)")
+        if cfg.reward != "head" and (self.adapter_proxy or cfg.init_from is not None):
+            raise ConfigError(f"reward: {cfg.reward} trains without a head: use proxy: copy and no init_from")
 
     @property
     def text_mode(self) -> str:
@@ -235,7 +230,8 @@ class RewardTask(TrainingTask):
         branch's starting head (None: a new one)."""
         cfg = self.cfg
         vlm = configure_trainable(vlm, mode=cfg.model.trainable, lora=cfg.model.lora.model_dump())
-        freeze_unused_lm_head(vlm)
+        if cfg.reward == "head":
+            freeze_unused_lm_head(vlm)
         drop = self.text_mode == "drop"
         if self.spec.main_view == "text" and drop:
             freeze_vision_side(vlm)
@@ -243,7 +239,7 @@ class RewardTask(TrainingTask):
             add_adapter_copy(cast("PeftModel", vlm), PROXY_ADAPTER, source=MAIN_ADAPTER)
         if cfg.model.gradient_checkpointing:
             enable_gradient_checkpointing(vlm)
-        main = RewardModel(vlm, head)
+        main = RewardModel(vlm, head) if cfg.reward == "head" else LoglikReward(vlm, normalize=cfg.reward == "loglik")
         if not self.spec.proxy:
             return {"reward": main}
         if self.adapter_proxy:

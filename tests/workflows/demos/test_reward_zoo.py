@@ -11,11 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robustvlm.analysis.sfc_steps import cue_side
+from robustvlm.analysis.sfc_steps import cue_side, read_sfc_pairs
 from robustvlm.cli import main
 from robustvlm.report.figures import OWN_TEST_FIGURES, read_figure, render
 from robustvlm.report.reward_results import RewardZooResults
-from robustvlm.reward.task import read_sfc_pairs
 from robustvlm.runs import read_jsonl
 from robustvlm.workflows.demos.reward_zoo import QUICK_ZOO, run_zoo_reward
 

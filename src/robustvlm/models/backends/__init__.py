@@ -19,7 +19,7 @@ family computes it differently).
 | `vlm2vec-vqa`, `vlm2vec-caption`, `vlm2vec-mixed` | a VLM as an embedding model (VLM2Vec), trained on VQA pairs, caption pairs or both | image_embed, text_embed |
 | `openai` | a model behind an OpenAI-compatible server, "openai:MODEL" (`models.served`) | generate, option_loglik (where the server returns prompt log-probabilities) |
 
-A folder holding a family's marker file (a reward model's `reward_head.safetensors`) is that
+A folder holding a family's marker file (a reward model's `reward_model.json`) is that
 family; a folder written by `robustvlm embed train` names its family in its `embedding.json`.
 A served model ("openai:MODEL") needs the server's settings (`ServedConfig`: --base-url, ...).
 The operations (`Backend.generate`, `generate_chats`, `option_logliks`, `embed_images`, `embed_queries`,
@@ -45,7 +45,7 @@ from robustvlm.models.backends.base import CAPABILITIES, Backend
 from robustvlm.models.embedding import EMBEDDING_FAMILIES, EmbeddingSpec
 from robustvlm.models.loading import LOAD_ERRORS, TINY_PREFIX
 from robustvlm.models.real import REAL_PREFIX, real_spec
-from robustvlm.models.reward import HEAD_FILE
+from robustvlm.models.reward import META_FILE
 from robustvlm.models.served import SERVED_PREFIX
 from robustvlm.models.tiny_clip import DUAL_ENCODER_KINDS
 from robustvlm.models.tiny_families import VLM_FAMILIES as TINY_VLMS
@@ -108,7 +108,7 @@ BACKENDS: dict[str, BackendSpec] = {
     "vlm": BackendSpec(BACKEND_CLASSES["VLMBackend"], frozenset({"generate", "option_loglik", "image_embed"})),
     "clip": BackendSpec(BACKEND_CLASSES["DualEncoderBackend"], frozenset({"image_embed", "text_embed"}), ("clip",)),
     "siglip": BackendSpec(BACKEND_CLASSES["DualEncoderBackend"], frozenset({"image_embed", "text_embed"}), ("siglip",)),
-    "reward": BackendSpec(BACKEND_CLASSES["RewardBackend"], frozenset({"reward"}), marker=HEAD_FILE),
+    "reward": BackendSpec(BACKEND_CLASSES["RewardBackend"], frozenset({"reward"}), marker=META_FILE),
     **{
         family: BackendSpec(BACKEND_CLASSES["EmbeddingBackend"], frozenset({"image_embed", "text_embed"}))
         for family in EMBEDDING_FAMILIES.values()

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from robustvlm.analysis.reward_matrix import compare_labels
-from robustvlm.analysis.sfc_steps import cue_side, sfc_steps
+from robustvlm.analysis.sfc_steps import matrix_sfc_steps
 from robustvlm.data.synth import synthesize
 from robustvlm.models.zoo_recipes import ZOO_PREFIX, resolve_model_name
 from robustvlm.report.page import Heading, Paragraph, write_page
@@ -42,7 +42,6 @@ from robustvlm.report.reward_results import RewardZooPlan, RewardZooResults
 from robustvlm.report.reward_zoo import WINDOW_FULL, WINDOW_QUICK, sfc_step_blocks
 from robustvlm.reward.frozen_rung import frozen_rung
 from robustvlm.reward.linear_rung import linear_rung
-from robustvlm.reward.task import read_sfc_pairs
 from robustvlm.workflows.demos.reward import (
     COMPARED,
     FROZEN_LR,
@@ -75,13 +74,7 @@ def prepare_fashion(out: Path, n_per_env: int) -> Path:
 
 def step_weights(out: Path, data: Path, plan: RewardZooPlan, envs: list[str]) -> dict[str, list[dict[str, Any]]]:
     """`sfc_steps` of the shortcut-aware runs under OUT/matrix: pooled ("all") and per seed."""
-    records = [json.loads(line) for line in (data / "data.jsonl").read_text(encoding="utf-8").splitlines()]
-    sides = {r["id"]: cue_side(r["env"], r["cue"]) for r in records}
-    per_seed = {seed: [row for env in envs for row in read_sfc_pairs(
-        out / "matrix" / "runs" / "shortcut_aware" / f"seed-{seed}" / env / "train")] for seed in plan.seeds}
-    steps = {"all": sfc_steps([r for rows in per_seed.values() for r in rows], sides)}
-    steps.update({f"seed-{seed}": sfc_steps(rows, sides) for seed, rows in per_seed.items()})
-    return steps
+    return matrix_sfc_steps(out / "matrix", data, plan.seeds, envs)
 
 
 def run_zoo_reward(out_dir: str | Path, *, quick: bool = False, member: str | None = None) -> RewardZooResults:
