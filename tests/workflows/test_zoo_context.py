@@ -4,6 +4,7 @@ member from another one's weights."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ import torch
 from robustvlm.data.real_images import FASHION_CLASSES
 from robustvlm.errors import ConfigError
 from robustvlm.models.zoo_recipes import FULL, RECIPES, Recipe, recipe
-from robustvlm.workflows.zoo.context_probe import first_reply_token_nll
+from robustvlm.workflows.zoo.context_probe import first_reply_token_nll, probe
 from robustvlm.workflows.zoo.data import (
     LABEL_WORDS,
     ChatSampleCollator,
@@ -157,6 +158,15 @@ def test_first_reply_token_nll_scores_the_first_token_of_each_labelled_reply():
                 p = torch.softmax(logits[b, t - 1].double(), 0)[labels[b, t]]
                 expected.append(-float(torch.log(p)))
     assert first_reply_token_nll(logits, labels).tolist() == pytest.approx(expected, rel=1e-5)
+
+
+def test_the_probe_logs_a_fresh_models_first_token_loss_near_log_vocabulary_and_chance_per_window():
+    report = probe("none", fresh_depth=1, named=True, queries=2, steps=2, batch_size=2, n_images=50, every=1)
+    assert [c["step"] for c in report["curve"]] == [1, 2] and report["init"] == "fresh, depth 1"
+    for c in report["curve"]:
+        # a fresh model's logits are near zero: about uniform over the 512-token vocabulary
+        assert abs(c["first_token_nll"] - math.log(512)) < 0.3
+        assert math.log(2) <= c["chance"] <= math.log(4)
 
 
 def test_trials_ask_each_way_equally_and_never_show_the_query_as_a_demonstration():

@@ -103,7 +103,8 @@ def probe(init: str, *, named: bool, queries: int, steps: int, lr: float = 2e-3,
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--init", required=True, help="zoo:NAME of a built VLM member, or its folder")
+    parser.add_argument("--init", required=True, help="zoo:NAME of a built VLM member, or its folder "
+                        "(ignored with --fresh-depth)")
     parser.add_argument("--named", action="store_true", help="class names in words instead of pictures")
     parser.add_argument("--queries", type=int, default=4, help="labelled queries per episode")
     parser.add_argument("--steps", type=int, default=600)
