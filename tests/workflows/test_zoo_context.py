@@ -4,18 +4,23 @@ member from another one's weights."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
+from robustvlm.data.real_images import FASHION_CLASSES
 from robustvlm.errors import ConfigError
 from robustvlm.models.zoo_recipes import FULL, RECIPES, Recipe, recipe
+from robustvlm.workflows.zoo.context_probe import first_reply_token_nll, probe
 from robustvlm.workflows.zoo.data import (
     LABEL_WORDS,
     ChatSampleCollator,
     ImagePool,
     context_tuning_sample,
+    defined_label_episode,
     defined_label_sample,
     instruction_sample,
     training_pool,
@@ -98,6 +103,72 @@ def test_defined_label_sequences_label_only_the_final_reply(tiny_vlms):
         assert processor.tokenizer.decode(row[row != -100]).startswith(s.target)
 
 
+def test_an_episode_answers_every_query_with_its_class_word_and_labels_the_queries(pool):
+    rng = np.random.default_rng(5)
+    for i in range(40):
+        s = defined_label_episode(pool, rng, f"s{i}", queries=3)
+        mapping, demo_classes, asked = s.meta["mapping"], s.meta["demo_classes"], s.meta["query_classes"]
+        replies = [_text(m) for m in s.messages if m["role"] == "assistant"] + [s.target]
+        shown = [int(pool.labels[i]) for i in s.images]
+        assert len(replies) == len(s.images) == len(demo_classes) + 3 and len(set(s.images)) == len(s.images)
+        assert shown == [*demo_classes, *asked] and sorted(demo_classes) == sorted(mapping)
+        assert replies == [mapping[c] for c in shown]  # each picture is followed by its class's word
+        assert s.label_replies == (len(demo_classes), len(demo_classes) + 1)  # the queries before the last
+
+
+def test_the_collator_labels_the_replies_a_sample_names_and_the_final_one(tiny_vlms):
+    _, processor = tiny_vlms("llava")
+    rng = np.random.default_rng(6)
+    samples = [defined_label_episode(training_pool(50, seed=0), rng, f"s{i}", queries=3) for i in range(3)]
+    samples.append(defined_label_sample(training_pool(50, seed=0), rng, "single"))
+    batch = ChatSampleCollator(processor, {})(samples)
+    tokenizer = processor.tokenizer
+    for ids, labels, s in zip(batch["input_ids"], batch["labels"], samples):
+        # labelled runs of tokens, decoded one by one: the query words with their end of turn
+        labelled = (labels != -100).int().tolist()
+        runs, start = [], None
+        for i, flag in enumerate([*labelled, 0]):
+            if flag and start is None:
+                start = i
+            if not flag and start is not None:
+                runs.append(tokenizer.decode(ids[start:i]))
+                start = None
+        assert (labels[labels != -100] == ids[labels != -100]).all()
+        words = [_text(m) for m in s.messages if m["role"] == "assistant"]
+        expected = [words[k] for k in s.label_replies] + [s.target]
+        assert runs == [f"{w}<|im_end|>" for w in expected]
+
+
+def test_a_named_episode_names_each_class_in_words_and_shows_no_picture(pool):
+    s = defined_label_episode(pool, np.random.default_rng(7), "n", queries=2, named=True)
+    users = [m for m in s.messages if m["role"] == "user"]
+    shown = [*s.meta["demo_classes"], *s.meta["query_classes"]]
+    assert s.images == [] and all(p["type"] == "text" for m in users for p in m["content"])
+    assert [_text(m).split(".")[0] for m in users] == [f"Item: {FASHION_CLASSES[c]}" for c in shown]
+
+
+def test_first_reply_token_nll_scores_the_first_token_of_each_labelled_reply():
+    torch.manual_seed(0)
+    logits = torch.randn(2, 7, 5)
+    labels = torch.tensor([[-100, -100, 3, 1, -100, 4, 2], [-100, 0, -100, -100, -100, -100, -100]])
+    expected = []  # independent: walk the rows, a labelled token after an unlabelled one
+    for b in range(2):
+        for t in range(1, 7):
+            if labels[b, t] != -100 and labels[b, t - 1] == -100:
+                p = torch.softmax(logits[b, t - 1].double(), 0)[labels[b, t]]
+                expected.append(-float(torch.log(p)))
+    assert first_reply_token_nll(logits, labels).tolist() == pytest.approx(expected, rel=1e-5)
+
+
+def test_the_probe_logs_a_fresh_models_first_token_loss_near_log_vocabulary_and_chance_per_window():
+    report = probe("none", fresh_depth=1, named=True, queries=2, steps=2, batch_size=2, n_images=50, every=1)
+    assert [c["step"] for c in report["curve"]] == [1, 2] and report["init"] == "fresh, depth 1"
+    for c in report["curve"]:
+        # a fresh model's logits are near zero: about uniform over the 512-token vocabulary
+        assert abs(c["first_token_nll"] - math.log(512)) < 0.3
+        assert math.log(2) <= c["chance"] <= math.log(4)
+
+
 def test_trials_ask_each_way_equally_and_never_show_the_query_as_a_demonstration():
     trials = draw_trials([20] * 10, 200, n_ways=2, shots=2, seed=0)
     assert draw_trials([20] * 10, 200, n_ways=2, shots=2, seed=0) == trials
@@ -120,6 +191,7 @@ def test_later_recipe_fields_at_their_default_keep_old_keys_and_init_follows_its
     pinned = Recipe(name="pinned", arch="clip")
     assert pinned.key() == "50de90f0e19f"  # as before the fields existed
     assert pinned.model_copy(update={"defined_label_share": 0.5}).key() != pinned.key()
+    assert recipe("llava-clip-m-icl").key() == "a45ef17537e5"  # the built member keeps its folder
     icl = recipe("llava-clip-m-icl")
     assert icl in FULL and icl.init_member == "llava-clip-m" and icl.defined_label_share > 0
     before = icl.key()

@@ -14,7 +14,8 @@ drawn as the `fashion` suite's `clean` domain draws it (a 64x64 RGB frame, the s
 - defined-label sequences (`defined_label_sample`): one demonstration of each of 2-4 classes,
   labelled with words drawn per sequence (`LABEL_WORDS`), then a query picture of one of them:
   the answer is defined only by the demonstrations; `context_tuning_sample` mixes them with the
-  instruction samples.
+  instruction samples; `defined_label_episode` adds several labelled queries per sequence (and a
+  text-only control that names each class in words), for `workflows.zoo.context_probe`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from PIL import Image
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.real_images import FASHION_CLASSES, load_fashion_mnist
 from robustvlm.data.synth.domains import FASHION_STYLES, scan_ink
+from robustvlm.errors import DataError
 from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS, format_question
 
 CAPTION_TEMPLATES = (
@@ -105,7 +107,8 @@ def ten_way_question(question: str = GENERATIVE_PROMPTS[0]) -> str:
 @dataclass
 class ChatSample:
     """One training conversation: `messages` (the last a user turn; one image entry per image),
-    its `images` in order and the assistant's `target` (the only labelled text)."""
+    its `images` in order and the assistant's `target` (labelled), and `label_replies`: which
+    earlier assistant messages (0-based among the assistant messages) are labelled as well."""
 
     id: str
     messages: list[dict]
@@ -114,6 +117,7 @@ class ChatSample:
     env: str = "pretrain"
     source: str = SOURCE
     meta: dict[str, Any] = field(default_factory=dict)
+    label_replies: tuple[int, ...] = ()
 
 
 def user_turn(text: str, n_images: int = 1) -> dict:
@@ -240,6 +244,38 @@ def defined_label_sample(pool: ImagePool, rng: np.random.Generator, uid: str) ->
                             "query_class": classes[asked]})
 
 
+def defined_label_episode(pool: ImagePool, rng: np.random.Generator, uid: str, queries: int,
+                          named: bool = False) -> ChatSample:
+    """A defined-label sequence with `queries` labelled queries: one demonstration of each of 2-4
+    distinct classes in random order, each labelled with its own word of `LABEL_WORDS` (a fresh
+    mapping per sequence), then `queries` pictures, each of one of those classes drawn at random
+    (never an earlier picture of the sequence), each followed by its class's word. Every query's
+    reply is labelled (`label_replies`: the assistant messages of the queries before the last,
+    whose reply is `target`), so one sequence gives `queries` examples of reading a word from the
+    context instead of one. `named` (a text-only control): each turn names its class in words
+    ("Item: coat. <question>") instead of showing a picture, and `images` is empty. `meta` as in
+    `defined_label_sample`, with the query classes in order."""
+    n_ways = int(rng.integers(2, len(LABEL_WORDS) + 1))
+    classes = [int(c) for c in rng.choice(len(FASHION_CLASSES), n_ways, replace=False)]
+    words = [str(w) for w in rng.permutation(list(LABEL_WORDS))[:n_ways]]
+    turns = [int(j) for j in rng.permutation(n_ways)] + [int(j) for j in rng.integers(n_ways, size=queries)]
+    shown: list[int] = []
+    for j in turns:
+        shown.append(pool.draw(rng, classes[j]))
+        while shown[-1] in shown[:-1]:
+            shown[-1] = pool.draw(rng, classes[j])
+    question = defined_label_question(words, rng)
+    messages: list[dict] = []
+    for j in turns:
+        text = f"Item: {FASHION_CLASSES[classes[j]]}. {question}" if named else question
+        messages += [user_turn(text, 0 if named else 1), assistant_turn(words[j])]
+    return ChatSample(uid, messages[:-1], [] if named else [pool.picture(i) for i in shown], words[turns[-1]],
+                      label_replies=tuple(range(n_ways, n_ways + queries - 1)),
+                      meta={"mapping": dict(zip(classes, words)), "demo_classes": [classes[j] for j in turns[:n_ways]],
+                            "query_classes": [classes[j] for j in turns[n_ways:]],
+                            "query_class": classes[turns[-1]]})
+
+
 def context_tuning_sample(pool: ImagePool, rng: np.random.Generator, uid: str, share: float) -> ChatSample:
     """A defined-label sequence with probability `share`, else an `instruction_sample`."""
     if rng.random() < share:
@@ -248,19 +284,46 @@ def context_tuning_sample(pool: ImagePool, rng: np.random.Generator, uid: str, s
 
 
 class ChatSampleCollator(VLMCollator):
-    """`VLMCollator` for `ChatSample`s: any number of turns and images; only the final reply is
-    labelled (same output as `VLMCollator`)."""
+    """`VLMCollator` for `ChatSample`s: any number of turns and images; the final reply is
+    labelled (same output as `VLMCollator`), and so are the earlier replies a sample's
+    `label_replies` names: each from after its assistant header (the text the chat template adds
+    as the generation prompt) up to and including the first special token (its end of turn)."""
 
     def __call__(self, examples: Sequence[Any]) -> dict[str, Any]:
         """Collate `ChatSample`s (they carry the fields of an `Example` that collation reads)."""
-        return super().__call__(list(examples))
+        batch = super().__call__(list(examples))
+        for row, ex in enumerate(examples):
+            if ex.label_replies and self.train:
+                self._label_earlier_replies(batch, row, ex)
+        return batch
+
+    def _label_earlier_replies(self, batch: dict[str, Any], row: int, ex: ChatSample) -> None:
+        ids = batch["input_ids"][row].tolist()
+        header = self._assistant_header()
+        starts = [i + len(header) for i in range(len(ids)) if ids[i:i + len(header)] == header]
+        n_replies = sum(m["role"] == "assistant" for m in ex.messages) + 1  # with the final reply
+        if len(starts) != n_replies or not all(0 <= k < n_replies - 1 for k in ex.label_replies):
+            raise DataError(f"found {len(starts)} assistant headers for {n_replies} replies, or a labelled "
+                            f"reply {ex.label_replies} out of range", ex.source, ex.id)
+        special = set(self.tokenizer.all_special_ids)
+        for k in ex.label_replies:
+            end = next(i for i in range(starts[k], len(ids)) if ids[i] in special)
+            batch["labels"][row, starts[k]:end + 1] = batch["input_ids"][row, starts[k]:end + 1]
+
+    def _assistant_header(self) -> list[int]:
+        """Token ids of the assistant header: what the generation prompt adds to a conversation."""
+        turn = [user_turn("x", 0)]
+        bare, opened = (self.processor.apply_chat_template(turn, add_generation_prompt=g, tokenize=False)
+                        for g in (False, True))
+        return list(self.tokenizer(opened[len(bare):], add_special_tokens=False)["input_ids"])
 
     def _render(self, ex: Any, *, with_answer: bool) -> str:
         messages = [*ex.messages, assistant_turn(ex.target)] if with_answer else ex.messages
         return self.processor.apply_chat_template(messages, add_generation_prompt=not with_answer, tokenize=False)
 
     def _encode_prompts(self, examples: Sequence[Any], prompts: list[str]) -> dict[str, Any]:
-        return self.processor(text=prompts, images=[ex.images for ex in examples], padding=True, return_tensors="pt")
+        images = [ex.images for ex in examples] if any(ex.images for ex in examples) else None
+        return self.processor(text=prompts, images=images, padding=True, return_tensors="pt")
 
 
 def tokenizer_corpus() -> list[str]:

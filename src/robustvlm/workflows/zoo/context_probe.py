@@ -1,0 +1,124 @@
+"""A diagnostic probe of context tuning: does a zoo VLM learn to read a label from its context?
+
+It tunes a built VLM member (vision tower frozen, as context tuning does) on defined-label
+episodes only (`data.defined_label_episode`: every query's reply labelled) and logs, per window
+of `every` steps, the mean negative log-likelihood (nats) of the first token of each labelled
+reply beside chance: the mean log of the number of allowed words, which is the loss of a model
+that knows which words are allowed but not which one the context assigns to the query. With
+`named`, each picture is replaced by its class name in words ("Item: coat."), so reading the
+label is plain copying in text: a loss that stays at chance there says the decoder does not
+learn the copying, whatever it sees; one that falls says the pictures are the obstacle. With
+`fresh_depth`, the model is instead a fresh LLaVA of that decoder depth (64 wide, the zoo's
+tokenizer corpus), for the named control: does a deeper decoder learn the copying in the budget?
+
+    python -m robustvlm.workflows.zoo.context_probe --init zoo:llava-clip-m --named --queries 6 --steps 600 --out DIR
+
+Writes `DIR/probe.json` (settings, the curve, CPU seconds). The tuned weights are not kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from robustvlm.data.collate import IGNORE_INDEX
+from robustvlm.models.loading import load_vlm
+from robustvlm.models.tiny import build_tiny_vlm
+from robustvlm.models.zoo_recipes import resolve_model_name
+from robustvlm.workflows.zoo.data import (
+    ChatSampleCollator,
+    defined_label_episode,
+    tokenizer_corpus,
+    training_pool,
+)
+from robustvlm.workflows.zoo.members import VOCAB_SIZE, vision_tower
+from robustvlm.workflows.zoo.steps import run_stage
+
+
+def first_reply_token_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """[n] negative log-likelihood (nats) of the first token of each labelled reply: the labelled
+    tokens whose previous token is unlabelled, each predicted by the logits one position
+    before. `logits` [B, T, V], `labels` [B, T] (IGNORE_INDEX where unlabelled)."""
+    target, previous = labels[:, 1:], labels[:, :-1]
+    first = (target != IGNORE_INDEX) & (previous == IGNORE_INDEX)
+    logprobs = torch.log_softmax(logits[:, :-1][first].float(), dim=-1)
+    return -logprobs.gather(-1, target[first][:, None])[:, 0]
+
+
+def chance_nll(samples: list[Any]) -> float:
+    """Mean over the labelled replies of log(allowed words): the first-token loss of a model that
+    spreads its probability evenly over the allowed words."""
+    logs = [math.log(len(s.meta["mapping"])) for s in samples for _ in range(len(s.label_replies) + 1)]
+    return float(np.mean(logs))
+
+
+def probe_model(init: str, fresh_depth: int | None) -> tuple[Any, Any]:
+    """The model to probe and its processor: member `init`, or a fresh 64-wide LLaVA of
+    `fresh_depth` decoder layers on the zoo's tokenizer corpus."""
+    if fresh_depth is None:
+        return load_vlm(resolve_model_name(init))
+    return build_tiny_vlm("llava", corpus=tokenizer_corpus(), vocab_size=VOCAB_SIZE, hidden_size=64,
+                          num_layers=fresh_depth, image_size=32)
+
+
+def probe(init: str, *, named: bool, queries: int, steps: int, lr: float = 2e-3, batch_size: int = 16,
+          fresh_depth: int | None = None, n_images: int | None = None, every: int = 50, seed: int = 0) -> dict:
+    """Tune member `init` (a "zoo:NAME" or a folder; or a fresh model, `probe_model`) for `steps`
+    steps on defined-label episodes; returns the settings, the curve [{step, first_token_nll,
+    chance}] per `every` steps and the training CPU seconds."""
+    model, processor = probe_model(init, fresh_depth)
+    model.requires_grad_(True)
+    vision_tower(model).requires_grad_(False)
+    pool, collate = training_pool(n_images, seed), ChatSampleCollator(processor, {})
+    hf: Any = model
+    window: list[tuple[float, float]] = []
+    curve: list[dict] = []
+
+    def loss_of(rng: np.random.Generator) -> torch.Tensor:
+        samples = [defined_label_episode(pool, rng, f"s{i}", queries, named=named) for i in range(batch_size)]
+        batch = collate(samples)
+        for key in ("env", "ids"):
+            batch.pop(key)
+        out = hf(**batch)
+        window.append((float(first_reply_token_nll(out.logits.detach(), batch["labels"]).mean()),
+                       chance_nll(samples)))
+        if len(window) == every:
+            nll, chance = np.mean(window, axis=0)
+            curve.append({"step": len(curve) * every + every, "first_token_nll": round(float(nll), 4),
+                          "chance": round(float(chance), 4)})
+            print(f"step {curve[-1]['step']}: first-token nll {nll:.3f} (chance {chance:.3f})", flush=True)
+            window.clear()
+        return out.loss
+
+    result = run_stage(model, loss_of, steps=steps, lr=lr, seed=seed, label="context probe")
+    return {"init": init if fresh_depth is None else f"fresh, depth {fresh_depth}", "named": named, "queries": queries, "steps": steps, "lr": lr, "batch_size": batch_size,
+            "seed": seed, "curve": curve, "cpu_seconds": result.cpu_seconds}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--init", required=True, help="zoo:NAME of a built VLM member, or its folder "
+                        "(ignored with --fresh-depth)")
+    parser.add_argument("--named", action="store_true", help="class names in words instead of pictures")
+    parser.add_argument("--queries", type=int, default=4, help="labelled queries per episode")
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--fresh-depth", type=int, help="probe a fresh LLaVA of this decoder depth instead")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    report = probe(args.init, named=args.named, queries=args.queries, steps=args.steps, lr=args.lr,
+                   batch_size=args.batch_size, fresh_depth=args.fresh_depth)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "probe.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
