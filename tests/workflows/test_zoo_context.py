@@ -4,6 +4,7 @@ member from another one's weights."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -11,10 +12,11 @@ import numpy as np
 import pytest
 import torch
 
+from robustvlm.cli import main
 from robustvlm.data.real_images import FASHION_CLASSES
 from robustvlm.errors import ConfigError
 from robustvlm.models.zoo_recipes import FULL, RECIPES, Recipe, recipe
-from robustvlm.workflows.zoo.context_probe import first_reply_token_nll, probe
+from robustvlm.workflows.zoo.context_probe import first_reply_token_nll
 from robustvlm.workflows.zoo.data import (
     LABEL_WORDS,
     ChatSampleCollator,
@@ -160,8 +162,13 @@ def test_first_reply_token_nll_scores_the_first_token_of_each_labelled_reply():
     assert first_reply_token_nll(logits, labels).tolist() == pytest.approx(expected, rel=1e-5)
 
 
-def test_the_probe_logs_a_fresh_models_first_token_loss_near_log_vocabulary_and_chance_per_window():
-    report = probe("none", fresh_depth=1, named=True, queries=2, steps=2, batch_size=2, n_images=50, every=1)
+def test_the_probe_logs_a_fresh_models_first_token_loss_near_log_vocabulary_and_chance_per_window(tmp_path, capsys):
+    argv = ["zoo", "probe-context", "--named", "--queries", "2", "--steps", "2", "--batch-size", "2",
+            "--n-images", "50", "--every", "1", "--out", str(tmp_path)]
+    assert main(argv) == 2  # neither a member nor a fresh depth
+    assert "one of the two" in capsys.readouterr().err
+    assert main([*argv, "--fresh-depth", "1"]) == 0
+    report = json.loads((tmp_path / "probe.json").read_text())
     assert [c["step"] for c in report["curve"]] == [1, 2] and report["init"] == "fresh, depth 1"
     for c in report["curve"]:
         # a fresh model's logits are near zero: about uniform over the 512-token vocabulary

@@ -1,8 +1,10 @@
-"""`robustvlm zoo`: build and list the model zoo (small models pretrained offline on real images)."""
+"""`robustvlm zoo`: build and list the model zoo (small models pretrained offline on real images), and
+probe whether a member learns to read a label from its context (`zoo probe-context`)."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -33,8 +35,49 @@ def _zoo_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _zoo_probe_context(args: argparse.Namespace) -> int:
+    import json
+
+    import torch
+
+    from robustvlm.errors import ConfigError
+    from robustvlm.workflows.zoo.context_probe import probe
+
+    if (args.init is None) == (args.fresh_depth is None):
+        raise ConfigError("zoo probe-context: name a built member (--init zoo:NAME) or a fresh decoder depth "
+                          "(--fresh-depth N), one of the two")
+    torch.set_num_threads(1)
+    report = probe(args.init or "none", named=args.named, queries=args.queries, steps=args.steps, lr=args.lr,
+                   batch_size=args.batch_size, fresh_depth=args.fresh_depth, n_images=args.n_images,
+                   every=args.every)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "probe.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    print(f"probe: {args.out / 'probe.json'}")
+    return 0
+
+
+def _add_probe_context(zoo_sub: argparse._SubParsersAction) -> None:
+    """`zoo probe-context`'s options."""
+    zp = zoo_sub.add_parser(
+        "probe-context", help="tune a zoo VLM on defined-label episodes only and log its first-token loss "
+        "against chance (does it learn to read a label from its context?); writes OUT/probe.json")
+    zp.add_argument("--init", metavar="MODEL", help="zoo:NAME of a built VLM member, or its folder")
+    zp.add_argument("--fresh-depth", type=int_at_least(1), metavar="N",
+                    help="probe a fresh 64-wide LLaVA of N decoder layers instead of a member")
+    zp.add_argument("--named", action="store_true", help="class names in words instead of pictures")
+    zp.add_argument("--queries", type=int_at_least(1), default=4, help="labelled queries per episode (default 4)")
+    zp.add_argument("--steps", type=int_at_least(1), default=600, help="tuning steps (default 600)")
+    zp.add_argument("--every", type=int_at_least(1), default=50, help="steps per logged window (default 50)")
+    zp.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default 2e-3)")
+    zp.add_argument("--batch-size", type=int_at_least(1), default=16, help="episodes per step (default 16)")
+    zp.add_argument("--n-images", type=int_at_least(10), metavar="N",
+                    help="draw the episodes' pictures from N training scans (default all 60,000)")
+    zp.add_argument("--out", type=Path, required=True, help="folder for probe.json")
+    zp.set_defaults(func=_zoo_probe_context)
+
+
 def add_zoo(sub: SubParsers) -> None:
-    """zoo build, zoo list."""
+    """zoo build, zoo list, zoo probe-context."""
     zoo = sub.add_parser("zoo", help="small VLMs and dual encoders pretrained offline on real images (zoo:NAME)")
     zoo_sub = zoo.add_subparsers(dest="zoo_command", required=True)
     zb = zoo_sub.add_parser(
@@ -47,3 +90,4 @@ def add_zoo(sub: SubParsers) -> None:
     zb.set_defaults(func=_zoo_build)
     zl = zoo_sub.add_parser("list", help="every recipe: key, whether built, held-out accuracy, CPU seconds")
     zl.set_defaults(func=_zoo_list)
+    _add_probe_context(zoo_sub)

@@ -11,17 +11,13 @@ learn the copying, whatever it sees; one that falls says the pictures are the ob
 `fresh_depth`, the model is instead a fresh LLaVA of that decoder depth (64 wide, the zoo's
 tokenizer corpus), for the named control: does a deeper decoder learn the copying in the budget?
 
-    python -m robustvlm.workflows.zoo.context_probe --init zoo:llava-clip-m --named --queries 6 --steps 600 --out DIR
-
-Writes `DIR/probe.json` (settings, the curve, CPU seconds). The tuned weights are not kept.
+Run it as `robustvlm zoo probe-context` (it writes OUT/probe.json: the settings, the curve, CPU
+seconds). The tuned weights are not kept.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -99,26 +95,3 @@ def probe(init: str, *, named: bool, queries: int, steps: int, lr: float = 2e-3,
     result = run_stage(model, loss_of, steps=steps, lr=lr, seed=seed, label="context probe")
     return {"init": init if fresh_depth is None else f"fresh, depth {fresh_depth}", "named": named, "queries": queries, "steps": steps, "lr": lr, "batch_size": batch_size,
             "seed": seed, "curve": curve, "cpu_seconds": result.cpu_seconds}
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--init", required=True, help="zoo:NAME of a built VLM member, or its folder "
-                        "(ignored with --fresh-depth)")
-    parser.add_argument("--named", action="store_true", help="class names in words instead of pictures")
-    parser.add_argument("--queries", type=int, default=4, help="labelled queries per episode")
-    parser.add_argument("--steps", type=int, default=600)
-    parser.add_argument("--lr", type=float, default=2e-3)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--fresh-depth", type=int, help="probe a fresh LLaVA of this decoder depth instead")
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    report = probe(args.init, named=args.named, queries=args.queries, steps=args.steps, lr=args.lr,
-                   batch_size=args.batch_size, fresh_depth=args.fresh_depth)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "probe.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
-
-
-if __name__ == "__main__":
-    main()

@@ -15,7 +15,7 @@ drawn as the `fashion` suite's `clean` domain draws it (a 64x64 RGB frame, the s
   labelled with words drawn per sequence (`LABEL_WORDS`), then a query picture of one of them:
   the answer is defined only by the demonstrations; `context_tuning_sample` mixes them with the
   instruction samples; `defined_label_episode` adds several labelled queries per sequence (and a
-  text-only control that names each class in words), for `workflows.zoo.context_probe`.
+  text-only control that names each class in words), for `robustvlm zoo probe-context`.
 """
 
 from __future__ import annotations
