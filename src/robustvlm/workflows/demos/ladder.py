@@ -97,8 +97,24 @@ def ladder_methods() -> tuple[str, ...]:
 
 def vlm_hparams(vlm: VLMRungPlan) -> dict[str, dict[str, Any]]:
     """The VLM rungs' method hyperparameters: the paper's schedule at `vlm.anneal` steps to
-    `vlm.penalty_weight`."""
-    return method_hparams(vlm.anneal, vlm.penalty_weight)
+    `vlm.penalty_weight`; Dynamic BIRM's controller averaging `vlm.dynamic_birm_smooth`."""
+    hparams = method_hparams(vlm.anneal, vlm.penalty_weight)
+    hparams["dynamic_birm"] = {**hparams["dynamic_birm"], "smooth": vlm.dynamic_birm_smooth}
+    return hparams
+
+
+def ladder_subset(plan: LadderPlan, methods: Sequence[str] | None = None,
+                  seeds: Sequence[int] | None = None) -> LadderPlan:
+    """`plan` training only `methods` (of `ladder_methods()`, in their order) and `seeds` (each
+    None: the plan's own); a ConfigError names an unknown method. A run's results do not depend on
+    which other methods or seeds run beside it."""
+    if methods is not None:
+        known = ladder_methods()
+        unknown = [m for m in methods if m not in known]
+        if unknown or not methods:
+            raise ConfigError(f"demo ladder: unknown method(s) {unknown or 'none given'}: choose from {list(known)}")
+        plan = replace(plan, methods=tuple(m for m in known if m in methods))
+    return plan if seeds is None else replace(plan, seeds=tuple(dict.fromkeys(seeds)))
 
 
 FULL = LadderPlan(
@@ -116,6 +132,10 @@ QUICK = LadderPlan(rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:clip"), ("m
 ZOO_MEMBERS = ("idefics3-siglip-m",)
 """`demo ladder --zoo`'s default member: the pretrained zoo VLM of the tiny rungs' architecture."""
 ZOO_QUICK_MEMBERS = ("quick-idefics3",)
+ZOO_DYNAMIC_BIRM_SMOOTH = "risks"
+"""Dynamic BIRM's controller on the zoo rungs averages R_emp and R_inv before their ratio
+(`LambdaController.smooth`): with the paper's averaging of the ratio, the pretrained member's
+mini-batch penalty noise drove its weight to several times its target (docs/results/ladder.md)."""
 
 
 def zoo_plan(members: Sequence[str] | None = None, *, quick: bool = False, modes: Sequence[str] | None = None) -> LadderPlan:
@@ -134,7 +154,9 @@ def zoo_plan(members: Sequence[str] | None = None, *, quick: bool = False, modes
     if unknown:
         raise ConfigError(f"unknown VLM rung mode(s) {unknown}: choose from {list(VLM_MODES)}")
     rungs = tuple(("fashion", f"{VLM}{mode}:{ZOO_PREFIX}{name}") for name in names for mode in modes)
-    return replace(QUICK if quick else FULL, rungs=rungs, infer_on=(), workers=1 if quick else 2)
+    base = QUICK if quick else FULL
+    return replace(base, rungs=rungs, infer_on=(), workers=1 if quick else 2,
+                   vlm=replace(base.vlm, dynamic_birm_smooth=ZOO_DYNAMIC_BIRM_SMOOTH))
 
 
 DEMO = replace(FULL, rungs=(("fashion", PIXELS), ("fashion", TOWER + "tiny:idefics3")), infer_on=())
@@ -364,8 +386,9 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
             for (source, rung), method, seed in product(plan.rungs, methods, plan.seeds)]
     jobs += [(source, rung, method, seed, envs) for (source, rung), envs, method, seed
              in product(plan.infer_on, INFERRED, INFERRED_METHODS, plan.seeds)]
-    # a run does not read `infer_on`: without it the kept runs' keys do not depend on --inferred-envs
-    train = partial(run_one, plan=replace(plan, infer_on=()), features=out / FEATURES_DIR)
+    # a run reads neither `infer_on` nor which methods and seeds run beside it: without them the
+    # kept runs' keys do not depend on --inferred-envs, --methods or --seeds
+    train = partial(run_one, plan=replace(plan, infer_on=(), methods=None, seeds=()), features=out / FEATURES_DIR)
     runs = run_jobs(train, jobs,
                     JobRunnerConfig(workers=plan.workers), name=lambda job: "/".join(map(str, job)),
                     store=out / JOBS_DIR, desc="models", progress=progress)
