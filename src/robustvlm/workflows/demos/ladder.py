@@ -253,6 +253,13 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
             "diverged": fit.diverged, "evaluations": evaluations, "cpu_s": round(time.process_time() - cpu, 1)}
 
 
+def run_plan(plan: LadderPlan) -> LadderPlan:
+    """The plan a run is handed (and its kept result keyed by): `plan` without what no run reads,
+    `infer_on` and which methods and seeds run beside it, so that a run kept by one call is found
+    by another with or without --inferred-envs, --methods or --seeds."""
+    return replace(plan, infer_on=(), methods=None, seeds=())
+
+
 def _feature_file(source: str, rung: str) -> str:
     return f"{source}__{rung.replace(':', '_')}.npz"
 
@@ -386,9 +393,7 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
             for (source, rung), method, seed in product(plan.rungs, methods, plan.seeds)]
     jobs += [(source, rung, method, seed, envs) for (source, rung), envs, method, seed
              in product(plan.infer_on, INFERRED, INFERRED_METHODS, plan.seeds)]
-    # a run reads neither `infer_on` nor which methods and seeds run beside it: without them the
-    # kept runs' keys do not depend on --inferred-envs, --methods or --seeds
-    train = partial(run_one, plan=replace(plan, infer_on=(), methods=None, seeds=()), features=out / FEATURES_DIR)
+    train = partial(run_one, plan=run_plan(plan), features=out / FEATURES_DIR)
     runs = run_jobs(train, jobs,
                     JobRunnerConfig(workers=plan.workers), name=lambda job: "/".join(map(str, job)),
                     store=out / JOBS_DIR, desc="models", progress=progress)
