@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from itertools import product
@@ -60,7 +60,7 @@ from robustvlm.linear.mlp import MLPFit, fit_mlp
 from robustvlm.models.backends import load_backend
 from robustvlm.models.loading import TINY_PREFIX
 from robustvlm.models.zoo_recipes import RECIPES, ZOO_PREFIX, recipe
-from robustvlm.objectives import REGISTRY, build_objective
+from robustvlm.objectives import REGISTRY, Objective, build_objective
 from robustvlm.workflows.demos.ladder_vlm import MODES as VLM_MODES
 from robustvlm.workflows.demos.ladder_vlm import (
     parse_rung,
@@ -210,11 +210,14 @@ def _split(n: int, holdout: float) -> tuple[np.ndarray, np.ndarray]:
     return np.arange(cut), np.arange(cut, n)
 
 
-def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Path) -> dict[str, Any]:
+def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Path, *,
+            hparams: Mapping[str, Any] | None = None,
+            wrap: Callable[[Objective], Objective] | None = None) -> dict[str, Any]:
     """Train one (source, rung, method, seed, environments) model on one torch thread; its
     evaluations and `cpu_s`, the CPU seconds it took. Environments `given` are the data's; an
     `INFERRED` split replaces them on the training rows (the held-out rows and the test
-    environments stay as they are)."""
+    environments stay as they are). `hparams` update the method's plan hyperparameters and
+    `wrap` wraps its objective (`ladder_trace`: a run traced step by step)."""
     cpu = time.process_time()
     torch.set_num_threads(1)
     source, rung, method, seed, envs = job
@@ -232,8 +235,9 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
         env_names = [f"{envs}-{i}" for i in range(int(env.max()) + 1)]
     vlm = rung.startswith(VLM)
     evaluations: list[dict[str, Any]]
-    objective = build_objective("erm" if method == ORACLE else method, env_names,
-                                (vlm_hparams(plan.vlm) if vlm else method_hparams(plan.anneal))[method])
+    planned = (vlm_hparams(plan.vlm) if vlm else method_hparams(plan.anneal))[method]
+    objective = build_objective("erm" if method == ORACLE else method, env_names, {**planned, **(hparams or {})})
+    objective = wrap(objective) if wrap is not None else objective
     if vlm:
         evaluations = vlm_evaluations(objective, rung, source, seed, plan.vlm, inputs, labels, splits)
         return {"source": source, "rung": rung, "method": method, "seed": seed, "envs": envs, "diverged": False,
