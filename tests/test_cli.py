@@ -235,7 +235,8 @@ def _record_demo_runs(monkeypatch) -> list[str]:
 @pytest.mark.parametrize(
     ("argv", "option"),
     [
-        (["demo", "ladder", "--methods", "erm,irm"], "--methods"),
+        (["demo", "reward", "--methods", "erm,irm"], "--methods"),
+        (["demo", "tasks", "--seeds", "3,4"], "--seeds"),
         (["demo", "reward", "--modes", "full"], "--modes"),
         (["demo", "--zoo"], "--zoo"),
         (["demo", "invariance", "--zoo"], "--zoo"),
@@ -246,7 +247,7 @@ def _record_demo_runs(monkeypatch) -> list[str]:
     ],
 )
 def test_a_demo_option_given_to_a_demo_that_does_not_read_it_is_refused(argv, option, monkeypatch, capsys):
-    """They were ignored silently: `demo ladder --methods erm,irm` trained every method."""
+    """They were ignored silently: `demo reward --methods erm,irm` trained every loss."""
     ran = _record_demo_runs(monkeypatch)
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -258,5 +259,5 @@ def test_the_options_a_demo_reads_reach_it(monkeypatch):
     ran = _record_demo_runs(monkeypatch)
     assert main(["demo", "invariance", "--n-envs", "4", "--methods", "erm,irm", "--budget", "quick"]) == 0
     assert main(["demo", "tasks", "--zoo", "--methods", "erm"]) == 0
-    assert main(["demo", "ladder", "--inferred-envs"]) == 0
+    assert main(["demo", "ladder", "--inferred-envs", "--methods", "erm", "--seeds", "3"]) == 0
     assert ran == ["run_invariance_demo", "run_demo", "run_ladder_demo"]

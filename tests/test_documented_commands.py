@@ -125,6 +125,7 @@ NOT_RUN = {
     "robustvlm zoo probe-context --init zoo:llava-clip-m --queries 4 --steps 600 --out out/probe_pictures": "a context probe run (23 min on the 2-core machine; tiny settings in tests/workflows/test_zoo_context.py)",
     "robustvlm zoo probe-context --fresh-depth 4 --named --queries 6 --steps 600 --out out/probe_fresh4_named": "a context probe run (26 min on the 2-core machine; tiny settings in tests/workflows/test_zoo_context.py)",
     "robustvlm demo ladder --zoo --modes full --out figures/ladder_zoo": "the pretrained ladder rung's measurement (25 min on the shared 2-core machine; docs/results/ladder.md)",
+    "robustvlm demo ladder --zoo --modes full --methods erm,dynamic_birm --seeds 0,1,2,3,4,5 --out figures/ladder_zoo": "six seeds of two methods at the pretrained full rung (about 3 CPU-minutes after the command above; docs/results/ladder.md)",
     "robustvlm demo ladder --zoo --members idefics3-siglip-m,llava-clip-m --out demo_ladder_zoo": "two members' three rungs (about 2 CPU-hours); the same code path as the measured one",
     "robustvlm demo ladder --zoo --quick --out demo_ladder_zoo_quick": "needs the quick zoo (`zoo build --quick`); run by tests/workflows/demos/test_ladder_zoo.py",
     "robustvlm demo robustness --zoo --quick --out zr_quick": "needs the quick zoo (`zoo build --quick`); run by tests/workflows/demos/test_robustness_zoo.py",

@@ -28,7 +28,9 @@ class VLMRungPlan:
     `anneal` steps (the IRM paper's 91257 collapses every fixed-weight method to a constant
     answer here: docs/results/ladder.md), evaluations every `eval_every` steps;
     `candidates_only`: the objective sees the two answers' logits only
-    (`training.answer_fit.fit_answer`)."""
+    (`training.answer_fit.fit_answer`); `dynamic_birm_smooth`: what Dynamic BIRM's controller
+    averages over steps (`objectives.dynamic_birm.LambdaController.smooth`: `lambda`, the
+    paper's, or `risks`)."""
 
     per_env: int | None
     image_size: int
@@ -39,6 +41,7 @@ class VLMRungPlan:
     eval_every: int
     penalty_weight: float
     candidates_only: bool = False
+    dynamic_birm_smooth: str = "lambda"
 
 
 #: The VLM rungs' training (`workflows.demos.ladder_vlm`).

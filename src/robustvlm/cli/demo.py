@@ -19,7 +19,8 @@ _OPTION_SCOPES: dict[str, tuple[str, ...]] = {
     "--members": ("robustness --zoo", "reward --zoo", "ladder --zoo"),
     "--modes": ("ladder --zoo",),
     "--inferred-envs": ("ladder",),
-    "--methods": ("invariance", "tasks", "tasks --zoo"),
+    "--methods": ("invariance", "tasks", "tasks --zoo", "ladder", "ladder --zoo"),
+    "--seeds": ("ladder", "ladder --zoo"),
     "--n-envs": ("invariance",),
     "--dim-inv": ("invariance",),
     "--dim-spu": ("invariance",),
@@ -82,17 +83,32 @@ def _members(args: argparse.Namespace) -> list[str] | None:
 
 
 def _demo_ladder(args: argparse.Namespace) -> int:
-    """`demo ladder`: the whole ladder, or its VLM rungs from pretrained zoo members (`--zoo`)."""
-    from robustvlm.workflows.demos.ladder import run_ladder_demo, zoo_plan
+    """`demo ladder`: the whole ladder, or its VLM rungs from pretrained zoo members (`--zoo`);
+    `--methods` and `--seeds` train a subset."""
+    from robustvlm.workflows.demos.ladder import (
+        FULL,
+        QUICK,
+        ladder_subset,
+        run_ladder_demo,
+        zoo_plan,
+    )
 
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
     if args.zoo:
+        plan = zoo_plan(_members(args), quick=args.quick,
+                        modes=[m.strip() for m in args.modes.split(",")] if args.modes else None)
         run_ladder_demo(args.out or ("demo_ladder_zoo_quick" if args.quick else "demo_ladder_zoo"), quick=args.quick,
-                        plan=zoo_plan(_members(args), quick=args.quick,
-                                      modes=[m.strip() for m in args.modes.split(",")] if args.modes else None))
+                        plan=ladder_subset(plan, methods, args.seeds))
         return 0
     run_ladder_demo(args.out or ("demo_ladder_quick" if args.quick else "demo_ladder"), quick=args.quick,
+                    plan=ladder_subset(QUICK if args.quick else FULL, methods, args.seeds),
                     inferred_envs=args.inferred_envs)
     return 0
+
+
+def _seeds(text: str) -> list[int]:
+    """`--seeds`' comma-separated model seeds (integers >= 0)."""
+    return [int_at_least(0)(part.strip()) for part in text.split(",") if part.strip()]
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -179,8 +195,12 @@ def add_demo(sub: SubParsers) -> None:
         "--methods",
         help="demo invariance: comma-separated methods to train (default erm,irm,vrex,groupdro,birm,"
         "dynamic_birm,oracle; irm_eiil and dynamic_birm_eiil train on environments inferred by EIIL); "
-        "demo tasks: the study's methods by objective name (default erm,birm,dynamic_birm)",
+        "demo tasks: the study's methods by objective name (default erm,birm,dynamic_birm); demo ladder: "
+        "the methods to train (default erm,irm,vrex,birm,dynamic_birm,oracle)",
     )
+    dm.add_argument("--seeds", type=_seeds, metavar="SEEDS",
+                    help="demo ladder: comma-separated model seeds (default 0,1,2; --quick: 0); a run's "
+                    "results do not depend on the other methods or seeds beside it")
     dm.add_argument(
         "--launcher",
         metavar="YAML",

@@ -313,6 +313,9 @@ class _DynamicBIRM(_Batched[DynamicBIRMHyperparameters]):
     """`objectives.dynamic_birm.LambdaController`, one per model, as [S, D] float64 tensors."""
 
     def __init__(self, hps: list[DynamicBIRMHyperparameters], cell: Cell) -> None:
+        if any(hp.smooth != "lambda" for hp in hps):
+            raise ConfigError("method 'dynamic_birm': the batched linear trainer runs the paper's controller "
+                              "only (smooth: lambda); train smooth: risks one model at a time")
         super().__init__(hps, cell)
         self.bayes = _BayesianPenalty(hps, cell)
         self.k_skip = [int(hp.k_skip) for hp in hps]

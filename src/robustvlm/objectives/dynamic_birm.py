@@ -10,6 +10,9 @@ from robustvlm.objectives.base import LossParts, Objective, hparam
 from robustvlm.objectives.birm import BayesianScalePenalty, ScaleHyperparameters
 from robustvlm.objectives.invariance import penalised_parts, require
 
+SMOOTH = ("lambda", "risks")
+"""`LambdaController.smooth`: what the controller averages over steps."""
+
 
 @dataclass
 class LambdaController:
@@ -20,6 +23,13 @@ class LambdaController:
         lambda_target = P_target / max(R_inv, eps, eps_rel * R_inv_ref)
         lambda_t      = alpha * lambda_{t-1} + (1 - alpha) * lambda_target,
     then clipped to `lambda_max` when set (the clipped value is what is carried on).
+    `smooth="lambda"` (the paper's) forms lambda_target from the step's own R_emp and R_inv;
+    `smooth="risks"` from their running means over the penalised steps,
+        R_bar_t = alpha * R_bar_{t-1} + (1 - alpha) * R_t   (R_bar at the first penalised step: its R),
+    for R_emp and R_inv alike, then the same recurrence. On mini-batches R_inv is sampling noise
+    spread over decades, and the mean of P_target / R_inv is dominated by the batches where R_inv
+    happens to be smallest (the mean of 1 / X is above 1 / mean of X); averaging R_inv before the
+    ratio makes lambda_t * mean(R_inv) track P_target instead.
     R_inv_ref is R_inv at the first penalised step, so with eps_rel > 0 lambda_target is at
     most 1 / eps_rel times its first value (times P_target's change): a floor in R_inv's own
     units, whatever the vocabulary or risk. eps_rel = 0 is the paper's controller.
@@ -32,6 +42,8 @@ class LambdaController:
         step: the optimizer step of the last update (None before the first).
         target, capped: that update's lambda_target and whether the cap bound.
         r_inv_ref: R_inv at the first penalised step (None before it).
+        r_emp_bar, r_inv_bar: the running means of `smooth="risks"` (None before the first
+            penalised step, and with `smooth="lambda"`).
     """
 
     gamma: float
@@ -41,11 +53,14 @@ class LambdaController:
     eps: float
     lambda_max: float | None
     eps_rel: float = 0.0
+    smooth: str = "lambda"
     value: float = 0.0
     step: int | None = None
     target: float = 0.0
     capped: bool = False
     r_inv_ref: float | None = None
+    r_emp_bar: float | None = None
+    r_inv_bar: float | None = None
 
     def update(self, step: int, r_emp: float, r_inv: float) -> tuple[float, float, bool]:
         """lambda of optimizer step `step`: (lambda_t, lambda_target, whether the cap bound).
@@ -58,6 +73,8 @@ class LambdaController:
         if step != self.step:
             if self.r_inv_ref is None:
                 self.r_inv_ref = r_inv
+            if self.smooth == "risks":
+                r_emp, r_inv = self._running_means(r_emp, r_inv)
             floor = max(self.eps, self.eps_rel * self.r_inv_ref)
             target = max(self.gamma * r_emp, self.p_min) / max(r_inv, floor)
             value = self.alpha * self.value + (1.0 - self.alpha) * target
@@ -66,14 +83,26 @@ class LambdaController:
             self.step, self.target = step, target
         return self.value, self.target, self.capped
 
+    def _running_means(self, r_emp: float, r_inv: float) -> tuple[float, float]:
+        """(R_emp_bar, R_inv_bar) after this step's R_emp and R_inv (`smooth="risks"`)."""
+        if self.r_emp_bar is None or self.r_inv_bar is None:
+            self.r_emp_bar, self.r_inv_bar = r_emp, r_inv
+        else:
+            self.r_emp_bar = self.alpha * self.r_emp_bar + (1.0 - self.alpha) * r_emp
+            self.r_inv_bar = self.alpha * self.r_inv_bar + (1.0 - self.alpha) * r_inv
+        return self.r_emp_bar, self.r_inv_bar
+
     def state_dict(self) -> dict[str, Any]:
-        """{"lambda", "lambda_step", "lambda_target", "lambda_capped"} of the last update, "r_inv_ref"."""
+        """{"lambda", "lambda_step", "lambda_target", "lambda_capped"} of the last update,
+        "r_inv_ref", "r_emp_bar", "r_inv_bar"."""
         return {
             "lambda": self.value,
             "lambda_step": self.step,
             "lambda_target": self.target,
             "lambda_capped": self.capped,
             "r_inv_ref": self.r_inv_ref,
+            "r_emp_bar": self.r_emp_bar,
+            "r_inv_bar": self.r_inv_bar,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -83,6 +112,7 @@ class LambdaController:
         self.target = float(state.get("lambda_target", 0.0))
         self.capped = bool(state.get("lambda_capped", False))
         self.r_inv_ref = state.get("r_inv_ref")
+        self.r_emp_bar, self.r_inv_bar = state.get("r_emp_bar"), state.get("r_inv_bar")
 
 
 @dataclass(frozen=True)
@@ -97,6 +127,10 @@ class DynamicBIRMHyperparameters(ScaleHyperparameters):
     lambda_max: float | None = hparam(None, None, "cap on lambda (None: no cap); logged when it binds")
     eps_rel: float = hparam(
         0.1, None, "floor of R_inv relative to R_inv at the first penalised step (0: none)"
+    )
+    smooth: str = hparam(
+        "lambda", None, "what the controller averages over steps: lambda_target (`lambda`, the "
+        "paper's) or R_emp and R_inv before their ratio (`risks`)"
     )
 
 
@@ -141,6 +175,7 @@ class DynamicBIRM(Objective[DynamicBIRMHyperparameters]):
         require(hp.eps > 0, self.name, "eps must be > 0")
         require(hp.k_skip >= 0, self.name, "k_skip must be >= 0")
         require(0.0 <= hp.eps_rel < 1.0, self.name, "eps_rel must be in [0, 1)")
+        require(hp.smooth in SMOOTH, self.name, f"smooth must be one of {list(SMOOTH)}, not {hp.smooth!r}")
         require(
             hp.lambda_max is None or hp.lambda_max > 0, self.name, "lambda_max must be > 0"
         )
@@ -153,6 +188,7 @@ class DynamicBIRM(Objective[DynamicBIRMHyperparameters]):
             eps=float(hp.eps),
             lambda_max=None if hp.lambda_max is None else float(hp.lambda_max),
             eps_rel=float(hp.eps_rel),
+            smooth=str(hp.smooth),
         )
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:

@@ -35,7 +35,7 @@ from robustvlm.report.icl_gain import (
     icl_shift_cost_table,
 )
 from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
-from robustvlm.report.ladder import summary_table, zero_shot_table
+from robustvlm.report.ladder import ladder_seeds_table, summary_table, zero_shot_table
 from robustvlm.report.page import Table
 from robustvlm.report.reward_demo import (
     full_runs_table,
@@ -112,6 +112,8 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "ladder-zoo-oracle": ("demo ladder --zoo", _ladder_cells(vlm=True, reading="oracle")),
     "ladder-zoo-td": ("demo ladder --zoo", _ladder_cells(vlm=True, reading="training-domain")),
     "ladder-zoo-shot": ("demo ladder --zoo", lambda results: zero_shot_table(LadderResults.from_dict(results))),
+    "ladder-zoo-seeds": ("demo ladder --zoo", lambda results: ladder_seeds_table(
+        {cell: v for cell, v in LadderResults.from_dict(results).summary.items() if is_vlm_cell(cell)})),
     "reward-matrix": ("demo reward", _reward(lambda summary: matrix_summary_table(summary.matrix))),
     "reward-linear": ("demo reward", _reward(_linear_table)),
     "invariance": ("demo invariance", lambda results: error_table(InvarianceResults.from_dict(dict(results)))),

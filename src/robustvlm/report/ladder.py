@@ -74,6 +74,36 @@ def summary_table(summary: Summary, reading: str) -> Table:
     return Table(["method", *cells], rows)
 
 
+SEED_READINGS = ("final", "oracle")
+"""The readings of `ladder_seeds_table`: the final step and the test-domain oracle's pick."""
+
+
+def ladder_seeds_table(summary: Summary) -> Table:
+    """Seed by seed, each rung's colour-free accuracy (%) per method under the final step and the
+    oracle's pick (`SEED_READINGS`), "+" where a method beats ERM's same seed; a last row per rung
+    counts the seeds each method beats ERM in."""
+    methods = shown_methods(summary)
+    header = ["rung", "seed", *(f"{label(m)} ({reading})" for m in methods for reading in SEED_READINGS)]
+    rows = []
+    for cell, entries in summary.items():
+        values = {(m, r): entries[m].readings[r][COLOUR_FREE].values if m in entries and COLOUR_FREE in
+                  entries[m].readings[r] else {} for m in methods for r in SEED_READINGS}
+        seeds = sorted({seed for v in values.values() for seed in v}, key=int)
+        wins = dict.fromkeys(values, 0)
+        for seed in seeds:
+            row = [cell, seed]
+            for (method, reading), by_seed in values.items():
+                erm = values.get(("erm", reading), {}).get(seed)
+                value = by_seed.get(seed)
+                better = method != "erm" and value is not None and erm is not None and value > erm
+                wins[method, reading] += better
+                row.append("n/a" if value is None else f"{100 * value:.1f}" + (" +" if better else ""))
+            rows.append(row)
+        rows.append([cell, "beats ERM in", *("" if m == "erm" else f"{wins[m, r]} of {len(values[m, r])}"
+                                             for m, r in values)])
+    return Table(header, rows)
+
+
 def cell_table(entries: Mapping[str, MethodSummary], train_envs: list[str]) -> Table:
     """One rung: per method the final accuracies (colour-free also seed by seed), worst environment,
     rule, and the colour-free accuracy under the two selection rules."""

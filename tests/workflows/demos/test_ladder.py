@@ -53,3 +53,11 @@ def test_quick_ladder_writes_its_report_and_resumes(tmp_path, monkeypatch):
     again = json.loads((out / "results.json").read_text())  # without --inferred-envs: the four rungs only
     assert again["inference"] == {} and "inferred" not in again["cpu_seconds"]
     assert again["summary"] == results["summary"]
+    # a subset (--methods, --seeds) finds the same kept runs: nothing trains, only those are summarised
+    assert main(["demo", "ladder", "--quick", "--methods", "oracle,erm", "--seeds", "0", "--out", str(out)]) == 0
+    assert calls == []
+    subset = json.loads((out / "results.json").read_text())
+    assert subset["plan"]["methods"] == ["erm", "oracle"]
+    assert all(set(entries) == {"erm", "oracle"} for entries in subset["summary"].values())
+    assert all(subset["summary"][cell][m] == results["summary"][cell][m]
+               for cell in results["summary"] for m in ("erm", "oracle"))

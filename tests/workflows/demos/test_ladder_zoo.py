@@ -5,6 +5,8 @@ is the same in every seed, keeps its own processor, and the demo reports its zer
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +18,11 @@ from robustvlm.cli import main
 from robustvlm.errors import ConfigError
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import load_vlm
+from robustvlm.objectives import build_objective
 from robustvlm.report.figures import OWN_TEST_FIGURES, read_figure, render
 from robustvlm.training.answer_fit import candidate_correct
 from robustvlm.workflows.demos import ladder_vlm
-from robustvlm.workflows.demos.ladder import zoo_plan
+from robustvlm.workflows.demos.ladder import run_one, zoo_plan
 from robustvlm.workflows.demos.ladder_vlm import answer_rows, build_vlm, environment_rows
 
 MEMBER = "zoo:quick-idefics3"
@@ -123,3 +126,31 @@ def test_quick_figures_in_the_docs_are_what_the_code_produces(quick_run, name):
     assert render(name, quick_run) == documented, (
         f"docs/quick_figures.md's {name} table differs from what the code produces now; if the change "
         "is intended, rewrite it with `python -m robustvlm.report.figures`")
+
+
+def test_the_zoo_plan_runs_dynamic_birm_with_the_risks_averaged_and_the_tiny_rungs_keep_the_papers():
+    from robustvlm.workflows.demos.ladder import FULL, QUICK, vlm_hparams
+
+    for plan in (zoo_plan(), zoo_plan(quick=True)):
+        hparams = vlm_hparams(plan.vlm)["dynamic_birm"]
+        assert hparams == {"k_skip": plan.vlm.anneal, "smooth": "risks"}
+        assert build_objective("dynamic_birm", ["a", "b"], hparams).controller.smooth == "risks"
+    assert FULL.vlm.dynamic_birm_smooth == QUICK.vlm.dynamic_birm_smooth == "lambda"
+    assert vlm_hparams(FULL.vlm)["irm"] == vlm_hparams(zoo_plan().vlm)["irm"]
+
+
+def test_a_subset_of_methods_and_seeds_keeps_the_runs_keys():
+    from robustvlm.workflows.demos.ladder import ladder_subset, run_plan
+    from robustvlm.workflows.launchers import _job_key
+
+    plan = zoo_plan(modes=["full"])
+    subset = ladder_subset(plan, ["dynamic_birm", "erm"], [3, 4, 4])
+    assert subset.methods == ("erm", "dynamic_birm") and subset.seeds == (3, 4)
+    job = ("fashion", plan.rungs[0][1], "erm", 3, "given")
+    keys = {_job_key(partial(run_one, plan=run_plan(p), features=Path("f")), job)
+            for p in (plan, subset, ladder_subset(plan, ["erm"], None))}
+    assert len(keys) == 1
+    changed = replace(plan, vlm=replace(plan.vlm, dynamic_birm_smooth="lambda"))
+    assert _job_key(partial(run_one, plan=run_plan(changed), features=Path("f")), job) not in keys
+    with pytest.raises(ConfigError, match="unknown method"):
+        ladder_subset(plan, ["erm", "groupdro"])

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from itertools import product
@@ -60,7 +60,7 @@ from robustvlm.linear.mlp import MLPFit, fit_mlp
 from robustvlm.models.backends import load_backend
 from robustvlm.models.loading import TINY_PREFIX
 from robustvlm.models.zoo_recipes import RECIPES, ZOO_PREFIX, recipe
-from robustvlm.objectives import REGISTRY, build_objective
+from robustvlm.objectives import REGISTRY, Objective, build_objective
 from robustvlm.workflows.demos.ladder_vlm import MODES as VLM_MODES
 from robustvlm.workflows.demos.ladder_vlm import (
     parse_rung,
@@ -97,8 +97,24 @@ def ladder_methods() -> tuple[str, ...]:
 
 def vlm_hparams(vlm: VLMRungPlan) -> dict[str, dict[str, Any]]:
     """The VLM rungs' method hyperparameters: the paper's schedule at `vlm.anneal` steps to
-    `vlm.penalty_weight`."""
-    return method_hparams(vlm.anneal, vlm.penalty_weight)
+    `vlm.penalty_weight`; Dynamic BIRM's controller averaging `vlm.dynamic_birm_smooth`."""
+    hparams = method_hparams(vlm.anneal, vlm.penalty_weight)
+    hparams["dynamic_birm"] = {**hparams["dynamic_birm"], "smooth": vlm.dynamic_birm_smooth}
+    return hparams
+
+
+def ladder_subset(plan: LadderPlan, methods: Sequence[str] | None = None,
+                  seeds: Sequence[int] | None = None) -> LadderPlan:
+    """`plan` training only `methods` (of `ladder_methods()`, in their order) and `seeds` (each
+    None: the plan's own); a ConfigError names an unknown method. A run's results do not depend on
+    which other methods or seeds run beside it."""
+    if methods is not None:
+        known = ladder_methods()
+        unknown = [m for m in methods if m not in known]
+        if unknown or not methods:
+            raise ConfigError(f"demo ladder: unknown method(s) {unknown or 'none given'}: choose from {list(known)}")
+        plan = replace(plan, methods=tuple(m for m in known if m in methods))
+    return plan if seeds is None else replace(plan, seeds=tuple(dict.fromkeys(seeds)))
 
 
 FULL = LadderPlan(
@@ -116,6 +132,10 @@ QUICK = LadderPlan(rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:clip"), ("m
 ZOO_MEMBERS = ("idefics3-siglip-m",)
 """`demo ladder --zoo`'s default member: the pretrained zoo VLM of the tiny rungs' architecture."""
 ZOO_QUICK_MEMBERS = ("quick-idefics3",)
+ZOO_DYNAMIC_BIRM_SMOOTH = "risks"
+"""Dynamic BIRM's controller on the zoo rungs averages R_emp and R_inv before their ratio
+(`LambdaController.smooth`): with the paper's averaging of the ratio, the pretrained member's
+mini-batch penalty noise drove its weight to several times its target (docs/results/ladder.md)."""
 
 
 def zoo_plan(members: Sequence[str] | None = None, *, quick: bool = False, modes: Sequence[str] | None = None) -> LadderPlan:
@@ -134,7 +154,9 @@ def zoo_plan(members: Sequence[str] | None = None, *, quick: bool = False, modes
     if unknown:
         raise ConfigError(f"unknown VLM rung mode(s) {unknown}: choose from {list(VLM_MODES)}")
     rungs = tuple(("fashion", f"{VLM}{mode}:{ZOO_PREFIX}{name}") for name in names for mode in modes)
-    return replace(QUICK if quick else FULL, rungs=rungs, infer_on=(), workers=1 if quick else 2)
+    base = QUICK if quick else FULL
+    return replace(base, rungs=rungs, infer_on=(), workers=1 if quick else 2,
+                   vlm=replace(base.vlm, dynamic_birm_smooth=ZOO_DYNAMIC_BIRM_SMOOTH))
 
 
 DEMO = replace(FULL, rungs=(("fashion", PIXELS), ("fashion", TOWER + "tiny:idefics3")), infer_on=())
@@ -188,11 +210,14 @@ def _split(n: int, holdout: float) -> tuple[np.ndarray, np.ndarray]:
     return np.arange(cut), np.arange(cut, n)
 
 
-def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Path) -> dict[str, Any]:
+def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Path, *,
+            hparams: Mapping[str, Any] | None = None,
+            wrap: Callable[[Objective], Objective] | None = None) -> dict[str, Any]:
     """Train one (source, rung, method, seed, environments) model on one torch thread; its
     evaluations and `cpu_s`, the CPU seconds it took. Environments `given` are the data's; an
     `INFERRED` split replaces them on the training rows (the held-out rows and the test
-    environments stay as they are)."""
+    environments stay as they are). `hparams` update the method's plan hyperparameters and
+    `wrap` wraps its objective (`ladder_trace`: a run traced step by step)."""
     cpu = time.process_time()
     torch.set_num_threads(1)
     source, rung, method, seed, envs = job
@@ -210,8 +235,9 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
         env_names = [f"{envs}-{i}" for i in range(int(env.max()) + 1)]
     vlm = rung.startswith(VLM)
     evaluations: list[dict[str, Any]]
-    objective = build_objective("erm" if method == ORACLE else method, env_names,
-                                (vlm_hparams(plan.vlm) if vlm else method_hparams(plan.anneal))[method])
+    planned = (vlm_hparams(plan.vlm) if vlm else method_hparams(plan.anneal))[method]
+    objective = build_objective("erm" if method == ORACLE else method, env_names, {**planned, **(hparams or {})})
+    objective = wrap(objective) if wrap is not None else objective
     if vlm:
         evaluations = vlm_evaluations(objective, rung, source, seed, plan.vlm, inputs, labels, splits)
         return {"source": source, "rung": rung, "method": method, "seed": seed, "envs": envs, "diverged": False,
@@ -229,6 +255,13 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
                   seed=seed, eval_every=plan.eval_every, on_eval=evaluate)
     return {"source": source, "rung": rung, "method": method, "seed": seed, "envs": envs,
             "diverged": fit.diverged, "evaluations": evaluations, "cpu_s": round(time.process_time() - cpu, 1)}
+
+
+def run_plan(plan: LadderPlan) -> LadderPlan:
+    """The plan a run is handed (and its kept result keyed by): `plan` without what no run reads,
+    `infer_on` and which methods and seeds run beside it, so that a run kept by one call is found
+    by another with or without --inferred-envs, --methods or --seeds."""
+    return replace(plan, infer_on=(), methods=None, seeds=())
 
 
 def _feature_file(source: str, rung: str) -> str:
@@ -364,8 +397,7 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
             for (source, rung), method, seed in product(plan.rungs, methods, plan.seeds)]
     jobs += [(source, rung, method, seed, envs) for (source, rung), envs, method, seed
              in product(plan.infer_on, INFERRED, INFERRED_METHODS, plan.seeds)]
-    # a run does not read `infer_on`: without it the kept runs' keys do not depend on --inferred-envs
-    train = partial(run_one, plan=replace(plan, infer_on=()), features=out / FEATURES_DIR)
+    train = partial(run_one, plan=run_plan(plan), features=out / FEATURES_DIR)
     runs = run_jobs(train, jobs,
                     JobRunnerConfig(workers=plan.workers), name=lambda job: "/".join(map(str, job)),
                     store=out / JOBS_DIR, desc="models", progress=progress)
