@@ -26,7 +26,7 @@ def documented_commands() -> list[str]:
         for block in re.findall(r"```[a-z]*\n(.*?)```", path.read_text(encoding="utf-8"), re.S):
             for line in re.sub(r"\\\n\s*", " ", block).splitlines():
                 line = re.sub(r"\s+#.*$", "", line.strip())
-                if line.startswith(("robustvlm ", "make ", "python benchmarks/")) and line not in found:
+                if line.startswith(("robustvlm ", "make ", "python benchmarks/", "python -m robustvlm")) and line not in found:
                     found.append(line)
     return found
 
@@ -121,6 +121,8 @@ NOT_RUN = {
     "robustvlm zoo build --members idefics3-siglip-m": "builds a full zoo member (minutes of CPU; already built in the shared cache)",
     "robustvlm demo ladder --zoo --modes head,lora --out figures/ladder_zoo_head_lora": "the pretrained head and lora rungs' measurement (18 min on the 2-core machine; docs/results/ladder.md)",
     "robustvlm demo ladder --zoo --members llava-clip-m --modes full --out figures/ladder_zoo_llava": "the full rung from zoo:llava-clip-m (18 min on the 2-core machine; docs/results/ladder.md)",
+    "python -m robustvlm.workflows.demos.ladder_trace figures/ladder_zoo vlm:full:zoo:idefics3-siglip-m dynamic_birm 1 smooth=lambda": "one traced full-rung run (about a minute of CPU after the ladder run it reads); the module's command line runs with tiny settings in tests/workflows/demos/test_ladder_trace.py",
+    "python -m robustvlm.workflows.demos.ladder_trace figures/ladder_zoo vlm:full:zoo:idefics3-siglip-m dynamic_birm 1 smooth=risks": "as the line above, with the risks averaged",
     "robustvlm zoo probe-context --init zoo:llava-clip-m --named --queries 6 --steps 600 --out out/probe_named": "a context probe run (23 min on the 2-core machine; the command runs with tiny settings in tests/workflows/test_zoo_context.py)",
     "robustvlm zoo probe-context --init zoo:llava-clip-m --queries 4 --steps 600 --out out/probe_pictures": "a context probe run (23 min on the 2-core machine; tiny settings in tests/workflows/test_zoo_context.py)",
     "robustvlm zoo probe-context --fresh-depth 4 --named --queries 6 --steps 600 --out out/probe_fresh4_named": "a context probe run (26 min on the 2-core machine; tiny settings in tests/workflows/test_zoo_context.py)",
