@@ -10,6 +10,7 @@ import json
 import pytest
 import torch
 from PIL import Image
+from reward_inputs import QUERY, RESPONSES
 
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
@@ -24,16 +25,11 @@ from robustvlm.models.reward import (
     save_reward_model,
 )
 
-QUERY = "What colour is the square?"
-RESPONSES = ["It is red.", "It is a blue square on a white page.", "Green."]
-
 
 @pytest.fixture(scope="module")
-def image_file(tmp_path_factory):
-    img = Image.new("RGB", (40, 40), (255, 255, 255))
-    img.paste((200, 20, 20), (10, 10, 30, 30))
+def image_file(tmp_path_factory, image):
     path = tmp_path_factory.mktemp("img") / "x.png"
-    img.save(path)
+    image.save(path)
     return path
 
 

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 import torch
-from PIL import Image
+from reward_inputs import QUERY, RESPONSES
 
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
@@ -21,16 +21,6 @@ from robustvlm.models.reward import (
     save_reward_model,
 )
 from robustvlm.models.trainable import add_adapter_copy, configure_trainable, use_adapter
-
-QUERY = "What colour is the square?"
-RESPONSES = ["It is red.", "It is a blue square on a white page.", "Green."]
-
-
-@pytest.fixture(scope="module")
-def image():
-    img = Image.new("RGB", (40, 40), (255, 255, 255))
-    img.paste((200, 20, 20), (10, 10, 30, 30))
-    return img
 
 
 def reward_model(tiny_vlms, kind: str) -> tuple[RewardModel, object]:
