@@ -77,7 +77,7 @@ figures: install
 	$(BIN)/python -m robustvlm.report.figures docs/results/ladder.md ladder-zoo=figures/ladder_zoo \
 		ladder-zoo-oracle=figures/ladder_zoo ladder-zoo-td=figures/ladder_zoo ladder-zoo-shot=figures/ladder_zoo
 	$(BIN)/robustvlm demo ladder --zoo --modes full --methods erm,dynamic_birm --seeds 0,1,2,3,4,5 --out figures/ladder_zoo
-	$(BIN)/python -m robustvlm.report.figures docs/results/ladder.md ladder-zoo-seeds:dbirm=figures/ladder_zoo
+	$(BIN)/python -m robustvlm.report.figures docs/results/ladder.md ladder-zoo-seeds=figures/ladder_zoo
 	$(BIN)/robustvlm demo ladder --zoo --modes head,lora --out figures/ladder_zoo_head_lora
 	$(BIN)/python -m robustvlm.report.figures docs/results/ladder.md ladder-zoo:head-lora=figures/ladder_zoo_head_lora \
 		ladder-zoo-oracle:head-lora=figures/ladder_zoo_head_lora ladder-zoo-td:head-lora=figures/ladder_zoo_head_lora

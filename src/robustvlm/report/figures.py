@@ -148,7 +148,7 @@ GRIDS = ("invariance-spread",)
 OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
                     "zoo-task-signal", "zoo-tasks", "zoo-tasks-envs", "reward-zoo-matrix", "reward-zoo-ladder",
                     "reward-zoo-ladder-sfc", "reward-zoo-runs", "reward-zoo-steps", "ladder-zoo", "ladder-zoo-oracle",
-                    "ladder-zoo-td", "ladder-zoo-shot")
+                    "ladder-zoo-td", "ladder-zoo-shot", "ladder-zoo-seeds")
 """Figures whose quick tables (docs/quick_figures.md) the test module of their demo checks, on
 the quick run it makes anyway (`demo robustness --zoo --quick`, `demo tasks --zoo --quick`,
 `demo reward --zoo --quick` and `demo ladder --zoo --quick`
