@@ -15,8 +15,12 @@ it also redraws the reference and the shifted questions, shared by all models, a
 each accuracy from them. Draw order, from `numpy.random.default_rng(seed)`: the [n_boot,
 n_baseline] baseline indices, the [n_boot, n_models] indices of `models`, the [n_boot,
 n_against] of `against` (when any), then (with outcomes) the [n_boot, n_ref] reference and
-[n_boot, n_shift] shifted question indices. Resamples whose baseline models share one
-reference accuracy define no line and are left out.
+[n_boot, n_shift] shifted question indices. With question counts only (`counts=True`, no
+outcomes), each model's two accuracies are instead redrawn as Binomial(n, accuracy) / n,
+independently per model ([n_boot, all models] reference, then shifted, in the order baseline,
+`models`, `against`): shared questions would correlate the models' redraws, which counts cannot
+show, so per-question outcomes give the exact paired draw. Resamples whose baseline models share
+one reference accuracy define no line and are left out.
 
 `analysis.task_signal` compares two families' lines at one matched accuracy instead; this
 module places models against one line, as `analysis.accuracy_on_the_line.fit_robustness` does, and adds
@@ -66,10 +70,16 @@ class ErEstimate(IntervalRecord):
 
 
 def _accuracies(members: Sequence[ModelPoint], n_boot: int, questions: list[np.ndarray] | None,
-                outcomes: Outcomes | None) -> tuple[np.ndarray, np.ndarray]:
-    """(reference, shifted) accuracies [n_boot, m] of the members: their measured ones, or on
-    the drawn questions (`questions`: [n_boot, n_ref] and [n_boot, n_shift] indices)."""
+                outcomes: Outcomes | None, binomial: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(reference, shifted) accuracies [n_boot, m] of the members: their measured ones, redrawn
+    from their question counts (`binomial`, module doc), or on the drawn questions (`questions`:
+    [n_boot, n_ref] and [n_boot, n_shift] indices)."""
     if outcomes is None or questions is None:
+        if binomial is not None:
+            draws = [binomial.binomial([getattr(p, f"n_{k}") for p in members], [getattr(p, f"acc_{k}") for p in members],
+                                       size=(n_boot, len(members))) / np.array([getattr(p, f"n_{k}") for p in members])
+                     for k in ("ref", "shift")]
+            return draws[0], draws[1]
         return (np.tile([p.acc_ref for p in members], (n_boot, 1)), np.tile([p.acc_shift for p in members], (n_boot, 1)))
     missing = [p.model for p in members if p.model not in outcomes]
     if missing:
@@ -94,10 +104,11 @@ def er_estimate(
     alpha: float = 0.05,
     seed: int = 0,
     outcomes: Outcomes | None = None,
+    counts: bool = False,
 ) -> ErEstimate:
     """Mean ER of `models` (names in `points`) minus that of `against`, against the line of
     family `baseline` (>= 2 models of distinct reference accuracy), with its bootstrap interval
-    (module doc)."""
+    (module doc; `counts`: also redraw each model's questions from its counts)."""
     if not 0.0 < alpha < 1.0:
         raise DataError(f"alpha must lie in (0, 1), got {alpha}")
     by_name = {p.model: p for p in points}
@@ -116,7 +127,8 @@ def er_estimate(
     if outcomes is not None:
         questions = [rng.integers(0, len(outcomes[base[0].model][k]), size=(n_boot, len(outcomes[base[0].model][k])))
                      for k in (0, 1)]
-    boots, ok = _resampled_estimates(base, groups, draws, questions, outcomes, kind)
+    binomial = rng if counts and outcomes is None else None
+    boots, ok = _resampled_estimates(base, groups, draws, questions, outcomes, kind, binomial)
     if not ok.any():
         raise DataError(f"none of the {n_boot} resamples gave family {baseline!r} a line")
     lo, hi = np.quantile(boots[ok], [alpha / 2, 1 - alpha / 2])
@@ -126,10 +138,10 @@ def er_estimate(
 
 def _resampled_estimates(base: list[ModelPoint], groups: list[list[ModelPoint]], draws: list[np.ndarray],
                          questions: list[np.ndarray] | None, outcomes: Outcomes | None,
-                         kind: Transform) -> tuple[np.ndarray, np.ndarray]:
+                         kind: Transform, binomial: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The estimate in every resample [n_boot] and which resamples define a line [n_boot]."""
     n_boot = draws[0].shape[0]
-    acc_ref, acc_shift = _accuracies([*base, *groups[0], *groups[1]], n_boot, questions, outcomes)
+    acc_ref, acc_shift = _accuracies([*base, *groups[0], *groups[1]], n_boot, questions, outcomes, binomial)
     tx, ty = transform(acc_ref, kind), transform(acc_shift, kind)
     bx, by = (np.take_along_axis(t[:, : len(base)], draws[0], axis=1) for t in (tx, ty))
     ok = np.ptp(bx, axis=1) > 0

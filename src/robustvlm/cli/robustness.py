@@ -5,26 +5,52 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from robustvlm.cli.options import RESUME_HELP, SubParsers, config_file, int_at_least
+from robustvlm.cli.results_options import FORMAT_HELP, add_results_options, n_questions
+
+if TYPE_CHECKING:
+    from robustvlm.analysis.group_lines import GroupLine
 
 
 def _robustness_fit(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.measure.group_fit import place_baseline_table, write_group_lines
     from robustvlm.workflows.measure.robustness_fit import fit_from_results
 
-    line = fit_from_results(
-        args.results,
-        ref=args.ref,
-        shift=args.shift,
-        baseline=args.baseline,
-        transform=args.transform,
-        out_dir=args.out,
-        resume=args.resume,
-    ).fit
-    print(
-        f"{args.transform} line: slope {line.slope:.3f}, intercept {line.intercept:.3f}, "
-        f"r2 {line.r2:.3f} over {line.n} models; wrote {args.out}/fit.json, scatter.png"
-    )
+    sizes = n_questions(args)
+    extra = {"baseline_table": args.baseline_table, "baseline_table_format": args.baseline_table_format}
+    result = fit_from_results(args.results, ref=args.ref, shift=args.shift, baseline=args.baseline,
+                              transform=args.transform, out_dir=args.out, resume=args.resume, fmt=args.format,
+                              group_by=args.group_by, n_questions=sizes, extra_settings=extra)
+    line = result.fit
+    print(f"{args.transform} line: slope {line.slope:.3f}, intercept {line.intercept:.3f}, "
+          f"r2 {line.r2:.3f} over {line.n} models; wrote {args.out}/fit.json, scatter.png")
+    out = Path(args.out)
+    if args.group_by:
+        print(f"\neffective robustness (points) of each {args.group_by} against "
+              f"{args.baseline or 'the line of the other groups'}, 95% intervals over models / models and questions:")
+        for g in write_group_lines(result, out, group_by=args.group_by, n_boot=args.n_boot):
+            print("  " + _group_line(g))
+        print(f"wrote {args.out}/groups.json, groups.png")
+    if args.baseline_table:
+        print(f"\nyour models against the line of {args.baseline or 'all models'} (ER in points, 95% interval):")
+        for m in place_baseline_table(result, args.baseline_table, out, fmt=args.baseline_table_format,
+                                      n_questions=sizes, n_boot=args.n_boot):
+            print(f"  {m.point.model}: {100 * m.er.value:+.1f} [{100 * m.er.ci[0]:+.1f}, {100 * m.er.ci[1]:+.1f}]")
+        print(f"wrote {args.out}/placed.json")
     return 0
+
+
+def _group_line(g: GroupLine) -> str:
+    """One group's line and effective robustness, for the terminal."""
+    line = f"slope {g.line.slope:.2f}, r2 {g.line.r2:.2f}" if g.line else "no line (fewer than 2 distinct models)"
+    er = "baseline"
+    for estimate in (g.er_models, g.er_questions):
+        if estimate is not None:
+            er = (f"{100 * estimate.value:+.1f} [{100 * estimate.ci[0]:+.1f}, {100 * estimate.ci[1]:+.1f}]"
+                  if er == "baseline" else f"{er} / [{100 * estimate.ci[0]:+.1f}, {100 * estimate.ci[1]:+.1f}]")
+    return f"{g.group} ({g.models} models): {line}; ER {er}"
 
 
 def _robustness_simulate(args: argparse.Namespace) -> int:
@@ -55,13 +81,23 @@ def add_robustness(sub: SubParsers) -> None:
     rb = sub.add_parser("robustness", help="accuracy-on-the-line fits and effective robustness")
     rb_sub = rb.add_subparsers(dest="robustness_command", required=True)
     fit = rb_sub.add_parser("fit", help="fit the line of a baseline family; effective robustness")
-    fit.add_argument("results", help="CSV with columns model, family, bench, accuracy, n")
+    fit.add_argument("results", help="a results file: robustvlm's CSV (model, family, bench, accuracy, n), "
+                     "open_clip's table, clip_benchmark's, lmms-eval's or VLMEvalKit's files (see --format)")
     fit.add_argument("--ref", required=True, help="reference benchmark")
     fit.add_argument("--shift", required=True, help="shifted benchmark")
-    fit.add_argument("--baseline", help="family whose models define the line (default: all)")
+    fit.add_argument("--baseline", help="family (with --group-by: group) whose models define the line (default: all)")
     fit.add_argument("--transform", default="probit", choices=["probit", "logit"])
     fit.add_argument("--out", default="robustness_fit")
     fit.add_argument("--resume", action="store_true", help="write into a folder that holds this same fit")
+    add_results_options(fit)
+    fit.add_argument("--group-by", metavar="COLUMN", help="a line per value of this column (e.g. source, "
+                     "pretrained, family) and each group's effective robustness against --baseline's line (default: "
+                     "each against the other groups' line), with bootstrap intervals; writes groups.json, groups.png")
+    fit.add_argument("--baseline-table", metavar="FILE", help="your own models' results (any format): each placed "
+                     "against the fitted line, its effective robustness with an interval; writes placed.json")
+    fit.add_argument("--baseline-table-format", default="auto", help="--format of --baseline-table; " + FORMAT_HELP)
+    fit.add_argument("--n-boot", type=int_at_least(100), default=2000,
+                     help="bootstrap resamples of the group and placement intervals")
     fit.set_defaults(func=_robustness_fit)
     sim = rb_sub.add_parser(
         "simulate", help="the Gaussian location model behind accuracy on the line"

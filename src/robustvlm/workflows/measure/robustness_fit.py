@@ -1,16 +1,16 @@
 """`robustvlm robustness fit | simulate`: results CSV in, fit.json and scatter.png out.
 
-The results CSV has one row per (model, benchmark) with the columns
-`model, family, bench, accuracy, n` (accuracy a fraction in [0, 1], n the number of questions);
-extra columns are ignored. `mc eval` writes such a file. The line fits live in
-`analysis.accuracy_on_the_line`, the scatter plot in `report.line_scatter`.
+The results are any file `data.results` reads: robustvlm's CSV (one row per (model, benchmark)
+with the columns `model, family, bench, accuracy, n`, as `mc eval` writes it), open_clip's
+table, clip_benchmark's, lmms-eval's or VLMEvalKit's files. The line fits live in
+`analysis.accuracy_on_the_line`, the group lines in `analysis.group_lines`, the scatter plot in
+`report.line_scatter`.
 """
 
 from __future__ import annotations
 
-import csv
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,49 +21,37 @@ from robustvlm.analysis.accuracy_on_the_line import (
     fit_robustness,
 )
 from robustvlm.analysis.simulate import simulate
+from robustvlm.data.results import fill_counts, read_results_file
 from robustvlm.errors import DataError
 from robustvlm.report.line_scatter import scatter
 from robustvlm.runs import claim_run_folder
 
-REQUIRED_COLUMNS = ("model", "family", "bench", "accuracy", "n")
+def read_results(path: str | Path, fmt: str = "auto") -> list[dict]:
+    """The accuracy rows of a results file of any registered format (`data.results`): dicts with
+    "model", "family", "bench", "accuracy", "n" (None where the file gives no count), "line"."""
+    return read_results_file(path, fmt).accuracies
 
 
-def read_results(path: str | Path) -> list[dict]:
-    """Rows of a results CSV as {"model", "family", "bench", "accuracy", "n", "line"}.
-
-    `line` is the 1-based line number in the file where the row ends (the header is line 1).
-    """
-    path = Path(path)
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
-            if missing:
-                raise DataError(
-                    f"missing column(s) {', '.join(missing)}; need {REQUIRED_COLUMNS}", str(path), 1
-                )
-            rows = [_parse_row(raw, str(path), reader.line_num) for raw in reader]
-    except (OSError, UnicodeDecodeError, csv.Error) as err:
-        raise DataError(f"cannot read results CSV: {err}", str(path)) from err
-    if not rows:
-        raise DataError("the results CSV has no rows", str(path))
-    return rows
+def load_points(path: str | Path, *, ref: str, shift: str, fmt: str = "auto", group_by: str | None = None,
+                n_questions: Mapping[str, int] | None = None) -> list[ModelPoint]:
+    """One ModelPoint per model of the results at `path` measured on `ref` and `shift`; its family
+    is the value of column `group_by` (the reader's family when None); question counts the
+    file's, else the user's `n_questions`, else the standard table's (`data.results.sizes`)."""
+    source = str(path)
+    rows = read_results(path, fmt)
+    fill_counts(rows, (ref, shift), n_questions or {}, source)
+    if group_by is not None:
+        rows = [_regrouped(row, group_by, source) for row in rows]
+    return pair_benches(rows, ref, shift, source)
 
 
-def _parse_row(raw: dict, source: str, line: int) -> dict:
-    values = {c: (raw.get(c) or "").strip() for c in REQUIRED_COLUMNS}
-    empty = [c for c, v in values.items() if not v]
-    if empty:
-        raise DataError(f"empty value(s) in column(s) {', '.join(empty)}", source, line)
-    try:
-        accuracy, n = float(values["accuracy"]), int(values["n"])
-    except ValueError as err:
-        raise DataError(f"accuracy must be a number and n an integer: {err}", source, line) from err
-    if not 0.0 <= accuracy <= 1.0:
-        raise DataError(f"accuracy must be a fraction in [0, 1], got {accuracy}", source, line)
-    if n < 1:
-        raise DataError(f"n (number of questions) must be positive, got {n}", source, line)
-    return {**values, "accuracy": accuracy, "n": n, "line": line}
+def _regrouped(row: dict, column: str, source: str) -> dict:
+    value = str(row.get(column) or "").strip()
+    if not value:
+        columns = sorted(k for k in row if k not in ("line", "n_from"))
+        raise DataError(f"--group-by {column!r}: the record has no such value (columns: {', '.join(columns)})",
+                        source, row["line"])
+    return {**row, "family": value}
 
 
 def pair_benches(rows: Sequence[dict], ref: str, shift: str, source: str) -> list[ModelPoint]:
@@ -125,6 +113,10 @@ def fit_from_results(
     n_boot: int = 1000,
     seed: int = 0,
     resume: bool = False,
+    fmt: str = "auto",
+    group_by: str | None = None,
+    n_questions: Mapping[str, int] | None = None,
+    extra_settings: Mapping[str, object] | None = None,
 ) -> RobustnessFit:
     """Fit the baseline line of `shift` vs `ref` accuracy; write fit.json and scatter.png.
 
@@ -136,9 +128,11 @@ def fit_from_results(
         out_dir: folder for fit.json and scatter.png (created).
         n_boot, seed: bootstrap of the line band (models resampled).
         resume: write into a folder that holds this same fit (it is claimed as every run folder).
+        fmt, group_by, n_questions: see `load_points` (with `group_by`, `baseline` names a group).
+        extra_settings: more settings recorded in the claimed folder (what else will be written).
     """
     source = str(results_csv)
-    points = pair_benches(read_results(results_csv), ref, shift, source)
+    points = load_points(results_csv, ref=ref, shift=shift, fmt=fmt, group_by=group_by, n_questions=n_questions)
     try:
         result = fit_robustness(
             points, ref=ref, shift=shift, baseline=baseline, transform=transform,
@@ -147,7 +141,8 @@ def fit_from_results(
     except DataError as err:
         raise DataError(err.message, source) from None
     settings = {"results": str(Path(results_csv).resolve()), "ref": ref, "shift": shift,
-                "baseline": baseline, "transform": transform, "n_boot": n_boot, "seed": seed}
+                "baseline": baseline, "transform": transform, "n_boot": n_boot, "seed": seed, "format": fmt,
+                "group_by": group_by, "n_questions": dict(n_questions or {}), **(extra_settings or {})}
     out = claim_run_folder(out_dir, settings, command="robustness fit", resume=resume)
     _write_json(out / "fit.json", result.to_dict())
     fit = result.fit

@@ -1,0 +1,34 @@
+"""The options of the commands that read results files of other tools (`robustness fit`,
+`robustness subsets`, `compare`): the format and the question counts the file lacks."""
+
+from __future__ import annotations
+
+import argparse
+
+from robustvlm.errors import ConfigError
+
+FORMAT_HELP = ("the results file's format: auto (detected), robustvlm (mc eval's CSV), openclip (open_clip's "
+               "results table), clip_benchmark (its JSON, a folder of them or its build CSV), lmms_eval "
+               "(*_results.json / *_samples_*.jsonl or their folder), vlmevalkit (prediction / _result sheets, "
+               "_acc.csv or their folder); see the results-files guide")
+N_QUESTIONS_HELP = ("BENCH=N: the number of questions of a benchmark whose file gives none and whose size the "
+                    "standard table lacks (or a split other than the standard one); repeatable")
+
+
+def add_results_options(parser: argparse.ArgumentParser) -> None:
+    """--format and --n-questions."""
+    from robustvlm.data.results import RESULT_FORMAT_CHOICES
+
+    parser.add_argument("--format", default="auto", choices=RESULT_FORMAT_CHOICES, help=FORMAT_HELP)
+    parser.add_argument("--n-questions", action="append", default=[], metavar="BENCH=N", help=N_QUESTIONS_HELP)
+
+
+def n_questions(args: argparse.Namespace) -> dict[str, int]:
+    """{bench: questions} of the --n-questions options (ConfigError on a malformed one)."""
+    out = {}
+    for text in args.n_questions:
+        bench, sep, value = text.rpartition("=")
+        if not sep or not bench or not value.isdigit() or int(value) < 1:
+            raise ConfigError(f"--n-questions {text!r}: write BENCH=N with N a positive whole number")
+        out[bench] = int(value)
+    return out
