@@ -17,6 +17,7 @@ from robustvlm.analysis.accuracy_on_the_line import (
     inverse_transform,
     transform,
 )
+from robustvlm.report.palette import Style, group_styles
 from robustvlm.report.plots import new_figure, percent_axis, save_figure
 
 
@@ -73,10 +74,9 @@ def scatter(
         ax.plot(
             zgrid, slope * zgrid + intercept, color="k", linestyle=":", linewidth=1.6, label=label
         )
-    families = list(dict.fromkeys(m.point.family for m in models))
-    for i, family in enumerate(families):
+    for family, style in group_styles((m.point.family for m in models), skip_colours=1).items():
         members = [m for m in models if m.point.family == family]
-        _plot_family(ax, members, kind, color=f"C{i + 1}", label=family)
+        _plot_family(ax, members, kind, style=style, label=family)
     return _finish(fig, ax, kind, (xlim, ylim), (xlabel, ylabel), title, path)
 
 
@@ -110,10 +110,10 @@ def family_lines_scatter(
     zx = transform(np.array(xlim), kind)
     ax.plot(zx, zx, linestyle="--", color="0.5", linewidth=1, label="y = x")
     span = np.linspace(zx[0], zx[1], 50)
-    for i, family in enumerate(dict.fromkeys(m.point.family for m in models)):
+    for family, style in group_styles(m.point.family for m in models).items():
         members = [m for m in models if m.point.family == family]
-        colour = f"C{i}"
-        _plot_family(ax, members, kind, color=colour, label=family)
+        colour = style.colour
+        _plot_family(ax, members, kind, style=style, label=family)
         if family in lines:
             fit = lines[family]
             own = transform([m.point.acc_ref for m in members], kind)
@@ -125,7 +125,7 @@ def family_lines_scatter(
 
 
 def _plot_family(
-    ax: Axes, members: Sequence[ModelRobustness], kind: Transform, *, color: str, label: str
+    ax: Axes, members: Sequence[ModelRobustness], kind: Transform, *, style: Style, label: str
 ) -> None:
     """Points of one family with their confidence intervals as error bars, transformed."""
     zx, zx_lo, zx_hi = (
@@ -141,8 +141,8 @@ def _plot_family(
         zy,
         xerr=[zx - zx_lo, zx_hi - zx],
         yerr=[zy - zy_lo, zy_hi - zy],
-        fmt="o",
-        color=color,
+        fmt=style.marker,
+        color=style.colour,
         markersize=5,
         elinewidth=0.8,
         capsize=0,

@@ -13,6 +13,7 @@ from matplotlib.patches import Rectangle
 from robustvlm.analysis.reward_matrix import MatrixResults, cell_key
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, save_figure
+from robustvlm.report.palette import group_styles
 
 
 def pct(spread: Mapping | None, *, signed: bool = False) -> str:
@@ -87,10 +88,10 @@ def gap_scatter(points: Mapping[str, Sequence[tuple[float, float, str]]], path: 
     fig, axes = new_figure(1, len(labels), size=(4.4 * len(labels), 4.0))
     for ax, label in zip(np.atleast_1d(axes), labels):
         pts = points[label]
-        for env in sorted({e for _, _, e in pts}):
+        for env, style in group_styles(sorted({e for _, _, e in pts})).items():
             xs = [x for x, _, e in pts if e == env]
             ys = [y for _, y, e in pts if e == env]
-            ax.scatter(xs, ys, s=8, alpha=0.6, label=env)
+            ax.scatter(xs, ys, s=8, alpha=0.6, label=env, color=style.colour, marker=style.marker)
         x_all, y_all = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
         r = np.corrcoef(x_all, y_all)[0, 1] if x_all.std() > 0 and y_all.std() > 0 else float("nan")
         ax.axhline(0, color="grey", linewidth=0.6)

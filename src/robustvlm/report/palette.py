@@ -1,0 +1,36 @@
+"""One style per group for every scatter plot: a colour and a marker, distinct for every group.
+
+Colours are matplotlib's ten "tab10" colours; past ten groups the marker changes with each round
+of colours (group i: colour i mod 10, marker i div 10), so that no two groups of one plot look
+alike, up to `MAX_GROUPS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from matplotlib import colormaps
+from matplotlib.colors import to_hex
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
+COLOURS = tuple(to_hex(c) for c in colormaps["tab10"].colors)  # type: ignore[attr-defined]
+MAX_GROUPS = len(COLOURS) * len(MARKERS)
+
+
+@dataclass(frozen=True)
+class Style:
+    """How one group is drawn: a colour (hex) and a matplotlib marker."""
+
+    colour: str
+    marker: str
+
+
+def group_styles(groups: Iterable[str], *, skip_colours: int = 0) -> dict[str, Style]:
+    """{group: its style} in the order given (duplicates once); `skip_colours` leaves the first
+    colours to other elements of the plot (e.g. a fitted line in C0). ValueError past MAX_GROUPS."""
+    names = list(dict.fromkeys(groups))
+    if len(names) + skip_colours > MAX_GROUPS:
+        raise ValueError(f"{len(names)} groups: a scatter plot keeps at most {MAX_GROUPS - skip_colours} distinct")
+    return {name: Style(COLOURS[(i + skip_colours) % len(COLOURS)], MARKERS[(i + skip_colours) // len(COLOURS)])
+            for i, name in enumerate(names)}
