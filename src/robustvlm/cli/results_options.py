@@ -15,12 +15,13 @@ N_QUESTIONS_HELP = ("BENCH=N: the number of questions of a benchmark whose file 
                     "standard table lacks (or a split other than the standard one); repeatable")
 
 
-def add_results_options(parser: argparse.ArgumentParser) -> None:
-    """--format and --n-questions."""
+def add_results_options(parser: argparse.ArgumentParser, *, counts: bool = True) -> None:
+    """--format, and --n-questions (`counts`: where aggregate accuracies are read)."""
     from robustvlm.data.results import RESULT_FORMAT_CHOICES
 
     parser.add_argument("--format", default="auto", choices=RESULT_FORMAT_CHOICES, help=FORMAT_HELP)
-    parser.add_argument("--n-questions", action="append", default=[], metavar="BENCH=N", help=N_QUESTIONS_HELP)
+    if counts:
+        parser.add_argument("--n-questions", action="append", default=[], metavar="BENCH=N", help=N_QUESTIONS_HELP)
 
 
 def n_questions(args: argparse.Namespace) -> dict[str, int]:

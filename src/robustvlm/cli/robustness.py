@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from robustvlm.cli.options import RESUME_HELP, SubParsers, config_file, int_at_least
+from robustvlm.cli.options import RESUME_HELP, SubParsers, config_file, float_above, int_at_least
 from robustvlm.cli.results_options import FORMAT_HELP, add_results_options, n_questions
 
 if TYPE_CHECKING:
@@ -53,6 +53,24 @@ def _group_line(g: GroupLine) -> str:
     return f"{g.group} ({g.models} models): {line}; ER {er}"
 
 
+def _robustness_subsets(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.measure.subsets import subsets_from_results
+
+    report = subsets_from_results(args.results, ref=args.ref, shift=args.shift, out_dir=args.out, by=args.by,
+                                  fmt=args.format, fraction=args.worst_fraction, resume=args.resume)
+    lines, worst = report.lines, report.worst
+    print(f"{len(report.models)} models; average line: slope {lines.average.slope:.2f}, r2 {lines.average.r2:.2f}")
+    for s in lines.subsets:
+        mark = "shares" if s.shares_slope else "differs from"
+        print(f"  {s.subset} ({s.questions} questions): slope {s.line.slope:.2f} "
+              f"[{s.slope_ci[0]:.2f}, {s.slope_ci[1]:.2f}], r2 {s.line.r2:.2f}; {mark} the average slope")
+    print(f"{lines.share_on_average_slope:.0%} of the shifted questions lie in subsets on the average slope")
+    print(f"worst {len(worst.questions)} questions (searched on {len(worst.search_models)} models): r2 "
+          f"{worst.search_r2:.2f} there, {worst.held_out_r2:.2f} on the {len(worst.held_out_models)} held-out "
+          f"models (the rest: {worst.held_out_rest_r2:.2f}); wrote {args.out}/subsets.json")
+    return 0
+
+
 def _robustness_simulate(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.robustness_fit import simulate_to_dir
 
@@ -77,7 +95,7 @@ def _robustness_task_signal(args: argparse.Namespace) -> int:
 
 
 def add_robustness(sub: SubParsers) -> None:
-    """robustness fit, robustness simulate, robustness task-signal."""
+    """robustness fit, robustness subsets, robustness simulate, robustness task-signal."""
     rb = sub.add_parser("robustness", help="accuracy-on-the-line fits and effective robustness")
     rb_sub = rb.add_subparsers(dest="robustness_command", required=True)
     fit = rb_sub.add_parser("fit", help="fit the line of a baseline family; effective robustness")
@@ -99,6 +117,20 @@ def add_robustness(sub: SubParsers) -> None:
     fit.add_argument("--n-boot", type=int_at_least(100), default=2000,
                      help="bootstrap resamples of the group and placement intervals")
     fit.set_defaults(func=_robustness_fit)
+    sub_ = rb_sub.add_parser("subsets", help="per-question results of several models: a line per subset of the "
+                             "shifted questions (class, environment) and a held-out search for the questions where "
+                             "ID accuracy predicts shifted accuracy worst")
+    sub_.add_argument("results", nargs="+", help="per-question results files or folders (one or more per model)")
+    sub_.add_argument("--ref", required=True, help="reference benchmark (each model's accuracy on it)")
+    sub_.add_argument("--shift", required=True, help="shifted benchmark (its per-question scores)")
+    sub_.add_argument("--by", default="env", help="the question column that names its subset (default env: "
+                      "VLMEvalKit's category, lmms-eval's task)")
+    sub_.add_argument("--worst-fraction", type=float_above(0), default=0.25, help="share of the shifted questions the search "
+                      "picks (default 0.25)")
+    sub_.add_argument("--out", default="robustness_subsets")
+    sub_.add_argument("--resume", action="store_true", help="write into a folder that holds this same analysis")
+    add_results_options(sub_, counts=False)
+    sub_.set_defaults(func=_robustness_subsets)
     sim = rb_sub.add_parser(
         "simulate", help="the Gaussian location model behind accuracy on the line"
     )

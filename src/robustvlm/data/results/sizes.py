@@ -49,16 +49,21 @@ def _key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower().removeprefix("wds/"))
 
 
-_BY_KEY: dict[str, int] = {
-    _key(spelling): size
-    for name, (size, _, others) in STANDARD_SIZES.items()
-    for spelling in (name, *others)
+_CANONICAL: dict[str, str] = {
+    _key(spelling): name for name, (_, _, others) in STANDARD_SIZES.items() for spelling in (name, *others)
 }
 
 
 def standard_size(bench: str) -> int | None:
     """The number of questions of the standard set `bench` names (None when it is not listed)."""
-    return _BY_KEY.get(_key(bench))
+    name = _CANONICAL.get(_key(bench))
+    return STANDARD_SIZES[name][0] if name else None
+
+
+def same_benchmark(a: str, b: str) -> bool:
+    """Whether two benchmark names are one set: equal, or two spellings of one standard set
+    ("imagenet1k" and "ImageNet 1k", "wds/imagenet-r" and "ImageNet-R")."""
+    return a == b or (_CANONICAL.get(_key(a)) is not None and _CANONICAL.get(_key(a)) == _CANONICAL.get(_key(b)))
 
 
 def fill_counts(rows: Iterable[dict], benches: Iterable[str], user: Mapping[str, int], source: str) -> None:
@@ -69,8 +74,9 @@ def fill_counts(rows: Iterable[dict], benches: Iterable[str], user: Mapping[str,
     for row in rows:
         if row["bench"] not in wanted or row["n"] is not None:
             continue
-        if row["bench"] in user:
-            row["n"], row["n_from"] = user[row["bench"]], "user"
+        given = next((n for bench, n in user.items() if same_benchmark(bench, row["bench"])), None)
+        if given is not None:
+            row["n"], row["n_from"] = given, "user"
             continue
         size = standard_size(row["bench"])
         if size is None:

@@ -22,6 +22,7 @@ from robustvlm.analysis.accuracy_on_the_line import (
 )
 from robustvlm.analysis.simulate import simulate
 from robustvlm.data.results import fill_counts, read_results_file
+from robustvlm.data.results.sizes import same_benchmark
 from robustvlm.errors import DataError
 from robustvlm.report.line_scatter import scatter
 from robustvlm.runs import claim_run_folder
@@ -36,13 +37,21 @@ def load_points(path: str | Path, *, ref: str, shift: str, fmt: str = "auto", gr
                 n_questions: Mapping[str, int] | None = None) -> list[ModelPoint]:
     """One ModelPoint per model of the results at `path` measured on `ref` and `shift`; its family
     is the value of column `group_by` (the reader's family when None); question counts the
-    file's, else the user's `n_questions`, else the standard table's (`data.results.sizes`)."""
+    file's, else the user's `n_questions`, else the standard table's (`data.results.sizes`).
+    A standard set matches across spellings (`--ref "ImageNet 1k"` finds clip_benchmark's
+    `imagenet1k`)."""
     source = str(path)
-    rows = read_results(path, fmt)
+    rows = [_named(row, (ref, shift)) for row in read_results(path, fmt)]
     fill_counts(rows, (ref, shift), n_questions or {}, source)
     if group_by is not None:
         rows = [_regrouped(row, group_by, source) for row in rows]
     return pair_benches(rows, ref, shift, source)
+
+
+def _named(row: dict, benches: Sequence[str]) -> dict:
+    """The row with its bench spelled as the user spells it, where both name one standard set."""
+    match = next((b for b in benches if same_benchmark(row["bench"], b)), row["bench"])
+    return row if match == row["bench"] else {**row, "bench": match, "bench_in_file": row["bench"]}
 
 
 def _regrouped(row: dict, column: str, source: str) -> dict:
