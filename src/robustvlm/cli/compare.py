@@ -6,18 +6,19 @@ import argparse
 from pathlib import Path
 
 from robustvlm.cli.options import SubParsers, float_above, int_at_least
+from robustvlm.cli.results_options import add_results_options
 
 
 def _compare(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.compare import compare_runs, comparison_table, write_comparison
 
     comparison = compare_runs(args.run_a, args.run_b, metric=args.metric, cluster=args.cluster,
-                              power_delta=args.power_delta, n_boot=args.n_boot)
+                              power_delta=args.power_delta, n_boot=args.n_boot, fmt=args.format)
     print(f"A: {args.run_a}\nB: {args.run_b}\n")
     print(comparison_table(comparison))
     if args.out:
         out = Path(args.out).absolute()
-        settings = {"run_a": str(args.run_a), "run_b": str(args.run_b), "metric": comparison.metric,
+        settings = {"run_a": str(args.run_a), "run_b": str(args.run_b), "metric": comparison.metric, "format": args.format,
                     "cluster": args.cluster, "power_delta": args.power_delta, "n_boot": args.n_boot}
         json_path, md_path = write_comparison(comparison, out, settings)
         print(f"\nwrote {json_path} and {md_path}")
@@ -29,8 +30,9 @@ def add_compare(sub: SubParsers) -> None:
     cp = sub.add_parser("compare", help="two eval / icl eval / mc eval runs on the same questions: paired "
                         "difference per environment, paired bootstrap CI, exact McNemar test, clustered "
                         "standard errors, questions needed at 80%% power")
-    cp.add_argument("run_a", metavar="RUN_A", help="an eval or icl eval folder, or an mc eval question file "
-                    "(OUT/MODEL/BENCH.jsonl)")
+    cp.add_argument("run_a", metavar="RUN_A", help="an eval or icl eval folder, an mc eval question file "
+                    "(OUT/MODEL/BENCH.jsonl), or one model's per-question results of lmms-eval (samples) or "
+                    "VLMEvalKit (sheets)")
     cp.add_argument("run_b", metavar="RUN_B", help="the same kind of run, on the same questions")
     cp.add_argument("--metric", help="the per-question score to compare (default: correct, or the run's only "
                     "metric)")
@@ -40,4 +42,5 @@ def add_compare(sub: SubParsers) -> None:
                     help="the difference (score units) the power line sizes for (default 0.05)")
     cp.add_argument("--n-boot", type=int_at_least(100), default=2000, help="bootstrap resamples")
     cp.add_argument("--out", help="also write compare.json and compare.md here")
+    add_results_options(cp, counts=False)
     cp.set_defaults(func=_compare)

@@ -1,8 +1,9 @@
 """`robustvlm compare RUN_A RUN_B`: two models on the same questions, compared pair by pair.
 
 A run is an `eval` folder (its predictions.jsonl; a per-sample metric from `scores`), an
-`icl eval` folder (icl_predictions.jsonl; `correct`), or an `mc eval` question file
-(`<out>/<model>/<bench>.jsonl`; `correct`). Questions are paired by id (and rotation, shots and
+`icl eval` folder (icl_predictions.jsonl; `correct`), an `mc eval` question file
+(`<out>/<model>/<bench>.jsonl`; `correct`), or one model's per-question results of another tool
+(lmms-eval samples, VLMEvalKit sheets: `data.results`; `correct`, ids "BENCH/ID"). Questions are paired by id (and rotation, shots and
 policy where the rows have them); both runs must hold the same questions, and rows whose metric
 is undecided (a CEE tie) in either run are left out and counted. Per group (environment, plus
 shots and policy for in-context runs) and over all questions: `analysis.paired.compare_paired`.
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from robustvlm.analysis.paired import PairedComparison, compare_paired
+from robustvlm.data.results import read_results_file
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.report.paired_table import paired_cells, paired_header
 from robustvlm.report.tables import markdown_table
@@ -46,9 +48,31 @@ class Comparison:
                 "groups": {g: c.to_dict() for g, c in self.groups.items()}}
 
 
-def run_rows(run: str | Path) -> tuple[Path, list[dict]]:
-    """(the file read, its rows) of an eval / icl eval folder or an mc eval question file."""
+def _is_own_run(path: Path) -> bool:
+    """An eval / icl eval folder or an mc eval question file (not another tool's results)."""
+    if path.is_dir():
+        return any((path / name).is_file() for name in RUN_FILES)
+    return path.suffix == ".jsonl" and "_samples_" not in path.name
+
+
+def imported_rows(path: Path, fmt: str = "auto") -> list[dict]:
+    """The per-question rows of one model's results file of another tool (`data.results`: lmms-eval
+    samples, VLMEvalKit sheets) as compare's rows: id "BENCH/ID", correct, env."""
+    table = read_results_file(path, fmt)
+    models = sorted({q["model"] for q in table.questions})
+    if len(models) != 1:
+        raise DataError(f"{path}: compare needs the per-question results of one model; found "
+                        f"{len(models)} ({', '.join(models[:3]) or 'none: aggregate results only'})")
+    return [{**{k: v for k, v in q.items() if k not in ("model", "line")}, "id": f"{q['bench']}/{q['id']}"}
+            for q in table.questions]
+
+
+def run_rows(run: str | Path, fmt: str = "auto") -> tuple[Path, list[dict]]:
+    """(the file read, its rows) of an eval / icl eval folder, an mc eval question file, or (`fmt`
+    named, or a path of another tool) one model's per-question results of another tool."""
     path = Path(run)
+    if path.exists() and (fmt != "auto" or not _is_own_run(path)):
+        return path, imported_rows(path, fmt)
     if path.is_dir():
         found = [path / name for name in RUN_FILES if (path / name).is_file()]
         if not found:
@@ -93,11 +117,11 @@ def pick_metric(rows: Sequence[Mapping], metric: str | None, where: Path) -> str
 
 def compare_runs(
     run_a: str | Path, run_b: str | Path, *, metric: str | None = None, cluster: str | None = None,
-    power_delta: float = 0.05, n_boot: int = 2000,
+    power_delta: float = 0.05, n_boot: int = 2000, fmt: str = "auto",
 ) -> Comparison:
     """Pair the two runs' questions and compare them per group and over all (see the module doc)."""
-    path_a, rows_a = run_rows(run_a)
-    path_b, rows_b = run_rows(run_b)
+    path_a, rows_a = run_rows(run_a, fmt)
+    path_b, rows_b = run_rows(run_b, fmt)
     metric = pick_metric(rows_a, metric, path_a)
     pick_metric(rows_b, metric, path_b)
     by_key_b = {_key(r): r for r in rows_b}
