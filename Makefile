@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-quick demo-tasks demo-reward figures docs test lint typecheck install clean bench-real gpu-check
+.PHONY: figures-openclip demo demo-quick demo-tasks demo-reward figures docs test lint typecheck install clean bench-real gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -87,6 +87,7 @@ figures: install
 		ladder-zoo-shot:llava=figures/ladder_zoo_llava
 	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-robustness.md zoo-robustness-members=figures/robustness_zoo \
 		zoo-robustness-fits=figures/robustness_zoo zoo-robustness-er=figures/robustness_zoo zoo-task-signal=figures/robustness_zoo
+	$(MAKE) figures-openclip
 	$(BIN)/robustvlm demo tasks --zoo --out figures/tasks_zoo
 	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-tasks.md zoo-tasks=figures/tasks_zoo zoo-tasks-envs=figures/tasks_zoo
 	$(BIN)/robustvlm data synth --benchmark fashion-test --out figures/fashion-test --n-per-env 20
@@ -144,3 +145,16 @@ typecheck: $(STAMP)
 
 clean:
 	rm -rf $(VENV) site demo_out demo_out_quick demo_tasks demo_tasks_quick demo_robustness demo_invariance demo_reward demo_reward_quick demo_reward_zoo demo_reward_zoo_quick studies
+
+# Accuracy on the line on open_clip's published table (docs/data/openclip_results.csv, MIT): one
+# `robustness fit --group-by source` per shift, its tables into docs/results/openclip.md and its
+# scatter plots into docs/images/openclip/ (seconds; part of `make figures`).
+figures-openclip: $(BIN)/python
+	mkdir -p docs/images/openclip
+	for pair in "1-v2:ImageNet v2" "2-sketch:ImageNet Sketch" "3-r:ImageNet-R" "4-a:ImageNet-A" "5-objectnet:ObjectNet" "6-camelyon17:Camelyon17"; do \
+		slug=$${pair%%:*}; shift=$${pair#*:}; \
+		$(BIN)/robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "$$shift" \
+			--group-by source --out figures/openclip/$$slug --resume || exit 1; \
+		cp figures/openclip/$$slug/scatter.png docs/images/openclip/$${slug#*-}.png; \
+	done
+	$(BIN)/python -m robustvlm.report.figures docs/results/openclip.md openclip-lines=figures/openclip openclip-er=figures/openclip

@@ -33,6 +33,10 @@ def documented_commands() -> list[str]:
 
 #: {documented line: what is appended to run it here with tiny settings}.
 RUNS = {
+    'robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "ImageNet-R" --out runs/openclip_fit':
+        "",
+    'robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "ImageNet-R" --group-by '
+    'source --out runs/openclip_r': "--n-boot 100",
     "robustvlm data synth --benchmark tasks --out data/tasks": "--n-per-env 2",
     "robustvlm data synth --benchmark spurious --out data/bench": "--n-per-env 1",
     "robustvlm data synth --benchmark tasks --out data/bench --overwrite": "--n-per-env 1",
@@ -83,6 +87,17 @@ RUNS = {
 
 #: {documented line: why it does not run in the test suite}.
 NOT_RUN = {
+    "make figures-openclip": "six group fits of the shipped open_clip table (minutes on the shared machine); "
+                             "its tables are checked in tests/workflows/measure/test_openclip_page.py",
+    'robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "ImageNet-R" --group-by '
+    'source --baseline "LAION-2B/5B" --baseline-table my_results.csv --out runs/mine_vs_laion':
+        "needs your own results; --baseline-table is tested in tests/workflows/measure/test_results_files_fit.py",
+    "robustvlm robustness subsets work_dir/model_a work_dir/model_b work_dir/model_c --ref MMBench_DEV_EN "
+    "--shift MMStar --by category --out runs/subsets":
+        "needs VLMEvalKit runs; runs on sheets built like VLMEvalKit's in tests/workflows/measure/test_results_files_fit.py",
+    "robustvlm compare out/model_a/20260101_120000_samples_mmbench_en.jsonl "
+    "out/model_b/20260101_130000_samples_mmbench_en.jsonl":
+        "needs two lmms-eval runs; runs on samples built like lmms-eval's in tests/workflows/measure/test_compare_imports.py",
     "robustvlm zoo build --quick": "about 15-30 s; run by tests/workflows/test_zoo.py (its module fixture)",
     "robustvlm zoo build --jobs 2": "the full zoo: 23 min wall on the busy 2-core machine (docs/guides/model-zoo.md)",
     "robustvlm zoo build --members llava-clip-m": "a full member and its tower (minutes); builds of named members run in tests/workflows/test_zoo.py",
@@ -197,6 +212,7 @@ def test_every_documented_robustvlm_line_parses_and_names_existing_configs(comma
 def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "configs").symlink_to(ROOT / "configs")
+    (tmp_path / "docs").symlink_to(ROOT / "docs")  # the shipped results tables (docs/data/)
     for command in documented_commands():  # in the order the docs give them
         if command in RUNS:
             code = run_cli(shlex.split(command)[1:] + shlex.split(RUNS[command]))

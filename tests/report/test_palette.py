@@ -19,6 +19,12 @@ def test_no_two_groups_share_a_style(n):
     assert len({(s.colour, s.marker) for s in styles.values()}) == n
 
 
+def test_kept_colours_go_to_no_group():
+    styles = group_styles((f"g{i}" for i in range(30)), skip_colours=1)
+    assert to_hex("C0") not in {s.colour for s in styles.values()}
+    assert len({(s.colour, s.marker) for s in styles.values()}) == 30
+
+
 def test_the_first_ten_groups_are_tab10_circles_and_too_many_groups_is_refused():
     styles = list(group_styles(f"g{i}" for i in range(12)).values())
     assert [s.colour for s in styles[:10]] == [to_hex(c) for c in plt.get_cmap("tab10").colors]
@@ -53,7 +59,7 @@ def test_both_line_scatters_draw_twelve_families_in_twelve_distinct_styles(tmp_p
     scatter(result.models, result.fit, result.band, tmp_path / "s.png", title="t", xlabel="x", ylabel="y",
             fit_label="fit")
     assert len(seen) == 12 and len(set(seen)) == 12
-    assert to_hex("C0") not in {c for c, m in seen if m == "o"}  # C0 is the fitted line's
+    assert to_hex("C0") not in {c for c, _ in seen}  # C0 is the fitted line's
     seen.clear()
     family_lines_scatter(result.models, {}, tmp_path / "f.png", title="t", xlabel="x", ylabel="y")
     assert len(seen) == 12 and len(set(seen)) == 12

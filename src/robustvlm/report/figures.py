@@ -28,6 +28,7 @@ from robustvlm.analysis.study import StudyResults
 from robustvlm.config import read_yaml_mapping
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.linear.results import InvarianceResults
+from robustvlm.report.group_tables import group_er_table, group_fits_table
 from robustvlm.report.icl_gain import (
     defined_labels_table,
     icl_domains_table,
@@ -142,11 +143,15 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "icl-gain": ("icl eval", lambda results: icl_gain_table(results["records"])),
     "icl-shift-cost": ("icl eval", lambda results: icl_shift_cost_table(results["records"])),
     "icl-defined-labels": ("icl defined-labels", defined_labels_table),
+    "openclip-lines": ("robustness fit --group-by", group_fits_table),
+    "openclip-er": ("robustness fit --group-by", group_er_table),
 }
-GRIDS = ("invariance-spread",)
-"""Figures made from several runs: their folder holds one demo output folder per run."""
+GRID_FILES = {"invariance-spread": "results.json", "openclip-lines": "groups.json", "openclip-er": "groups.json"}
+"""Figures made from several runs: their folder holds one output folder per run, whose file named
+here each reads (in folder-name order)."""
+GRIDS = tuple(GRID_FILES)
 OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
-                    "zoo-task-signal", "zoo-tasks", "zoo-tasks-envs", "reward-zoo-matrix", "reward-zoo-ladder",
+                    "zoo-task-signal", "zoo-tasks", "zoo-tasks-envs", "openclip-lines", "openclip-er", "reward-zoo-matrix", "reward-zoo-ladder",
                     "reward-zoo-ladder-sfc", "reward-zoo-runs", "reward-zoo-steps", "ladder-zoo", "ladder-zoo-oracle",
                     "ladder-zoo-td", "ladder-zoo-shot", "ladder-zoo-seeds")
 """Figures whose quick tables (docs/quick_figures.md) the test module of their demo checks, on
@@ -213,9 +218,10 @@ def _results(name: str, demo: str, results_dir: Path) -> Mapping:
     if name in RUN_FILES:
         return _run_file(results_dir / RUN_FILES[name], demo)
     if name in GRIDS:
-        paths = sorted(results_dir.glob("*/results.json"))
+        paths = sorted(results_dir.glob(f"*/{GRID_FILES[name]}"))
         if not paths:
-            raise ConfigError(f"no */results.json under {results_dir}: run `robustvlm {demo}` into its subfolders first")
+            raise ConfigError(f"no */{GRID_FILES[name]} under {results_dir}: run `robustvlm {demo}` into its "
+                              "subfolders first")
         return {path.parent.name: json.loads(path.read_text(encoding="utf-8")) for path in paths}
     path = results_dir / "results.json"
     if not path.is_file():

@@ -2,7 +2,7 @@
 
 Colours are matplotlib's ten "tab10" colours; past ten groups the marker changes with each round
 of colours (group i: colour i mod 10, marker i div 10), so that no two groups of one plot look
-alike, up to `MAX_GROUPS`.
+alike, up to `MAX_GROUPS` (fewer where colours are kept for other elements of the plot).
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ class Style:
 
 
 def group_styles(groups: Iterable[str], *, skip_colours: int = 0) -> dict[str, Style]:
-    """{group: its style} in the order given (duplicates once); `skip_colours` leaves the first
-    colours to other elements of the plot (e.g. a fitted line in C0). ValueError past MAX_GROUPS."""
+    """{group: its style} in the order given (duplicates once); `skip_colours` keeps the first
+    colours for other elements of the plot (e.g. a fitted line in C0): no group gets them, the
+    markers change after each round of the others. ValueError past the styles there are."""
     names = list(dict.fromkeys(groups))
-    if len(names) + skip_colours > MAX_GROUPS:
-        raise ValueError(f"{len(names)} groups: a scatter plot keeps at most {MAX_GROUPS - skip_colours} distinct")
-    return {name: Style(COLOURS[(i + skip_colours) % len(COLOURS)], MARKERS[(i + skip_colours) // len(COLOURS)])
-            for i, name in enumerate(names)}
+    colours = COLOURS[skip_colours:]
+    if len(names) > len(colours) * len(MARKERS):
+        raise ValueError(f"{len(names)} groups: a scatter plot keeps at most {len(colours) * len(MARKERS)} distinct")
+    return {name: Style(colours[i % len(colours)], MARKERS[i // len(colours)]) for i, name in enumerate(names)}

@@ -47,10 +47,13 @@ RESULT_FORMAT_CHOICES = ("auto", *RESULT_FORMATS)
 
 
 def detect_format(path: Path) -> str:
-    """The name of the first format whose detector claims `path` (ConfigError when none does)."""
+    """The name of the first format whose detector claims `path`; a .csv none claims is read as
+    robustvlm's (whose reader names the missing columns); ConfigError otherwise."""
     for name, result_format in RESULT_FORMATS.items():
         if result_format.detect(path):
             return name
+    if path.is_file() and path.suffix.lower() == ".csv":
+        return "robustvlm"
     raise ConfigError(f"{path}: not a results file robustvlm knows ({', '.join(RESULT_FORMATS)}); "
                       "name its format with --format")
 

@@ -46,9 +46,9 @@ def count(value: object, what: str, source: str, record: str | int) -> int:
     try:
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise DataError(f"{what} must be a whole number, got {value!r}", source, record) from None
+        raise DataError(f"{what} must be an integer, got {value!r}", source, record) from None
     if not number.is_integer() or number < 1:
-        raise DataError(f"{what} must be a positive whole number, got {value!r}", source, record)
+        raise DataError(f"{what} must be a positive integer, got {value!r}", source, record)
     return int(number)
 
 
