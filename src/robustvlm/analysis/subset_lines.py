@@ -26,7 +26,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from robustvlm.analysis.accuracy_on_the_line import LineFit, Transform, fit_line, least_squares_rows, transform
+from robustvlm.analysis.accuracy_on_the_line import (
+    LineFit,
+    Transform,
+    fit_line,
+    least_squares_rows,
+    transform,
+)
 from robustvlm.errors import DataError
 
 
@@ -60,7 +66,7 @@ class SubsetLines:
                 "share_on_average_slope": self.share_on_average_slope}
 
 
-def _checked(id_acc: Sequence[float], shift_correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _checked(id_acc: Sequence[float] | np.ndarray, shift_correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     x, y = np.asarray(id_acc, dtype=float), np.asarray(shift_correct, dtype=float)
     if y.ndim != 2 or y.shape[0] != x.size or y.shape[1] == 0:
         raise DataError(f"need a (models, questions) score matrix for {x.size} models, got shape {y.shape}")
@@ -81,7 +87,7 @@ def slope_interval(id_acc: np.ndarray, acc: np.ndarray, *, kind: Transform = "pr
     return float(lo), float(hi)
 
 
-def subset_lines(id_acc: Sequence[float], shift_correct: np.ndarray, labels: Sequence[str], *,
+def subset_lines(id_acc: Sequence[float] | np.ndarray, shift_correct: np.ndarray, labels: Sequence[str], *,
                  kind: Transform = "probit", n_boot: int = 1000, seed: int = 0) -> SubsetLines:
     """The average line and one line per subset of `labels` (module doc), subsets in order of
     first appearance."""
@@ -128,7 +134,7 @@ def question_scores(tx: np.ndarray, correct: np.ndarray) -> np.ndarray:
         return np.where(spread > 0, (dx @ dy) / (np.sqrt(np.sum(dx**2)) * spread), np.nan)
 
 
-def worst_subset(id_acc: Sequence[float], shift_correct: np.ndarray, *, fraction: float = 0.25,
+def worst_subset(id_acc: Sequence[float] | np.ndarray, shift_correct: np.ndarray, *, fraction: float = 0.25,
                  kind: Transform = "probit", seed: int = 0) -> WorstSubset:
     """The held-out search of the module doc: models split at random (numpy default_rng(seed)
     permutation; the first half searches), the lowest-correlation `fraction` of questions chosen."""

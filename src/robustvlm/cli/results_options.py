@@ -7,6 +7,10 @@ import argparse
 
 from robustvlm.errors import ConfigError
 
+#: the results formats `--format` takes (kept in step with data.results.RESULT_FORMAT_CHOICES, which
+#: tests/data/results/test_readers.py checks; the data package is imported only when a command runs)
+RESULT_FORMAT_CHOICES = ("auto", "robustvlm", "openclip", "clip_benchmark", "lmms_eval", "vlmevalkit")
+
 FORMAT_HELP = ("the results file's format: auto (detected), robustvlm (mc eval's CSV), openclip (open_clip's "
                "results table), clip_benchmark (its JSON, a folder of them or its build CSV), lmms_eval "
                "(*_results.json / *_samples_*.jsonl or their folder), vlmevalkit (prediction / _result sheets, "
@@ -17,8 +21,6 @@ N_QUESTIONS_HELP = ("BENCH=N: the number of questions of a benchmark whose file 
 
 def add_results_options(parser: argparse.ArgumentParser, *, counts: bool = True) -> None:
     """--format, and --n-questions (`counts`: where aggregate accuracies are read)."""
-    from robustvlm.data.results import RESULT_FORMAT_CHOICES
-
     parser.add_argument("--format", default="auto", choices=RESULT_FORMAT_CHOICES, help=FORMAT_HELP)
     if counts:
         parser.add_argument("--n-questions", action="append", default=[], metavar="BENCH=N", help=N_QUESTIONS_HELP)

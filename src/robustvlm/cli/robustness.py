@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from robustvlm.cli.options import RESUME_HELP, SubParsers, config_file, float_above, int_at_least
-from robustvlm.cli.results_options import FORMAT_HELP, add_results_options, n_questions
+from robustvlm.cli.results_options import RESULT_FORMAT_CHOICES, add_results_options, n_questions
 
 if TYPE_CHECKING:
     from robustvlm.analysis.group_lines import GroupLine
@@ -113,7 +112,8 @@ def add_robustness(sub: SubParsers) -> None:
                      "each against the other groups' line), with bootstrap intervals; writes groups.json, groups.png")
     fit.add_argument("--baseline-table", metavar="FILE", help="your own models' results (any format): each placed "
                      "against the fitted line, its effective robustness with an interval; writes placed.json")
-    fit.add_argument("--baseline-table-format", default="auto", help="--format of --baseline-table; " + FORMAT_HELP)
+    fit.add_argument("--baseline-table-format", default="auto", choices=RESULT_FORMAT_CHOICES,
+                     help="--format of --baseline-table (default auto: detected)")
     fit.add_argument("--n-boot", type=int_at_least(100), default=2000,
                      help="bootstrap resamples of the group and placement intervals")
     fit.set_defaults(func=_robustness_fit)

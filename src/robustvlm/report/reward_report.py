@@ -12,8 +12,8 @@ from matplotlib.patches import Rectangle
 
 from robustvlm.analysis.reward_matrix import MatrixResults, cell_key
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
-from robustvlm.report.plots import new_figure, save_figure
 from robustvlm.report.palette import group_styles
+from robustvlm.report.plots import new_figure, save_figure
 
 
 def pct(spread: Mapping | None, *, signed: bool = False) -> str:

@@ -26,6 +26,13 @@ from tests.helpers.result_files import (
 OPENCLIP = Path(__file__).parents[3] / "docs" / "data" / "openclip_results.csv"
 
 
+def test_the_cli_offers_every_registered_format():
+    from robustvlm.cli.results_options import RESULT_FORMAT_CHOICES as offered
+    from robustvlm.data.results import RESULT_FORMAT_CHOICES
+
+    assert offered == RESULT_FORMAT_CHOICES
+
+
 def test_openclip_table_as_published_reads_121_models_on_38_datasets():
     table = read_results_file(OPENCLIP)
     assert detect_format(OPENCLIP) == "openclip"

@@ -18,7 +18,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from robustvlm.data.results.table import ResultTable, accuracies_from_questions, accuracy_row, fraction
+from robustvlm.data.results.table import (
+    ResultTable,
+    accuracies_from_questions,
+    accuracy_row,
+    fraction,
+)
 from robustvlm.errors import DataError
 from robustvlm.runs import read_input_jsonl
 

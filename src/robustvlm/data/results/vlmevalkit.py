@@ -22,7 +22,12 @@ import csv
 import re
 from pathlib import Path
 
-from robustvlm.data.results.table import ResultTable, accuracies_from_questions, accuracy_row, fraction
+from robustvlm.data.results.table import (
+    ResultTable,
+    accuracies_from_questions,
+    accuracy_row,
+    fraction,
+)
 from robustvlm.errors import DataError
 from robustvlm.extras import require
 

@@ -27,6 +27,7 @@ from robustvlm.errors import DataError
 from robustvlm.report.line_scatter import scatter
 from robustvlm.runs import claim_run_folder
 
+
 def read_results(path: str | Path, fmt: str = "auto") -> list[dict]:
     """The accuracy rows of a results file of any registered format (`data.results`): dicts with
     "model", "family", "bench", "accuracy", "n" (None where the file gives no count), "line"."""
