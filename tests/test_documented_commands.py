@@ -33,6 +33,7 @@ def documented_commands() -> list[str]:
 
 #: {documented line: what is appended to run it here with tiny settings}.
 RUNS = {
+    "robustvlm robustness convert docs/data/openclip_results.csv --out runs/openclip_long.csv": "",
     'robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "ImageNet-R" --out runs/openclip_fit':
         "",
     'robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "ImageNet-R" --group-by '

@@ -70,6 +70,18 @@ def _robustness_subsets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _robustness_convert(args: argparse.Namespace) -> int:
+    from robustvlm.workflows.measure.convert_results import convert_results
+
+    done = convert_results(args.results, args.out, fmt=args.format, benches=args.bench, n_questions=n_questions(args),
+                           questions_out=args.questions)
+    print(f"wrote {done.csv_rows} rows to {args.out}"
+          + (f" and {done.question_rows} question rows to {args.questions}" if args.questions else ""))
+    if done.left_out:
+        print(f"left out (no question count; give --n-questions BENCH=N): {', '.join(done.left_out)}")
+    return 0
+
+
 def _robustness_simulate(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.robustness_fit import simulate_to_dir
 
@@ -94,7 +106,7 @@ def _robustness_task_signal(args: argparse.Namespace) -> int:
 
 
 def add_robustness(sub: SubParsers) -> None:
-    """robustness fit, robustness subsets, robustness simulate, robustness task-signal."""
+    """robustness fit, subsets, convert, simulate, task-signal."""
     rb = sub.add_parser("robustness", help="accuracy-on-the-line fits and effective robustness")
     rb_sub = rb.add_subparsers(dest="robustness_command", required=True)
     fit = rb_sub.add_parser("fit", help="fit the line of a baseline family; effective robustness")
@@ -131,6 +143,14 @@ def add_robustness(sub: SubParsers) -> None:
     sub_.add_argument("--resume", action="store_true", help="write into a folder that holds this same analysis")
     add_results_options(sub_, counts=False)
     sub_.set_defaults(func=_robustness_subsets)
+    conv = rb_sub.add_parser("convert", help="rewrite another tool's results file as robustvlm's results CSV "
+                             "(and its per-question rows as JSONL)")
+    conv.add_argument("results", help="a results file or folder of any --format")
+    conv.add_argument("--out", required=True, help="the CSV to write (model, family, bench, accuracy, n, ...)")
+    conv.add_argument("--bench", action="append", default=[], help="keep only this benchmark (repeatable)")
+    conv.add_argument("--questions", metavar="FILE", help="also write the per-question rows here (JSONL)")
+    add_results_options(conv)
+    conv.set_defaults(func=_robustness_convert)
     sim = rb_sub.add_parser(
         "simulate", help="the Gaussian location model behind accuracy on the line"
     )

@@ -93,3 +93,20 @@ def test_subsets_on_vlmevalkit_sheets_single_out_the_coin_flips(tmp_path, capsys
     assert len(coin_ids & set(result["worst"]["questions"])) / len(result["worst"]["questions"]) > 0.7
     assert result["worst"]["held_out_r2"] < result["worst"]["held_out_rest_r2"]
     assert "coins (60 questions)" in capsys.readouterr().out
+
+
+def test_convert_writes_robustvlms_csv_which_fits_to_the_same_line(tmp_path, capsys):
+    out = tmp_path / "long.csv"
+    assert run_cli(["robustness", "convert", str(OPENCLIP), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "left out" in printed and "Flickr" in printed  # retrieval sets have no standard count
+    assert run_cli(["robustness", "fit", str(out), "--ref", "ImageNet 1k", "--shift", "ImageNet-R", "--out",
+                    str(tmp_path / "fit")]) == 0
+    fit = json.loads((tmp_path / "fit" / "fit.json").read_text())["fit"]
+    assert round(fit["slope"], 3) == 1.181 and fit["n"] == 121
+    assert run_cli(["robustness", "convert", str(OPENCLIP), "--out", str(out)]) == 2  # never replaced
+    assert "exists" in capsys.readouterr().err
+    # the converted CSV keeps the reader's columns, so it groups as the original does
+    assert run_cli(["robustness", "fit", str(out), "--ref", "ImageNet 1k", "--shift", "ImageNet-R", "--group-by",
+                    "source", "--n-boot", "100", "--out", str(tmp_path / "groups")]) == 0
+    assert len(json.loads((tmp_path / "groups" / "groups.json").read_text())["groups"]) == 12

@@ -1,0 +1,69 @@
+"""`robustvlm robustness convert`: another tool's results file rewritten as robustvlm's results
+CSV (`model, family, bench, accuracy, n`, plus `n_from` and the reader's own columns), and its
+per-question rows, where it has them, as JSONL (`model, bench, id, correct, env, ...`).
+
+Benchmarks whose question count neither the file, the user nor the standard table gives are left
+out of the CSV and named in the returned summary (the command prints them); `--bench` keeps only
+the benchmarks named.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from robustvlm.data.results import fill_counts, read_results_file
+from robustvlm.data.results.sizes import standard_size
+from robustvlm.errors import ConfigError, DataError
+
+CSV_COLUMNS = ("model", "family", "bench", "accuracy", "n", "n_from")
+
+
+@dataclass(frozen=True)
+class Converted:
+    """What `convert_results` wrote: rows per file and the benchmarks left out for want of a count."""
+
+    csv_rows: int
+    question_rows: int
+    left_out: list[str]
+
+
+def convert_results(path: str | Path, out_csv: str | Path, *, fmt: str = "auto", benches: Sequence[str] = (),
+                    n_questions: Mapping[str, int] | None = None,
+                    questions_out: str | Path | None = None) -> Converted:
+    """Write the accuracies of `path` to `out_csv` (and its question rows to `questions_out`);
+    an existing output file is refused (ConfigError), never replaced."""
+    for target in (out_csv, questions_out):
+        if target is not None and Path(target).exists():
+            raise ConfigError(f"{target} exists: choose a new output file")
+    table = read_results_file(path, fmt)
+    rows = [r for r in table.accuracies if not benches or r["bench"] in benches]
+    if not rows:
+        raise DataError(f"no rows for bench(es) {list(benches)}", str(path))
+    sizes = n_questions or {}
+    countable = {r["bench"] for r in rows if r["n"] is not None or r["bench"] in sizes or standard_size(r["bench"])}
+    left_out = sorted({r["bench"] for r in rows} - countable)
+    if benches and left_out:
+        fill_counts(rows, left_out, sizes, str(path))  # a named bench without a count: its error
+    kept = [r for r in rows if r["bench"] in countable]
+    fill_counts(kept, countable, sizes, str(path))
+    extra = list(dict.fromkeys(k for r in kept for k in r if k not in (*CSV_COLUMNS, "line")))
+    _write_csv(Path(out_csv), kept, [*CSV_COLUMNS, *extra])
+    questions = [q for q in table.questions if not benches or q["bench"] in benches]
+    if questions_out is not None:
+        target = Path(questions_out)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("".join(json.dumps({k: v for k, v in q.items() if k != "line"}) + "\n" for q in questions),
+                          encoding="utf-8")
+    return Converted(len(kept), len(questions) if questions_out is not None else 0, left_out)
+
+
+def _write_csv(path: Path, rows: list[dict], columns: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
