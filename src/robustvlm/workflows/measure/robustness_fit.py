@@ -150,8 +150,8 @@ def fit_from_results(
         )
     except DataError as err:
         raise DataError(err.message, source) from None
-    settings = {"results": str(Path(results_csv).resolve()), "ref": ref, "shift": shift,
-                "baseline": baseline, "transform": transform, "n_boot": n_boot, "seed": seed}
+    settings: dict[str, object] = {"results": str(Path(results_csv).resolve()), "ref": ref, "shift": shift,
+                                   "baseline": baseline, "transform": transform, "n_boot": n_boot, "seed": seed}
     more = {"format": fmt, "group_by": group_by, "n_questions": dict(n_questions or {}), **(extra_settings or {})}
     settings |= {k: v for k, v in more.items() if v not in (None, "auto", {})}  # as before, when unused
     out = claim_run_folder(out_dir, settings, command="robustness fit", resume=resume)
