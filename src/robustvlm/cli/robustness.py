@@ -129,28 +129,8 @@ def add_robustness(sub: SubParsers) -> None:
     fit.add_argument("--n-boot", type=int_at_least(100), default=2000,
                      help="bootstrap resamples of the group and placement intervals")
     fit.set_defaults(func=_robustness_fit)
-    sub_ = rb_sub.add_parser("subsets", help="per-question results of several models: a line per subset of the "
-                             "shifted questions (class, environment) and a held-out search for the questions where "
-                             "ID accuracy predicts shifted accuracy worst")
-    sub_.add_argument("results", nargs="+", help="per-question results files or folders (one or more per model)")
-    sub_.add_argument("--ref", required=True, help="reference benchmark (each model's accuracy on it)")
-    sub_.add_argument("--shift", required=True, help="shifted benchmark (its per-question scores)")
-    sub_.add_argument("--by", default="env", help="the question column that names its subset (default env: "
-                      "VLMEvalKit's category, lmms-eval's task)")
-    sub_.add_argument("--worst-fraction", type=float_above(0), default=0.25, help="share of the shifted questions the search "
-                      "picks (default 0.25)")
-    sub_.add_argument("--out", default="robustness_subsets")
-    sub_.add_argument("--resume", action="store_true", help="write into a folder that holds this same analysis")
-    add_results_options(sub_, counts=False)
-    sub_.set_defaults(func=_robustness_subsets)
-    conv = rb_sub.add_parser("convert", help="rewrite another tool's results file as robustvlm's results CSV "
-                             "(and its per-question rows as JSONL)")
-    conv.add_argument("results", help="a results file or folder of any --format")
-    conv.add_argument("--out", required=True, help="the CSV to write (model, family, bench, accuracy, n, ...)")
-    conv.add_argument("--bench", action="append", default=[], help="keep only this benchmark (repeatable)")
-    conv.add_argument("--questions", metavar="FILE", help="also write the per-question rows here (JSONL)")
-    add_results_options(conv)
-    conv.set_defaults(func=_robustness_convert)
+    _add_subsets(rb_sub)
+    _add_convert(rb_sub)
     sim = rb_sub.add_parser(
         "simulate", help="the Gaussian location model behind accuracy on the line"
     )
@@ -169,3 +149,33 @@ def add_robustness(sub: SubParsers) -> None:
     ts.add_argument("--out", help="default task_signal (task_signal_quick with --quick)")
     ts.add_argument("--resume", action="store_true", help=RESUME_HELP)
     ts.set_defaults(func=_robustness_task_signal, config_optional=True)
+
+
+def _add_subsets(rb_sub: SubParsers) -> None:
+    """robustness subsets."""
+    sub_ = rb_sub.add_parser("subsets", help="per-question results of several models: a line per subset of the "
+                             "shifted questions (class, environment) and a held-out search for the questions where "
+                             "ID accuracy predicts shifted accuracy worst")
+    sub_.add_argument("results", nargs="+", help="per-question results files or folders (one or more per model)")
+    sub_.add_argument("--ref", required=True, help="reference benchmark (each model's accuracy on it)")
+    sub_.add_argument("--shift", required=True, help="shifted benchmark (its per-question scores)")
+    sub_.add_argument("--by", default="env", help="the question column that names its subset (default env: "
+                      "VLMEvalKit's category, lmms-eval's task)")
+    sub_.add_argument("--worst-fraction", type=float_above(0), default=0.25, help="share of the shifted questions the search "
+                      "picks (default 0.25)")
+    sub_.add_argument("--out", default="robustness_subsets")
+    sub_.add_argument("--resume", action="store_true", help="write into a folder that holds this same analysis")
+    add_results_options(sub_, counts=False)
+    sub_.set_defaults(func=_robustness_subsets)
+
+
+def _add_convert(rb_sub: SubParsers) -> None:
+    """robustness convert."""
+    conv = rb_sub.add_parser("convert", help="rewrite another tool's results file as robustvlm's results CSV "
+                             "(and its per-question rows as JSONL)")
+    conv.add_argument("results", help="a results file or folder of any --format")
+    conv.add_argument("--out", required=True, help="the CSV to write (model, family, bench, accuracy, n, ...)")
+    conv.add_argument("--bench", action="append", default=[], help="keep only this benchmark (repeatable)")
+    conv.add_argument("--questions", metavar="FILE", help="also write the per-question rows here (JSONL)")
+    add_results_options(conv)
+    conv.set_defaults(func=_robustness_convert)
