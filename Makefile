@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-quick demo-tasks demo-reward figures docs test lint typecheck install clean bench-real gpu-check
+.PHONY: demo demo-quick demo-tasks demo-reward figures docs test test-fast lint typecheck install clean bench-real gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -130,8 +130,15 @@ docs: install
 	$(BIN)/python tools/docs_reference.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
+# The whole suite, every tier (CI runs it through .ci/run).
 test: install
 	$(BIN)/python -m pytest tests -p no:cacheprovider
+
+# The fast tier for feedback while working: every test but the e2e, docs, slow and distributed
+# ones (tiers: tests/conftest.py), on two workers (pytest-xdist); a test past 120 s fails.
+test-fast: install
+	$(BIN)/python -m pytest tests -p no:cacheprovider -m "not e2e and not docs and not slow and not distributed" \
+		-n 2 --timeout 120 --durations 15
 
 # ruff as configured in pyproject.toml ([tool.ruff]: style, imports, bugbear, complexity C901),
 # after mypy; both come with the [dev] extra that $(STAMP) installs. CI runs it first.
