@@ -96,7 +96,7 @@ figures: install
 		$(BIN)/python -m robustvlm.report.figures docs/results/zoo-in-context.md icl-defined-labels:$$m=figures/defined_$$m || exit 1; \
 	done
 	$(BIN)/robustvlm icl eval --model zoo:llava-clip-m-icl --data figures/fashion-clean-rotated --out figures/icl_llava-clip-m-icl \
-		--shots 0,1,2 --demos random,same-domain,cross-domain --n-per-domain 100 --seed 0 --resume
+		--shots 0,1,2 --demos random,same-domain,cross-domain --n-per-env 100 --seed 0 --resume
 	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-in-context.md icl-domains:llava-clip-m-icl=figures/icl_llava-clip-m-icl \
 		icl-gain:llava-clip-m-icl=figures/icl_llava-clip-m-icl icl-shift-cost:llava-clip-m-icl=figures/icl_llava-clip-m-icl
 	$(BIN)/robustvlm demo reward --zoo --out demo_reward_zoo
