@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: figures-openclip demo demo-quick demo-tasks demo-reward figures docs test lint typecheck install clean bench-real gpu-check
+.PHONY: figures-openclip demo demo-quick demo-tasks demo-reward figures docs test test-fast lint typecheck install clean bench-real gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -97,7 +97,7 @@ figures: install
 		$(BIN)/python -m robustvlm.report.figures docs/results/zoo-in-context.md icl-defined-labels:$$m=figures/defined_$$m || exit 1; \
 	done
 	$(BIN)/robustvlm icl eval --model zoo:llava-clip-m-icl --data figures/fashion-clean-rotated --out figures/icl_llava-clip-m-icl \
-		--shots 0,1,2 --demos random,same-domain,cross-domain --n-per-domain 100 --seed 0 --resume
+		--shots 0,1,2 --demos random,same-domain,cross-domain --n-per-env 100 --seed 0 --resume
 	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-in-context.md icl-domains:llava-clip-m-icl=figures/icl_llava-clip-m-icl \
 		icl-gain:llava-clip-m-icl=figures/icl_llava-clip-m-icl icl-shift-cost:llava-clip-m-icl=figures/icl_llava-clip-m-icl
 	$(BIN)/robustvlm demo reward --zoo --out demo_reward_zoo
@@ -131,8 +131,15 @@ docs: install
 	$(BIN)/python tools/docs_reference.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
+# The whole suite, every tier (CI runs it through .ci/run).
 test: install
 	$(BIN)/python -m pytest tests -p no:cacheprovider
+
+# The fast tier for feedback while working: every test but the e2e, docs, slow and distributed
+# ones (tiers: tests/conftest.py), on two workers (pytest-xdist); a test past 120 s fails.
+test-fast: install
+	$(BIN)/python -m pytest tests -p no:cacheprovider -m "not e2e and not docs and not slow and not distributed" \
+		-n 2 --timeout 120 --durations 15
 
 # ruff as configured in pyproject.toml ([tool.ruff]: style, imports, bugbear, complexity C901),
 # after mypy; both come with the [dev] extra that $(STAMP) installs. CI runs it first.

@@ -10,6 +10,10 @@ read them and must not change them (train, configure_trainable, edit a chat temp
 DDP, write into the data folder). A test that needs to change one builds its own. robustvlm is
 imported inside the fixtures, after the environment below is set (huggingface_hub reads
 HF_HUB_OFFLINE when it is first imported).
+
+Test tiers (markers registered in pyproject): a test is marked by where it lives (`TIERS` below),
+besides any marker it carries itself. `make test-fast` deselects e2e, docs, slow and distributed;
+`make test` runs everything.
 """
 
 from __future__ import annotations
@@ -34,6 +38,35 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 torch.set_num_threads(1)
 
+#: {path under tests/ (a folder ends in "/"): markers every test collected there gets}.
+#: e2e: runs a whole demo or command pipeline; docs: checks the documentation against the code;
+#: slow: one test over ~5 s; distributed: spawns torchrun processes.
+TIERS: dict[str, tuple[str, ...]] = {
+    "test_documented_commands.py": ("docs", "e2e"),
+    "test_docs_site.py": ("docs",),
+    "test_figures.py": ("docs", "e2e"),
+    "test_wheel.py": ("e2e", "slow"),
+    "workflows/demos/": ("e2e",),
+    "workflows/test_real_server.py": ("e2e", "slow"),
+    "objectives/test_distributed_penalty.py": ("distributed",),
+}
+
+TESTS = Path(__file__).resolve().parent
+
+
+def tier_markers(path: Path) -> tuple[str, ...]:
+    """The markers `TIERS` gives a test file at `path` (absolute), by its path under tests/."""
+    relative = path.resolve().relative_to(TESTS).as_posix()
+    return tuple(marker for prefix, markers in TIERS.items()
+                 for marker in markers if relative == prefix or (prefix.endswith("/") and relative.startswith(prefix)))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each collected test with its file's tier markers (`TIERS`)."""
+    for item in items:
+        for marker in tier_markers(item.path):
+            item.add_marker(marker)
+
 
 @pytest.fixture(autouse=True)
 def response_cache_folder(tmp_path, monkeypatch) -> Path:
@@ -44,20 +77,58 @@ def response_cache_folder(tmp_path, monkeypatch) -> Path:
     return folder
 
 
+def persistent_cache_folder() -> Path:
+    """Where the tests keep what outlives a session (the quick zoo): $ROBUSTVLM_TEST_CACHE, else
+    ~/.cache/robustvlm-tests. Delete it at will; what is missing is rebuilt."""
+    return Path(os.environ.get("ROBUSTVLM_TEST_CACHE") or Path.home() / ".cache" / "robustvlm-tests")
+
+
 @pytest.fixture(scope="session")
-def quick_zoo(tmp_path_factory) -> Callable[..., Path]:
+def quick_zoo() -> Callable[..., Path]:
     """`quick_zoo(*members)`: a model-zoo cache folder (`ROBUSTVLM_CACHE`) holding those members of
-    the quick zoo (all four when none are named), each built once per test session and shared by
-    the zoo demos' tests (members are read, never changed)."""
+    the quick zoo (all four when none are named), shared by the zoo demos' tests (members are read,
+    never changed). Members are built once and kept across test sessions in `persistent_cache_folder()`:
+    the folder is named by a hash of the zoo build's source and every module it imports
+    (`source_hash`), and a member inside it by its recipe's key, so a change to either rebuilds;
+    `zoo build` locks each member, so xdist workers building one at once wait for each other."""
+    from source_hash import source_hash
+
     from robustvlm.workflows.zoo.build import build_members, selected
 
-    cache = tmp_path_factory.mktemp("quick-zoo")
+    cache = persistent_cache_folder() / f"quick-zoo-{source_hash('robustvlm.workflows.zoo.build')}"
 
     def get(*members: str) -> Path:
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("ROBUSTVLM_CACHE", str(cache))
             build_members(selected(quick=True, members=list(members) or None))
         return cache
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def quick_demo(tmp_path_factory) -> Callable[..., Path]:
+    """`quick_demo(name, *options)`: the output folder of `robustvlm demo NAME --quick OPTIONS`, run
+    once per test session for each distinct command line and shared by every test that reads it;
+    what the run printed is in the file `stdout.txt` beside the folder. Tests read the folder and
+    must not change it: one that re-runs or resumes into it works on a copy (`shutil.copytree`)."""
+    from contextlib import redirect_stdout
+    from io import StringIO
+
+    from robustvlm.cli import main
+
+    runs: dict[tuple[str, ...], Path] = {}
+
+    def get(name: str, *options: str) -> Path:
+        key = (name, *options)
+        if key not in runs:
+            out = tmp_path_factory.mktemp(f"demo-{name}") / "out"
+            with redirect_stdout(StringIO()) as printed:
+                code = main(["demo", name, "--quick", *options, "--out", str(out)])
+            assert code == 0, f"demo {name} --quick {' '.join(options)} failed"
+            (out.parent / "stdout.txt").write_text(printed.getvalue(), encoding="utf-8")
+            runs[key] = out
+        return runs[key]
 
     return get
 

@@ -131,7 +131,7 @@ def test_icl_eval_resume_flag(tmp_path, capsys):
     data = tmp_path / "synth"
     assert main(["data", "synth", "--benchmark", "domains", "--out", str(data), "--n-per-env", "1"]) == 0
     base = ["icl", "eval", "--model", "tiny:idefics3", "--data", str(data / "shapes"), "--out",
-            str(tmp_path / "icl"), "--shots", "0,1", "--n-per-domain", "1", "--batch-size", "2"]
+            str(tmp_path / "icl"), "--shots", "0,1", "--n-per-env", "1", "--batch-size", "2"]
     assert main(base) == 0
     log = tmp_path / "icl" / "icl_predictions.jsonl"
     first = log.read_text()

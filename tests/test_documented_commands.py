@@ -1,5 +1,5 @@
-"""Every command line printed in a code block of README.md, docs/ and BENCHMARKS.md is known to
-this test: each `robustvlm` line parses as written, the configs it names exist, and each line
+"""Every command line printed in a code block of README.md, docs/ and BENCHMARKS.md, and every
+example in a command's help (`robustvlm CMD --help`, after the docs' lines), is known to this test: each `robustvlm` line parses as written, the configs it names exist, and each line
 either runs here with tiny settings (appended overrides or options, listed in RUNS) or is listed
 in NOT_RUN with the reason. A new documented line fails the test until it is classified, so a
 documented example can never break unnoticed (issue 17.1: the README's first example was refused).
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from bad_input import run_cli
+from cli_tree import examples, leaf_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -28,7 +29,7 @@ def documented_commands() -> list[str]:
                 line = re.sub(r"\s+#.*$", "", line.strip())
                 if line.startswith(("robustvlm ", "make ", "python benchmarks/", "python -m robustvlm")) and line not in found:
                     found.append(line)
-    return found
+    return found + [line for parser in leaf_commands().values() for line in examples(parser) if line not in found]
 
 
 #: {documented line: what is appended to run it here with tiny settings}.
@@ -61,29 +62,44 @@ RUNS = {
     "robustvlm zoo list": "",
     "robustvlm configs list": "",
     "robustvlm data synth --benchmark domains --out data/domains": "--n-per-env 10",
-    "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out runs/icl_digits --shots 0,1,2 --demos random,same-domain,cross-domain --n-per-domain 4":
+    "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out runs/icl_digits --shots 0,1,2 --demos random,same-domain,cross-domain --n-per-env 4":
         "--max-new-tokens 4",
-    "robustvlm diagnose --model tiny:idefics3 --data data/domains/digits --out runs/diagnose_digits --shots 1 --n-per-domain 4":
+    "robustvlm diagnose --model tiny:idefics3 --data data/domains/digits --out runs/diagnose_digits --shots 1 --n-per-env 4":
         "--max-new-tokens 4",
     "robustvlm mc build --data data/domains/digits --env clean --out q/clean.jsonl": "--k 3",
     "robustvlm mc build --data data/domains/digits --env rotated --out q/rotated.jsonl": "--k 3",
     "robustvlm mc build --data data/domains/digits --out q/digits.jsonl --k 3 --n 40": "--n 6",
-    "robustvlm mc eval --model tiny:idefics3 --model tiny:clip --bench q/digits.jsonl --out runs/mc_blind --blind": "",
-    "robustvlm mc eval --model tiny:idefics3 --bench q/digits.jsonl --out runs/mc_blind_generate --method generate --blind":
+    "robustvlm mc eval --model tiny:idefics3 --model tiny:clip --benchmark q/digits.jsonl --out runs/mc_blind --blind": "",
+    "robustvlm mc eval --model tiny:idefics3 --benchmark q/digits.jsonl --out runs/mc_blind_generate --method generate --blind":
         "--max-new-tokens 2",
     "robustvlm eval --model tiny:idefics3 --data data/tasks --out runs/eval_blind --max-per-env 4 --blind":
         "--max-per-env 1 --max-new-tokens 2",
-    "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out runs/icl_blind --shots 0,1 --n-per-domain 4 --blind":
-        "--n-per-domain 1 --max-new-tokens 2",
+    "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out runs/icl_blind --shots 0,1 --n-per-env 4 --blind":
+        "--n-per-env 1 --max-new-tokens 2",
     "robustvlm mc build --data data/domains/digits --out q/digits_curated.jsonl --k 3 --n 40 --filter-blind tiny:idefics3":
         "--n 6",
-    "robustvlm mc eval --model tiny:clip --model tiny:siglip --bench q/clean.jsonl --bench q/rotated.jsonl --out runs/mc_paired --baseline tiny:clip":
+    "robustvlm mc eval --model tiny:clip --model tiny:siglip --benchmark q/clean.jsonl --benchmark q/rotated.jsonl --out runs/mc_paired --baseline tiny:clip":
         "",
     "robustvlm compare runs/mc_paired/tiny_siglip/clean.jsonl runs/mc_paired/tiny_clip/clean.jsonl": "",
     "robustvlm configs copy erm_tasks my_configs": "",
     "robustvlm train erm_tasks --out runs/erm_tour train.steps=20": "train.steps=2 train.save_every=2",
     "robustvlm eval --model runs/erm_tour/final --data data/tasks --out runs/erm_tour/eval --max-per-env 4":
         "--max-new-tokens 4",
+    # the examples of the commands' help that no page prints
+    "robustvlm data check data/tasks": "",
+    "robustvlm envs infer --model runs/erm/final --data data/tasks --method loss-split --out runs/erm_envs":
+        "--batch-size 4",
+    "robustvlm mc stability runs/mc_paired/tiny_siglip/clean.jsonl": "--draws 5",
+    "robustvlm robustness simulate --out runs/simulate": "",
+    "robustvlm icl defined-labels --model tiny:llava --data data/domains/shapes --query-domain photo --out runs/defined_shapes":
+        "--trials 2",
+    "robustvlm rm data check runs/rm_shortcut_aware/data": "",
+    "robustvlm rm sample --data runs/rm_shortcut_aware/data --policy tiny:idefics3 --k 4 --out runs/bon/samples":
+        "--k 2 --max-per-env 1 --max-new-tokens 4",
+    "robustvlm rm score --candidates runs/bon/samples/candidates.jsonl --model runs/rm_shortcut_aware/final --out runs/bon/scores":
+        "",
+    "robustvlm rm bon --scores shortcut_aware=runs/bon/scores/scores.jsonl --out runs/bon/curves": "",
+    "robustvlm embed eval --model tiny:idefics3 --family vlm2vec-mixed --benchmark q/digits.jsonl --out runs/embed_eval": "",
 }
 
 #: {documented line: why it does not run in the test suite}.
@@ -108,6 +124,7 @@ NOT_RUN = {
     "robustvlm demo tasks --out demo_tasks":
         "a full study (minutes); `demo tasks --quick` runs with tiny settings in tests/workflows/demos/test_finetune.py",
     "make test": "this suite itself",
+    "make test-fast": "this suite's fast tier",
     "robustvlm compare runs/erm/eval runs/dynamic_birm/eval --metric chrf --out runs/compare_erm_dbirm":
         "needs two evaluated runs; compare on hand-written runs is tested in tests/analysis/test_paired.py",
     "robustvlm compare mc_out/model-a/clean.jsonl mc_out/model-b/clean.jsonl --cluster id":
@@ -169,9 +186,9 @@ NOT_RUN = {
         "tests/workflows/reward/test_matrix.py checks the config",
     "robustvlm data synth --benchmark fashion-test --out data/fashion-test --n-per-env 20":
         "needs Debian's dataset-fashion-mnist; the suite is built and checked in tests/data/synth/test_real.py",
-    "robustvlm icl eval --model zoo:llava-clip-m --data data/fashion-test --out runs/icl_llava --shots 0,1,2,3 --demos random,same-domain,cross-domain,label-shift,spurious --n-per-domain 100 --seed 0":
+    "robustvlm icl eval --model zoo:llava-clip-m --data data/fashion-test --out runs/icl_llava --shots 0,1,2,3 --demos random,same-domain,cross-domain,label-shift,spurious --n-per-env 100 --seed 0":
         "needs the full zoo's member (zoo build, tens of minutes) and 5 min; icl eval runs on tiny:idefics3 above",
-    "robustvlm diagnose --model zoo:llava-clip-m --data data/fashion-test --out runs/diagnose_llava --descriptions configs/descriptions/fashion.yaml --shots 1 --n-per-domain 100":
+    "robustvlm diagnose --model zoo:llava-clip-m --data data/fashion-test --out runs/diagnose_llava --descriptions configs/descriptions/fashion.yaml --shots 1 --n-per-env 100":
         "needs the full zoo's member (zoo build, tens of minutes); diagnose runs on tiny:idefics3 above",
     "robustvlm zoo build --members llava-clip-m-icl":
         "needs zoo:llava-clip-m built and about 13 CPU-minutes more; the defined-label sequences and the init path "
@@ -180,7 +197,7 @@ NOT_RUN = {
         "needs Debian's dataset-fashion-mnist; the suite is built and checked in tests/data/synth/test_real.py",
     "robustvlm icl defined-labels --model zoo:llava-clip-m-icl --data figures/fashion-test --out figures/defined_llava-clip-m-icl":
         "needs the full zoo's member; icl defined-labels runs on tiny:llava in tests/workflows/measure/test_defined_labels.py",
-    "robustvlm icl eval --model zoo:llava-clip-m-icl --data figures/fashion-clean-rotated --out figures/icl_llava-clip-m-icl --shots 0,1,2 --demos random,same-domain,cross-domain --n-per-domain 100 --seed 0":
+    "robustvlm icl eval --model zoo:llava-clip-m-icl --data figures/fashion-clean-rotated --out figures/icl_llava-clip-m-icl --shots 0,1,2 --demos random,same-domain,cross-domain --n-per-env 100 --seed 0":
         "needs the full zoo's member and the suite's links (make figures); icl eval runs on tiny:idefics3 above",
 }
 def test_every_documented_line_is_classified():

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robustvlm.cli import main
 from robustvlm.errors import ConfigError
 from robustvlm.report.figures import (
     FIGURES,
@@ -28,18 +27,16 @@ QUICK = ROOT / "docs" / "quick_figures.md"
 
 
 @pytest.fixture(scope="module")
-def quick_runs(tmp_path_factory) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("figures")
-    runs = {"ladder": folder / "ladder", "ladder-vlm": folder / "ladder",
-            **{name: folder / "reward" for name in FIGURES if name.startswith("reward-")}}
-    assert main(["demo", "ladder", "--quick", "--out", str(runs["ladder"])]) == 0
-    assert main(["demo", "reward", "--quick", "--out", str(runs["reward-linear"])]) == 0
-    runs["invariance-spread"] = folder / "invariance"
-    runs["invariance"] = runs["invariance-spread"] / "3envs"
-    assert main(["demo", "invariance", "--quick", "--out", str(runs["invariance"])]) == 0
-    runs["invariance-eiil"] = runs["invariance-spread"] / "2envs"
-    assert main(["demo", "invariance", "--quick", "--n-envs", "2", "--methods", "erm,irm,irm_eiil", "--out",
-                 str(runs["invariance-eiil"])]) == 0
+def quick_runs(quick_demo, tmp_path_factory) -> dict[str, Path]:
+    """{figure name: the quick run it is rendered from} (the session's shared quick demos)."""
+    runs = {"ladder": quick_demo("ladder"), "ladder-vlm": quick_demo("ladder"),
+            **{name: quick_demo("reward") for name in FIGURES if name.startswith("reward-")}}
+    runs["invariance"] = quick_demo("invariance")
+    runs["invariance-eiil"] = quick_demo("invariance", "--n-envs", "2", "--methods", "erm,irm,irm_eiil")
+    runs["invariance-spread"] = tmp_path_factory.mktemp("figures") / "invariance"  # a folder of runs, as make figures'
+    runs["invariance-spread"].mkdir()
+    (runs["invariance-spread"] / "3envs").symlink_to(runs["invariance"], target_is_directory=True)
+    (runs["invariance-spread"] / "2envs").symlink_to(runs["invariance-eiil"], target_is_directory=True)
     return runs
 
 

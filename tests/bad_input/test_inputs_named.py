@@ -127,7 +127,7 @@ def test_train_names_an_empty_data_file(tmp_path, capsys):
 def test_mc_eval_names_an_empty_benchmark(tmp_path, capsys):
     bench = tmp_path / "q.jsonl"
     bench.write_text("", encoding="utf-8")
-    expect_clean_failure(["mc", "eval", "--model", "tiny:idefics3", "--bench", str(bench), "--out", str(tmp_path / "mc")],
+    expect_clean_failure(["mc", "eval", "--model", "tiny:idefics3", "--benchmark", str(bench), "--out", str(tmp_path / "mc")],
                          capsys, mentions=[str(bench), "holds no questions"])
     assert not (tmp_path / "mc").exists()
 

@@ -42,6 +42,6 @@ def test_bad_questions_are_refused_when_the_benchmark_is_read(case, tmp_path: Pa
     bench = tmp_path / "q.jsonl"
     bench.write_text(_row() + "\n" + line + "\n", encoding="utf-8")
     expect_clean_failure(
-        ["mc", "eval", "--model", "tiny:idefics3", "--bench", str(bench), "--out", str(tmp_path / "mc")],
+        ["mc", "eval", "--model", "tiny:idefics3", "--benchmark", str(bench), "--out", str(tmp_path / "mc")],
         capsys, mentions=[f"{bench}:2:", message],
     )

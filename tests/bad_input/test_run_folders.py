@@ -60,7 +60,7 @@ def _bench(tmp_path: Path) -> Path:
 WRITERS = {
     "train": lambda t, out: ["train", str(CONFIG), "--out", str(out), "train.steps=1"],
     "eval": lambda t, out: ["eval", "--model", "tiny:idefics3", "--data", str(t / "nodata"), "--out", str(out)],
-    "mc-eval": lambda t, out: ["mc", "eval", "--model", "tiny:idefics3", "--bench", str(_bench(t)), "--out", str(out)],
+    "mc-eval": lambda t, out: ["mc", "eval", "--model", "tiny:idefics3", "--benchmark", str(_bench(t)), "--out", str(out)],
     "rm-bon": lambda t, out: ["rm", "bon", "--scores", f"A={_scores(t)}", "--out", str(out)],
 }
 

@@ -71,8 +71,8 @@ def test_a_server_url_with_credentials_is_refused_without_echoing_it(tmp_path, c
     pairs.write_text("")
     line = expect_clean_failure(
         ["rm", "sample", "--data", str(pairs), "--out", str(tmp_path / "s"),
-         "--server", f"http://bob:{SECRET}@127.0.0.1:9/v1", "--server-model", "m"],
-        capsys, mentions=["--server", "credentials"],
+         "--base-url", f"http://bob:{SECRET}@127.0.0.1:9/v1", "--server-model", "m"],
+        capsys, mentions=["--base-url", "credentials"],
     )
     assert SECRET not in line
 
@@ -97,11 +97,11 @@ def _served(command: list[str], data_option: str, data: str):
 #: {URL option: (mentions, argv of a command given the URL)}; a judge's URL goes in a YAML file.
 URL_OPTIONS = {
     "eval --base-url": ("base_url", _served(["eval"], "--data", "data")),
-    "mc eval --base-url": ("base_url", _served(["mc", "eval"], "--bench", "bench")),
+    "mc eval --base-url": ("base_url", _served(["mc", "eval"], "--benchmark", "bench")),
     "icl eval --base-url": ("base_url", _served(["icl", "eval"], "--data", "images")),
     "diagnose --base-url": ("base_url", _served(["diagnose"], "--data", "images")),
-    "rm sample --server": ("--server", lambda i, url: ["rm", "sample", "--data", i["data"], "--out", i["out"],
-                                                       "--server", url, "--server-model", "m"]),
+    "rm sample --base-url": ("--base-url", lambda i, url: ["rm", "sample", "--data", i["data"], "--out", i["out"],
+                                                       "--base-url", url, "--server-model", "m"]),
     "eval --judge": ("base_url", lambda i, url: ["eval", "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
                                                  "--data", i["data"], "--out", i["out"], "--metrics", "chrf,cee",
                                                  "--judge", i["judge"]]),

@@ -162,7 +162,7 @@ def test_concurrency_options_of_the_commands(tmp_path, capsys):
     with pytest.raises(SystemExit):
         parser.parse_args([*url, "--concurrency", "fast"])
     assert "'fast' is neither an integer >= 1 nor 'auto'" in capsys.readouterr().err
-    code = main(["mc", "eval", "--model", "openai:m", "--bench", str(tmp_path), "--out", str(tmp_path / "out"),
+    code = main(["mc", "eval", "--model", "openai:m", "--benchmark", str(tmp_path), "--out", str(tmp_path / "out"),
                  "--method", "generate", *url, "--max-concurrency", "20"])
     err = capsys.readouterr().err
     assert code == 2 and "--max-concurrency is the ceiling of --concurrency auto" in err

@@ -103,7 +103,7 @@ def test_unknown_architecture_is_one_clear_error(tmp_path, bench, capsys):
         evaluate("tiny:qwen9_vl", [], tmp_path / "eval", progress=False)
     assert not (tmp_path / "eval").exists()
     # several models: refused before the first one is scored
-    code = main(["mc", "eval", "--model", "tiny:clip", "--model", "tiny:qwen9_vl", "--bench", str(bench),
+    code = main(["mc", "eval", "--model", "tiny:clip", "--model", "tiny:qwen9_vl", "--benchmark", str(bench),
                  "--out", str(tmp_path / "mc")])
     assert code == 2 and "unknown tiny model 'tiny:qwen9_vl'" in capsys.readouterr().err
     assert not (tmp_path / "mc").exists()
@@ -232,7 +232,7 @@ def bench(tmp_path_factory) -> Path:
 def test_mc_eval_loglik_matches_full_sequences(kind, bench, tmp_path, tiny_backends):
     out = tmp_path / "mc"
     with outcome(kind, "mc-loglik", out):
-        assert main(["mc", "eval", "--model", f"tiny:{kind}", "--bench", str(bench), "--out", str(out)]) == 0
+        assert main(["mc", "eval", "--model", f"tiny:{kind}", "--benchmark", str(bench), "--out", str(out)]) == 0
         rows = [json.loads(x) for x in (out / f"tiny_{kind}" / "bench.jsonl").read_text().splitlines()]
         backend = tiny_backends(kind)
         for row, question in zip(rows, read_questions(bench), strict=True):
@@ -246,7 +246,7 @@ def test_mc_eval_loglik_matches_full_sequences(kind, bench, tmp_path, tiny_backe
 def test_mc_eval_generate(kind, bench, tmp_path):
     out = tmp_path / "mc"
     with outcome(kind, "mc-generate", out):
-        assert main(["mc", "eval", "--model", f"tiny:{kind}", "--bench", str(bench), "--out", str(out),
+        assert main(["mc", "eval", "--model", f"tiny:{kind}", "--benchmark", str(bench), "--out", str(out),
                      "--method", "generate", "--batch-size", "3"]) == 0
         rows = [json.loads(x) for x in (out / f"tiny_{kind}" / "bench.jsonl").read_text().splitlines()]
         assert len(rows) == 3 and all(isinstance(r["response"], str) for r in rows)

@@ -132,7 +132,7 @@ def test_eval_over_the_server_predicts_what_the_local_model_predicts(served, dat
 
 def test_mc_generate_and_icl_over_the_server_answer_as_locally(served, data, tmp_path):
     folder, url = served
-    mc = ["mc", "eval", "--bench", str(data["bench"]), "--method", "generate"]
+    mc = ["mc", "eval", "--benchmark", str(data["bench"]), "--method", "generate"]
     assert main([*mc, "--model", folder, "--out", str(tmp_path / "mc_local")]) == 0
     assert main([*mc, "--model", f"openai:{folder}", "--base-url", url, "--out", str(tmp_path / "mc_served"),
                  *FAST]) == 0
@@ -140,7 +140,7 @@ def test_mc_generate_and_icl_over_the_server_answer_as_locally(served, data, tmp
     (served_mc,) = (tmp_path / "mc_served").glob("*/bench.jsonl")
     assert _by(_jsonl(served_mc), "id", value="response") == _by(_jsonl(local_mc), "id", value="response")
     icl = ["icl", "eval", "--data", str(data["shapes"]), "--shots", "0,1", "--demos", "random",
-           "--n-per-domain", "1"]
+           "--n-per-env", "1"]
     assert main([*icl, "--model", folder, "--out", str(tmp_path / "icl_local")]) == 0
     assert main([*icl, "--model", f"openai:{folder}", "--base-url", url, "--out", str(tmp_path / "icl_served"),
                  *FAST]) == 0
@@ -152,13 +152,13 @@ def test_mc_generate_and_icl_over_the_server_answer_as_locally(served, data, tmp
 def test_diagnose_completes_without_the_semantic_stage_and_loglik_stops_with_one_line(served, data, tmp_path, capsys):
     folder, url = served
     assert main(["diagnose", "--model", f"openai:{folder}", "--base-url", url, "--data", str(data["shapes"]),
-                 "--out", str(tmp_path / "dg"), "--shots", "1", "--n-per-domain", "1",
+                 "--out", str(tmp_path / "dg"), "--shots", "1", "--n-per-env", "1",
                  "--descriptions", str(data["descriptions"]), *FAST]) == 0
     rows = json.loads((tmp_path / "dg" / "diagnosis.json").read_text())["rows"]
     assert rows and all(r["semantic_acc"] is None and r["zero_shot_acc"] is not None for r in rows)
     capsys.readouterr()
     out = tmp_path / "ll"
-    assert main(["mc", "eval", "--model", f"openai:{folder}", "--base-url", url, "--bench", str(data["bench"]),
+    assert main(["mc", "eval", "--model", f"openai:{folder}", "--base-url", url, "--benchmark", str(data["bench"]),
                  "--out", str(out), *FAST]) == 2
     err = capsys.readouterr().err
     lines = [line for line in re.split(r"[\r\n]", err) if line.startswith("error:")]

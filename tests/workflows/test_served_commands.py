@@ -138,7 +138,7 @@ def _results(out: Path) -> list[dict]:
 
 
 def test_mc_eval_generate_and_loglik_over_a_server(bench, tmp_path, capsys):
-    base = ["mc", "eval", "--model", "openai:m", "--bench", str(bench), *FAST]
+    base = ["mc", "eval", "--model", "openai:m", "--benchmark", str(bench), *FAST]
     with StubOpenAIServer(answer=lambda body: "B") as server:
         assert main([*base, "--base-url", server.url, "--out", str(tmp_path / "gen"), "--method", "generate"]) == 0
         assert main([*base, "--base-url", server.url, "--out", str(tmp_path / "ll"), "--sum"]) == 0
@@ -158,7 +158,7 @@ def test_icl_eval_sends_the_demos_images_in_one_request(domains_suite, tmp_path)
     with StubOpenAIServer(answer=lambda body: "circle") as server:
         assert main(["icl", "eval", "--model", "openai:m", "--base-url", server.url, "--data",
                      str(domains_suite / "shapes"), "--out", str(tmp_path / "icl"), "--shots", "0,2",
-                     "--demos", "random", "--n-per-domain", "1", *FAST]) == 0
+                     "--demos", "random", "--n-per-env", "1", *FAST]) == 0
     images = sorted({sum(p["type"] == "image_url" for m in b["messages"] if isinstance(m["content"], list)
                          for p in m["content"]) for b in server.bodies})
     assert images == [1, 3]
@@ -173,7 +173,7 @@ def test_diagnose_measures_what_a_served_model_allows(domains_suite, tmp_path):
     with StubOpenAIServer(answer=lambda body: "circle") as server:
         assert main(["diagnose", "--model", "openai:m", "--base-url", server.url, "--data",
                      str(domains_suite / "shapes"), "--out", str(tmp_path / "dg"), "--shots", "1",
-                     "--n-per-domain", "1", *FAST]) == 0
+                     "--n-per-env", "1", *FAST]) == 0
     rows = json.loads((tmp_path / "dg" / "diagnosis.json").read_text())["rows"]
     for row in rows:
         assert row["probe_acc"] is None and row["probe_skill"] is None  # no vision tower to probe

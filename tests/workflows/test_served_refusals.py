@@ -56,7 +56,7 @@ def test_mc_loglik_on_a_server_without_prompt_logprobs_is_one_line_after_one_req
         server_kwargs, bench, tmp_path, capsys):
     out = tmp_path / "ll"
     with StubOpenAIServer(**server_kwargs) as server:
-        code = main(["mc", "eval", "--model", "openai:m", "--bench", str(bench), "--base-url", server.url,
+        code = main(["mc", "eval", "--model", "openai:m", "--benchmark", str(bench), "--base-url", server.url,
                      "--out", str(out), *FAST])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err, err
@@ -75,7 +75,7 @@ def test_diagnose_on_a_server_refusing_prompt_logprobs_completes_without_the_sem
     out = tmp_path / "dg"
     with StubOpenAIServer(answer=lambda body: classes[0], refuse_fields=LOGLIK_FIELDS) as server:
         assert main(["diagnose", "--model", "openai:m", "--base-url", server.url, "--data",
-                     str(domains_suite / "shapes"), "--out", str(out), "--shots", "1", "--n-per-domain", "1",
+                     str(domains_suite / "shapes"), "--out", str(out), "--shots", "1", "--n-per-env", "1",
                      "--descriptions", str(descriptions), *FAST]) == 0
     diagnosis = json.loads((out / "diagnosis.json").read_text())
     assert diagnosis["rows"] and all(r["semantic_acc"] is None and r["zero_shot_acc"] is not None
@@ -113,7 +113,7 @@ def test_a_penalty_the_server_refuses_stops_the_run_with_one_line_after_one_requ
         assert server.requests == 1
         assert main(["icl", "eval", "--model", "openai:m", "--base-url", server.url, "--data",
                      str(domains_suite / "shapes"), "--out", str(tmp_path / "icl"), "--shots", "0",
-                     "--n-per-domain", "2", "--repetition-penalty", "1.2", *FAST]) == 2
+                     "--n-per-env", "2", "--repetition-penalty", "1.2", *FAST]) == 2
         assert server.requests == 2
     err = capsys.readouterr().err
     lines = _error_lines(err)
@@ -125,11 +125,11 @@ def test_a_penalty_the_server_refuses_stops_the_run_with_one_line_after_one_requ
 
 def test_mc_decoding_options_apply_to_generation_only(bench, tmp_path, capsys):
     with StubOpenAIServer(answer=lambda body: "B") as server:
-        assert main(["mc", "eval", "--model", "openai:m", "--bench", str(bench), "--base-url", server.url,
+        assert main(["mc", "eval", "--model", "openai:m", "--benchmark", str(bench), "--base-url", server.url,
                      "--out", str(tmp_path / "gen"), "--method", "generate", "--repetition-penalty", "1.1",
                      "--max-new-tokens", "3", *FAST]) == 0
         assert {(b["repetition_penalty"], b["max_tokens"]) for b in server.bodies} == {(1.1, 3)}
-        assert main(["mc", "eval", "--model", "openai:m", "--bench", str(bench), "--base-url", server.url,
+        assert main(["mc", "eval", "--model", "openai:m", "--benchmark", str(bench), "--base-url", server.url,
                      "--out", str(tmp_path / "ll"), "--repetition-penalty", "1.1", *FAST]) == 2
     assert "apply to --method generate" in capsys.readouterr().err
 

@@ -14,8 +14,8 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import NoReturn
 
+from robustvlm import __version__
 from robustvlm.cli import (
     compare,
     configs,
@@ -35,10 +35,12 @@ from robustvlm.cli.options import (
     IMAGE_ROOT_HELP,
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
+    Parser,
     float_above,
     float_at_least,
     float_in_unit_interval,
     int_at_least,
+    no_config_message,
 )
 from robustvlm.errors import MissingDataSource, RobustVLMError
 from robustvlm.extras import MissingExtra
@@ -72,20 +74,13 @@ COMMANDS = (
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors pass through `redact` (a key pasted into any option is
-    never echoed); its subcommands' parsers are of this class too."""
-
-    def error(self, message: str) -> NoReturn:
-        super().error(redact(message))
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="robustvlm",
         description="Measure and improve how vision-language models hold up under distribution shift.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"robustvlm {__version__}")
+    sub = parser.add_subparsers(required=True)
     for add in COMMANDS:
         add(sub)
     return parser
@@ -114,7 +109,7 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) 
         if len(configs) > 1:
             parser.error(f"one config file expected, got {len(configs)}: {' '.join(configs)}")
         if not configs and not getattr(args, "config_optional", False):
-            parser.error("no config file given (every other word is a key=value override)")
+            parser.error(no_config_message(words, getattr(args, "config_example", None)))
         args.config = configs[0] if configs else None
         args.overrides = [w for w in words if _is_override(w)]
     return args

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import SubParsers, float_above, int_at_least
+from robustvlm.cli.options import SubParsers, example, float_above, int_at_least
 from robustvlm.cli.results_options import add_results_options
 
 
@@ -29,7 +29,8 @@ def add_compare(sub: SubParsers) -> None:
     """compare."""
     cp = sub.add_parser("compare", help="two eval / icl eval / mc eval runs on the same questions: paired "
                         "difference per environment, paired bootstrap CI, exact McNemar test, clustered "
-                        "standard errors, questions needed at 80%% power")
+                        "standard errors, questions needed at 80%% power", epilog=example(
+                        "robustvlm compare runs/mc_paired/tiny_siglip/clean.jsonl runs/mc_paired/tiny_clip/clean.jsonl"))
     cp.add_argument("run_a", metavar="RUN_A", help="an eval or icl eval folder, an mc eval question file "
                     "(OUT/MODEL/BENCH.jsonl), or one model's per-question results of lmms-eval (samples) or "
                     "VLMEvalKit (sheets)")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from robustvlm.cli.options import SubParsers
+from robustvlm.cli.options import example
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -29,9 +30,11 @@ def add_configs(sub: SubParsers) -> None:
     configs = sub.add_parser(
         "configs", help="the built-in configs: list them, copy one out to edit (any config argument "
         "also takes a built-in name)")
-    configs_sub = configs.add_subparsers(dest="configs_command", required=True)
-    configs_sub.add_parser("list", help="print every built-in config's name").set_defaults(func=_list)
-    copy = configs_sub.add_parser("copy", help="copy a built-in config into a folder (never overwrites)")
+    configs_sub = configs.add_subparsers(required=True)
+    configs_sub.add_parser("list", help="print every built-in config's name",
+                           epilog=example("robustvlm configs list")).set_defaults(func=_list)
+    copy = configs_sub.add_parser("copy", help="copy a built-in config into a folder (never overwrites)",
+                                  epilog=example("robustvlm configs copy erm_tasks my_configs"))
     copy.add_argument("name", help="a name `configs list` prints (e.g. erm_tasks, reward/standard)")
     copy.add_argument("folder", help="folder to copy into (created), keeping the config's subfolder")
     copy.set_defaults(func=_copy)

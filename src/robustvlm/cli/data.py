@@ -10,6 +10,7 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     OVERWRITE_HELP,
     SubParsers,
+    example,
     int_at_least,
 )
 from robustvlm.errors import ConfigError
@@ -54,11 +55,13 @@ def add_data(sub: SubParsers) -> None:
     from robustvlm.data.loaders import format_choices
 
     data = sub.add_parser("data", help="check datasets and synthesise the built-in benchmarks")
-    data_sub = data.add_subparsers(dest="data_command", required=True)
+    data_sub = data.add_subparsers(required=True)
     check = data_sub.add_parser(
-        "check", help="validate a dataset; list every bad record (exit 1 if any)"
+        "check", help="validate a dataset; list every bad record (exit 1 if any)",
+        epilog=example("robustvlm data check data/tasks"),
     )
-    check.add_argument("path")
+    check.add_argument("path", help="a record file (JSONL, LLaVA JSON, parquet), an image folder or a built-in "
+                       "benchmark's folder")
     check.add_argument("--format", default="auto", help=format_choices())
     check.add_argument("--env-map", help="YAML mapping source names to environments")
     check.add_argument("--env-column", help="record field that holds the environment")
@@ -68,14 +71,16 @@ def add_data(sub: SubParsers) -> None:
     check.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
     check.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
     check.set_defaults(func=_data_check)
-    synth = data_sub.add_parser("synth", help="write a built-in synthetic benchmark")
+    synth = data_sub.add_parser("synth", help="write a built-in synthetic benchmark",
+                                epilog=example("robustvlm data synth --benchmark tasks --out data/tasks"))
     synth.add_argument(
         "--benchmark", required=True,
         help="tasks | spurious | digits | domains | preferences | mnist | fashion | fashion-test | fashion-test-graded | "
         "fashion-spurious",
     )
-    synth.add_argument("--out", required=True)
-    synth.add_argument("--seed", type=int_at_least(0), default=0)
-    synth.add_argument("--n-per-env", type=int_at_least(1), default=None)
+    synth.add_argument("--out", required=True, help="folder to write the records, images and manifest.json to")
+    synth.add_argument("--seed", type=int_at_least(0), default=0, help="random seed of the benchmark (0)")
+    synth.add_argument("--n-per-env", type=int_at_least(1), default=None,
+                       help="records per environment (default: the benchmark's own size)")
     synth.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP % "benchmark")
     synth.set_defaults(func=_data_synth)

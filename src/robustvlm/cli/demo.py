@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from robustvlm.cli.options import SubParsers, config_file, int_at_least
+from robustvlm.cli.options import SubParsers, config_file, example, int_at_least
 from robustvlm.errors import ConfigError
 from robustvlm.extras import require
 
@@ -160,6 +160,7 @@ def add_demo(sub: SubParsers) -> None:
         "demo",
         help="built-in demos; default: Colored MNIST on real images, ERM vs IRMv1 / V-REx / BIRM / Dynamic "
         "BIRM on pixels and a frozen VLM vision tower, 3 seeds (about 5 min on 2 cores)",
+        epilog=example("robustvlm demo --quick --out demo_out_quick"),
     )
     dm.add_argument(
         "overrides",

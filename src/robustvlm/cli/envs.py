@@ -10,6 +10,7 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
     SubParsers,
+    example,
     int_at_least,
 )
 
@@ -31,18 +32,20 @@ def _envs_infer(args: argparse.Namespace) -> int:
 def add_envs(sub: SubParsers) -> None:
     """envs infer."""
     en = sub.add_parser("envs", help="environments inferred from data (no environment labels needed)")
-    en_sub = en.add_subparsers(dest="envs_command", required=True)
+    en_sub = en.add_subparsers(required=True)
     ei = en_sub.add_parser("infer", help="split the training records into environments from a reference "
-                           "model's losses (EIIL, a loss split, or k-means); writes an env map")
+                           "model's losses (EIIL, a loss split, or k-means); writes an env map",
+                           epilog=example("robustvlm envs infer --model runs/erm/final --data data/tasks "
+                                          "--method loss-split --out runs/erm_envs"))
     ei.add_argument("--model", required=True, help="the reference model (an ERM run's final/, a hub name)")
     ei.add_argument("--data", required=True, help="instruction data (any loader)")
-    ei.add_argument("--out", required=True)
+    ei.add_argument("--out", required=True, help="folder for env_map.yaml and the per-record losses")
     ei.add_argument("--method", default="eiil", choices=["eiil", "loss-split", "cluster"],
                     help="EIIL (maximise the reference's IRMv1 penalty), the high-loss records apart, or "
                     "k-means of its hidden states")
     ei.add_argument("--k", type=int_at_least(2), default=2, help="environments (cluster; EIIL and loss-split: 2)")
-    ei.add_argument("--batch-size", type=int_at_least(1), default=8)
-    ei.add_argument("--seed", type=int_at_least(0), default=0)
+    ei.add_argument("--batch-size", type=int_at_least(1), default=8, help="records per forward pass (8)")
+    ei.add_argument("--seed", type=int_at_least(0), default=0, help="seed of EIIL's and k-means' starts (0)")
     ei.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
     ei.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
     ei.add_argument("--resume", action="store_true", help=RESUME_HELP)

@@ -12,6 +12,7 @@ from robustvlm.cli.options import (
     SubParsers,
     add_decoding_options,
     add_served_options,
+    example,
     int_at_least,
     served,
 )
@@ -64,21 +65,24 @@ def _metrics_help() -> str:
 
 
 def add_eval(sub: SubParsers) -> None:
-    ev = sub.add_parser("eval", help="generate and score a model on a dataset")
+    ev = sub.add_parser("eval", help="generate and score a model on a dataset", epilog=example(
+        "robustvlm eval --model runs/erm/final --data data/tasks --out runs/erm/eval"))
     ev.add_argument("--model", required=True,
                     help="model directory (e.g. RUN/final), hub name, or openai:MODEL with --base-url")
-    ev.add_argument("--data", required=True)
-    ev.add_argument("--out", required=True)
+    ev.add_argument("--data", required=True, help="instruction data: a record file or folder (any loader)")
+    ev.add_argument("--out", required=True, help="folder for predictions.jsonl and metrics.json")
     ev.add_argument("--resume", action="store_true", help=RESUME_HELP)
-    ev.add_argument("--split", default="test")
-    ev.add_argument("--batch-size", type=int_at_least(1), default=8)
-    ev.add_argument("--max-per-env", type=int_at_least(1), default=None)
+    ev.add_argument("--split", default="test", help="which records of --data to score (test)")
+    ev.add_argument("--batch-size", type=int_at_least(1), default=8, help="prompts per generation batch (8)")
+    ev.add_argument("--max-per-env", type=int_at_least(1), default=None,
+                    help="score at most N records of each environment (default: all)")
     ev.add_argument("--metrics", default="chrf,exact", help=_metrics_help())
     ev.add_argument(
         "--judge", help="YAML with the judge endpoint for cee: base_url, model, api_key_env, ..."
     )
-    ev.add_argument("--env-map")
-    ev.add_argument("--task-rules", action="store_true")
+    ev.add_argument("--env-map", help="YAML mapping source names (or record ids) to environments")
+    ev.add_argument("--task-rules", action="store_true",
+                    help="assign each record's environment (task type) from its instruction")
     ev.add_argument("--blind", action="store_true", help=BLIND_HELP)
     ev.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
     ev.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)

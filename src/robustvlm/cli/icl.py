@@ -11,7 +11,9 @@ from robustvlm.cli.options import (
     SubParsers,
     add_decoding_options,
     add_served_options,
+    example,
     int_at_least,
+    renamed,
     served,
 )
 from robustvlm.extras import require
@@ -28,7 +30,7 @@ def _icl_eval(args: argparse.Namespace) -> int:
         args.out,
         shots=tuple(int(k) for k in args.shots.split(",")),
         policies=tuple(args.demos.split(",")),
-        n_per_domain=args.n_per_domain,
+        n_per_domain=args.n_per_env,
         seed=args.seed,
         batch_size=args.batch_size,
         max_new_tokens=args.max_new_tokens,
@@ -76,7 +78,7 @@ def _diagnose(args: argparse.Namespace) -> int:
         args.out,
         descriptions=args.descriptions,
         shots=args.shots,
-        n_per_domain=args.n_per_domain,
+        n_per_domain=args.n_per_env,
         seed=args.seed,
         max_new_tokens=args.max_new_tokens,
         repetition_penalty=args.repetition_penalty,
@@ -90,19 +92,22 @@ def _diagnose(args: argparse.Namespace) -> int:
 def add_icl(sub: SubParsers) -> None:
     """icl eval."""
     icl = sub.add_parser("icl", help="zero-shot and in-context (k-shot) evaluation across domains")
-    icl_sub = icl.add_subparsers(dest="icl_command", required=True)
-    ie = icl_sub.add_parser("eval", help="k-shot accuracy per domain and demo policy")
+    icl_sub = icl.add_subparsers(required=True)
+    ie = icl_sub.add_parser("eval", help="k-shot accuracy per domain and demo policy", epilog=example(
+        "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out runs/icl_digits --shots 0,1,2 "
+        "--demos random,same-domain,cross-domain --n-per-env 4"))
     ie.add_argument("--model", required=True, help="a model folder, hub name, or openai:MODEL with --base-url")
     ie.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/*.png")
-    ie.add_argument("--out", required=True)
+    ie.add_argument("--out", required=True, help="folder for icl_results.json / .md and the per-query rows")
     ie.add_argument("--shots", default="0,1,2,4", help="comma-separated shot counts")
     ie.add_argument(
         "--demos",
         default="random",
         help="comma-separated: random, same-domain, cross-domain, label-shift, spurious",
     )
-    ie.add_argument("--n-per-domain", type=int_at_least(1), default=20)
-    ie.add_argument("--seed", type=int_at_least(0), default=0)
+    renamed(ie, "--n-per-domain", ie.add_argument("--n-per-env", type=int_at_least(1), default=20,
+                                                  help="query images per domain (environment) (20)"))
+    ie.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the queries and demonstrations (0)")
     ie.add_argument("--batch-size", type=int_at_least(1), default=8, help="prompts per generation batch")
     ie.add_argument("--resume", action="store_true", help=RESUME_HELP)
     ie.add_argument("--blind", action="store_true", help=BLIND_HELP)
@@ -117,30 +122,35 @@ def _add_defined_labels(icl_sub: SubParsers) -> None:
         "defined-labels",
         help="accuracy when only the demonstrations define the answer words (alpha, beta, ...), "
         "with demonstrations of each domain and with none",
+        epilog=example("robustvlm icl defined-labels --model tiny:llava --data data/domains/shapes --query-domain photo "
+                       "--out runs/defined_shapes"),
     )
     dl.add_argument("--model", required=True, help="a local model folder, hub name or zoo:NAME")
     dl.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/NNNN.png, item NNNN "
                     "the same scan in every domain (data synth --benchmark fashion-test)")
-    dl.add_argument("--out", required=True)
+    dl.add_argument("--out", required=True, help="folder for defined_labels.md / .json and the per-trial rows")
     dl.add_argument("--query-domain", default="clean", help="the domain of the query pictures")
     dl.add_argument("--demo-domains", help="comma-separated demonstration domains (default: every domain)")
     dl.add_argument("--ways", type=int_at_least(2), default=2, help="classes per trial (2-4; chance 1/ways)")
     dl.add_argument("--shots", type=int_at_least(1), default=1, help="demonstrations per class")
-    dl.add_argument("--trials", type=int_at_least(1), default=200)
-    dl.add_argument("--seed", type=int_at_least(0), default=0)
+    dl.add_argument("--trials", type=int_at_least(1), default=200, help="trials per demonstration domain (200)")
+    dl.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the trials (0)")
     dl.add_argument("--resume", action="store_true", help=RESUME_HELP)
     dl.set_defaults(func=_icl_defined_labels)
 
 
 def add_diagnose(sub: SubParsers) -> None:
-    dg = sub.add_parser("diagnose", help="is a failure visual, semantic or a mapping failure?")
+    dg = sub.add_parser("diagnose", help="is a failure visual, semantic or a mapping failure?", epilog=example(
+        "robustvlm diagnose --model tiny:idefics3 --data data/domains/digits --out runs/diagnose_digits --shots 1 "
+        "--n-per-env 4"))
     dg.add_argument("--model", required=True, help="a model folder, hub name, or openai:MODEL with --base-url")
     dg.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/*.png")
-    dg.add_argument("--out", required=True)
+    dg.add_argument("--out", required=True, help="folder for diagnosis.md / .json")
     dg.add_argument("--descriptions", help="YAML {class: description} (default: WordNet glosses)")
-    dg.add_argument("--shots", type=int_at_least(0), default=4)
-    dg.add_argument("--n-per-domain", type=int_at_least(1), default=20)
-    dg.add_argument("--seed", type=int_at_least(0), default=0)
+    dg.add_argument("--shots", type=int_at_least(0), default=4, help="demonstrations in each in-context prompt (4)")
+    renamed(dg, "--n-per-domain", dg.add_argument("--n-per-env", type=int_at_least(1), default=20,
+                                                  help="query images per domain (environment) (20)"))
+    dg.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the queries and demonstrations (0)")
     dg.add_argument("--resume", action="store_true", help=RESUME_HELP)
     add_decoding_options(dg, max_new_tokens=ICL_MAX_NEW_TOKENS)
     add_served_options(dg)

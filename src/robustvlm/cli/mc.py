@@ -16,7 +16,9 @@ from robustvlm.cli.options import (
     SubParsers,
     add_decoding_options,
     add_served_options,
+    example,
     int_at_least,
+    renamed,
     served,
 )
 from robustvlm.extras import require
@@ -71,7 +73,7 @@ def _mc_eval(args: argparse.Namespace) -> int:
     check_baseline(args.baseline, args.model)
     csv_path = evaluate_models(
         args.model,
-        args.bench,
+        args.benchmark,
         args.out,
         method=args.method,
         circular=args.circular,
@@ -88,7 +90,7 @@ def _mc_eval(args: argparse.Namespace) -> int:
     print(Path(csv_path).read_text())
     if args.blind:
         print(gain_summary(Path(csv_path).parent))
-    paths = write_mc_report(args.out, args.model, args.bench, circular=args.circular, baseline=args.baseline)
+    paths = write_mc_report(args.out, args.model, args.benchmark, circular=args.circular, baseline=args.baseline)
     print("wrote " + ", ".join(str(p.resolve()) for p in paths))
     return 0
 
@@ -106,18 +108,20 @@ def _mc_stability(args: argparse.Namespace) -> int:
 def add_mc(sub: SubParsers) -> None:
     """mc build, mc eval, mc stability."""
     mc = sub.add_parser("mc", help="multiple-choice benchmarks with hard distractors")
-    mc_sub = mc.add_subparsers(dest="mc_command", required=True)
+    mc_sub = mc.add_subparsers(required=True)
     _add_build(mc_sub)
     _add_eval(mc_sub)
-    ms = mc_sub.add_parser("stability", help="accuracy against the number of sampled questions")
+    ms = mc_sub.add_parser("stability", help="accuracy against the number of sampled questions",
+                           epilog=example("robustvlm mc stability runs/mc_paired/tiny_siglip/clean.jsonl"))
     ms.add_argument("predictions", help="per-question JSONL written by mc eval")
-    ms.add_argument("--draws", type=int_at_least(1), default=50)
-    ms.add_argument("--seed", type=int_at_least(0), default=0)
+    ms.add_argument("--draws", type=int_at_least(1), default=50, help="random subsets drawn per size (50)")
+    ms.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the draws (0)")
     ms.set_defaults(func=_mc_stability)
 
 
 def _add_build(mc_sub: Any) -> None:
-    mb = mc_sub.add_parser("build", help="turn labelled images into K-way questions")
+    mb = mc_sub.add_parser("build", help="turn labelled images into K-way questions", epilog=example(
+        "robustvlm mc build --data data/domains/digits --out q/digits.jsonl --k 3 --n 40"))
     mb.add_argument(
         "--data", required=True, help="labelled images (any loader; e.g. ROOT/DOMAIN/CLASS)"
     )
@@ -125,7 +129,7 @@ def _add_build(mc_sub: Any) -> None:
     mb.add_argument("--env", action="append", metavar="NAME", dest="envs",
                     help="keep this environment (domain) of --data only; repeat for several "
                     "(default: all of them)")
-    mb.add_argument("--k", type=int_at_least(2), default=5)
+    mb.add_argument("--k", type=int_at_least(2), default=5, help="options per question, the answer included (5)")
     mb.add_argument(
         "--distractors",
         default="random",
@@ -145,7 +149,7 @@ def _add_build(mc_sub: Any) -> None:
         "name; default the offline all-MiniLM-L6-v2)",
     )
     mb.add_argument("--n", type=int_at_least(1), default=None, help="number of questions (stratified by class)")
-    mb.add_argument("--seed", type=int_at_least(0), default=0)
+    mb.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the sampled images and distractors (0)")
     mb.add_argument(
         "--class-subset", help="class list or {dataset_class: reference_class} mapping file"
     )
@@ -173,11 +177,14 @@ def _add_filter_blind(mb: argparse.ArgumentParser) -> None:
 
 
 def _add_eval(mc_sub: Any) -> None:
-    me = mc_sub.add_parser("eval", help="score models on question files; results.csv with CIs")
+    me = mc_sub.add_parser("eval", help="score models on question files; results.csv with CIs", epilog=example(
+        "robustvlm mc eval --model tiny:clip --model tiny:siglip --benchmark q/clean.jsonl --benchmark "
+        "q/rotated.jsonl --out runs/mc_paired --baseline tiny:clip"))
     me.add_argument("--model", action="append", required=True,
                     help="repeat for several models; openai:MODEL is a served model (--base-url)")
-    me.add_argument("--bench", action="append", required=True, help="questions JSONL; repeatable")
-    me.add_argument("--out", required=True)
+    renamed(me, "--bench", me.add_argument("--benchmark", action="append", required=True,
+                                           help="questions JSONL from mc build; repeatable"))
+    me.add_argument("--out", required=True, help="folder for results.csv, per-question JSONL and the report")
     me.add_argument(
         "--method",
         default="loglik",
@@ -192,7 +199,7 @@ def _add_eval(mc_sub: Any) -> None:
         action="store_true",
         help="rank options by summed, not length-normalised, log-likelihood",
     )
-    me.add_argument("--batch-size", type=int_at_least(1), default=8)
+    me.add_argument("--batch-size", type=int_at_least(1), default=8, help="questions per scoring batch (8)")
     me.add_argument("--image-root", metavar="DIR",
                     help="a folder the benchmarks' image paths may point into, besides each benchmark's own folder")
     me.add_argument("--allow-outside-root", action="store_true",

@@ -1,14 +1,18 @@
-"""Option types and help texts shared by several commands: integer and number ranges, the
-served-model options, the `train` subcommand's shape, --resume and image-root help."""
+"""Option types and help texts shared by several commands: the parser class every command uses
+(redacted errors, examples kept as written, old option spellings accepted with a warning),
+integer and number ranges, the served-model options, the `train` subcommand's shape, --resume
+and image-root help."""
 
 from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from robustvlm.configs import resolve as config_file
+from robustvlm.redact import redact
 
 if TYPE_CHECKING:
     from robustvlm.config import ServedConfig
@@ -17,7 +21,61 @@ if TYPE_CHECKING:
 class SubParsers(Protocol):
     """What `ArgumentParser.add_subparsers` returns, as each command group adds its parsers to it."""
 
-    def add_parser(self, name: str, *, help: str | None = ...) -> argparse.ArgumentParser: ...
+    def add_parser(self, name: str, *, help: str | None = ..., epilog: str | None = ...) -> argparse.ArgumentParser: ...
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of `robustvlm` and of each of its subcommands (argparse makes subcommands' parsers
+    of their parent's class): errors pass through `redact` (a key pasted into any option is never
+    echoed), the epilog's example lines are printed as written, and an option's former spelling
+    (`renamed`) is accepted for one release with a one-line warning."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+        self.old_spellings: dict[str, str] = {}
+
+    def parse_known_args(  # type: ignore[override]  # one signature for argparse's overloads
+        self, args: Sequence[str] | None = None, namespace: Any = None
+    ) -> Any:
+        words = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args([self._current(w) for w in words], namespace)
+
+    def _current(self, word: str) -> str:
+        """`word` with a former option spelling replaced by the current one (warning once per use)."""
+        name, equals, value = word.partition("=")
+        if name not in self.old_spellings:
+            return word
+        print(f"warning: {name} is deprecated and will be removed in the next release; use "
+              f"{self.old_spellings[name]}", file=sys.stderr)
+        return self.old_spellings[name] + equals + value
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("the following arguments are required: config") and self.get_default("config_example"):
+            message = no_config_message([], self.get_default("config_example"))
+        super().error(redact(message))
+
+
+def no_config_message(words: list[str], config_example: str | None) -> str:
+    """The error of a command line that names no config file (`words`: the positional words it has)."""
+    message = ("no config file given (every other word is a key=value override)" if words else
+               "no config given: name a YAML file or a packaged config (`robustvlm configs list` lists them)")
+    return message + (f"; for example: {config_example}" if config_example else "")
+
+
+def renamed(parser: argparse.ArgumentParser, old: str, action: argparse.Action) -> None:
+    """Accept `old`, the former spelling of `action`'s option, until the next release: it is read
+    as the current spelling after a one-line warning, and the help names it."""
+    if not isinstance(parser, Parser):
+        raise TypeError("renamed() needs a robustvlm.cli.options.Parser")
+    parser.old_spellings[old] = action.option_strings[0]
+    action.help = f"{action.help} (formerly {old}, still accepted until the next release)"
+
+
+def example(*lines: str) -> str:
+    """A command's help epilog: the example command lines, each run by
+    tests/test_documented_commands.py."""
+    return "example" + ("s" if len(lines) > 1 else "") + ":\n" + "\n".join(f"  {line}" for line in lines)
 
 
 RESUME_HELP = (
@@ -151,12 +209,17 @@ def served(args: argparse.Namespace) -> ServedConfig | None:
     }, "served-model options", ServedConfig)
 
 
-def add_train_parser(sub: SubParsers, help_text: str, example: str, func: Callable[[argparse.Namespace], int],
-                     config_help: str | None = None) -> None:
-    """A `train` subcommand: CONFIG, key=value overrides, --out, --resume."""
-    parser = sub.add_parser("train", help=help_text)
+CONFIG_HELP = "a YAML config: a file, or the name of a packaged one (`robustvlm configs list`)"
+
+
+def add_train_parser(sub: SubParsers, help_text: str, override: str, func: Callable[[argparse.Namespace], int], *,
+                     run_example: str, config_help: str = CONFIG_HELP) -> None:
+    """A `train` subcommand: CONFIG, key=value overrides (`override` is the help's example of
+    one), --out, --resume; `run_example` is the command line its help shows (and the error of a
+    line without a config)."""
+    parser = sub.add_parser("train", help=help_text, epilog=example(run_example))
     parser.add_argument("config", type=config_file, help=config_help)
-    parser.add_argument("overrides", nargs="*", help=f"key=value overrides, e.g. {example}")
+    parser.add_argument("overrides", nargs="*", help=f"key=value overrides, e.g. {override}")
     parser.add_argument("--out", help="run directory (default runs/<config name>)")
     parser.add_argument("--resume", action="store_true", help=RESUME_HELP + " (from the last checkpoint)")
-    parser.set_defaults(func=func)
+    parser.set_defaults(func=func, config_example=run_example)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from robustvlm.cli.options import RESUME_HELP, SubParsers, config_file, float_above, int_at_least
+from robustvlm.cli.options import RESUME_HELP, SubParsers, config_file, example, float_above, int_at_least
 from robustvlm.cli.results_options import RESULT_FORMAT_CHOICES, add_results_options, n_questions
 
 if TYPE_CHECKING:
@@ -108,15 +108,18 @@ def _robustness_task_signal(args: argparse.Namespace) -> int:
 def add_robustness(sub: SubParsers) -> None:
     """robustness fit, subsets, convert, simulate, task-signal."""
     rb = sub.add_parser("robustness", help="accuracy-on-the-line fits and effective robustness")
-    rb_sub = rb.add_subparsers(dest="robustness_command", required=True)
-    fit = rb_sub.add_parser("fit", help="fit the line of a baseline family; effective robustness")
+    rb_sub = rb.add_subparsers(required=True)
+    fit = rb_sub.add_parser("fit", help="fit the line of a baseline family; effective robustness", epilog=example(
+        "robustvlm robustness fit evals/vlm2vec/results.csv --ref imagenet --shift imagenet_sketch --baseline clip "
+        "--out fits/sketch"))
     fit.add_argument("results", help="a results file: robustvlm's CSV (model, family, bench, accuracy, n), "
                      "open_clip's table, clip_benchmark's, lmms-eval's or VLMEvalKit's files (see --format)")
     fit.add_argument("--ref", required=True, help="reference benchmark")
     fit.add_argument("--shift", required=True, help="shifted benchmark")
     fit.add_argument("--baseline", help="family (with --group-by: group) whose models define the line (default: all)")
-    fit.add_argument("--transform", default="probit", choices=["probit", "logit"])
-    fit.add_argument("--out", default="robustness_fit")
+    fit.add_argument("--transform", default="probit", choices=["probit", "logit"],
+                     help="the scale both accuracies are fitted on (probit)")
+    fit.add_argument("--out", default="robustness_fit", help="folder for fit.json and scatter.png (robustness_fit)")
     fit.add_argument("--resume", action="store_true", help="write into a folder that holds this same fit")
     add_results_options(fit)
     fit.add_argument("--group-by", metavar="COLUMN", help="a line per value of this column (e.g. source, "
@@ -132,16 +135,19 @@ def add_robustness(sub: SubParsers) -> None:
     _add_subsets(rb_sub)
     _add_convert(rb_sub)
     sim = rb_sub.add_parser(
-        "simulate", help="the Gaussian location model behind accuracy on the line"
+        "simulate", help="the Gaussian location model behind accuracy on the line",
+        epilog=example("robustvlm robustness simulate --out runs/simulate"),
     )
-    sim.add_argument("--out", default="robustness_simulate")
-    sim.add_argument("--seed", type=int_at_least(0), default=0)
+    sim.add_argument("--out", default="robustness_simulate",
+                     help="folder for simulate.json and simulate.png (robustness_simulate)")
+    sim.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the simulated models (0)")
     sim.add_argument("--resume", action="store_true", help="write into a folder that holds this same simulation")
     sim.set_defaults(func=_robustness_simulate)
     ts = rb_sub.add_parser(
         "task-signal",
         help="caption- vs VQA-style embedding training on one frozen vision tower: one line per family, "
         "the lift between them with bootstrap CIs (built-in config: digits, tiny models, < 15 min on 2 cores)",
+        epilog=example("robustvlm robustness task-signal --quick --out ts_quick"),
     )
     ts.add_argument("config", nargs="?", type=config_file, help="YAML (default: the built-in configs/task_signal.yaml)")
     ts.add_argument("overrides", nargs="*", help="key=value overrides, e.g. workers=1")

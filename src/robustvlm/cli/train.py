@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import SubParsers, add_train_parser, config_file
+from robustvlm.cli.options import SubParsers, add_train_parser, config_file, example
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -39,11 +39,13 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def add_train(sub: SubParsers) -> None:
-    add_train_parser(sub, "fine-tune a VLM from a YAML config", "train.lr=1e-4", _train)
+    add_train_parser(sub, "fine-tune a VLM from a YAML config", "train.lr=1e-4", _train,
+                     run_example="robustvlm train configs/erm_tasks.yaml --out runs/erm train.steps=500")
 
 
 def add_study(sub: SubParsers) -> None:
-    st = sub.add_parser("study", help="methods x seeds -> train -> evaluate -> Table-1 report (resumable)")
+    st = sub.add_parser("study", help="methods x seeds -> train -> evaluate -> Table-1 report (resumable)",
+                        epilog=example("robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --dry-run"))
     st.add_argument("config", type=config_file, help="study YAML: base, methods, seeds, metrics, launcher")
     st.add_argument("--out", help="study directory (default studies/<config name>[-dry-run])")
     st.add_argument(
@@ -59,6 +61,7 @@ def add_sweep(sub: SubParsers) -> None:
     sw = sub.add_parser(
         "sweep",
         help="random hyperparameter search x trial seeds, DomainBed's model selection (resumable)",
+        epilog=example("robustvlm sweep configs/sweep_spurious.yaml --dry-run"),
     )
     sw.add_argument(
         "config", type=config_file, help="sweep YAML: base, methods, n_draws, seeds, checkpoint_every, ..."

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from robustvlm.cli.options import SubParsers
-
-from robustvlm.cli.options import int_at_least
+from robustvlm.cli.options import example, int_at_least
 
 
 def _zoo_build(args: argparse.Namespace) -> int:
@@ -60,7 +59,8 @@ def _add_probe_context(zoo_sub: argparse._SubParsersAction) -> None:
     """`zoo probe-context`'s options."""
     zp = zoo_sub.add_parser(
         "probe-context", help="tune a zoo VLM on defined-label episodes only and log its first-token loss "
-        "against chance (does it learn to read a label from its context?); writes OUT/probe.json")
+        "against chance (does it learn to read a label from its context?); writes OUT/probe.json", epilog=example(
+            "robustvlm zoo probe-context --fresh-depth 4 --named --queries 6 --steps 600 --out out/probe_fresh4_named"))
     zp.add_argument("--init", metavar="MODEL", help="zoo:NAME of a built VLM member, or its folder")
     zp.add_argument("--fresh-depth", type=int_at_least(1), metavar="N",
                     help="probe a fresh 64-wide LLaVA of N decoder layers instead of a member")
@@ -79,15 +79,17 @@ def _add_probe_context(zoo_sub: argparse._SubParsersAction) -> None:
 def add_zoo(sub: SubParsers) -> None:
     """zoo build, zoo list, zoo probe-context."""
     zoo = sub.add_parser("zoo", help="small VLMs and dual encoders pretrained offline on real images (zoo:NAME)")
-    zoo_sub = zoo.add_subparsers(dest="zoo_command", required=True)
+    zoo_sub = zoo.add_subparsers(required=True)
     zb = zoo_sub.add_parser(
-        "build", help="pretrain zoo members into $ROBUSTVLM_CACHE/zoo (resumable; a built recipe is reused)"
+        "build", help="pretrain zoo members into $ROBUSTVLM_CACHE/zoo (resumable; a built recipe is reused)",
+        epilog=example("robustvlm zoo build --quick"),
     )
     zb.add_argument("--quick", action="store_true", help="the small test set of members (seconds each)")
     zb.add_argument("--members", help="comma-separated member names (see zoo list); default: the full zoo")
     zb.add_argument("--jobs", type=int_at_least(1), default=1,
                     help="members built at once, one process of one thread each (default 1; 2 on 2 cores)")
     zb.set_defaults(func=_zoo_build)
-    zl = zoo_sub.add_parser("list", help="every recipe: key, whether built, held-out accuracy, CPU seconds")
+    zl = zoo_sub.add_parser("list", help="every recipe: key, whether built, held-out accuracy, CPU seconds",
+                            epilog=example("robustvlm zoo list"))
     zl.set_defaults(func=_zoo_list)
     _add_probe_context(zoo_sub)

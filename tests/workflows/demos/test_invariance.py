@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from report_checks import assert_opens_with_verdict
@@ -13,9 +14,9 @@ from robustvlm.linear.protocol import METHODS, Protocol
 from robustvlm.workflows.launchers import JobRunnerConfig
 
 
-def test_demo_invariance_quick_writes_the_report_and_resumes(tmp_path, monkeypatch):
+def test_demo_invariance_quick_writes_the_report_and_resumes(quick_demo, tmp_path, monkeypatch):
     out = tmp_path / "inv"
-    assert main(["demo", "invariance", "--quick", "--out", str(out)]) == 0
+    shutil.copytree(quick_demo("invariance"), out)  # resumed below: a copy of the session's shared run
     summary = json.loads((out / "results.json").read_text())
     assert set(summary["results"]) == set(EXAMPLES)
     assert all(set(summary["results"][ex]) == set(METHODS) for ex in EXAMPLES)

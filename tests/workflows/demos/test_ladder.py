@@ -4,6 +4,7 @@ and a re-run resumes from the kept runs."""
 from __future__ import annotations
 
 import json
+import shutil
 
 from report_checks import assert_opens_with_verdict
 
@@ -13,8 +14,9 @@ from robustvlm.cli import main
 from robustvlm.workflows.demos import ladder
 
 
-def test_quick_ladder_writes_its_report_and_resumes(tmp_path, monkeypatch):
+def test_quick_ladder_writes_its_report_and_resumes(quick_demo, tmp_path, monkeypatch):
     out = tmp_path / "ladder"
+    shutil.copytree(quick_demo("ladder"), out)  # the session's shared quick run: its given-environment runs are kept
     assert main(["demo", "ladder", "--quick", "--inferred-envs", "--out", str(out)]) == 0
     assert_opens_with_verdict(out)
     results = json.loads((out / "results.json").read_text())

@@ -6,13 +6,11 @@ import json
 
 from report_checks import assert_opens_with_verdict
 
-from robustvlm.cli import main
 from robustvlm.report.reward_results import RewardDemoSummary
 
 
-def test_quick_demo_writes_the_report(tmp_path, capsys):
-    out = tmp_path / "demo"
-    assert main(["demo", "reward", "--quick", "--out", str(out)]) == 0
+def test_quick_demo_writes_the_report(quick_demo):
+    out = quick_demo("reward")
     text = (out / "results.json").read_text()
     results = json.loads(text)
     summary = RewardDemoSummary.from_dict(results)  # read back through the class that wrote it
@@ -35,4 +33,4 @@ def test_quick_demo_writes_the_report(tmp_path, capsys):
         assert needle in report, needle
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") == 4  # heatmaps, SFD, correlation, Best-of-N
-    assert "report.md" in capsys.readouterr().out
+    assert "report.md" in (out.parent / "stdout.txt").read_text()

@@ -101,5 +101,5 @@ def test_retrieval_recall_equals_a_direct_computation(embedding_models, domains_
 def test_models_that_do_not_embed_texts_are_refused(tmp_path, benches):
     with pytest.raises(ConfigError, match="does not embed images and texts"):
         embed_eval(["tiny:idefics3"], tmp_path / "x", benches=benches)
-    with pytest.raises(ConfigError, match="--bench and/or --retrieval"):
+    with pytest.raises(ConfigError, match="--benchmark and/or --retrieval"):
         embed_eval(["tiny:clip"], tmp_path / "x")

@@ -79,7 +79,7 @@ def _check_gain_csv(path: Path, expected: dict[str, float], **labels: str) -> No
 
 def test_mc_eval_blind_over_a_server_generate_and_loglik(tmp_path, capsys):
     bench = _bench(tmp_path / "bench.jsonl")
-    base = ["mc", "eval", "--model", "openai:m", "--bench", str(bench), "--blind", *FAST]
+    base = ["mc", "eval", "--model", "openai:m", "--benchmark", str(bench), "--blind", *FAST]
     with StubOpenAIServer(answer=lambda body: "B" if _images_sent(body) else "A") as server:
         assert main([*base, "--base-url", server.url, "--out", str(tmp_path / "gen"), "--method", "generate"]) == 0
         assert main([*base, "--base-url", server.url, "--out", str(tmp_path / "ll")]) == 0
@@ -136,7 +136,7 @@ def test_mc_eval_blind_local_loglik_generate_and_a_dual_encoder(tmp_path, tiny_b
 def test_a_finished_run_gets_its_blind_half_with_resume(tmp_path):
     bench = _bench(tmp_path / "bench.jsonl")
     with StubOpenAIServer(answer=lambda body: "B" if _images_sent(body) else "A") as server:
-        base = ["mc", "eval", "--model", "openai:m", "--bench", str(bench), "--base-url", server.url, "--method",
+        base = ["mc", "eval", "--model", "openai:m", "--benchmark", str(bench), "--base-url", server.url, "--method",
                 "generate", "--out", str(tmp_path / "out"), *FAST]
         assert main(base) == 0
         sent = server.requests
@@ -185,7 +185,7 @@ def test_icl_eval_blind_over_a_server_removes_every_image(domains_suite, tmp_pat
     with StubOpenAIServer(answer=lambda body: "circle" if _images_sent(body) else "square") as server:
         assert main(["icl", "eval", "--model", "openai:m", "--base-url", server.url, "--data",
                      str(domains_suite / "shapes"), "--out", str(tmp_path / "icl"), "--shots", "0,2",
-                     "--demos", "random", "--n-per-domain", "2", "--blind", *FAST]) == 0
+                     "--demos", "random", "--n-per-env", "2", "--blind", *FAST]) == 0
     assert sorted({_images_sent(b) for b in server.bodies}) == [0, 1, 3]  # blind: neither query nor demo images
     blind_answers = {r["answer"] for r in _jsonl(tmp_path / "icl" / "blind" / "icl_predictions.jsonl")}
     assert blind_answers == {"square"}
@@ -196,7 +196,7 @@ def test_icl_eval_blind_over_a_server_removes_every_image(domains_suite, tmp_pat
 @pytest.mark.slow
 def test_icl_eval_blind_local(domains_suite, tmp_path):
     assert main(["icl", "eval", "--model", "tiny:idefics3", "--data", str(domains_suite / "shapes"), "--out",
-                 str(tmp_path / "icl"), "--shots", "0,1", "--demos", "random", "--n-per-domain", "1",
+                 str(tmp_path / "icl"), "--shots", "0,1", "--demos", "random", "--n-per-env", "1",
                  "--max-new-tokens", "2", "--blind"]) == 0
     for (k, policy), expected in _icl_gain(tmp_path / "icl").items():
         _check_gain_csv(tmp_path / "icl" / "vision_gain.csv", expected, shots=k, policy=policy)

@@ -100,7 +100,7 @@ def test_mc_eval_command_writes_the_paired_figures_of_its_per_question_files(tmp
                                 answer=i % 3, source="test", dataset_class="x", prompt="What is shown?")
                      for i in range(8)], bench, embed_images=True)
     out = tmp_path / "mc"
-    argv = ["mc", "eval", "--model", "tiny:clip", "--model", "tiny:siglip", "--bench", str(bench), "--out", str(out)]
+    argv = ["mc", "eval", "--model", "tiny:clip", "--model", "tiny:siglip", "--benchmark", str(bench), "--out", str(out)]
     assert run_cli([*argv, "--baseline", "tiny:llava"]) == 2
     assert "--baseline 'tiny:llava' is not one of the --model values" in capsys.readouterr().err
     assert run_cli([*argv, "--baseline", "tiny:siglip"]) == 0

@@ -103,7 +103,7 @@ def embed_eval(
             benchmark image paths outside the benchmark's folder.
     """
     if not benches and retrieval is None:
-        raise ConfigError("embed eval needs --bench and/or --retrieval")
+        raise ConfigError("embed eval needs --benchmark and/or --retrieval")
     specs = [model_spec(m) for m in models]
     for name, family in specs:
         if not set(EMBEDS) <= BACKENDS[family].capabilities:
