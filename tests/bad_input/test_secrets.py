@@ -3,11 +3,12 @@ holds one inline, in its URL, or instead of a variable's name is refused without
 is every URL option given a key in its user-info, its query string, its path or a scheme-less
 `user:key@host` (and a URL that is not http/https at all is refused at once); a key pasted into
 any field of any config is never echoed by an error nor written to a run folder; and a run with
-a key in the environment writes it nowhere. Kinds of bad input covered: 58 (4 judge-config
+a key in the environment writes it nowhere. Kinds of bad input covered: 60 (4 judge-config
 cases, the `--server` URL, 7 URL options x 4 places of a key in the URL, 4 URLs that are not
 http/https, 5 commands given a key as `--api-key-env`, a key as a judge's `api_key_env` and as
 its `timeout_s`, a key given to a numeric option, 9 config schemas with a key planted in every
-field, 4 commands given a key as their method, model or data)."""
+field, 4 commands given a key as their method, model or data, data check of a key-like path, missing
+and holding a bad record)."""
 
 from __future__ import annotations
 
@@ -328,3 +329,17 @@ def test_a_key_in_the_environment_is_written_nowhere(tasks_data, tmp_path, capsy
     assert any(p.name == "metrics.json" for p in files)
     for path in files:
         assert SECRET.encode() not in path.read_bytes(), f"the key was written to {path}"
+
+
+@pytest.mark.parametrize("where", ["missing-input", "bad-record"])
+def test_data_check_masks_a_key_like_path(where, tmp_path, capsys):
+    """Issue 45.5: `data check d/sk-test-...` printed the key-like path unmasked."""
+    folder = tmp_path / KEYS[0]
+    folder.mkdir()
+    records = folder / "records.jsonl"
+    if where == "bad-record":
+        records.write_text('{"id": "a"}\n', encoding="utf-8")
+    run_cli(["data", "check", str(records)])
+    printed = "".join(capsys.readouterr())
+    assert "Traceback" not in printed and "records.jsonl" in printed, printed
+    _assert_written_nowhere(KEYS[0], tmp_path, printed)

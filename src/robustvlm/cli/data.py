@@ -18,6 +18,7 @@ from robustvlm.extras import require
 
 def _data_check(args: argparse.Namespace) -> int:
     from robustvlm.data.check import check_dataset
+    from robustvlm.redact import redact
 
     report = check_dataset(
         args.path,
@@ -28,7 +29,7 @@ def _data_check(args: argparse.Namespace) -> int:
         image_root=args.image_root,
         allow_outside_root=args.allow_outside_root,
     )
-    print(report.format())
+    print(redact(report.format()))  # a key-like path or value is masked in every message
     return 0 if report.ok else 1
 
 
