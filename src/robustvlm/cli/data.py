@@ -10,6 +10,7 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     OVERWRITE_HELP,
     SubParsers,
+    benchmark_folder,
     int_at_least,
 )
 from robustvlm.errors import ConfigError
@@ -75,7 +76,7 @@ def add_data(sub: SubParsers) -> None:
         help="tasks | spurious | digits | domains | preferences | mnist | fashion | fashion-test | fashion-test-graded | "
         "fashion-spurious",
     )
-    synth.add_argument("--out", required=True)
+    synth.add_argument("--out", required=True, type=benchmark_folder)
     synth.add_argument("--seed", type=int_at_least(0), default=0)
     synth.add_argument("--n-per-env", type=int_at_least(1), default=None)
     synth.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP % "benchmark")
