@@ -54,7 +54,8 @@ from robustvlm.redact import redact, redact_settings
 
 CONFIG_FILE = "config.resolved.yaml"
 LOCK_FILE = "run.lock"
-PREPARED = ("data", "base")  # inputs a run rebuilds from its settings: benchmark, tiny base model
+PREPARED = ("data", "base")
+NAME_MAX, PATH_MAX = 255, 4096  # bytes: Linux's limits on one name and on a whole path  # inputs a run rebuilds from its settings: benchmark, tiny base model
 
 _held_locks: dict[Path, IO[str]] = {}
 
@@ -133,10 +134,32 @@ def holds_finished_work(folder: Path) -> bool:
     return False
 
 
-def check_output_folder(folder: Path) -> None:
-    """ConfigError unless `folder` may be an output folder: not the file-system root or the home
-    folder, not a file, and missing, empty, or holding a robustvlm run (its `run.lock` or
-    `config.resolved.yaml`), so that no file robustvlm did not write is ever replaced."""
+def check_output_path(path: Path) -> None:
+    """ConfigError unless a command could create `path`: UTF-8 text, every name at most 255 bytes
+    and the whole at most 4,096, and the nearest existing place above it a folder this process
+    may write in (not a file, not on a read-only file system)."""
+    text = str(path)
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = text.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        raise ConfigError(f"output path {shown}: not valid UTF-8 text; choose a name of readable characters") from None
+    if len(encoded) > PATH_MAX or any(len(part.encode("utf-8")) > NAME_MAX for part in path.parts):
+        raise ConfigError(f"output path {text[:40]}...{text[-40:]}: too long (at most {NAME_MAX} bytes per name and "
+                          f"{PATH_MAX} in all); choose a shorter --out")
+    above = next((p for p in (path.absolute(), *path.absolute().parents) if p.exists() or p.is_symlink()), None)
+    if above is not None and above != path.absolute() and not above.is_dir():
+        raise ConfigError(f"output path {path}: cannot create it, {above} is a file")
+    if above is not None and above.is_dir() and not os.access(above, os.W_OK):
+        raise ConfigError(f"output path {path}: {above} is not writable (a read-only folder or file system)")
+
+
+def check_output_folder(folder: Path, ours: Collection[str] = ()) -> None:
+    """ConfigError unless `folder` may be an output folder: a usable path (`check_output_path`),
+    not the file-system root or the home folder, not a file, and missing, empty, or holding a
+    robustvlm run (its `run.lock` or `config.resolved.yaml`, or one of the files named in `ours`
+    that the command itself writes), so that no file robustvlm did not write is ever replaced."""
+    check_output_path(folder)
     try:
         place = folder.expanduser().resolve()
     except (OSError, RuntimeError, ValueError) as err:
@@ -147,13 +170,24 @@ def check_output_folder(folder: Path) -> None:
     if place.exists() and not place.is_dir():
         raise ConfigError(f"output folder {folder} exists and is not a folder: choose a new --out")
     entries = sorted(p.name for p in place.iterdir()) if place.is_dir() else []
-    if entries and CONFIG_FILE not in entries and LOCK_FILE not in entries:
+    if entries and not {CONFIG_FILE, LOCK_FILE, *ours} & set(entries):
         here = " (the current folder)" if place == Path.cwd().resolve() else ""
         raise ConfigError(
             f"output folder {folder}{here} holds files robustvlm did not write ({', '.join(entries[:3])}"
             f"{', ...' if len(entries) > 3 else ''}) and no run of its own: a run would mix its files "
             "with them and could replace them; choose a new or empty --out"
         )
+
+
+def check_output_file(path: Path) -> None:
+    """ConfigError unless a command may write the file `path`: a usable path, not a folder, and
+    not a symbolic link (a write would go wherever the link points, outside the output folder)."""
+    check_output_path(path)
+    if path.is_symlink():
+        raise ConfigError(f"output file {path} is a symbolic link: writing would change the file it points "
+                          "to; remove the link or choose another place")
+    if path.is_dir():
+        raise ConfigError(f"output file {path} is a folder: give a file name")
 
 
 def make_output_folder(folder: Path) -> None:
@@ -169,8 +203,7 @@ def prepare_output_file(path: Path, *, overwrite: bool) -> None:
     """Make sure a command may write the file `path` (a questions file, ...): not a folder, new
     unless `overwrite` (never replaced by accident), its folder created; ConfigError naming it
     otherwise."""
-    if path.is_dir():
-        raise ConfigError(f"output file {path} is a folder: give a file name")
+    check_output_file(path)
     if path.exists() and not overwrite:
         raise ConfigError(f"output file {path} already exists: pass --overwrite to replace it, or choose another --out")
     try:

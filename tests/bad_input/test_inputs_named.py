@@ -1,9 +1,10 @@
-"""Inputs that once ended in a traceback or an unclear message (issue 29.11, 12, 16-18, 20-23):
-each is now one error line naming the input. Kinds of bad input covered: 16 (an image path with a
-NUL byte in data check and in eval, an override that is not YAML, an override without a value, a
-key given twice in a YAML file, a misspelled key, a garbage model.safetensors, an empty data file
-in data check / eval / train, a split the data lacks, a missing local model folder, a config after
-its overrides, an empty MC benchmark, an empty mc stability input)."""
+"""Inputs that once ended in a traceback or an unclear message (issues 29.11, 12, 16-18, 20-23 and
+45.18-19): each is now one error line naming the input. Kinds of bad input covered: 19 (an image
+path with a NUL byte in data check and in eval, an override that is not YAML, an override without
+a value, a key given twice in a YAML file, a misspelled key, a garbage model.safetensors, an empty
+data file in data check / eval / train, a split the data lacks, a missing local model folder, a
+config after its overrides, an empty MC benchmark, an empty mc stability input, an id that is an
+object, an empty image path, a missing data check input)."""
 
 from __future__ import annotations
 
@@ -137,3 +138,22 @@ def test_mc_stability_names_an_empty_input(tmp_path, capsys):
     predictions.write_text("", encoding="utf-8")
     expect_clean_failure(["mc", "stability", str(predictions)], capsys,
                          mentions=[str(predictions), "holds no per-question rows"])
+
+
+@pytest.mark.parametrize(("field", "value", "mention"), [
+    ("id", {"a": 1}, "field 'id' must be a string or an integer"),  # issue 45.18: was a good record
+    ("image", "", "field 'image' is an empty string"),  # issue 45.18: was a text-only record
+])
+def test_data_check_lists_a_bad_id_or_an_empty_image_path_as_a_bad_record(field, value, mention, tmp_path, capsys):
+    records = _records(tmp_path)
+    row = json.loads(records.read_text(encoding="utf-8"))
+    records.write_text(json.dumps({**row, field: value}) + "\n", encoding="utf-8")
+    assert run_cli(["data", "check", str(records)]) == 1
+    out = capsys.readouterr().out
+    assert "0 good example(s), 1 bad record(s)" in out and f"{records}:1:" in out and mention in out, out
+
+
+def test_data_check_of_a_missing_input_exits_2_naming_it(tmp_path, capsys):
+    """Issue 45.19: a missing input was reported as a bad record (exit 1)."""
+    missing = tmp_path / "doesnotexist"
+    expect_clean_failure(["data", "check", str(missing)], capsys, mentions=[str(missing), "not found"])

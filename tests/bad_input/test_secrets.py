@@ -3,11 +3,13 @@ holds one inline, in its URL, or instead of a variable's name is refused without
 is every URL option given a key in its user-info, its query string, its path or a scheme-less
 `user:key@host` (and a URL that is not http/https at all is refused at once); a key pasted into
 any field of any config is never echoed by an error nor written to a run folder; and a run with
-a key in the environment writes it nowhere. Kinds of bad input covered: 58 (4 judge-config
+a key in the environment writes it nowhere. Kinds of bad input covered: 65 (4 judge-config
 cases, the `--server` URL, 7 URL options x 4 places of a key in the URL, 4 URLs that are not
 http/https, 5 commands given a key as `--api-key-env`, a key as a judge's `api_key_env` and as
 its `timeout_s`, a key given to a numeric option, 9 config schemas with a key planted in every
-field, 4 commands given a key as their method, model or data)."""
+field, 4 commands given a key as their method, model or data, data check of a key-like path, missing
+and holding a bad record, a key-like model name or path in train, eval and mc eval (never sent to
+the hub), an unreachable hub (issue 45.4-5))."""
 
 from __future__ import annotations
 
@@ -328,3 +330,78 @@ def test_a_key_in_the_environment_is_written_nowhere(tasks_data, tmp_path, capsy
     assert any(p.name == "metrics.json" for p in files)
     for path in files:
         assert SECRET.encode() not in path.read_bytes(), f"the key was written to {path}"
+
+
+@pytest.mark.parametrize("where", ["missing-input", "bad-record"])
+def test_data_check_masks_a_key_like_path(where, tmp_path, capsys):
+    """Issue 45.5: `data check d/sk-test-...` printed the key-like path unmasked."""
+    folder = tmp_path / KEYS[0]
+    folder.mkdir()
+    records = folder / "records.jsonl"
+    if where == "bad-record":
+        records.write_text('{"id": "a"}\n', encoding="utf-8")
+    run_cli(["data", "check", str(records)])
+    printed = "".join(capsys.readouterr())
+    assert "Traceback" not in printed and "records.jsonl" in printed, printed
+    _assert_written_nowhere(KEYS[0], tmp_path, printed)
+
+
+# ------------------------------------------------------------- a key as a model name never reaches the hub
+
+
+@pytest.fixture
+def hub_calls(monkeypatch) -> list[str]:
+    """The names every transformers loader is asked for (none of them reach the network: the
+    tests run with HF_HUB_OFFLINE, and each loader here refuses at once)."""
+    import transformers
+
+    asked: list[str] = []
+
+    def refuse(name, *args, **kwargs):
+        asked.append(str(name))
+        raise OSError(f"{name}: not loaded in this test")
+
+    for loader in ("AutoConfig", "AutoModel", "AutoModelForImageTextToText", "AutoProcessor", "AutoTokenizer"):
+        monkeypatch.setattr(getattr(transformers, loader), "from_pretrained", refuse)
+    return asked
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", str(CONFIG), "--out", "{out}", "train.steps=1", "model.name={key}"],
+    ["train", str(CONFIG), "--out", "{out}", "train.steps=1", "model.name=runs/{key}/final"],
+    ["eval", "--model", "{key}", "--data", "{data}", "--out", "{out}"],
+    ["mc", "eval", "--model", "{key}", "--bench", "{data}", "--out", "{out}"],
+], ids=["train-model-name", "train-model-path", "eval-model", "mc-eval-model"])
+def test_a_key_like_model_name_is_never_sent_to_the_hub(argv, hub_calls, tasks_data, tmp_path, capsys):
+    """Issue 45.4: `train CONFIG model.name=sk-test-...` sent the key-like name to the hub URL and
+    printed it in every retry line."""
+    key = "sk-test-" + KEYS[2]
+    out = tmp_path / "out"
+    line = expect_clean_failure([a.format(key=key, out=out, data=tasks_data) for a in argv], capsys,
+                                mentions=["looks like a key"])
+    assert not any(key in name for name in hub_calls), hub_calls
+    _assert_written_nowhere(key, tmp_path, line)
+
+
+def test_an_unreachable_hub_ends_with_one_line_at_once(tasks_data, tmp_path, capsys, monkeypatch):
+    """Issue 45.4: offline, a hub name was retried for minutes (five retries per file, with
+    exponential backoff) and no error line came. Here no connection can be made (the socket
+    layer refuses at once) and the hub is not in offline mode: one error line, no retry, no wait."""
+    import socket
+    import time
+
+    import huggingface_hub.constants
+
+    def no_network(*args, **kwargs):
+        raise OSError("network unreachable (test)")
+
+    waits: list[float] = []
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    monkeypatch.setattr(time, "sleep", waits.append)
+    line = expect_clean_failure(["eval", "--model", "someorg/some-vlm", "--data", str(tasks_data),
+                                 "--out", str(tmp_path / "ev")], capsys,
+                                mentions=["someorg/some-vlm", "cannot be reached"])
+    assert not waits, f"retried with waits {waits}"
+    assert "\n" not in line

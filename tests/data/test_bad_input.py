@@ -201,7 +201,9 @@ def test_check_dataset_reports_every_bad_record_and_counts(tmp_path):
     text = report.format().splitlines()
     assert text[0].split() == ["env", *SPLITS, "ood", "total"]
     assert text[-3:] == [f"  {e}" for e in report.errors]
-    assert check_dataset(tmp_path / "missing.jsonl").errors[0].source == str(tmp_path / "missing.jsonl")
+    with pytest.raises(DataError, match="not found") as missing:  # a missing input is no bad record (45.19)
+        check_dataset(tmp_path / "missing.jsonl")
+    assert missing.value.source == str(tmp_path / "missing.jsonl")
     clean = check_dataset(write_lines(tmp_path / "ok.jsonl", [line()]))
     assert clean.ok and clean.n_ok == 1
 

@@ -253,3 +253,23 @@ def test_heldout_accuracy_matches_an_independent_computation(in_quick_zoo):
         v = (v if torch.is_tensor(v) else v.pooler_output)
     expected = ((v / v.norm(dim=-1, keepdim=True)) @ (t / t.norm(dim=-1, keepdim=True)).T).argmax(1).numpy()
     assert heldout_accuracy(dual_r, dual, dual_processor) == pytest.approx(np.mean(expected == pool.labels))
+
+
+@pytest.mark.slow
+def test_a_member_whose_weights_do_not_match_its_card_is_rebuilt(tmp_path, monkeypatch, capsys):
+    """Issue 45.8: garbage model.safetensors was listed as built ("already built accuracy 0.220").
+    The card records the weights' sha256; a mismatch is listed as damaged and rebuilt, bit for bit."""
+    monkeypatch.setenv("ROBUSTVLM_CACHE", str(tmp_path))
+    assert main(["zoo", "build", "--members", "quick-clip"]) == 0
+    weights = member_dir(recipe("quick-clip")) / "model.safetensors"
+    good = weights.read_bytes()
+    weights.write_bytes(b"\xff" * 64)
+    capsys.readouterr()
+    assert main(["zoo", "list"]) == 0
+    out, err = capsys.readouterr()
+    assert "\tdamaged\t" in next(line for line in out.splitlines() if line.startswith("zoo:quick-clip\t"))
+    assert str(weights) in err
+    assert main(["zoo", "build", "--members", "quick-clip"]) == 0
+    out = capsys.readouterr().out
+    assert "rebuilding" in out and "already built" not in out
+    assert weights.read_bytes() == good

@@ -10,6 +10,7 @@ and one entry in `COMMANDS`.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import sys
@@ -36,6 +37,7 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
     Parser,
+    check_outputs_first,
     float_above,
     float_at_least,
     float_in_unit_interval,
@@ -74,6 +76,21 @@ COMMANDS = (
 )
 
 
+#: Errors of a write the machine refused (a full disk or quota, a read-only file system or folder, a
+#: name too long): one line naming the file, exit 2; finished work stays (every output is atomic
+#: or appended row by row, and a run resumes from its last complete checkpoint).
+WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG)
+
+
+def write_error_line(err: OSError, args: argparse.Namespace) -> str:
+    """`cannot write FILE: REASON` and what is kept, for an OSError of WRITE_ERRORS (FILE: the
+    error's file, else the command's output folder)."""
+    outputs = [str(getattr(args, d)) for d in ("out", "folder") if getattr(args, d, None) is not None]
+    where = err.filename if err.filename is not None else f"in {outputs[0]}" if outputs else "an output file"
+    return (f"cannot write {where}: {err.strerror or err}; the work finished before it is kept "
+            "(free space or choose a writable --out, then run again with --resume)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="robustvlm",
@@ -83,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(required=True)
     for add in COMMANDS:
         add(sub)
+    check_outputs_first(parser)  # every --out is checked before any work (runs.check_output_folder)
     return parser
 
 
@@ -144,5 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`robustvlm zoo list | head`): nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as err:
+        if err.errno not in WRITE_ERRORS:
+            raise
+        print(f"error: {redact(write_error_line(err, args))}", file=sys.stderr)
+        return 2
     finally:
         release_run_folders()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robustvlm.cli.options import SubParsers, example, float_above, int_at_least
+from robustvlm.cli.options import RESUME_HELP, SubParsers, example, float_above, int_at_least
 from robustvlm.cli.results_options import add_results_options
 
 
@@ -20,7 +20,7 @@ def _compare(args: argparse.Namespace) -> int:
         out = Path(args.out).absolute()
         settings = {"run_a": str(args.run_a), "run_b": str(args.run_b), "metric": comparison.metric, "format": args.format,
                     "cluster": args.cluster, "power_delta": args.power_delta, "n_boot": args.n_boot}
-        json_path, md_path = write_comparison(comparison, out, settings)
+        json_path, md_path = write_comparison(comparison, out, settings, resume=args.resume)
         print(f"\nwrote {json_path} and {md_path}")
     return 0
 
@@ -44,4 +44,5 @@ def add_compare(sub: SubParsers) -> None:
     cp.add_argument("--n-boot", type=int_at_least(100), default=2000, help="bootstrap resamples")
     cp.add_argument("--out", help="also write compare.json and compare.md here")
     add_results_options(cp, counts=False)
+    cp.add_argument("--resume", action="store_true", help=RESUME_HELP + " (the comparison is written again)")
     cp.set_defaults(func=_compare)

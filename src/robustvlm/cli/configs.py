@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from robustvlm.cli.options import folder_to_copy_into
+
 if TYPE_CHECKING:
     from robustvlm.cli.options import SubParsers
 from robustvlm.cli.options import example
@@ -36,5 +38,5 @@ def add_configs(sub: SubParsers) -> None:
     copy = configs_sub.add_parser("copy", help="copy a built-in config into a folder (never overwrites)",
                                   epilog=example("robustvlm configs copy erm_tasks my_configs"))
     copy.add_argument("name", help="a name `configs list` prints (e.g. erm_tasks, reward/standard)")
-    copy.add_argument("folder", help="folder to copy into (created), keeping the config's subfolder")
+    copy.add_argument("folder", type=folder_to_copy_into, help="folder to copy into (created), keeping the config's subfolder")
     copy.set_defaults(func=_copy)

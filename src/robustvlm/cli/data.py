@@ -10,6 +10,7 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     OVERWRITE_HELP,
     SubParsers,
+    benchmark_folder,
     example,
     int_at_least,
 )
@@ -19,6 +20,7 @@ from robustvlm.extras import require
 
 def _data_check(args: argparse.Namespace) -> int:
     from robustvlm.data.check import check_dataset
+    from robustvlm.redact import redact
 
     report = check_dataset(
         args.path,
@@ -29,7 +31,7 @@ def _data_check(args: argparse.Namespace) -> int:
         image_root=args.image_root,
         allow_outside_root=args.allow_outside_root,
     )
-    print(report.format())
+    print(redact(report.format()))  # a key-like path or value is masked in every message
     return 0 if report.ok else 1
 
 
@@ -78,7 +80,8 @@ def add_data(sub: SubParsers) -> None:
         help="tasks | spurious | digits | domains | preferences | mnist | fashion | fashion-test | fashion-test-graded | "
         "fashion-spurious",
     )
-    synth.add_argument("--out", required=True, help="folder to write the records, images and manifest.json to")
+    synth.add_argument("--out", required=True, type=benchmark_folder,
+                       help="folder to write the records, images and manifest.json to")
     synth.add_argument("--seed", type=int_at_least(0), default=0, help="random seed of the benchmark (0)")
     synth.add_argument("--n-per-env", type=int_at_least(1), default=None,
                        help="records per environment (default: the benchmark's own size)")

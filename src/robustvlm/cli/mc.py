@@ -18,9 +18,11 @@ from robustvlm.cli.options import (
     add_served_options,
     example,
     int_at_least,
+    output_file,
     renamed,
     served,
 )
+from robustvlm.errors import ConfigError
 from robustvlm.extras import require
 
 
@@ -31,6 +33,12 @@ def _mc_build(args: argparse.Namespace) -> int:
         filter_report_path,
     )
 
+    if args.filter_blind is None:
+        given = [o for o, on in (("--filter-method", args.filter_method != "loglik"),
+                                 ("--base-url", args.base_url is not None)) if on]
+        if given:
+            raise ConfigError(f"{' and '.join(given)} apply to the blind filter only: add --filter-blind MODEL, "
+                              "or leave them out")
     if args.distractors == "wordnet":
         require("wordnet", "mc build --distractors wordnet")
     if args.distractors == "text" and not args.text_encoder:
@@ -125,7 +133,7 @@ def _add_build(mc_sub: Any) -> None:
     mb.add_argument(
         "--data", required=True, help="labelled images (any loader; e.g. ROOT/DOMAIN/CLASS)"
     )
-    mb.add_argument("--out", required=True, help="questions JSONL")
+    mb.add_argument("--out", required=True, type=output_file, help="questions JSONL")
     mb.add_argument("--env", action="append", metavar="NAME", dest="envs",
                     help="keep this environment (domain) of --data only; repeat for several "
                     "(default: all of them)")

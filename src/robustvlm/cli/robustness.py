@@ -6,7 +6,14 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from robustvlm.cli.options import RESUME_HELP, SubParsers, config_file, example, float_above, int_at_least
+from robustvlm.cli.options import (
+    RESUME_HELP,
+    SubParsers,
+    config_file,
+    example,
+    float_above,
+    int_at_least,
+)
 from robustvlm.cli.results_options import RESULT_FORMAT_CHOICES, add_results_options, n_questions
 
 if TYPE_CHECKING:

@@ -4,18 +4,22 @@ probe whether a member learns to read a label from its context (`zoo probe-conte
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from robustvlm.cli.options import SubParsers
-from robustvlm.cli.options import example, int_at_least
+
+from robustvlm.cli.options import RESUME_HELP, example, float_above, int_at_least
 
 
 def _zoo_build(args: argparse.Namespace) -> int:
+    from robustvlm.errors import ConfigError
     from robustvlm.workflows.zoo.build import build_members, selected
 
-    names = [n.strip() for n in args.members.split(",") if n.strip()] if args.members else None
+    names = None if args.members is None else [n.strip() for n in args.members.split(",") if n.strip()]
+    if names == []:
+        raise ConfigError(f"--members {args.members!r}: no member named; give comma-separated names (zoo list), "
+                          "or leave the option out for the whole zoo")
     for built in build_members(selected(args.quick, names), jobs=args.jobs):
         state = "already built" if built.reused else "built"
         print(f"zoo:{built.name}\t{state}\taccuracy {built.info['heldout_accuracy']:.3f}\t"
@@ -29,9 +33,13 @@ def _zoo_list(args: argparse.Namespace) -> int:
     print("name\tarch\tset\tkey\tbuilt\taccuracy\tCPU s\tfolder")
     for row in zoo_listing():
         accuracy = "-" if row["heldout_accuracy"] is None else f"{row['heldout_accuracy']:.3f}"
-        print(f"zoo:{row['name']}\t{row['arch']}\t{row['set']}\t{row['key']}\t{'yes' if row['built'] else 'no'}\t"
-              f"{accuracy}\t{row['cpu_seconds'] if row['built'] else '-'}\t{row['folder']}")
+        print(f"zoo:{row['name']}\t{row['arch']}\t{row['set']}\t{row['key']}\t{_built(row['built'])}\t"
+              f"{accuracy}\t{row['cpu_seconds'] if row['built'] is True else '-'}\t{row['folder']}")
     return 0
+
+
+def _built(state: bool | str) -> str:
+    return state if isinstance(state, str) else "yes" if state else "no"
 
 
 def _zoo_probe_context(args: argparse.Namespace) -> int:
@@ -40,18 +48,26 @@ def _zoo_probe_context(args: argparse.Namespace) -> int:
     import torch
 
     from robustvlm.errors import ConfigError
+    from robustvlm.runs import claim_run_folder
     from robustvlm.workflows.zoo.context_probe import probe
 
     if (args.init is None) == (args.fresh_depth is None):
         raise ConfigError("zoo probe-context: name a built member (--init zoo:NAME) or a fresh decoder depth "
                           "(--fresh-depth N), one of the two")
+    if args.every > args.steps:
+        raise ConfigError(f"--every {args.every} is longer than the run (--steps {args.steps}): the curve would "
+                          "hold no window; choose --every <= --steps")
+    settings = {k: getattr(args, k) for k in ("init", "fresh_depth", "named", "queries", "steps", "every", "lr",
+                                              "batch_size", "n_images")}
+    out = claim_run_folder(args.out, settings, command="zoo probe-context", resume=args.resume)  # before any work
     torch.set_num_threads(1)
     report = probe(args.init or "none", named=args.named, queries=args.queries, steps=args.steps, lr=args.lr,
                    batch_size=args.batch_size, fresh_depth=args.fresh_depth, n_images=args.n_images,
                    every=args.every)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "probe.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
-    print(f"probe: {args.out / 'probe.json'}")
+    tmp = out / "probe.json.tmp"
+    tmp.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    tmp.replace(out / "probe.json")
+    print(f"probe: {(out / 'probe.json').resolve()}")
     return 0
 
 
@@ -68,11 +84,12 @@ def _add_probe_context(zoo_sub: argparse._SubParsersAction) -> None:
     zp.add_argument("--queries", type=int_at_least(1), default=4, help="labelled queries per episode (default 4)")
     zp.add_argument("--steps", type=int_at_least(1), default=600, help="tuning steps (default 600)")
     zp.add_argument("--every", type=int_at_least(1), default=50, help="steps per logged window (default 50)")
-    zp.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default 2e-3)")
+    zp.add_argument("--lr", type=float_above(0.0), default=2e-3, help="peak learning rate (default 2e-3)")
     zp.add_argument("--batch-size", type=int_at_least(1), default=16, help="episodes per step (default 16)")
     zp.add_argument("--n-images", type=int_at_least(10), metavar="N",
                     help="draw the episodes' pictures from N training scans (default all 60,000)")
-    zp.add_argument("--out", type=Path, required=True, help="folder for probe.json")
+    zp.add_argument("--out", required=True, help="folder for probe.json")
+    zp.add_argument("--resume", action="store_true", help=RESUME_HELP + " (the probe runs again)")
     zp.set_defaults(func=_zoo_probe_context)
 
 

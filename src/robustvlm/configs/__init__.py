@@ -10,7 +10,6 @@ lines work for a user who installed the wheel and has no `configs/` folder. A re
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -54,8 +53,17 @@ def copy_recipe(name: str, folder: str | Path) -> Path:
     if source is None:
         raise ConfigError(f"no built-in config {name!r}: `robustvlm configs list` names them")
     target = Path(folder) / source.relative_to(RECIPES)
+    if target.is_symlink():
+        raise ConfigError(f"{target.absolute()} is a symbolic link: a copy would be written where it points; "
+                          "copy into another folder or remove the link first")
     if target.exists():
         raise ConfigError(f"{target.resolve()} exists: copy into another folder or remove it first")
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
+    handle = target.open("xb")  # exclusive: never through a link made meanwhile, never over a file
+    try:
+        with handle:
+            handle.write(source.read_bytes())
+    except OSError:
+        target.unlink()  # a full disk leaves no half copy that a rerun would refuse
+        raise
     return target

@@ -44,10 +44,13 @@ def check_dataset(path: str | Path, **load_kwargs: Any) -> CheckReport:
     """Load `path` like `load_examples(path, **load_kwargs)`, collecting every bad record
     (`load_kwargs`: fields of `loaders.LoadOptions`).
 
-    A file that cannot be read at all (missing, not JSON) is reported as one error; invalid
-    options (an unknown format, a missing `image_root`) raise ConfigError.
+    A file that cannot be read at all (not JSON) is reported as one error; a missing input
+    raises DataError naming it, and invalid options (an unknown format, a missing `image_root`)
+    raise ConfigError: neither is a bad record.
     `on_bad_record`, `skip_log` and `verbose` do not apply.
     """
+    if not (isinstance(path, str) and path.startswith("hf:")) and not Path(path).exists():
+        raise DataError("data file or directory not found", str(path))
     report = CheckReport()
     try:
         report.examples = read_examples(path, report.errors.append, LoadOptions(**load_kwargs))

@@ -512,6 +512,8 @@ def _examples_of(row: RawRecord) -> list[Example]:
     record_id = data.get("id")
     if record_id in (None, ""):
         raise row.error("missing field 'id'")
+    if isinstance(record_id, bool) or not isinstance(record_id, (str, int)):
+        raise row.error(f"field 'id' must be a string or an integer, not {type(record_id).__name__}")
     split = data.get("split") or "train"
     split = SPLIT_ALIASES.get(split, split)
     if split not in SPLITS:
@@ -559,8 +561,11 @@ def without_image_placeholder(text: str) -> str:
 
 def image_ref(value: object, row: RawRecord) -> str | bytes | None:
     """An absolute path or encoded bytes from a path, bytes, HF image dict or PIL image."""
-    if value is None or value == "":
+    if value is None:
         return None
+    if value == "":
+        raise row.error("field 'image' is an empty string: give an image path, or leave the field out "
+                        "(or null) for a text-only record")
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):

@@ -12,6 +12,7 @@ from transformers import AutoModelForImageTextToText, AutoProcessor, PreTrainedM
 from transformers.utils import is_torchvision_available
 
 from robustvlm.errors import ConfigError
+from robustvlm.models.hub import hub_error_line
 from robustvlm.models.image_only import load_image_only_processor
 from robustvlm.models.real import REAL_PREFIX, build_real_vlm
 from robustvlm.models.tiny import build_tiny_vlm
@@ -71,7 +72,8 @@ def load_vlm(
             kwargs["dtype"] = dtype
         model = AutoModelForImageTextToText.from_pretrained(name_or_path, **kwargs)
     except LOAD_ERRORS as exc:
-        raise ConfigError(f"cannot load image-text-to-text model '{name_or_path}': {exc}") from exc
+        raise ConfigError(f"cannot load image-text-to-text model '{name_or_path}': "
+                          f"{hub_error_line(name_or_path, exc)}") from exc
     return model, processor
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from robustvlm.errors import ConfigError
+from robustvlm.models.hub import checked_hub_name
 from robustvlm.models.response_cache import cache_dir
 
 ZOO_PREFIX = "zoo:"
@@ -175,9 +176,9 @@ def member_dir(r: Recipe) -> Path:
 
 def resolve_model_name(name: str) -> str:
     """"zoo:NAME" -> the folder of member NAME (ConfigError when it is not built yet); any
-    other name unchanged."""
+    other name unchanged, once `hub.checked_hub_name` let it through (never a key-like name)."""
     if not name.startswith(ZOO_PREFIX):
-        return name
+        return checked_hub_name(name)
     member = recipe(name[len(ZOO_PREFIX):])
     folder = member_dir(member)
     if not (folder / "config.json").is_file():

@@ -49,6 +49,7 @@ from robustvlm.models.reward import META_FILE
 from robustvlm.models.served import SERVED_PREFIX
 from robustvlm.models.tiny_clip import DUAL_ENCODER_KINDS
 from robustvlm.models.tiny_families import VLM_FAMILIES as TINY_VLMS
+from robustvlm.models.hub import hub_error_line
 from robustvlm.models.zoo_recipes import resolve_model_name
 from robustvlm.plugins import load_plugins
 
@@ -163,7 +164,8 @@ def _model_type(name: str, trust_remote_code: bool) -> str:
     try:
         return str(AutoConfig.from_pretrained(name, **kwargs).model_type)
     except LOAD_ERRORS as exc:
-        raise ConfigError(f"cannot read the config of model '{name}' to infer its family: {exc}") from exc
+        raise ConfigError(f"cannot read the config of model '{name}' to infer its family: "
+                          f"{hub_error_line(name, exc)}") from exc
 
 
 def generative_family(name: str) -> str:

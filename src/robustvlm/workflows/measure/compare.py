@@ -5,10 +5,13 @@ A run is an `eval` folder (its predictions.jsonl; a per-sample metric from `scor
 (`<out>/<model>/<bench>.jsonl`; `correct`), or one model's per-question results of another tool
 (lmms-eval samples, VLMEvalKit sheets: `data.results`; `correct`, ids "BENCH/ID"). Questions are paired by id (and rotation, shots and
 policy where the rows have them); both runs must hold the same questions, and rows whose metric
-is undecided (a CEE tie) in either run are left out and counted. Per group (environment, plus
+is undecided (a CEE tie) in either run are left out and counted. A question held twice in one
+run, or a score that is not a finite number, is a DataError naming the file and the question;
+input files are only read (`runs.read_input_jsonl`). Per group (environment, plus
 shots and policy for in-context runs) and over all questions: `analysis.paired.compare_paired`.
 
-Writes in `--out` (when given; refused as every command's output folder is, `runs.check_output_folder`):
+Writes in `--out` (when given; claimed as every command's run folder is, `runs.claim_run_folder`:
+a folder holding an earlier comparison needs `--resume`):
 config.resolved.yaml (the settings), compare.json (every group's figures) and compare.md (the
 printed table).
 """
@@ -16,6 +19,7 @@ printed table).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +30,7 @@ from robustvlm.data.results import read_results_file
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.report.paired_table import paired_cells, paired_header
 from robustvlm.report.tables import markdown_table
-from robustvlm.runs import CONFIG_FILE, make_output_folder, read_jsonl, write_settings
+from robustvlm.runs import claim_run_folder, read_input_jsonl
 
 RUN_FILES = ("predictions.jsonl", "icl_predictions.jsonl")
 KEY_FIELDS = ("id", "rotation", "shots", "policy")
@@ -81,10 +85,16 @@ def run_rows(run: str | Path, fmt: str = "auto") -> tuple[Path, list[dict]]:
         path = found[0]
     elif not path.is_file():
         raise ConfigError(f"{path}: no such run folder or file")
-    rows = read_jsonl(path)
-    if not rows:
+    numbered = read_input_jsonl(path, "run file")
+    if not numbered:
         raise DataError(f"{path}: no scored questions")
-    return path, rows
+    first: dict[tuple, int] = {}
+    for line, row in numbered:
+        earlier = first.setdefault(_key(row), line)
+        if earlier != line:
+            raise DataError(f"question {row.get('id')!r} is held twice (lines {earlier} and {line}): a run scores "
+                            "each question once", str(path), line)
+    return path, [row for _, row in numbered]
 
 
 def _key(row: Mapping) -> tuple:
@@ -100,7 +110,12 @@ def _metric_value(row: Mapping, metric: str, where: Path) -> float | None:
     value = row.get("correct") if metric == "correct" else (row.get("scores") or {}).get(metric, "absent")
     if value == "absent":
         raise DataError(f"{where}: question {row.get('id')!r} has no score {metric!r}")
-    return None if value is None else float(value)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise DataError(f"{where}: question {row.get('id')!r} has the score {metric!r} = {value!r}: scores must "
+                        "be finite numbers")
+    return float(value)
 
 
 def pick_metric(rows: Sequence[Mapping], metric: str | None, where: Path) -> str:
@@ -173,10 +188,12 @@ def comparison_table(comparison: Comparison) -> str:
     return markdown_table(["group", *paired_header(delta)], rows) + "\n\n" + note
 
 
-def write_comparison(comparison: Comparison, out: Path, settings: Mapping[str, Any]) -> tuple[Path, Path]:
-    """config.resolved.yaml, compare.json and compare.md in `out` (a folder any command may write)."""
-    make_output_folder(out)
-    write_settings(settings, out / CONFIG_FILE, command="compare")
+def write_comparison(
+    comparison: Comparison, out: Path, settings: Mapping[str, Any], *, resume: bool = False
+) -> tuple[Path, Path]:
+    """config.resolved.yaml, compare.json and compare.md in `out`, claimed as a run folder (an
+    earlier comparison there is replaced only with `resume` and the same settings)."""
+    claim_run_folder(out, settings, command="compare", resume=resume)
     (out / "compare.json").write_text(json.dumps(comparison.to_dict(), indent=2) + "\n", encoding="utf-8")
     (out / "compare.md").write_text("# Paired comparison\n\n" + comparison_table(comparison) + "\n",
                                     encoding="utf-8")

@@ -5,15 +5,19 @@ one `stage-<i>-<name>/` per finished stage (a `save_pretrained` folder and `stag
 killed build resumes after its last finished stage, and every stage starts from the weights the
 previous one saved, so a resumed build equals an uninterrupted one. The finished member is the
 last stage's folder plus its model card (`README.md`) and `zoo_member.json`, renamed into place
-at once. A member whose folder holds `zoo_member.json` is never rebuilt; a changed recipe has a
+at once. The card records the sha256 of the weights (`model.safetensors`); a member whose card
+reads and whose weights match it is never rebuilt, while a damaged one (a torn card, weights
+that do not match) is listed as damaged and rebuilt by the next build. A changed recipe has a
 new key, hence a new folder. Training runs on one thread (bit-equal weights on a rebuild).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import shutil
+import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
@@ -47,6 +51,7 @@ from robustvlm.workflows.zoo.members import (
 from robustvlm.workflows.zoo.steps import StageResult, run_stage
 
 MEMBER_FILE = "zoo_member.json"
+WEIGHTS_FILE = "model.safetensors"
 STAGE_FILE = "stage.json"
 
 
@@ -104,8 +109,12 @@ def build_member(r: Recipe) -> Built:
         build_member(recipe(r.init_member))
     final.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(final.with_name(f".{final.name}.lock")):
-        if (final / MEMBER_FILE).is_file():
-            return Built(r.name, final, read_info(final), reused=True)
+        info, damage = member_state(final)
+        if info is not None:
+            return Built(r.name, final, info, reused=True)
+        if damage:
+            print(f"zoo:{r.name}: {damage}: rebuilding it", flush=True)
+            shutil.rmtree(final)
         return _build_unlocked(r, final)
 
 
@@ -136,6 +145,7 @@ def _build_unlocked(r: Recipe, final: Path) -> Built:
         "cpu_seconds": round(sum(s["cpu_seconds"] for s in results), 1),
         "heldout_accuracy": heldout_accuracy(r, model, processor), "eval_images": r.eval_images,
         "n_train_images": len(training_pool(r.n_images, r.seed)),
+        "weights_sha256": _sha256(previous / WEIGHTS_FILE),
     }
     if r.defined_label_share > 0:
         info["defined_label_accuracy"] = defined_label_accuracy(r, model, processor)
@@ -154,15 +164,43 @@ def read_info(folder: Path) -> dict:
     return json.loads((folder / MEMBER_FILE).read_text(encoding="utf-8"))
 
 
+def member_state(folder: Path) -> tuple[dict | None, str]:
+    """(the card of the member built in `folder`, "") when it is whole; (None, what is damaged)
+    when its card does not read or its weights do not match the hash the card records; (None, "")
+    when it is not built. Cards written before the hash was recorded are taken as they are."""
+    card = folder / MEMBER_FILE
+    if not card.is_file():
+        return None, ""
+    try:
+        info = read_info(folder)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        return None, f"{card} does not read ({err.__class__.__name__}: {err})"
+    recorded = info.get("weights_sha256") if isinstance(info, dict) else None
+    weights = folder / WEIGHTS_FILE
+    if recorded is not None and (not weights.is_file() or _sha256(weights) != recorded):
+        return None, f"{weights} does not match the sha256 its {MEMBER_FILE} records"
+    return info, ""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def zoo_listing() -> list[dict]:
     """One row per recipe: name, arch, key, built, held-out accuracy, CPU seconds, folder."""
     rows = []
     for r in RECIPES.values():
         folder = member_dir(r)
-        info = read_info(folder) if (folder / MEMBER_FILE).is_file() else None
+        info, damage = member_state(folder)
+        if damage:
+            print(f"zoo:{r.name}: {damage}; `robustvlm zoo build --members {r.name}` rebuilds it", file=sys.stderr)
         rows.append({
             "name": r.name, "arch": r.arch, "key": r.key(), "set": "quick" if r in QUICK else "full",
-            "built": info is not None,
+            "built": "damaged" if damage else info is not None,
             "heldout_accuracy": info["heldout_accuracy"] if info else None,
             "cpu_seconds": info["cpu_seconds"] if info else None, "folder": str(folder),
         })

@@ -1,0 +1,75 @@
+"""A full disk and a read-only folder (issue 45.11-12): one error line naming the file, exit 2,
+no traceback, nothing left half-written. The full disk is a 2 MiB tmpfs (root only, where the
+machine allows mounting one); the read-only folder a read-only tmpfs (root ignores permission
+bits, so a mode-555 folder would not do). Each is skipped, with the reason, where it cannot be
+made. Kinds of bad input covered: 5 (data synth and configs copy onto a full disk, configs
+copy, mc build and eval into a read-only folder)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from bad_input import expect_clean_failure
+
+
+def _mount(folder: Path, *options: str) -> None:
+    folder.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(("size=2m", *options)), "tmpfs", str(folder)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip() or 'not root'})")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB file system, filled up to its last few kilobytes, unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    folder = tmp_path / "disk"
+    _mount(folder)
+    try:
+        with (folder / "filler").open("wb") as handle:
+            try:
+                handle.write(b"\0" * (2 << 20))
+            except OSError:
+                pass
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """A read-only file system (a tmpfs remounted ro), unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a read-only file system needs root")
+    folder = tmp_path / "ro"
+    _mount(folder)
+    try:
+        done = subprocess.run(["mount", "-o", "remount,ro", str(folder)], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot remount read-only here ({done.stderr.strip()})")
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
+
+
+@pytest.mark.parametrize("command", ["data synth", "configs copy"])
+def test_a_full_disk_is_one_line_naming_the_file(command, small_disk, capsys):
+    out = small_disk / "out"
+    argv = (["data", "synth", "--benchmark", "tasks", "--n-per-env", "40", "--out", str(out)]
+            if command == "data synth" else ["configs", "copy", "erm_tasks", str(out)])
+    expect_clean_failure(argv, capsys, mentions=[str(out), "No space left on device"])
+
+
+@pytest.mark.parametrize("command", ["configs copy", "mc build", "eval"])
+def test_a_read_only_folder_is_refused_naming_it(command, read_only, tmp_path, capsys, tasks_data):
+    out = read_only / "c"
+    argv = {"configs copy": ["configs", "copy", "erm_tasks", str(out)],
+            "mc build": ["mc", "build", "--data", str(tasks_data), "--out", str(out / "q.jsonl")],
+            "eval": ["eval", "--model", "tiny:idefics3", "--data", str(tasks_data), "--out", str(out)]}[command]
+    expect_clean_failure(argv, capsys, mentions=[str(read_only), "not writable"])
+    assert list(read_only.iterdir()) == []
