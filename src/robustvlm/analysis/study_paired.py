@@ -14,7 +14,7 @@ with several seeds, so the McNemar test runs on each seed's own 0/1 pairs instea
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,15 +72,17 @@ def seed_pairs(method: Mapping[Any, Sequence[dict]], baseline: Mapping[Any, Sequ
 
 
 def _compare_group(by_id: Mapping[str, list[tuple[str, float, float]]], undecided: int, *,
-                   power_delta: float, n_boot: int) -> StudyPaired:
+                   power_delta: float, n_boot: int, cluster: Callable[[str], str] | None = None) -> StudyPaired:
     ids = sorted(by_id)
+    clusters = [cluster(i.rpartition("\x00")[2]) for i in ids] if cluster is not None else None
     a = [float(np.mean([x for _, x, _ in by_id[i]])) for i in ids]
     b = [float(np.mean([y for _, _, y in by_id[i]])) for i in ids]
     seeds = sorted({s for entries in by_id.values() for s, _, _ in entries})
     per_seed = {s: mcnemar_exact([x == 1 for e in by_id.values() for t, x, _ in e if t == s],
                                  [y == 1 for e in by_id.values() for t, _, y in e if t == s])
                 for s in seeds}
-    return StudyPaired(compare_paired(a, b, power_delta=power_delta, n_boot=n_boot), per_seed, undecided)
+    comparison = compare_paired(a, b, clusters=clusters, power_delta=power_delta, n_boot=n_boot)
+    return StudyPaired(comparison, per_seed, undecided)
 
 
 def is_correctness(rows: Mapping[str, Mapping[Any, Sequence[dict]]], metric: str) -> bool:
@@ -91,10 +93,13 @@ def is_correctness(rows: Mapping[str, Mapping[Any, Sequence[dict]]], metric: str
 
 
 def study_paired(rows: Mapping[str, Mapping[Any, Sequence[dict]]], baseline: str, *,
-                 power_delta: float = 0.05, n_boot: int = 2000) -> dict[str, dict[str, dict[str, StudyPaired]]]:
+                 power_delta: float = 0.05, n_boot: int = 2000, metrics: Sequence[str] = CORRECTNESS_METRICS,
+                 cluster: Callable[[str], str] | None = None) -> dict[str, dict[str, dict[str, StudyPaired]]]:
     """{method: {metric: {environment (sorted), then ALL: StudyPaired}}} of every method but the
-    baseline, for the correctness metrics the rows carry (see the module docstring)."""
-    metrics = [m for m in CORRECTNESS_METRICS if is_correctness(rows, m)]
+    baseline, for those of `metrics` that the rows carry as 0/1 scores (see the module
+    docstring); `cluster` maps a question id to its cluster (questions resampled together and
+    clustered standard errors; None: each question its own)."""
+    metrics = [m for m in metrics if is_correctness(rows, m)]
     out: dict[str, dict[str, dict[str, StudyPaired]]] = {}
     for label, seed_rows in rows.items():
         if label == baseline:
@@ -108,6 +113,6 @@ def study_paired(rows: Mapping[str, Mapping[Any, Sequence[dict]]], baseline: str
             groups[ALL] = {f"{env}\x00{i}": v for env, by_id in pairs.items() for i, v in by_id.items()}
             out[label][metric] = {
                 g: _compare_group(by_id, undecided.get(g, 0) if g != ALL else sum(undecided.values()),
-                                  power_delta=power_delta, n_boot=n_boot)
+                                  power_delta=power_delta, n_boot=n_boot, cluster=cluster)
                 for g, by_id in groups.items()}
     return out
