@@ -23,7 +23,12 @@ from robustvlm.analysis.ladder_paired import LadderPaired
 from robustvlm.analysis.ladder_results import LadderResults
 from robustvlm.analysis.verdict import Comparison, verdict_sentences, winners_sentence
 from robustvlm.objectives import REGISTRY
-from robustvlm.report.ladder_paired import READING_WORDS, paired_blocks, paired_sentence, runs_left_out
+from robustvlm.report.ladder_paired import (
+    READING_WORDS,
+    paired_blocks,
+    paired_sentence,
+    runs_left_out,
+)
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, save_figure
 
