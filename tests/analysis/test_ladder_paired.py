@@ -70,7 +70,7 @@ def test_pooled_over_seeds_matches_scipy_and_statsmodels(reading, index):
             won += only_a > only_b
         assert (v.seeds_won, v.seeds) == (won, 3)
         effect = max(abs(a.mean() - b.mean()), 0.01) / np.std(a - b, ddof=1)
-        assert v.pictures_needed == pytest.approx(TTestPower().solve_power(effect, alpha=0.05, power=0.8), rel=1e-6)
+        assert v.needed == pytest.approx(TTestPower().solve_power(effect, alpha=0.05, power=0.8), rel=1e-6)
         lo, hi = v.paired.comparison.ci_lo, v.paired.comparison.ci_hi
         assert v.separated == (lo > 0 or hi < 0)
 

@@ -10,6 +10,9 @@ against baseline seed s, same id) where both scored it (None: undecided, left ou
 its score on each side is then averaged over those seeds, so the difference, interval, SE and
 power line are per question (the bootstrap resamples questions). A seed-averaged score is not 0/1
 with several seeds, so the McNemar test runs on each seed's own 0/1 pairs instead.
+
+`paired_verdict` adds the across-seed count and the questions a margin needs: the verdict of the
+demos whose seeds score one shared test set (the invariance ladder, the reward matrices).
 """
 
 from __future__ import annotations
@@ -20,7 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from robustvlm.analysis.paired import PairedComparison, compare_paired, mcnemar_exact
+from robustvlm.analysis.paired import (
+    PairedComparison,
+    compare_paired,
+    mcnemar_exact,
+    questions_needed,
+)
 
 CORRECTNESS_METRICS = ("exact", "cee")
 ALL = "all"
@@ -49,6 +57,54 @@ class StudyPaired:
         """Read back what `to_dict` wrote."""
         mcnemar = {s: (t["only_method"], t["only_baseline"], t["p"]) for s, t in data["mcnemar_per_seed"].items()}
         return cls(PairedComparison.from_dict(data), mcnemar, data["undecided"])
+
+
+@dataclass(frozen=True)
+class PairedVerdict:
+    """A method against a baseline on one group of shared questions, pooled over seeds, with the
+    across-seed count beside it.
+
+    Attributes:
+        paired: the comparison pooled over seeds (difference in 0-1 units; its interval, the
+            per-seed McNemar counts and p-values).
+        seeds_won, seeds: seeds (shared by both) where the method answered more questions right.
+        needed: questions (with these seeds) that a difference of the observed size, at least
+            the caller's margin, needs at 80% power (`analysis.paired.questions_needed`); None
+            when the paired differences have no spread.
+        left_out: runs of either side that could not be paired (e.g. kept from before their
+            per-question answers were recorded).
+    """
+
+    paired: StudyPaired
+    seeds_won: int
+    seeds: int
+    needed: float | None
+    left_out: int = 0
+
+    @property
+    def separated(self) -> bool:
+        """Whether the paired interval excludes zero."""
+        c = self.paired.comparison
+        return c.ci_lo > 0 or c.ci_hi < 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.paired.to_dict(), "seeds_won": self.seeds_won, "seeds": self.seeds,
+                "needed": self.needed, "left_out": self.left_out}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PairedVerdict:
+        return cls(StudyPaired.from_dict(d), int(d["seeds_won"]), int(d["seeds"]), d["needed"],
+                   int(d.get("left_out", 0)))
+
+
+def paired_verdict(paired: StudyPaired, margin: float, left_out: int = 0) -> PairedVerdict:
+    """`paired` with its seeds won and the questions a difference of the observed size (at least
+    `margin`, score units) needs at 80% power, given the spread of the per-question differences."""
+    c = paired.comparison
+    won = sum(a > b for a, b, _ in paired.seed_mcnemar.values())
+    sd = c.se * np.sqrt(c.n) if np.isfinite(c.se) else 0.0  # the sd of the per-question differences
+    needed = questions_needed(max(abs(c.difference), margin), float(sd))
+    return PairedVerdict(paired, won, len(paired.seed_mcnemar), needed, left_out)
 
 
 def seed_pairs(method: Mapping[Any, Sequence[dict]], baseline: Mapping[Any, Sequence[dict]],

@@ -26,7 +26,7 @@ EXPLANATION = (
 
 
 def _needed(v: PairedVerdict) -> str:
-    return DASH if v.pictures_needed is None else f"{int(-(-v.pictures_needed // 1)):,}"
+    return DASH if v.needed is None else f"{int(-(-v.needed // 1)):,}"
 
 
 def paired_row(cell: str, env: str, method: str, v: PairedVerdict) -> list[str]:
