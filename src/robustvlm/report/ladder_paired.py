@@ -22,7 +22,9 @@ EXPLANATION = (
     "each seed also gets the exact McNemar test of its discordant pictures. *Separated*: the interval "
     "excludes zero. The last column is the number of pictures (with these seeds) that a difference of the "
     f"observed size (at least {100 * MIN_MARGIN:g} point) needs to be detected at 80% power by a two-sided "
-    "paired t-test at the 5% level, given the observed spread of the per-picture differences.")
+    "paired t-test at the 5% level, given the observed spread of the per-picture differences. Under "
+    "test-domain oracle selection each run's step is chosen on these same pictures, so both sides are "
+    "read at their luckiest and the interval is not a fresh test.")
 
 
 def _needed(v: PairedVerdict) -> str:
@@ -59,7 +61,8 @@ def paired_blocks(paired: LadderPaired, label: Callable[[str], str]) -> list[Blo
     for reading, cells in paired.items():
         rows = [paired_row(cell, env, label(m), v) for cell, methods in cells.items()
                 for m, by_env in methods.items() for env, v in by_env.items()]
-        blocks += paired_section(f"Paired test over pictures, {READING_WORDS[reading]}", EXPLANATION, HEADER, rows)
+        explanation = f"As above, under {READING_WORDS[reading]}." if blocks else EXPLANATION
+        blocks += paired_section(f"Paired test over pictures, {READING_WORDS[reading]}", explanation, HEADER, rows)
     return blocks
 
 
