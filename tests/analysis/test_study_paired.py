@@ -13,7 +13,7 @@ from robustvlm.analysis.paired import compare_paired
 from robustvlm.analysis.study import MethodRuns, StudyResults, aggregate_study
 from robustvlm.analysis.study_paired import ALL, study_paired
 from robustvlm.report.page import Table, to_markdown
-from robustvlm.report.study_report import paired_blocks
+from robustvlm.report.study_report import paired_blocks, verdict_blocks
 
 RNG = np.random.default_rng(11)
 ENVS = {"a": False, "b": False, "c": True}
@@ -100,3 +100,15 @@ def test_report_gives_each_seeds_mcnemar_with_several_seeds():
     tests = scores.paired["new"]["exact"]["a"].seed_mcnemar
     assert a_row[9] == f"s0: {tests['0'][0]} / {tests['0'][1]}; s1: {tests['1'][0]} / {tests['1'][1]}"
     assert a_row[10] == f"s0: {tests['0'][2]:.3g}; s1: {tests['1'][2]:.3g}"
+
+
+def test_the_verdict_counts_what_the_paired_test_over_examples_separates():
+    erm, new = {s: _draw(0.1) for s in (0, 1)}, {s: _draw(0.9) for s in (0, 1)}  # exact: far apart; chrF: equal
+    scores = aggregate_study({"erm": {s: _rows(erm[s]) for s in erm}, "new": {s: _rows(new[s]) for s in new}},
+                             ["chrf", "exact"])
+    tests = [(split, metric, t) for split, by_metric in scores.significance["new"].items()
+             for metric, t in by_metric.items() if t is not None]
+    apart = [f"new {split.upper()} {metric}" for split, metric, t in tests if t.ci[0] > 0 or t.ci[1] < 0]
+    text = to_markdown(verdict_blocks(scores))
+    assert f"{len(apart)} of {len(tests)} differences with erm have a 95% interval excluding zero" in text
+    assert len(apart) == 2 and all(name.lower() in text.lower() for name in apart)

@@ -29,14 +29,26 @@ def is_vlm_cell(cell: str) -> bool:
     return cell.partition("/")[2].startswith(VLM)
 
 
-def readings(run: Mapping[str, Any], train_envs: Sequence[str], test_envs: Sequence[str]) -> dict[str, dict[str, float]]:
-    """The three readings of a run: {"final" | "training-domain" | "oracle": {env: accuracy}}:
-    the last evaluation; the one with the best mean held-out accuracy of the training
-    environments (the first such); and, per test environment, the best accuracy on it."""
+def reading_evaluations(run: Mapping[str, Any], train_envs: Sequence[str],
+                        test_envs: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Which evaluation (its index in the run's list) each reading takes per environment:
+    {"final" | "training-domain": {every env: index}, "oracle": {test env: index}}: the last
+    evaluation; the one with the best mean held-out accuracy of the training environments (the
+    first such); and, per test environment, the (first) one with the best accuracy on it."""
     evals = run["evaluations"]
-    chosen = max(evals, key=lambda e: np.mean([e["val"][n] for n in train_envs]))["acc"]
-    oracle = {n: max(e["acc"][n] for e in evals) for n in test_envs}
-    return {"final": dict(evals[-1]["acc"]), "training-domain": dict(chosen), "oracle": oracle}
+    envs = list(evals[-1]["acc"])
+    chosen = max(range(len(evals)), key=lambda i: np.mean([evals[i]["val"][n] for n in train_envs]))
+    oracle = {n: max(range(len(evals)), key=lambda i: evals[i]["acc"][n]) for n in test_envs}
+    return {"final": dict.fromkeys(envs, len(evals) - 1), "training-domain": dict.fromkeys(envs, chosen),
+            "oracle": oracle}
+
+
+def readings(run: Mapping[str, Any], train_envs: Sequence[str], test_envs: Sequence[str]) -> dict[str, dict[str, float]]:
+    """The three readings of a run: {"final" | "training-domain" | "oracle": {env: accuracy}}, at
+    the evaluations `reading_evaluations` picks."""
+    evals = run["evaluations"]
+    return {reading: {env: evals[i]["acc"][env] for env, i in picked.items()}
+            for reading, picked in reading_evaluations(run, train_envs, test_envs).items()}
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from robustvlm.analysis.ladder import Summary, summary_from_dict, summary_to_dict
+from robustvlm.analysis.ladder_paired import LadderPaired, paired_from_dict, paired_to_dict
 
 #: The IRM paper's selected hyperparameters (facebookresearch/InvariantRiskMinimization,
 #: reproduce_paper_results.sh); its MLP is 390 wide.
@@ -120,7 +121,9 @@ class LadderResults:
     """A finished ladder: its setting, `summary` of the runs on the given environments,
     `inference` ({cell: {split: SplitPurity}}) and `inferred_summary` ({split: Summary}) when
     environments were inferred, `zero_shot` ({"source/model": ZeroShot}) for pretrained VLM
-    rungs; `seconds` wall, `cpu_seconds` per part (`workflows.demos.ladder.cpu_seconds`)."""
+    rungs; `paired` ({reading: {cell: {method: {test env: PairedVerdict}}}}) each method against
+    ERM on the same test pictures pooled over seeds (`analysis.ladder_paired`); `seconds` wall,
+    `cpu_seconds` per part (`workflows.demos.ladder.cpu_seconds`)."""
 
     quick: bool
     seconds: float
@@ -135,6 +138,7 @@ class LadderResults:
     inference: dict[str, dict[str, SplitPurity]] = field(default_factory=dict)
     inferred_summary: dict[str, Summary] = field(default_factory=dict)
     zero_shot: dict[str, ZeroShot] = field(default_factory=dict)
+    paired: LadderPaired = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The results.json content (`zero_shot` only when there is one)."""
@@ -145,6 +149,7 @@ class LadderResults:
             "inference": {cell: {name: asdict(p) for name, p in splits.items()}
                           for cell, splits in self.inference.items()},
             "inferred_summary": {envs: summary_to_dict(s) for envs, s in self.inferred_summary.items()},
+            "paired": paired_to_dict(self.paired),
         }
         if self.zero_shot:
             d["zero_shot"] = {model: asdict(z) for model, z in self.zero_shot.items()}
@@ -162,4 +167,5 @@ class LadderResults:
                        for cell, splits in (d.get("inference") or {}).items()},
             inferred_summary={envs: summary_from_dict(s) for envs, s in (d.get("inferred_summary") or {}).items()},
             zero_shot={model: ZeroShot(**z) for model, z in (d.get("zero_shot") or {}).items()},
+            paired=paired_from_dict(d.get("paired") or {}),
         )

@@ -1,6 +1,7 @@
 """The reward demo's verdict: whether shortcut-aware training lowered SFD and raised o.o.d. accuracy
 against standard training, seed by seed, in plain sentences (pure functions on the paired
-differences of `analysis.reward.paired_difference`, fractions; written in accuracy points)."""
+differences of `analysis.reward.paired_difference`, fractions; written in accuracy points), and
+pair by pair on the shared test pairs (`analysis.reward_paired`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,24 @@ def _points(diff: Mapping) -> str:
 
 def _seeds(diff: Mapping) -> str:
     return ", ".join(f"{100 * v:+.1f}" for v in diff["values"])
+
+
+def paired_sentence(paired: Mapping, *, base: str, other: str, group: str = "ood") -> str | None:
+    """The pair-by-pair test of `group` (`analysis.reward_paired`: a `PairedVerdict` as a dict),
+    in points; None when it was not computed."""
+    v = paired.get(group)
+    if v is None:
+        return None
+    seeds = ", ".join(f"{t['p']:.2g}" for t in v["mcnemar_per_seed"].values())
+    call = ("the interval excludes zero" if v["ci_lo"] > 0 or v["ci_hi"] < 0
+            else "the interval includes zero: within the test set's own noise")
+    needed = "" if v["needed"] is None else (
+        f"; a difference of this size (at least 1 point) needs about {v['needed']:,.0f} questions at 80% power")
+    return (f"Pair by pair ({group.replace('ood', 'o.o.d.').replace('iid', 'i.i.d.')} questions: each (training "
+            f"environment, test pair), correctness averaged over {v['seeds']} seed(s), bootstrap clustered by "
+            f"test pair), `{other}` minus `{base}`: {100 * v['difference']:+.1f} points, 95% CI "
+            f"[{100 * v['ci_lo']:+.1f}, {100 * v['ci_hi']:+.1f}] over {v['n']} questions; {call}; exact McNemar "
+            f"p per seed {seeds}{needed}.")
 
 
 def reward_verdict(comparison: Mapping[str, Mapping | None], *, base: str = "standard",
@@ -41,6 +60,9 @@ def reward_verdict(comparison: Mapping[str, Mapping | None], *, base: str = "sta
             f"Mean SFD over o.o.d. cells{f' (cells with a defined SFD: {sfd_cells})' if sfd_cells else ''}, "
             f"`{other}` minus `{base}`: {_points(sfd)} points "
             f"(per seed {_seeds(sfd)}); lower in {lower} of {sfd['n']} seed(s).")
+    paired = paired_sentence(comparison.get("paired") or {}, base=base, other=other)
+    if paired is not None:
+        lines.append(paired)
     if iid is not None:
         lines.append(f"i.i.d. accuracy changed by {_points(iid)} points (per seed {_seeds(iid)}).")
     if ood is not None and sfd is not None:
@@ -56,5 +78,15 @@ def reward_verdict(comparison: Mapping[str, Mapping | None], *, base: str = "sta
             call = (f"On this data the result is mixed: o.o.d. accuracy rose in {ood['wins']} of "
                     f"{ood['n']} seed(s) and SFD fell in {lower} of {sfd['n']}, not both in every "
                     "seed; read the spread above before drawing a conclusion.")
-        lines.append(call)
+        lines.append(call + _noise_caveat(comparison.get("paired") or {}))
     return lines
+
+
+def _noise_caveat(paired: Mapping) -> str:
+    """" ...": where the o.o.d. pair-by-pair interval includes zero, that the call above is within
+    the test set's own noise ("" when it excludes zero or was not computed)."""
+    v = paired.get("ood")
+    if v is None or v["ci_lo"] > 0 or v["ci_hi"] < 0:
+        return ""
+    return (" Pair by pair the o.o.d. difference is within the test set's own noise (its interval includes "
+            "zero), whatever the seeds' count says.")

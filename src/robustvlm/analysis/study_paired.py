@@ -10,17 +10,25 @@ against baseline seed s, same id) where both scored it (None: undecided, left ou
 its score on each side is then averaged over those seeds, so the difference, interval, SE and
 power line are per question (the bootstrap resamples questions). A seed-averaged score is not 0/1
 with several seeds, so the McNemar test runs on each seed's own 0/1 pairs instead.
+
+`paired_verdict` adds the across-seed count and the questions a margin needs: the verdict of the
+demos whose seeds score one shared test set (the invariance ladder, the reward matrices).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from robustvlm.analysis.paired import PairedComparison, compare_paired, mcnemar_exact
+from robustvlm.analysis.paired import (
+    PairedComparison,
+    compare_paired,
+    mcnemar_exact,
+    questions_needed,
+)
 
 CORRECTNESS_METRICS = ("exact", "cee")
 ALL = "all"
@@ -51,6 +59,54 @@ class StudyPaired:
         return cls(PairedComparison.from_dict(data), mcnemar, data["undecided"])
 
 
+@dataclass(frozen=True)
+class PairedVerdict:
+    """A method against a baseline on one group of shared questions, pooled over seeds, with the
+    across-seed count beside it.
+
+    Attributes:
+        paired: the comparison pooled over seeds (difference in 0-1 units; its interval, the
+            per-seed McNemar counts and p-values).
+        seeds_won, seeds: seeds (shared by both) where the method answered more questions right.
+        needed: questions (with these seeds) that a difference of the observed size, at least
+            the caller's margin, needs at 80% power (`analysis.paired.questions_needed`); None
+            when the paired differences have no spread.
+        left_out: runs of either side that could not be paired (e.g. kept from before their
+            per-question answers were recorded).
+    """
+
+    paired: StudyPaired
+    seeds_won: int
+    seeds: int
+    needed: float | None
+    left_out: int = 0
+
+    @property
+    def separated(self) -> bool:
+        """Whether the paired interval excludes zero."""
+        c = self.paired.comparison
+        return c.ci_lo > 0 or c.ci_hi < 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.paired.to_dict(), "seeds_won": self.seeds_won, "seeds": self.seeds,
+                "needed": self.needed, "left_out": self.left_out}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PairedVerdict:
+        return cls(StudyPaired.from_dict(d), int(d["seeds_won"]), int(d["seeds"]), d["needed"],
+                   int(d.get("left_out", 0)))
+
+
+def paired_verdict(paired: StudyPaired, margin: float, left_out: int = 0) -> PairedVerdict:
+    """`paired` with its seeds won and the questions a difference of the observed size (at least
+    `margin`, score units) needs at 80% power, given the spread of the per-question differences."""
+    c = paired.comparison
+    won = sum(a > b for a, b, _ in paired.seed_mcnemar.values())
+    sd = c.se * np.sqrt(c.n) if np.isfinite(c.se) else 0.0  # the sd of the per-question differences
+    needed = questions_needed(max(abs(c.difference), margin), float(sd))
+    return PairedVerdict(paired, won, len(paired.seed_mcnemar), needed, left_out)
+
+
 def seed_pairs(method: Mapping[Any, Sequence[dict]], baseline: Mapping[Any, Sequence[dict]],
                metric: str) -> tuple[Pairs, dict[str, int]]:
     """(pairs by environment and question id, {environment: undecided (seed, question) pairs});
@@ -72,15 +128,17 @@ def seed_pairs(method: Mapping[Any, Sequence[dict]], baseline: Mapping[Any, Sequ
 
 
 def _compare_group(by_id: Mapping[str, list[tuple[str, float, float]]], undecided: int, *,
-                   power_delta: float, n_boot: int) -> StudyPaired:
+                   power_delta: float, n_boot: int, cluster: Callable[[str], str] | None = None) -> StudyPaired:
     ids = sorted(by_id)
+    clusters = [cluster(i.rpartition("\x00")[2]) for i in ids] if cluster is not None else None
     a = [float(np.mean([x for _, x, _ in by_id[i]])) for i in ids]
     b = [float(np.mean([y for _, _, y in by_id[i]])) for i in ids]
     seeds = sorted({s for entries in by_id.values() for s, _, _ in entries})
     per_seed = {s: mcnemar_exact([x == 1 for e in by_id.values() for t, x, _ in e if t == s],
                                  [y == 1 for e in by_id.values() for t, _, y in e if t == s])
                 for s in seeds}
-    return StudyPaired(compare_paired(a, b, power_delta=power_delta, n_boot=n_boot), per_seed, undecided)
+    comparison = compare_paired(a, b, clusters=clusters, power_delta=power_delta, n_boot=n_boot)
+    return StudyPaired(comparison, per_seed, undecided)
 
 
 def is_correctness(rows: Mapping[str, Mapping[Any, Sequence[dict]]], metric: str) -> bool:
@@ -91,10 +149,13 @@ def is_correctness(rows: Mapping[str, Mapping[Any, Sequence[dict]]], metric: str
 
 
 def study_paired(rows: Mapping[str, Mapping[Any, Sequence[dict]]], baseline: str, *,
-                 power_delta: float = 0.05, n_boot: int = 2000) -> dict[str, dict[str, dict[str, StudyPaired]]]:
+                 power_delta: float = 0.05, n_boot: int = 2000, metrics: Sequence[str] = CORRECTNESS_METRICS,
+                 cluster: Callable[[str], str] | None = None) -> dict[str, dict[str, dict[str, StudyPaired]]]:
     """{method: {metric: {environment (sorted), then ALL: StudyPaired}}} of every method but the
-    baseline, for the correctness metrics the rows carry (see the module docstring)."""
-    metrics = [m for m in CORRECTNESS_METRICS if is_correctness(rows, m)]
+    baseline, for those of `metrics` that the rows carry as 0/1 scores (see the module
+    docstring); `cluster` maps a question id to its cluster (questions resampled together and
+    clustered standard errors; None: each question its own)."""
+    metrics = [m for m in metrics if is_correctness(rows, m)]
     out: dict[str, dict[str, dict[str, StudyPaired]]] = {}
     for label, seed_rows in rows.items():
         if label == baseline:
@@ -108,6 +169,6 @@ def study_paired(rows: Mapping[str, Mapping[Any, Sequence[dict]]], baseline: str
             groups[ALL] = {f"{env}\x00{i}": v for env, by_id in pairs.items() for i, v in by_id.items()}
             out[label][metric] = {
                 g: _compare_group(by_id, undecided.get(g, 0) if g != ALL else sum(undecided.values()),
-                                  power_delta=power_delta, n_boot=n_boot)
+                                  power_delta=power_delta, n_boot=n_boot, cluster=cluster)
                 for g, by_id in groups.items()}
     return out

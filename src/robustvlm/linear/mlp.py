@@ -58,13 +58,15 @@ class MLPFit:
     model: MLP
     diverged: bool = False
 
-    def accuracy(self, inputs: np.ndarray, labels: np.ndarray) -> float:
-        """Share of rows whose answer 1[f(x) > 0] equals the label (NaN when training diverged)."""
-        if self.diverged:
-            return float("nan")
+    def correct(self, inputs: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """[n] bool: whether each row's answer 1[f(x) > 0] equals its label."""
         with torch.no_grad():
             logits = self.model(torch.from_numpy(inputs).float()).numpy()
-        return float(np.mean((logits > 0) == (labels > 0)))
+        return np.asarray((logits > 0) == (labels > 0))
+
+    def accuracy(self, inputs: np.ndarray, labels: np.ndarray) -> float:
+        """Share of rows `correct` (NaN when training diverged)."""
+        return float("nan") if self.diverged else float(np.mean(self.correct(inputs, labels)))
 
 
 def fit_mlp(

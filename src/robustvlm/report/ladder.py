@@ -19,9 +19,16 @@ from robustvlm.analysis.ladder import (
     beats_erm,
     ladder_comparisons,
 )
+from robustvlm.analysis.ladder_paired import LadderPaired
 from robustvlm.analysis.ladder_results import LadderResults
 from robustvlm.analysis.verdict import Comparison, verdict_sentences, winners_sentence
 from robustvlm.objectives import REGISTRY
+from robustvlm.report.ladder_paired import (
+    READING_WORDS,
+    paired_blocks,
+    paired_sentence,
+    runs_left_out,
+)
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, save_figure
 
@@ -42,8 +49,7 @@ def shown_methods(summary: Mapping[str, Mapping[str, MethodSummary]]) -> list[st
     """The methods of any rung of `summary`, in the objectives registry's order, the oracle last."""
     ran = {method for entries in summary.values() for method in entries}
     return [m for m in (*REGISTRY, ORACLE) if m in ran]
-READINGS = {"final": "final step", "training-domain": "training-domain validation",
-            "oracle": "test-domain oracle selection"}
+READINGS = READING_WORDS
 PUBLISHED = ("The IRM paper (Arjovsky et al. 2019; 50,000 MNIST digits, MLP 390 wide, 10 restarts), test "
              "accuracy on the reversed environment: ERM 17.1 ± 0.6, IRMv1 66.9 ± 2.5, grayscale oracle 73.0 ± "
              "0.4; the best invariant rule scores 75.")
@@ -161,10 +167,11 @@ def verdicts(summary: Summary) -> Table:
     return Table(["rung", *READINGS.values()], rows)
 
 
-def verdict_blocks(summary: Summary) -> list[Block]:
+def verdict_blocks(summary: Summary, paired: LadderPaired | None = None) -> list[Block]:
     """The `Verdict` section: every invariant method against ERM per rung on the colour-free and
     reversed environments at the final step (`analysis.ladder.ladder_comparisons`), then who beat
-    ERM under the two selection rules."""
+    ERM under the two selection rules; with `paired`, what the paired test over the test pictures
+    separates under each reading (`report.ladder_paired`)."""
     def named(comparisons: list[Comparison]) -> list[Comparison]:
         return [replace(c, method=label(c.method), baseline=label("erm")) for c in comparisons]
 
@@ -179,6 +186,10 @@ def verdict_blocks(summary: Summary) -> list[Block]:
         selection="the final training step (the IRM paper's protocol)")
     lines += [winners_sentence(named(ladder_comparisons(summary, reading)), selection=READINGS[reading], fmt=points)
               for reading in ("oracle", "training-domain")]
+    lines += [line for reading in READINGS if (line := paired_sentence(paired or {}, reading))]
+    if paired and (left := runs_left_out(paired)):
+        lines.append(f"Up to {left} run(s) per rung were kept from before per-picture answers were recorded and "
+                     "are left out of the paired test; re-run them into a fresh folder to include them.")
     return [Heading("Verdict"), *(Paragraph(line) for line in lines)]
 
 
@@ -290,7 +301,7 @@ def write_ladder_report(results: LadderResults, out_dir: Path) -> tuple[Path, Pa
     """report.md and report.html (with ladder.png) in `out_dir`."""
     summary = results.summary
     ladder_plot(summary, out_dir / "ladder.png")
-    blocks: list[Block] = [Heading("The invariance ladder", 1), *verdict_blocks(summary)]
+    blocks: list[Block] = [Heading("The invariance ladder", 1), *verdict_blocks(summary, results.paired)]
     if results.quick:
         blocks.append(Paragraph("Quick run: a smoke test with too few images and steps for the figures to "
                                 "mean anything."))
@@ -314,6 +325,7 @@ def write_ladder_report(results: LadderResults, out_dir: Path) -> tuple[Path, Pa
                   "at least one point (* in the tables above):"),
         verdicts(summary),
         Paragraph(PUBLISHED),
+        *paired_blocks(results.paired, label),
     ]
     blocks += zero_shot_blocks(results) + inference_blocks(results)
     for cell, entries in summary.items():

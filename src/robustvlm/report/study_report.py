@@ -76,11 +76,29 @@ def seed_table(scores: StudyScores) -> Table:
 
 
 def verdict_blocks(scores: StudyScores) -> list[Block]:
-    """The `Verdict` section: every method against the baseline, computed from the seeds' scores."""
+    """The `Verdict` section: every method against the baseline, computed from the seeds' scores,
+    then what the paired test over examples pooled across seeds separates (`paired_sentence`)."""
     lines = verdict_sentences(study_comparisons(scores, title), metric="each metric's split score (higher is better)",
                               selection="the final checkpoint of each run (no selection)",
                               fmt=fmt, what="split or metric")
-    return [Heading("Verdict"), *(Paragraph(line) for line in lines)]
+    paired = paired_sentence(scores)
+    return [Heading("Verdict"), *(Paragraph(line) for line in [*lines, *([paired] if paired else [])])]
+
+
+def paired_sentence(scores: StudyScores) -> str | None:
+    """How many (method, split, metric) differences with the baseline the paired bootstrap over
+    examples (scores averaged over seeds; the Significance section) separates, and which; None
+    when none was computed."""
+    tests = [(label, split, metric, t) for label, splits in scores.significance.items()
+             for split, by_metric in splits.items() for metric, t in by_metric.items() if t is not None]
+    if not tests:
+        return None
+    apart = [f"{label} {split.upper()} {title(metric)} ({t.delta:+.3f})" for label, split, metric, t in tests
+             if t.ci[0] > 0 or t.ci[1] < 0]
+    named = f": {'; '.join(apart)}" if apart else ""
+    return (f"Paired over the shared test examples (each example's score averaged over seeds, the seeds' test set "
+            f"being the same), {len(apart)} of {len(tests)} differences with {scores.baseline} have a 95% interval "
+            f"excluding zero{named}; the others are within the test set's own noise.")
 
 
 ZERO_SHOT_ROW = "zero-shot (step 0)"

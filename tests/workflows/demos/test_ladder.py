@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
 from report_checks import assert_opens_with_verdict
 
 from robustvlm.analysis.ladder import summarize, summary_to_dict
@@ -34,6 +35,26 @@ def test_quick_ladder_writes_its_report_and_resumes(quick_demo, tmp_path, monkey
     assert set(cpu) == {"prepare", "inferred", *results["summary"]} and cpu["prepare"] > 0
     for part in results["summary"]:
         assert cpu[part] == round(sum(r["cpu_s"] for r in given if f"{r['source']}/{r['rung']}" == part), 1) > 0
+    # every evaluation's per-picture answers, in predictions.jsonl (not in runs.jsonl), pair the methods with ERM
+    predictions = [json.loads(line) for line in (out / ladder.PREDICTIONS_FILE).read_text().splitlines()]
+    assert len(predictions) == sum(len(r["evaluations"]) for r in runs) * len(ladder.TEST_ENVS)
+    assert all("correct" not in e for r in runs for e in r["evaluations"])
+    final = {(p["rung"], p["method"], p["envs"], p["env"]): p["correct"] for p in predictions
+             if p["step"] == (plan.vlm.steps if p["rung"].startswith(ladder.VLM) else plan.steps)}
+    for run in given:
+        for env in ladder.TEST_ENVS:
+            bits = final[run["rung"], run["method"], run["envs"], env]
+            assert bits.count("1") / len(bits) == run["evaluations"][-1]["acc"][env]
+    paired = results["paired"]["final"]
+    assert set(paired) == set(results["summary"])
+    for cell, methods in paired.items():
+        assert set(methods) == set(ladder.ladder_methods()) - {"erm", "oracle"}
+        for method, by_env in methods.items():
+            erm = results["summary"][cell]["erm"]["final"]
+            for env, verdict in by_env.items():
+                ours = results["summary"][cell][method]["final"][env]["mean"]
+                assert verdict["difference"] == pytest.approx(ours - erm[env]["mean"]) and verdict["seeds"] == 1
+    assert "## Paired test over pictures, final step" in (out / "report.md").read_text()
     inference = results["inference"]["mnist/pixels"]
     assert set(inference) == set(ladder.INFERRED)
     assert all(0.5 <= v["purity_given"] <= 1 and sum(v["sizes"]) == 360 for v in inference.values())

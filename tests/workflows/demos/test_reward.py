@@ -23,9 +23,17 @@ def test_quick_demo_writes_the_report(quick_demo):
     assert set(results["frozen"]["matrix"]["labels"]) == {"standard", "text_only", "shortcut_aware"}
     assert len(results["full_proxy"]["runs"]) == 4 and len(results["full_proxy"]["sfc"]) == 1
     assert (out / "frozen" / "states.npz").is_file()
+    # the pair-by-pair test reads the runs' per-pair scores (resumable eval/pairs.jsonl)
+    paired = results["comparison"]["paired"]
+    assert set(paired) == {"iid", "ood", "all"} and paired["ood"]["seeds"] == 1
+    scored = {r["id"] for r in map(json.loads, (out / "matrix" / "runs" / "standard" / "seed-0" / "long" / "eval" /
+                                                "pairs.jsonl").read_text().splitlines())}
+    # each of the four training environments' models on the test pairs of the other three; a pair is one cluster
+    assert paired["ood"]["n"] == 4 * len(scored) * 3 // 4 and paired["ood"]["clusters"] == len(scored)
     assert_opens_with_verdict(out)
     report = (out / "report.md").read_text()
     for needle in ("## Verdict", "o.o.d. accuracy, `shortcut_aware` minus `standard`", "On this data",
+                   "Pair by pair (o.o.d. questions",
                    "## Shortcut-failure degradation", "## Best-of-N", "![Best-of-N curves](bon.png)",
                    "One seed only: a smoke test", "## Rung 1: linear rewards on two features",
                    "cells with a defined SFD", "## The reward ladder: three rungs, the same losses",

@@ -24,8 +24,11 @@ steps and sets its own weight. Not tuned per method. One data draw (seed 0); mod
 Each run is evaluated every `eval_every` steps on every environment and on a held-out tenth of
 each training environment; three readings per run: the final step (the paper's protocol), the
 step that training-domain validation picks (best held-out accuracy of the training
-environments), and the oracle's pick (best accuracy on the test environment itself). Runs are
-kept in `jobs/` as they finish: an interrupted demo resumes.
+environments), and the oracle's pick (best accuracy on the test environment itself). Each
+evaluation also records which test pictures the run answered right (predictions.jsonl), so that
+the verdicts can pair methods picture by picture over the seeds (`analysis.ladder_paired`).
+Runs are kept in `jobs/` as they finish, their per-picture answers with them: an interrupted
+demo resumes.
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ import numpy as np
 import torch
 
 from robustvlm.analysis.env_inference import cluster_split, eiil_split, loss_split, purity
-from robustvlm.analysis.ladder import ORACLE, VLM, summarize
+from robustvlm.analysis.ladder import ORACLE, READINGS, VLM, summarize
+from robustvlm.analysis.ladder_paired import ladder_paired, to_bits
 from robustvlm.analysis.ladder_results import (
     PAPER,
     LadderPlan,
@@ -79,6 +83,7 @@ GIVEN = "given"
 INFERRED = ("eiil", "loss-split", "cluster")
 INFERRED_METHODS = ("irm", "dynamic_birm")
 JOBS_DIR = "jobs"
+PREDICTIONS_FILE = "predictions.jsonl"
 FEATURES_DIR = "features"
 
 def method_hparams(anneal: int, weight: float = PAPER["penalty_weight"]) -> dict[str, dict[str, Any]]:
@@ -249,6 +254,7 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
             "step": step,
             "acc": {n: fit.accuracy(inputs[n], labels[n]) for n in (*TRAIN_ENVS, *TEST_ENVS)},
             "val": {n: fit.accuracy(inputs[n][splits[n][1]], labels[n][splits[n][1]]) for n in TRAIN_ENVS},
+            "correct": {n: to_bits(fit.correct(inputs[n], labels[n])) for n in TEST_ENVS},
         })
 
     fit = fit_mlp(objective, x, y, env, hidden=plan.hidden, lr=PAPER["lr"], l2=PAPER["l2"], steps=plan.steps,
@@ -371,10 +377,27 @@ def cpu_seconds(runs: list[dict[str, Any]], prepare: float) -> dict[str, float]:
     return {part: round(seconds, 1) for part, seconds in parts.items()}
 
 
+def write_runs(runs: Sequence[Mapping[str, Any]], out: Path) -> None:
+    """runs.jsonl (each run without its per-picture answers) and PREDICTIONS_FILE: one row per
+    run, evaluation and test environment, {"source", "rung", "method", "seed", "envs", "step",
+    "env", "correct"} ("correct": one character per picture in the environment's order, "1"
+    where right; `analysis.ladder_paired.to_bits`). Both are rewritten from the kept runs."""
+    with (out / "runs.jsonl").open("w", encoding="utf-8") as f:
+        for run in runs:
+            evaluations = [{k: v for k, v in e.items() if k != "correct"} for e in run["evaluations"]]
+            f.write(json.dumps({**run, "evaluations": evaluations}) + "\n")
+    with (out / PREDICTIONS_FILE).open("w", encoding="utf-8") as f:
+        for run in runs:
+            key = {k: run[k] for k in ("source", "rung", "method", "seed", "envs")}
+            for e in run["evaluations"]:
+                for env, bits in e.get("correct", {}).items():
+                    f.write(json.dumps({**key, "step": e["step"], "env": env, "correct": bits}) + "\n")
+
+
 def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool = True,
                     plan: LadderPlan | None = None, inferred_envs: bool = False) -> LadderResults:
     """Run the ladder (`plan`; by default `QUICK` or `FULL`), write results.json, runs.jsonl,
-    report.md/html and the figure into `out_dir`; returns the results results.json holds.
+    predictions.jsonl (`write_runs`), report.md/html and the figure into `out_dir`; returns the results results.json holds.
 
     The plan's `infer_on` cells (environments inferred from data, and the methods trained on
     them) run only with `inferred_envs`: they are an addition to the four rungs, not part of them.
@@ -402,14 +425,14 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
                     JobRunnerConfig(workers=plan.workers), name=lambda job: "/".join(map(str, job)),
                     store=out / JOBS_DIR, desc="models", progress=progress)
     seconds = time.perf_counter() - t0
-    with (out / "runs.jsonl").open("w", encoding="utf-8") as f:
-        for run in runs:
-            f.write(json.dumps(run) + "\n")
+    write_runs(runs, out)
+    given = [r for r in runs if r["envs"] == GIVEN]
     results = LadderResults(
         quick=quick, seconds=round(seconds, 1), cpu_seconds=cpu_seconds(runs, prepare_cpu), plan=plan,
         paper=dict(PAPER), method_hparams=method_hparams(plan.anneal), vlm_method_hparams=vlm_hparams(plan.vlm),
         train_envs=list(TRAIN_ENVS), test_envs=list(TEST_ENVS),
-        summary=summarize([r for r in runs if r["envs"] == GIVEN], TRAIN_ENVS, TEST_ENVS, PROTOTYPES),
+        summary=summarize(given, TRAIN_ENVS, TEST_ENVS, PROTOTYPES),
+        paired={reading: ladder_paired(given, TRAIN_ENVS, reading, envs=TEST_ENVS) for reading in READINGS},
         inference=inference, zero_shot=zero_shot_readings,
         inferred_summary={envs: summarize([r for r in runs if r["envs"] == envs], TRAIN_ENVS, TEST_ENVS, PROTOTYPES)
                           for envs in INFERRED if plan.infer_on})

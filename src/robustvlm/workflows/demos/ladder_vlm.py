@@ -31,6 +31,7 @@ import torch
 from PIL import Image
 
 from robustvlm.analysis.ladder import VLM
+from robustvlm.analysis.ladder_paired import to_bits
 from robustvlm.analysis.ladder_results import VLMRungPlan
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
@@ -137,7 +138,8 @@ def vlm_evaluations(
     """Train the rung's model on the training rows of the training environments (`splits`:
     name -> (training rows, held-out rows); their order is the objective's env ids) and return
     its evaluations: [{"step", "acc": {env: accuracy on all its rows}, "val": {training env:
-    accuracy on its held-out rows}}] (accuracies 0-1)."""
+    accuracy on its held-out rows}, "correct": {test env (not in `splits`): its rows' correctness
+    as `analysis.ladder_paired.to_bits`}}] (accuracies 0-1)."""
     vlm, processor = build_vlm(rung, seed, source, plan.image_size)
     env_id = {name: i for i, name in enumerate(splits)}
     rows = environment_rows(processor, source, plan.image_size, inputs, labels, env_id, parse_rung(rung)[1])
@@ -149,6 +151,7 @@ def vlm_evaluations(
             "step": step,
             "acc": {name: float(c.mean()) for name, c in correct.items()},
             "val": {name: float(correct[name][held].mean()) for name, (_, held) in splits.items()},
+            "correct": {name: to_bits(c) for name, c in correct.items() if name not in splits},
         })
 
     train = [AnswerRows(rows[name].take(kept), rows[name].candidates) for name, (kept, _) in splits.items()]

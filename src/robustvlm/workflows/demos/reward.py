@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from robustvlm.analysis.reward import seed_spread
-from robustvlm.analysis.reward_matrix import compare_labels
+from robustvlm.analysis.reward_paired import compare_losses
 from robustvlm.config import RunConfig, validate_config
 from robustvlm.data.preferences import PreferencePair, load_pairs
 from robustvlm.data.synth import synthesize
@@ -191,7 +191,7 @@ def run_reward_demo(out_dir: str | Path, *, quick: bool = False) -> RewardDemoSu
     full_proxy = logged_proxy(out / "matrix", "shortcut_aware", list(plan.seeds), results.train_envs)
     summary = RewardDemoSummary(
         quick=quick, seconds=round(time.perf_counter() - t0, 1), plan=plan, matrix=results,
-        comparison=compare_labels(results, *COMPARED), bon=bon, linear=linear, frozen=frozen, full_proxy=full_proxy,
+        comparison=compare_losses(results, matrix.runs, *COMPARED), bon=bon, linear=linear, frozen=frozen, full_proxy=full_proxy,
     )
     (out / "results.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
     blocks = [Heading("Shortcut-aware reward models: the demo", 1),

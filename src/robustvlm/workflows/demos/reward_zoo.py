@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from robustvlm.analysis.reward_matrix import compare_labels
+from robustvlm.analysis.reward_paired import compare_losses
 from robustvlm.analysis.sfc_steps import matrix_sfc_steps
 from robustvlm.data.synth import synthesize
 from robustvlm.models.zoo_recipes import ZOO_PREFIX, resolve_model_name
@@ -96,7 +96,7 @@ def run_zoo_reward(out_dir: str | Path, *, quick: bool = False, member: str | No
     envs = matrix.results.train_envs
     results = RewardZooResults(
         quick=quick, seconds=0.0, plan=plan, matrix=matrix.results,
-        comparison=compare_labels(matrix.results, *COMPARED), linear=linear, frozen=frozen,
+        comparison=compare_losses(matrix.results, matrix.runs, *COMPARED), linear=linear, frozen=frozen,
         full_proxy=logged_proxy(out / "matrix", "shortcut_aware", list(plan.seeds), envs),
         steps=step_weights(out, data, plan, envs))
     results.seconds = round(time.perf_counter() - t0, 1)

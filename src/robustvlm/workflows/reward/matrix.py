@@ -157,11 +157,13 @@ def _train_and_score(job: MatrixJob, data: dict) -> None:
 
 @dataclass
 class MatrixOutcome:
-    """A finished matrix: its results, and the o.o.d. points of the correlation scatter
-    ({label: [(text-only gap, gap, test env)]}, first seed)."""
+    """A finished matrix: its results, the o.o.d. points of the correlation scatter ({label:
+    [(text-only gap, gap, test env)]}, first seed), and its runs with their scored test pairs
+    (for pair-by-pair comparisons, `analysis.reward_paired`)."""
 
     results: MatrixResults
     points: dict[str, list[tuple[float, float, str]]]
+    runs: list[MatrixRun]
 
 
 def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool = False) -> MatrixOutcome:
@@ -201,7 +203,7 @@ def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool
         (out / SFC_FILE).write_text(json.dumps(sfc, indent=2) + "\n", encoding="utf-8")
     points = scatter_points(runs, tests, plan.text_only)
     write_matrix_report(results, out, title="Reward-model generalization matrix", points=points)
-    return MatrixOutcome(results, points)
+    return MatrixOutcome(results, points, runs)
 
 
 def logged_proxy(out: Path, label: str, seeds: list[int], envs: list[str]) -> ProxyWeights:
