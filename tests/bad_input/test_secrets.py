@@ -144,7 +144,7 @@ def test_a_key_in_any_url_is_refused_at_once_and_written_nowhere(option, form, t
     ("notaurl", "eval --base-url"),  # issue 29.15: `ValueError: unknown url type` was a traceback
     ("ftp://127.0.0.1:9/v1", "eval --base-url"),  # issue 29.23: was retried for 38 s
     ("ftp://127.0.0.1:9/v1", "eval --judge"),
-    ("http://127.0.0.1:notaport/v1", "rm sample --server"),
+    ("http://127.0.0.1:notaport/v1", "rm sample --base-url"),
 ])
 def test_a_url_that_is_not_http_is_refused_at_once(url, option, tmp_path, tasks_data, domains_suite, capsys):
     _run_with_url(option, url, tmp_path, tasks_data, domains_suite, capsys, [])
@@ -154,7 +154,7 @@ def test_a_url_that_is_not_http_is_refused_at_once(url, option, tmp_path, tasks_
 
 
 @pytest.mark.parametrize("option", ["eval --base-url", "mc eval --base-url", "icl eval --base-url",
-                                    "diagnose --base-url", "rm sample --server"])
+                                    "diagnose --base-url", "rm sample --base-url"])
 def test_a_key_given_as_the_variable_name_is_refused_without_echoing_it(option, tmp_path, tasks_data,
                                                                        domains_suite, capsys, monkeypatch):
     """Issue 29.3: a Hugging Face token is made of letters, digits and `_` like a variable's name;

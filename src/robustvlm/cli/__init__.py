@@ -16,7 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-from robustvlm import __version__
+import robustvlm
 from robustvlm.cli import (
     compare,
     configs,
@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="robustvlm",
         description="Measure and improve how vision-language models hold up under distribution shift.",
     )
-    parser.add_argument("--version", action="version", version=f"robustvlm {__version__}")
+    parser.add_argument("--version", action="version", version=f"robustvlm {robustvlm.__version__}")
     sub = parser.add_subparsers(required=True)
     for add in COMMANDS:
         add(sub)
