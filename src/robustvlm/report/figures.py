@@ -16,7 +16,9 @@ tests/report/test_figure_stamps.py fails when that code has changed since. `--un
 records instead that the code changed and how the figure was checked unaffected; `--measured-at
 COMMIT` records the hash now without a re-measurement, saying so.
 
-    python -m robustvlm.report.figures DOC NAME=RESULTS_DIR [NAME=RESULTS_DIR ...]
+`--images DIR` also draws the figures' pictures (`report.figure_images`) into DIR.
+
+    python -m robustvlm.report.figures DOC NAME=RESULTS_DIR [NAME=RESULTS_DIR ...] [--images DIR]
     python -m robustvlm.report.figures DOC NAME [NAME ...] --unaffected HOW | --measured-at COMMIT
 """
 
@@ -36,6 +38,7 @@ from robustvlm.analysis.study import StudyResults
 from robustvlm.config import read_yaml_mapping
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.linear.results import InvarianceResults
+from robustvlm.report.figure_images import draw_image
 from robustvlm.report.figure_sources import sources_hash
 from robustvlm.report.figure_stamps import Stamp, current_commit, parse_stamp
 from robustvlm.report.icl_gain import (
@@ -204,13 +207,19 @@ def _run_file(path: Path, command: str) -> Mapping:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def render(name: str, results_dir: str | Path) -> str:
-    """The markdown table of figure `name` (a tag after ':' ignored) from `results_dir`."""
+def load_results(name: str, results_dir: str | Path) -> Mapping:
+    """What figure `name` (a tag after ':' ignored) is made from, read from `results_dir`."""
     name = name.split(":", 1)[0]
     if name not in FIGURES:
         raise ConfigError(f"unknown figure {name!r}; known: {sorted(FIGURES)}")
-    demo, make = FIGURES[name]
-    table = make(_results(name, demo, Path(results_dir)))
+    return _results(name, FIGURES[name][0], Path(results_dir))
+
+
+def render(name: str, results_dir: str | Path, results: Mapping | None = None) -> str:
+    """The markdown table of figure `name` (a tag after ':' ignored) from `results_dir` (or from
+    `results`, already read from it)."""
+    results = load_results(name, results_dir) if results is None else results
+    table = FIGURES[name.split(":", 1)[0]][1](results)
     return markdown_table(table.header, table.rows)
 
 
@@ -277,6 +286,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("figures", nargs="+", metavar="NAME=RESULTS_DIR | NAME",
                         help="NAME=RESULTS_DIR rewrites a figure from its results and stamps it measured at this "
                              "commit; a bare NAME (with --unaffected or --measured-at) rewrites its stamp only")
+    parser.add_argument("--images", metavar="DIR",
+                        help="also draw the pictures of the figures that have one (report.figure_images) into DIR")
     stamp = parser.add_mutually_exclusive_group()
     stamp.add_argument("--unaffected", metavar="HOW",
                        help="record that the figures' code changed and HOW a check showed them unaffected")
@@ -300,8 +311,10 @@ def _rewrite(doc: Path, pair: str, args: argparse.Namespace) -> str:
     """Rewrite one figure of `doc` (`NAME=RESULTS_DIR` or a bare NAME, see `_parser`); what was done."""
     if "=" in pair:
         name, results_dir = pair.split("=", 1)
-        update(doc, name, render(name, results_dir), Stamp("measured", current_commit(), sources_hash(name)))
-        return f"figure {name} from {results_dir}"
+        results = load_results(name, results_dir)
+        update(doc, name, render(name, results_dir, results), Stamp("measured", current_commit(), sources_hash(name)))
+        image = draw_image(name, results, Path(args.images)) if args.images else None
+        return f"figure {name} from {results_dir}" + (f", picture {image}" if image else "")
     if not (args.unaffected or args.measured_at):
         raise ConfigError(f"{pair}: give NAME=RESULTS_DIR, or a bare NAME with --unaffected or --measured-at")
     text = doc.read_text(encoding="utf-8")
