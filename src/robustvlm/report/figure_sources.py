@@ -1,7 +1,7 @@
 """Which source modules each measured figure's results depend on, and the hash of their code.
 
 A figure block of the Results pages (`report.figures`) records the commit that measured it and
-`sources_hash(name)`: the SHA-256 of the code of the modules `FIGURE_SOURCES[name]` declares (a
+`sources_hash(name)`: the SHA-256 of the code of the modules `figure_sources(name)` declares (a
 package stands for every module under it). When that code changes, the recorded hash no longer
 matches and the staleness test (tests/report/test_figure_stamps.py) fails until the figure is
 re-measured (`make figures EXPERIMENT`) or the block records that it was checked unaffected and
