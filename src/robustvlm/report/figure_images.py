@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from robustvlm.analysis.ladder import is_vlm_cell
 from robustvlm.analysis.ladder_results import LadderResults
 from robustvlm.linear.results import InvarianceResults
 from robustvlm.report.invariance import bar_chart
@@ -24,19 +23,15 @@ IMAGES_DIR = Path("docs") / "images"
 """Where `make figures` writes the pictures (relative to the repository root it runs in)."""
 
 
-def _ladder(vlm: bool) -> Callable[[Mapping, Path], Path]:
-    """The ladder's bars of its VLM rungs (`vlm`) or of the others."""
-    def draw(results: Mapping, path: Path) -> Path:
-        summary = LadderResults.from_dict(results).summary
-        return ladder_plot({cell: v for cell, v in summary.items() if is_vlm_cell(cell) == vlm}, path)
-    return draw
+def _ladder(results: Mapping, path: Path) -> Path:
+    """The ladder's bars over all its rungs, as its report draws them."""
+    return ladder_plot(LadderResults.from_dict(results).summary, path)
 
 
 #: figure name -> draws its picture from the results its table is made from
 IMAGES: dict[str, Callable[[Mapping, Path], Path]] = {
-    "ladder": _ladder(vlm=False),
-    "ladder-vlm": _ladder(vlm=True),
-    "ladder-zoo": _ladder(vlm=True),
+    "ladder": _ladder,
+    "ladder-zoo": _ladder,
     "reward-matrix": lambda results, path: matrix_heatmaps(RewardDemoSummary.from_dict(results).matrix, path),
     "reward-zoo-matrix": lambda results, path: matrix_heatmaps(RewardZooResults.from_dict(results).matrix, path),
     "invariance": lambda results, path: bar_chart(InvarianceResults.from_dict(dict(results)), path),
