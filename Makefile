@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: figures-openclip demo demo-quick demo-tasks demo-reward figures docs test test-fast lint typecheck install clean bench-real gpu-check
+.PHONY: demo demo-quick demo-tasks demo-reward figures docs test test-fast lint typecheck install clean bench-real gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,57 +55,86 @@ demo-reward: install
 # docs/quick_figures.md holds the quick demos' tables, which `make test` checks.
 REWARD_FOLLOWUPS = long_400 cue70 salient salient_300 mixed warm_mixed
 INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=5 --n-envs=6 --n-envs=8 --n-envs=10 --dim-spu=0 --dim-spu=2 --dim-spu=8 --dim-spu=10
-figures: install
+# `make figures` runs every experiment below; `make figures EXPERIMENT [EXPERIMENT ...]` only the
+# named ones (e.g. `make figures reward`: the experiments of report/figure_sources.py, whose figure
+# blocks tests/report/test_figure_stamps.py checks against the code they depend on).
+FIGURE_EXPERIMENTS = ladder reward invariance openclip zoo-robustness ladder-zoo zoo-tasks icl reward-zoo
+.PHONY: $(addprefix figures-,$(FIGURE_EXPERIMENTS) zoo)
+ifeq ($(firstword $(MAKECMDGOALS)),figures)
+FIGURES_ONLY := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
+endif
+figures: $(addprefix figures-,$(or $(FIGURES_ONLY),$(FIGURE_EXPERIMENTS)))
+ifneq ($(FIGURES_ONLY),)
+$(FIGURES_ONLY): ; @:
+endif
+FIGURES_WRITE = $(BIN)/python -m robustvlm.report.figures --images docs/images
+
+figures-ladder: install
 	$(BIN)/robustvlm demo ladder --inferred-envs --out figures/ladder
+	$(FIGURES_WRITE) docs/results/ladder.md ladder=figures/ladder ladder-vlm=figures/ladder
+
+figures-reward: install
 	$(BIN)/robustvlm demo reward --out demo_reward
 	$(BIN)/robustvlm rm train configs/reward/warm_mixed.yaml --out runs/warm_mixed --resume
 	for m in $(REWARD_FOLLOWUPS); do $(BIN)/robustvlm rm matrix configs/reward/matrix_$$m.yaml --out runs/matrix_$$m; done
-	$(BIN)/robustvlm demo invariance --out figures/invariance/default
-	for s in $(INVARIANCE_SETTINGS); do $(BIN)/robustvlm demo invariance $$s --methods erm,irm --out figures/invariance/$${s#--}; done
-	$(BIN)/robustvlm demo invariance --methods irm,dynamic_birm,irm_eiil,dynamic_birm_eiil --out figures/invariance_eiil
-	$(BIN)/python -m robustvlm.report.figures docs/results/ladder.md ladder=figures/ladder ladder-vlm=figures/ladder
-	$(BIN)/python -m robustvlm.report.figures docs/results/invariance.md invariance=figures/invariance/default invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
-	$(BIN)/python -m robustvlm.report.figures docs/results/reward.md reward-matrix=demo_reward reward-linear=demo_reward \
+	$(FIGURES_WRITE) docs/results/reward.md reward-matrix=demo_reward reward-linear=demo_reward \
 		reward-ladder=demo_reward reward-ladder-sfc=demo_reward reward-ladder-runs=demo_reward \
 		rm-seeds:long-400=runs/matrix_long_400 rm-seeds:cue70=runs/matrix_cue70 rm-runs:cue70=runs/matrix_cue70 \
 		rm-seeds:salient=runs/matrix_salient rm-runs:salient=runs/matrix_salient rm-seeds:salient-300=runs/matrix_salient_300 \
 		rm-seeds:mixed=runs/matrix_mixed rm-seeds:warm-mixed=runs/matrix_warm_mixed
-	$(BIN)/python -m robustvlm.report.figures BENCHMARKS.md invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
+
+figures-invariance: install
+	$(BIN)/robustvlm demo invariance --out figures/invariance/default
+	for s in $(INVARIANCE_SETTINGS); do $(BIN)/robustvlm demo invariance $$s --methods erm,irm --out figures/invariance/$${s#--}; done
+	$(BIN)/robustvlm demo invariance --methods irm,dynamic_birm,irm_eiil,dynamic_birm_eiil --out figures/invariance_eiil
+	$(FIGURES_WRITE) docs/results/invariance.md invariance=figures/invariance/default invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
+	$(FIGURES_WRITE) BENCHMARKS.md invariance-spread=figures/invariance invariance-eiil=figures/invariance_eiil
+
+figures-zoo: install
 	$(BIN)/robustvlm zoo build
+
+figures-zoo-robustness: figures-zoo
 	$(BIN)/robustvlm demo robustness --zoo --out figures/robustness_zoo
+	$(FIGURES_WRITE) docs/results/zoo-robustness.md zoo-robustness-members=figures/robustness_zoo \
+		zoo-robustness-fits=figures/robustness_zoo zoo-robustness-er=figures/robustness_zoo zoo-task-signal=figures/robustness_zoo
+
+figures-ladder-zoo: figures-zoo
 	$(BIN)/robustvlm demo ladder --zoo --modes full --out figures/ladder_zoo
-	$(BIN)/python -m robustvlm.report.figures docs/results/ladder.md ladder-zoo=figures/ladder_zoo \
+	$(FIGURES_WRITE) docs/results/ladder.md ladder-zoo=figures/ladder_zoo \
 		ladder-zoo-oracle=figures/ladder_zoo ladder-zoo-td=figures/ladder_zoo ladder-zoo-shot=figures/ladder_zoo
 	$(BIN)/robustvlm demo ladder --zoo --modes full --methods erm,dynamic_birm --seeds 0,1,2,3,4,5 --out figures/ladder_zoo
-	$(BIN)/python -m robustvlm.report.figures docs/results/ladder.md ladder-zoo-seeds=figures/ladder_zoo
+	$(FIGURES_WRITE) docs/results/ladder.md ladder-zoo-seeds=figures/ladder_zoo
 	$(BIN)/robustvlm demo ladder --zoo --modes head,lora --out figures/ladder_zoo_head_lora
-	$(BIN)/python -m robustvlm.report.figures docs/results/ladder.md ladder-zoo:head-lora=figures/ladder_zoo_head_lora \
+	$(FIGURES_WRITE) docs/results/ladder.md ladder-zoo:head-lora=figures/ladder_zoo_head_lora \
 		ladder-zoo-oracle:head-lora=figures/ladder_zoo_head_lora ladder-zoo-td:head-lora=figures/ladder_zoo_head_lora
 	$(BIN)/robustvlm demo ladder --zoo --members llava-clip-m --modes full --out figures/ladder_zoo_llava
-	$(BIN)/python -m robustvlm.report.figures docs/results/ladder.md ladder-zoo:llava=figures/ladder_zoo_llava \
+	$(FIGURES_WRITE) docs/results/ladder.md ladder-zoo:llava=figures/ladder_zoo_llava \
 		ladder-zoo-oracle:llava=figures/ladder_zoo_llava ladder-zoo-td:llava=figures/ladder_zoo_llava \
 		ladder-zoo-shot:llava=figures/ladder_zoo_llava
-	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-robustness.md zoo-robustness-members=figures/robustness_zoo \
-		zoo-robustness-fits=figures/robustness_zoo zoo-robustness-er=figures/robustness_zoo zoo-task-signal=figures/robustness_zoo
-	$(MAKE) figures-openclip
+
+figures-zoo-tasks: figures-zoo
 	$(BIN)/robustvlm demo tasks --zoo --out figures/tasks_zoo
-	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-tasks.md zoo-tasks=figures/tasks_zoo zoo-tasks-envs=figures/tasks_zoo
+	$(FIGURES_WRITE) docs/results/zoo-tasks.md zoo-tasks=figures/tasks_zoo zoo-tasks-envs=figures/tasks_zoo
+
+figures-icl: figures-zoo
 	$(BIN)/robustvlm data synth --benchmark fashion-test --out figures/fashion-test --n-per-env 20
 	mkdir -p figures/fashion-clean-rotated && for d in clean rotated; do ln -sfn ../fashion-test/$$d figures/fashion-clean-rotated/$$d; done
 	for m in llava-clip-m llava-clip-m-icl; do \
 		$(BIN)/robustvlm icl defined-labels --model zoo:$$m --data figures/fashion-test --out figures/defined_$$m --resume && \
-		$(BIN)/python -m robustvlm.report.figures docs/results/zoo-in-context.md icl-defined-labels:$$m=figures/defined_$$m || exit 1; \
+		$(FIGURES_WRITE) docs/results/zoo-in-context.md icl-defined-labels:$$m=figures/defined_$$m || exit 1; \
 	done
 	$(BIN)/robustvlm icl eval --model zoo:llava-clip-m-icl --data figures/fashion-clean-rotated --out figures/icl_llava-clip-m-icl \
 		--shots 0,1,2 --demos random,same-domain,cross-domain --n-per-env 100 --seed 0 --resume
-	$(BIN)/python -m robustvlm.report.figures docs/results/zoo-in-context.md icl-domains:llava-clip-m-icl=figures/icl_llava-clip-m-icl \
+	$(FIGURES_WRITE) docs/results/zoo-in-context.md icl-domains:llava-clip-m-icl=figures/icl_llava-clip-m-icl \
 		icl-gain:llava-clip-m-icl=figures/icl_llava-clip-m-icl icl-shift-cost:llava-clip-m-icl=figures/icl_llava-clip-m-icl
+
+figures-reward-zoo: figures-zoo
 	$(BIN)/robustvlm demo reward --zoo --out demo_reward_zoo
 	$(BIN)/robustvlm rm train configs/reward/zoo_warm.yaml --out runs/zoo_warm --resume
 	$(BIN)/robustvlm rm matrix configs/reward/matrix_zoo_warm.yaml --out runs/matrix_zoo_warm
 	$(BIN)/robustvlm rm matrix configs/reward/matrix_zoo_loglik.yaml --out runs/matrix_zoo_loglik
 	$(BIN)/robustvlm rm matrix configs/reward/matrix_zoo_loglik_fresh.yaml --out runs/matrix_zoo_loglik_fresh
-	$(BIN)/python -m robustvlm.report.figures docs/results/reward.md reward-zoo-matrix=demo_reward_zoo \
+	$(FIGURES_WRITE) docs/results/reward.md reward-zoo-matrix=demo_reward_zoo \
 		reward-zoo-ladder=demo_reward_zoo reward-zoo-ladder-sfc=demo_reward_zoo reward-zoo-runs=demo_reward_zoo \
 		reward-zoo-steps=demo_reward_zoo rm-seeds:zoo-warm=runs/matrix_zoo_warm rm-runs:zoo-warm=runs/matrix_zoo_warm \
 		rm-seeds:zoo-loglik=runs/matrix_zoo_loglik rm-runs:zoo-loglik=runs/matrix_zoo_loglik \
@@ -164,4 +193,4 @@ figures-openclip: $(BIN)/python
 			--group-by source --out figures/openclip/$$slug --resume || exit 1; \
 		cp figures/openclip/$$slug/scatter.png docs/images/openclip/$${slug#*-}.png; \
 	done
-	$(BIN)/python -m robustvlm.report.figures docs/results/openclip.md openclip-lines=figures/openclip openclip-er=figures/openclip
+	$(FIGURES_WRITE) docs/results/openclip.md openclip-lines=figures/openclip openclip-er=figures/openclip

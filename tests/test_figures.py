@@ -127,3 +127,12 @@ def test_update_replaces_only_the_block(tmp_path, capsys):
         update(doc, "reward-linear", "x")
     assert figures_main([str(doc), f"ladder={tmp_path / 'missing'}"]) == 2
     assert "run `robustvlm demo ladder`" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("name", "drawn_by_the_demo"), [("reward-matrix", "matrix_heatmaps.png"), ("ladder", "ladder.png")])
+def test_the_pictures_are_the_demos_own_drawn_again_from_results_json(name, drawn_by_the_demo, quick_runs, tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"<!-- figure:{name} -->\n<!-- /figure:{name} -->\n")
+    assert figures_main([str(doc), f"{name}={quick_runs[name]}", "--images", str(tmp_path / "images")]) == 0
+    drawn = (tmp_path / "images" / f"{name}.png").read_bytes()
+    assert drawn == (quick_runs[name] / drawn_by_the_demo).read_bytes()

@@ -10,11 +10,21 @@ output folder, in `RUN_FILES`, reads the file named there: a .jsonl file as {"re
 the Results pages' tables (docs/results/); `docs/quick_figures.md` holds the same tables from the `--quick` variants,
 which a test regenerates and compares, so a change that moves a figure shows up at once.
 
-    python -m robustvlm.report.figures DOC NAME=RESULTS_DIR [NAME=RESULTS_DIR ...]
+Each table written from results gets a stamp line under it: the commit that measured it and the
+hash of the code its results depend on (`report.figure_stamps`, `report.figure_sources`);
+tests/report/test_figure_stamps.py fails when that code has changed since. `--unaffected HOW`
+records instead that the code changed and how the figure was checked unaffected; `--measured-at
+COMMIT` records the hash now without a re-measurement, saying so.
+
+`--images DIR` also draws the figures' pictures (`report.figure_images`) into DIR.
+
+    python -m robustvlm.report.figures DOC NAME=RESULTS_DIR [NAME=RESULTS_DIR ...] [--images DIR]
+    python -m robustvlm.report.figures DOC NAME [NAME ...] --unaffected HOW | --measured-at COMMIT
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -28,6 +38,9 @@ from robustvlm.analysis.study import StudyResults
 from robustvlm.config import read_yaml_mapping
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.linear.results import InvarianceResults
+from robustvlm.report.figure_images import draw_image
+from robustvlm.report.figure_sources import sources_hash
+from robustvlm.report.figure_stamps import Stamp, current_commit, parse_stamp
 from robustvlm.report.group_tables import group_er_table, group_fits_table
 from robustvlm.report.icl_gain import (
     defined_labels_table,
@@ -199,13 +212,19 @@ def _run_file(path: Path, command: str) -> Mapping:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def render(name: str, results_dir: str | Path) -> str:
-    """The markdown table of figure `name` (a tag after ':' ignored) from `results_dir`."""
+def load_results(name: str, results_dir: str | Path) -> Mapping:
+    """What figure `name` (a tag after ':' ignored) is made from, read from `results_dir`."""
     name = name.split(":", 1)[0]
     if name not in FIGURES:
         raise ConfigError(f"unknown figure {name!r}; known: {sorted(FIGURES)}")
-    demo, make = FIGURES[name]
-    table = make(_results(name, demo, Path(results_dir)))
+    return _results(name, FIGURES[name][0], Path(results_dir))
+
+
+def render(name: str, results_dir: str | Path, results: Mapping | None = None) -> str:
+    """The markdown table of figure `name` (a tag after ':' ignored) from `results_dir` (or from
+    `results`, already read from it)."""
+    results = load_results(name, results_dir) if results is None else results
+    table = FIGURES[name.split(":", 1)[0]][1](results)
     return markdown_table(table.header, table.rows)
 
 
@@ -233,36 +252,92 @@ def _block(name: str) -> re.Pattern:
     return re.compile(rf"(<!-- figure:{re.escape(name)} -->\n)(.*?)(<!-- /figure:{re.escape(name)} -->)", re.S)
 
 
-def read_figure(text: str, name: str) -> str:
-    """The table between the markers of figure `name` in `text` (ConfigError when absent)."""
+def _content(text: str, name: str) -> tuple[str, Stamp | None]:
+    """The table of figure `name` in `text` and its stamp line, if any (ConfigError when absent)."""
     match = _block(name).search(text)
     if match is None:
         raise ConfigError(f"no <!-- figure:{name} --> block")
-    return match.group(2).strip()
+    lines = match.group(2).strip().splitlines()
+    stamp = parse_stamp(lines[-1]) if lines else None
+    table = lines[:-1] if stamp else lines
+    return "\n".join(table).strip(), stamp
 
 
-def update(doc: str | Path, name: str, table: str) -> None:
-    """Replace the table between the markers of figure `name` in `doc`."""
+def read_figure(text: str, name: str) -> str:
+    """The table between the markers of figure `name` in `text`, without its stamp line
+    (ConfigError when absent)."""
+    return _content(text, name)[0]
+
+
+def read_stamp(text: str, name: str) -> Stamp | None:
+    """The stamp line of figure `name` in `text` (`report.figure_stamps`), None when it has none."""
+    return _content(text, name)[1]
+
+
+def update(doc: str | Path, name: str, table: str, stamp: Stamp | None = None) -> None:
+    """Replace the content between the markers of figure `name` in `doc` with `table` and, when
+    given, the stamp line under it."""
     path = Path(doc)
     text = path.read_text(encoding="utf-8")
     read_figure(text, name)
-    path.write_text(_block(name).sub(lambda m: m.group(1) + table.strip() + "\n" + m.group(3), text),
-                    encoding="utf-8")
+    content = table.strip() + (f"\n\n{stamp.line()}" if stamp else "")
+    path.write_text(_block(name).sub(lambda m: m.group(1) + content + "\n" + m.group(3), text), encoding="utf-8")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m robustvlm.report.figures", description=__doc__.strip().splitlines()[0],
+        epilog="example: python -m robustvlm.report.figures docs/results/reward.md reward-matrix=demo_reward")
+    parser.add_argument("doc", help="the Markdown document holding the figure blocks")
+    parser.add_argument("figures", nargs="+", metavar="NAME=RESULTS_DIR | NAME",
+                        help="NAME=RESULTS_DIR rewrites a figure from its results and stamps it measured at this "
+                             "commit; a bare NAME (with --unaffected or --measured-at) rewrites its stamp only")
+    parser.add_argument("--images", metavar="DIR",
+                        help="also draw the pictures of the figures that have one (report.figure_images) into DIR")
+    stamp = parser.add_mutually_exclusive_group()
+    stamp.add_argument("--unaffected", metavar="HOW",
+                       help="record that the figures' code changed and HOW a check showed them unaffected")
+    stamp.add_argument("--measured-at", metavar="COMMIT",
+                       help="record the code hash now, marked not re-verified since COMMIT, which measured them")
+    return parser
+
+
+def _stamp(text: str, name: str, args: argparse.Namespace) -> Stamp:
+    """The new stamp of figure `name` without a re-measurement (`--unaffected` / `--measured-at`)."""
+    at, code = current_commit(), sources_hash(name)
+    if args.measured_at:
+        return Stamp("not-reverified", args.measured_at, code, at=at)
+    old = read_stamp(text, name)
+    if old is None:
+        raise ConfigError(f"figure {name} has no stamp saying which commit measured it: use --measured-at")
+    return Stamp("checked", old.commit, code, at=at, how=args.unaffected)
+
+
+def _rewrite(doc: Path, pair: str, args: argparse.Namespace) -> str:
+    """Rewrite one figure of `doc` (`NAME=RESULTS_DIR` or a bare NAME, see `_parser`); what was done."""
+    if "=" in pair:
+        name, results_dir = pair.split("=", 1)
+        results = load_results(name, results_dir)
+        update(doc, name, render(name, results_dir, results), Stamp("measured", current_commit(), sources_hash(name)))
+        image = draw_image(name, results, Path(args.images)) if args.images else None
+        return f"figure {name} from {results_dir}" + (f", picture {image}" if image else "")
+    if not (args.unaffected or args.measured_at):
+        raise ConfigError(f"{pair}: give NAME=RESULTS_DIR, or a bare NAME with --unaffected or --measured-at")
+    text = doc.read_text(encoding="utf-8")
+    update(doc, pair, read_figure(text, pair), _stamp(text, pair, args))
+    return f"figure {pair}: stamp rewritten"
 
 
 def main(argv: list[str]) -> int:
-    """`DOC NAME=RESULTS_DIR ...`: rewrite each named figure of DOC from its results."""
-    if len(argv) < 2 or not all("=" in a for a in argv[1:]):
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
-        return 2
-    for pair in argv[1:]:
-        name, results_dir = pair.split("=", 1)
+    """Rewrite the named figures of DOC from their results, or their stamps only (`_parser`)."""
+    args = _parser().parse_args(argv)
+    for pair in args.figures:
         try:
-            update(argv[0], name, render(name, results_dir))
-        except RobustVLMError as err:
-            print(f"error: {argv[0]}: {err}", file=sys.stderr)
+            done = _rewrite(Path(args.doc), pair, args)
+        except (RobustVLMError, OSError) as err:
+            print(f"error: {args.doc}: {err}", file=sys.stderr)
             return 2
-        print(f"{argv[0]}: figure {name} from {results_dir}")
+        print(f"{args.doc}: {done}")
     return 0
 
 

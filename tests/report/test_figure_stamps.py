@@ -1,0 +1,115 @@
+"""Figure blocks say which code measured them, and fail here when that code has changed since.
+
+Every figure block of the Results pages (docs/results/*.md) and BENCHMARKS.md carries a stamp line
+(`report.figure_stamps`) recording the hash of the source modules its results depend on
+(`report.figure_sources`). When a change touches those modules, the hash no longer matches: either
+re-measure the figure (`make figures EXPERIMENT`) or record, in the block, how it was checked
+unaffected (`python -m robustvlm.report.figures DOC NAME --unaffected HOW`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from robustvlm.report.figure_sources import (
+    EXPERIMENT_SOURCES,
+    FIGURE_EXPERIMENT,
+    experiment_of,
+    hash_modules,
+    module_files,
+    sources_hash,
+)
+from robustvlm.report.figure_stamps import Stamp, parse_stamp
+from robustvlm.report.figures import FIGURES, main, read_figure, read_stamp
+
+ROOT = Path(__file__).resolve().parents[2]
+STAMPED = [*sorted((ROOT / "docs" / "results").glob("*.md")), ROOT / "BENCHMARKS.md"]
+BLOCK = re.compile(r"<!-- figure:([\w:-]+) -->")
+
+
+def _blocks() -> list[tuple[Path, str]]:
+    """(document, figure name) of every block of a `make figures` figure in the stamped pages."""
+    return [(doc, name) for doc in STAMPED for name in BLOCK.findall(doc.read_text(encoding="utf-8"))
+            if name.split(":", 1)[0] in FIGURES]
+
+
+@cache
+def _hash(experiment: str) -> str:
+    return hash_modules(EXPERIMENT_SOURCES[experiment])
+
+
+@pytest.mark.parametrize(("doc", "name"), _blocks(), ids=lambda v: v.name if isinstance(v, Path) else v)
+def test_every_figure_block_is_stamped_with_the_hash_of_its_code_now(doc, name):
+    stamp = read_stamp(doc.read_text(encoding="utf-8"), name)
+    assert stamp is not None, f"{doc.name}: figure {name} has no stamp line (`python -m robustvlm.report.figures`)"
+    experiment = experiment_of(name)
+    assert stamp.code_hash == _hash(experiment), (
+        f"{doc.name}: figure {name} was stamped with code hash {stamp.code_hash} (measured at commit "
+        f"{stamp.commit}); the code it depends on (report/figure_sources.py, experiment {experiment}) now "
+        f"hashes to {_hash(experiment)}. Re-measure it (`make figures {experiment}`) or record how it was "
+        f"checked unaffected: python -m robustvlm.report.figures {doc.relative_to(ROOT)} {name} --unaffected HOW")
+
+
+def test_every_figure_declares_its_sources_and_each_has_a_makefile_target():
+    assert set(FIGURE_EXPERIMENT) == set(FIGURES)
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    for experiment, modules in EXPERIMENT_SOURCES.items():
+        assert re.search(rf"^figures-{re.escape(experiment)}:", makefile, re.M), experiment
+        assert all(module_files(m) for m in modules)
+
+
+def test_the_hash_is_sha256_of_each_files_path_and_bytes(tmp_path, monkeypatch):
+    package = tmp_path / "robustvlm_stamp_probe"
+    (package / "inner").mkdir(parents=True)
+    files = {"__init__.py": b"", "a.py": b"x = 1\n", "inner/__init__.py": b"", "inner/b.py": b"y = 2\n"}
+    for rel, data in files.items():
+        (package / rel).write_bytes(data)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    root = module_files("robustvlm")[0].parent.parent
+    expected = hashlib.sha256()
+    for path in sorted({*module_files("robustvlm.report.figure_sources")}):
+        expected.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    assert hash_modules(["robustvlm.report.figure_sources"]) == expected.hexdigest()[:12]
+    assert [p.relative_to(package).as_posix() for p in module_files("robustvlm_stamp_probe")] == [
+        "__init__.py", "a.py", "inner/__init__.py", "inner/b.py"]
+    before = hash_modules(["robustvlm_stamp_probe", "robustvlm_stamp_probe.inner"])  # inner/ counted once
+    assert before == hash_modules(["robustvlm_stamp_probe"])
+    (package / "inner" / "b.py").write_bytes(b"y = 3\n")
+    assert hash_modules(["robustvlm_stamp_probe"]) != before
+    assert sources_hash("reward-matrix") == sources_hash("rm-seeds:cue70") != sources_hash("ladder")
+
+
+@pytest.mark.parametrize("stamp", [
+    Stamp("measured", "abc1234", "0123456789ab"),
+    Stamp("measured", "abc1234 with uncommitted changes", "0123456789ab"),
+    Stamp("checked", "abc1234", "0123456789ab", at="def5678", how="quick figures unchanged"),
+    Stamp("not-reverified", "abc1234", "0123456789ab", at="def5678"),
+])
+def test_a_stamp_line_reads_back(stamp):
+    assert parse_stamp(stamp.line()) == stamp
+    assert parse_stamp("| a | b |") is None
+
+
+def test_stamps_are_written_by_the_figures_command(tmp_path, monkeypatch, capsys):
+    doc = tmp_path / "doc.md"
+    doc.write_text("<!-- figure:reward-matrix -->\n| old |\n<!-- /figure:reward-matrix -->\n")
+    monkeypatch.setattr("robustvlm.report.figures.current_commit", lambda: "def5678")
+    assert main([str(doc), "reward-matrix", "--unaffected", "x"]) == 2
+    assert "no stamp" in capsys.readouterr().err
+    assert main([str(doc), "reward-matrix", "--measured-at", "abc1234"]) == 0
+    text = doc.read_text()
+    assert read_figure(text, "reward-matrix") == "| old |"
+    assert read_stamp(text, "reward-matrix") == Stamp("not-reverified", "abc1234", sources_hash("reward-matrix"),
+                                                      at="def5678")
+    assert main([str(doc), "reward-matrix", "--unaffected", "its quick table is unchanged"]) == 0
+    assert read_stamp(doc.read_text(), "reward-matrix") == Stamp(
+        "checked", "abc1234", sources_hash("reward-matrix"), at="def5678", how="its quick table is unchanged")
+    assert main([str(doc), "reward-matrix"]) == 2
+    assert "--unaffected or --measured-at" in capsys.readouterr().err
