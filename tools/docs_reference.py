@@ -202,6 +202,21 @@ def _signature(value: Any) -> str:
     return re.sub(r"<([\w.]+) object at 0x[0-9a-f]+>", r"\1", re.sub(r"0x[0-9a-f]+", "", text))
 
 
+_LIST_ITEM = re.compile(r"\s*(?:[-*+]|\d+\.)\s")
+
+
+def _blank_before_lists(doc: str) -> str:
+    """`doc` with a blank line before each list that follows a paragraph line: Markdown (mkdocs)
+    reads a list glued to a paragraph as the paragraph's text, with a literal "- "."""
+    out: list[str] = []
+    for line in doc.splitlines():
+        if (_LIST_ITEM.match(line) and out and out[-1].strip() and not _LIST_ITEM.match(out[-1])
+                and not out[-1].startswith(" ")):
+            out.append("")
+        out.append(line)
+    return "\n".join(out)
+
+
 def api_page() -> str:
     lines = ["# Python API\n", GENERATED,
              "Each module of the `robustvlm` package with its docstring, then its public classes and "
@@ -209,7 +224,7 @@ def api_page() -> str:
              "docstrings.\n"]
     for module in _modules():
         lines.append(f"## `{module.__name__}`\n")
-        doc = inspect.cleandoc(module.__doc__ or "")
+        doc = _blank_before_lists(inspect.cleandoc(module.__doc__ or ""))
         if doc:
             lines += [doc, ""]
         for name, value in _public(module):

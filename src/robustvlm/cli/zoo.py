@@ -25,7 +25,7 @@ def _zoo_build(args: argparse.Namespace) -> int:
 
 
 def _zoo_list(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.zoo.build import zoo_listing
+    from robustvlm.workflows.zoo.listing import zoo_listing
 
     print("name\tarch\tset\tkey\tbuilt\taccuracy\tCPU s\tfolder")
     for row in zoo_listing():

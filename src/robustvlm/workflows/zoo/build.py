@@ -1,4 +1,4 @@
-"""`robustvlm zoo build` and `zoo list`: build members deterministically and resumably.
+"""`robustvlm zoo build`: build members deterministically and resumably.
 
 A member is built in `.<folder>.partial/` next to its final folder (`models.zoo_recipes.member_dir`),
 one `stage-<i>-<name>/` per finished stage (a `save_pretrained` folder and `stage.json`); a
@@ -34,6 +34,7 @@ from robustvlm.models.zoo_recipes import (
 from robustvlm.runs import atomic_folder
 from robustvlm.workflows.zoo.card import render_card
 from robustvlm.workflows.zoo.data import training_pool
+from robustvlm.workflows.zoo.listing import MEMBER_FILE, read_info
 from robustvlm.workflows.zoo.members import (
     CONTEXT_TRIALS,
     defined_label_accuracy,
@@ -46,7 +47,6 @@ from robustvlm.workflows.zoo.members import (
 )
 from robustvlm.workflows.zoo.steps import StageResult, run_stage
 
-MEMBER_FILE = "zoo_member.json"
 STAGE_FILE = "stage.json"
 
 
@@ -150,23 +150,4 @@ def _build_unlocked(r: Recipe, final: Path) -> Built:
     return Built(r.name, final, info, reused=False)
 
 
-def read_info(folder: Path) -> dict:
-    return json.loads((folder / MEMBER_FILE).read_text(encoding="utf-8"))
-
-
-def zoo_listing() -> list[dict]:
-    """One row per recipe: name, arch, key, built, held-out accuracy, CPU seconds, folder."""
-    rows = []
-    for r in RECIPES.values():
-        folder = member_dir(r)
-        info = read_info(folder) if (folder / MEMBER_FILE).is_file() else None
-        rows.append({
-            "name": r.name, "arch": r.arch, "key": r.key(), "set": "quick" if r in QUICK else "full",
-            "built": info is not None,
-            "heldout_accuracy": info["heldout_accuracy"] if info else None,
-            "cpu_seconds": info["cpu_seconds"] if info else None, "folder": str(folder),
-        })
-    return rows
-
-
-__all__ = ["Built", "StageResult", "build_member", "build_members", "selected", "zoo_listing"]
+__all__ = ["Built", "StageResult", "build_member", "build_members", "selected"]
