@@ -42,6 +42,7 @@ RUNS = {
         "train.steps=2 train.save_every=2",
     "robustvlm sweep configs/sweep_spurious.yaml --dry-run": "",
     "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --dry-run": "",
+    "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --smoke": "",
     "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --dry-run": "",
     "robustvlm rm train configs/reward/shortcut_aware.yaml --out runs/rm_shortcut_aware":
         "train.steps=2 train.save_every=2 data.n_per_env=8",
@@ -139,7 +140,7 @@ NOT_RUN = {
     "robustvlm rm matrix configs/reward/matrix_zoo_loglik_fresh.yaml --out runs/matrix_zoo_loglik_fresh": "configs/reward/matrix_zoo_loglik.yaml (its dry run runs above) with seeds 3-5; 13 min",
     "robustvlm robustness task-signal --quick --out ts_quick": "about a minute; tested in tests/workflows/measure/test_task_signal.py",
     "robustvlm robustness task-signal my.yaml workers=1 --out ts": "the user's own config",
-    "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --out studies/dynamic_birm_smolvlm": "hub model and data (GPU machine); its dry run is run here",
+    "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --out studies/dynamic_birm_smolvlm": "hub model and data (GPU machine); its smoke run is run here",
     "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --out studies/shortcut_aware_rm": "hub model and data (GPU machine); its dry run is run here",
     "robustvlm demo invariance --out figures/invariance/default": "the full demo (minutes); `--quick` runs in tests/workflows/demos/test_invariance.py",
     "robustvlm demo invariance --methods irm,dynamic_birm,irm_eiil,dynamic_birm_eiil --out figures/invariance_eiil":
