@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from robustvlm.configs import resolve as config_file
@@ -34,6 +35,16 @@ IMAGE_ROOT_HELP = (
     "folder that relative image paths in record files are taken from "
     "(LLaVA's --image_folder; default: the data file's folder)"
 )
+
+
+def add_data_root(parser: argparse.ArgumentParser) -> None:
+    """`--data-root DIR`: the folder of Fashion-MNIST's IDX files (main() puts it into
+    $ROBUSTVLM_FASHION_MNIST, so worker processes read the same folder)."""
+    parser.add_argument(
+        "--data-root", metavar="DIR", type=Path,
+        help="folder holding Fashion-MNIST's four IDX files (.gz or not), e.g. from `robustvlm data fetch "
+        "fashion-mnist --to DIR`; default $ROBUSTVLM_FASHION_MNIST, else the fetched copy, else Debian's "
+        "/usr/share/datasets/fashion-mnist")
 
 
 def int_at_least(low: int) -> Callable[[str], int]:

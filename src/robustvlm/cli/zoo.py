@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from robustvlm.cli.options import SubParsers
 
-from robustvlm.cli.options import int_at_least
+from robustvlm.cli.options import add_data_root, int_at_least
 
 
 def _zoo_build(args: argparse.Namespace) -> int:
@@ -87,6 +87,7 @@ def add_zoo(sub: SubParsers) -> None:
     zb.add_argument("--members", help="comma-separated member names (see zoo list); default: the full zoo")
     zb.add_argument("--jobs", type=int_at_least(1), default=1,
                     help="members built at once, one process of one thread each (default 1; 2 on 2 cores)")
+    add_data_root(zb)
     zb.set_defaults(func=_zoo_build)
     zl = zoo_sub.add_parser("list", help="every recipe: key, whether built, held-out accuracy, CPU seconds")
     zl.set_defaults(func=_zoo_list)

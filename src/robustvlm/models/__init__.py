@@ -12,7 +12,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from robustvlm.models.answer import AnswerModel, answer_outputs, get_backbone, get_lm_head, model_inputs
+    from robustvlm.models.answer import (
+        AnswerModel,
+        answer_outputs,
+        get_backbone,
+        get_lm_head,
+        model_inputs,
+    )
     from robustvlm.models.backends import BACKENDS, Backend, load_backend
     from robustvlm.models.loading import load_vlm
     from robustvlm.models.outputs import AnswerOutputs

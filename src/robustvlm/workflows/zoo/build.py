@@ -25,7 +25,6 @@ from filelock import FileLock
 from robustvlm.models.zoo_recipes import (
     FULL,
     QUICK,
-    RECIPES,
     ZOO_PREFIX,
     Recipe,
     member_dir,
