@@ -77,7 +77,7 @@ RUNS = {
         "",
     "robustvlm compare runs/mc_paired/tiny_siglip/clean.jsonl runs/mc_paired/tiny_clip/clean.jsonl": "",
     "robustvlm configs copy erm_tasks my_configs": "",
-    "robustvlm train erm_tasks --out runs/erm_tour train.steps=20": "train.steps=2 train.save_every=2",
+    "robustvlm train erm_tasks --out runs/erm_tour train.steps=200": "train.steps=2 train.save_every=2",
     "robustvlm eval --model runs/erm_tour/final --data data/tasks --out runs/erm_tour/eval --max-per-env 4":
         "--max-new-tokens 4",
 }
