@@ -20,7 +20,7 @@ from robustvlm.analysis.ladder import (
     ladder_comparisons,
 )
 from robustvlm.analysis.ladder_results import LadderResults
-from robustvlm.analysis.verdict import Comparison, verdict_sentences, winners_sentence
+from robustvlm.analysis.verdict import QUICK_RUN, Comparison, verdict_sentences, winners_sentence
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, save_figure
@@ -161,10 +161,11 @@ def verdicts(summary: Summary) -> Table:
     return Table(["rung", *READINGS.values()], rows)
 
 
-def verdict_blocks(summary: Summary) -> list[Block]:
-    """The `Verdict` section: every invariant method against ERM per rung on the colour-free and
-    reversed environments at the final step (`analysis.ladder.ladder_comparisons`), then who beat
-    ERM under the two selection rules."""
+def verdict_blocks(summary: Summary, quick: bool = False) -> list[Block]:
+    """The `Verdict` section: a quick run's smoke-test line first, then every invariant method
+    against ERM per rung on the colour-free and reversed environments at the final step
+    (`analysis.ladder.ladder_comparisons`; its one-line conclusion first), then who beat ERM under
+    the two selection rules."""
     def named(comparisons: list[Comparison]) -> list[Comparison]:
         return [replace(c, method=label(c.method), baseline=label("erm")) for c in comparisons]
 
@@ -179,7 +180,8 @@ def verdict_blocks(summary: Summary) -> list[Block]:
         selection="the final training step (the IRM paper's protocol)")
     lines += [winners_sentence(named(ladder_comparisons(summary, reading)), selection=READINGS[reading], fmt=points)
               for reading in ("oracle", "training-domain")]
-    return [Heading("Verdict"), *(Paragraph(line) for line in lines)]
+    quick_line = [QUICK_RUN.format(subject="the methods do", few="images, seeds and steps")] if quick else []
+    return [Heading("Verdict"), *(Paragraph(line) for line in quick_line + lines)]
 
 
 def inference_blocks(results: LadderResults) -> list[Block]:
@@ -290,10 +292,7 @@ def write_ladder_report(results: LadderResults, out_dir: Path) -> tuple[Path, Pa
     """report.md and report.html (with ladder.png) in `out_dir`."""
     summary = results.summary
     ladder_plot(summary, out_dir / "ladder.png")
-    blocks: list[Block] = [Heading("The invariance ladder", 1), *verdict_blocks(summary)]
-    if results.quick:
-        blocks.append(Paragraph("Quick run: a smoke test with too few images and steps for the figures to "
-                                "mean anything."))
+    blocks: list[Block] = [Heading("The invariance ladder", 1), *verdict_blocks(summary, results.quick)]
     blocks += [
         *([Paragraph(protocol_text(results))] if any("/vlm:" not in cell for cell in summary) else []),
         Paragraph("Rungs: `pixels` is the IRM paper's MLP on the 2 x 14 x 14 pixels; `tower:M` is the same MLP "
