@@ -93,6 +93,7 @@ NOT_RUN = {
     "robustvlm demo tasks --out demo_tasks":
         "a full study (minutes); `demo tasks --quick` runs with tiny settings in tests/workflows/demos/test_finetune.py",
     "make test": "this suite itself",
+    "make install": "creates .venv and installs the package (the same steps as tests/test_install.py)",
     "robustvlm compare runs/erm/eval runs/dynamic_birm/eval --metric chrf --out runs/compare_erm_dbirm":
         "needs two evaluated runs; compare on hand-written runs is tested in tests/analysis/test_paired.py",
     "robustvlm compare mc_out/model-a/clean.jsonl mc_out/model-b/clean.jsonl --cluster id":
