@@ -22,7 +22,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 
 
 #: extra -> what needs it: each command (or setting) that calls `require(extra, ...)` before its
-#: work. The extras table of README.md and Getting started is generated from this and
+#: work. The extras table of Getting started is generated from this and
 #: pyproject.toml (`tools/docs_reference.py`); tests/test_extras.py checks that the extra of every
 #: `require` call in the package is listed here and that each one listed is an extra of pyproject.toml.
 NEEDED_BY: dict[str, tuple[str, ...]] = {
