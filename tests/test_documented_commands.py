@@ -213,7 +213,7 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
     assert (tmp_path / "runs" / "erm_qwen2_vl" / "final" / "config.json").is_file()
     assert set(json.loads((tmp_path / "runs" / "mc_paired" / "results.json").read_text())["paired"]["tiny:siglip"]) == {
         "clean", "rotated", "all"}  # the mc eval report's paired table (docs/guides/compare.md)
-    study = json.loads((tmp_path / "studies" / "dynamic_birm_smolvlm-dry-run" / "results.json").read_text())
+    study = json.loads((tmp_path / "studies" / "dynamic_birm_smolvlm-smoke" / "results.json").read_text())  # the --smoke run (--dry-run writes nothing)
     assert set(study["paired"]) == set(study["methods"]) - {study["baseline"]} and study["paired"]["birm"]["exact"]
     assert (tmp_path / "runs" / "rm_shortcut_aware" / "eval").is_dir()
     salient = tmp_path / "runs" / "matrix_salient"

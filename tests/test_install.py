@@ -36,10 +36,12 @@ def _checkout_copy(target: Path) -> None:
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                             capture_output=True, check=True).stdout.decode().split("\0")
     for name in filter(None, listed):
-        source = ROOT / name
-        if source.is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            (target / name).write_bytes(source.read_bytes())
+        source, copy = ROOT / name, target / name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():  # src/robustvlm/configs/recipes -> ../../../configs
+            copy.symlink_to(source.readlink())
+        elif source.is_file():
+            copy.write_bytes(source.read_bytes())
 
 
 @pytest.mark.slow
