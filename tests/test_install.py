@@ -39,7 +39,8 @@ def _checkout_copy(target: Path) -> None:
         source, copy = ROOT / name, target / name
         copy.parent.mkdir(parents=True, exist_ok=True)
         if source.is_symlink():  # src/robustvlm/configs/recipes -> ../../../configs
-            copy.symlink_to(source.readlink())
+            if source.resolve().is_relative_to(ROOT.resolve()):  # never one leading out (a .venv link)
+                copy.symlink_to(source.readlink())
         elif source.is_file():
             copy.write_bytes(source.read_bytes())
 
