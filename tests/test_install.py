@@ -32,8 +32,8 @@ def test_the_install_section_is_the_four_steps_this_test_runs():
 
 
 def _checkout_copy(target: Path) -> None:
-    """The checkout's files as a clone has them (tracked and new, not ignored), copied to `target`."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+    """The checkout's tracked files, as a clone has them, copied to `target`."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached"], cwd=ROOT,
                             capture_output=True, check=True).stdout.decode().split("\0")
     for name in filter(None, listed):
         source, copy = ROOT / name, target / name
