@@ -73,8 +73,8 @@ def fashion_roots() -> list[Path]:
 
 def fashion_file(root: Path, name: str) -> Path:
     """`root/name` (the `.gz` name), or the same file unzipped when only that one is there."""
-    path = root / name
-    return path if path.is_file() or not (root / name.removesuffix(".gz")).is_file() else root / name.removesuffix(".gz")
+    zipped, unzipped = root / name, root / name.removesuffix(".gz")
+    return unzipped if unzipped.is_file() and not zipped.is_file() else zipped
 
 
 def fashion_root() -> Path:
