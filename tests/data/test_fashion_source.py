@@ -60,7 +60,8 @@ def test_a_named_folder_without_the_files_is_refused_by_name(tmp_path, monkeypat
 
 def test_data_root_reaches_the_reader_and_a_damaged_file_is_named(tiny_fashion, tmp_path, monkeypatch, capsys):
     folder, _ = tiny_fashion
-    monkeypatch.delenv(FASHION_ENV, raising=False)
+    # --data-root wins over the variable; monkeypatch restores the variable main() sets
+    monkeypatch.setenv(FASHION_ENV, str(tmp_path / "not-this-one"))
     (folder / "t10k-images-idx3-ubyte").write_bytes(b"\x00\x00\x08")
     code = run_cli(["data", "synth", "--benchmark", "fashion-test", "--out", str(tmp_path / "out"),
                     "--data-root", str(folder)])
