@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-quick demo-tasks demo-reward figures docs test test-fast lint typecheck install clean bench-real gpu-check
+.PHONY: fashion demo demo-quick demo-tasks demo-reward figures docs test test-fast lint typecheck install clean bench-real gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,14 +23,15 @@ $(WORDNET):
 	-(apt-get update -qq && apt-get install -y -qq --no-install-recommends wordnet-base) >/dev/null 2>&1 \
 	  || echo "warning: could not install Debian's wordnet-base; WordNet distractors unavailable"
 
-# Fashion-MNIST (70,000 real images, MIT) from Debian for the fashion suites; tests that need it
-# skip with a reason where it cannot be installed (no root).
-FASHION := /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
-$(FASHION):
-	-(apt-get update -qq && apt-get install -y -qq --no-install-recommends dataset-fashion-mnist) >/dev/null 2>&1 \
-	  || echo "warning: could not install Debian's dataset-fashion-mnist; the fashion suites are unavailable"
+# Fashion-MNIST (70,000 real images, MIT) for the default demo, the fashion suites and the zoo: read
+# from $ROBUSTVLM_FASHION_MNIST (or --data-root), the fetched copy, or Debian's package; where none
+# holds it, `robustvlm data fetch fashion-mnist` downloads it (30 MB, checked by checksum).
+fashion: $(STAMP)
+	@$(BIN)/python -c "from robustvlm.data.real_images import fashion_root; fashion_root()" 2>/dev/null \
+	  || $(BIN)/robustvlm data fetch fashion-mnist \
+	  || echo "warning: no Fashion-MNIST: give --data-root DIR, or apt-get install dataset-fashion-mnist"
 
-install: $(STAMP) $(WORDNET) $(FASHION)
+install: $(STAMP) $(WORDNET) fashion
 
 # The default demo: Colored MNIST on real images (Fashion-MNIST), ERM against IRMv1 / V-REx / BIRM /
 # Dynamic BIRM on the pixels and on the tiny VLM's frozen vision tower, 3 seeds; the report opens

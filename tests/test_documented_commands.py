@@ -48,6 +48,7 @@ RUNS = {
         "train.steps=2 train.save_every=2",
     "robustvlm sweep configs/sweep_spurious.yaml --dry-run": "",
     "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --dry-run": "",
+    "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --smoke": "",
     "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --dry-run": "",
     "robustvlm rm train configs/reward/shortcut_aware.yaml --out runs/rm_shortcut_aware":
         "train.steps=2 train.save_every=2 data.n_per_env=8",
@@ -82,7 +83,7 @@ RUNS = {
         "",
     "robustvlm compare runs/mc_paired/tiny_siglip/clean.jsonl runs/mc_paired/tiny_clip/clean.jsonl": "",
     "robustvlm configs copy erm_tasks my_configs": "",
-    "robustvlm train erm_tasks --out runs/erm_tour train.steps=20": "train.steps=2 train.save_every=2",
+    "robustvlm train erm_tasks --out runs/erm_tour train.steps=200": "train.steps=2 train.save_every=2",
     "robustvlm eval --model runs/erm_tour/final --data data/tasks --out runs/erm_tour/eval --max-per-env 4":
         "--max-new-tokens 4",
     # the examples of the commands' help that no page prints
@@ -124,7 +125,10 @@ NOT_RUN = {
     "robustvlm demo tasks --out demo_tasks":
         "a full study (minutes); `demo tasks --quick` runs with tiny settings in tests/workflows/demos/test_finetune.py",
     "make test": "this suite itself",
+    "robustvlm data fetch fashion-mnist --to data/fashion-mnist":
+        "downloads 30 MB; fetched and checked offline from a local mirror in tests/data/test_fashion_source.py",
     "make test-fast": "this suite's fast tier",
+    "make install": "creates .venv and installs the package (the same steps as tests/test_install.py)",
     "robustvlm compare runs/erm/eval runs/dynamic_birm/eval --metric chrf --out runs/compare_erm_dbirm":
         "needs two evaluated runs; compare on hand-written runs is tested in tests/analysis/test_paired.py",
     "robustvlm compare mc_out/model-a/clean.jsonl mc_out/model-b/clean.jsonl --cluster id":
@@ -172,7 +176,7 @@ NOT_RUN = {
     "robustvlm rm matrix configs/reward/matrix_zoo_loglik_fresh.yaml --out runs/matrix_zoo_loglik_fresh": "configs/reward/matrix_zoo_loglik.yaml (its dry run runs above) with seeds 3-5; 13 min",
     "robustvlm robustness task-signal --quick --out ts_quick": "about a minute; tested in tests/workflows/measure/test_task_signal.py",
     "robustvlm robustness task-signal my.yaml workers=1 --out ts": "the user's own config",
-    "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --out studies/dynamic_birm_smolvlm": "hub model and data (GPU machine); its dry run is run here",
+    "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --out studies/dynamic_birm_smolvlm": "hub model and data (GPU machine); its smoke run is run here",
     "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --out studies/shortcut_aware_rm": "hub model and data (GPU machine); its dry run is run here",
     "robustvlm demo invariance --out figures/invariance/default": "the full demo (minutes); `--quick` runs in tests/workflows/demos/test_invariance.py",
     "robustvlm demo invariance --methods irm,dynamic_birm,irm_eiil,dynamic_birm_eiil --out figures/invariance_eiil":
@@ -245,7 +249,7 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
     assert (tmp_path / "runs" / "erm_qwen2_vl" / "final" / "config.json").is_file()
     assert set(json.loads((tmp_path / "runs" / "mc_paired" / "results.json").read_text())["paired"]["tiny:siglip"]) == {
         "clean", "rotated", "all"}  # the mc eval report's paired table (docs/guides/compare.md)
-    study = json.loads((tmp_path / "studies" / "dynamic_birm_smolvlm-dry-run" / "results.json").read_text())
+    study = json.loads((tmp_path / "studies" / "dynamic_birm_smolvlm-smoke" / "results.json").read_text())  # the --smoke run (--dry-run writes nothing)
     assert set(study["paired"]) == set(study["methods"]) - {study["baseline"]} and study["paired"]["birm"]["exact"]
     assert (tmp_path / "runs" / "rm_shortcut_aware" / "eval").is_dir()
     salient = tmp_path / "runs" / "matrix_salient"

@@ -9,7 +9,7 @@ from bad_input import run_cli
 @pytest.mark.slow
 def test_study_prints_where_its_report_is(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert run_cli(["study", "configs/study_tasks.yaml", "--dry-run", "--out", "st"]) == 0  # a built-in config
+    assert run_cli(["study", "configs/study_tasks.yaml", "--smoke", "--out", "st"]) == 0  # a built-in config
     out = capsys.readouterr().out
     assert f"report: {tmp_path / 'st' / 'report.md'} and {tmp_path / 'st' / 'report.html'}" in out
     assert (tmp_path / "st" / "report.md").is_file() and (tmp_path / "st" / "report.html").is_file()

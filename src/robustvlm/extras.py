@@ -22,6 +22,20 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: extra -> what needs it: each command (or setting) that calls `require(extra, ...)` before its
+#: work. The extras table of Getting started is generated from this and
+#: pyproject.toml (`tools/docs_reference.py`); tests/test_extras.py checks that the extra of every
+#: `require` call in the package is listed here and that each one listed is an extra of pyproject.toml.
+NEEDED_BY: dict[str, tuple[str, ...]] = {
+    "metrics": ("BERTScore (`eval.metrics: [bertscore]`)", "`mc build --distractors text`", "`demo tasks`"),
+    "wordnet": ("`diagnose` (without `--descriptions`)", "`mc build --distractors wordnet` (WordNet itself: "
+                "Debian's `wordnet-base`)"),
+    "data": ("`demo --quick`", "`demo robustness`", "`demo ladder`", "`data synth --benchmark mnist`"),
+    "tensorboard": ("`train.report_to: [tensorboard]`",),
+    "slurm": ("`launcher.kind: slurm` (`sweep`, `demo invariance`)",),
+}
+
+
 class MissingExtra(RobustVLMError):
     """An optional extra a command needs is not installed; the message names it. The CLI exits 1."""
 

@@ -73,20 +73,22 @@ def test_sentences_name_the_winner_the_setting_and_the_seeds():
     ]
     lines = verdict_sentences(comparisons, metric="accuracy (higher is better)", selection="the final step",
                               fmt=lambda v: f"{100 * v:.1f}", what="environment")
-    assert lines[0].startswith("Compared with ERM on accuracy (higher is better), models chosen by the final step")
-    assert lines[1] == ("IRMv1 beat ERM on reversed (70.0 against 50.0, 20.0 better, seed sd up to 10.0; "
+    # the conclusion first, in one line, then the detail (issue 46.7)
+    assert lines[0] == "IRMv1 beat ERM by more than the seed spread on at least one environment (the detail follows)."
+    assert lines[1].startswith("Compared with ERM on accuracy (higher is better), models chosen by the final step")
+    assert lines[2] == ("IRMv1 beat ERM on reversed (70.0 against 50.0, 20.0 better, seed sd up to 10.0; "
                         "better in 3 of 3 seeds); is within the seed spread of ERM on colour-free.")
-    assert len(lines) == 2
+    assert len(lines) == 3
 
 
 def test_sentences_say_plainly_when_nothing_beat_the_baseline():
     within = [compare("BIRM", "ERM", "OOD", {0: 0.3, 1: 0.1}, {0: 0.2, 1: 0.25})]
-    assert verdict_sentences(within, metric="m", selection="s")[-1] == (
+    assert verdict_sentences(within, metric="m", selection="s")[0] == (
         "No method beat ERM by more than the seed spread on any setting.")
     single = [compare("BIRM", "ERM", "OOD", {0: 0.3}, {0: 0.2})]
     lines = verdict_sentences(single, metric="m", selection="s", fmt=lambda v: f"{v:.1f}")
-    assert lines[1] == "BIRM has one seed on OOD (0.3 against 0.2), so no spread and no call."
-    assert lines[-1] == "One seed only: nothing can be concluded about any method against ERM."
+    assert lines[0] == "One seed only: nothing can be concluded about any method against ERM."
+    assert lines[-1] == "BIRM has one seed on OOD (0.3 against 0.2), so no spread and no call."
     assert verdict_sentences([], metric="m", selection="s") == [
         "No method was compared with a baseline: nothing to conclude."]
 

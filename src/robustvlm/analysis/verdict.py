@@ -176,7 +176,8 @@ def verdict_sentences(
     if not comparisons:
         return ["No method was compared with a baseline: nothing to conclude."]
     baseline = comparisons[0].baseline
-    lines = [f"Compared with {baseline} on {metric}, models chosen by {selection}; a method beats {baseline} "
+    lines = [conclusion(comparisons, what=what)]
+    lines += [f"Compared with {baseline} on {metric}, models chosen by {selection}; a method beats {baseline} "
              f"where its mean over seeds is better by more than the seed spread ({rule})."]
     methods = list(dict.fromkeys(c.method for c in comparisons))
     for method in methods:
@@ -197,12 +198,25 @@ def verdict_sentences(
             shown = [f"{c.where} ({fmt(c.method_mean)} against {fmt(c.baseline_mean)})" for c in single]
             parts.append(f"has one seed on {_join(shown)}, so no spread and no call")
         lines.append(f"{method} " + "; ".join(parts) + ".")
-    if not any(c.outcome == "better" for c in comparisons):
-        if all(c.spread is None for c in comparisons):
-            lines.append(f"One seed only: nothing can be concluded about any method against {baseline}.")
-        else:
-            lines.append(f"No method beat {baseline} by more than the seed spread on any {what}.")
     return lines
+
+
+def conclusion(comparisons: Sequence[Comparison], *, what: str = "environment") -> str:
+    """The verdict in one line, the first a reader sees: which methods beat the baseline by more
+    than the seed spread somewhere, or that none did, or that one seed allows no conclusion."""
+    baseline = comparisons[0].baseline
+    winners = list(dict.fromkeys(c.method for c in comparisons if c.outcome == "better"))
+    if winners:
+        return (f"{_join(winners)} beat {baseline} by more than the seed spread on at least one {what} "
+                "(the detail follows).")
+    if all(c.spread is None for c in comparisons):
+        return f"One seed only: nothing can be concluded about any method against {baseline}."
+    return f"No method beat {baseline} by more than the seed spread on any {what}."
+
+
+#: the first line of a quick run's verdict (issue 46.7: it was the 9th paragraph)
+QUICK_RUN = ("Quick run: a smoke test. It shows that the code runs, not what {subject}: too few {few} for the "
+             "figures to mean anything.")
 
 
 def winners_sentence(comparisons: Sequence[Comparison], *, selection: str, fmt: Callable[[float], str] = lambda v: f"{v:.3g}") -> str:

@@ -44,6 +44,7 @@ from robustvlm.cli.options import (
     int_at_least,
     no_config_message,
 )
+from robustvlm.data.real_images import FASHION_ENV
 from robustvlm.errors import MissingDataSource, RobustVLMError
 from robustvlm.extras import MissingExtra
 from robustvlm.plugins import load_plugins
@@ -146,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {redact(str(err))}", file=sys.stderr)
         return 2
     args = parse_command_line(build_parser(), argv)
+    if getattr(args, "data_root", None) is not None:  # read by data.real_images, here and in workers
+        os.environ[FASHION_ENV] = str(args.data_root.expanduser().resolve())
     try:
         return args.func(args)
     except (MissingDataSource, MissingExtra) as err:  # not bad input: something to install

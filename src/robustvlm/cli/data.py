@@ -10,6 +10,7 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     OVERWRITE_HELP,
     SubParsers,
+    add_data_root,
     benchmark_folder,
     example,
     int_at_least,
@@ -52,8 +53,19 @@ def _data_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def _data_fetch(args: argparse.Namespace) -> int:
+    from robustvlm.data.fetch import FASHION_URL, fetch_fashion_mnist
+    from robustvlm.data.real_images import FASHION_ENV, fetched_fashion_root
+
+    folder = (args.to or fetched_fashion_root()).expanduser().resolve()
+    for name, downloaded in fetch_fashion_mnist(folder, args.url or FASHION_URL):
+        print(f"{name}\t{'downloaded, checksum ok' if downloaded else 'already there, checksum ok'}")
+    print(f"Fashion-MNIST in {folder}" + ("" if args.to is None else f" (use --data-root {folder} or {FASHION_ENV}={folder})"))
+    return 0
+
+
 def add_data(sub: SubParsers) -> None:
-    """data check, data synth."""
+    """data check, data synth, data fetch."""
     from robustvlm.data.loaders import format_choices
 
     data = sub.add_parser("data", help="check datasets and synthesise the built-in benchmarks")
@@ -86,4 +98,13 @@ def add_data(sub: SubParsers) -> None:
     synth.add_argument("--n-per-env", type=int_at_least(1), default=None,
                        help="records per environment (default: the benchmark's own size)")
     synth.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP % "benchmark")
+    add_data_root(synth)
     synth.set_defaults(func=_data_synth)
+    fetch = data_sub.add_parser(
+        "fetch", help="download a real-image dataset and check it by checksum (fashion-mnist: 30 MB)",
+        epilog=example("robustvlm data fetch fashion-mnist --to data/fashion-mnist"))
+    fetch.add_argument("dataset", choices=["fashion-mnist"], help="the dataset to download")
+    fetch.add_argument("--to", type=Path, metavar="DIR",
+                       help="folder to write (default $ROBUSTVLM_CACHE/datasets/fashion-mnist, read by default)")
+    fetch.add_argument("--url", metavar="URL", help="base URL of a mirror (http(s):// or file://; default Zalando's)")
+    fetch.set_defaults(func=_data_fetch)

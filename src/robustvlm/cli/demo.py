@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from robustvlm.cli.options import SubParsers, config_file, example, int_at_least
+from robustvlm.cli.options import SubParsers, add_data_root, config_file, example, int_at_least
 from robustvlm.errors import ConfigError
 from robustvlm.extras import require
 
@@ -178,6 +178,7 @@ def add_demo(sub: SubParsers) -> None:
         "demo_robustness for robustness; demo_reward[_zoo][_quick] for reward; demo_ladder[_zoo][_quick] for ladder"
     )
     _add_zoo_options(dm)
+    add_data_root(dm)
     dm.add_argument("--inferred-envs", action="store_true",
                     help="demo ladder: also infer environments from data (EIIL, loss split, k-means) on the "
                     "pixel rung and train IRMv1 / Dynamic BIRM on them")

@@ -95,6 +95,16 @@ IMAGE_ROOT_HELP = (
 )
 
 
+def add_data_root(parser: argparse.ArgumentParser) -> None:
+    """`--data-root DIR`: the folder of Fashion-MNIST's IDX files (main() puts it into
+    $ROBUSTVLM_FASHION_MNIST, so worker processes read the same folder)."""
+    parser.add_argument(
+        "--data-root", metavar="DIR", type=Path,
+        help="folder holding Fashion-MNIST's four IDX files (.gz or not), e.g. from `robustvlm data fetch "
+        "fashion-mnist --to DIR`; default $ROBUSTVLM_FASHION_MNIST, else the fetched copy, else Debian's "
+        "/usr/share/datasets/fashion-mnist")
+
+
 def int_at_least(low: int) -> Callable[[str], int]:
     """An argparse type: an integer >= `low`, else an error naming the value and the range."""
 

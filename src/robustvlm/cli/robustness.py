@@ -80,7 +80,7 @@ def _robustness_subsets(args: argparse.Namespace) -> int:
 def _robustness_convert(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.convert_results import convert_results
 
-    done = convert_results(args.results, args.out, fmt=args.format, benches=args.bench, n_questions=n_questions(args),
+    done = convert_results(args.results, args.out, fmt=args.format, benches=args.benchmark, n_questions=n_questions(args),
                            questions_out=args.questions)
     print(f"wrote {done.csv_rows} rows to {args.out}"
           + (f" and {done.question_rows} question rows to {args.questions}" if args.questions else ""))
@@ -168,7 +168,9 @@ def _add_subsets(rb_sub: SubParsers) -> None:
     """robustness subsets."""
     sub_ = rb_sub.add_parser("subsets", help="per-question results of several models: a line per subset of the "
                              "shifted questions (class, environment) and a held-out search for the questions where "
-                             "ID accuracy predicts shifted accuracy worst")
+                             "ID accuracy predicts shifted accuracy worst", epilog=example(
+                             "robustvlm robustness subsets work_dir/model_a work_dir/model_b work_dir/model_c "
+                             "--ref MMBench_DEV_EN --shift MMStar --by category --out runs/subsets"))
     sub_.add_argument("results", nargs="+", help="per-question results files or folders (one or more per model)")
     sub_.add_argument("--ref", required=True, help="reference benchmark (each model's accuracy on it)")
     sub_.add_argument("--shift", required=True, help="shifted benchmark (its per-question scores)")
@@ -176,7 +178,8 @@ def _add_subsets(rb_sub: SubParsers) -> None:
                       "VLMEvalKit's category, lmms-eval's task)")
     sub_.add_argument("--worst-fraction", type=float_above(0), default=0.25, help="share of the shifted questions the search "
                       "picks (default 0.25)")
-    sub_.add_argument("--out", default="robustness_subsets")
+    sub_.add_argument("--out", default="robustness_subsets",
+                      help="folder for subsets.json, subsets.md and the plots (robustness_subsets)")
     sub_.add_argument("--resume", action="store_true", help="write into a folder that holds this same analysis")
     add_results_options(sub_, counts=False)
     sub_.set_defaults(func=_robustness_subsets)
@@ -185,10 +188,11 @@ def _add_subsets(rb_sub: SubParsers) -> None:
 def _add_convert(rb_sub: SubParsers) -> None:
     """robustness convert."""
     conv = rb_sub.add_parser("convert", help="rewrite another tool's results file as robustvlm's results CSV "
-                             "(and its per-question rows as JSONL)")
+                             "(and its per-question rows as JSONL)", epilog=example(
+                             "robustvlm robustness convert docs/data/openclip_results.csv --out runs/openclip_long.csv"))
     conv.add_argument("results", help="a results file or folder of any --format")
     conv.add_argument("--out", required=True, help="the CSV to write (model, family, bench, accuracy, n, ...)")
-    conv.add_argument("--bench", action="append", default=[], help="keep only this benchmark (repeatable)")
+    conv.add_argument("--benchmark", action="append", default=[], help="keep only this benchmark (repeatable)")
     conv.add_argument("--questions", metavar="FILE", help="also write the per-question rows here (JSONL)")
     add_results_options(conv)
     conv.set_defaults(func=_robustness_convert)

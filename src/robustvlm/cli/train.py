@@ -19,11 +19,15 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _study(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.finetune.study import run_study
+    from robustvlm.workflows.finetune.study import run_study, study_runs
+    from robustvlm.workflows.finetune.study_plan import plan_lines
 
-    name = Path(args.config).stem + ("-dry-run" if args.dry_run else "")
+    name = Path(args.config).stem + ("-smoke" if args.smoke else "")
     out = Path(args.out or Path("studies") / name).resolve()
-    run_study(args.config, out, dry_run=args.dry_run)
+    if args.dry_run:
+        print("\n".join(plan_lines(study_runs(args.config, dry_run=args.smoke), out)))
+        return 0
+    run_study(args.config, out, dry_run=args.smoke)
     print(f"report: {out / 'report.md'} and {out / 'report.html'}")
     return 0
 
@@ -47,9 +51,11 @@ def add_study(sub: SubParsers) -> None:
     st = sub.add_parser("study", help="methods x seeds -> train -> evaluate -> Table-1 report (resumable)",
                         epilog=example("robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --dry-run"))
     st.add_argument("config", type=config_file, help="study YAML: base, methods, seeds, metrics, launcher")
-    st.add_argument("--out", help="study directory (default studies/<config name>[-dry-run])")
+    st.add_argument("--out", help="study directory (default studies/<config name>[-smoke])")
+    st.add_argument("--dry-run", action="store_true",
+                    help="print the plan (runs, steps, models, budget) and train nothing")
     st.add_argument(
-        "--dry-run",
+        "--smoke",
         action="store_true",
         help="check a real recipe end to end: tiny offline model, built-in data, a few steps, "
         "first seed, no judge or launcher",

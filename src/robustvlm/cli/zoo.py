@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from robustvlm.cli.options import SubParsers
 
-from robustvlm.cli.options import RESUME_HELP, example, float_above, int_at_least
+from robustvlm.cli.options import RESUME_HELP, add_data_root, example, float_above, int_at_least
 
 
 def _zoo_build(args: argparse.Namespace) -> int:
@@ -28,7 +28,7 @@ def _zoo_build(args: argparse.Namespace) -> int:
 
 
 def _zoo_list(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.zoo.build import zoo_listing
+    from robustvlm.workflows.zoo.listing import zoo_listing
 
     print("name\tarch\tset\tkey\tbuilt\taccuracy\tCPU s\tfolder")
     for row in zoo_listing():
@@ -105,6 +105,7 @@ def add_zoo(sub: SubParsers) -> None:
     zb.add_argument("--members", help="comma-separated member names (see zoo list); default: the full zoo")
     zb.add_argument("--jobs", type=int_at_least(1), default=1,
                     help="members built at once, one process of one thread each (default 1; 2 on 2 cores)")
+    add_data_root(zb)
     zb.set_defaults(func=_zoo_build)
     zl = zoo_sub.add_parser("list", help="every recipe: key, whether built, held-out accuracy, CPU seconds",
                             epilog=example("robustvlm zoo list"))

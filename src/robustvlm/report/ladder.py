@@ -21,7 +21,7 @@ from robustvlm.analysis.ladder import (
 )
 from robustvlm.analysis.ladder_paired import LadderPaired
 from robustvlm.analysis.ladder_results import LadderResults
-from robustvlm.analysis.verdict import Comparison, verdict_sentences, winners_sentence
+from robustvlm.analysis.verdict import QUICK_RUN, Comparison, verdict_sentences, winners_sentence
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.ladder_paired import (
     READING_WORDS,
@@ -167,11 +167,12 @@ def verdicts(summary: Summary) -> Table:
     return Table(["rung", *READINGS.values()], rows)
 
 
-def verdict_blocks(summary: Summary, paired: LadderPaired | None = None) -> list[Block]:
-    """The `Verdict` section: every invariant method against ERM per rung on the colour-free and
-    reversed environments at the final step (`analysis.ladder.ladder_comparisons`), then who beat
-    ERM under the two selection rules; with `paired`, what the paired test over the test pictures
-    separates under each reading (`report.ladder_paired`)."""
+def verdict_blocks(summary: Summary, paired: LadderPaired | None = None, quick: bool = False) -> list[Block]:
+    """The `Verdict` section: a quick run's smoke-test line first, then every invariant method
+    against ERM per rung on the colour-free and reversed environments at the final step
+    (`analysis.ladder.ladder_comparisons`; its one-line conclusion first), then who beat ERM under
+    the two selection rules; with `paired`, what the paired test over the test pictures separates
+    under each reading (`report.ladder_paired`)."""
     def named(comparisons: list[Comparison]) -> list[Comparison]:
         return [replace(c, method=label(c.method), baseline=label("erm")) for c in comparisons]
 
@@ -190,7 +191,8 @@ def verdict_blocks(summary: Summary, paired: LadderPaired | None = None) -> list
     if paired and (left := runs_left_out(paired)):
         lines.append(f"Up to {left} run(s) per rung were kept from before per-picture answers were recorded and "
                      "are left out of the paired test; re-run them into a fresh folder to include them.")
-    return [Heading("Verdict"), *(Paragraph(line) for line in lines)]
+    quick_line = [QUICK_RUN.format(subject="the methods do", few="images, seeds and steps")] if quick else []
+    return [Heading("Verdict"), *(Paragraph(line) for line in quick_line + lines)]
 
 
 def inference_blocks(results: LadderResults) -> list[Block]:
@@ -301,10 +303,8 @@ def write_ladder_report(results: LadderResults, out_dir: Path) -> tuple[Path, Pa
     """report.md and report.html (with ladder.png) in `out_dir`."""
     summary = results.summary
     ladder_plot(summary, out_dir / "ladder.png")
-    blocks: list[Block] = [Heading("The invariance ladder", 1), *verdict_blocks(summary, results.paired)]
-    if results.quick:
-        blocks.append(Paragraph("Quick run: a smoke test with too few images and steps for the figures to "
-                                "mean anything."))
+    blocks: list[Block] = [Heading("The invariance ladder", 1),
+                           *verdict_blocks(summary, results.paired, results.quick)]
     blocks += [
         *([Paragraph(protocol_text(results))] if any("/vlm:" not in cell for cell in summary) else []),
         Paragraph("Rungs: `pixels` is the IRM paper's MLP on the 2 x 14 x 14 pixels; `tower:M` is the same MLP "

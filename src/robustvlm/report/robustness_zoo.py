@@ -11,6 +11,7 @@ from typing import Any
 from robustvlm.analysis.accuracy_on_the_line import LineFit, RobustnessFit
 from robustvlm.analysis.effective_robustness import ErEstimate
 from robustvlm.analysis.task_signal import Lift
+from robustvlm.analysis.verdict import QUICK_RUN
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
 from robustvlm.report.tables import fmt
 
@@ -180,7 +181,9 @@ def task_signal_table(results: ZooRobustnessResults) -> Table:
 
 def _verdict(results: ZooRobustnessResults) -> list[Paragraph]:
     met, good = results.r2_goal()
-    lines = [Paragraph(
+    lines = [Paragraph(QUICK_RUN.format(subject="the zoo members do", few="members, questions and steps"))
+             ] if results.quick else []
+    lines += [Paragraph(
         f"Goal 1 (a probit line with r^2 >= {R2_GOAL} on at least {SHIFTS_GOAL} shifts across >= {MEMBERS_GOAL} "
         f"members): {'met' if met else 'NOT met'}: {len(results.members)} members, r^2 >= {R2_GOAL} on "
         f"{', '.join(good) or 'no shift'}.")]

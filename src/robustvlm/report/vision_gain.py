@@ -47,6 +47,11 @@ class GainSection:
         return ", ".join(f"{key} `{value}`" for key, value in self.labels.items())
 
 
+#: the table's columns; the chart's axis names the gain by the same two of them
+COLUMNS = ("environment", "n", "with image", "blind", "gain", "95% interval", "McNemar p")
+GAIN_AXIS = f"gain: {COLUMNS[2]} - {COLUMNS[3]}"
+
+
 def _cells(row: Mapping[str, Any]) -> list[str]:
     p = row["mcnemar_p"]
     return [str(row["env"]), str(row["n"]), fmt(row["normal"]), fmt(row["blind"]), fmt(row["gain"]),
@@ -62,10 +67,9 @@ def vision_gain_blocks(sections: Sequence[GainSection], out_dir: Path) -> list[B
         rows = list(section.rows)
         bar_with_ci([str(r["env"]) for r in rows], [r["gain"] for r in rows],
                     [min(r["ci_lo"], r["gain"]) for r in rows], [max(r["ci_hi"], r["gain"]) for r in rows],
-                    out_dir / png, f"vision gain: {', '.join(section.labels.values())}", ylabel="normal - blind")
+                    out_dir / png, f"vision gain: {', '.join(section.labels.values())}", ylabel=GAIN_AXIS)
         blocks += [Heading(section.title, 3), Paragraph(f"blind input: {section.blind_input}"),
-                   Table(["environment", "n", "with image", "blind", "gain", "95% interval", "McNemar p"],
-                         [_cells(r) for r in rows]),
+                   Table(list(COLUMNS), [_cells(r) for r in rows]),
                    Image(png, f"vision gain per environment, {section.title}")]
     return blocks
 

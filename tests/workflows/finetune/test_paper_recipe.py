@@ -58,9 +58,9 @@ def test_dry_run_spec_swaps_only_what_cannot_run_here():
     assert dry["methods"]["birm"]["anneal_steps"] == 2
 
 
-def test_dry_run_from_the_cli(tmp_path, capsys):
+def test_smoke_run_from_the_cli(tmp_path, capsys):
     out = tmp_path / "dry"
-    assert main(["study", str(RECIPE), "--dry-run", "--out", str(out)]) == 0
+    assert main(["study", str(RECIPE), "--smoke", "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["dry_run"] is True and results["seeds"] == [0]
     assert list(results["methods"]) == ["erm", "birm", "dynamic_birm"]

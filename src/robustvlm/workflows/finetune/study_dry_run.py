@@ -1,7 +1,7 @@
-"""`robustvlm study CONFIG --dry-run`: the same study on a tiny offline model and local data.
+"""`robustvlm study CONFIG --smoke`: the same study on a tiny offline model and local data.
 
 A real recipe (a 2B model, hub data, a judge endpoint, DeepSpeed) cannot run on a laptop or in CI.
-The dry run keeps everything that shapes the pipeline (methods and their hyperparameters, the
+The smoke run keeps everything that shapes the pipeline (methods and their hyperparameters, the
 trainable parts, metrics, carving into per-environment train / test sets) and swaps the rest:
 
 - model: `tiny:idefics3` (same trainable setting and LoRA options);

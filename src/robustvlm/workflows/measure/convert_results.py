@@ -3,7 +3,7 @@ CSV (`model, family, bench, accuracy, n`, plus `n_from` and the reader's own col
 per-question rows, where it has them, as JSONL (`model, bench, id, correct, env, ...`).
 
 Benchmarks whose question count neither the file, the user nor the standard table gives are left
-out of the CSV and named in the returned summary (the command prints them); `--bench` keeps only
+out of the CSV and named in the returned summary (the command prints them); `--benchmark` keeps only
 the benchmarks named.
 """
 

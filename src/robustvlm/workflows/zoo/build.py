@@ -1,4 +1,4 @@
-"""`robustvlm zoo build` and `zoo list`: build members deterministically and resumably.
+"""`robustvlm zoo build`: build members deterministically and resumably.
 
 A member is built in `.<folder>.partial/` next to its final folder (`models.zoo_recipes.member_dir`),
 one `stage-<i>-<name>/` per finished stage (a `save_pretrained` folder and `stage.json`); a
@@ -13,7 +13,6 @@ new key, hence a new folder. Training runs on one thread (bit-equal weights on a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing
 import shutil
@@ -29,7 +28,6 @@ from filelock import FileLock
 from robustvlm.models.zoo_recipes import (
     FULL,
     QUICK,
-    RECIPES,
     ZOO_PREFIX,
     Recipe,
     member_dir,
@@ -38,6 +36,7 @@ from robustvlm.models.zoo_recipes import (
 from robustvlm.runs import atomic_folder
 from robustvlm.workflows.zoo.card import render_card
 from robustvlm.workflows.zoo.data import training_pool
+from robustvlm.workflows.zoo.listing import MEMBER_FILE, WEIGHTS_FILE, member_state, sha256_of
 from robustvlm.workflows.zoo.members import (
     CONTEXT_TRIALS,
     defined_label_accuracy,
@@ -50,8 +49,6 @@ from robustvlm.workflows.zoo.members import (
 )
 from robustvlm.workflows.zoo.steps import StageResult, run_stage
 
-MEMBER_FILE = "zoo_member.json"
-WEIGHTS_FILE = "model.safetensors"
 STAGE_FILE = "stage.json"
 
 
@@ -145,7 +142,7 @@ def _build_unlocked(r: Recipe, final: Path) -> Built:
         "cpu_seconds": round(sum(s["cpu_seconds"] for s in results), 1),
         "heldout_accuracy": heldout_accuracy(r, model, processor), "eval_images": r.eval_images,
         "n_train_images": len(training_pool(r.n_images, r.seed)),
-        "weights_sha256": _sha256(previous / WEIGHTS_FILE),
+        "weights_sha256": sha256_of(previous / WEIGHTS_FILE),
     }
     if r.defined_label_share > 0:
         info["defined_label_accuracy"] = defined_label_accuracy(r, model, processor)
@@ -160,51 +157,4 @@ def _build_unlocked(r: Recipe, final: Path) -> Built:
     return Built(r.name, final, info, reused=False)
 
 
-def read_info(folder: Path) -> dict:
-    return json.loads((folder / MEMBER_FILE).read_text(encoding="utf-8"))
-
-
-def member_state(folder: Path) -> tuple[dict | None, str]:
-    """(the card of the member built in `folder`, "") when it is whole; (None, what is damaged)
-    when its card does not read or its weights do not match the hash the card records; (None, "")
-    when it is not built. Cards written before the hash was recorded are taken as they are."""
-    card = folder / MEMBER_FILE
-    if not card.is_file():
-        return None, ""
-    try:
-        info = read_info(folder)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        return None, f"{card} does not read ({err.__class__.__name__}: {err})"
-    recorded = info.get("weights_sha256") if isinstance(info, dict) else None
-    weights = folder / WEIGHTS_FILE
-    if recorded is not None and (not weights.is_file() or _sha256(weights) != recorded):
-        return None, f"{weights} does not match the sha256 its {MEMBER_FILE} records"
-    return info, ""
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def zoo_listing() -> list[dict]:
-    """One row per recipe: name, arch, key, built, held-out accuracy, CPU seconds, folder."""
-    rows = []
-    for r in RECIPES.values():
-        folder = member_dir(r)
-        info, damage = member_state(folder)
-        if damage:
-            print(f"zoo:{r.name}: {damage}; `robustvlm zoo build --members {r.name}` rebuilds it", file=sys.stderr)
-        rows.append({
-            "name": r.name, "arch": r.arch, "key": r.key(), "set": "quick" if r in QUICK else "full",
-            "built": "damaged" if damage else info is not None,
-            "heldout_accuracy": info["heldout_accuracy"] if info else None,
-            "cpu_seconds": info["cpu_seconds"] if info else None, "folder": str(folder),
-        })
-    return rows
-
-
-__all__ = ["Built", "StageResult", "build_member", "build_members", "selected", "zoo_listing"]
+__all__ = ["Built", "StageResult", "build_member", "build_members", "selected"]
