@@ -33,6 +33,8 @@ NEEDED_BY: dict[str, tuple[str, ...]] = {
     "data": ("`demo --quick`", "`demo robustness`", "`demo ladder`", "`data synth --benchmark mnist`"),
     "tensorboard": ("`train.report_to: [tensorboard]`",),
     "slurm": ("`launcher.kind: slurm` (`sweep`, `demo invariance`)",),
+    "results": ("VLMEvalKit's `.xlsx` sheets (`robustness fit`, `robustness subsets`, `robustness convert`, "
+                "`compare`)",),
 }
 
 
