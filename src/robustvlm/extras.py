@@ -18,6 +18,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "data": ("mlxtend",),
     "tensorboard": ("tensorboard",),
     "slurm": ("submitit",),
+    "corruptions": ("imagecorruptions", "skimage", "cv2"),
 }
 
 
