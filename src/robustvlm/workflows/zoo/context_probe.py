@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from robustvlm.data.collate import IGNORE_INDEX
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.tiny import build_tiny_vlm
 from robustvlm.models.zoo_recipes import resolve_model_name
@@ -38,7 +37,7 @@ from robustvlm.workflows.zoo.data import (
     training_pool,
 )
 from robustvlm.workflows.zoo.members import VOCAB_SIZE, vision_tower
-from robustvlm.workflows.zoo.recall import RecallMonitor, RecallPools, recall_loss
+from robustvlm.workflows.zoo.recall import ContextCurve, RecallPools, labelled_token_scores, recall_loss
 from robustvlm.workflows.zoo.steps import run_stage
 
 
@@ -46,10 +45,7 @@ def first_reply_token_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.T
     """[n] negative log-likelihood (nats) of the first token of each labelled reply: the labelled
     tokens whose previous token is unlabelled, each predicted by the logits one position
     before. `logits` [B, T, V], `labels` [B, T] (IGNORE_INDEX where unlabelled)."""
-    target, previous = labels[:, 1:], labels[:, :-1]
-    first = (target != IGNORE_INDEX) & (previous == IGNORE_INDEX)
-    logprobs = torch.log_softmax(logits[:, :-1][first].float(), dim=-1)
-    return -logprobs.gather(-1, target[first][:, None])[:, 0]
+    return labelled_token_scores(logits, labels, first_only=True)[0]
 
 
 def chance_nll(samples: list[Any]) -> float:
@@ -106,19 +102,19 @@ def probe_recall(init: str, *, steps: int, lr: float = 2e-3, batch_size: int = 3
                  width: int = 64, every: int = 50, seed: int = 0) -> dict:
     """Train member `init`'s decoder (or a fresh model, `probe_model`) for `steps` steps on
     associative recall (`recall`; vision tower frozen and unused); returns the settings, the
-    curve [{step, loss, accuracy, set_only_level}] per `every` steps, the step where copying
+    curve [{step, loss, accuracy, level (the set-only level)}] per `every` steps, the step where copying
     emerged (None: not within `steps`) and the training CPU seconds."""
     model, processor = probe_model(init, fresh_depth, width)
     model.requires_grad_(True)
     vision_tower(model).requires_grad_(False)
-    pools, monitor = RecallPools.of_tokenizer(processor.tokenizer), RecallMonitor(every)
+    pools, monitor = RecallPools.of_tokenizer(processor.tokenizer), ContextCurve(every)
 
     def loss_of(rng: np.random.Generator) -> torch.Tensor:
         loss = recall_loss(model, pools, monitor, batch_size, rng)
         if len(monitor.window) == 0:
             row = monitor.curve[-1]
             print(f"step {row['step']}: loss {row['loss']:.3f} accuracy {row['accuracy']:.3f} "
-                  f"(set-only level {row['set_only_level']:.3f})", flush=True)
+                  f"(set-only level {row['level']:.3f})", flush=True)
         return loss
 
     result = run_stage(model, loss_of, steps=steps, lr=lr, seed=seed, label="recall probe")

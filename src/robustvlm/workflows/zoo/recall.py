@@ -18,9 +18,12 @@ and only with data in which items recur within a context and their labels change
 Three reference levels of the labelled loss (nats): `log(value pool)` for a model that knows
 only the pool; the *set-only* level, the mean over labelled pairs of `log(distinct keys seen
 before)`, for a model that knows which values this sequence holds but not which key has which
-(the best without binding); 0 for copying. The curve (`RecallMonitor`) logs, per window of steps,
-the labelled loss, the accuracy of the most likely token and the set-only level; copying has
-**emerged** at the first window whose loss is below half its set-only level (`emergence_step`).
+(the best without binding); 0 for copying. The curve (`ContextCurve`) logs, per window of steps,
+the labelled loss, the accuracy of the most likely token and the reference level (here the
+set-only level); copying has **emerged** at the first window whose loss is below half its level
+(`emergence_step`). The curriculum's picture episodes log the same curve over the first token of
+each labelled reply, with the level log(allowed words): a model that knows the allowed words but
+not which one the context assigns.
 """
 
 from __future__ import annotations
@@ -80,21 +83,25 @@ def recall_batch(pools: RecallPools, rng: np.random.Generator, batch_size: int, 
     return torch.tensor(rows), torch.tensor(labels), torch.tensor(levels, dtype=torch.float64)
 
 
-def labelled_token_scores(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per labelled token (row-major order): its negative log-likelihood (nats) and whether it is
+def labelled_token_scores(logits: torch.Tensor, labels: torch.Tensor, *,
+                          first_only: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per labelled token (row-major order; `first_only`: only those whose previous token is
+    unlabelled, the first of each reply): its negative log-likelihood (nats) and whether it is
     the most likely token, each predicted by the logits one position before. `logits` [B, T, V],
     `labels` [B, T] (IGNORE_INDEX where unlabelled); returns two [n] tensors."""
     target = labels[:, 1:]
     mask = target != IGNORE_INDEX
+    if first_only:
+        mask = mask & (labels[:, :-1] == IGNORE_INDEX)
     scores = logits[:, :-1][mask].float()
     nll = -torch.log_softmax(scores, dim=-1).gather(-1, target[mask][:, None])[:, 0]
     return nll, scores.argmax(-1) == target[mask]
 
 
 @dataclass
-class RecallMonitor:
-    """Collects each step's labelled loss, accuracy and set-only level; `curve` holds one row per
-    `every` steps: {step, loss, accuracy, set_only_level}."""
+class ContextCurve:
+    """Collects each step's labelled loss, accuracy and reference level; `curve` holds one row per
+    `every` steps: {step, loss, accuracy, level}."""
 
     every: int
     window: list[tuple[float, float, float]] = field(default_factory=list)
@@ -105,21 +112,21 @@ class RecallMonitor:
         if len(self.window) == self.every:
             loss, accuracy, level = np.mean(self.window, axis=0)
             self.curve.append({"step": (len(self.curve) + 1) * self.every, "loss": round(float(loss), 4),
-                               "accuracy": round(float(accuracy), 4), "set_only_level": round(float(level), 4)})
+                               "accuracy": round(float(accuracy), 4), "level": round(float(level), 4)})
             self.window.clear()
 
     def report(self) -> dict:
         """{"curve": ..., "emergence_step": the first step whose window's loss is below half its
-        set-only level, or None}."""
+        level, or None}."""
         return {"curve": self.curve, "emergence_step": emergence_step(self.curve)}
 
 
 def emergence_step(curve: list[dict]) -> int | None:
-    """The first step of `curve` whose loss is below half its set-only level (None: never)."""
-    return next((row["step"] for row in curve if row["loss"] < 0.5 * row["set_only_level"]), None)
+    """The first step of `curve` whose loss is below half its level (None: never)."""
+    return next((row["step"] for row in curve if row["loss"] < 0.5 * row["level"]), None)
 
 
-def recall_loss(model: torch.nn.Module, pools: RecallPools, monitor: RecallMonitor, batch_size: int,
+def recall_loss(model: torch.nn.Module, pools: RecallPools, monitor: ContextCurve, batch_size: int,
                 rng: np.random.Generator) -> torch.Tensor:
     """One recall batch's mean labelled loss through `model` (a causal LM or a VLM on text
     only), logged to `monitor`."""
