@@ -140,3 +140,56 @@ def test_bad_names_severities_and_sizes_are_refused(picture):
         corruptions.corrupt(picture, "fog", 6, 0)
     with pytest.raises(ConfigError, match="at least 32x32"):
         corruptions.corrupt(picture.resize((28, 28)), "fog", 1, 0)
+
+
+def _image_folder(root, sizes=((40, 36), (48, 48))):
+    from robustvlm.data.synth.writer import save_png
+
+    rng = np.random.default_rng(2)
+    for c in ("coat", "bag"):
+        (root / c).mkdir(parents=True)
+        for i, size in enumerate(sizes):
+            save_png(Image.fromarray((rng.random((size[1], size[0], 3)) * 255).astype(np.uint8)), root / c / f"{i}.png")
+    return root
+
+
+def test_data_corrupt_writes_a_paired_domain_suite_and_resumes(tmp_path):
+    from robustvlm.cli import main
+    from robustvlm.data.corrupted_suite import picture_seed
+
+    source = _image_folder(tmp_path / "src")
+    out = tmp_path / "suite"
+    assert main(["data", "corrupt", str(source), "--out", str(out), "--corruptions", "fog,contrast",
+                 "--severities", "1,5", "--seed", "3"]) == 0
+    domains = sorted(d.name for d in out.iterdir() if d.is_dir())
+    assert domains == ["clean", "contrast-1", "contrast-5", "fog-1", "fog-5"]
+    for domain in domains:
+        assert sorted(p.name for p in (out / domain / "coat").iterdir()) == ["0.png", "1.png"]
+    clean = Image.open(out / "clean" / "bag" / "1.png")
+    expected = corruptions.corrupt(clean, "fog", 5, picture_seed(3, "fog", 5, 0, 1))  # bag: class 0 (sorted)
+    assert np.array_equal(np.asarray(Image.open(out / "fog-5" / "bag" / "1.png")), np.asarray(expected))
+    stamp = (out / "fog-1" / "coat" / "0.png").stat().st_mtime_ns
+    import shutil
+
+    shutil.rmtree(out / "fog-5")  # as if killed before fog-5 finished
+    assert main(["data", "corrupt", str(source), "--out", str(out), "--corruptions", "fog,contrast",
+                 "--severities", "1,5", "--seed", "3"]) == 0
+    assert (out / "fog-1" / "coat" / "0.png").stat().st_mtime_ns == stamp  # kept
+    assert np.array_equal(np.asarray(Image.open(out / "fog-5" / "bag" / "1.png")), np.asarray(expected))
+
+
+def test_data_corrupt_refuses_bad_input_with_one_line(tmp_path, capsys):
+    from robustvlm.cli import main
+
+    source = _image_folder(tmp_path / "src", sizes=((40, 36), (28, 28)))
+    assert main(["data", "corrupt", str(source), "--out", str(tmp_path / "o"), "--corruptions", "fog"]) == 2
+    err = capsys.readouterr().err
+    assert "1.png" in err and "at least 32x32" in err
+    assert main(["data", "corrupt", str(source), "--out", str(tmp_path / "o"), "--corruptions", "haze"]) == 2
+    assert "unknown haze" in capsys.readouterr().err
+    assert main(["data", "corrupt", str(source), "--out", str(tmp_path / "o"), "--severities", "0,7"]) == 2
+    assert main(["data", "corrupt", str(tmp_path / "nothing"), "--out", str(tmp_path / "o")]) == 2
+    (tmp_path / "bad" / "coat").mkdir(parents=True)
+    (tmp_path / "bad" / "coat" / "x.png").write_bytes(b"not a png")
+    assert main(["data", "corrupt", str(tmp_path / "bad"), "--out", str(tmp_path / "o2")]) == 2
+    assert "x.png" in capsys.readouterr().err

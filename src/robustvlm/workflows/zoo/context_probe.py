@@ -22,6 +22,7 @@ emerges.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -99,11 +100,12 @@ def probe(init: str, *, named: bool, queries: int, steps: int, lr: float = 2e-3,
 
 
 def probe_recall(init: str, *, steps: int, lr: float = 2e-3, batch_size: int = 32, fresh_depth: int | None = None,
-                 width: int = 64, every: int = 50, seed: int = 0) -> dict:
+                 width: int = 64, every: int = 50, seed: int = 0, save: Path | None = None) -> dict:
     """Train member `init`'s decoder (or a fresh model, `probe_model`) for `steps` steps on
     associative recall (`recall`; vision tower frozen and unused); returns the settings, the
     curve [{step, loss, accuracy, level (the set-only level)}] per `every` steps, the step where copying
-    emerged (None: not within `steps`) and the training CPU seconds."""
+    emerged (None: not within `steps`) and the training CPU seconds; `save`: a folder to save the
+    trained model and processor in."""
     model, processor = probe_model(init, fresh_depth, width)
     model.requires_grad_(True)
     vision_tower(model).requires_grad_(False)
@@ -118,6 +120,9 @@ def probe_recall(init: str, *, steps: int, lr: float = 2e-3, batch_size: int = 3
         return loss
 
     result = run_stage(model, loss_of, steps=steps, lr=lr, seed=seed, label="recall probe")
+    if save is not None:
+        model.save_pretrained(save)
+        processor.save_pretrained(save)
     name = init if fresh_depth is None else f"fresh, depth {fresh_depth}, width {width}"
     return {"init": name, "steps": steps, "lr": lr, "batch_size": batch_size, "seed": seed,
             **monitor.report(), "cpu_seconds": result.cpu_seconds}
