@@ -38,6 +38,7 @@ from PIL import Image, ImageFilter
 
 from robustvlm.data.corruptions import GAUSSIAN_BLUR, GLASS_BLUR
 from robustvlm.data.synth.domains import DIGIT_NOISE_SIGMA, ROTATION_DEGREES
+from robustvlm.data.synth.draw import to_image
 from robustvlm.data.synth.graded import (
     BLUR_SIGMA,
     CONTRAST_FACTOR,
@@ -45,7 +46,6 @@ from robustvlm.data.synth.graded import (
     STRONG_NOISE_SIGMA,
     TINT_WEIGHT,
 )
-from robustvlm.data.synth.draw import to_image
 
 #: Training magnitude ranges per kind (module doc), the probability of each step.
 TRAINING_RANGES: dict[str, tuple[float, float]] = {

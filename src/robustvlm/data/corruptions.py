@@ -54,7 +54,7 @@ MIN_SIDE = 32  # the library's smallest image side
 
 #: glass_blur's (sigma, max_delta, iterations) and fog's (strength, wibble decay) per severity,
 #: and gaussian_blur's sigma: imagecorruptions 1.1.2's (= ImageNet-C's) tables.
-GLASS_BLUR = ((0.7, 1, 2), (0.9, 2, 1), (1, 2, 3), (1.1, 3, 2), (1.5, 4, 2))
+GLASS_BLUR: tuple[tuple[float, int, int], ...] = ((0.7, 1, 2), (0.9, 2, 1), (1, 2, 3), (1.1, 3, 2), (1.5, 4, 2))
 FOG = ((1.5, 2), (2.0, 2), (2.5, 1.7), (2.5, 1.5), (3.0, 1.4))
 GAUSSIAN_BLUR = (1, 2, 3, 4, 6)
 
@@ -101,7 +101,7 @@ def glass_blur(x: Image.Image, severity: int = 1) -> np.ndarray:
     """ImageNet-C's glass_blur: blur, swap each pixel with a random neighbour within max_delta
     (`iterations` sweeps, bottom-right to top-left), blur again."""
     sigma, delta, iterations = GLASS_BLUR[severity - 1]
-    arr = np.uint8(_gaussian(np.array(x) / 255.0, sigma) * 255)
+    arr = (_gaussian(np.array(x) / 255.0, sigma) * 255).astype(np.uint8)  # the library's np.uint8(...)
     height, width = arr.shape[:2]
     for _ in range(iterations):
         for h in range(height - delta, delta, -1):

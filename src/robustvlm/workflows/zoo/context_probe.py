@@ -38,7 +38,12 @@ from robustvlm.workflows.zoo.data import (
     training_pool,
 )
 from robustvlm.workflows.zoo.members import VOCAB_SIZE, vision_tower
-from robustvlm.workflows.zoo.recall import ContextCurve, RecallPools, labelled_token_scores, recall_loss
+from robustvlm.workflows.zoo.recall import (
+    ContextCurve,
+    RecallPools,
+    labelled_token_scores,
+    recall_loss,
+)
 from robustvlm.workflows.zoo.steps import run_stage
 
 

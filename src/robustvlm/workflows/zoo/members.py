@@ -62,7 +62,12 @@ from robustvlm.workflows.zoo.data import (
     user_turn,
 )
 from robustvlm.workflows.zoo.defined_labels import draw_trials, score_trials
-from robustvlm.workflows.zoo.recall import ContextCurve, RecallPools, labelled_token_scores, recall_loss
+from robustvlm.workflows.zoo.recall import (
+    ContextCurve,
+    RecallPools,
+    labelled_token_scores,
+    recall_loss,
+)
 
 VOCAB_SIZE = 512  # tiny tokenizers: vocabulary dominates cost at these widths
 ZERO_SHOT_TEMPLATE = "a photo of a {c}."
