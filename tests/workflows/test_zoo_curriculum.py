@@ -90,7 +90,7 @@ def test_the_curve_averages_windows_and_copying_emerges_below_half_the_level():
 
 
 def test_the_curriculum_runs_recall_then_episodes_then_the_instruction_mix():
-    assert stages(recipe("llava-clip-m-curriculum")) == [("recall", 3000), ("episodes", 1500), ("tune", 500)]
+    assert stages(recipe("llava-clip-m-curriculum")) == [("recall", 4000), ("episodes", 1500), ("tune", 500)]
     assert stages(recipe("llava-clip-m")) == [("align", 200), ("tune", 2000)]
 
 

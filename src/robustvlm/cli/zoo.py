@@ -88,7 +88,7 @@ def _add_probe_recall(zoo_sub: argparse._SubParsersAction) -> None:
     zp.add_argument("--fresh-depth", type=int_at_least(1), metavar="N",
                     help="probe a fresh LLaVA of N decoder layers instead of a member")
     zp.add_argument("--width", type=int_at_least(16), default=64, help="the fresh decoder's width (default 64)")
-    zp.add_argument("--steps", type=int_at_least(1), default=3000, help="training steps (default 3000)")
+    zp.add_argument("--steps", type=int_at_least(1), default=4000, help="training steps (default 4000)")
     zp.add_argument("--every", type=int_at_least(1), default=100, help="steps per logged window (default 100)")
     zp.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default 2e-3)")
     zp.add_argument("--batch-size", type=int_at_least(1), default=32, help="sequences per step (default 32)")

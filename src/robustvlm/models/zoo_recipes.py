@@ -180,7 +180,7 @@ ZOO2 = (
     _augmented("llava-clip-m", tower="zoo:clip-m-aug"), _augmented("llava-clip-s", tower="zoo:clip-s-aug"),
     _augmented("idefics3-siglip-m", tower="zoo:siglip-m-aug"), _augmented("llava-scratch-m"),
     Recipe(name="llava-clip-m-curriculum", arch="llava", width=64, tower="zoo:clip-m", tune_tower=False,
-           init="zoo:llava-clip-m", recall_steps=3000, episode_steps=1500, steps=500, batch_size=16, lr=2e-3,
+           init="zoo:llava-clip-m", recall_steps=4000, episode_steps=1500, steps=500, batch_size=16, lr=2e-3,
            eval_images=2000, defined_label_share=0.5),
 )
 #: The quick curriculum and augmented members, for the tests.
