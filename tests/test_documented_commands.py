@@ -57,6 +57,7 @@ RUNS = {
     "robustvlm data corrupt data/domains/digits/clean --out data/digits-corrupted": "--corruptions fog,contrast --severities 2",
     "robustvlm zoo probe-recall --fresh-depth 2 --steps 4000 --every 100 --out out/recall_fresh2": "--steps 2 --every 1",
     "robustvlm zoo probe-recall --fresh-depth 2 --steps 1500 --out out/recall_fresh2_short": "--steps 2 --every 1",
+    "robustvlm zoo probe-recall --fresh-depth 2 --steps 3000 --out out/recall_fresh2_3000": "--steps 2 --every 1",
     "robustvlm configs list": "",
     "robustvlm data synth --benchmark domains --out data/domains": "--n-per-env 10",
     "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out runs/icl_digits --shots 0,1,2 --demos random,same-domain,cross-domain --n-per-domain 4":
