@@ -58,6 +58,10 @@ RUNS = {
     "robustvlm zoo probe-recall --fresh-depth 2 --steps 4000 --every 100 --out out/recall_fresh2": "--steps 2 --every 1",
     "robustvlm zoo probe-recall --fresh-depth 2 --steps 1500 --out out/recall_fresh2_short": "--steps 2 --every 1",
     "robustvlm zoo probe-recall --fresh-depth 2 --steps 3000 --out out/recall_fresh2_3000": "--steps 2 --every 1",
+    "robustvlm zoo probe-recall --fresh-depth 2 --steps 4000 --every 100 --save-model --out out/recall_fresh2_saved":
+        "--steps 2 --every 1",
+    "robustvlm zoo probe-context --init out/recall_fresh2_saved/model --named --queries 6 --steps 300 --out out/named_after_recall":
+        "--steps 2 --every 1 --batch-size 2 --n-images 100",
     "robustvlm configs list": "",
     "robustvlm data synth --benchmark domains --out data/domains": "--n-per-env 10",
     "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out runs/icl_digits --shots 0,1,2 --demos random,same-domain,cross-domain --n-per-domain 4":
@@ -88,6 +92,8 @@ RUNS = {
 #: {documented line: why it does not run in the test suite}.
 NOT_RUN = {
     "robustvlm zoo build --quick": "about 15-30 s; run by tests/workflows/test_zoo.py (its module fixture)",
+    "robustvlm zoo probe-context --fresh-depth 2 --named --queries 6 --steps 300 --out out/named_fresh2":
+        "about 3 CPU-minutes; the same command with --init runs above at tiny settings",
     "robustvlm data corrupt figures/fashion-test/clean --out figures/fashion-test-corrupted":
         "needs Debian's dataset-fashion-mnist and 75 domains of 200 pictures; data corrupt runs on the digits above",
     "robustvlm icl defined-labels --model zoo:llava-clip-m-curriculum --data figures/fashion-test --out figures/defined_llava-clip-m-curriculum":
