@@ -61,6 +61,14 @@ RUNS = {
     "robustvlm rm matrix configs/reward/matrix_warm_mixed.yaml --out runs/matrix_warm_mixed": "--dry-run",
     "robustvlm rm matrix configs/reward/matrix_zoo_loglik.yaml --out runs/matrix_zoo_loglik": "--dry-run",
     "robustvlm zoo list": "",
+    "robustvlm data corrupt data/domains/digits/clean --out data/digits-corrupted": "--corruptions fog,contrast --severities 2",
+    "robustvlm zoo probe-recall --fresh-depth 2 --steps 4000 --every 100 --out out/recall_fresh2": "--steps 2 --every 1",
+    "robustvlm zoo probe-recall --fresh-depth 2 --steps 1500 --out out/recall_fresh2_short": "--steps 2 --every 1",
+    "robustvlm zoo probe-recall --fresh-depth 2 --steps 3000 --out out/recall_fresh2_3000": "--steps 2 --every 1",
+    "robustvlm zoo probe-recall --fresh-depth 2 --steps 4000 --every 100 --save-model --out out/recall_fresh2_saved":
+        "--steps 2 --every 1",
+    "robustvlm zoo probe-context --init out/recall_fresh2_saved/model --named --queries 6 --steps 300 --out out/named_after_recall":
+        "--steps 2 --every 1 --batch-size 2 --n-images 100",
     "robustvlm configs list": "",
     "robustvlm data synth --benchmark domains --out data/domains": "--n-per-env 10",
     "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out runs/icl_digits --shots 0,1,2 --demos random,same-domain,cross-domain --n-per-env 4":
@@ -117,6 +125,16 @@ NOT_RUN = {
     "out/model_b/20260101_130000_samples_mmbench_en.jsonl":
         "needs two lmms-eval runs; runs on samples built like lmms-eval's in tests/workflows/measure/test_compare_imports.py",
     "robustvlm zoo build --quick": "about 15-30 s; run by tests/workflows/test_zoo.py (its module fixture)",
+    "robustvlm zoo probe-context --fresh-depth 2 --named --queries 6 --steps 300 --out out/named_fresh2":
+        "about 3 CPU-minutes; the same command with --init runs above at tiny settings",
+    "robustvlm data corrupt figures/fashion-test/clean --out figures/fashion-test-corrupted":
+        "needs Debian's dataset-fashion-mnist and 75 domains of 200 pictures; data corrupt runs on the digits above",
+    "robustvlm icl defined-labels --model zoo:llava-clip-m-curriculum --data figures/fashion-test --out figures/defined_llava-clip-m-curriculum":
+        "needs the Zoo II member (zoo build, about 25 CPU-minutes after zoo:llava-clip-m); icl defined-labels runs on tiny:llava in tests/workflows/measure/test_defined_labels.py",
+    "robustvlm icl eval --model zoo:llava-clip-m-curriculum --data figures/fashion-test --out figures/icl_llava-clip-m-curriculum --shots 0,1,2,4 --demos random,same-domain,cross-domain,label-shift,spurious --n-per-domain 100 --seed 0":
+        "needs the Zoo II member (zoo build); icl eval runs on tiny:idefics3 above",
+    "robustvlm diagnose --model zoo:llava-clip-m-curriculum --data figures/fashion-test --out figures/diagnose_llava-clip-m-curriculum --descriptions configs/descriptions/fashion.yaml --shots 1 --n-per-domain 100":
+        "needs the Zoo II member (zoo build); diagnose runs on tiny:idefics3 above",
     "robustvlm zoo build --jobs 2": "the full zoo: 23 min wall on the busy 2-core machine (docs/guides/model-zoo.md)",
     "robustvlm zoo build --members llava-clip-m": "a full member and its tower (minutes); builds of named members run in tests/workflows/test_zoo.py",
     "robustvlm zoo build --members clip-m,llava-clip-m": "two full members (minutes); builds of named members run in tests/workflows/test_zoo.py",

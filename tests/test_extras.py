@@ -37,6 +37,7 @@ def test_require_names_the_extra(monkeypatch):
     ("wordnet", ["mc", "build", "--data", "{tmp}/none", "--out", "{tmp}/q.jsonl", "--distractors", "wordnet"]),
     ("metrics", ["mc", "build", "--data", "{tmp}/none", "--out", "{tmp}/q.jsonl", "--distractors", "text"]),
     ("data", ["data", "synth", "--benchmark", "mnist", "--out", "{tmp}/mnist"]),
+    ("corruptions", ["data", "corrupt", "{tmp}/none", "--out", "{tmp}/corrupted"]),
     ("data", ["demo", "robustness", "--quick", "--out", "{tmp}/rob"]),
     ("tensorboard", ["train", "erm_tasks", "--out", "{tmp}/run", "train.report_to=[tensorboard]"]),
 ], ids=lambda v: v if isinstance(v, str) else " ".join(v[:2]))

@@ -19,6 +19,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "tensorboard": ("tensorboard",),
     "slurm": ("submitit",),
     "results": ("openpyxl",),
+    "corruptions": ("imagecorruptions", "skimage", "cv2"),
 }
 
 
@@ -35,6 +36,7 @@ NEEDED_BY: dict[str, tuple[str, ...]] = {
     "slurm": ("`launcher.kind: slurm` (`sweep`, `demo invariance`)",),
     "results": ("VLMEvalKit's `.xlsx` sheets (`robustness fit`, `robustness subsets`, `robustness convert`, "
                 "`compare`)",),
+    "corruptions": ("`data corrupt` (ImageNet-C corruptions of any image folder)",),
 }
 
 

@@ -1,4 +1,5 @@
-"""`robustvlm data`: check datasets and synthesise the built-in benchmarks."""
+"""`robustvlm data`: check datasets, synthesise the built-in benchmarks, and corrupt any image folder
+with ImageNet-C's corruptions (`data corrupt`)."""
 
 from __future__ import annotations
 
@@ -64,8 +65,47 @@ def _data_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _data_corrupt(args: argparse.Namespace) -> int:
+    from robustvlm.data.corrupted_suite import write_corrupted_suite
+    from robustvlm.data.corruptions import COMMON, SEVERITIES, VALIDATION
+
+    require("corruptions", "data corrupt (ImageNet-C corruptions)")
+    named = {"common": COMMON, "all": (*COMMON, *VALIDATION)}
+    corruptions = named.get(args.corruptions) or tuple(c.strip() for c in args.corruptions.split(",") if c.strip())
+    unknown = sorted(set(corruptions) - {*COMMON, *VALIDATION})
+    if unknown:
+        raise ConfigError(f"--corruptions: unknown {', '.join(unknown)}; known: {', '.join((*COMMON, *VALIDATION))}")
+    try:
+        severities = tuple(int(s) for s in args.severities.split(","))
+    except ValueError:
+        severities = ()
+    if not severities or not set(severities) <= set(SEVERITIES):
+        raise ConfigError(f"--severities: a comma-separated subset of 1-5, got {args.severities!r}")
+    manifest = write_corrupted_suite(Path(args.source), Path(args.out), corruptions=corruptions,
+                                     severities=severities, seed=args.seed)
+    print(f"wrote {len(corruptions) * len(severities) + 1} domains to {Path(args.out).resolve()} "
+          f"(manifest: {manifest.resolve()})")
+    return 0
+
+
+def _add_corrupt(data_sub: argparse._SubParsersAction) -> None:
+    """`data corrupt`'s options."""
+    corrupt = data_sub.add_parser(
+        "corrupt", help="write ImageNet-C corruptions at five severities of any image folder SOURCE/CLASS/*.png "
+        "as a domain suite OUT/<corruption>-<severity>/CLASS/*.png (with OUT/clean); needs the [corruptions] extra",
+        epilog=example("robustvlm data corrupt data/fashion-test/clean --out data/fashion-c --severities 3"))
+    corrupt.add_argument("source", help="image folder SOURCE/CLASS/*.png|jpg (e.g. a suite's clean domain)")
+    corrupt.add_argument("--out", required=True, help="folder for the suite (finished domains are kept on a rerun)")
+    corrupt.add_argument("--corruptions", default="common",
+                         help="common (ImageNet-C's 15, default), all (with its 4 validation ones), or a "
+                         "comma-separated list such as gaussian_noise,fog")
+    corrupt.add_argument("--severities", default="1,2,3,4,5", help="comma-separated severities 1-5 (default all)")
+    corrupt.add_argument("--seed", type=int_at_least(0), default=0, help="seeds every picture's draws (default 0)")
+    corrupt.set_defaults(func=_data_corrupt)
+
+
 def add_data(sub: SubParsers) -> None:
-    """data check, data synth, data fetch."""
+    """data check, data synth, data fetch, data corrupt."""
     from robustvlm.data.loaders import format_choices
 
     data = sub.add_parser("data", help="check datasets and synthesise the built-in benchmarks")
@@ -108,3 +148,4 @@ def add_data(sub: SubParsers) -> None:
                        help="folder to write (default $ROBUSTVLM_CACHE/datasets/fashion-mnist, read by default)")
     fetch.add_argument("--url", metavar="URL", help="base URL of a mirror (http(s):// or file://; default Zalando's)")
     fetch.set_defaults(func=_data_fetch)
+    _add_corrupt(data_sub)

@@ -1,5 +1,6 @@
 """`robustvlm zoo`: build and list the model zoo (small models pretrained offline on real images), and
-probe whether a member learns to read a label from its context (`zoo probe-context`)."""
+probe whether a member learns to read a label from its context (`zoo probe-context`) or to copy
+in text-only associative recall (`zoo probe-recall`)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,47 @@ def _zoo_probe_context(args: argparse.Namespace) -> int:
     return 0
 
 
+def _zoo_probe_recall(args: argparse.Namespace) -> int:
+    import json
+
+    import torch
+
+    from robustvlm.errors import ConfigError
+    from robustvlm.workflows.zoo.context_probe import probe_recall
+
+    if (args.init is None) == (args.fresh_depth is None):
+        raise ConfigError("zoo probe-recall: name a built member (--init zoo:NAME) or a fresh decoder depth "
+                          "(--fresh-depth N), one of the two")
+    torch.set_num_threads(1)
+    report = probe_recall(args.init or "none", steps=args.steps, lr=args.lr, batch_size=args.batch_size,
+                          fresh_depth=args.fresh_depth, width=args.width, every=args.every,
+                          save=args.out / "model" if args.save_model else None)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "probe.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    print(f"probe: {args.out / 'probe.json'}; copying emerged at step {report['emergence_step']}")
+    return 0
+
+
+def _add_probe_recall(zoo_sub: argparse._SubParsersAction) -> None:
+    """`zoo probe-recall`'s options."""
+    zp = zoo_sub.add_parser(
+        "probe-recall", help="train a zoo VLM's decoder (or a fresh one) on text-only associative recall, the "
+        "in-context curriculum's first stage; logs its loss against the set-only level and the step where "
+        "copying emerges; writes OUT/probe.json")
+    zp.add_argument("--init", metavar="MODEL", help="zoo:NAME of a built VLM member, or its folder")
+    zp.add_argument("--fresh-depth", type=int_at_least(1), metavar="N",
+                    help="probe a fresh LLaVA of N decoder layers instead of a member")
+    zp.add_argument("--width", type=int_at_least(16), default=64, help="the fresh decoder's width (default 64)")
+    zp.add_argument("--steps", type=int_at_least(1), default=4000, help="training steps (default 4000)")
+    zp.add_argument("--every", type=int_at_least(1), default=100, help="steps per logged window (default 100)")
+    zp.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default 2e-3)")
+    zp.add_argument("--batch-size", type=int_at_least(1), default=32, help="sequences per step (default 32)")
+    zp.add_argument("--save-model", action="store_true",
+                    help="also save the trained model to OUT/model (e.g. for zoo probe-context --init OUT/model)")
+    zp.add_argument("--out", type=Path, required=True, help="folder for probe.json")
+    zp.set_defaults(func=_zoo_probe_recall)
+
+
 def _add_probe_context(zoo_sub: argparse._SubParsersAction) -> None:
     """`zoo probe-context`'s options."""
     zp = zoo_sub.add_parser(
@@ -94,7 +136,7 @@ def _add_probe_context(zoo_sub: argparse._SubParsersAction) -> None:
 
 
 def add_zoo(sub: SubParsers) -> None:
-    """zoo build, zoo list, zoo probe-context."""
+    """zoo build, zoo list, zoo probe-context, zoo probe-recall."""
     zoo = sub.add_parser("zoo", help="small VLMs and dual encoders pretrained offline on real images (zoo:NAME)")
     zoo_sub = zoo.add_subparsers(required=True)
     zb = zoo_sub.add_parser(
@@ -111,3 +153,4 @@ def add_zoo(sub: SubParsers) -> None:
                             epilog=example("robustvlm zoo list"))
     zl.set_defaults(func=_zoo_list)
     _add_probe_context(zoo_sub)
+    _add_probe_recall(zoo_sub)

@@ -39,6 +39,11 @@ class Recipe(BaseModel):
     `tune_tower`) for `steps`. With `init` ("zoo:NAME", a VLM of the same architecture) it starts
     from that member's weights instead; `defined_label_share` is the share of tuning samples that
     are defined-label sequences (`workflows.zoo.data.defined_label_sample`).
+
+    The in-context curriculum (`workflows.zoo.recall`): a VLM with `recall_steps` first trains its
+    decoder on text-only associative recall, then with `episode_steps` on defined-label picture
+    episodes (several labelled queries each), before its `tune` stage. `augment`: every training
+    picture passes through `data.augment` (varied pretraining).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -64,6 +69,9 @@ class Recipe(BaseModel):
     init: str | None = Field(default=None, description="zoo:NAME: start from that VLM member's weights")
     defined_label_share: float = Field(default=0.0, ge=0.0, le=1.0,
                                        description="share of tuning samples whose labels the demonstrations define")
+    recall_steps: int = Field(default=0, ge=0, description="text-only associative-recall steps (curriculum)")
+    episode_steps: int = Field(default=0, ge=0, description="defined-label picture-episode steps (curriculum)")
+    augment: bool = Field(default=False, description="training pictures drawn through data.augment")
 
     @property
     def is_vlm(self) -> bool:
@@ -94,7 +102,7 @@ class Recipe(BaseModel):
 
 
 #: Recipe fields added after members were built: left out of the key at their default.
-LATER_FIELDS = ("init", "defined_label_share")
+LATER_FIELDS = ("init", "defined_label_share", "recall_steps", "episode_steps", "augment")
 
 
 def _dual(name: str, arch: str, **kw: Any) -> Recipe:
@@ -154,7 +162,37 @@ FULL = (
            defined_label_share=0.75),
 )
 
-RECIPES: dict[str, Recipe] = {r.name: r for r in (*QUICK, *FULL)}
+
+
+def _augmented(name: str, **changes: Any) -> Recipe:
+    """Full member `name`'s recipe with augmented pictures, named `<name>-aug` (its zoo tower the
+    augmented one when `changes` says so)."""
+    base = next(r for r in FULL if r.name == name)
+    return base.model_copy(update={"name": f"{name}-aug", "augment": True, **changes})
+
+
+#: Zoo II (issue 43): members pretrained on varied pictures (`-aug`: the recipe of the member of
+#: that name, every training picture augmented, a VLM on the augmented tower), and a member taught
+#: in context by the curriculum (`-curriculum`: `llava-clip-m`'s weights, then associative recall,
+#: defined-label picture episodes and the instruction mix with defined-label sequences).
+ZOO2 = (
+    _augmented("clip-xs"), _augmented("clip-s"), _augmented("clip-m"), _augmented("siglip-s"),
+    _augmented("siglip-m"),
+    _augmented("llava-clip-m", tower="zoo:clip-m-aug"), _augmented("llava-clip-s", tower="zoo:clip-s-aug"),
+    _augmented("idefics3-siglip-m", tower="zoo:siglip-m-aug"), _augmented("llava-scratch-m"),
+    Recipe(name="llava-clip-m-curriculum", arch="llava", width=64, tower="zoo:clip-m", tune_tower=False,
+           init="zoo:llava-clip-m", recall_steps=4000, episode_steps=1500, steps=500, batch_size=16, lr=2e-3,
+           eval_images=2000, defined_label_share=0.5),
+)
+#: The quick curriculum and augmented members, for the tests.
+QUICK_ZOO2 = (
+    Recipe(name="quick-llava-curriculum", arch="llava", width=32, vision_width=32, tower="zoo:quick-clip",
+           tune_tower=False, init="zoo:quick-llava", recall_steps=6, episode_steps=4, steps=4, batch_size=4,
+           lr=2e-3, n_images=500, eval_images=20, defined_label_share=0.5),
+    QUICK[0].model_copy(update={"name": "quick-clip-aug", "augment": True}),
+)
+
+RECIPES: dict[str, Recipe] = {r.name: r for r in (*QUICK, *FULL, *ZOO2, *QUICK_ZOO2)}
 
 
 def zoo_root() -> Path:

@@ -39,6 +39,8 @@ DIGIT_SIZE = 48
 DEFAULT_PER_CLASS = 30
 PHOTO_NOISE_SIGMA = 60.0
 DIGIT_NOISE_SIGMA = 70.0
+#: The `rotated` style's angle range (degrees, either way).
+ROTATION_DEGREES = (25.0, 60.0)
 
 
 def _hsv(h: float, s: float, v: float) -> RGB:
@@ -138,7 +140,7 @@ def _clean_scan(ink: np.ndarray, rng: np.random.Generator) -> Image.Image:
 
 
 def _rotated_scan(ink: np.ndarray, rng: np.random.Generator) -> Image.Image:
-    angle = float(rng.uniform(25, 60)) * (1 if rng.random() < 0.5 else -1)
+    angle = float(rng.uniform(*ROTATION_DEGREES)) * (1 if rng.random() < 0.5 else -1)
     return _clean_scan(ink, rng).rotate(angle, Image.Resampling.BILINEAR, fillcolor=(0, 0, 0))
 
 

@@ -28,6 +28,7 @@ from filelock import FileLock
 from robustvlm.models.zoo_recipes import (
     FULL,
     QUICK,
+    ZOO2,
     ZOO_PREFIX,
     Recipe,
     member_dir,
@@ -63,10 +64,10 @@ class Built:
 
 
 def selected(quick: bool, members: Sequence[str] | None) -> list[Recipe]:
-    """The recipes to build: those named, else the quick set or the full zoo."""
+    """The recipes to build: those named, else the quick set or the full zoo (with Zoo II's members)."""
     if members:
         return [recipe(name) for name in members]
-    return list(QUICK if quick else FULL)
+    return list(QUICK if quick else (*FULL, *ZOO2))
 
 
 def build_members(recipes: Sequence[Recipe], jobs: int = 1) -> list[Built]:
@@ -126,13 +127,16 @@ def _build_unlocked(r: Recipe, final: Path) -> Built:
             print(f"{r.name}: stage {stage} ({steps} steps)", flush=True)
             model, processor = fresh_model(r) if previous is None else load_stage(r, previous)
             set_trainable(r, stage, model)
-            pool = training_pool(r.n_images, r.seed)
-            result = run_stage(model, stage_loss(r, stage, model, processor, pool), steps=steps, lr=r.lr,
-                               seed=r.seed * 1000 + index, label=f"{r.name}/{stage}")
+            pool = training_pool(r.n_images, r.seed, augmented=r.augment)
+            objective = stage_loss(r, stage, model, processor, pool)
+            result = run_stage(model, objective.loss_of, steps=steps, lr=r.lr, seed=r.seed * 1000 + index,
+                               label=f"{r.name}/{stage}")
+            curve = objective.curve.report() if objective.curve else {}
             with atomic_folder(folder) as tmp:
                 model.save_pretrained(tmp)
                 processor.save_pretrained(tmp)
-                (tmp / STAGE_FILE).write_text(json.dumps({"stage": stage, **asdict(result)}), encoding="utf-8")
+                (tmp / STAGE_FILE).write_text(json.dumps({"stage": stage, **asdict(result), **curve}),
+                                              encoding="utf-8")
         results.append(json.loads((folder / STAGE_FILE).read_text(encoding="utf-8")))
         previous = folder
     assert previous is not None  # every recipe has a stage

@@ -13,17 +13,21 @@ tokenizer corpus), for the named control: does a deeper decoder learn the copyin
 
 Run it as `robustvlm zoo probe-context` (it writes OUT/probe.json: the settings, the curve, CPU
 seconds). The tuned weights are not kept.
+
+`probe_recall` (`robustvlm zoo probe-recall`) trains the same kinds of model on the curriculum's
+text-only associative recall (`recall`) instead and reports its curve and the step where copying
+emerges.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from robustvlm.data.collate import IGNORE_INDEX
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.tiny import build_tiny_vlm
 from robustvlm.models.zoo_recipes import resolve_model_name
@@ -34,6 +38,12 @@ from robustvlm.workflows.zoo.data import (
     training_pool,
 )
 from robustvlm.workflows.zoo.members import VOCAB_SIZE, vision_tower
+from robustvlm.workflows.zoo.recall import (
+    ContextCurve,
+    RecallPools,
+    labelled_token_scores,
+    recall_loss,
+)
 from robustvlm.workflows.zoo.steps import run_stage
 
 
@@ -41,10 +51,7 @@ def first_reply_token_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.T
     """[n] negative log-likelihood (nats) of the first token of each labelled reply: the labelled
     tokens whose previous token is unlabelled, each predicted by the logits one position
     before. `logits` [B, T, V], `labels` [B, T] (IGNORE_INDEX where unlabelled)."""
-    target, previous = labels[:, 1:], labels[:, :-1]
-    first = (target != IGNORE_INDEX) & (previous == IGNORE_INDEX)
-    logprobs = torch.log_softmax(logits[:, :-1][first].float(), dim=-1)
-    return -logprobs.gather(-1, target[first][:, None])[:, 0]
+    return labelled_token_scores(logits, labels, first_only=True)[0]
 
 
 def chance_nll(samples: list[Any]) -> float:
@@ -54,12 +61,12 @@ def chance_nll(samples: list[Any]) -> float:
     return float(np.mean(logs))
 
 
-def probe_model(init: str, fresh_depth: int | None) -> tuple[Any, Any]:
-    """The model to probe and its processor: member `init`, or a fresh 64-wide LLaVA of
+def probe_model(init: str, fresh_depth: int | None, width: int = 64) -> tuple[Any, Any]:
+    """The model to probe and its processor: member `init`, or a fresh `width`-wide LLaVA of
     `fresh_depth` decoder layers on the zoo's tokenizer corpus."""
     if fresh_depth is None:
         return load_vlm(resolve_model_name(init))
-    return build_tiny_vlm("llava", corpus=tokenizer_corpus(), vocab_size=VOCAB_SIZE, hidden_size=64,
+    return build_tiny_vlm("llava", corpus=tokenizer_corpus(), vocab_size=VOCAB_SIZE, hidden_size=width,
                           num_layers=fresh_depth, image_size=32)
 
 
@@ -95,3 +102,32 @@ def probe(init: str, *, named: bool, queries: int, steps: int, lr: float = 2e-3,
     result = run_stage(model, loss_of, steps=steps, lr=lr, seed=seed, label="context probe")
     return {"init": init if fresh_depth is None else f"fresh, depth {fresh_depth}", "named": named, "queries": queries, "steps": steps, "lr": lr, "batch_size": batch_size,
             "seed": seed, "curve": curve, "cpu_seconds": result.cpu_seconds}
+
+
+def probe_recall(init: str, *, steps: int, lr: float = 2e-3, batch_size: int = 32, fresh_depth: int | None = None,
+                 width: int = 64, every: int = 50, seed: int = 0, save: Path | None = None) -> dict:
+    """Train member `init`'s decoder (or a fresh model, `probe_model`) for `steps` steps on
+    associative recall (`recall`; vision tower frozen and unused); returns the settings, the
+    curve [{step, loss, accuracy, level (the set-only level)}] per `every` steps, the step where copying
+    emerged (None: not within `steps`) and the training CPU seconds; `save`: a folder to save the
+    trained model and processor in."""
+    model, processor = probe_model(init, fresh_depth, width)
+    model.requires_grad_(True)
+    vision_tower(model).requires_grad_(False)
+    pools, monitor = RecallPools.of_tokenizer(processor.tokenizer), ContextCurve(every)
+
+    def loss_of(rng: np.random.Generator) -> torch.Tensor:
+        loss = recall_loss(model, pools, monitor, batch_size, rng)
+        if len(monitor.window) == 0:
+            row = monitor.curve[-1]
+            print(f"step {row['step']}: loss {row['loss']:.3f} accuracy {row['accuracy']:.3f} "
+                  f"(set-only level {row['level']:.3f})", flush=True)
+        return loss
+
+    result = run_stage(model, loss_of, steps=steps, lr=lr, seed=seed, label="recall probe")
+    if save is not None:
+        model.save_pretrained(save)
+        processor.save_pretrained(save)
+    name = init if fresh_depth is None else f"fresh, depth {fresh_depth}, width {width}"
+    return {"init": name, "steps": steps, "lr": lr, "batch_size": batch_size, "seed": seed,
+            **monitor.report(), "cpu_seconds": result.cpu_seconds}

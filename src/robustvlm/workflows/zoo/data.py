@@ -2,7 +2,9 @@
 
 Only the training split is read (`load_fashion_mnist("train")`); the test split is for held-out
 accuracy and the shifted styles (rotation, colour, noise, inversion) never appear. An image is
-drawn as the `fashion` suite's `clean` domain draws it (a 64x64 RGB frame, the scan at 48x48).
+drawn as the `fashion` suite's `clean` domain draws it (a 64x64 RGB frame, the scan at 48x48);
+an augmented pool (`training_pool(..., augmented=True)`) passes it through `data.augment`, whose
+distribution keeps every evaluation shift out (its rule).
 
 - captions (`caption`): the class name in varied templates, for dual encoders and connector
   alignment;
@@ -27,6 +29,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from robustvlm.data.augment import augment
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.real_images import FASHION_CLASSES, load_fashion_mnist
 from robustvlm.data.synth.domains import FASHION_STYLES, scan_ink
@@ -58,16 +61,20 @@ def render(scan: np.ndarray) -> Image.Image:
 
 @dataclass(frozen=True)
 class ImagePool:
-    """Labelled scans: uint8 images (N, 28, 28), int64 labels (N,)."""
+    """Labelled scans: uint8 images (N, 28, 28), int64 labels (N,); with `augment_rng`, every
+    picture is drawn through `data.augment` from that stream (its own, so the samples drawn are
+    those of the same pool without it)."""
 
     images: np.ndarray
     labels: np.ndarray
+    augment_rng: np.random.Generator | None = None
 
     def __len__(self) -> int:
         return len(self.labels)
 
     def picture(self, i: int) -> Image.Image:
-        return render(self.images[i])
+        clean = render(self.images[i])
+        return clean if self.augment_rng is None else augment(clean, self.augment_rng)
 
     def draw(self, rng: np.random.Generator, label: int | None = None) -> int:
         """A random index (of class `label` when given)."""
@@ -76,16 +83,18 @@ class ImagePool:
         return int(rng.choice(np.flatnonzero(self.labels == label)))
 
 
-def training_pool(n_images: int | None, seed: int) -> ImagePool:
-    """`n_images` training-split scans (all 60,000 when None), a seeded class-stratified draw."""
+def training_pool(n_images: int | None, seed: int, augmented: bool = False) -> ImagePool:
+    """`n_images` training-split scans (all 60,000 when None), a seeded class-stratified draw;
+    `augmented`: pictures drawn through `data.augment` (a stream seeded by `seed`)."""
     images, labels = load_fashion_mnist("train")
+    stream = np.random.default_rng([seed, 977]) if augmented else None
     if n_images is None or n_images >= len(labels):
-        return ImagePool(images, labels)
+        return ImagePool(images, labels, stream)
     rng = np.random.default_rng([seed, 31])
     per_class = np.array_split(np.arange(n_images), len(FASHION_CLASSES))
     chosen = np.concatenate([rng.choice(np.flatnonzero(labels == c), len(part), replace=False)
                              for c, part in enumerate(per_class)])
-    return ImagePool(images[np.sort(chosen)], labels[np.sort(chosen)])
+    return ImagePool(images[np.sort(chosen)], labels[np.sort(chosen)], stream)
 
 
 def heldout_pool(n_images: int) -> ImagePool:

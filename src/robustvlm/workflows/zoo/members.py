@@ -10,8 +10,11 @@ losses, and its held-out accuracy.
   (LLaVA's CLIP tower, Idefics3's SigLIP-style tower; LLaVA reads the last layer with its CLS
   token, `read_last_layer_with_cls`); stage `align` trains connector and decoder on captions with the tower frozen (the
   decoder starts untrained here, unlike a real LLaVA's, so the connector alone could align to
-  nothing); stage `tune` trains connector and decoder (and the tower when the recipe says) on varied
-  instructions (`data.instruction_sample`). Labels cover the final reply only.
+  nothing); the in-context curriculum's stages `recall` (text-only associative recall,
+  `recall`) and `episodes` (defined-label picture episodes, every query's reply labelled) train
+  connector and decoder, logging a curve of the labelled loss; stage `tune` trains connector and
+  decoder (and the tower when the recipe says) on varied instructions (`data.instruction_sample`).
+  Labels cover the final reply only, except in `recall` and `episodes`.
 
 Held-out accuracy: the 10-way Fashion-MNIST question on the first `eval_images` test-split
 images; a VLM answers by the largest summed option log-likelihood of "<letter>. <class>"
@@ -23,9 +26,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -44,11 +48,13 @@ from robustvlm.models.zoo_recipes import recipe as recipe_of
 from robustvlm.multiple_choice.generative import option_continuations
 from robustvlm.workflows.zoo.data import (
     CAPTION_TEMPLATES,
+    ChatSample,
     ChatSampleCollator,
     ImagePool,
     alignment_sample,
     caption,
     context_tuning_sample,
+    defined_label_episode,
     heldout_pool,
     instruction_sample,
     ten_way_question,
@@ -56,6 +62,12 @@ from robustvlm.workflows.zoo.data import (
     user_turn,
 )
 from robustvlm.workflows.zoo.defined_labels import draw_trials, score_trials
+from robustvlm.workflows.zoo.recall import (
+    ContextCurve,
+    RecallPools,
+    labelled_token_scores,
+    recall_loss,
+)
 
 VOCAB_SIZE = 512  # tiny tokenizers: vocabulary dominates cost at these widths
 ZERO_SHOT_TEMPLATE = "a photo of a {c}."
@@ -65,7 +77,8 @@ def stages(recipe: Recipe) -> list[tuple[str, int]]:
     """(stage name, steps) in order."""
     if not recipe.is_vlm:
         return [("contrastive", recipe.steps)]
-    return [*([("align", recipe.align_steps)] if recipe.align_steps else []), ("tune", recipe.steps)]
+    before = [("align", recipe.align_steps), ("recall", recipe.recall_steps), ("episodes", recipe.episode_steps)]
+    return [*((stage, steps) for stage, steps in before if steps), ("tune", recipe.steps)]
 
 
 def fresh_model(recipe: Recipe) -> tuple[PreTrainedModel, Any]:
@@ -152,41 +165,89 @@ def load_stage(recipe: Recipe, folder: Path) -> tuple[PreTrainedModel, Any]:
 
 def set_trainable(recipe: Recipe, stage: str, model: torch.nn.Module) -> None:
     """Which parameters a stage trains: all but a VLM's tower in `align` (our decoders start
-    untrained, so the connector alone cannot align to them), and in `tune` unless `tune_tower`."""
+    untrained, so the connector alone cannot align to them) and the curriculum's `recall` and
+    `episodes`, and in `tune` unless `tune_tower`."""
     model.requires_grad_(True)
-    if recipe.is_vlm and (stage == "align" or not recipe.tune_tower):
+    if recipe.is_vlm and (stage in ("align", "recall", "episodes") or not recipe.tune_tower):
         vision_tower(model).requires_grad_(False)
 
 
-def stage_loss(
-    recipe: Recipe, stage: str, model: torch.nn.Module, processor: Any, pool: ImagePool
-) -> Callable[[np.random.Generator], torch.Tensor]:
-    """`loss_of(rng)`: one batch's loss of `stage`."""
-    hf: Any = model  # a transformers model: forward takes the processor's keyword tensors
-    if not recipe.is_vlm:
-        def contrastive(rng: np.random.Generator) -> torch.Tensor:
-            labels = rng.permutation(len(FASHION_CLASSES))[: pairs_per_batch(recipe)]
-            images = [pool.picture(pool.draw(rng, int(c))) for c in labels]
-            texts = [caption(int(c), rng) for c in labels]
-            padding: dict[str, Any] = ({"padding": "max_length", "max_length": MAX_TEXT_LENGTH} if recipe.arch == "siglip"
-                                       else {"padding": True})
-            batch = processor(text=texts, images=images, return_tensors="pt", truncation=True, **padding)
-            if recipe.arch == "siglip":
-                batch.pop("attention_mask", None)  # SigLIP's text tower reads the padded sequence
-            return hf(**batch, return_loss=True).loss
-        return contrastive
+#: Labelled queries per defined-label picture episode in the curriculum's `episodes` stage.
+EPISODE_QUERIES = 4
+#: Steps per window of a curriculum stage's logged curve.
+CURVE_EVERY = 50
 
-    collate = ChatSampleCollator(processor, {})
-    make = alignment_sample if stage == "align" else instruction_sample
+
+@dataclass(frozen=True)
+class StageObjective:
+    """A stage's `loss_of(rng)` (one batch's loss) and, for the curriculum's stages, the curve it
+    logs (`recall.ContextCurve`)."""
+
+    loss_of: Callable[[np.random.Generator], torch.Tensor]
+    curve: ContextCurve | None = None
+
+
+def stage_loss(recipe: Recipe, stage: str, model: torch.nn.Module, processor: Any, pool: ImagePool) -> StageObjective:
+    """The objective of `stage`: contrastive (dual encoders), `recall` (text-only associative
+    recall), `episodes` (defined-label picture episodes, every query's reply labelled), `align`
+    (captions) or `tune` (the instruction mix, with defined-label sequences at the recipe's share)."""
+    if not recipe.is_vlm:
+        return StageObjective(_contrastive_loss(recipe, model, processor, pool))
+    if stage == "recall":
+        pools, curve = RecallPools.of_tokenizer(processor.tokenizer), ContextCurve(
+            CURVE_EVERY if recipe.recall_steps >= CURVE_EVERY else 1)
+        return StageObjective(partial(recall_loss, model, pools, curve, 2 * recipe.batch_size), curve)
+    if stage == "episodes":
+        return _episode_objective(recipe, model, processor, pool)
+    make: Callable[[ImagePool, np.random.Generator, str], ChatSample] = (
+        alignment_sample if stage == "align" else instruction_sample)
     if stage == "tune" and recipe.defined_label_share > 0:
         make = partial(context_tuning_sample, share=recipe.defined_label_share)
+    collate, hf = ChatSampleCollator(processor, {}), cast(Any, model)
 
     def language_modelling(rng: np.random.Generator) -> torch.Tensor:
-        batch = collate([make(pool, rng, f"s{i}") for i in range(recipe.batch_size)])
-        for key in ("env", "ids"):
-            batch.pop(key)
-        return hf(**batch).loss
-    return language_modelling
+        return hf(**_model_inputs(collate([make(pool, rng, f"s{i}") for i in range(recipe.batch_size)]))).loss
+    return StageObjective(language_modelling)
+
+
+def _model_inputs(batch: dict[str, Any]) -> dict[str, Any]:
+    """A collated batch without the fields the model does not take (`env`, `ids`)."""
+    return {k: v for k, v in batch.items() if k not in ("env", "ids")}
+
+
+def _contrastive_loss(recipe: Recipe, model: torch.nn.Module, processor: Any,
+                      pool: ImagePool) -> Callable[[np.random.Generator], torch.Tensor]:
+    hf: Any = model  # a transformers model: forward takes the processor's keyword tensors
+
+    def contrastive(rng: np.random.Generator) -> torch.Tensor:
+        labels = rng.permutation(len(FASHION_CLASSES))[: pairs_per_batch(recipe)]
+        images = [pool.picture(pool.draw(rng, int(c))) for c in labels]
+        texts = [caption(int(c), rng) for c in labels]
+        padding: dict[str, Any] = ({"padding": "max_length", "max_length": MAX_TEXT_LENGTH} if recipe.arch == "siglip"
+                                   else {"padding": True})
+        batch = processor(text=texts, images=images, return_tensors="pt", truncation=True, **padding)
+        if recipe.arch == "siglip":
+            batch.pop("attention_mask", None)  # SigLIP's text tower reads the padded sequence
+        return hf(**batch, return_loss=True).loss
+    return contrastive
+
+
+def _episode_objective(recipe: Recipe, model: torch.nn.Module, processor: Any, pool: ImagePool) -> StageObjective:
+    """Defined-label picture episodes (`EPISODE_QUERIES` labelled queries each); the curve logs the
+    first token of each labelled reply against log(allowed words)."""
+    collate, hf = ChatSampleCollator(processor, {}), cast(Any, model)
+    curve = ContextCurve(CURVE_EVERY if recipe.episode_steps >= CURVE_EVERY else 1)
+
+    def episodes(rng: np.random.Generator) -> torch.Tensor:
+        samples = [defined_label_episode(pool, rng, f"s{i}", EPISODE_QUERIES) for i in range(recipe.batch_size)]
+        batch = collate(samples)
+        out = hf(**_model_inputs(batch))
+        nll, correct = labelled_token_scores(out.logits.detach(), batch["labels"], first_only=True)
+        levels = torch.tensor([math.log(len(s.meta["mapping"])) for s in samples
+                               for _ in range(len(s.label_replies) + 1)])
+        curve.add(nll, correct, levels)
+        return out.loss
+    return StageObjective(episodes, curve)
 
 
 @torch.no_grad()
