@@ -91,8 +91,12 @@ def test_compare_command_prints_and_writes_the_paired_table(tmp_path, capsys):
     clean = saved["groups"]["clean"]
     assert clean["difference"] == pytest.approx(5 / 6 - 3 / 6) and (clean["only_a"], clean["only_b"]) == (2, 0)
     assert saved["groups"]["all"]["clusters"] == 3 and saved["cluster"] == "image"
-    assert main(["compare", str(a), str(b), "--metric", "exact", "--out", str(tmp_path / "cmp")]) == 0  # again
-    assert main(["compare", str(a), str(b), "--metric", "exact", "--out", str(a)]) == 2  # not its folder
+    # issue 45.2: a second comparison into the folder is refused (it replaced the first one)
+    assert main(["compare", str(a), str(b), "--metric", "exact", "--out", str(tmp_path / "cmp")]) == 2
+    assert "--resume" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # not its folder: refused while parsing, before any work
+        main(["compare", str(a), str(b), "--metric", "exact", "--out", str(a)])
+    assert refused.value.code == 2
     assert "holds files robustvlm did not write" in capsys.readouterr().err
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-from pathlib import Path
 
 import pytest
 from bad_input import run_cli, snapshot

@@ -43,13 +43,13 @@ from robustvlm.config import ServedConfig
 from robustvlm.errors import ConfigError
 from robustvlm.models.backends.base import CAPABILITIES, Backend
 from robustvlm.models.embedding import EMBEDDING_FAMILIES, EmbeddingSpec
+from robustvlm.models.hub import hub_error_line
 from robustvlm.models.loading import LOAD_ERRORS, TINY_PREFIX
 from robustvlm.models.real import REAL_PREFIX, real_spec
 from robustvlm.models.reward import META_FILE
 from robustvlm.models.served import SERVED_PREFIX
 from robustvlm.models.tiny_clip import DUAL_ENCODER_KINDS
 from robustvlm.models.tiny_families import VLM_FAMILIES as TINY_VLMS
-from robustvlm.models.hub import hub_error_line
 from robustvlm.models.zoo_recipes import resolve_model_name
 from robustvlm.plugins import load_plugins
 

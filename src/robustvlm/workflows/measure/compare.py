@@ -112,7 +112,7 @@ def _metric_value(row: Mapping, metric: str, where: Path) -> float | None:
         raise DataError(f"{where}: question {row.get('id')!r} has no score {metric!r}")
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not isinstance(value, (int, float)) or not math.isfinite(value):  # bools are 0/1 scores
         raise DataError(f"{where}: question {row.get('id')!r} has the score {metric!r} = {value!r}: scores must "
                         "be finite numbers")
     return float(value)
