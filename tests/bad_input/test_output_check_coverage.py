@@ -16,7 +16,7 @@ import pytest
 from bad_input import run_cli, snapshot
 
 from robustvlm.cli import build_parser
-from robustvlm.cli.options import OUTPUT_CHECK
+from robustvlm.cli.output_checks import OUTPUT_CHECK
 
 OUTPUT_WORDS = {"out", "output", "folder", "dir", "save", "dest", "write", "target"}
 

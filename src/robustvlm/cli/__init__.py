@@ -37,13 +37,13 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
     Parser,
-    check_outputs_first,
     float_above,
     float_at_least,
     float_in_unit_interval,
     int_at_least,
     no_config_message,
 )
+from robustvlm.cli.output_checks import check_outputs_first
 from robustvlm.data.real_images import FASHION_ENV
 from robustvlm.errors import MissingDataSource, RobustVLMError
 from robustvlm.extras import MissingExtra

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from robustvlm.cli.options import folder_to_copy_into
+from robustvlm.cli.output_checks import folder_to_copy_into
 
 if TYPE_CHECKING:
     from robustvlm.cli.options import SubParsers

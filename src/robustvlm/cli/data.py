@@ -12,10 +12,10 @@ from robustvlm.cli.options import (
     OVERWRITE_HELP,
     SubParsers,
     add_data_root,
-    benchmark_folder,
     example,
     int_at_least,
 )
+from robustvlm.cli.output_checks import benchmark_folder
 from robustvlm.errors import ConfigError
 from robustvlm.extras import require
 

@@ -18,10 +18,10 @@ from robustvlm.cli.options import (
     add_served_options,
     example,
     int_at_least,
-    output_file,
     renamed,
     served,
 )
+from robustvlm.cli.output_checks import output_file
 from robustvlm.errors import ConfigError
 from robustvlm.extras import require
 

@@ -5,6 +5,7 @@ in text-only associative recall (`zoo probe-recall`)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -43,53 +44,59 @@ def _built(state: bool | str) -> str:
     return state if isinstance(state, str) else "yes" if state else "no"
 
 
-def _zoo_probe_context(args: argparse.Namespace) -> int:
-    import json
-
-    import torch
-
+def _checked_probe_folder(args: argparse.Namespace, command: str, keys: tuple[str, ...]) -> Path:
+    """The claimed output folder of a probe (`runs.claim_run_folder`, before any work), after
+    refusing a member and a fresh depth together or neither, and a window longer than the run."""
     from robustvlm.errors import ConfigError
     from robustvlm.runs import claim_run_folder
-    from robustvlm.workflows.zoo.context_probe import probe
 
     if (args.init is None) == (args.fresh_depth is None):
-        raise ConfigError("zoo probe-context: name a built member (--init zoo:NAME) or a fresh decoder depth "
+        raise ConfigError(f"{command}: name a built member (--init zoo:NAME) or a fresh decoder depth "
                           "(--fresh-depth N), one of the two")
     if args.every > args.steps:
         raise ConfigError(f"--every {args.every} is longer than the run (--steps {args.steps}): the curve would "
                           "hold no window; choose --every <= --steps")
-    settings = {k: getattr(args, k) for k in ("init", "fresh_depth", "named", "queries", "steps", "every", "lr",
-                                              "batch_size", "n_images")}
-    out = claim_run_folder(args.out, settings, command="zoo probe-context", resume=args.resume)  # before any work
+    settings = {k: getattr(args, k) for k in keys}
+    return claim_run_folder(args.out, settings, command=command, resume=args.resume)
+
+
+def _write_probe(report: dict, out: Path) -> Path:
+    """`out/probe.json`, written atomically."""
+    import json
+
+    tmp = out / "probe.json.tmp"
+    tmp.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    tmp.replace(out / "probe.json")
+    return (out / "probe.json").resolve()
+
+
+def _zoo_probe_context(args: argparse.Namespace) -> int:
+    import torch
+
+    from robustvlm.workflows.zoo.context_probe import probe
+
+    out = _checked_probe_folder(args, "zoo probe-context", ("init", "fresh_depth", "named", "queries", "steps",
+                                                            "every", "lr", "batch_size", "n_images"))
     torch.set_num_threads(1)
     report = probe(args.init or "none", named=args.named, queries=args.queries, steps=args.steps, lr=args.lr,
                    batch_size=args.batch_size, fresh_depth=args.fresh_depth, n_images=args.n_images,
                    every=args.every)
-    tmp = out / "probe.json.tmp"
-    tmp.write_text(json.dumps(report, indent=2), encoding="utf-8")
-    tmp.replace(out / "probe.json")
-    print(f"probe: {(out / 'probe.json').resolve()}")
+    print(f"probe: {_write_probe(report, out)}")
     return 0
 
 
 def _zoo_probe_recall(args: argparse.Namespace) -> int:
-    import json
-
     import torch
 
-    from robustvlm.errors import ConfigError
     from robustvlm.workflows.zoo.context_probe import probe_recall
 
-    if (args.init is None) == (args.fresh_depth is None):
-        raise ConfigError("zoo probe-recall: name a built member (--init zoo:NAME) or a fresh decoder depth "
-                          "(--fresh-depth N), one of the two")
+    out = _checked_probe_folder(args, "zoo probe-recall", ("init", "fresh_depth", "width", "steps", "every", "lr",
+                                                           "batch_size", "save_model"))
     torch.set_num_threads(1)
     report = probe_recall(args.init or "none", steps=args.steps, lr=args.lr, batch_size=args.batch_size,
                           fresh_depth=args.fresh_depth, width=args.width, every=args.every,
-                          save=args.out / "model" if args.save_model else None)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "probe.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
-    print(f"probe: {args.out / 'probe.json'}; copying emerged at step {report['emergence_step']}")
+                          save=out / "model" if args.save_model else None)
+    print(f"probe: {_write_probe(report, out)}; copying emerged at step {report['emergence_step']}")
     return 0
 
 
@@ -105,11 +112,12 @@ def _add_probe_recall(zoo_sub: argparse._SubParsersAction) -> None:
     zp.add_argument("--width", type=int_at_least(16), default=64, help="the fresh decoder's width (default 64)")
     zp.add_argument("--steps", type=int_at_least(1), default=4000, help="training steps (default 4000)")
     zp.add_argument("--every", type=int_at_least(1), default=100, help="steps per logged window (default 100)")
-    zp.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default 2e-3)")
+    zp.add_argument("--lr", type=float_above(0.0), default=2e-3, help="peak learning rate (default 2e-3)")
     zp.add_argument("--batch-size", type=int_at_least(1), default=32, help="sequences per step (default 32)")
     zp.add_argument("--save-model", action="store_true",
                     help="also save the trained model to OUT/model (e.g. for zoo probe-context --init OUT/model)")
-    zp.add_argument("--out", type=Path, required=True, help="folder for probe.json")
+    zp.add_argument("--out", required=True, help="folder for probe.json")
+    zp.add_argument("--resume", action="store_true", help=RESUME_HELP + " (the probe runs again)")
     zp.set_defaults(func=_zoo_probe_recall)
 
 

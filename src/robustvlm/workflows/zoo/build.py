@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import shutil
-import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
