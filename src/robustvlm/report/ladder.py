@@ -187,7 +187,7 @@ def verdict_blocks(summary: Summary, paired: LadderPaired | None = None, quick: 
         selection="the final training step (the IRM paper's protocol)")
     lines += [winners_sentence(named(ladder_comparisons(summary, reading)), selection=READINGS[reading], fmt=points)
               for reading in ("oracle", "training-domain")]
-    lines += [line for reading in READINGS if (line := paired_sentence(paired or {}, reading))]
+    lines += [line for reading in READINGS if (line := paired_sentence(paired or {}, reading, label))]
     if paired and (left := runs_left_out(paired)):
         lines.append(f"Up to {left} run(s) per rung were kept from before per-picture answers were recorded and "
                      "are left out of the paired test; re-run them into a fresh folder to include them.")

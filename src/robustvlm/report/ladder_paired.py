@@ -40,13 +40,14 @@ def paired_row(cell: str, env: str, method: str, v: PairedVerdict) -> list[str]:
             "yes" if v.separated else "no", _needed(v)]
 
 
-def paired_sentence(paired: LadderPaired, reading: str) -> str | None:
-    """How many comparisons with ERM under `reading` a paired test separates, and which."""
+def paired_sentence(paired: LadderPaired, reading: str, label: Callable[[str], str] = str) -> str | None:
+    """How many comparisons with ERM under `reading` a paired test separates, and which (`label`
+    names a method)."""
     found = [(cell, env, m, v) for cell, methods in paired.get(reading, {}).items()
              for m, by_env in methods.items() for env, v in by_env.items()]
     if not found:
         return None
-    better = [f"{m} on {cell} {ENV_WORDS.get(env, env)} ({100 * v.paired.comparison.difference:+.1f})"
+    better = [f"{label(m)} on {cell} {ENV_WORDS.get(env, env)} ({100 * v.paired.comparison.difference:+.1f})"
               for cell, env, m, v in found if v.separated and v.paired.comparison.difference > 0]
     worse = sum(v.separated and v.paired.comparison.difference < 0 for *_, v in found)
     named = f": {'; '.join(better)}" if better else ""
