@@ -68,6 +68,7 @@ from robustvlm.workflows.demos.ladder_vlm import (
     vlm_evaluations,
 )
 from robustvlm.workflows.demos.ladder_zero_shot import TEN_WAY_PICTURES, zero_shot
+from robustvlm.workflows.experiments.ladder import ladder_methods
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
 PIXELS = "pixels"
@@ -87,12 +88,6 @@ def method_hparams(anneal: int, weight: float = PAPER["penalty_weight"]) -> dict
     (`Objective.penalty_schedule`; one without a schedule is not on the ladder), and the oracle's."""
     schedules = {name: cls.penalty_schedule(anneal, weight) for name, cls in REGISTRY.items()}
     return {**{name: hp for name, hp in schedules.items() if hp is not None}, ORACLE: {}}
-
-
-def ladder_methods() -> tuple[str, ...]:
-    """The methods the ladder trains: every registered objective with a penalty schedule, then the
-    grayscale oracle."""
-    return tuple(method_hparams(0))
 
 
 def vlm_hparams(vlm: VLMRungPlan) -> dict[str, dict[str, Any]]:
