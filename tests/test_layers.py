@@ -108,6 +108,7 @@ WORKFLOW_LAYERS = [
     {"finetune", "embed", "zoo"},
     {"reward", "measure"},
     {"demos"},
+    {"experiments"},
 ]
 WORKFLOW_LAYER_OF = {name: i for i, names in enumerate(WORKFLOW_LAYERS) for name in names}
 #: Known edges that still run up, each with the issue that removes it (none today).

@@ -24,8 +24,9 @@ warning) or to the default demo (refused)."""
 
 def _out_help(experiment: Experiment[Any, Any]) -> str:
     """--out's help: the folder of each preset."""
-    folders = {name: experiment.out(plan) for name, plan in experiment.presets.items()}
-    shown = folders.pop("default")
+    shown = experiment.out(experiment.default_plan())
+    folders = {name: experiment.out(plan) for name, plan in experiment.presets.items()
+               if experiment.out(plan) != shown}
     return f"output folder (default: {'; '.join([shown, *(f'{n}: {f}' for n, f in folders.items())])})"
 
 

@@ -59,6 +59,11 @@ def comma_separated(item: Callable[[str], Any]) -> Callable[[str], tuple[Any, ..
     return parse
 
 
+def _metavar(kind: Any, spec: OptionSpec) -> str | None:
+    """An option's metavar when its plan does not name one: N for an integer, else argparse's."""
+    return "N" if kind is int and spec.choices is None else None
+
+
 def _shown(value: Any) -> str:
     """A default as the help shows it."""
     return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
@@ -85,7 +90,7 @@ def add_plan_options(parser: argparse.ArgumentParser, experiment: Experiment[Any
             continue
         item = _item_parser(kind, spec)
         shown = "" if value is None or spec.shown else f" (default: {_shown(value)})"
-        action = parser.add_argument(name, dest=dest, default=value, metavar=spec.metavar,
+        action = parser.add_argument(name, dest=dest, default=value, metavar=spec.metavar or _metavar(kind, spec),
                                      type=comma_separated(item) if many else item, choices=spec.choices,
                                      help=argparse.SUPPRESS if hidden else spec.help + shown)
         if value is None and spec.shown is not None:

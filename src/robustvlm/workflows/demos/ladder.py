@@ -60,7 +60,7 @@ from robustvlm.linear.mlp import MLPFit, fit_mlp
 from robustvlm.models.backends import load_backend
 from robustvlm.models.loading import TINY_PREFIX
 from robustvlm.models.zoo_recipes import RECIPES, ZOO_PREFIX, recipe
-from robustvlm.objectives import REGISTRY, Objective, build_objective
+from robustvlm.objectives import LADDER, REGISTRY, Objective, applicable_methods, build_objective
 from robustvlm.workflows.demos.ladder_vlm import MODES as VLM_MODES
 from robustvlm.workflows.demos.ladder_vlm import (
     parse_rung,
@@ -68,7 +68,6 @@ from robustvlm.workflows.demos.ladder_vlm import (
     vlm_evaluations,
 )
 from robustvlm.workflows.demos.ladder_zero_shot import TEN_WAY_PICTURES, zero_shot
-from robustvlm.workflows.experiments.ladder import ladder_methods
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
 PIXELS = "pixels"
@@ -88,6 +87,13 @@ def method_hparams(anneal: int, weight: float = PAPER["penalty_weight"]) -> dict
     (`Objective.penalty_schedule`; one without a schedule is not on the ladder), and the oracle's."""
     schedules = {name: cls.penalty_schedule(anneal, weight) for name, cls in REGISTRY.items()}
     return {**{name: hp for name, hp in schedules.items() if hp is not None}, ORACLE: {}}
+
+
+def ladder_methods() -> tuple[str, ...]:
+    """The methods the ladder trains: every registered objective that declares it applies to the
+    ladder (`Objective.applies_to`; each takes the paper's schedule, `method_hparams`), then the
+    grayscale oracle."""
+    return (*applicable_methods(LADDER), ORACLE)
 
 
 def vlm_hparams(vlm: VLMRungPlan) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from robustvlm.configs import resolve as config_file
 from robustvlm.workflows.experiments.base import Experiment, option
-from robustvlm.workflows.experiments.ladder import QUICK_HELP
 
 if TYPE_CHECKING:
     from robustvlm.linear.results import InvarianceResults
@@ -26,7 +25,7 @@ def linear_methods() -> tuple[str, ...]:
 class InvarianceExperimentPlan:
     """The linear unit tests' options."""
 
-    quick: bool = option(False, QUICK_HELP + " (as --budget quick)")
+    quick: bool = option(False, "a smoke test: --budget quick")
     n_envs: int = option(3, "environments", minimum=2)
     dim_inv: int = option(5, "invariant dimensions", minimum=1)
     dim_spu: int = option(5, "spurious dimensions", minimum=0)

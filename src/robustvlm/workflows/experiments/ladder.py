@@ -23,12 +23,10 @@ DEPENDS_ON = ("robustvlm.workflows.demos.ladder", "robustvlm.workflows.demos.lad
 
 
 def ladder_methods() -> tuple[str, ...]:
-    """The methods the ladder trains: every registered objective that declares it applies to the
-    ladder (`Objective.applies_to`), then the grayscale oracle."""
-    from robustvlm.analysis.ladder import ORACLE
-    from robustvlm.objectives import LADDER, applicable_methods
+    """The methods the ladder trains (`workflows.demos.ladder.ladder_methods`)."""
+    from robustvlm.workflows.demos.ladder import ladder_methods as methods
 
-    return (*applicable_methods(LADDER), ORACLE)
+    return methods()
 
 
 @dataclass(frozen=True)
