@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 class SubParsers(Protocol):
     """What `ArgumentParser.add_subparsers` returns, as each command group adds its parsers to it."""
 
-    def add_parser(self, name: str, *, help: str | None = ...) -> argparse.ArgumentParser: ...
+    def add_parser(self, name: str, *, help: str | None = ..., description: str | None = ...,
+                   formatter_class: type[argparse.HelpFormatter] = ...) -> argparse.ArgumentParser: ...
 
 
 RESUME_HELP = (

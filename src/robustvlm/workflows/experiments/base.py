@@ -53,7 +53,7 @@ def option(default: Any, help: str, **spec: Any) -> Any:
 
 def option_spec(plan_field: dataclasses.Field[Any]) -> OptionSpec:
     """The `OptionSpec` a plan field was declared with (`option`)."""
-    return plan_field.metadata[OPTION]  # type: ignore[no-any-return]
+    return plan_field.metadata[OPTION]
 
 
 def flag(name: str) -> str:
