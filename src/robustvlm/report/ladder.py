@@ -21,6 +21,7 @@ from robustvlm.analysis.ladder import (
 )
 from robustvlm.analysis.ladder_results import LadderResults
 from robustvlm.analysis.verdict import Comparison, verdict_sentences, winners_sentence
+from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, save_figure
@@ -234,7 +235,7 @@ def protocol_text(results: LadderResults) -> str:
 def vlm_models_text(cells: list[str]) -> str:
     """Which models the `vlm:` rungs `cells` ("source/vlm:mode:model") start from, and what the seed sets."""
     models = {cell.partition("/")[2].split(":", 2)[2] for cell in cells}
-    pretrained = sorted(m for m in models if not m.startswith("tiny:"))
+    pretrained = sorted(m for m in models if ModelRef.parse(m).kind != TINY)
     tiny = "the tiny offline Idefics3 (random weights, built per seed)"
     if not pretrained:
         return tiny
