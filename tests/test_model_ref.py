@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from robustvlm.model_ref import BUILT_OFFLINE, FOLDER, HUB, REAL, SERVED, TINY, WEIGHTS, ZOO, ModelRef
+from robustvlm.model_ref import (
+    BUILT_OFFLINE,
+    FOLDER,
+    HUB,
+    REAL,
+    SERVED,
+    TINY,
+    WEIGHTS,
+    ZOO,
+    ModelRef,
+)
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "robustvlm"
 PREFIX = r"((TINY|ZOO|REAL|SERVED)_PREFIX|[\"'](tiny|zoo|real|openai):)"

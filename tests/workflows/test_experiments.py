@@ -117,3 +117,17 @@ def test_the_verdict_printed_is_the_reports_first_verdict_lines(tmp_path):
     report.write_text("# Title\n\n## Verdict\n\nfirst\n\n- second\n\n## Details\n\nnot this\n", encoding="utf-8")
     assert verdict_lines(report) == [f"verdict ({report}):", "first", "- second"]
     assert verdict_lines(tmp_path / "absent.md") == []
+
+
+def test_each_preset_writes_where_the_demo_always_wrote():
+    folders = {(name, preset): e.out(plan) for name, e in EXPERIMENTS.items() for preset, plan in e.presets.items()}
+    assert folders == {
+        ("default", "default"): "demo_out", ("default", "quick"): "demo_out_quick",
+        ("tasks", "default"): "demo_tasks", ("tasks", "quick"): "demo_tasks_quick", ("tasks", "zoo"): "demo_tasks_zoo",
+        ("robustness", "default"): "demo_robustness", ("robustness", "quick"): "demo_robustness",
+        ("robustness", "zoo"): "demo_robustness_zoo",
+        ("invariance", "default"): "demo_invariance", ("invariance", "quick"): "demo_invariance",
+        ("invariance", "paper"): "demo_invariance",
+        ("ladder", "default"): "demo_ladder", ("ladder", "quick"): "demo_ladder_quick", ("ladder", "zoo"): "demo_ladder_zoo",
+        ("reward", "default"): "demo_reward", ("reward", "quick"): "demo_reward_quick", ("reward", "zoo"): "demo_reward_zoo",
+    }

@@ -56,6 +56,17 @@ def option_spec(plan_field: dataclasses.Field[Any]) -> OptionSpec:
     return plan_field.metadata[OPTION]
 
 
+def presets(plan: Callable[..., P], *flags: str) -> dict[str, P]:
+    """{"default": plan()} and, for each of `flags` ("quick", "zoo"), the plan with that flag set."""
+    return {"default": plan(), **{name: plan(**{name: True}) for name in flags}}
+
+
+def demo_folder(name: str) -> Callable[[Any], str]:
+    """A plan's output folder: demo_NAME, then _zoo and _quick where the plan sets them."""
+    return lambda plan: (f"demo_{name}" + ("_zoo" if getattr(plan, "zoo", False) else "")
+                         + ("_quick" if plan.quick else ""))
+
+
 def flag(name: str) -> str:
     """The command-line option of plan field `name` ("n_envs" -> "--n-envs")."""
     return "--" + name.replace("_", "-")

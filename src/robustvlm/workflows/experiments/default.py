@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from robustvlm.extras import require
-from robustvlm.workflows.experiments.base import Experiment, option
+from robustvlm.workflows.experiments.base import Experiment, option, presets
 from robustvlm.workflows.experiments.ladder import DEPENDS_ON, QUICK_HELP
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ EXPERIMENT = Experiment(
     summary="the default demo (also `robustvlm demo` alone): Colored MNIST on real images, ERM vs IRMv1 / "
     "V-REx / BIRM / Dynamic BIRM on pixels and a frozen VLM vision tower, 3 seeds (about 5 min on 2 cores)",
     plan=DefaultExperimentPlan,
-    presets={"default": DefaultExperimentPlan(), "quick": DefaultExperimentPlan(quick=True)},
+    presets=presets(DefaultExperimentPlan, "quick"),
     run=run,
     out=lambda plan: "demo_out_quick" if plan.quick else "demo_out",
     depends_on=DEPENDS_ON,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from robustvlm.configs import resolve as config_file
-from robustvlm.workflows.experiments.base import Experiment, option
+from robustvlm.workflows.experiments.base import Experiment, option, presets
 
 if TYPE_CHECKING:
     from robustvlm.linear.results import InvarianceResults
@@ -60,8 +60,7 @@ EXPERIMENT = Experiment(
     summary="the linear unit tests of invariance: every objective on the six problems of Aubin et al. (2021), "
     "beside the paper's figures",
     plan=InvarianceExperimentPlan,
-    presets={"default": InvarianceExperimentPlan(), "quick": InvarianceExperimentPlan(quick=True),
-             "paper": InvarianceExperimentPlan(budget="paper")},
+    presets={**presets(InvarianceExperimentPlan, "quick"), "paper": InvarianceExperimentPlan(budget="paper")},
     run=run,
     out=lambda plan: "demo_invariance",
     figures=("invariance", "invariance-spread", "invariance-eiil"),

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from robustvlm.extras import require
-from robustvlm.workflows.experiments.base import Experiment, option
+from robustvlm.workflows.experiments.base import Experiment, demo_folder, option, presets
 
 if TYPE_CHECKING:
     from robustvlm.analysis.ladder_results import LadderResults
@@ -68,18 +68,14 @@ def run(plan: LadderExperimentPlan, out: Path) -> LadderResults:
                            inferred_envs=plan.inferred_envs)
 
 
-def _out(plan: LadderExperimentPlan) -> str:
-    return "demo_ladder" + ("_zoo" if plan.zoo else "") + ("_quick" if plan.quick else "")
-
-
 EXPERIMENT = Experiment(
     name="ladder",
     summary="the whole invariance ladder: the IRM paper's Colored MNIST on real images, through pixels, frozen "
     "vision towers and VLMs (--zoo: its VLM rungs from a pretrained zoo VLM)",
     plan=LadderExperimentPlan,
-    presets={"default": LadderExperimentPlan(), "quick": LadderExperimentPlan(quick=True), "zoo": LadderExperimentPlan(zoo=True)},
+    presets=presets(LadderExperimentPlan, "quick", "zoo"),
     run=run,
-    out=_out,
+    out=demo_folder("ladder"),
     figures=("ladder", "ladder-vlm", "ladder-zoo", "ladder-zoo-oracle", "ladder-zoo-td", "ladder-zoo-shot",
              "ladder-zoo-seeds"),
     depends_on=DEPENDS_ON,

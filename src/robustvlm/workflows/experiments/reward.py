@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from robustvlm.errors import ConfigError
-from robustvlm.workflows.experiments.base import Experiment, option
+from robustvlm.workflows.experiments.base import Experiment, demo_folder, option, presets
 from robustvlm.workflows.experiments.ladder import QUICK_HELP
 
 if TYPE_CHECKING:
@@ -45,9 +45,9 @@ EXPERIMENT = Experiment(
     summary="shortcut-aware reward models: generalization matrices, SFD, Best-of-N (--zoo: from a pretrained "
     "zoo VLM)",
     plan=RewardExperimentPlan,
-    presets={"default": RewardExperimentPlan(), "quick": RewardExperimentPlan(quick=True), "zoo": RewardExperimentPlan(zoo=True)},
+    presets=presets(RewardExperimentPlan, "quick", "zoo"),
     run=run,
-    out=lambda plan: "demo_reward" + ("_zoo" if plan.zoo else "") + ("_quick" if plan.quick else ""),
+    out=demo_folder("reward"),
     figures=("reward-matrix", "reward-linear", "reward-ladder", "reward-ladder-sfc", "reward-ladder-runs",
              "reward-zoo-matrix", "reward-zoo-ladder", "reward-zoo-ladder-sfc", "reward-zoo-runs", "reward-zoo-steps"),
     depends_on=("robustvlm.workflows.demos.reward", "robustvlm.workflows.demos.reward_zoo", "robustvlm.reward",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from robustvlm.extras import require
-from robustvlm.workflows.experiments.base import Experiment, option
+from robustvlm.workflows.experiments.base import Experiment, option, presets
 from robustvlm.workflows.experiments.ladder import QUICK_HELP
 
 if TYPE_CHECKING:
@@ -50,8 +50,7 @@ EXPERIMENT = Experiment(
     summary="accuracy on the line: a family of tiny models, probit fits (--zoo: the model zoo's pretrained "
     "members on Fashion-MNIST)",
     plan=RobustnessExperimentPlan,
-    presets={"default": RobustnessExperimentPlan(), "quick": RobustnessExperimentPlan(quick=True),
-             "zoo": RobustnessExperimentPlan(zoo=True)},
+    presets=presets(RobustnessExperimentPlan, "quick", "zoo"),
     run=run,
     out=_out,
     figures=("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er", "zoo-task-signal"),

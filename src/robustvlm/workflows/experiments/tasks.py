@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from robustvlm.workflows.experiments.base import Experiment, option
+from robustvlm.workflows.experiments.base import Experiment, demo_folder, option, presets
 from robustvlm.workflows.experiments.ladder import QUICK_HELP
 
 if TYPE_CHECKING:
@@ -46,9 +46,9 @@ EXPERIMENT = Experiment(
     summary="the Dynamic BIRM paper's Table 1 in miniature: ERM, BIRM, Dynamic BIRM fine-tuning a tiny VLM on "
     "the OCR tasks, 3 seeds (--zoo: a pretrained zoo VLM on fashion-tasks)",
     plan=TasksExperimentPlan,
-    presets={"default": TasksExperimentPlan(), "quick": TasksExperimentPlan(quick=True), "zoo": TasksExperimentPlan(zoo=True)},
+    presets=presets(TasksExperimentPlan, "quick", "zoo"),
     run=run,
-    out=lambda plan: "demo_tasks" + ("_zoo" if plan.zoo else "") + ("_quick" if plan.quick else ""),
+    out=demo_folder("tasks"),
     figures=("zoo-tasks", "zoo-tasks-envs"),
     depends_on=("robustvlm.workflows.demos.finetune", "robustvlm.workflows.finetune", "robustvlm.training",
                 "robustvlm.objectives", "robustvlm.evaluation", "robustvlm.analysis.study",
