@@ -52,7 +52,7 @@ from robustvlm.config import (
 )
 from robustvlm.data.images import load_image
 from robustvlm.data.synth.digit_attributes import CAPTION_CLASS_TEMPLATE
-from robustvlm.model_ref import TINY, ModelRef
+from robustvlm.model_ref import TINY
 from robustvlm.models.embedding import SPEC_FILE
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.vision import VisionTowerEmbedder
@@ -95,7 +95,7 @@ def base_vlm(out: Path, cfg: TaskSignalConfig, data: SignalData) -> Path | str:
     as it is and a tiny model is only built (once, so every family shares it)."""
     run = out / "base"
     if cfg.base_steps == 0:
-        if ModelRef.parse(cfg.model.name).kind != TINY:
+        if cfg.model.ref.kind != TINY:
             return cfg.model.name
         final = run / "final"
         if not (final / "config.json").is_file():
