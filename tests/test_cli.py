@@ -248,6 +248,7 @@ def _record_demo_runs(monkeypatch) -> list[str]:
         (["demo", "reward", "--n-envs", "3"], "--n-envs"),  # at its default value (issue 45.7)
         (["demo", "--dim-inv", "5"], "--dim-inv"),
         (["demo", "--zoo", "invariance"], "--zoo"),  # before the name, to a demo that does not read it
+        (["demo", "--dim-spu", "0"], "--dim-spu"),  # a value that equals False
     ],
 )
 def test_a_demo_option_given_to_a_demo_that_does_not_read_it_is_refused(argv, option, monkeypatch, capsys):

@@ -40,11 +40,12 @@ def _explain(name: str) -> Callable[[str], str | None]:
 
 
 def _given_first(args: argparse.Namespace) -> dict[str, Any]:
-    """{field: value} of the options given to `robustvlm demo` before any name, other than the
-    default demo's own left at their defaults."""
+    """{field: value} of the options given to `robustvlm demo` before any name (the others' default
+    is None, a flag's False), other than the default demo's own left at their defaults."""
     own = EXPERIMENTS[DEFAULT].default_plan()
     return {key.removeprefix(BEFORE): value for key, value in vars(args).items()
-            if key.startswith(BEFORE) and value not in (None, False, getattr(own, key.removeprefix(BEFORE), None))}
+            if key.startswith(BEFORE) and value is not None and value is not False
+            and value != getattr(own, key.removeprefix(BEFORE), None)}
 
 
 def _run_default(args: argparse.Namespace) -> int:
