@@ -1,6 +1,7 @@
 """The command line: subcommands, exit codes, and errors without tracebacks."""
 
 import csv
+import re
 import subprocess
 import sys
 from functools import partial
@@ -180,7 +181,7 @@ def test_mc_build_text_distractors_take_the_configured_encoder(tmp_path, capsys)
         ["train", "c.yaml", "train.lr=1e-4", "--out", "runs/erm", "train.steps=500"],
         ["rm", "train", "c.yaml", "--resume", "train.steps=500"],
         ["embed", "train", "c.yaml", "--out", "runs/emb", "train.steps=500"],
-        ["demo", "--quick", "train.steps=500"],
+        ["demo", "tasks", "--quick", "train.steps=500"],
         ["robustness", "task-signal", "c.yaml", "--out", "ts", "train.steps=500"],
     ],
 )
@@ -244,12 +245,21 @@ def _record_demo_runs(monkeypatch) -> list[str]:
         (["demo", "ladder", "--zoo", "--inferred-envs"], "--inferred-envs"),
         (["demo", "robustness", "--n-envs", "4"], "--n-envs"),
         (["demo", "--quick", "--budget", "paper"], "--budget"),
+        (["demo", "reward", "--n-envs", "3"], "--n-envs"),  # at its default value (issue 45.7)
+        (["demo", "--dim-inv", "5"], "--dim-inv"),
+        (["demo", "--zoo", "invariance"], "--zoo"),  # before the name, to a demo that does not read it
+        (["demo", "--dim-spu", "0"], "--dim-spu"),  # a value that equals False
     ],
 )
 def test_a_demo_option_given_to_a_demo_that_does_not_read_it_is_refused(argv, option, monkeypatch, capsys):
-    """They were ignored silently: `demo reward --methods erm,irm` trained every loss."""
+    """They were ignored silently: `demo reward --methods erm,irm` trained every loss, and
+    `demo reward --n-envs 3` (an option at its default value) started the demo."""
     ran = _record_demo_runs(monkeypatch)
-    assert main(argv) == 2
+    try:
+        status = main(argv)
+    except SystemExit as exit_:  # refused by argparse: an option the demo's parser does not have
+        status = exit_.code
+    assert status == 2
     err = capsys.readouterr().err
     assert f"{option} does not apply to `robustvlm demo" in err and "Traceback" not in err
     assert ran == []
@@ -261,3 +271,27 @@ def test_the_options_a_demo_reads_reach_it(monkeypatch):
     assert main(["demo", "tasks", "--zoo", "--methods", "erm"]) == 0
     assert main(["demo", "ladder", "--inferred-envs", "--methods", "erm", "--seeds", "3"]) == 0
     assert ran == ["run_invariance_demo", "run_demo", "run_ladder_demo"]
+
+
+def test_an_option_before_the_demos_name_is_deprecated_but_still_read(monkeypatch, capsys):
+    ran = _record_demo_runs(monkeypatch)
+    seen: list[bool] = []
+    from robustvlm.workflows.demos import reward
+
+    monkeypatch.setattr(reward, "run_reward_demo", lambda out, *, quick: seen.append(quick))
+    assert main(["demo", "--quick", "reward"]) == 0
+    assert seen == [True] and ran == []
+    assert "deprecated" in capsys.readouterr().err
+
+
+def test_each_demo_help_shows_only_its_own_options(capsys):
+    from robustvlm.cli import build_parser
+    from robustvlm.workflows.experiments import EXPERIMENTS, flag
+
+    for name, experiment in EXPERIMENTS.items():
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["demo", name, "--help"])
+        shown = set(re.findall(r"(--[a-z-]+)", capsys.readouterr().out))
+        own = {flag(f) for f in experiment.plan.__dataclass_fields__}
+        assert shown - {"--help", "--out", "--quick", "--zoo"} <= own, name
+        assert own - {"--overrides"} <= shown, name

@@ -140,6 +140,8 @@ NOT_RUN = {
     "robustvlm zoo build --members clip-m,llava-clip-m": "two full members (minutes); builds of named members run in tests/workflows/test_zoo.py",
     "make demo": "the full demo (minutes); `demo --quick` runs in tests/workflows/demos/test_default_demo.py",
     "robustvlm demo --quick --out demo_out_quick": "about 20 CPU-seconds; runs in tests/workflows/demos/test_default_demo.py",
+    "robustvlm demo default --quick --out demo_out_quick":
+        "the same demo as `demo --quick` (its name spelt out); runs in tests/workflows/demos/test_default_demo.py",
     "robustvlm demo tasks --out demo_tasks":
         "a full study (minutes); `demo tasks --quick` runs with tiny settings in tests/workflows/demos/test_finetune.py",
     "make test": "this suite itself",

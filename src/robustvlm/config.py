@@ -27,6 +27,7 @@ from pydantic import (
 
 from robustvlm.errors import ConfigError
 from robustvlm.extras import require
+from robustvlm.model_ref import ModelRef
 from robustvlm.redact import check_url, check_variable_name, redact, secret_name
 
 
@@ -87,6 +88,11 @@ class ModelConfig(_Section):
     lora: LoraConfig = Field(default_factory=LoraConfig)
     gradient_checkpointing: bool = False
     tiny: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def ref(self) -> ModelRef:
+        """`name` parsed (`model_ref.ModelRef`): its kind, location and capabilities."""
+        return ModelRef.parse(self.name)
 
 
 class SplitSizes(_Section):

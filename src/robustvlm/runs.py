@@ -50,6 +50,7 @@ import yaml
 from pydantic import BaseModel
 
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.redact import redact, redact_settings
 
 CONFIG_FILE = "config.resolved.yaml"
@@ -289,7 +290,7 @@ def _remove_prepared(folder: Path) -> None:
     saved = flatten_settings(yaml.safe_load((folder / CONFIG_FILE).read_text(encoding="utf-8")) or {})
     if saved.get("data.benchmark") is not None:
         shutil.rmtree(folder / "data", ignore_errors=True)
-    if str(saved.get("model.name", "")).startswith("tiny:"):
+    if ModelRef.parse(str(saved.get("model.name", ""))).kind == TINY:
         shutil.rmtree(folder / "base", ignore_errors=True)
 
 

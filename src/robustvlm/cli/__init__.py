@@ -119,7 +119,8 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) 
     args, extras = parser.parse_known_args(argv)
     stray = [e for e in extras if e.startswith("-") or not hasattr(args, "overrides")]
     if stray:
-        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+        explain = getattr(args, "explain_option", None)  # a command saying which commands read an option
+        parser.error((explain and explain(stray[0])) or f"unrecognized arguments: {' '.join(stray)}")
     if extras:
         args.overrides = [*args.overrides, *extras]
     if hasattr(args, "config") and hasattr(args, "overrides"):

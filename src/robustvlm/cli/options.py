@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 class SubParsers(Protocol):
     """What `ArgumentParser.add_subparsers` returns, as each command group adds its parsers to it."""
 
-    def add_parser(self, name: str, *, help: str | None = ..., epilog: str | None = ...) -> argparse.ArgumentParser: ...
+    def add_parser(self, name: str, *, help: str | None = ..., description: str | None = ...,
+                   epilog: str | None = ..., formatter_class: type[argparse.HelpFormatter] = ...
+                   ) -> argparse.ArgumentParser: ...
 
 
 class Parser(argparse.ArgumentParser):

@@ -51,7 +51,7 @@ from robustvlm.errors import ConfigError
 from robustvlm.linear.batched import BATCHED, Cell, fit_linear_cell
 from robustvlm.linear.fit import LinearData, LinearFit, errors, fit_linear
 from robustvlm.linear.inferred import INFERRED_ENVS, InferredEnvs, eiil_environments
-from robustvlm.objectives import REGISTRY, build_objective
+from robustvlm.objectives import INVARIANCE, REGISTRY, applicable_methods, build_objective
 from robustvlm.objectives.search import draw_hparams
 
 ORACLE = "oracle"
@@ -60,9 +60,10 @@ INFERRED = {"irm_eiil": "irm", "dynamic_birm_eiil": "dynamic_birm"}
 
 
 def linear_methods() -> tuple[str, ...]:
-    """The methods every sweep trains by default: each objective of the registry (read when called,
-    so that one registered later, by a plugin, is among them), then the oracle."""
-    return (*REGISTRY, ORACLE)
+    """The methods every sweep trains by default: each objective of the registry that declares it
+    applies to the linear unit tests (`Objective.applies_to`; read when called, so that one
+    registered later, by a plugin, is among them), then the oracle."""
+    return (*applicable_methods(INVARIANCE), ORACLE)
 
 
 def all_methods() -> tuple[str, ...]:

@@ -12,15 +12,16 @@ from transformers import AutoModelForImageTextToText, AutoProcessor, PreTrainedM
 from transformers.utils import is_torchvision_available
 
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import PREFIXES, REAL, TINY, ModelRef
 from robustvlm.models.hub import hub_error_line
 from robustvlm.models.image_only import load_image_only_processor
-from robustvlm.models.real import REAL_PREFIX, build_real_vlm
+from robustvlm.models.real import build_real_vlm
 from robustvlm.models.tiny import build_tiny_vlm
 from robustvlm.models.tiny_families import VLM_FAMILIES
 from robustvlm.models.zoo_recipes import resolve_model_name
 from robustvlm.runs import atomic_folder
 
-TINY_PREFIX = "tiny:"
+TINY_PREFIX = PREFIXES[TINY]
 #: What transformers raises for a model it cannot load: missing or unreadable files, bad configs,
 #: and weights files that are not safetensors (SafetensorError, e.g. "header too large").
 LOAD_ERRORS = (OSError, ValueError, KeyError, SafetensorError)
@@ -52,15 +53,16 @@ def load_vlm(
         (model, processor). Raises ConfigError when the model cannot be loaded.
     """
     name_or_path = resolve_model_name(name_or_path)
-    if name_or_path.startswith(TINY_PREFIX):
-        kind = name_or_path[len(TINY_PREFIX):]
+    ref = ModelRef.parse(name_or_path)
+    if ref.kind == TINY:
+        kind = ref.location
         if kind not in VLM_FAMILIES:
             raise ConfigError(f"unknown tiny model '{name_or_path}'; known: "
                               f"{[TINY_PREFIX + k for k in sorted(VLM_FAMILIES)]}")
         model, processor = build_tiny_vlm(kind, corpus=corpus, **(tiny_options or {}))
         # transformers wraps PreTrainedModel.to with functools.wraps, which mypy reads as taking self first
         return (model.to(dtype) if dtype is not None else model), processor  # type: ignore[arg-type]
-    if name_or_path.startswith(REAL_PREFIX):
+    if ref.kind == REAL:
         model, processor = build_real_vlm(name_or_path, corpus=corpus, **(tiny_options or {}))
         return (model.to(dtype) if dtype is not None else model), processor  # type: ignore[arg-type]
     if tiny_options:

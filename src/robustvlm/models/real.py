@@ -57,11 +57,12 @@ from transformers import (
 )
 
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import PREFIXES, REAL, ModelRef
 from robustvlm.models.image_only import image_only
 from robustvlm.models.tiny import CHAT_TEMPLATE, train_tokenizer
 from robustvlm.models.tiny_families import QWEN_TOKENS, VLM_FAMILIES
 
-REAL_PREFIX = "real:"
+REAL_PREFIX = PREFIXES[REAL]
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,8 @@ REAL_MODELS: dict[str, RealSpec] = {
 
 def real_spec(name: str) -> RealSpec:
     """The spec of "real:<name>" (or of "<name>"); ConfigError naming the known ones."""
-    key = name.removeprefix(REAL_PREFIX)
+    ref = ModelRef.parse(name)
+    key = ref.location if ref.kind == REAL else name
     if key not in REAL_MODELS:
         raise ConfigError(f"unknown real-size model '{name}'; known: {[REAL_PREFIX + k for k in REAL_MODELS]}")
     return REAL_MODELS[key]

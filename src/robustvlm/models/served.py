@@ -40,13 +40,14 @@ from tqdm.auto import tqdm
 
 from robustvlm.config import ServedConfig
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import PREFIXES, SERVED, ModelRef
 from robustvlm.models.chat import ChatPrompt
 from robustvlm.models.concurrency import AIMD, AdaptiveLimit
 from robustvlm.models.endpoint import EndpointClient, EndpointError, openai_messages
 from robustvlm.models.loglik import OptionScores
 from robustvlm.models.response_cache import ResponseCache, request_key
 
-SERVED_PREFIX = "openai:"
+SERVED_PREFIX = PREFIXES[SERVED]
 CHAT_ROUTE = "/chat/completions"
 MAX_LISTED_FAILURES = 5
 USAGE_KEYS = ("requests", "cache_hits", "prompt_tokens", "completion_tokens")
@@ -93,9 +94,10 @@ class ServedModel:
     """
 
     def __init__(self, name: str, config: ServedConfig, cache: ResponseCache | None = None):
-        if not name.startswith(SERVED_PREFIX) or len(name) == len(SERVED_PREFIX):
+        ref = ModelRef.parse(name)
+        if ref.kind != SERVED or not ref.location:
             raise ConfigError(f"a served model is named {SERVED_PREFIX}MODEL, got {name!r}")
-        self.name, self.model_id, self.config = name, name[len(SERVED_PREFIX):], config
+        self.name, self.model_id, self.config = name, ref.location, config
         limit = AdaptiveLimit(AIMD(config.max_concurrency)) if config.adaptive_concurrency else None
         self.client = EndpointClient(config, who=f"served model '{name}'", limit=limit,
                                      on_send=lambda: self._count(requests=1))

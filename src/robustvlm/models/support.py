@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 
 from robustvlm.errors import ConfigError
-from robustvlm.models.real import REAL_PREFIX, real_spec
+from robustvlm.model_ref import FOLDER, REAL, TINY, ModelRef
+from robustvlm.models.real import real_spec
 from robustvlm.models.tiny_families import VLM_FAMILIES
 from robustvlm.models.zoo_recipes import resolve_model_name
 
@@ -68,11 +69,7 @@ def names_a_folder(name: str) -> bool:
     """Whether a model name is a local path rather than a hub id (`org/name`): it starts with `.`,
     `/` or `~`, holds a separator beyond one `org/name` slash (or the OS's own), or its parent
     folder exists (`runs/final` beside a `runs/` folder). "tiny:" and "openai:" names are neither."""
-    if name.startswith(("tiny:", "openai:")):
-        return False
-    seps = name.count("/") + (name.count(os.sep) if os.sep != "/" else 0)
-    parent = os.path.dirname(name)
-    return name.startswith((".", "/", "~")) or seps > 1 or (bool(parent) and os.path.isdir(parent))
+    return ModelRef.parse(name).kind == FOLDER
 
 
 def model_type_of(name: str) -> str | None:
@@ -80,11 +77,12 @@ def model_type_of(name: str) -> str | None:
     "real:<name>", or the `model_type` in a local folder's config.json; None for other names (hub
     names are checked when loaded). A name that is a local path (`names_a_folder`) to nothing is a
     ConfigError saying so."""
-    if name.startswith(REAL_PREFIX):
+    if ModelRef.parse(name).kind == REAL:
         return real_spec(name).kind
     name = resolve_model_name(name)
-    if name.startswith("tiny:"):
-        kind = name[len("tiny:"):]
+    ref = ModelRef.parse(name)
+    if ref.kind == TINY:
+        kind = ref.location
         if kind not in VLM_FAMILIES:
             raise ConfigError(f"unknown tiny architecture '{kind}' in '{name}'; known: {sorted(VLM_FAMILIES)}")
         return kind

@@ -18,10 +18,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import PREFIXES, ZOO, ModelRef
 from robustvlm.models.hub import checked_hub_name
 from robustvlm.models.response_cache import cache_dir
 
-ZOO_PREFIX = "zoo:"
+ZOO_PREFIX = PREFIXES[ZOO]
 #: Bumped when the build code changes what a recipe produces, so old members are not reused.
 RECIPE_VERSION = 3
 DUAL_ENCODERS = ("clip", "siglip")
@@ -82,20 +83,21 @@ class Recipe(BaseModel):
         and, for a VLM on a zoo tower or started from a zoo member, that member's key (a changed
         tower or start rebuilds the VLM). Fields added later (`LATER_FIELDS`) enter the JSON only
         when they differ from their default, so the members made before them keep their keys."""
-        tower = recipe(self.tower[len(ZOO_PREFIX):]).key() if self.tower.startswith(ZOO_PREFIX) else None
+        tower_ref = ModelRef.parse(self.tower)
+        tower = recipe(tower_ref.location).key() if tower_ref.kind == ZOO else None
         content = self.model_dump()
         for name in LATER_FIELDS:
             if content[name] == Recipe.model_fields[name].default:
                 del content[name]
         if self.init is not None:
-            content["init_key"] = recipe(self.init[len(ZOO_PREFIX):]).key()
+            content["init_key"] = recipe(ModelRef.parse(self.init).location).key()
         text = json.dumps({"version": RECIPE_VERSION, "tower_key": tower, **content}, sort_keys=True)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
     @property
     def init_member(self) -> str | None:
         """The member name `init` starts from (None: a fresh model)."""
-        return self.init[len(ZOO_PREFIX):] if self.init else None
+        return ModelRef.parse(self.init).location if self.init else None
 
     def folder_name(self) -> str:
         return f"{self.name}-{self.key()}"
@@ -215,9 +217,10 @@ def member_dir(r: Recipe) -> Path:
 def resolve_model_name(name: str) -> str:
     """"zoo:NAME" -> the folder of member NAME (ConfigError when it is not built yet); any
     other name unchanged, once `hub.checked_hub_name` let it through (never a key-like name)."""
-    if not name.startswith(ZOO_PREFIX):
+    ref = ModelRef.parse(name)
+    if ref.kind != ZOO:
         return checked_hub_name(name)
-    member = recipe(name[len(ZOO_PREFIX):])
+    member = recipe(ref.location)
     folder = member_dir(member)
     if not (folder / "config.json").is_file():
         raise ConfigError(f"zoo member '{member.name}' is not built ({folder} missing): "

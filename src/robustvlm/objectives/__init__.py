@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from robustvlm.errors import ConfigError
-from robustvlm.objectives.base import HParam, LossParts, Objective
+from robustvlm.objectives.base import (
+    EVERY_EXPERIMENT,
+    INVARIANCE,
+    LADDER,
+    TASKS,
+    HParam,
+    LossParts,
+    Objective,
+)
 from robustvlm.objectives.birm import BIRM
 from robustvlm.objectives.dynamic_birm import DynamicBIRM
 from robustvlm.objectives.erm import ERM
@@ -28,6 +36,13 @@ def build_objective(method: str, env_names: list[str], hparams: dict[str, Any] |
     return REGISTRY[method](env_names, **(hparams or {}))
 
 
+def applicable_methods(experiment: str) -> tuple[str, ...]:
+    """The registered objectives (plugins' too) that declare they apply to `experiment`
+    (`Objective.applies_to`), in registry order: that experiment's default method list."""
+    load_plugins()
+    return tuple(name for name, cls in REGISTRY.items() if experiment in cls.applies_to)
+
+
 def check_method(method: str, hparams: dict[str, Any], where: str = "method") -> None:
     """ConfigError naming `where` unless `method` is registered and `hparams` are values it
     accepts: declared keys of the right kinds (`check_hparam_values`), and whatever the class
@@ -42,4 +57,7 @@ def check_method(method: str, hparams: dict[str, Any], where: str = "method") ->
         raise ConfigError(f"{where}: {err}") from None
 
 
-__all__ = ["REGISTRY", "HParam", "LossParts", "Objective", "build_objective", "check_method"]
+__all__ = [
+    "EVERY_EXPERIMENT", "INVARIANCE", "LADDER", "REGISTRY", "TASKS", "HParam", "LossParts", "Objective",
+    "applicable_methods", "build_objective", "check_method",
+]

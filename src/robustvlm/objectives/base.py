@@ -22,6 +22,13 @@ import torch
 from robustvlm.errors import ConfigError
 from robustvlm.models.outputs import AnswerOutputs
 
+#: The experiments (`robustvlm demo NAME`) whose method lists an objective can join: each
+#: objective declares those it applies to (`Objective.applies_to`), and every experiment's
+#: default method list is the registered objectives that declare it (`objectives.applicable_methods`).
+TASKS = "tasks"
+LADDER = "ladder"
+INVARIANCE = "invariance"
+EVERY_EXPERIMENT = frozenset({TASKS, LADDER, INVARIANCE})
 
 @dataclass(frozen=True)
 class HParam:
@@ -188,6 +195,10 @@ class Objective(Generic[HP]):
     """How tables, plots and verdicts name the method ("IRMv1")."""
     colour: ClassVar[str] = "C7"
     """Its colour in plots (a matplotlib colour: "C0".."C9")."""
+    applies_to: ClassVar[frozenset[str]] = frozenset()
+    """The experiments whose default method lists include it (of `EVERY_EXPERIMENT`: `tasks`
+    fine-tunes a VLM on task types, `ladder` trains on the invariance ladder's rungs with the IRM
+    paper's penalty schedule, `invariance` the linear unit tests); none: only where named."""
     hparams: ClassVar[dict[str, HParam]] = {}
     hparams_class: ClassVar[type[Hyperparameters]] = Hyperparameters
     hp: HP

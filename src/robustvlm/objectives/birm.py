@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from robustvlm.models.outputs import AnswerOutputs
-from robustvlm.objectives.base import Hyperparameters, LossParts, hparam
+from robustvlm.objectives.base import EVERY_EXPERIMENT, Hyperparameters, LossParts, hparam
 from robustvlm.objectives.env_stats import (
     EnvRisks,
     check_env_ids,
@@ -133,6 +133,7 @@ class BIRM(AnnealedObjective[BIRMHyperparameters]):
     hparams_class = BIRMHyperparameters
     label = "BIRM"
     colour = "C3"
+    applies_to = EVERY_EXPERIMENT
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)

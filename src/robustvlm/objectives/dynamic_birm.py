@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from robustvlm.models.outputs import AnswerOutputs
-from robustvlm.objectives.base import LossParts, Objective, hparam
+from robustvlm.objectives.base import EVERY_EXPERIMENT, LossParts, Objective, hparam
 from robustvlm.objectives.birm import BayesianScalePenalty, ScaleHyperparameters
 from robustvlm.objectives.invariance import penalised_parts, require
 
@@ -160,6 +160,7 @@ class DynamicBIRM(Objective[DynamicBIRMHyperparameters]):
     hparams_class = DynamicBIRMHyperparameters
     label = "Dynamic BIRM"
     colour = "C4"
+    applies_to = EVERY_EXPERIMENT
 
     @classmethod
     def penalty_schedule(cls, anneal: int, weight: float) -> dict[str, Any] | None:

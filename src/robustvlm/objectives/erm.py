@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from robustvlm.models.outputs import AnswerOutputs
-from robustvlm.objectives.base import Hyperparameters, LossParts, Objective
+from robustvlm.objectives.base import EVERY_EXPERIMENT, Hyperparameters, LossParts, Objective
 
 
 class ERM(Objective[Hyperparameters]):
@@ -16,6 +16,7 @@ class ERM(Objective[Hyperparameters]):
     name = "erm"
     label = "ERM"
     colour = "C0"
+    applies_to = EVERY_EXPERIMENT
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
         risk = out.token_risk()

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from robustvlm.models.outputs import AnswerOutputs
-from robustvlm.objectives.base import Hyperparameters, LossParts, Objective, hparam
+from robustvlm.objectives.base import INVARIANCE, Hyperparameters, LossParts, Objective, hparam
 from robustvlm.objectives.env_stats import reduce_env_stats
 from robustvlm.objectives.invariance import require
 
@@ -32,6 +32,7 @@ class GroupDRO(Objective[GroupDROHyperparameters]):
     hparams_class = GroupDROHyperparameters
     label = "GroupDRO"
     colour = "C5"
+    applies_to = frozenset({INVARIANCE})
 
     @classmethod
     def penalty_schedule(cls, anneal: int, weight: float) -> dict[str, Any] | None:

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from robustvlm.models.outputs import AnswerOutputs
-from robustvlm.objectives.base import LossParts, hparam
+from robustvlm.objectives.base import INVARIANCE, LADDER, LossParts, hparam
 from robustvlm.objectives.env_stats import (
     check_env_ids,
     group_count,
@@ -54,6 +54,7 @@ class IRM(AnnealedObjective[IRMHyperparameters]):
     hparams_class = IRMHyperparameters
     label = "IRMv1"
     colour = "C1"
+    applies_to = frozenset({LADDER, INVARIANCE})
 
     @classmethod
     def penalty_schedule(cls, anneal: int, weight: float) -> dict[str, Any] | None:

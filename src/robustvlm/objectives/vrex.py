@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from robustvlm.models.outputs import AnswerOutputs
-from robustvlm.objectives.base import LossParts
+from robustvlm.objectives.base import INVARIANCE, LADDER, LossParts
 from robustvlm.objectives.env_stats import reduce_env_stats
 from robustvlm.objectives.invariance import (
     AnnealedHyperparameters,
@@ -33,6 +33,7 @@ class VREx(AnnealedObjective[VRExHyperparameters]):
     hparams_class = VRExHyperparameters
     label = "V-REx"
     colour = "C2"
+    applies_to = frozenset({LADDER, INVARIANCE})
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
         risks, _ = reduce_env_stats(out, len(self.env_names))

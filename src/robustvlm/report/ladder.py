@@ -22,6 +22,7 @@ from robustvlm.analysis.ladder import (
 from robustvlm.analysis.ladder_paired import LadderPaired
 from robustvlm.analysis.ladder_results import LadderResults
 from robustvlm.analysis.verdict import QUICK_RUN, Comparison, verdict_sentences, winners_sentence
+from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.ladder_paired import (
     READING_WORDS,
@@ -247,7 +248,7 @@ def protocol_text(results: LadderResults) -> str:
 def vlm_models_text(cells: list[str]) -> str:
     """Which models the `vlm:` rungs `cells` ("source/vlm:mode:model") start from, and what the seed sets."""
     models = {cell.partition("/")[2].split(":", 2)[2] for cell in cells}
-    pretrained = sorted(m for m in models if not m.startswith("tiny:"))
+    pretrained = sorted(m for m in models if ModelRef.parse(m).kind != TINY)
     tiny = "the tiny offline Idefics3 (random weights, built per seed)"
     if not pretrained:
         return tiny

@@ -26,8 +26,9 @@ from robustvlm.data.collate import VLMCollator
 from robustvlm.data.from_config import materialize
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import TINY
 from robustvlm.models.answer import AnswerModel
-from robustvlm.models.loading import TINY_PREFIX, load_vlm
+from robustvlm.models.loading import load_vlm
 from robustvlm.models.trainable import (
     configure_trainable,
     count_parameters,
@@ -134,7 +135,7 @@ def export_checkpoint(cfg: RunConfig, run_dir: Path, checkpoint: Path, out_dir: 
             f"{checkpoint}: no {WEIGHTS_FILE}; sharded (DeepSpeed / FSDP) checkpoints cannot be "
             "exported for evaluation, only the final model"
         )
-    tiny = cfg.model.name.startswith(TINY_PREFIX)
+    tiny = cfg.model.ref.kind == TINY
     name = str(Path(run_dir) / "base") if tiny else cfg.model.name
     model: torch.nn.Module
     model, processor = load_vlm(name, trust_remote_code=cfg.model.trust_remote_code)

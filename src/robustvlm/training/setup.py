@@ -14,7 +14,8 @@ from robustvlm.config import DataConfig, ModelConfig, RunConfig
 from robustvlm.data.from_config import load_from_config, training_examples
 from robustvlm.data.records import Example, SkipLog
 from robustvlm.errors import ConfigError
-from robustvlm.models.loading import TINY_PREFIX, load_vlm, save_tiny_base
+from robustvlm.model_ref import TINY, ModelRef
+from robustvlm.models.loading import load_vlm, save_tiny_base
 from robustvlm.objectives import Objective, build_objective
 from robustvlm.training.sampler import (
     EnvBalancedBatchSampler,
@@ -67,7 +68,7 @@ def base_model(cfg: ModelConfig, out_dir: Path, corpus: list[str], accelerator: 
     half-written one; every process waits for it before loading.
     """
     name = cfg.name
-    if name.startswith(TINY_PREFIX):
+    if ModelRef.parse(name).kind == TINY:
         base = out_dir / "base"
         if accelerator.is_main_process:
             save_tiny_base(name, base, tiny_options=cfg.tiny, corpus=corpus)

@@ -41,11 +41,12 @@ from transformers import AutoConfig
 
 from robustvlm.config import ServedConfig
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import REAL, SERVED, TINY, ModelRef
 from robustvlm.models.backends.base import CAPABILITIES, Backend
 from robustvlm.models.embedding import EMBEDDING_FAMILIES, EmbeddingSpec
 from robustvlm.models.hub import hub_error_line
 from robustvlm.models.loading import LOAD_ERRORS, TINY_PREFIX
-from robustvlm.models.real import REAL_PREFIX, real_spec
+from robustvlm.models.real import real_spec
 from robustvlm.models.reward import META_FILE
 from robustvlm.models.served import SERVED_PREFIX
 from robustvlm.models.tiny_clip import DUAL_ENCODER_KINDS
@@ -126,7 +127,7 @@ def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
     "tiny:clip" is a CLIP; an unknown kind is a ConfigError; for "real:<name>", its architecture),
     else DEFAULT_FAMILY; "openai:MODEL"
     is a served model."""
-    if name.startswith(SERVED_PREFIX):
+    if ModelRef.parse(name).kind == SERVED:
         return SERVED_FAMILY
     name = resolve_model_name(name)
     family = _folder_family(name)
@@ -152,13 +153,14 @@ def _folder_family(name: str) -> str | None:
 def _model_type(name: str, trust_remote_code: bool) -> str:
     """The `model_type` of a model: the kind of "tiny:<kind>" (ConfigError for an unknown one),
     the architecture of "real:<name>", else its HF config's (ConfigError when it cannot be read)."""
-    if name.startswith(TINY_PREFIX):
-        model_type = name[len(TINY_PREFIX):]
+    ref = ModelRef.parse(name)
+    if ref.kind == TINY:
+        model_type = ref.location
         if model_type not in (*TINY_VLMS, *DUAL_ENCODER_KINDS):
             raise ConfigError(f"unknown tiny model '{name}'; known: "
                               f"{[TINY_PREFIX + k for k in (*sorted(TINY_VLMS), *DUAL_ENCODER_KINDS)]}")
         return model_type
-    if name.startswith(REAL_PREFIX):
+    if ref.kind == REAL:
         return real_spec(name).kind
     kwargs = {"trust_remote_code": True} if trust_remote_code else {}
     try:
@@ -171,7 +173,7 @@ def _model_type(name: str, trust_remote_code: bool) -> str:
 def generative_family(name: str) -> str:
     """The family of a model that generates: a served one for "openai:MODEL", else DEFAULT_FAMILY
     (no config is read)."""
-    return SERVED_FAMILY if name.startswith(SERVED_PREFIX) else DEFAULT_FAMILY
+    return SERVED_FAMILY if ModelRef.parse(name).kind == SERVED else DEFAULT_FAMILY
 
 
 SERVER_MAY_DIFFER = "server.base_url"
@@ -185,7 +187,7 @@ def served_settings(names: str | Sequence[str], served: ServedConfig | None) -> 
     Raises ConfigError, before any folder is claimed, for a served model without a server and for
     a server given to no served model."""
     names = [names] if isinstance(names, str) else list(names)
-    is_served = [n for n in names if n.startswith(SERVED_PREFIX)]
+    is_served = [n for n in names if ModelRef.parse(n).kind == SERVED]
     if is_served and served is None:
         raise ConfigError(f"model '{is_served[0]}' is served: give its server's address (--base-url URL)")
     if served is not None and not is_served:

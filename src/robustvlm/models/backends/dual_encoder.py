@@ -5,8 +5,9 @@ from __future__ import annotations
 from transformers import AutoModel, AutoProcessor
 
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.models.backends.base import Backend
-from robustvlm.models.loading import LOAD_ERRORS, TINY_PREFIX
+from robustvlm.models.loading import LOAD_ERRORS
 from robustvlm.models.tiny_clip import build_tiny_dual_encoder
 
 
@@ -15,8 +16,9 @@ class DualEncoderBackend(Backend):
 
     @classmethod
     def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
-        if name.startswith(TINY_PREFIX):
-            model, processor = build_tiny_dual_encoder(name[len(TINY_PREFIX):], corpus=corpus or ())
+        ref = ModelRef.parse(name)
+        if ref.kind == TINY:
+            model, processor = build_tiny_dual_encoder(ref.location, corpus=corpus or ())
             return cls(name, family, model, processor)
         kwargs = {"trust_remote_code": True} if trust_remote_code else {}
         try:

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from robustvlm.model_ref import BUILT_OFFLINE, ModelRef
 from robustvlm.models.backends.base import Backend
-from robustvlm.models.loading import TINY_PREFIX, load_vlm
-from robustvlm.models.real import REAL_PREFIX
+from robustvlm.models.loading import load_vlm
 from robustvlm.models.reward import META_FILE, RewardModel, load_reward_model
 
 
@@ -20,7 +20,7 @@ class RewardBackend(Backend):
 
     @classmethod
     def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
-        if name.startswith((TINY_PREFIX, REAL_PREFIX)):
+        if BUILT_OFFLINE in ModelRef.parse(name).capabilities:
             vlm, processor = load_vlm(name, corpus=corpus)
             return cls(name, family, RewardModel(vlm), processor)
         model, processor = load_reward_model(name, trust_remote_code=trust_remote_code)

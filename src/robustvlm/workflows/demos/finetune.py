@@ -6,7 +6,8 @@ CEE; ID vs OOD; mean ± std and CIs), the significance tests, heatmaps, trajecto
 With `zoo`, the same study fine-tunes a pretrained model-zoo VLM on `fashion-tasks` (task types
 it was instruction-tuned on, two held out; configs/demo_zoo.yaml) and reports the untouched
 model's scores beside the fine-tuned rows. `methods` picks the study's methods by registry name
-(an objective the config does not list runs with its default hyperparameters). Re-running
+(default: every registered objective that declares it applies to the study; one the config's
+`methods:` table does not list runs with its default hyperparameters). Re-running
 reuses every finished training and evaluation.
 """
 
@@ -23,7 +24,7 @@ from robustvlm.analysis.study import StudyResults
 from robustvlm.config import apply_overrides, deep_merge
 from robustvlm.errors import ConfigError
 from robustvlm.models.zoo_recipes import resolve_model_name
-from robustvlm.objectives import REGISTRY
+from robustvlm.objectives import REGISTRY, TASKS, applicable_methods
 from robustvlm.report.study_report import table1
 from robustvlm.report.tables import markdown_table
 from robustvlm.workflows.finetune.study import run_study
@@ -34,16 +35,16 @@ def demo_spec(
     methods: Sequence[str] | None = None,
 ) -> dict:
     """The packaged demo study (configs/demo.yaml; configs/demo_zoo.yaml with `zoo`), its `quick`
-    part merged in with `quick`, `key=value` overrides applied to its `base` run config, and
-    with `methods` only those methods (registry names; the config's entry where it has one)."""
+    part merged in with `quick`, `key=value` overrides applied to its `base` run config, training
+    `methods` (registry names; default: every registered objective that applies to the study,
+    `applicable_methods(TASKS)`), each with the config's entry where it has one."""
     name = "demo_zoo.yaml" if zoo else "demo.yaml"
     spec = yaml.safe_load(resources.files("robustvlm.configs").joinpath(name).read_text())
     quick_part = spec.pop("quick")
     if quick:
         spec = deep_merge(spec, quick_part)
     apply_overrides(spec["base"], overrides or [])
-    if methods is not None:
-        spec["methods"] = _chosen_methods(spec["methods"], methods)
+    spec["methods"] = _chosen_methods(spec["methods"], applicable_methods(TASKS) if methods is None else methods)
     return spec
 
 

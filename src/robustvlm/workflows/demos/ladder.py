@@ -61,10 +61,10 @@ from robustvlm.data.colored_mnist import ColouredEnv, colored_mnist
 from robustvlm.data.synth.shortcut import COLOUR_ENVS, LABEL_NOISE
 from robustvlm.errors import ConfigError
 from robustvlm.linear.mlp import MLPFit, fit_mlp
+from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.models.backends import load_backend
-from robustvlm.models.loading import TINY_PREFIX
 from robustvlm.models.zoo_recipes import RECIPES, ZOO_PREFIX, recipe
-from robustvlm.objectives import REGISTRY, Objective, build_objective
+from robustvlm.objectives import LADDER, REGISTRY, Objective, applicable_methods, build_objective
 from robustvlm.workflows.demos.ladder_vlm import MODES as VLM_MODES
 from robustvlm.workflows.demos.ladder_vlm import (
     parse_rung,
@@ -95,9 +95,10 @@ def method_hparams(anneal: int, weight: float = PAPER["penalty_weight"]) -> dict
 
 
 def ladder_methods() -> tuple[str, ...]:
-    """The methods the ladder trains: every registered objective with a penalty schedule, then the
+    """The methods the ladder trains: every registered objective that declares it applies to the
+    ladder (`Objective.applies_to`; each takes the paper's schedule, `method_hparams`), then the
     grayscale oracle."""
-    return tuple(method_hparams(0))
+    return (*applicable_methods(LADDER), ORACLE)
 
 
 def vlm_hparams(vlm: VLMRungPlan) -> dict[str, dict[str, Any]]:
@@ -346,7 +347,7 @@ def prepare_inferred_envs(plan: LadderPlan, folder: Path) -> dict[str, dict[str,
 def pretrained_models(plan: LadderPlan) -> list[tuple[str, str]]:
     """(source, model name) of every VLM rung whose model is pretrained (not `tiny:`), once each."""
     models = [(source, parse_rung(rung)[1]) for source, rung in plan.rungs if rung.startswith(VLM)]
-    return list(dict.fromkeys(m for m in models if not m[1].startswith(TINY_PREFIX)))
+    return list(dict.fromkeys(m for m in models if ModelRef.parse(m[1]).kind != TINY))
 
 
 def prepare_zero_shot(plan: LadderPlan, folder: Path) -> dict[str, ZeroShot]:

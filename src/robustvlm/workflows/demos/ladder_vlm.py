@@ -37,8 +37,9 @@ from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.data.synth import digits
 from robustvlm.data.synth.real import SPURIOUS_ANSWERS, SPURIOUS_INSTRUCTION
+from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.models.answer import AnswerModel
-from robustvlm.models.loading import TINY_PREFIX, load_vlm
+from robustvlm.models.loading import load_vlm
 from robustvlm.models.trainable import DECODER_PROJECTIONS, configure_trainable, find_parts
 from robustvlm.objectives import Objective
 from robustvlm.training.answer_fit import AnswerRows, candidate_correct, env_rows, fit_answer
@@ -76,7 +77,7 @@ def build_vlm(rung: str, seed: int, source: str, image_size: int) -> tuple[torch
     seed sets the LoRA's initial weights (and, in `fit_answer`, the batches)."""
     mode, name = parse_rung(rung)
     question, answers = QUESTIONS[source]
-    tiny = name.startswith(TINY_PREFIX)
+    tiny = ModelRef.parse(name).kind == TINY
     model, processor = load_vlm(name, tiny_options={"image_size": image_size, "seed": seed} if tiny else None,
                                 corpus=[question, *answers] if tiny else None)
     torch.manual_seed(seed)  # the LoRA's initial weights

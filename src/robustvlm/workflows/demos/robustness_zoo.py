@@ -44,6 +44,7 @@ from robustvlm.data.synth.graded import GRADED_STYLES
 from robustvlm.data.synth.held_out import DATA_SEED, synthesize_suite
 from robustvlm.data.synth.writer import save_png
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ZOO, ModelRef
 from robustvlm.models.zoo_recipes import FULL as ZOO_FULL
 from robustvlm.models.zoo_recipes import ZOO_PREFIX, recipe, resolve_model_name
 from robustvlm.multiple_choice.build import build_questions, write_questions
@@ -144,7 +145,8 @@ def zoo_members(plan: Plan) -> list[ZooMember]:
     folder's recipe key keeps the scores of a rebuilt member apart)."""
     def tower(name: str) -> str:
         r = recipe(name)
-        return r.tower[len(ZOO_PREFIX):] if r.tower.startswith(ZOO_PREFIX) else ""
+        tower = ModelRef.parse(r.tower)
+        return tower.location if tower.kind == ZOO else ""
     return ([ZooMember(n, DUAL, resolve_model_name(f"{ZOO_PREFIX}{n}"), "") for n in plan.dual_encoders]
             + [ZooMember(n, VLM, resolve_model_name(f"{ZOO_PREFIX}{n}"), tower(n)) for n in plan.vlms])
 

@@ -52,8 +52,9 @@ from robustvlm.config import (
 )
 from robustvlm.data.images import load_image
 from robustvlm.data.synth.digit_attributes import CAPTION_CLASS_TEMPLATE
+from robustvlm.model_ref import TINY
 from robustvlm.models.embedding import SPEC_FILE
-from robustvlm.models.loading import TINY_PREFIX, load_vlm
+from robustvlm.models.loading import load_vlm
 from robustvlm.models.vision import VisionTowerEmbedder
 from robustvlm.multiple_choice.build import read_questions
 from robustvlm.report.task_signal import ShiftResult, TaskSignalSummary, write_report
@@ -94,7 +95,7 @@ def base_vlm(out: Path, cfg: TaskSignalConfig, data: SignalData) -> Path | str:
     as it is and a tiny model is only built (once, so every family shares it)."""
     run = out / "base"
     if cfg.base_steps == 0:
-        if not cfg.model.name.startswith(TINY_PREFIX):
+        if cfg.model.ref.kind != TINY:
             return cfg.model.name
         final = run / "final"
         if not (final / "config.json").is_file():

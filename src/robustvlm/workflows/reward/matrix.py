@@ -45,7 +45,8 @@ from robustvlm.analysis.reward_matrix import (
 )
 from robustvlm.config import RewardConfig, deep_merge, read_yaml_mapping, validate_config
 from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
-from robustvlm.models.loading import TINY_PREFIX, save_tiny_base
+from robustvlm.model_ref import TINY, ModelRef
+from robustvlm.models.loading import save_tiny_base
 from robustvlm.models.reward import is_reward_model
 from robustvlm.report.reward_report import write_matrix_report
 from robustvlm.reward.ladder_results import ProxyWeights, RunWeights
@@ -138,7 +139,7 @@ def _base_model(plan: MatrixPlan, out: Path, seed: int, corpus: list[str]) -> di
     for other models)."""
     model = plan.base.get("model", {})
     name = model.get("name", "tiny:idefics3")
-    if not name.startswith(TINY_PREFIX):
+    if ModelRef.parse(name).kind != TINY:
         return None
     folder = save_tiny_base(name, out / "bases" / f"seed-{seed}",
                             tiny_options={**model.get("tiny", {}), "seed": seed}, corpus=corpus)

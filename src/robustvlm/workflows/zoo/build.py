@@ -24,11 +24,11 @@ from pathlib import Path
 import torch
 from filelock import FileLock
 
+from robustvlm.model_ref import ZOO, ModelRef
 from robustvlm.models.zoo_recipes import (
     FULL,
     QUICK,
     ZOO2,
-    ZOO_PREFIX,
     Recipe,
     member_dir,
     recipe,
@@ -100,8 +100,9 @@ def build_member(r: Recipe) -> Built:
     """Build member `r` (see the module docstring); one process at a time per member (a lock
     file next to its folder), so concurrent builds share their towers."""
     final = member_dir(r)
-    if r.tower.startswith(ZOO_PREFIX):
-        build_member(recipe(r.tower[len(ZOO_PREFIX):]))
+    tower = ModelRef.parse(r.tower)
+    if tower.kind == ZOO:
+        build_member(recipe(tower.location))
     if r.init_member is not None:
         build_member(recipe(r.init_member))
     final.parent.mkdir(parents=True, exist_ok=True)

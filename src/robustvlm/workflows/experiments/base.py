@@ -1,0 +1,156 @@
+"""An experiment as one object: a demo's name, its typed plan, presets, run, figures and sources.
+
+A plan is a frozen dataclass whose fields are the experiment's options, each declared with
+`option(default, help, ...)`; the command line (`cli/demo.py`) makes `robustvlm demo NAME` and its
+options from those fields, so an option exists only for the experiments whose plans have it.
+`Experiment.execute` checks a plan, fills its method list from the objective registry where the
+plan leaves it open, runs it into a folder and prints the first lines of its report's verdict.
+Kept free of heavy imports: the command line reads every experiment to build its parser, and each
+experiment's `run` imports its workflow only when called.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from robustvlm.errors import ConfigError
+
+P = TypeVar("P")
+R = TypeVar("R")
+
+OPTION = "option"
+"""The key of a plan field's metadata that holds its `OptionSpec`."""
+VERDICT_LINES = 8
+"""Lines of the report's verdict printed when a demo ends."""
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """How a plan field is given on the command line: its help; `metavar`; `parse` for text read
+    another way than as itself (a config name resolved to its file); `minimum` for an
+    integer; `choices` for text; `with_zoo` True (only with --zoo), False (only without) or None
+    (either); `positional` for a list given as the command's trailing words; `shown`: what the help
+    gives as the default when the field's default is None (read when help is printed)."""
+
+    help: str
+    metavar: str | None = None
+    parse: Callable[[str], Any] | None = None
+    minimum: int | None = None
+    choices: tuple[str, ...] | None = None
+    with_zoo: bool | None = None
+    positional: bool = False
+    shown: Callable[[], str] | None = None
+
+
+def option(default: Any, help: str, **spec: Any) -> Any:
+    """A plan field: `default` and its command-line option (`OptionSpec`'s other fields by keyword)."""
+    return field(default=default, metadata={OPTION: OptionSpec(help, **spec)})
+
+
+def option_spec(plan_field: dataclasses.Field[Any]) -> OptionSpec:
+    """The `OptionSpec` a plan field was declared with (`option`)."""
+    return plan_field.metadata[OPTION]
+
+
+def presets(plan: Callable[..., P], *flags: str) -> dict[str, P]:
+    """{"default": plan()} and, for each of `flags` ("quick", "zoo"), the plan with that flag set."""
+    return {"default": plan(), **{name: plan(**{name: True}) for name in flags}}
+
+
+def demo_folder(name: str) -> Callable[[Any], str]:
+    """A plan's output folder: demo_NAME, then _zoo and _quick where the plan sets them."""
+    return lambda plan: (f"demo_{name}" + ("_zoo" if getattr(plan, "zoo", False) else "")
+                         + ("_quick" if plan.quick else ""))
+
+
+def flag(name: str) -> str:
+    """The command-line option of plan field `name` ("n_envs" -> "--n-envs")."""
+    return "--" + name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Experiment(Generic[P, R]):
+    """A demo.
+
+    Attributes:
+        name: `robustvlm demo NAME`.
+        summary: one line for `robustvlm demo --help`.
+        plan: the plan's dataclass (its fields: the options).
+        presets: named plans (`default` always; `quick`, `paper`, `zoo` where the demo has them).
+        run: runs a plan into an output folder and returns the typed results it wrote to results.json.
+        out: the output folder of a plan when --out is not given.
+        figures: the names of `report.figures.FIGURES` its results.json makes.
+        depends_on: the source modules (or packages) its results depend on.
+        methods: the default method list of a plan whose `methods` is None (read when it runs).
+        example: one command line for its help's example (run or classified by
+            tests/test_documented_commands.py).
+        reads_fashion_mnist: whether some preset reads Fashion-MNIST (its command then takes
+            `--data-root`).
+    """
+
+    name: str
+    summary: str
+    plan: type[P]
+    presets: Mapping[str, P]
+    run: Callable[[P, Path], R]
+    out: Callable[[P], str]
+    figures: tuple[str, ...] = ()
+    depends_on: tuple[str, ...] = ()
+    methods: Callable[[], tuple[str, ...]] | None = None
+    example: str = ""
+    reads_fashion_mnist: bool = True
+
+    def default_plan(self) -> P:
+        """The `default` preset: the command line's defaults."""
+        return self.presets["default"]
+
+    def check(self, plan: P) -> None:
+        """ConfigError naming an option given away from its default to the variant (with or
+        without --zoo) of this experiment that does not read it."""
+        zoo = bool(getattr(plan, "zoo", False))
+        default = self.default_plan()
+        for plan_field in fields(plan):  # type: ignore[arg-type]
+            wanted = option_spec(plan_field).with_zoo
+            changed = getattr(plan, plan_field.name) != getattr(default, plan_field.name)
+            if changed and wanted is not None and wanted != zoo:
+                shown = f"robustvlm demo {self.name}{' --zoo' if zoo else ''}"
+                readers = f"`demo {self.name}{' --zoo' if wanted else ''}`"
+                raise ConfigError(f"{flag(plan_field.name)} does not apply to `{shown}`: it applies to {readers} only")
+
+    def resolved(self, plan: P) -> P:
+        """`plan` with its method list filled in (`methods`) where it leaves it open."""
+        if self.methods is None or getattr(plan, "methods", ()) is not None:
+            return plan
+        return dataclasses.replace(plan, methods=self.methods())  # type: ignore[type-var]
+
+    def execute(self, plan: P, out: str | Path | None = None) -> R:
+        """Check, resolve and run `plan` into `out` (default `self.out(plan)`); print the first
+        lines of the verdict of the report it wrote."""
+        self.check(plan)
+        folder = Path(out if out is not None else self.out(plan))
+        results = self.run(self.resolved(plan), folder)
+        for line in verdict_lines(folder / "report.md"):
+            print(line)
+        return results
+
+
+def verdict_lines(report: Path, n: int = VERDICT_LINES) -> list[str]:
+    """The first `n` non-blank lines under a report's first "Verdict" heading (none when the
+    report or the heading is absent), behind a line naming the report."""
+    if not report.is_file():
+        return []
+    lines = report.read_text(encoding="utf-8").splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("#") and "verdict" in line.lower()), None)
+    if start is None:
+        return []
+    body: list[str] = []
+    for line in lines[start + 1:]:
+        if line.startswith("#") or len(body) == n:
+            break
+        if line.strip():
+            body.append(line)
+    return [f"verdict ({report}):", *body]

@@ -1,0 +1,71 @@
+"""`ModelRef`: the six spellings of a model name parsed in one place, and no prefix check on a model
+name anywhere else in the sources."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from robustvlm.model_ref import (
+    BUILT_OFFLINE,
+    FOLDER,
+    HUB,
+    REAL,
+    SERVED,
+    TINY,
+    WEIGHTS,
+    ZOO,
+    ModelRef,
+)
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "robustvlm"
+PREFIX = r"((TINY|ZOO|REAL|SERVED)_PREFIX|[\"'](tiny|zoo|real|openai):)"
+PREFIX_CHECK = re.compile(rf"(startswith|removeprefix|removesuffix)\([^)]*{PREFIX}|\[len\({PREFIX}|{PREFIX}[\"']? in ")
+"""A prefix test on a model name: `name.startswith(TINY_PREFIX)`, `name[len("zoo:"):]`, `"real:" in name`."""
+
+
+@pytest.mark.parametrize(("name", "kind", "location"), [
+    ("HuggingFaceTB/SmolVLM-256M-Instruct", HUB, "HuggingFaceTB/SmolVLM-256M-Instruct"),
+    ("./runs/erm/final", FOLDER, "./runs/erm/final"),
+    ("/abs/model", FOLDER, "/abs/model"),
+    ("tiny:idefics3", TINY, "idefics3"),
+    ("zoo:idefics3-siglip-m", ZOO, "idefics3-siglip-m"),
+    ("real:smolvlm-256m", REAL, "smolvlm-256m"),
+    ("openai:gpt-4o", SERVED, "gpt-4o"),
+])
+def test_each_spelling_parses_to_its_kind_and_location(name, kind, location):
+    ref = ModelRef.parse(name)
+    assert (ref.name, ref.kind, ref.location) == (name, kind, location)
+    if kind not in (HUB, FOLDER):
+        assert ModelRef.of(kind, location) == ref
+
+
+def test_a_name_beside_an_existing_folder_is_a_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    assert ModelRef.parse("runs/final").kind == FOLDER and ModelRef.parse("org/name").kind == HUB
+
+
+def test_capabilities_follow_the_kind():
+    assert ModelRef.parse("openai:m").capabilities == frozenset()
+    assert ModelRef.parse("tiny:clip").capabilities == {WEIGHTS, BUILT_OFFLINE}
+    assert ModelRef.parse("real:smolvlm-256m").capabilities == {WEIGHTS, BUILT_OFFLINE}
+    assert ModelRef.parse("zoo:m").capabilities == {WEIGHTS} == ModelRef.parse("org/name").capabilities
+    assert ModelRef.parse("tiny:clip").family == "clip" and ModelRef.parse("org/name").family is None
+
+
+def test_the_check_finds_a_prefix_test():
+    for line in ('if name.startswith(TINY_PREFIX):', 'kind = name[len("tiny:"):]', 'if "zoo:" in name:',
+                 'key = name.removeprefix(REAL_PREFIX)', 'n.startswith(("tiny:", "openai:"))'):
+        assert PREFIX_CHECK.search(line), line
+    assert not PREFIX_CHECK.search('name = f"{ZOO_PREFIX}{member}"')
+
+
+def test_no_prefix_check_on_a_model_name_outside_the_parser():
+    found = [f"{path.relative_to(SRC)}:{number}: {line.strip()}"
+             for path in sorted(SRC.rglob("*.py")) if path.name != "model_ref.py"
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if PREFIX_CHECK.search(line)]
+    assert found == [], "parse the name with robustvlm.model_ref.ModelRef instead:\n" + "\n".join(found)
