@@ -159,7 +159,9 @@ def check_output_folder(folder: Path, ours: Collection[str] = ()) -> None:
     """ConfigError unless `folder` may be an output folder: a usable path (`check_output_path`),
     not the file-system root or the home folder, not a file, and missing, empty, or holding a
     robustvlm run (its `run.lock` or `config.resolved.yaml`, or one of the files named in `ours`
-    that the command itself writes), so that no file robustvlm did not write is ever replaced."""
+    that the command itself writes) or only folders that each hold one (a command that claims a
+    subfolder, e.g. `embed eval`'s retrieval/), so that no file robustvlm did not write is ever
+    replaced."""
     check_output_path(folder)
     try:
         place = folder.expanduser().resolve()
@@ -171,7 +173,10 @@ def check_output_folder(folder: Path, ours: Collection[str] = ()) -> None:
     if place.exists() and not place.is_dir():
         raise ConfigError(f"output folder {folder} exists and is not a folder: choose a new --out")
     entries = sorted(p.name for p in place.iterdir()) if place.is_dir() else []
-    if entries and not {CONFIG_FILE, LOCK_FILE, *ours} & set(entries):
+    markers = {CONFIG_FILE, LOCK_FILE}
+    runs_only = all((place / name).is_dir() and markers & {p.name for p in (place / name).iterdir()}
+                    for name in entries)
+    if entries and not {*markers, *ours} & set(entries) and not runs_only:
         here = " (the current folder)" if place == Path.cwd().resolve() else ""
         raise ConfigError(
             f"output folder {folder}{here} holds files robustvlm did not write ({', '.join(entries[:3])}"

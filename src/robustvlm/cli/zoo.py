@@ -105,7 +105,8 @@ def _add_probe_recall(zoo_sub: argparse._SubParsersAction) -> None:
     zp = zoo_sub.add_parser(
         "probe-recall", help="train a zoo VLM's decoder (or a fresh one) on text-only associative recall, the "
         "in-context curriculum's first stage; logs its loss against the set-only level and the step where "
-        "copying emerges; writes OUT/probe.json")
+        "copying emerges; writes OUT/probe.json", epilog=example(
+            "robustvlm zoo probe-recall --fresh-depth 2 --steps 4000 --every 100 --out out/recall_fresh2"))
     zp.add_argument("--init", metavar="MODEL", help="zoo:NAME of a built VLM member, or its folder")
     zp.add_argument("--fresh-depth", type=int_at_least(1), metavar="N",
                     help="probe a fresh LLaVA of N decoder layers instead of a member")
