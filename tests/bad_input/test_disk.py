@@ -2,8 +2,8 @@
 no traceback, nothing left half-written. The full disk is a 2 MiB tmpfs (root only, where the
 machine allows mounting one); the read-only folder a read-only tmpfs (root ignores permission
 bits, so a mode-555 folder would not do). Each is skipped, with the reason, where it cannot be
-made. Kinds of bad input covered: 5 (data synth and configs copy onto a full disk, configs
-copy, mc build and eval into a read-only folder)."""
+made. Kinds of bad input covered: 7 (data synth, configs copy and train onto a full disk, a
+safetensors write refused, configs copy, mc build and eval into a read-only folder)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,19 @@ def small_disk(tmp_path):
 
 
 @pytest.fixture
+def tight_disk(tmp_path):
+    """An empty 2 MiB file system: room for a run's small files, not for a model's weights."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    folder = tmp_path / "tight"
+    _mount(folder)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
+
+
+@pytest.fixture
 def read_only(tmp_path):
     """A read-only file system (a tmpfs remounted ro), unmounted afterwards."""
     if os.geteuid() != 0:
@@ -63,6 +76,32 @@ def test_a_full_disk_is_one_line_naming_the_file(command, small_disk, capsys):
     argv = (["data", "synth", "--benchmark", "tasks", "--n-per-env", "40", "--out", str(out)]
             if command == "data synth" else ["configs", "copy", "erm_tasks", str(out)])
     expect_clean_failure(argv, capsys, mentions=[str(out), "No space left on device"])
+
+
+def test_a_full_disk_while_training_is_one_line_and_keeps_what_was_finished(tight_disk, capsys):
+    """The weights (safetensors, whose error is no OSError) do not fit: one line naming the run
+    folder and saying finished work is kept, exit 2."""
+    out = tight_disk / "run"
+    line = expect_clean_failure(["train", "erm_tasks", "--out", str(out), "train.steps=2",
+                                 "train.save_every=1"],
+                                capsys, mentions=[str(out), "No space left on device", "--resume"])
+    assert "kept" in line
+
+
+def test_a_weights_write_refused_by_the_disk_is_one_line_naming_the_file(monkeypatch, tmp_path, capsys):
+    """safetensors raises its own error, not OSError, when the disk is full while weights are written."""
+    from safetensors import SafetensorError
+
+    import robustvlm.cli.configs as configs_cli
+
+    weights = tmp_path / "run" / "model.safetensors"
+
+    def full(args):
+        raise SafetensorError(f'Error while serializing: I/O error: No space left on device (os error 28) at path "{weights}"')
+
+    monkeypatch.setattr(configs_cli, "_list", full)
+    line = expect_clean_failure(["configs", "list"], capsys, mentions=[str(weights), "No space left on device"])
+    assert "kept" in line and "--resume" in line
 
 
 @pytest.mark.parametrize("command", ["configs copy", "mc build", "eval"])

@@ -16,6 +16,8 @@ import re
 import sys
 from pathlib import Path
 
+from safetensors import SafetensorError
+
 import robustvlm
 from robustvlm.cli import (
     compare,
@@ -81,6 +83,17 @@ COMMANDS = (
 #: name too long): one line naming the file, exit 2; finished work stays (every output is atomic
 #: or appended row by row, and a run resumes from its last complete checkpoint).
 WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG)
+
+
+#: How safetensors reports a failed write: its errors are no OSError, the OS error is in the text.
+_SAFETENSORS_IO = re.compile(r'I/O error: (?P<reason>.*?) \(os error (?P<code>\d+)\)(?: at path "(?P<path>[^"]*)")?')
+
+
+def os_error_of(err: SafetensorError) -> OSError | None:
+    """The OS error a safetensors write failed with (`I/O error: REASON (os error N) at path
+    "P"` in its message), or None when the message names none."""
+    found = _SAFETENSORS_IO.search(str(err))
+    return OSError(int(found["code"]), found["reason"], found["path"]) if found else None
 
 
 def write_error_line(err: OSError, args: argparse.Namespace) -> str:
@@ -166,10 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`robustvlm zoo list | head`): nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except OSError as err:
-        if err.errno not in WRITE_ERRORS:
+    except (OSError, SafetensorError) as err:
+        os_err = err if isinstance(err, OSError) else os_error_of(err)
+        if os_err is None or os_err.errno not in WRITE_ERRORS:
             raise
-        print(f"error: {redact(write_error_line(err, args))}", file=sys.stderr)
+        print(f"error: {redact(write_error_line(os_err, args))}", file=sys.stderr)
         return 2
     finally:
         release_run_folders()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -110,3 +111,18 @@ def test_eval_scores_the_pairs_the_training_run_held_out(tmp_path):
                  "--out", str(tmp_path / "eval"), "--no-text-only-test"]) == 0
     scored = [json.loads(line)["id"] for line in (tmp_path / "eval" / "pairs.jsonl").read_text().splitlines()]
     assert sorted(scored) == sorted(split["test"])
+
+
+def test_no_pairs_in_the_split_names_the_data_file_before_any_work(reward_folder, prefs, tmp_path, capsys):
+    """Issue 45.20: a data file without pairs in the evaluated split is named in the one error line,
+    and no output folder is claimed."""
+    only_train = tmp_path / "only_train"
+    shutil.copytree(prefs, only_train)
+    for records in only_train.rglob("*.jsonl"):
+        rows = [json.loads(line) for line in records.read_text(encoding="utf-8").splitlines() if line.strip()]
+        records.write_text("".join(json.dumps({**r, "split": "train"}) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "e"
+    assert main(["rm", "eval", "--model", str(reward_folder), "--data", str(only_train), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and str(only_train) in err and "no pairs in split 'test'" in err
+    assert len(err.splitlines()) == 1 and not out.exists()

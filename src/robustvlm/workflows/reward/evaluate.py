@@ -46,8 +46,9 @@ METRICS_FILE = "metrics.json"
 SKIPPED_FILE = "skipped.jsonl"
 
 
-def eval_pairs(pairs: list[PreferencePair], cfg: RewardEvalConfig) -> list[PreferencePair]:
-    """The pairs of split `cfg.split`, at most `cfg.max_per_env` per environment (file order)."""
+def eval_pairs(pairs: list[PreferencePair], cfg: RewardEvalConfig, source: str = "") -> list[PreferencePair]:
+    """The pairs of split `cfg.split`, at most `cfg.max_per_env` per environment (file order);
+    ConfigError naming `source` (where the pairs were read) when there are none."""
     kept: list[PreferencePair] = []
     seen: dict[str, int] = {}
     for pair in pairs:
@@ -56,7 +57,8 @@ def eval_pairs(pairs: list[PreferencePair], cfg: RewardEvalConfig) -> list[Prefe
         seen[pair.env] = seen.get(pair.env, 0) + 1
         kept.append(pair)
     if not kept:
-        raise ConfigError(f"eval.split: no pairs in split {cfg.split!r}")
+        where = f"{source}: " if source else ""
+        raise ConfigError(f"{where}no pairs in split {cfg.split!r} (eval.split) among its {len(pairs)} pair(s)")
     return kept
 
 
@@ -106,12 +108,13 @@ def evaluate_reward_model(
     """
     check_split(cfg, training_pairs)
     require_capability(str(model), "rm")
+    todo_pairs = eval_pairs(apply_training_split(pairs, read_pair_split(model)), cfg,
+                            source=str(data.get("path", "")))  # before any work: the data is the input
     out = Path(out_dir)
     settings = {"model": str(model), "data": data, "eval": cfg.model_dump(mode="json")}
     claim_run_folder(out, settings, command="rm eval", resume=resume)
     backend = cast(RewardBackend, load_backend(str(model), family="reward"))  # the "reward" family's backend
     views = eval_views(backend.meta, cfg)
-    todo_pairs = eval_pairs(apply_training_split(pairs, read_pair_split(model)), cfg)
     path = out / PAIRS_FILE
     done = {row["id"] for row in read_jsonl(path)}
     todo = [p for p in todo_pairs if p.id not in done]
