@@ -93,7 +93,7 @@ def _add_corrupt(data_sub: argparse._SubParsersAction) -> None:
     corrupt = data_sub.add_parser(
         "corrupt", help="write ImageNet-C corruptions at five severities of any image folder SOURCE/CLASS/*.png "
         "as a domain suite OUT/<corruption>-<severity>/CLASS/*.png (with OUT/clean); needs the [corruptions] extra",
-        epilog=example("robustvlm data corrupt data/fashion-test/clean --out data/fashion-c --severities 3"))
+        epilog=example("robustvlm data corrupt data/domains/digits/clean --out data/digits-corrupted"))
     corrupt.add_argument("source", help="image folder SOURCE/CLASS/*.png|jpg (e.g. a suite's clean domain)")
     corrupt.add_argument("--out", required=True, type=benchmark_folder, help="folder for the suite (finished domains are kept on a rerun)")
     corrupt.add_argument("--corruptions", default="common",

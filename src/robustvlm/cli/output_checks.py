@@ -46,6 +46,14 @@ def _benchmark_folder(folder: Path) -> None:
     check_output_folder(folder, ours=("manifest.json",))
 
 
+def _demo_folder(folder: Path) -> None:
+    """A demo's --out: an output folder, or one holding that demo's earlier (possibly killed) run,
+    which it resumes (its kept jobs, its rows or its results)."""
+    from robustvlm.runs import check_output_folder
+
+    check_output_folder(folder, ours=("jobs", "runs.jsonl", "results.json"))
+
+
 def _output_folder(folder: Path) -> None:
     from robustvlm.runs import check_output_folder
 
@@ -61,6 +69,7 @@ def _output_file(path: Path) -> None:
 output_folder = output_check(_output_folder)
 output_file = output_check(_output_file)
 benchmark_folder = output_check(_benchmark_folder)
+demo_folder = output_check(_demo_folder)
 folder_to_copy_into = output_check(_folder_to_copy_into)
 
 

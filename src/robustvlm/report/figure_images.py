@@ -2,8 +2,8 @@
 
 `python -m robustvlm.report.figures DOC NAME=RESULTS_DIR` writes, beside the table of a figure in
 `IMAGES`, the picture the experiment's own report draws (the same plotting function) to
-`IMAGES_DIR/NAME.png` (a tag after ':' kept in the file name); the page shows it with
-`![...](../images/NAME.png)` next to its block. Figures without a plotting function of their
+`IMAGES_DIR/NAME.png` (a tag after ':' kept in the file name); the page shows that picture
+(`../images/NAME.png` relative to docs/results/) next to its block. Figures without a plotting function of their
 results are tables only.
 """
 
