@@ -24,34 +24,27 @@ def _mount(folder: Path, *options: str) -> None:
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    """A 2 MiB file system, filled up to its last few kilobytes, unmounted afterwards."""
+def tight_disk(tmp_path):
+    """An empty 2 MiB file system: room for a run's small files, not for a model's weights."""
     if os.geteuid() != 0:
         pytest.skip("mounting a small file system needs root")
     folder = tmp_path / "disk"
     _mount(folder)
     try:
-        with (folder / "filler").open("wb") as handle:
-            try:
-                handle.write(b"\0" * (2 << 20))
-            except OSError:
-                pass
         yield folder
     finally:
         subprocess.run(["umount", str(folder)], check=False)
 
 
 @pytest.fixture
-def tight_disk(tmp_path):
-    """An empty 2 MiB file system: room for a run's small files, not for a model's weights."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small file system needs root")
-    folder = tmp_path / "tight"
-    _mount(folder)
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=False)
+def small_disk(tight_disk):
+    """The 2 MiB file system, filled up to its last few kilobytes."""
+    with (tight_disk / "filler").open("wb") as handle:
+        try:
+            handle.write(b"\0" * (2 << 20))
+        except OSError:
+            pass
+    return tight_disk
 
 
 @pytest.fixture
