@@ -54,6 +54,18 @@ def test_limit_and_unknown_source():
         colored_mnist("cifar")
 
 
+def test_a_larger_test_set_leaves_the_training_environments_unchanged():
+    small = colored_mnist("mnist", seed=1, limit=50)
+    large = colored_mnist("mnist", seed=1, limit=50, test_limit=300)
+    assert [len(e.labels) for e in large] == [50, 50, 300, 300]
+    for before, after in zip(small[:2], large[:2]):
+        np.testing.assert_array_equal(before.inputs, after.inputs)
+        np.testing.assert_array_equal(before.labels, after.labels)
+    # the test pictures are the same held-out images, the small set a prefix of the large one
+    np.testing.assert_array_equal(small[2].clean, large[2].clean[:50])
+    np.testing.assert_array_equal(small[2].inputs.sum(1), large[2].inputs.sum(1)[:50])
+
+
 @pytest.mark.skipif(not (FASHION_ROOT / "t10k-images-idx3-ubyte.gz").is_file(), reason="dataset-fashion-mnist not installed")
 def test_fashion_uses_the_papers_split_sizes():
     envs = colored_mnist("fashion", seed=0)

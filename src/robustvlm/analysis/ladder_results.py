@@ -31,7 +31,8 @@ class VLMRungPlan:
     `candidates_only`: the objective sees the two answers' logits only
     (`training.answer_fit.fit_answer`); `dynamic_birm_smooth`: what Dynamic BIRM's controller
     averages over steps (`objectives.dynamic_birm.LambdaController.smooth`: `lambda`, the
-    paper's, or `risks`)."""
+    paper's, or `risks`); `test_per_env`: pictures per test environment (None: `per_env`), to
+    enlarge the shared test set with the training data unchanged."""
 
     per_env: int | None
     image_size: int
@@ -43,6 +44,7 @@ class VLMRungPlan:
     penalty_weight: float
     candidates_only: bool = False
     dynamic_birm_smooth: str = "lambda"
+    test_per_env: int | None = None
 
 
 #: The VLM rungs' training (`workflows.demos.ladder_vlm`).

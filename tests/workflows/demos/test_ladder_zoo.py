@@ -104,7 +104,7 @@ def test_quick_zoo_ladder_runs_reports_and_reads_back(quick_run, zoo_cache, monk
     # the ladder question's zero-shot accuracy, recomputed from the member's own first-token logits
     from robustvlm.data.colored_mnist import colored_mnist
 
-    env = colored_mnist("fashion", seed=0, limit=results.plan.vlm.per_env)[-1]
+    env = colored_mnist("fashion", seed=0, limit=results.plan.vlm.per_env, test_limit=results.plan.vlm.test_per_env)[-1]
     model, processor = load_vlm(MEMBER)
     rows = answer_rows(processor, "fashion", env.inputs.reshape(len(env.inputs), -1), env.labels,
                        {env.name: 0}, env.name)

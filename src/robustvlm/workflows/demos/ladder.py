@@ -282,7 +282,9 @@ def prepare_features(plan: LadderPlan, folder: Path) -> None:
         path = folder / _feature_file(source, rung)
         if path.is_file():
             continue
-        envs = colored_mnist(source, seed=0, limit=plan.vlm.per_env if rung.startswith(VLM) else plan.per_env)
+        vlm = rung.startswith(VLM)
+        envs = colored_mnist(source, seed=0, limit=plan.vlm.per_env if vlm else plan.per_env,
+                             test_limit=plan.vlm.test_per_env if vlm else None)
         data = rung_data(envs, rung)
         arrays = {f"{kind}/{name}": getattr(data, kind)[name] for kind in ("inputs", "grey", "labels")
                   for name in data.labels}
@@ -358,7 +360,7 @@ def prepare_zero_shot(plan: LadderPlan, folder: Path) -> dict[str, ZeroShot]:
     for source, model in pretrained_models(plan):
         path = folder / f"zero_shot__{source}__{model.replace(':', '_').replace('/', '_')}.json"
         if not path.is_file():
-            envs = colored_mnist(source, seed=0, limit=plan.vlm.per_env)
+            envs = colored_mnist(source, seed=0, limit=plan.vlm.per_env, test_limit=plan.vlm.test_per_env)
             pictures = min(TEN_WAY_PICTURES, len(envs[-1].labels) // 5)
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps(asdict(zero_shot(model, source, envs, pictures))), encoding="utf-8")

@@ -4,7 +4,7 @@ from pretrained zoo VLMs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +46,9 @@ class LadderExperimentPlan:
     seeds: tuple[int, ...] | None = option(None, "comma-separated model seeds (default 0,1,2; --quick: 0); a run's "
                                            "results do not depend on the other methods or seeds beside it",
                                            metavar="SEEDS", minimum=0)
+    test_pictures: int | None = option(None, "pictures per test environment on the VLM rungs (default: as many as "
+                                       "each training environment, 500; --quick 40): a larger shared test set "
+                                       "for the paired verdicts, training data unchanged", metavar="N", minimum=10)
 
 
 def run(plan: LadderExperimentPlan, out: Path) -> LadderResults:
@@ -64,6 +67,8 @@ def run(plan: LadderExperimentPlan, out: Path) -> LadderResults:
         base = zoo_plan(plan.members, quick=plan.quick, modes=plan.modes)
     else:
         base = QUICK if plan.quick else FULL
+    if plan.test_pictures is not None:
+        base = replace(base, vlm=replace(base.vlm, test_per_env=plan.test_pictures))
     return run_ladder_demo(out, quick=plan.quick, plan=ladder_subset(base, plan.methods, plan.seeds),
                            inferred_envs=plan.inferred_envs)
 
