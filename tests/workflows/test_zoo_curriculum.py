@@ -120,3 +120,15 @@ def test_a_quick_curriculum_member_builds_with_its_curves_and_context_check(tmp_
     assert len(recall["curve"]) == 6 and len(episodes["curve"]) == 4  # windows of 1 step at these budgets
     assert all(row["level"] > 0 and 0 <= row["accuracy"] <= 1 for row in recall["curve"] + episodes["curve"])
     assert "emergence_step" in recall and "defined_label_accuracy" in info
+
+
+def test_the_curriculum_member_is_built_first_among_the_vlms():
+    # its recall and episode stages are most of its cost: ordered by the tune steps alone it
+    # started last and ran alone on one core at the end of `zoo build --jobs 2`
+    from robustvlm.workflows.zoo.build import build_order
+
+    recipes = [*FULL, *ZOO2]
+    ordered = [recipes[i] for i in build_order(recipes)]
+    n_towers = sum(not r.is_vlm for r in recipes)
+    assert not any(r.is_vlm for r in ordered[:n_towers])
+    assert ordered[n_towers].name == "llava-clip-m-curriculum"

@@ -85,15 +85,23 @@ def build_members(recipes: Sequence[Recipe], jobs: int = 1) -> list[Built]:
 def _build_in_processes(recipes: Sequence[Recipe], jobs: int) -> list[Built]:
     """`build_members` over `jobs` worker processes: towers first, then the rest longest first,
     so a VLM seldom waits on its tower (when it does, the tower's lock holds it back)."""
-    order = sorted(range(len(recipes)), key=lambda i: (recipes[i].is_vlm, -_cost(recipes[i])))
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {i: pool.submit(build_members, [recipes[i]]) for i in order}
+        futures = {i: pool.submit(build_members, [recipes[i]]) for i in build_order(recipes)}
         return [futures[i].result()[0] for i in range(len(recipes))]
 
 
-def _cost(r: Recipe) -> float:
-    """A rough relative cost of building `r` (steps times width squared; for ordering only)."""
-    return (r.steps + r.align_steps) * r.batch_size * max(r.width, r.vision_width) ** 2
+def build_order(recipes: Sequence[Recipe]) -> list[int]:
+    """Indices of `recipes` in the order the worker processes take them: dual encoders (the
+    towers) first, then the VLMs, each longest first (`build_cost`)."""
+    return sorted(range(len(recipes)), key=lambda i: (recipes[i].is_vlm, -build_cost(recipes[i])))
+
+
+def build_cost(r: Recipe) -> float:
+    """A rough relative cost of building `r`: the training steps of all its stages (the
+    curriculum's recall and episode stages included) times batch size times width squared; for
+    ordering only."""
+    steps = r.steps + r.align_steps + r.recall_steps + r.episode_steps
+    return steps * r.batch_size * max(r.width, r.vision_width) ** 2
 
 
 def build_member(r: Recipe) -> Built:
