@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -118,7 +119,7 @@ def shifts_grid(
         line = fit.fit
         limits = _line_panel(ax, fit.models, line, fit.band, styles, fit_label=f"line over {fit.baseline or 'all models'}")
         for which, lim, label in zip("xy", limits, (f"{fit.ref} accuracy", f"{shift} accuracy")):
-            percent_axis(ax, which, lambda a: transform(a, line.transform), lim, label=label)
+            percent_axis(ax, which, partial(transform, kind=line.transform), lim, label=label)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.25)
         ax.set_title(f"{shift}: slope {line.slope:.2f}, $R^2$ {line.r2:.2f}", fontsize=9)
