@@ -63,3 +63,11 @@ def test_both_line_scatters_draw_twelve_families_in_twelve_distinct_styles(tmp_p
     seen.clear()
     family_lines_scatter(result.models, {}, tmp_path / "f.png", title="t", xlabel="x", ylabel="y")
     assert len(seen) == 12 and len(set(seen)) == 12
+
+
+def test_own_markers_gives_every_group_its_colour_and_marker():
+    styles = list(group_styles((f"g{i}" for i in range(9)), skip_colours=1, own_markers=True).values())
+    assert len({s.colour for s in styles}) == len({s.marker for s in styles}) == 9
+    assert to_hex("C0") not in {s.colour for s in styles}
+    with pytest.raises(ValueError, match="at most 9 distinct"):
+        group_styles((f"g{i}" for i in range(10)), skip_colours=1, own_markers=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -13,10 +14,12 @@ from robustvlm.analysis.accuracy_on_the_line import (
     LineBand,
     LineFit,
     ModelRobustness,
+    RobustnessFit,
     Transform,
     inverse_transform,
     transform,
 )
+from robustvlm.errors import DataError
 from robustvlm.report.palette import Style, group_styles
 from robustvlm.report.plots import new_figure, percent_axis, save_figure
 
@@ -50,8 +53,25 @@ def scatter(
     Args:
         models: the models to draw, coloured by family, with their accuracies' intervals.
     """
-    kind = fit.transform
     fig, ax = new_figure(size=(6.5, 5.5))
+    styles = group_styles((m.point.family for m in models), skip_colours=1)
+    limits = _line_panel(ax, models, fit, band, styles, fit_label=fit_label, reference_line=reference_line)
+    return _finish(fig, ax, fit.transform, limits, (xlabel, ylabel), title, path)
+
+
+def _line_panel(
+    ax: Axes,
+    models: Sequence[ModelRobustness],
+    fit: LineFit,
+    band: LineBand,
+    styles: Mapping[str, Style],
+    *,
+    fit_label: str,
+    reference_line: tuple[float, float, str] | None = None,
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """One scatter panel in transformed units (`scatter`'s drawing, styles given by family);
+    returns its (x, y) accuracy limits (fractions) for `percent_axis`."""
+    kind = fit.transform
     acc_x = np.array([m.point.acc_ref for m in models])
     acc_y = np.array([m.point.acc_shift for m in models])
     xlim = _limits(np.concatenate([acc_x, band.grid]), kind)
@@ -74,10 +94,41 @@ def scatter(
         ax.plot(
             zgrid, slope * zgrid + intercept, color="k", linestyle=":", linewidth=1.6, label=label
         )
-    for family, style in group_styles((m.point.family for m in models), skip_colours=1).items():
+    for family in dict.fromkeys(m.point.family for m in models):
         members = [m for m in models if m.point.family == family]
-        _plot_family(ax, members, kind, style=style, label=family)
-    return _finish(fig, ax, kind, (xlim, ylim), (xlabel, ylabel), title, path)
+        _plot_family(ax, members, kind, style=styles[family], label=family)
+    return xlim, ylim
+
+
+def shifts_grid(
+    fits: Mapping[str, RobustnessFit], path: str | Path, *, title: str, ncols: int = 4
+) -> Path:
+    """One `scatter` panel per shift of `fits` ({shift: its fit}), in a grid of `ncols` columns:
+    shifted (y) against reference (x) accuracy on the fits' transformed axes (probit or logit;
+    tick labels in %), y = x dashed, each fit's line over its baseline family with the line's
+    bootstrap band, and every model it places with its 95% intervals as error bars, one style per
+    family (its own colour and marker, the same in every panel); one legend for the figure."""
+    if not fits:
+        raise DataError("no shift to draw")
+    ncols = min(ncols, len(fits))
+    nrows = -(-len(fits) // ncols)
+    fig, axes = new_figure(nrows, ncols, size=(3.2 * ncols, 3.0 * nrows + 0.8))
+    axes = np.atleast_1d(axes).ravel()
+    styles = group_styles((m.point.family for f in fits.values() for m in f.models), skip_colours=1, own_markers=True)
+    for ax, (shift, fit) in zip(axes, fits.items()):
+        line = fit.fit
+        limits = _line_panel(ax, fit.models, line, fit.band, styles, fit_label=f"line over {fit.baseline or 'all models'}")
+        for which, lim, label in zip("xy", limits, (f"{fit.ref} accuracy", f"{shift} accuracy")):
+            percent_axis(ax, which, partial(transform, kind=line.transform), lim, label=label)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.25)
+        ax.set_title(f"{shift}: slope {line.slope:.2f}, $R^2$ {line.r2:.2f}", fontsize=9)
+    for ax in axes[len(fits):]:
+        ax.set_axis_off()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), fontsize=8)
+    fig.suptitle(title, fontsize=11)
+    return save_figure(fig, path)
 
 
 def _finish(fig: Figure, ax: Axes, kind: Transform, limits: Sequence[tuple[float, float]], labels: Sequence[str], title: str, path: str | Path, legend_size: float = 8) -> Path:

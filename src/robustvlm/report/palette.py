@@ -26,12 +26,17 @@ class Style:
     marker: str
 
 
-def group_styles(groups: Iterable[str], *, skip_colours: int = 0) -> dict[str, Style]:
+def group_styles(groups: Iterable[str], *, skip_colours: int = 0, own_markers: bool = False) -> dict[str, Style]:
     """{group: its style} in the order given (duplicates once); `skip_colours` keeps the first
     colours for other elements of the plot (e.g. a fitted line in C0): no group gets them, the
-    markers change after each round of the others. ValueError past the styles there are."""
+    markers change after each round of the others. `own_markers` gives every group its own marker
+    as well as its own colour (for few groups that must differ in black and white too). ValueError
+    past the styles there are."""
     names = list(dict.fromkeys(groups))
     colours = COLOURS[skip_colours:]
-    if len(names) > len(colours) * len(MARKERS):
-        raise ValueError(f"{len(names)} groups: a scatter plot keeps at most {len(colours) * len(MARKERS)} distinct")
+    most = min(len(colours), len(MARKERS)) if own_markers else len(colours) * len(MARKERS)
+    if len(names) > most:
+        raise ValueError(f"{len(names)} groups: a scatter plot keeps at most {most} distinct")
+    if own_markers:
+        return {name: Style(colours[i], MARKERS[i]) for i, name in enumerate(names)}
     return {name: Style(colours[i % len(colours)], MARKERS[i // len(colours)]) for i, name in enumerate(names)}

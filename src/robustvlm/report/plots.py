@@ -126,9 +126,11 @@ def bar_with_ci(
     *,
     ylabel: str = "",
     points: Sequence[Sequence[float]] | None = None,
+    level: tuple[float, str] | None = None,
 ) -> Path:
     """Bars at `means` with error bars from `los` to `his` (absolute limits, not offsets); with
-    `points`, each bar's individual values (e.g. one per seed) as dots over it."""
+    `points`, each bar's individual values (e.g. one per seed) as dots over it; with `level`
+    (value, label), a dotted horizontal line at that value (e.g. chance), named in a legend."""
     means_arr, los_arr, his_arr = (np.asarray(v, dtype=float) for v in (means, los, his))
     if not len(labels) == means_arr.size == los_arr.size == his_arr.size:
         raise DataError("bar_with_ci needs one label, mean, lo and hi per bar")
@@ -140,6 +142,9 @@ def bar_with_ci(
     ax.bar(positions, means_arr, yerr=yerr, capsize=4, color="#4C72B0", alpha=0.85)
     for x, values in zip(positions, points or []):
         ax.plot(np.full(len(values), x), values, "o", color="k", markersize=3, zorder=3)
+    if level is not None:
+        ax.axhline(level[0], color="k", linewidth=0.9, linestyle=":", label=level[1])
+        ax.legend(fontsize=8)
     tilt = len(labels) > 4
     ax.set_xticks(positions, labels, rotation=30 if tilt else 0, ha="right" if tilt else "center")
     ax.set_ylabel(ylabel)

@@ -20,6 +20,7 @@ from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import load_vlm
 from robustvlm.objectives import build_objective
 from robustvlm.report.figures import OWN_TEST_FIGURES, read_figure, render
+from robustvlm.report.figures import main as figures_main
 from robustvlm.training.answer_fit import candidate_correct
 from robustvlm.workflows.demos import ladder_vlm
 from robustvlm.workflows.demos.ladder import run_one, zoo_plan
@@ -154,3 +155,11 @@ def test_a_subset_of_methods_and_seeds_keeps_the_runs_keys():
     assert _job_key(partial(run_one, plan=run_plan(changed), features=Path("f")), job) not in keys
     with pytest.raises(ConfigError, match="unknown method"):
         ladder_subset(plan, ["erm", "groupdro"])
+
+
+@pytest.mark.slow
+def test_the_pages_picture_is_the_ladders_own_drawn_again_from_results_json(quick_run, tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text("<!-- figure:ladder-zoo:quick -->\n<!-- /figure:ladder-zoo:quick -->\n")
+    assert figures_main([str(doc), f"ladder-zoo:quick={quick_run}", "--images", str(tmp_path / "images")]) == 0
+    assert (tmp_path / "images" / "ladder-zoo-quick.png").read_bytes() == (quick_run / "ladder.png").read_bytes()

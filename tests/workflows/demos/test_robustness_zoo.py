@@ -18,6 +18,7 @@ from robustvlm.data.real_images import load_fashion_mnist
 from robustvlm.data.synth import synthesize
 from robustvlm.data.synth.domains import FASHION_STYLES, scan_ink
 from robustvlm.report.figures import OWN_TEST_FIGURES, read_figure, render
+from robustvlm.report.figures import main as figures_main
 from robustvlm.report.robustness_zoo import ZooRobustnessResults
 from robustvlm.runs import read_jsonl
 from robustvlm.workflows.demos.robustness_zoo import (
@@ -131,3 +132,13 @@ def test_unbuilt_members_are_named_before_any_work(tmp_path, monkeypatch, capsys
     assert main(["demo", "robustness", "--zoo", "--quick", "--out", str(tmp_path / "out")]) == 2
     assert "zoo build --members quick-clip" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_the_pages_picture_has_one_panel_per_shift_drawn_from_results_json(zoo_run, tmp_path):
+    out, _, _ = zoo_run
+    doc = tmp_path / "doc.md"
+    doc.write_text("<!-- figure:zoo-robustness-fits -->\n<!-- /figure:zoo-robustness-fits -->\n")
+    assert figures_main([str(doc), f"zoo-robustness-fits={out}", "--images", str(tmp_path / "images")]) == 0
+    with Image.open(tmp_path / "images" / "zoo-robustness-fits.png") as picture:
+        assert picture.format == "PNG" and picture.width > picture.height  # 4 columns of panels, 3 rows

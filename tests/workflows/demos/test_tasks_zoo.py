@@ -11,6 +11,7 @@ import pytest
 
 from robustvlm.analysis.study import StudyResults
 from robustvlm.cli import main
+from robustvlm.report.figures import main as figures_main
 from robustvlm.report.figures import read_figure, render
 from robustvlm.runs import read_jsonl
 from robustvlm.workflows.demos.finetune import demo_spec
@@ -79,3 +80,12 @@ def test_quick_figures_in_the_docs_are_what_the_code_produces(quick_run, name):
         f"docs/quick_figures.md's {name} table differs from what the code produces now; if the change "
         "is intended, regenerate it from `robustvlm demo tasks --zoo --quick`"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "drawn_by_the_demo"), [("zoo-tasks", "bars_exact.png"), ("zoo-tasks-envs", "heatmap_exact.png")])
+def test_the_pages_pictures_are_the_studys_own_drawn_again_from_results_json(quick_run, name, drawn_by_the_demo, tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"<!-- figure:{name} -->\n<!-- /figure:{name} -->\n")
+    assert figures_main([str(doc), f"{name}={quick_run}", "--images", str(tmp_path / "images")]) == 0
+    assert (tmp_path / "images" / f"{name}.png").read_bytes() == (quick_run / drawn_by_the_demo).read_bytes()
