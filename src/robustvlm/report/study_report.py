@@ -341,14 +341,14 @@ def build_blocks(
     """Draw the figures into `out_dir` and return the report's blocks."""
     seeds = results.seeds
     blocks: list[Block] = [
-        Heading("robustvlm study" + (" — DRY RUN" if results.dry_run else ""), 1),
+        Heading("robustvlm study" + (" — SMOKE TEST" if results.smoke else ""), 1),
         *verdict_blocks(results.scores),
         *(
             [Paragraph(
-                "Dry run: a tiny randomly initialised model on local built-in data for a few steps, "
+                "Smoke test: a tiny randomly initialised model on local built-in data for a few steps, "
                 "to check the recipe and the pipeline end to end. These numbers are not results."
             )]
-            if results.dry_run else []
+            if results.smoke else []
         ),
         intro(results),
         Heading("Table 1: in-domain vs out-of-domain"),
