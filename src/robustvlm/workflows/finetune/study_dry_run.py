@@ -12,7 +12,13 @@ from pathlib import Path
 
 from robustvlm.config import RunConfig
 from robustvlm.workflows.finetune.study import StudyPlan, run_dir_of
-from robustvlm.workflows.run_plan import NOTHING_TRAINED, PlannedRun, budget_line, data_text, run_table
+from robustvlm.workflows.run_plan import (
+    NOTHING_TRAINED,
+    PlannedRun,
+    budget_line,
+    data_text,
+    run_table,
+)
 
 
 def _eval(cfg: RunConfig) -> str:

@@ -12,7 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from robustvlm.workflows.finetune.sweep import SweepPlan
-from robustvlm.workflows.run_plan import NOTHING_TRAINED, PlannedRun, budget_line, data_text, run_table
+from robustvlm.workflows.run_plan import (
+    NOTHING_TRAINED,
+    PlannedRun,
+    budget_line,
+    data_text,
+    run_table,
+)
 
 
 def _args_text(args: dict) -> str:

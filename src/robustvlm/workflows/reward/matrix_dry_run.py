@@ -15,7 +15,13 @@ from pathlib import Path
 
 from robustvlm.config import PreferenceDataConfig, RewardConfig
 from robustvlm.workflows.reward.matrix import MatrixPlan, run_folder
-from robustvlm.workflows.run_plan import NOTHING_TRAINED, PlannedRun, budget_line, data_text, run_table
+from robustvlm.workflows.run_plan import (
+    NOTHING_TRAINED,
+    PlannedRun,
+    budget_line,
+    data_text,
+    run_table,
+)
 
 EVERY_ENV = "<each env>"
 
