@@ -213,10 +213,12 @@ def run_study(
     *,
     progress: bool = True,
     smoke: bool = False,
+    quick: bool = False,
 ) -> StudyResults:
     """Run every (method, seed) of a study, aggregate, write results.json, report.md/.html.
 
-    With `smoke`, the study's tiny local stand-in runs instead (see `smoke_spec`).
+    With `smoke`, the study's tiny local stand-in runs instead (see `smoke_spec`); `quick` marks
+    a quick demo's study, whose report's verdict opens with that it is a smoke test.
     """
     out_dir = Path(out_dir)
     plan = study_runs(config, smoke=smoke)
@@ -248,6 +250,7 @@ def run_study(
         seeds=seeds,
         absent=absent_metrics(metrics, first.eval.metrics, smoke=smoke),
         smoke=smoke,
+        quick=quick,
         zero_shot=zero_shot_scores(_zero_shot_rows(first, out_dir, progress), metrics) if plan.zero_shot else None,
     )
     (out_dir / "results.json").write_text(json.dumps(results.to_dict(), indent=2), encoding="utf-8")
