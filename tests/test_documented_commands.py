@@ -47,19 +47,21 @@ RUNS = {
     "robustvlm train configs/erm_tasks.yaml --out runs/erm_qwen2_vl model.name=tiny:qwen2_vl":
         "train.steps=2 train.save_every=2",
     "robustvlm sweep configs/sweep_spurious.yaml --dry-run": "",
+    "robustvlm sweep configs/sweep_spurious.yaml --smoke": "",
     "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --dry-run": "",
     "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --smoke": "",
     "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --dry-run": "",
+    "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --smoke": "",
     "robustvlm rm train configs/reward/shortcut_aware.yaml --out runs/rm_shortcut_aware":
         "train.steps=2 train.save_every=2 data.n_per_env=8",
     "robustvlm rm eval --model runs/rm_shortcut_aware/final --data runs/rm_shortcut_aware/data --out runs/rm_shortcut_aware/eval":
         "--max-per-env 2",
-    "robustvlm rm matrix configs/reward/matrix_salient.yaml --out runs/matrix_salient": "--dry-run",
-    "robustvlm rm matrix configs/reward/matrix_mixed.yaml --out runs/matrix_mixed": "--dry-run",
+    "robustvlm rm matrix configs/reward/matrix_salient.yaml --out runs/matrix_salient": "--smoke",
+    "robustvlm rm matrix configs/reward/matrix_mixed.yaml --out runs/matrix_mixed": "--smoke",
     "robustvlm rm train configs/reward/warm_mixed.yaml --out runs/warm_mixed":
         "model.name=tiny:idefics3 train.steps=2 train.save_every=2 data.n_per_env=8",
-    "robustvlm rm matrix configs/reward/matrix_warm_mixed.yaml --out runs/matrix_warm_mixed": "--dry-run",
-    "robustvlm rm matrix configs/reward/matrix_zoo_loglik.yaml --out runs/matrix_zoo_loglik": "--dry-run",
+    "robustvlm rm matrix configs/reward/matrix_warm_mixed.yaml --out runs/matrix_warm_mixed": "--smoke",
+    "robustvlm rm matrix configs/reward/matrix_zoo_loglik.yaml --out runs/matrix_zoo_loglik": "--smoke",
     "robustvlm zoo list": "",
     "robustvlm data corrupt data/domains/digits/clean --out data/digits-corrupted": "--corruptions fog,contrast --severities 2",
     "robustvlm zoo probe-recall --fresh-depth 2 --steps 4000 --every 100 --out out/recall_fresh2": "--steps 2 --every 1",
@@ -164,7 +166,7 @@ NOT_RUN = {
     "make bench-real": "real-size CPU benchmark (an hour on 2 shared cores); figures in BENCHMARKS.md",
     "robustvlm demo --quick --out demo_quick": "minutes on 2 cores; `demo --quick` runs in tests/workflows/demos/test_default_demo.py",
     "robustvlm study configs/study_tasks.yaml --out runs/study_tasks": "a full study (minutes); study runs are tested in tests/workflows/finetune/test_study.py",
-    "robustvlm sweep configs/sweep_spurious.yaml --out sweeps/sweep_spurious": "a full sweep (30 min); its dry run is run here",
+    "robustvlm sweep configs/sweep_spurious.yaml --out sweeps/sweep_spurious": "a full sweep (30 min); its smoke run is run here",
     "robustvlm sweep configs/sweep_digits.yaml --out sweeps/sweep_digits": "a full sweep (20 min)",
     "robustvlm embed train configs/paper/vlm2vec_vqa.yaml --out runs/vlm2vec_vqa": "hub model (GPU machine)",
     "robustvlm embed train configs/paper/vlm2vec_caption.yaml --out runs/vlm2vec_caption": "hub model (GPU machine)",
@@ -192,12 +194,12 @@ NOT_RUN = {
     "robustvlm demo reward --zoo --out demo_reward_zoo": "the full measurement from zoo:idefics3-siglip-m (needs `zoo build`; 24 min on the shared 2-core box, docs/results/reward.md)",
     "robustvlm demo reward --zoo --quick": "needs the quick zoo (`zoo build --quick`); run by tests/workflows/demos/test_reward_zoo.py",
     "robustvlm rm train configs/reward/zoo_warm.yaml --out runs/zoo_warm": "needs the full zoo's member and `demo reward --zoo`'s data; the same rm train path runs on tiny models above",
-    "robustvlm rm matrix configs/reward/matrix_zoo_warm.yaml --out runs/matrix_zoo_warm": "needs the zoo warm start (above) and 14 min; the same rm matrix path runs in its dry runs above",
-    "robustvlm rm matrix configs/reward/matrix_zoo_loglik_fresh.yaml --out runs/matrix_zoo_loglik_fresh": "configs/reward/matrix_zoo_loglik.yaml (its dry run runs above) with seeds 3-5; 13 min",
+    "robustvlm rm matrix configs/reward/matrix_zoo_warm.yaml --out runs/matrix_zoo_warm": "needs the zoo warm start (above) and 14 min; the same rm matrix path runs in its smoke runs above",
+    "robustvlm rm matrix configs/reward/matrix_zoo_loglik_fresh.yaml --out runs/matrix_zoo_loglik_fresh": "configs/reward/matrix_zoo_loglik.yaml (its smoke run runs above) with seeds 3-5; 13 min",
     "robustvlm robustness task-signal --quick --out ts_quick": "about a minute; tested in tests/workflows/measure/test_task_signal.py",
     "robustvlm robustness task-signal my.yaml workers=1 --out ts": "the user's own config",
     "robustvlm study configs/paper/dynamic_birm_smolvlm.yaml --out studies/dynamic_birm_smolvlm": "hub model and data (GPU machine); its smoke run is run here",
-    "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --out studies/shortcut_aware_rm": "hub model and data (GPU machine); its dry run is run here",
+    "robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --out studies/shortcut_aware_rm": "hub model and data (GPU machine); its smoke run is run here",
     "robustvlm demo invariance --out figures/invariance/default": "the full demo (minutes); `--quick` runs in tests/workflows/demos/test_invariance.py",
     "robustvlm demo invariance --methods irm,dynamic_birm,irm_eiil,dynamic_birm_eiil --out figures/invariance_eiil":
         "minutes; the EIIL methods run quick in tests/workflows/demos/test_invariance.py",
@@ -206,7 +208,7 @@ NOT_RUN = {
     "robustvlm rm matrix configs/reward/matrix_long_400.yaml --out runs/matrix_long_400": "needs the full reward demo's policy (15 min) and 25 min more; tests/workflows/reward/test_matrix.py checks the config",
     "robustvlm rm matrix configs/reward/matrix_cue70.yaml --out runs/matrix_cue70": "needs the full reward demo's policy and 16 min more; tests/workflows/reward/test_matrix.py checks the config",
     "robustvlm rm matrix configs/reward/matrix_salient_300.yaml --out runs/matrix_salient_300":
-        "needs the full reward demo's policy and about 7 min more; matrix_salient.yaml's dry run runs the same recipe, "
+        "needs the full reward demo's policy and about 7 min more; matrix_salient.yaml's smoke run runs the same recipe, "
         "tests/workflows/reward/test_matrix.py checks the config",
     "robustvlm data synth --benchmark fashion-test --out data/fashion-test --n-per-env 20":
         "needs Debian's dataset-fashion-mnist; the suite is built and checked in tests/data/synth/test_real.py",

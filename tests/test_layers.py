@@ -104,7 +104,7 @@ def test_no_import_runs_back_up_the_layers():
 #: modules (`workflows/*.py`) and lower groups only; groups that share a layer are independent.
 WORKFLOW_LAYERS = [
     {"launchers"},
-    {"plan_configs", "mc_eval"},
+    {"plan_configs", "mc_eval", "run_plan"},
     {"finetune", "embed", "zoo"},
     {"reward", "measure"},
     {"demos"},

@@ -9,31 +9,39 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from bad_input import expect_clean_failure
 
 
-def _mount(folder: Path, *options: str) -> None:
+@contextmanager
+def small_tmpfs(folder: Path, *, read_only: bool = False) -> Iterator[Path]:
+    """A 2 MiB tmpfs mounted at `folder` (remounted read-only with `read_only`), unmounted on exit;
+    the test is skipped, with the reason, where it cannot be made."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
     folder.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(("size=2m", *options)), "tmpfs", str(folder)],
-                          capture_output=True, text=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)], capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip() or 'not root'})")
+    try:
+        if read_only:
+            done = subprocess.run(["mount", "-o", "remount,ro", str(folder)], capture_output=True, text=True)
+            if done.returncode != 0:
+                pytest.skip(f"cannot remount read-only here ({done.stderr.strip()})")
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
 
 
 @pytest.fixture
 def tight_disk(tmp_path):
     """An empty 2 MiB file system: room for a run's small files, not for a model's weights."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small file system needs root")
-    folder = tmp_path / "disk"
-    _mount(folder)
-    try:
+    with small_tmpfs(tmp_path / "disk") as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=False)
 
 
 @pytest.fixture
@@ -50,17 +58,8 @@ def small_disk(tight_disk):
 @pytest.fixture
 def read_only(tmp_path):
     """A read-only file system (a tmpfs remounted ro), unmounted afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a read-only file system needs root")
-    folder = tmp_path / "ro"
-    _mount(folder)
-    try:
-        done = subprocess.run(["mount", "-o", "remount,ro", str(folder)], capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"cannot remount read-only here ({done.stderr.strip()})")
+    with small_tmpfs(tmp_path / "ro", read_only=True) as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=False)
 
 
 @pytest.mark.parametrize("command", ["data synth", "configs copy"])

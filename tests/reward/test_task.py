@@ -175,11 +175,11 @@ def test_init_from_must_be_a_reward_model_folder(tmp_path):
         train_reward_model(config("standard", init_from=str(tmp_path / "nothing")), tmp_path / "run", progress=False)
 
 
-def test_the_matrix_dry_run_drops_a_warm_start():
-    from robustvlm.workflows.reward.matrix_dry_run import dry_run_matrix_spec
+def test_the_matrix_smoke_run_drops_a_warm_start():
+    from robustvlm.workflows.reward.matrix_smoke import smoke_matrix_spec
 
     spec = {"base": {"model": {"name": "m"}, "init_from": "runs/warm/final"}, "losses": {"standard": {}}}
-    assert "init_from" not in dry_run_matrix_spec(spec)["base"]
+    assert "init_from" not in smoke_matrix_spec(spec)["base"]
 
 
 def test_loglik_reward_starts_as_the_vlms_own_loglik_and_saves_without_a_head(tmp_path):

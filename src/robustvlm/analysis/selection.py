@@ -347,7 +347,7 @@ class SweepResults:
         reference: published figures printed beside ours (a packaged configs/reference YAML:
             {"source", "dataset", "env", "note", "results": {their method: {rule: value in %}},
             "objectives": {our method: their method}}, plus the sweep's `env`), or None.
-        n_runs: runs trained; dry_run: a tiny stand-in, not a result.
+        n_runs: runs trained; smoke: a smoke test (a tiny stand-in), not a result.
     """
 
     methods: dict[str, str]
@@ -364,12 +364,12 @@ class SweepResults:
     headline_env: str | None = None
     reference: dict | None = None
     n_runs: int = 0
-    dry_run: bool = False
+    smoke: bool = False
 
     def to_dict(self) -> dict:
         """The results.json content."""
         return {
-            "dry_run": self.dry_run,
+            "smoke": self.smoke,
             "methods": self.methods,
             "draws": {m: {str(d): h for d, h in by.items()} for m, by in self.draws.items()},
             "seeds": self.seeds,

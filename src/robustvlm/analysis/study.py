@@ -345,18 +345,26 @@ class MethodRuns:
     cee_counts: dict[str, int] | None = None
 
 
+def was_smoke_run(data: Mapping[str, Any]) -> bool:
+    """Whether a study's results.json came from a smoke run: its `smoke` key, or `dry_run` in
+    files written before the smoke run had its own name."""
+    return bool(data.get("smoke", data.get("dry_run", False)))
+
+
 @dataclass(frozen=True)
 class StudyResults:
     """A finished study: its scores, its runs, and the tabulated metrics no run computed (with
     the reason the report shows); with `zero_shot`, the scores of the untouched model (step 0)
-    on the same records (one evaluation: no seeds, no tests)."""
+    on the same records (one evaluation: no seeds, no tests). `smoke`: a smoke run of a recipe
+    (`study --smoke`); `quick`: a quick demo (`demo tasks --quick`): both check code, not methods."""
 
     scores: StudyScores
     runs: dict[str, MethodRuns]
     seeds: list[int]
     absent: dict[str, str]
-    dry_run: bool = False
+    smoke: bool = False
     zero_shot: MethodScores | None = None
+    quick: bool = False
 
     def to_dict(self) -> dict:
         """The results.json content (`zero_shot` only when measured)."""
@@ -380,7 +388,7 @@ class StudyResults:
         }
         paired = {label: {m: {g: c.to_dict() for g, c in by.items()} for m, by in metrics.items()}
                   for label, metrics in s.paired.items()}
-        return {"dry_run": self.dry_run, "seeds": self.seeds, "metrics": s.metrics, "baseline": s.baseline,
+        return {"smoke": self.smoke, "quick": self.quick, "seeds": self.seeds, "metrics": s.metrics, "baseline": s.baseline,
                 "methods": methods, "significance": significance, "paired": paired, "absent": self.absent,
                 **({"zero_shot": self.zero_shot.to_dict()} if self.zero_shot else {})}
 
@@ -408,7 +416,8 @@ class StudyResults:
             for label, m in methods.items()
         }
         zero_shot = MethodScores.from_dict(data["zero_shot"]) if data.get("zero_shot") else None
-        return cls(scores, runs, list(data["seeds"]), dict(data["absent"]), bool(data["dry_run"]), zero_shot)
+        return cls(scores, runs, list(data["seeds"]), dict(data["absent"]), was_smoke_run(data), zero_shot,
+                   bool(data.get("quick", False)))
 
 
 def zero_shot_scores(rows: Sequence[dict], metrics: Sequence[str]) -> MethodScores:

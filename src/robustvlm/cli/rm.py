@@ -60,11 +60,16 @@ def _rm_eval(args: argparse.Namespace) -> int:
 def _rm_matrix(args: argparse.Namespace) -> int:
     from robustvlm.report.reward_report import summary_table
     from robustvlm.report.tables import markdown_table
-    from robustvlm.workflows.reward.matrix import run_matrix
+    from robustvlm.workflows.reward.matrix import matrix_plan, read_matrix_spec, run_matrix
+    from robustvlm.workflows.reward.matrix_dry_run import matrix_plan_lines
 
-    name = Path(args.config).stem + ("-dry-run" if args.dry_run else "")
+    name = Path(args.config).stem + ("-smoke" if args.smoke else "")
     out = args.out or Path("studies") / name
-    table = summary_table(run_matrix(args.config, out, dry_run=args.dry_run).results)
+    if args.dry_run:
+        plan = matrix_plan(read_matrix_spec(args.config, smoke=args.smoke))
+        print("\n".join(matrix_plan_lines(plan, Path(out).absolute())))
+        return 0
+    table = summary_table(run_matrix(args.config, out, smoke=args.smoke).results)
     print(markdown_table(table.header, table.rows))
     print(f"report: {Path(out).resolve() / 'report.md'} and {Path(out).resolve() / 'report.html'}")
     return 0
@@ -92,9 +97,11 @@ def add_rm(sub: SubParsers) -> None:
                             "losses and seeds -> matrices, SFD, report (resumable)",
                             epilog=example("robustvlm rm matrix configs/paper/shortcut_aware_rm.yaml --dry-run"))
     rmx.add_argument("config", type=config_file, help="matrix YAML: base, losses, seeds, train_envs, per_env, jobs")
-    rmx.add_argument("--out", help="output directory (default studies/<config name>[-dry-run])")
-    rmx.add_argument("--dry-run", action="store_true", help="the same recipe on a tiny offline model and "
-                     "built-in data for a few steps, first seed")
+    rmx.add_argument("--out", help="output directory (default studies/<config name>[-smoke])")
+    rmx.add_argument("--dry-run", action="store_true",
+                     help="print the plan (runs, steps, models, budget) and train nothing")
+    rmx.add_argument("--smoke", action="store_true", help="check a real recipe end to end: the same recipe "
+                     "on a tiny offline model and built-in data for a few steps, first seed")
     rmx.set_defaults(func=_rm_matrix)
 
     add_bon_commands(rm_sub)

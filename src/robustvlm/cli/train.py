@@ -20,25 +20,29 @@ def _train(args: argparse.Namespace) -> int:
 
 def _study(args: argparse.Namespace) -> int:
     from robustvlm.workflows.finetune.study import run_study, study_runs
-    from robustvlm.workflows.finetune.study_plan import plan_lines
+    from robustvlm.workflows.finetune.study_dry_run import plan_lines
 
     name = Path(args.config).stem + ("-smoke" if args.smoke else "")
     out = Path(args.out or Path("studies") / name).resolve()
     if args.dry_run:
-        print("\n".join(plan_lines(study_runs(args.config, dry_run=args.smoke), out)))
+        print("\n".join(plan_lines(study_runs(args.config, smoke=args.smoke), out)))
         return 0
-    run_study(args.config, out, dry_run=args.smoke)
+    run_study(args.config, out, smoke=args.smoke)
     print(f"report: {out / 'report.md'} and {out / 'report.html'}")
     return 0
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from robustvlm.workflows.finetune.sweep import run_sweep
+    from robustvlm.workflows.finetune.sweep import run_sweep, sweep_plan
+    from robustvlm.workflows.finetune.sweep_dry_run import sweep_plan_lines
 
-    name = Path(args.config).stem + ("-dry-run" if args.dry_run else "")
-    run_sweep(
-        args.config, args.out or Path("sweeps") / name, launcher=args.launcher, dry_run=args.dry_run
-    )
+    name = Path(args.config).stem + ("-smoke" if args.smoke else "")
+    out = Path(args.out or Path("sweeps") / name)
+    if args.dry_run:
+        plan = sweep_plan(args.config, out.resolve(), smoke=args.smoke, launcher=args.launcher, check_envs=False)
+        print("\n".join(sweep_plan_lines(plan)))
+        return 0
+    run_sweep(args.config, out, launcher=args.launcher, smoke=args.smoke)
     return 0
 
 
@@ -72,16 +76,19 @@ def add_sweep(sub: SubParsers) -> None:
     sw.add_argument(
         "config", type=config_file, help="sweep YAML: base, methods, n_draws, seeds, checkpoint_every, ..."
     )
-    sw.add_argument("--out", help="sweep directory (default sweeps/<config name>[-dry-run])")
+    sw.add_argument("--out", help="sweep directory (default sweeps/<config name>[-smoke])")
     sw.add_argument(
         "--launcher",
         choices=["local", "multi-gpu", "slurm"],
         help="overrides the config's launcher.kind: local (this process, or a pool of CPU worker processes with launcher.workers), "
         "multi-gpu (one worker process per GPU), slurm (submitit)",
     )
+    sw.add_argument("--dry-run", action="store_true",
+                    help="print the plan (runs, draws, steps, models, budget) and train nothing")
     sw.add_argument(
-        "--dry-run",
+        "--smoke",
         action="store_true",
-        help="tiny offline model, built-in data, 4 steps, at most 2 draws, first seed, in process",
+        help="check a sweep end to end: tiny offline model, built-in data, 4 steps, at most 2 draws, "
+        "first seed, in process",
     )
     sw.set_defaults(func=_sweep)

@@ -26,7 +26,7 @@ from robustvlm.analysis.study import (
     study_comparisons,
 )
 from robustvlm.analysis.study_paired import StudyPaired
-from robustvlm.analysis.verdict import verdict_sentences
+from robustvlm.analysis.verdict import QUICK_RUN, verdict_sentences
 from robustvlm.evaluation.metrics.registry import title
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
@@ -75,14 +75,16 @@ def seed_table(scores: StudyScores) -> Table:
                   "95% CI, seeds resampled", "95% CI, pooled rows resampled"], rows)
 
 
-def verdict_blocks(scores: StudyScores) -> list[Block]:
-    """The `Verdict` section: every method against the baseline, computed from the seeds' scores,
-    then what the paired test over examples pooled across seeds separates (`paired_sentence`)."""
+def verdict_blocks(scores: StudyScores, *, quick: bool = False) -> list[Block]:
+    """The `Verdict` section: with `quick`, first that it is a smoke test (`QUICK_RUN`); every
+    method against the baseline, computed from the seeds' scores, then what the paired test over
+    examples pooled across seeds separates (`paired_sentence`)."""
     lines = verdict_sentences(study_comparisons(scores, title), metric="each metric's split score (higher is better)",
                               selection="the final checkpoint of each run (no selection)",
                               fmt=fmt, what="split or metric")
     paired = paired_sentence(scores)
-    return [Heading("Verdict"), *(Paragraph(line) for line in [*lines, *([paired] if paired else [])])]
+    smoke = [QUICK_RUN.format(subject="the methods do", few="examples, seeds and steps")] if quick else []
+    return [Heading("Verdict"), *(Paragraph(line) for line in [*smoke, *lines, *([paired] if paired else [])])]
 
 
 def paired_sentence(scores: StudyScores) -> str | None:
@@ -341,14 +343,14 @@ def build_blocks(
     """Draw the figures into `out_dir` and return the report's blocks."""
     seeds = results.seeds
     blocks: list[Block] = [
-        Heading("robustvlm study" + (" — DRY RUN" if results.dry_run else ""), 1),
-        *verdict_blocks(results.scores),
+        Heading("robustvlm study" + (" — SMOKE TEST" if results.smoke else ""), 1),
+        *verdict_blocks(results.scores, quick=results.quick),
         *(
             [Paragraph(
-                "Dry run: a tiny randomly initialised model on local built-in data for a few steps, "
+                "Smoke test: a tiny randomly initialised model on local built-in data for a few steps, "
                 "to check the recipe and the pipeline end to end. These numbers are not results."
             )]
-            if results.dry_run else []
+            if results.smoke else []
         ),
         intro(results),
         Heading("Table 1: in-domain vs out-of-domain"),

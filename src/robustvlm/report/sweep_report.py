@@ -280,15 +280,15 @@ def build_blocks(results: SweepResults, out_dir: Path) -> list[Block]:
     """Draw the figure into `out_dir` and return the report's blocks."""
     n_ck = len(results.checkpoints)
     blocks: list[Block] = [
-        Heading("robustvlm sweep" + (" — DRY RUN" if results.dry_run else ""), 1),
+        Heading("robustvlm sweep" + (" — SMOKE TEST" if results.smoke else ""), 1),
         *(
             [
                 Paragraph(
-                    "Dry run: a tiny model on built-in data for a few steps, to check the pipeline. "
+                    "Smoke test: a tiny model on built-in data for a few steps, to check the pipeline. "
                     "These numbers are not results."
                 )
             ]
-            if results.dry_run
+            if results.smoke
             else []
         ),
         Paragraph(

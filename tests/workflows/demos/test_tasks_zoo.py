@@ -73,6 +73,15 @@ def test_the_quick_zoo_study_reads_back_and_its_zero_shot_row_is_the_untouched_m
 
 
 @pytest.mark.slow
+def test_the_quick_zoo_studys_verdict_opens_with_the_smoke_test_line(quick_run):
+    """Issue 46.7: the other quick demos' verdicts open with it; this one had none."""
+    report = (quick_run / "report.md").read_text(encoding="utf-8")
+    verdict = report.split("## Verdict\n\n", 1)[1].split("\n\n")
+    assert verdict[0].startswith("Quick run: a smoke test. It shows that the code runs, not what the methods do")
+    assert json.loads((quick_run / "results.json").read_text(encoding="utf-8"))["quick"] is True
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["zoo-tasks", "zoo-tasks-envs"])
 def test_quick_figures_in_the_docs_are_what_the_code_produces(quick_run, name):
     documented = read_figure((ROOT / "docs" / "quick_figures.md").read_text(encoding="utf-8"), name)

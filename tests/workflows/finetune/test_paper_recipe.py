@@ -1,4 +1,4 @@
-"""configs/paper/dynamic_birm_smolvlm.yaml: validated, and run end to end as a dry run."""
+"""configs/paper/dynamic_birm_smolvlm.yaml: validated, and run end to end as a smoke run."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import robustvlm.workflows.finetune.study as study
 from robustvlm.cli import main
 from robustvlm.errors import ConfigError
 from robustvlm.training.launch import LaunchConfig, launch_command
-from robustvlm.workflows.finetune.study_dry_run import dry_run_spec
+from robustvlm.workflows.finetune.study_smoke import smoke_spec
 
 RECIPE = Path(__file__).resolve().parents[3] / "configs" / "paper" / "dynamic_birm_smolvlm.yaml"
 
@@ -43,26 +43,26 @@ def test_recipe_validates_with_the_paper_settings():
     assert yaml.safe_load(Path(launch.accelerate_config).read_text())["deepspeed_config"]["zero_stage"] == 2
 
 
-def test_dry_run_spec_swaps_only_what_cannot_run_here():
+def test_smoke_spec_swaps_only_what_cannot_run_here():
     spec = yaml.safe_load(RECIPE.read_text())
-    dry = dry_run_spec(spec)
+    smoke = smoke_spec(spec)
     assert spec["base"]["model"]["name"] == "HuggingFaceTB/SmolVLM-Base"  # input untouched
-    assert "launcher" not in dry and dry["seeds"] == [0] and dry["metrics"] == spec["metrics"]
-    assert dry["base"]["model"] == {"name": "tiny:idefics3", "trainable": "paper"}
-    assert dry["base"]["data"] == {"benchmark": "tasks", "n_per_env": 8, "seed": 0,
+    assert "launcher" not in smoke and smoke["seeds"] == [0] and smoke["metrics"] == spec["metrics"]
+    assert smoke["base"]["model"] == {"name": "tiny:idefics3", "trainable": "paper"}
+    assert smoke["base"]["data"] == {"benchmark": "tasks", "n_per_env": 8, "seed": 0,
                                    "split_per_env": {"train": 4, "test": 2}}
-    assert dry["base"]["train"]["lr"] == 3e-5 and dry["base"]["train"]["steps"] == 4
-    assert dry["base"]["train"]["bf16"] == "auto"
-    assert "judge" not in dry["base"]["eval"] and dry["base"]["eval"]["repetition_penalty"] == 1.15
-    assert dry["methods"]["dynamic_birm"]["k_skip"] == 2 and dry["methods"]["dynamic_birm"]["gamma"] == 0.15
-    assert dry["methods"]["birm"]["anneal_steps"] == 2
+    assert smoke["base"]["train"]["lr"] == 3e-5 and smoke["base"]["train"]["steps"] == 4
+    assert smoke["base"]["train"]["bf16"] == "auto"
+    assert "judge" not in smoke["base"]["eval"] and smoke["base"]["eval"]["repetition_penalty"] == 1.15
+    assert smoke["methods"]["dynamic_birm"]["k_skip"] == 2 and smoke["methods"]["dynamic_birm"]["gamma"] == 0.15
+    assert smoke["methods"]["birm"]["anneal_steps"] == 2
 
 
 def test_smoke_run_from_the_cli(tmp_path, capsys):
-    out = tmp_path / "dry"
+    out = tmp_path / "smoke"
     assert main(["study", str(RECIPE), "--smoke", "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())
-    assert results["dry_run"] is True and results["seeds"] == [0]
+    assert results["smoke"] is True and "dry_run" not in results and results["seeds"] == [0]
     assert list(results["methods"]) == ["erm", "birm", "dynamic_birm"]
     assert set(results["absent"]) == {"cee"}
     for info in results["methods"].values():
@@ -72,7 +72,7 @@ def test_smoke_run_from_the_cli(tmp_path, capsys):
     log = [json.loads(line) for line in (out / "runs" / "dynamic_birm" / "seed-0" / "train" / "train_log.jsonl").open()]
     assert len(log) == 4 and log[-1]["lambda"] > 0  # past the shortened k_skip: the penalty is on
     report = (out / "report.md").read_text()
-    assert "DRY RUN" in report and "CEE: the dry run calls no judge" in report
+    assert "SMOKE TEST" in report and "CEE: the smoke run calls no judge" in report
 
 
 def test_launch_command():
@@ -129,4 +129,4 @@ def test_the_old_launch_key_is_accepted_with_a_deprecation_message(capsys):
     spec["launcher"] = spec["launch"]
     with pytest.raises(ConfigError, match="give `launcher` only"):
         study.study_runs(spec)
-    assert "launch" not in dry_run_spec(spec) and "launcher" not in dry_run_spec(spec)
+    assert "launch" not in smoke_spec(spec) and "launcher" not in smoke_spec(spec)

@@ -226,16 +226,16 @@ def test_shipped_sweep_configs_plan(tmp_path, name, monkeypatch):
     assert plan.reference["results"]["IRM"]["test-domain validation (oracle)"] == 58.5
 
 
-def test_dry_run_shrinks_the_sweep_and_turns_every_penalty_on(tmp_path):
+def test_the_smoke_run_shrinks_the_sweep_and_turns_every_penalty_on(tmp_path):
     spec = _with(
         seeds=[3, 4],
         n_draws=5,
         methods={"dyn": {"method": "dynamic_birm"}, "irm": {"method": "irm"}},
         launcher={"kind": "slurm"},
     )
-    plan = sweep.sweep_plan(spec, tmp_path, dry_run=True)
+    plan = sweep.sweep_plan(spec, tmp_path, smoke=True)
     assert plan.seeds == [3] and plan.launcher.kind == "local" and plan.checkpoints == [2, 4]
-    assert {j.draw for j in plan.jobs} == {0, 1} and plan.dry_run
+    assert {j.draw for j in plan.jobs} == {0, 1} and plan.smoke
     assert all(j.cfg.model.name == "tiny:idefics3" and j.cfg.train.steps == 4 for j in plan.jobs)
     args = {j.label: j.cfg.method_args for j in plan.jobs if j.draw == 0}
     assert args["dyn"]["k_skip"] == 2 and args["irm"]["anneal_steps"] == 2
@@ -258,11 +258,11 @@ TASKS_SWEEP = {
 }
 
 
-@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "full"])
-def test_a_sweep_on_data_without_a_colour_manifest_finishes_with_its_report(tmp_path, dry_run):
+@pytest.mark.parametrize("smoke", [True, False], ids=["smoke", "full"])
+def test_a_sweep_on_data_without_a_colour_manifest_finishes_with_its_report(tmp_path, smoke):
     """Issue 17.6: on `tasks` (or any user data) the rule analysis crashed after training
-    (`min() arg is an empty sequence`), in the dry run as in the full run."""
-    results = sweep.run_sweep(TASKS_SWEEP, tmp_path / "sw", dry_run=dry_run, progress=False)
+    (`min() arg is an empty sequence`), in the smoke run as in the full run."""
+    results = sweep.run_sweep(TASKS_SWEEP, tmp_path / "sw", smoke=smoke, progress=False)
     assert results.rules == {} and results.oracle_rules == {}
     report = (tmp_path / "sw" / "report.md").read_text()
     assert "Not analysed: the data has no colour manifest" in report
@@ -280,4 +280,4 @@ def test_the_sweep_configs_old_study_names_still_work(tmp_path, monkeypatch, cap
     assert "deprecated: the built-in config 'study_digits' is now called 'sweep_digits'" in capsys.readouterr().err
     assert main(["configs", "copy", "study_spurious", "mine"]) == 0
     assert (tmp_path / "mine" / "sweep_spurious.yaml").read_text() == (RECIPES / "sweep_spurious.yaml").read_text()
-    assert sweep.sweep_plan(resolve("configs/study_spurious.yaml"), tmp_path / "out", dry_run=True).jobs
+    assert sweep.sweep_plan(resolve("configs/study_spurious.yaml"), tmp_path / "out", smoke=True).jobs

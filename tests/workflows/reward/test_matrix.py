@@ -1,5 +1,5 @@
 """configs/paper/shortcut_aware_rm.yaml: validated with the paper's settings, and run end to end
-as a dry run; the matrix config's errors name the key."""
+as a smoke run; its dry run prints the plan; the matrix config's errors name the key."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import yaml
 from robustvlm.cli import main
 from robustvlm.errors import ConfigError
 from robustvlm.workflows.reward.matrix import matrix_plan
-from robustvlm.workflows.reward.matrix_dry_run import dry_run_matrix_spec
+from robustvlm.workflows.reward.matrix_smoke import smoke_matrix_spec
 
 RECIPE = Path(__file__).resolve().parents[3] / "configs" / "paper" / "shortcut_aware_rm.yaml"
 
@@ -36,9 +36,9 @@ def test_recipe_validates_with_the_paper_settings():
     assert rlhf.batch_size * rlhf.grad_accum == 128
 
 
-def test_dry_run_from_the_cli(tmp_path, capsys):
-    out = tmp_path / "dry"
-    assert main(["rm", "matrix", str(RECIPE), "--dry-run", "--out", str(out)]) == 0
+def test_smoke_run_from_the_cli(tmp_path, capsys):
+    out = tmp_path / "smoke"
+    assert main(["rm", "matrix", str(RECIPE), "--smoke", "--out", str(out)]) == 0
     assert "| shortcut_aware |" in capsys.readouterr().out
     results = json.loads((out / "matrix.json").read_text())
     assert results["train_envs"] == ["clause", "long"] and results["test_envs"] == ["clause", "long", "plain", "short"]
@@ -54,7 +54,7 @@ def test_dry_run_from_the_cli(tmp_path, capsys):
         assert (out / name).is_file(), name
     # a second run reuses every finished run
     mtimes = {p: p.stat().st_mtime for p in out.glob("runs/*/seed-0/*/train/final/model.safetensors")}
-    assert main(["rm", "matrix", str(RECIPE), "--dry-run", "--out", str(out)]) == 0
+    assert main(["rm", "matrix", str(RECIPE), "--smoke", "--out", str(out)]) == 0
     assert mtimes == {p: p.stat().st_mtime for p in mtimes}
 
 
@@ -68,10 +68,10 @@ def test_matrix_config_errors_name_the_key():
         matrix_plan({**spec, "losses": {"sa": {"loss": "shortcut_aware", "proxy": "twin"}}})
     with pytest.raises(ConfigError, match="train.lr"):
         matrix_plan({**spec, "base": {**spec["base"], "train": {"lr": "fast"}}})
-    dry = dry_run_matrix_spec(spec)
+    smoke = smoke_matrix_spec(spec)
     assert spec["base"]["model"]["name"] == "OpenGVLab/InternVL3-8B-hf"  # input untouched
-    assert dry["base"]["model"] == {"name": "tiny:idefics3", "trainable": "paper"}
-    assert "per_env" not in dry and dry["seeds"] == [0] and dry["base"]["train"]["lr"] == 1e-5
+    assert smoke["base"]["model"] == {"name": "tiny:idefics3", "trainable": "paper"}
+    assert "per_env" not in smoke and smoke["seeds"] == [0] and smoke["base"]["train"]["lr"] == 1e-5
 
 
 @pytest.mark.slow
@@ -79,7 +79,7 @@ def test_worker_processes_give_the_same_matrix_as_one_process(tmp_path):
     """`jobs: 2` runs through the job runner's process pool: the same matrix as one process."""
     from robustvlm.workflows.reward.matrix import run_matrix
 
-    spec = dry_run_matrix_spec(yaml.safe_load(RECIPE.read_text()))
+    spec = smoke_matrix_spec(yaml.safe_load(RECIPE.read_text()))
     spec["losses"] = {k: v for k, v in spec["losses"].items() if k in ("standard", "text_only")}
     one = run_matrix(spec, tmp_path / "one").results.to_dict()
     two = run_matrix({**spec, "jobs": 2}, tmp_path / "two").results.to_dict()

@@ -68,7 +68,7 @@ def run_demo(
     t0 = time.perf_counter()
     spec = demo_spec(quick, overrides, zoo=zoo, methods=methods)
     resolve_model_name(spec["base"]["model"]["name"])  # a zoo member not built yet: say so now
-    results = run_study(spec, out_dir)
+    results = run_study(spec, out_dir, quick=quick)
     table = table1(results.scores, results.zero_shot)
     print("\n" + markdown_table(table.header, table.rows))
     for metric, why in results.absent.items():

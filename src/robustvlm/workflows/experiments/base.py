@@ -61,8 +61,8 @@ def presets(plan: Callable[..., P], *flags: str) -> dict[str, P]:
     return {"default": plan(), **{name: plan(**{name: True}) for name in flags}}
 
 
-def demo_folder(name: str) -> Callable[[Any], str]:
-    """A plan's output folder: demo_NAME, then _zoo and _quick where the plan sets them."""
+def default_demo_folder(name: str) -> Callable[[Any], str]:
+    """A plan's default output folder: demo_NAME, then _zoo and _quick where the plan sets them."""
     return lambda plan: (f"demo_{name}" + ("_zoo" if getattr(plan, "zoo", False) else "")
                          + ("_quick" if plan.quick else ""))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from robustvlm.extras import require
-from robustvlm.workflows.experiments.base import Experiment, demo_folder, option, presets
+from robustvlm.workflows.experiments.base import Experiment, default_demo_folder, option, presets
 
 if TYPE_CHECKING:
     from robustvlm.analysis.ladder_results import LadderResults
@@ -81,7 +81,7 @@ EXPERIMENT = Experiment(
     plan=LadderExperimentPlan,
     presets=presets(LadderExperimentPlan, "quick", "zoo"),
     run=run,
-    out=demo_folder("ladder"),
+    out=default_demo_folder("ladder"),
     figures=("ladder", "ladder-vlm", "ladder-zoo", "ladder-zoo-oracle", "ladder-zoo-td", "ladder-zoo-shot",
              "ladder-zoo-seeds"),
     depends_on=DEPENDS_ON,

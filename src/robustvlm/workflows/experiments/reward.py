@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from robustvlm.errors import ConfigError
-from robustvlm.workflows.experiments.base import Experiment, demo_folder, option, presets
+from robustvlm.workflows.experiments.base import Experiment, default_demo_folder, option, presets
 from robustvlm.workflows.experiments.ladder import QUICK_HELP
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ EXPERIMENT = Experiment(
     plan=RewardExperimentPlan,
     presets=presets(RewardExperimentPlan, "quick", "zoo"),
     run=run,
-    out=demo_folder("reward"),
+    out=default_demo_folder("reward"),
     figures=("reward-matrix", "reward-linear", "reward-ladder", "reward-ladder-sfc", "reward-ladder-runs",
              "reward-zoo-matrix", "reward-zoo-ladder", "reward-zoo-ladder-sfc", "reward-zoo-runs", "reward-zoo-steps"),
     depends_on=("robustvlm.workflows.demos.reward", "robustvlm.workflows.demos.reward_zoo", "robustvlm.reward",

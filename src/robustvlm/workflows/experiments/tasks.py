@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from robustvlm.workflows.experiments.base import Experiment, demo_folder, option, presets
+from robustvlm.workflows.experiments.base import Experiment, default_demo_folder, option, presets
 from robustvlm.workflows.experiments.ladder import QUICK_HELP
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ EXPERIMENT = Experiment(
     plan=TasksExperimentPlan,
     presets=presets(TasksExperimentPlan, "quick", "zoo"),
     run=run,
-    out=demo_folder("tasks"),
+    out=default_demo_folder("tasks"),
     figures=("zoo-tasks", "zoo-tasks-envs"),
     depends_on=("robustvlm.workflows.demos.finetune", "robustvlm.workflows.finetune", "robustvlm.training",
                 "robustvlm.objectives", "robustvlm.evaluation", "robustvlm.analysis.study",

@@ -55,7 +55,7 @@ from robustvlm.report.study_report import write_study_report
 from robustvlm.runs import claim_run_folder, lock_run_folder, make_output_folder, read_jsonl
 from robustvlm.training.launch import LaunchConfig, launched_train
 from robustvlm.workflows.finetune.evaluate import METRICS_FILE, evaluate
-from robustvlm.workflows.finetune.study_dry_run import dry_run_spec
+from robustvlm.workflows.finetune.study_smoke import smoke_spec
 from robustvlm.workflows.finetune.train import train
 from robustvlm.workflows.plan_configs import MatrixConfig, StudyConfig, SweepConfig
 
@@ -69,9 +69,9 @@ def read_methods_config(
     config: str | Path | Mapping,
     kind: str,
     schema: type[MultiRun],
-    dry_run_spec: Callable[[Mapping], dict],
+    smoke_spec: Callable[[Mapping], dict],
     *,
-    dry_run: bool = False,
+    smoke: bool = False,
 ) -> tuple[MultiRun, str]:
     """Read and validate a config of many runs (a study's, a sweep's or a matrix's).
 
@@ -79,7 +79,7 @@ def read_methods_config(
         config: a YAML path or the mapping itself (copied, never modified).
         kind: how messages name it ("study config").
         schema: its typed model (`workflows.plan_configs`).
-        dry_run_spec: the config's tiny stand-in, used when `dry_run`.
+        smoke_spec: the config's tiny stand-in, used when `smoke`.
 
     Returns:
         (the validated config, the name messages give it).
@@ -88,8 +88,8 @@ def read_methods_config(
         spec, source = copy.deepcopy(dict(config)), kind
     else:
         spec, source = read_yaml_mapping(config, kind, ", ".join(schema.model_fields)), str(config)
-    if dry_run:
-        spec, source = dry_run_spec(spec), f"{source} (dry run)"
+    if smoke:
+        spec, source = smoke_spec(spec), f"{source} (smoke run)"
     return validate_config(spec, source, schema), source
 
 
@@ -111,9 +111,9 @@ class StudyPlan:
     zero_shot: bool = False
 
 
-def study_runs(config: str | Path | Mapping, *, dry_run: bool = False) -> StudyPlan:
-    """Validate a study config (with `dry_run`, its tiny local stand-in: see `dry_run_spec`)."""
-    cfg, source = read_methods_config(config, "study config", StudyConfig, dry_run_spec, dry_run=dry_run)
+def study_runs(config: str | Path | Mapping, *, smoke: bool = False) -> StudyPlan:
+    """Validate a study config (with `smoke`, its tiny local stand-in: see `smoke_spec`)."""
+    cfg, source = read_methods_config(config, "study config", StudyConfig, smoke_spec, smoke=smoke)
     base, seeds = cfg.base, cfg.seeds
     metrics = cfg.metrics or study_default_metrics()
     check_metric_names(metrics, key=f"{source}: metrics")
@@ -147,18 +147,18 @@ def computed_metrics(base: Mapping, metrics: Sequence[str]) -> list[str]:
 
 
 def absent_metrics(
-    metrics: Sequence[str], computed: Sequence[str], *, dry_run: bool = False
+    metrics: Sequence[str], computed: Sequence[str], *, smoke: bool = False
 ) -> dict[str, str]:
     """{metric: why the report shows it as absent} for tabulated metrics no run computes."""
-    return {m: _absent_reason(m, dry_run) for m in metrics if m not in computed}
+    return {m: _absent_reason(m, smoke) for m in metrics if m not in computed}
 
 
-def _absent_reason(name: str, dry_run: bool) -> str:
+def _absent_reason(name: str, smoke: bool) -> str:
     needs = METRICS[name].needs
     if needs is None or not needs.required:
         return "not computed"
-    if dry_run:
-        return f"the dry run calls no {needs.what}"
+    if smoke:
+        return f"the smoke run calls no {needs.what}"
     return f"no {needs.what} configured (set eval.{needs.key} to {needs.how})"
 
 
@@ -212,14 +212,16 @@ def run_study(
     out_dir: str | Path,
     *,
     progress: bool = True,
-    dry_run: bool = False,
+    smoke: bool = False,
+    quick: bool = False,
 ) -> StudyResults:
     """Run every (method, seed) of a study, aggregate, write results.json, report.md/.html.
 
-    With `dry_run`, the study's tiny local stand-in runs instead (see `dry_run_spec`).
+    With `smoke`, the study's tiny local stand-in runs instead (see `smoke_spec`); `quick` marks
+    a quick demo's study, whose report's verdict opens with that it is a smoke test.
     """
     out_dir = Path(out_dir)
-    plan = study_runs(config, dry_run=dry_run)
+    plan = study_runs(config, smoke=smoke)
     make_output_folder(out_dir)
     lock_run_folder(out_dir)  # one writer at a time; each run's folder is claimed on its own
     runs, seeds, metrics = plan.runs, plan.seeds, plan.metrics
@@ -246,8 +248,9 @@ def run_study(
             for label, by_seed in records.items()
         },
         seeds=seeds,
-        absent=absent_metrics(metrics, first.eval.metrics, dry_run=dry_run),
-        dry_run=dry_run,
+        absent=absent_metrics(metrics, first.eval.metrics, smoke=smoke),
+        smoke=smoke,
+        quick=quick,
         zero_shot=zero_shot_scores(_zero_shot_rows(first, out_dir, progress), metrics) if plan.zero_shot else None,
     )
     (out_dir / "results.json").write_text(json.dumps(results.to_dict(), indent=2), encoding="utf-8")

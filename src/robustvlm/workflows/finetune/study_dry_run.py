@@ -1,80 +1,40 @@
-"""`robustvlm study CONFIG --smoke`: the same study on a tiny offline model and local data.
+"""`robustvlm study CONFIG --dry-run`: the study's plan, printed, with nothing trained.
 
-A real recipe (a 2B model, hub data, a judge endpoint, DeepSpeed) cannot run on a laptop or in CI.
-The smoke run keeps everything that shapes the pipeline (methods and their hyperparameters, the
-trainable parts, metrics, carving into per-environment train / test sets) and swaps the rest:
-
-- model: `tiny:idefics3` (same trainable setting and LoRA options);
-- data: the built-in `tasks` benchmark (8 in-domain sub-environments, 2 OCR ones held out, like
-  the paper's split), 8 records per environment, carved 4 train / 2 test when the recipe carves;
-- training: 4 steps, at most 4 examples per batch, warm-ups (`k_skip`, `anneal_steps`) cut to 2
-  steps so every penalty is active, bf16 only where a GPU supports it, one CPU thread, no
-  launcher (in process);
-- evaluation: 2 examples per environment, 8 new tokens, BERTScore with the offline default
-  encoder, no judge (CEE is reported absent);
-- seeds: the first one.
+The plan is the validated config expanded into its runs (method x seed): for each run its
+method, model, trainable parts, training steps and batch, and folder (`workflows.run_plan`); then
+the data, the evaluation, the budget (runs, optimisation steps, training examples seen) and the
+launcher. To run the same recipe for real at a tiny size, use `--smoke`.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
+from pathlib import Path
 
-from robustvlm.objectives import REGISTRY
-
-DRY_DATA = {"benchmark": "tasks", "n_per_env": 8}
-DRY_SPLIT = {"train": 4, "test": 2}
-DRY_TRAIN = {"steps": 4, "save_every": 2, "grad_accum": 1, "cpu_threads": 1, "bf16": "auto"}
-DRY_EVAL = {"max_new_tokens": 8, "max_per_env": 2, "batch_size": 8}
-WARMUP_KEYS = ("k_skip", "anneal_steps")
-DRY_WARMUP = 2
-
-
-def dry_run_spec(spec: Mapping) -> dict:
-    """The dry-run stand-in of a study spec (see the module doc); malformed parts are left as
-    they are for the study's own validation to report."""
-    out = copy.deepcopy(dict(spec))
-    out.pop("launcher", None)
-    out.pop("launch", None)  # the old name of `launcher`
-    base = out.get("base")
-    if isinstance(base, dict):
-        _shrink_base(base)
-    cap_warmups(out.get("methods"))
-    seeds = out.get("seeds")
-    if isinstance(seeds, list) and seeds:
-        out["seeds"] = seeds[:1]
-    return out
+from robustvlm.config import RunConfig
+from robustvlm.workflows.finetune.study import StudyPlan, run_dir_of
+from robustvlm.workflows.run_plan import (
+    NOTHING_TRAINED,
+    PlannedRun,
+    budget_line,
+    data_text,
+    run_table,
+)
 
 
-def cap_warmups(methods: object) -> None:
-    """Cut every method entry's warm-ups (`k_skip`, `anneal_steps`, given or default) to
-    DRY_WARMUP steps, so each penalty is on within a dry run; malformed entries are left alone."""
-    if not isinstance(methods, dict):
-        return
-    for entry in methods.values():
-        if isinstance(entry, dict) and entry.get("method") in REGISTRY:
-            hparams = REGISTRY[entry["method"]].hparams
-            for key in WARMUP_KEYS:
-                if key in hparams and isinstance(entry.get(key, hparams[key].default), int):
-                    entry[key] = min(entry.get(key, hparams[key].default), DRY_WARMUP)
+def _eval(cfg: RunConfig) -> str:
+    cap = "all" if cfg.eval.max_per_env is None else str(cfg.eval.max_per_env)
+    return f"{', '.join(cfg.eval.metrics)} on {cap} examples per environment"
 
 
-def shrink_sections(base: dict, dry_train: Mapping, dry_eval: Mapping) -> None:
-    """In place: `tiny:idefics3` with the base's trainable setting and LoRA options; the base's
-    train section without `epochs`, overridden by `dry_train`; its eval section without a judge
-    or BERTScore encoder, overridden by `dry_eval`."""
-    model = base.get("model") or {}
-    base["model"] = {k: v for k, v in model.items() if k in ("trainable", "lora")} | {"name": "tiny:idefics3"}
-    base["train"] = {k: v for k, v in (base.get("train") or {}).items() if k != "epochs"} | dict(dry_train)
-    evaluation = {k: v for k, v in (base.get("eval") or {}).items() if k not in ("judge", "bertscore")}
-    base["eval"] = evaluation | dict(dry_eval)
-
-
-def _shrink_base(base: dict) -> None:
-    data = base.get("data") or {}
-    batch = (base.get("train") or {}).get("batch_size", 4)
-    shrink_sections(base, DRY_TRAIN, DRY_EVAL)
-    base["data"] = {**DRY_DATA, "seed": data.get("seed", 0)}
-    if data.get("split_per_env"):
-        base["data"]["split_per_env"] = dict(DRY_SPLIT)
-    base["train"]["batch_size"] = min(batch, 4) if isinstance(batch, int) else batch
+def plan_lines(plan: StudyPlan, out_dir: Path) -> list[str]:
+    """The printed plan of `plan` (runs then budget); `out_dir` is where the study would write."""
+    runs = [PlannedRun((label, seed), cfg.method, cfg.model, cfg.train, run_dir_of(out_dir, label, seed))
+            for label, by_seed in plan.runs.items() for seed, cfg in by_seed.items()]
+    first = next(iter(next(iter(plan.runs.values())).values()))
+    return [*run_table(("label", "seed"), runs), "",
+            f"data: {data_text(first.data)}", f"evaluation: {_eval(first)}",
+            budget_line(runs, f"{len(plan.runs)} methods x {len(plan.seeds)} seeds"),
+            "launcher: " + (f"accelerate launch --config_file {plan.launcher.accelerate_config}"
+                            if plan.launcher else "this process"),
+            "zero-shot row: " + ("yes" if plan.zero_shot else "no"),
+            NOTHING_TRAINED]

@@ -37,7 +37,6 @@ checkpoint.
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 import tempfile
@@ -67,15 +66,13 @@ from robustvlm.training.checkpoint import WEIGHTS_FILE, list_checkpoints
 from robustvlm.training.finetune import export_checkpoint
 from robustvlm.workflows.finetune.evaluate import METRICS_FILE, evaluate
 from robustvlm.workflows.finetune.study import read_methods_config, seeded_args
-from robustvlm.workflows.finetune.study_dry_run import cap_warmups, shrink_sections
+from robustvlm.workflows.finetune.sweep_smoke import smoke_spec
 from robustvlm.workflows.finetune.train import train
 from robustvlm.workflows.launchers import LAUNCHERS, JobRunnerConfig, run_jobs
 from robustvlm.workflows.plan_configs import MethodEntry, ReferenceEntry, SweepConfig
 
 DEFAULT_SEARCH = {"lr": ("log", 1e-4, 1e-2), "weight_decay": ("log", 1e-6, 1e-2)}
 SCORES_FILE = "scores.json"
-DRY_TRAIN = {"steps": 4, "cpu_threads": 1, "bf16": "auto", "grad_accum": 1}
-DRY_EVAL = {"max_new_tokens": 8, "max_per_env": 4, "batch_size": 8}
 
 
 # ---------------------------------------------------------------- configuration
@@ -109,35 +106,7 @@ class SweepPlan:
     headline_env: str | None
     reference: dict | None
     launcher: JobRunnerConfig
-    dry_run: bool
-
-
-def dry_run_spec(spec: Mapping) -> dict:
-    """The dry-run stand-in of a sweep: a tiny offline model, a built-in benchmark at 8 records per
-    environment (the configured one, else `spurious`), 4 steps with a checkpoint every 2, warm-ups
-    (`k_skip`, `anneal_steps`) cut to 2 steps, at most 2 draws, the first seed, 4 evaluated
-    records per environment, in this process."""
-    out = copy.deepcopy(dict(spec))
-    out["launcher"] = {"kind": "local"}
-    base = out.get("base")
-    if isinstance(base, dict):
-        data = base.get("data") or {}
-        if data.get("benchmark") is None:
-            out.pop("test_envs", None)
-            out.pop("headline_env", None)
-        shrink_sections(base, DRY_TRAIN, DRY_EVAL)
-        base["data"] = {
-            "benchmark": data.get("benchmark") or "spurious",
-            "n_per_env": 8,
-            "seed": data.get("seed", 0),
-        }
-    out["checkpoint_every"] = 2
-    if isinstance(out.get("n_draws"), int):
-        out["n_draws"] = min(out["n_draws"], 2)
-    if isinstance(out.get("seeds"), list) and out["seeds"]:
-        out["seeds"] = out["seeds"][:1]
-    cap_warmups(out.get("methods"))  # every penalty on within the 4 steps
-    return out
+    smoke: bool
 
 
 def load_reference(entry: ReferenceEntry | None, source: str) -> dict | None:
@@ -155,15 +124,17 @@ def sweep_plan(
     config: str | Path | Mapping,
     out_dir: str | Path,
     *,
-    dry_run: bool = False,
+    smoke: bool = False,
     launcher: str | None = None,
     progress: bool = True,
+    check_envs: bool = True,
 ) -> SweepPlan:
     """Validate a sweep config into its jobs (see the module doc); ConfigError names the key.
 
     Every check runs here, before any job: the config's own (`plan_configs.SweepConfig`), each
-    run's config, and `test_envs` / `headline_env` against the data's environments."""
-    cfg, source = read_methods_config(config, "sweep config", SweepConfig, dry_run_spec, dry_run=dry_run)
+    run's config, and (with `check_envs`, which reads the data) `test_envs` / `headline_env`
+    against the data's environments."""
+    cfg, source = read_methods_config(config, "sweep config", SweepConfig, smoke_spec, smoke=smoke)
     base_cfg: RunConfig = validate_config(deep_merge(cfg.base, {}), f"{source} (base)")
     steps = base_cfg.train.steps
     if steps is None:
@@ -201,12 +172,12 @@ def sweep_plan(
         seeds=cfg.seeds,
         checkpoints=checkpoints,
         holdout_fraction=float(cfg.holdout_fraction),
-        test_envs=checked_test_envs(cfg, base_cfg.data, source),
+        test_envs=checked_test_envs(cfg, base_cfg.data, source) if check_envs else cfg.test_envs,
         metric=cfg.metric,
         headline_env=cfg.headline_env,
         reference=reference,
         launcher=launch,
-        dry_run=dry_run,
+        smoke=smoke,
     )
 
 
@@ -370,12 +341,12 @@ def run_sweep(
     out_dir: str | Path,
     *,
     launcher: str | None = None,
-    dry_run: bool = False,
+    smoke: bool = False,
     progress: bool = True,
 ) -> SweepResults:
     """Run every pending job of a sweep, select, write runs.jsonl, results.json and the report."""
     out_dir = Path(out_dir)
-    plan = sweep_plan(config, out_dir, dry_run=dry_run, launcher=launcher, progress=progress)
+    plan = sweep_plan(config, out_dir, smoke=smoke, launcher=launcher, progress=progress)
     make_output_folder(out_dir)
     lock_run_folder(out_dir)  # one writer at a time; each run's folder is claimed on its own
     for job in plan.jobs:  # refuse a folder made with other settings before anything runs
@@ -433,5 +404,5 @@ def sweep_results(
         headline_env=plan.headline_env,
         reference=plan.reference,
         n_runs=len(plan.jobs),
-        dry_run=plan.dry_run,
+        smoke=plan.smoke,
     )

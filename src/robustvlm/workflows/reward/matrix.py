@@ -60,7 +60,7 @@ from robustvlm.workflows.reward.evaluate import (
     eval_views,
     evaluate_reward_model,
 )
-from robustvlm.workflows.reward.matrix_dry_run import dry_run_matrix_spec
+from robustvlm.workflows.reward.matrix_smoke import smoke_matrix_spec
 from robustvlm.workflows.reward.train import train_reward_model
 
 RESULTS_FILE = "matrix.json"
@@ -167,11 +167,22 @@ class MatrixOutcome:
     runs: list[MatrixRun]
 
 
-def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool = False) -> MatrixOutcome:
-    """Train and score every (label, seed, training environment), aggregate, write the report."""
+def read_matrix_spec(spec: Mapping | str | Path, *, smoke: bool = False) -> dict:
+    """A matrix spec from its YAML file or mapping (copied), or with `smoke` its tiny stand-in
+    (`matrix_smoke`)."""
     raw = read_yaml_mapping(spec, "matrix config") if not isinstance(spec, Mapping) else dict(spec)
-    if dry_run:
-        raw = dry_run_matrix_spec(raw)
+    return smoke_matrix_spec(raw) if smoke else raw
+
+
+def run_folder(out: Path, label: str, seed: int, env: str) -> Path:
+    """Where the run of `label` with `seed` trained on `env` lives: OUT/runs/<label>/seed-<s>/<env>."""
+    return out / "runs" / label / f"seed-{seed}" / env
+
+
+def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, smoke: bool = False) -> MatrixOutcome:
+    """Train and score every (label, seed, training environment), aggregate, write the report;
+    with `smoke`, the matrix's tiny stand-in runs instead (`matrix_smoke`)."""
+    raw = read_matrix_spec(spec, smoke=smoke)
     plan = matrix_plan(raw)
     out = Path(out_dir).absolute()
     claim_run_folder(out, raw, command="rm matrix", resume=True)
@@ -182,7 +193,7 @@ def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, dry_run: bool
     corpus = [t for p in pairs if p.split == "train" for t in (p.query, p.chosen, p.rejected)]
     jobs = [
         MatrixJob(label, seed, env, plan.run_config(label, seed, env, data=data, model=model).model_dump(mode="json"),
-                  out / "runs" / label / f"seed-{seed}" / env)
+                  run_folder(out, label, seed, env))
         for seed in plan.seeds
         for model in [_base_model(plan, out, seed, corpus)]
         for label in plan.losses
@@ -214,7 +225,7 @@ def logged_proxy(out: Path, label: str, seeds: list[int], envs: list[str]) -> Pr
     runs: list[RunWeights] = []
     proxy = ProxyWeights([], [], runs)
     for seed in seeds:
-        logs = [read_jsonl(out / "runs" / label / f"seed-{seed}" / env / "train" / "train_log.jsonl") for env in envs]
+        logs = [read_jsonl(run_folder(out, label, seed, env) / "train" / "train_log.jsonl") for env in envs]
         summary = logged_sfc(logs)
         proxy.train_accuracy.append(summary["train_accuracy"])
         proxy.sfc.append(summary["sfc"])

@@ -1,54 +1,63 @@
-"""`robustvlm rm matrix CONFIG --dry-run`: a real matrix recipe on a tiny model and built-in data.
+"""`robustvlm rm matrix CONFIG --dry-run`: the matrix's plan, printed, with nothing trained.
 
-The paper's recipe (an 8B backbone, three hub datasets, a global batch of 256) cannot run on a
-laptop or in CI. The dry run keeps what shapes the pipeline (the losses and their arguments, the
-trainable parts and LoRA options, the optimiser settings, max length, evaluation settings) and
-swaps the rest:
-
-- model: `tiny:idefics3` (same `trainable` and `lora`); a warm start (`init_from`, another run's
-  output) is dropped;
-- data: the built-in `preferences` benchmark, or the recipe's own variant of it (e.g.
-  `preferences-salient`), 12 training pairs per environment, whose environments replace the
-  recipe's datasets, so `per_env` (which names those datasets) is
-  dropped and the runs train on two of them (DRY_TRAIN_ENVS), tested on all four;
-- training: 3 steps, at most 4 pairs per batch, no accumulation, one CPU thread, bf16 only where
-  a GPU supports it;
-- evaluation: 4 test pairs per environment; seeds: the first one; one job.
+The plan is the validated config expanded into its runs (loss label x seed x training
+environment), each with its own config (the environment's `per_env` overrides applied): loss,
+model, trainable parts, steps, batch and folder (`workflows.run_plan`); then the data, the
+evaluation, the budget and the parallel jobs. The data is not read: the training environments are
+`train_envs`, else the names of `data.sources`; where neither names them (one path or a built-in
+benchmark), a row stands for one run per environment with training pairs, found when the matrix
+runs. To run the same recipe for real at a tiny size, use `--smoke`.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
+from pathlib import Path
 
-DRY_DATA = {"benchmark": "preferences", "n_per_env": 12}
-DRY_TRAIN = {"steps": 3, "save_every": 3, "grad_accum": 1, "cpu_threads": 1, "bf16": "auto"}
-DRY_EVAL = {"max_per_env": 4}
-DRY_TRAIN_ENVS = ["clause", "long"]
+from robustvlm.config import PreferenceDataConfig, RewardConfig
+from robustvlm.workflows.reward.matrix import MatrixPlan, run_folder
+from robustvlm.workflows.run_plan import (
+    NOTHING_TRAINED,
+    PlannedRun,
+    budget_line,
+    data_text,
+    run_table,
+)
+
+EVERY_ENV = "<each env>"
 
 
-def dry_run_matrix_spec(spec: Mapping) -> dict:
-    """The dry-run stand-in of a matrix spec (see the module doc); malformed parts are left as
-    they are for the matrix's own validation to report."""
-    out = copy.deepcopy(dict(spec))
-    out.pop("per_env", None)
-    out["train_envs"] = list(DRY_TRAIN_ENVS)
-    out["jobs"] = 1
-    seeds = out.get("seeds")
-    if isinstance(seeds, list) and seeds:
-        out["seeds"] = seeds[:1]
-    base = out.get("base")
-    if isinstance(base, dict):
-        base.pop("init_from", None)
-        model = base.get("model") or {}
-        base["model"] = {k: v for k, v in model.items() if k in ("trainable", "lora")} | {"name": "tiny:idefics3"}
-        data = base.get("data") or {}
-        variant = data.get("benchmark")
-        kept = {"benchmark": variant} if isinstance(variant, str) and variant.startswith("preferences") else {}
-        base["data"] = {**DRY_DATA, **kept, "seed": data.get("seed", 0)} | (
-            {"max_length": data["max_length"]} if "max_length" in data else {})
-        train = {k: v for k, v in (base.get("train") or {}).items() if k != "epochs"}
-        batch = train.get("batch_size", 4)
-        base["train"] = train | DRY_TRAIN | {"batch_size": min(batch, 4) if isinstance(batch, int) else batch}
-        base["eval"] = (base.get("eval") or {}) | DRY_EVAL
-    return out
+def _data(data: PreferenceDataConfig) -> str:
+    if data.sources:
+        return ", ".join(f"{name}: {source.path}" for name, source in data.sources.items())
+    return data_text(data)
+
+
+def _eval(cfg: RewardConfig) -> str:
+    cap = "all" if cfg.eval.max_per_env is None else str(cfg.eval.max_per_env)
+    return (f"pairwise accuracy on {cap} {cfg.eval.split} pairs of every environment"
+            + (", with the text-only test" if cfg.eval.text_only_test else ""))
+
+
+def matrix_plan_lines(plan: MatrixPlan, out: Path) -> list[str]:
+    """The printed plan of `plan`; `out` is where the matrix would write."""
+    first = plan.run_config(next(iter(plan.losses)), plan.seeds[0], "_")
+    envs = plan.train_envs or list(first.data.sources) or [EVERY_ENV]
+    runs = []
+    for label in plan.losses:
+        for seed in plan.seeds:
+            for env in envs:
+                cfg = plan.run_config(label, seed, env)
+                runs.append(PlannedRun((label, seed, env), cfg.loss, cfg.model, cfg.train,
+                                       run_folder(out, label, seed, env)))
+    known = envs != [EVERY_ENV]
+    shape = f"{len(plan.losses)} losses x {len(plan.seeds)} seeds x " + (
+        f"{len(envs)} training environments" if known else "1, per training environment")
+    return [*run_table(("label", "seed", "env"), runs), "",
+            f"data: {_data(first.data)}",
+            "training environments: " + (", ".join(envs) if known else
+                                         "every one with training pairs, found when the data is read"),
+            f"evaluation: {_eval(first)}",
+            budget_line(runs, shape),
+            f"text-only models: {plan.text_only or 'none'}",
+            f"jobs: {plan.jobs} at a time",
+            NOTHING_TRAINED]

@@ -7,10 +7,17 @@ from pathlib import Path
 import yaml
 from bad_input import run_cli
 
+import robustvlm.workflows.finetune.study as study
 from robustvlm.configs import resolve
 
 
+def _refuse(*args, **kwargs):
+    raise AssertionError("a dry run trained or loaded something")
+
+
 def test_dry_run_prints_every_run_and_the_budget_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    for name in ("train", "launched_train", "evaluate", "load_from_config"):
+        monkeypatch.setattr(study, name, _refuse)
     monkeypatch.chdir(tmp_path)
     assert run_cli(["study", "configs/study_tasks.yaml", "--dry-run"]) == 0
     out = capsys.readouterr().out
