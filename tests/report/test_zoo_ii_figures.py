@@ -17,6 +17,7 @@ from robustvlm.analysis.diagnosis import diagnose_table
 from robustvlm.errors import ConfigError
 from robustvlm.models.zoo_recipes import member_dir, recipe
 from robustvlm.report.figure_sources import experiment_of, sources_hash
+from robustvlm.report.figure_stamps import Stamp
 from robustvlm.report.figures import main, read_figure, read_stamp, render
 from robustvlm.report.zoo_card import thinned
 
@@ -28,7 +29,8 @@ N = 60
 def _records(rng: np.random.Generator) -> tuple[list[dict], dict[tuple[int, str, str], np.ndarray]]:
     """icl eval records with random right/wrong answers (0 shots; 1 and 2 shots per policy), and
     the 0/1 scores per (shots, policy, domain) in query order."""
-    records, scores = [], {}
+    records: list[dict] = []
+    scores: dict[tuple[int, str, str], np.ndarray] = {}
     settings = [(0, "zero-shot")] + [(k, p) for k in (1, 2) for p in POLICIES]
     for k, policy in settings:
         for d, domain in enumerate(DOMAINS):
@@ -176,12 +178,11 @@ def test_a_pending_block_is_empty_until_its_run_fills_it(tmp_path: Path, monkeyp
     text = doc.read_text()
     assert read_figure(text, "diagnose:m") == ""
     assert "_Not measured yet: `make figures zoo-ii` writes this figure._" in text
-    assert read_stamp(text, "diagnose:m").kind == "pending"
+    assert read_stamp(text, "diagnose:m") == Stamp("pending", how="zoo-ii")
     run = tmp_path / "run"
     run.mkdir()
     (run / "diagnosis.json").write_text(json.dumps({"rows": diagnose_table(
         [{"domain": "clean", "n_classes": 2, "probe_acc": 1.0, "semantic_acc": 1.0, "zero_shot_acc": 1.0}])}))
     assert main([str(doc), f"diagnose:m={run}"]) == 0
-    stamp = read_stamp(doc.read_text(), "diagnose:m")
-    assert stamp.kind == "measured" and stamp.code_hash == sources_hash("diagnose")
+    assert read_stamp(doc.read_text(), "diagnose:m") == Stamp("measured", "def5678", sources_hash("diagnose"))
     assert read_figure(doc.read_text(), "diagnose:m").startswith("| domain | classes |")
