@@ -136,15 +136,17 @@ figures-icl: figures-zoo
 # demonstrations per class (2 and 4 shots), k-shot by policy on every shift, the diagnosis, its card.
 CURRICULUM = llava-clip-m-curriculum
 ZOO_II_QUERIES = 100
+# one torch thread: these tiny models run faster so, and far faster on a busy machine
+ZOO_II_RUN = OMP_NUM_THREADS=1 $(BIN)/robustvlm
 figures-zoo-ii: figures-zoo
 	$(BIN)/robustvlm data synth --benchmark fashion-test --out figures/fashion-test --n-per-env 20
-	$(BIN)/robustvlm icl defined-labels --model zoo:$(CURRICULUM) --data figures/fashion-test \
+	$(ZOO_II_RUN) icl defined-labels --model zoo:$(CURRICULUM) --data figures/fashion-test \
 		--out figures/defined_$(CURRICULUM) --resume
-	$(BIN)/robustvlm icl defined-labels --model zoo:$(CURRICULUM) --data figures/fashion-test \
-		--out figures/defined_$(CURRICULUM)-4-shots --shots 2 --demo-domains clean --resume
-	$(BIN)/robustvlm icl eval --model zoo:$(CURRICULUM) --data figures/fashion-test --out figures/icl_$(CURRICULUM) \
+	$(ZOO_II_RUN) icl defined-labels --model zoo:$(CURRICULUM) --data figures/fashion-test \
+		--out figures/defined_$(CURRICULUM)-4-shots --shots 2 --resume
+	$(ZOO_II_RUN) icl eval --model zoo:$(CURRICULUM) --data figures/fashion-test --out figures/icl_$(CURRICULUM) \
 		--shots 0,1,2,4 --demos random,same-domain,cross-domain,label-shift,spurious --n-per-env $(ZOO_II_QUERIES) --seed 0 --resume
-	$(BIN)/robustvlm diagnose --model zoo:$(CURRICULUM) --data figures/fashion-test --out figures/diagnose_$(CURRICULUM) \
+	$(ZOO_II_RUN) diagnose --model zoo:$(CURRICULUM) --data figures/fashion-test --out figures/diagnose_$(CURRICULUM) \
 		--descriptions configs/descriptions/fashion.yaml --shots 1 --n-per-env $(ZOO_II_QUERIES) --resume
 	$(FIGURES_WRITE) docs/results/zoo-ii.md zoo-card:$(CURRICULUM)=zoo:$(CURRICULUM) \
 		curriculum-stages:$(CURRICULUM)=zoo:$(CURRICULUM) curriculum-curve:$(CURRICULUM)=zoo:$(CURRICULUM) \
