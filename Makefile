@@ -62,7 +62,7 @@ INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=5 --n-envs=6 --n-envs=8 --n
 # `make figures` runs every experiment below; `make figures EXPERIMENT [EXPERIMENT ...]` only the
 # named ones (e.g. `make figures reward`: the experiments of report/figure_sources.py, whose figure
 # blocks tests/report/test_figure_stamps.py checks against the code they depend on).
-FIGURE_EXPERIMENTS = ladder reward invariance openclip zoo-robustness ladder-zoo zoo-tasks icl reward-zoo
+FIGURE_EXPERIMENTS = ladder reward invariance openclip zoo-robustness ladder-zoo zoo-tasks icl zoo-ii reward-zoo
 .PHONY: $(addprefix figures-,$(FIGURE_EXPERIMENTS) zoo)
 ifeq ($(firstword $(MAKECMDGOALS)),figures)
 FIGURES_ONLY := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
@@ -131,6 +131,29 @@ figures-icl: figures-zoo
 		--shots 0,1,2 --demos random,same-domain,cross-domain --n-per-env 100 --seed 0 --resume
 	$(FIGURES_WRITE) docs/results/zoo-in-context.md icl-domains:llava-clip-m-icl=figures/icl_llava-clip-m-icl \
 		icl-gain:llava-clip-m-icl=figures/icl_llava-clip-m-icl icl-shift-cost:llava-clip-m-icl=figures/icl_llava-clip-m-icl
+
+# Zoo II's curriculum member in context (docs/results/zoo-ii.md): defined labels with 1 and 2
+# demonstrations per class (2 and 4 shots), k-shot by policy on every shift, the diagnosis, its card.
+CURRICULUM = llava-clip-m-curriculum
+ZOO_II_QUERIES = 100
+# one torch thread: these tiny models run faster so, and far faster on a busy machine
+ZOO_II_RUN = OMP_NUM_THREADS=1 $(BIN)/robustvlm
+figures-zoo-ii: figures-zoo
+	$(BIN)/robustvlm data synth --benchmark fashion-test --out figures/fashion-test --n-per-env 20
+	$(ZOO_II_RUN) icl defined-labels --model zoo:$(CURRICULUM) --data figures/fashion-test \
+		--out figures/defined_$(CURRICULUM) --resume
+	$(ZOO_II_RUN) icl defined-labels --model zoo:$(CURRICULUM) --data figures/fashion-test \
+		--out figures/defined_$(CURRICULUM)-4-shots --shots 2 --resume
+	$(ZOO_II_RUN) icl eval --model zoo:$(CURRICULUM) --data figures/fashion-test --out figures/icl_$(CURRICULUM) \
+		--shots 0,1,2,4 --demos random,same-domain,cross-domain,label-shift,spurious --n-per-env $(ZOO_II_QUERIES) --seed 0 --resume
+	$(ZOO_II_RUN) diagnose --model zoo:$(CURRICULUM) --data figures/fashion-test --out figures/diagnose_$(CURRICULUM) \
+		--descriptions configs/descriptions/fashion.yaml --shots 1 --n-per-env $(ZOO_II_QUERIES) --resume
+	$(FIGURES_WRITE) docs/results/zoo-ii.md zoo-card:$(CURRICULUM)=zoo:$(CURRICULUM) \
+		curriculum-stages:$(CURRICULUM)=zoo:$(CURRICULUM) curriculum-curve:$(CURRICULUM)=zoo:$(CURRICULUM) \
+		icl-defined-labels:$(CURRICULUM)=figures/defined_$(CURRICULUM) \
+		icl-defined-labels:$(CURRICULUM)-4-shots=figures/defined_$(CURRICULUM)-4-shots \
+		icl-domains:$(CURRICULUM)=figures/icl_$(CURRICULUM) icl-gain:$(CURRICULUM)=figures/icl_$(CURRICULUM) \
+		icl-policy-cost:$(CURRICULUM)=figures/icl_$(CURRICULUM) diagnose:$(CURRICULUM)=figures/diagnose_$(CURRICULUM)
 
 figures-reward-zoo: figures-zoo
 	$(BIN)/robustvlm demo reward --zoo --out demo_reward_zoo

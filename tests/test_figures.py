@@ -17,6 +17,7 @@ from robustvlm.report.figures import (
     OWN_TEST_FIGURES,
     RUN_FILES,
     read_figure,
+    read_stamp,
     render,
     update,
 )
@@ -54,7 +55,13 @@ def test_every_figure_has_its_block_in_the_results_pages():
         assert read_figure(readme, name).startswith("| ")
     for name in (*MATRIX_FIGURES, *RUN_FILES):  # one block per run (`rm matrix`, a measurement), tagged
         tags = re.findall(rf"<!-- figure:({re.escape(name)}:[\w-]+) -->", readme)
-        assert tags and all(read_figure(readme, tag).startswith("| ") for tag in tags)
+        assert tags and all(read_figure(readme, tag).startswith("| ") or _pending(readme, tag) for tag in tags)
+
+
+def _pending(text: str, name: str) -> bool:
+    """Whether block `name` is marked not measured yet (`python -m robustvlm.report.figures --pending`)."""
+    stamp = read_stamp(text, name)
+    return stamp is not None and stamp.kind == "pending"
 
 
 def _matrix_folder(folder: Path) -> Path:

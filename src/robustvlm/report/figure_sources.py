@@ -7,7 +7,7 @@ matches and the staleness test (tests/report/test_figure_stamps.py) fails until 
 re-measured (`make figures EXPERIMENT`) or the block records that it was checked unaffected and
 how. The declaration is by experiment (`EXPERIMENT_SOURCES`: the Makefile's `figures-EXPERIMENT`
 targets), so that it can be attached to the experiment objects later; figure names map to their
-experiment in `FIGURE_EXPERIMENT`.
+experiment in `FIGURE_EXPERIMENT`, and a few tagged names (`TAGGED_EXPERIMENT`) to another one.
 
 The modules are those whose code computes the numbers (data generation, models, objectives,
 training, the experiment's workflow, analysis and the table's rendering), not the command line,
@@ -37,6 +37,11 @@ _LADDER = (*_MODELS, *_VLM_DATA, "robustvlm.linear", "robustvlm.data.colored_mni
            "robustvlm.analysis.ladder_results", "robustvlm.analysis.selection", "robustvlm.analysis.env_inference",
            "robustvlm.analysis.stats", "robustvlm.report.ladder")
 _ZOO = ("robustvlm.workflows.zoo", "robustvlm.embeddings", "robustvlm.data.synth", "robustvlm.data.real_images")
+_ICL = (*_MODELS, *_VLM_DATA, *_ZOO, "robustvlm.evaluation", "robustvlm.multiple_choice",
+        "robustvlm.workflows.measure.icl_eval", "robustvlm.workflows.measure.defined_labels",
+        "robustvlm.analysis.in_context_accuracy", "robustvlm.report.icl_gain")
+#: Zoo II's curriculum member, measured in context by `make figures zoo-ii`
+CURRICULUM = "llava-clip-m-curriculum"
 
 #: experiment (the Makefile's `figures-EXPERIMENT` target) -> the modules its results depend on
 EXPERIMENT_SOURCES: dict[str, tuple[str, ...]] = {
@@ -61,9 +66,10 @@ EXPERIMENT_SOURCES: dict[str, tuple[str, ...]] = {
                  "robustvlm.workflows.measure.robustness_fit", "robustvlm.analysis.accuracy_on_the_line",
                  "robustvlm.analysis.effective_robustness", "robustvlm.analysis.group_lines",
                  "robustvlm.report.group_tables"),
-    "icl": (*_MODELS, *_VLM_DATA, *_ZOO, "robustvlm.evaluation", "robustvlm.multiple_choice",
-            "robustvlm.workflows.measure.icl_eval", "robustvlm.workflows.measure.defined_labels",
-            "robustvlm.analysis.in_context_accuracy", "robustvlm.report.icl_gain"),
+    "icl": _ICL,
+    "zoo-ii": (*_ICL, "robustvlm.analysis.paired", "robustvlm.analysis.diagnosis",
+               "robustvlm.workflows.measure.diagnose", "robustvlm.report.icl_policy",
+               "robustvlm.report.in_context_tables", "robustvlm.report.zoo_card"),
 }
 
 #: figure name (a tag after ':' ignored) -> its experiment
@@ -81,11 +87,22 @@ FIGURE_EXPERIMENT: dict[str, str] = {
     **dict.fromkeys(("zoo-tasks", "zoo-tasks-envs"), "zoo-tasks"),
     **dict.fromkeys(("openclip-lines", "openclip-er"), "openclip"),
     **dict.fromkeys(("icl-domains", "icl-gain", "icl-shift-cost", "icl-defined-labels"), "icl"),
+    **dict.fromkeys(("icl-policy-cost", "diagnose", "zoo-card", "curriculum-stages", "curriculum-curve"), "zoo-ii"),
+}
+
+#: tagged figures (NAME:TAG) measured by another experiment than their name's: the curriculum
+#: member's in-context figures, which `make figures zoo-ii` measures beside its own kinds
+TAGGED_EXPERIMENT: dict[str, str] = {
+    f"{name}:{tag}": "zoo-ii" for name in ("icl-domains", "icl-gain", "icl-shift-cost", "icl-defined-labels")
+    for tag in (CURRICULUM, f"{CURRICULUM}-4-shots")
 }
 
 
 def experiment_of(figure: str) -> str:
-    """The experiment of `figure` (a tag after ':' ignored); ConfigError for an undeclared one."""
+    """The experiment of `figure`: its own in `TAGGED_EXPERIMENT`, else its name's (a tag after ':'
+    ignored); ConfigError for an undeclared one."""
+    if figure in TAGGED_EXPERIMENT:
+        return TAGGED_EXPERIMENT[figure]
     name = figure.split(":", 1)[0]
     if name not in FIGURE_EXPERIMENT:
         raise ConfigError(f"figure {name!r} declares no source modules (report.figure_sources.FIGURE_EXPERIMENT)")

@@ -16,10 +16,13 @@ tests/report/test_figure_stamps.py fails when that code has changed since. `--un
 records instead that the code changed and how the figure was checked unaffected; `--measured-at
 COMMIT` records the hash now without a re-measurement, saying so.
 
+`--pending` empties a block and marks it not measured yet, for a figure whose runs cannot be made
+yet (e.g. its model is still being built); `make figures EXPERIMENT` fills it.
+
 `--images DIR` also draws the figures' pictures (`report.figure_images`) into DIR.
 
     python -m robustvlm.report.figures DOC NAME=RESULTS_DIR [NAME=RESULTS_DIR ...] [--images DIR]
-    python -m robustvlm.report.figures DOC NAME [NAME ...] --unaffected HOW | --measured-at COMMIT
+    python -m robustvlm.report.figures DOC NAME [NAME ...] --unaffected HOW | --measured-at COMMIT | --pending
 """
 
 from __future__ import annotations
@@ -38,8 +41,10 @@ from robustvlm.analysis.study import StudyResults
 from robustvlm.config import read_yaml_mapping
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.linear.results import InvarianceResults
+from robustvlm.model_ref import ZOO, ModelRef
+from robustvlm.models.zoo_recipes import member_dir, recipe
 from robustvlm.report.figure_images import draw_image
-from robustvlm.report.figure_sources import sources_hash
+from robustvlm.report.figure_sources import experiment_of, sources_hash
 from robustvlm.report.figure_stamps import Stamp, current_commit, parse_stamp
 from robustvlm.report.group_tables import group_er_table, group_fits_table
 from robustvlm.report.icl_gain import (
@@ -48,6 +53,8 @@ from robustvlm.report.icl_gain import (
     icl_gain_table,
     icl_shift_cost_table,
 )
+from robustvlm.report.icl_policy import icl_policy_cost_table
+from robustvlm.report.in_context_tables import diagnosis_table
 from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
 from robustvlm.report.ladder import ladder_seeds_table, summary_table, zero_shot_table
 from robustvlm.report.page import Table
@@ -69,6 +76,11 @@ from robustvlm.report.robustness_zoo import (
 )
 from robustvlm.report.study_report import per_env_table, table1
 from robustvlm.report.tables import markdown_table
+from robustvlm.report.zoo_card import (
+    curriculum_curve_table,
+    curriculum_stages_table,
+    zoo_card_table,
+)
 from robustvlm.reward.ladder_results import MatrixRung
 from robustvlm.runs import read_jsonl
 
@@ -156,6 +168,11 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "icl-gain": ("icl eval", lambda results: icl_gain_table(results["records"])),
     "icl-shift-cost": ("icl eval", lambda results: icl_shift_cost_table(results["records"])),
     "icl-defined-labels": ("icl defined-labels", defined_labels_table),
+    "icl-policy-cost": ("icl eval", lambda results: icl_policy_cost_table(results["records"])),
+    "diagnose": ("diagnose", lambda results: diagnosis_table(results["rows"])),
+    "zoo-card": ("zoo build", zoo_card_table),
+    "curriculum-stages": ("zoo build", curriculum_stages_table),
+    "curriculum-curve": ("zoo build", curriculum_curve_table),
     "openclip-lines": ("robustness fit --group-by", group_fits_table),
     "openclip-er": ("robustness fit --group-by", group_er_table),
 }
@@ -176,8 +193,12 @@ MATRIX_FIGURES = ("rm-seeds", "rm-runs", "rm-steps")
 shortcut_aware entry}; `rm-steps` also {"steps": the shortcut-aware runs' SFC weights step by
 step (`analysis.sfc_steps.matrix_sfc_steps`) on the data its config.resolved.yaml names}."""
 RUN_FILES = {"icl-domains": "icl_results.json", "icl-gain": "icl_predictions.jsonl",
-             "icl-shift-cost": "icl_predictions.jsonl", "icl-defined-labels": "defined_labels.json"}
-"""Figures of a measurement command's output folder: the file each reads."""
+             "icl-shift-cost": "icl_predictions.jsonl", "icl-defined-labels": "defined_labels.json",
+             "icl-policy-cost": "icl_predictions.jsonl", "diagnose": "diagnosis.json",
+             "zoo-card": "zoo_member.json", "curriculum-stages": "zoo_member.json",
+             "curriculum-curve": "zoo_member.json"}
+"""Figures of a measurement command's output folder: the file each reads. A zoo member's figures
+(`zoo-card`, `curriculum-*`) read its folder's card, and their RESULTS_DIR may be `zoo:NAME`."""
 
 
 def _matrix_results(folder: Path) -> dict:
@@ -212,12 +233,23 @@ def _run_file(path: Path, command: str) -> Mapping:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def results_folder(results_dir: str | Path) -> Path:
+    """The folder `results_dir` names: a path, or `zoo:NAME` for that zoo member's folder."""
+    ref = ModelRef.parse(str(results_dir))
+    if ref.kind != ZOO:
+        return Path(results_dir)
+    folder = member_dir(recipe(ref.location))
+    if not folder.is_dir():
+        raise ConfigError(f"{ref.name} is not built ({folder}): run `robustvlm zoo build --members {ref.location}`")
+    return folder
+
+
 def load_results(name: str, results_dir: str | Path) -> Mapping:
     """What figure `name` (a tag after ':' ignored) is made from, read from `results_dir`."""
     name = name.split(":", 1)[0]
     if name not in FIGURES:
         raise ConfigError(f"unknown figure {name!r}; known: {sorted(FIGURES)}")
-    return _results(name, FIGURES[name][0], Path(results_dir))
+    return _results(name, FIGURES[name][0], results_folder(results_dir))
 
 
 def render(name: str, results_dir: str | Path, results: Mapping | None = None) -> str:
@@ -280,7 +312,7 @@ def update(doc: str | Path, name: str, table: str, stamp: Stamp | None = None) -
     path = Path(doc)
     text = path.read_text(encoding="utf-8")
     read_figure(text, name)
-    content = table.strip() + (f"\n\n{stamp.line()}" if stamp else "")
+    content = "\n\n".join(part for part in (table.strip(), stamp.line() if stamp else "") if part)
     path.write_text(_block(name).sub(lambda m: m.group(1) + content + "\n" + m.group(3), text), encoding="utf-8")
 
 
@@ -291,7 +323,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("doc", help="the Markdown document holding the figure blocks")
     parser.add_argument("figures", nargs="+", metavar="NAME=RESULTS_DIR | NAME",
                         help="NAME=RESULTS_DIR rewrites a figure from its results and stamps it measured at this "
-                             "commit; a bare NAME (with --unaffected or --measured-at) rewrites its stamp only")
+                             "commit; a bare NAME (with --unaffected, --measured-at or --pending) rewrites its "
+                             "stamp only")
     parser.add_argument("--images", metavar="DIR",
                         help="also draw the pictures of the figures that have one (report.figure_images) into DIR")
     stamp = parser.add_mutually_exclusive_group()
@@ -299,6 +332,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="record that the figures' code changed and HOW a check showed them unaffected")
     stamp.add_argument("--measured-at", metavar="COMMIT",
                        help="record the code hash now, marked not re-verified since COMMIT, which measured them")
+    stamp.add_argument("--pending", action="store_true",
+                       help="empty the figures' blocks and mark them not measured yet (their runs cannot be made "
+                            "yet), naming the `make figures` experiment that writes them")
     return parser
 
 
@@ -321,8 +357,12 @@ def _rewrite(doc: Path, pair: str, args: argparse.Namespace) -> str:
         update(doc, name, render(name, results_dir, results), Stamp("measured", current_commit(), sources_hash(name)))
         image = draw_image(name, results, Path(args.images)) if args.images else None
         return f"figure {name} from {results_dir}" + (f", picture {image}" if image else "")
+    if args.pending:
+        update(doc, pair, "", Stamp("pending", how=experiment_of(pair)))
+        return f"figure {pair}: marked not measured yet"
     if not (args.unaffected or args.measured_at):
-        raise ConfigError(f"{pair}: give NAME=RESULTS_DIR, or a bare NAME with --unaffected or --measured-at")
+        raise ConfigError(f"{pair}: give NAME=RESULTS_DIR, or a bare NAME with --unaffected, --measured-at or "
+                          "--pending")
     text = doc.read_text(encoding="utf-8")
     update(doc, pair, read_figure(text, pair), _stamp(text, pair, args))
     return f"figure {pair}: stamp rewritten"
