@@ -75,7 +75,8 @@ EXPERIMENT_SOURCES: dict[str, tuple[str, ...]] = {
 #: figure name (a tag after ':' ignored) -> its experiment
 FIGURE_EXPERIMENT: dict[str, str] = {
     **dict.fromkeys(("ladder", "ladder-vlm"), "ladder"),
-    **dict.fromkeys(("ladder-zoo", "ladder-zoo-oracle", "ladder-zoo-td", "ladder-zoo-shot", "ladder-zoo-seeds"),
+    **dict.fromkeys(("ladder-zoo", "ladder-zoo-oracle", "ladder-zoo-td", "ladder-zoo-shot", "ladder-zoo-seeds",
+                     "ladder-zoo-paired"),
                     "ladder-zoo"),
     **dict.fromkeys(("reward-matrix", "reward-linear", "reward-ladder", "reward-ladder-sfc", "reward-ladder-runs",
                      "rm-seeds", "rm-runs"), "reward"),

@@ -56,7 +56,9 @@ from robustvlm.report.icl_gain import (
 from robustvlm.report.icl_policy import icl_policy_cost_table
 from robustvlm.report.in_context_tables import diagnosis_table
 from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
+from robustvlm.report.ladder import label as ladder_label
 from robustvlm.report.ladder import ladder_seeds_table, summary_table, zero_shot_table
+from robustvlm.report.ladder_paired import paired_table
 from robustvlm.report.page import Table
 from robustvlm.report.reward_demo import (
     full_runs_table,
@@ -140,6 +142,8 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "ladder-zoo-shot": ("demo ladder --zoo", lambda results: zero_shot_table(LadderResults.from_dict(results))),
     "ladder-zoo-seeds": ("demo ladder --zoo", lambda results: ladder_seeds_table(
         {cell: v for cell, v in LadderResults.from_dict(results).summary.items() if is_vlm_cell(cell)})),
+    "ladder-zoo-paired": ("demo ladder --zoo", lambda results: paired_table(
+        LadderResults.from_dict(results).paired, ladder_label)),
     "reward-matrix": ("demo reward", _reward(lambda summary: matrix_summary_table(summary.matrix))),
     "reward-linear": ("demo reward", _reward(_linear_table)),
     "invariance": ("demo invariance", lambda results: error_table(InvarianceResults.from_dict(dict(results)))),
@@ -183,7 +187,7 @@ GRIDS = tuple(GRID_FILES)
 OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
                     "zoo-task-signal", "zoo-tasks", "zoo-tasks-envs", "openclip-lines", "openclip-er", "reward-zoo-matrix", "reward-zoo-ladder",
                     "reward-zoo-ladder-sfc", "reward-zoo-runs", "reward-zoo-steps", "ladder-zoo", "ladder-zoo-oracle",
-                    "ladder-zoo-td", "ladder-zoo-shot", "ladder-zoo-seeds")
+                    "ladder-zoo-td", "ladder-zoo-shot", "ladder-zoo-seeds", "ladder-zoo-paired")
 """Figures whose quick tables (docs/quick_figures.md) the test module of their demo checks, on
 the quick run it makes anyway (`demo robustness --zoo --quick`, `demo tasks --zoo --quick`,
 `demo reward --zoo --quick` and `demo ladder --zoo --quick`

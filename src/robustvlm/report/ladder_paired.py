@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 
 from robustvlm.analysis.ladder import ENV_WORDS, MIN_MARGIN
 from robustvlm.analysis.ladder_paired import LadderPaired, PairedVerdict
-from robustvlm.report.page import Block
+from robustvlm.report.page import Block, Table
 from robustvlm.report.paired_table import DASH, paired_section
 
 READING_WORDS = {"final": "final step", "training-domain": "training-domain validation",
@@ -54,6 +54,13 @@ def paired_sentence(paired: LadderPaired, reading: str, label: Callable[[str], s
     return (f"Paired over the test pictures, pooled over seeds ({READING_WORDS[reading]}): of {len(found)} "
             f"comparisons with ERM, {len(better)} separated in the method's favour{named}, {worse} in ERM's; "
             "the rest are within the test set's own noise.")
+
+
+def paired_table(paired: LadderPaired, label: Callable[[str], str] = str) -> Table:
+    """Every comparison with ERM under every reading, one row each (`HEADER` after a reading column)."""
+    rows = [[READING_WORDS[reading], *paired_row(cell, env, label(m), v)] for reading, cells in paired.items()
+            for cell, methods in cells.items() for m, by_env in methods.items() for env, v in by_env.items()]
+    return Table(["reading", *HEADER], rows)
 
 
 def paired_blocks(paired: LadderPaired, label: Callable[[str], str]) -> list[Block]:
