@@ -42,6 +42,10 @@ install: $(STAMP) $(WORDNET) fashion
 demo: install
 	$(BIN)/robustvlm demo --out demo_out
 
+# README's picture is the one `make demo` draws: the demo's demo_out/ladder.png, copied (part of `make figures`).
+figures-readme: demo
+	cp demo_out/ladder.png docs/images/demo.png
+
 demo-quick: install
 	$(BIN)/robustvlm demo --quick --out demo_out_quick
 
@@ -56,13 +60,14 @@ demo-reward: install
 # (about 30 min on 2 cores, and about 75 min more for the linear unit tests' settings) and from
 # the reward follow-ups' `rm matrix` runs, which start from the reward demo's policy in
 # demo_reward/ (matrix.json and sfc.json; 22 min more on 2 cores shared with other jobs);
-# docs/quick_figures.md holds the quick demos' tables, which `make test` checks.
+# docs/quick_figures.md holds the quick demos' tables, which `make test` checks. `figures-readme` redraws
+# README's picture (docs/images/demo.png) by running `make demo` (5 min on 2 cores).
 REWARD_FOLLOWUPS = long_400 cue70 salient salient_300 mixed warm_mixed
 INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=5 --n-envs=6 --n-envs=8 --n-envs=10 --dim-spu=0 --dim-spu=2 --dim-spu=8 --dim-spu=10
 # `make figures` runs every experiment below; `make figures EXPERIMENT [EXPERIMENT ...]` only the
 # named ones (e.g. `make figures reward`: the experiments of report/figure_sources.py, whose figure
 # blocks tests/report/test_figure_stamps.py checks against the code they depend on).
-FIGURE_EXPERIMENTS = ladder reward invariance openclip zoo-robustness ladder-zoo zoo-tasks icl zoo-ii reward-zoo
+FIGURE_EXPERIMENTS = readme ladder reward invariance openclip zoo-robustness ladder-zoo zoo-tasks icl zoo-ii reward-zoo
 .PHONY: $(addprefix figures-,$(FIGURE_EXPERIMENTS) zoo)
 ifeq ($(firstword $(MAKECMDGOALS)),figures)
 FIGURES_ONLY := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))

@@ -18,7 +18,26 @@ PAGES = [ROOT / "README.md", ROOT / "mkdocs.yml", *sorted((ROOT / "docs").rglob(
 
 
 def test_readme_is_a_front_door():
-    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
+    """Two screens (issue 46): the two commands first, and on the first screen what the demo needs."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 100
+    first_block = re.search(r"```bash\n(.*?)```", text, re.S)
+    assert first_block is not None
+    assert [line.split()[:2] for line in first_block.group(1).splitlines()] == [["make", "demo"], ["make", "test"]]
+    first_screen = "\n".join(text.splitlines()[:25])
+    for way in ("dataset-fashion-mnist", "robustvlm data fetch fashion-mnist", "--data-root", "ROBUSTVLM_FASHION_MNIST"):
+        assert way in first_screen, f"README's first screen does not say the demo's data comes from {way}"
+
+
+def test_readme_picture_is_the_one_make_demo_draws():
+    """README's picture is the file `make figures-readme` copies from `make demo`'s output folder: the
+    demo's own ladder.png (tests/workflows/demos/test_default_demo.py checks the demo writes it)."""
+    picture = re.search(r"!\[[^\]]*\]\(([^)]+)\)", (ROOT / "README.md").read_text(encoding="utf-8"))
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    demo = re.search(r"^demo: .*\n\t\$\(BIN\)/robustvlm demo --out (\S+)$", makefile, re.M)
+    copy = re.search(r"^figures-readme: demo\n\tcp (\S+) (\S+)$", makefile, re.M)
+    assert picture is not None and demo is not None and copy is not None
+    assert copy.groups() == (f"{demo.group(1)}/ladder.png", picture.group(1))
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))

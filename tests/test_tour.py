@@ -23,10 +23,6 @@ def tour_lines(page: Path) -> list[str]:
     return [line for line in block.group(1).splitlines() if line.startswith("robustvlm ")]
 
 
-def test_readme_and_getting_started_show_the_same_tour():
-    assert tour_lines(ROOT / "README.md") == tour_lines(ROOT / "docs" / "getting-started.md")
-
-
 @pytest.mark.slow
 def test_the_tour_at_its_own_settings_gives_the_promised_figures(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -2,8 +2,9 @@
 `models.support.WORKFLOW_CAPABILITIES`, through the real workflows (and the CLI for `mc eval`).
 
 A cell that `support.NOT_SUPPORTED` declares must stop before any work with a ConfigError naming
-the architecture; every other cell must run. README's support table is generated from the same
-declaration (`test_readme_support_table_is_generated`), so it claims only what these tests run.
+the architecture; every other cell must run. The docs' support table (docs/reference/architectures.md)
+is generated from the same declaration (`test_support_table_is_generated`), so it claims only what
+these tests run.
 Batch-size and padding invariance: tests/models/test_batch_invariance.py.
 """
 
@@ -49,7 +50,7 @@ from robustvlm.workflows.reward.evaluate import evaluate_reward_model
 from robustvlm.workflows.reward.train import train_reward_model
 
 KINDS = list(VLM_FAMILIES)
-README = Path(__file__).resolve().parents[2] / "README.md"
+ARCHITECTURES_PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "architectures.md"
 TINY = {"hidden_size": 32, "vocab_size": 320}
 TRAIN = {"steps": 2, "lr": 3e-3, "batch_size": 4, "save_every": 1, "keep_checkpoints": 3, "cpu_threads": 1}
 CLASSES = ["dog", "cat", "bird", "fish"]
@@ -87,11 +88,10 @@ def test_architecture_of_a_saved_model_is_read_from_its_config(tmp_path):
     support.require_capability(str(tmp_path), "mc-loglik")
 
 
-@pytest.mark.parametrize("doc", [README, README.parent / "docs" / "reference" / "architectures.md"])
-def test_readme_support_table_is_generated(doc):
-    """README's and the docs' table is `support_table()` (regenerate: python -m
-    robustvlm.report.support_table README.md, and the same for docs/reference/architectures.md)."""
-    assert read_figure(doc.read_text(encoding="utf-8"), NAME) == support_table()
+def test_support_table_is_generated():
+    """The docs' table is `support_table()` (regenerate: python -m robustvlm.report.support_table
+    docs/reference/architectures.md)."""
+    assert read_figure(ARCHITECTURES_PAGE.read_text(encoding="utf-8"), NAME) == support_table()
 
 
 def test_unknown_architecture_is_one_clear_error(tmp_path, bench, capsys):

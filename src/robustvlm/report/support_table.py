@@ -1,10 +1,11 @@
-"""README's architecture support table, generated from `models.support` (never typed by hand).
+"""The architecture support table of docs/reference/architectures.md, generated from
+`models.support` (never typed by hand).
 
 Each cell is "tested" (tests/models/test_conformance.py runs it on the tiny model of that
 architecture) or "no (n)" with its reason n below the table (the same test checks the command
 stops with that reason). The table sits between `<!-- figure:support -->` markers.
 
-    python -m robustvlm.report.support_table README.md
+    python -m robustvlm.report.support_table docs/reference/architectures.md
 """
 
 from __future__ import annotations

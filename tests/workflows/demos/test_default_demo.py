@@ -25,6 +25,7 @@ def test_quick_default_demo_writes_a_report_that_opens_with_its_verdict(tmp_path
     assert main(["demo", "--quick", "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())
     assert set(results["summary"]) == {"mnist/pixels", "mnist/tower:tiny:idefics3"}
+    assert (out / "ladder.png").stat().st_size > 0  # README's picture (`make figures-readme` copies it)
     assert_opens_with_verdict(out)
     assert "report.md" in capsys.readouterr().out
 
