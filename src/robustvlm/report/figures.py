@@ -150,6 +150,8 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "zoo-robustness-fits": ("demo robustness --zoo", _zoo(fits_table)),
     "zoo-robustness-er": ("demo robustness --zoo", _zoo(er_table)),
     "zoo-task-signal": ("demo robustness --zoo", _zoo(task_signal_table)),
+    "zoo-robustness-corruptions": ("demo robustness --zoo", _zoo(lambda results: fits_table(results, corruptions=True))),
+    "zoo-robustness-corruptions-er": ("demo robustness --zoo", _zoo(lambda results: er_table(results, corruptions=True))),
     "zoo-tasks": ("demo tasks --zoo", lambda results: _study_table1(StudyResults.from_dict(results))),
     "zoo-tasks-envs": ("demo tasks --zoo", lambda results: per_env_table(StudyResults.from_dict(results), "exact")),
     "icl-domains": ("icl eval", lambda results: icl_domains_table(results["rows"])),
@@ -164,7 +166,7 @@ GRID_FILES = {"invariance-spread": "results.json", "openclip-lines": "groups.jso
 here each reads (in folder-name order)."""
 GRIDS = tuple(GRID_FILES)
 OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
-                    "zoo-task-signal", "zoo-tasks", "zoo-tasks-envs", "openclip-lines", "openclip-er", "reward-zoo-matrix", "reward-zoo-ladder",
+                    "zoo-task-signal", "zoo-robustness-corruptions", "zoo-robustness-corruptions-er", "zoo-tasks", "zoo-tasks-envs", "openclip-lines", "openclip-er", "reward-zoo-matrix", "reward-zoo-ladder",
                     "reward-zoo-ladder-sfc", "reward-zoo-runs", "reward-zoo-steps", "ladder-zoo", "ladder-zoo-oracle",
                     "ladder-zoo-td", "ladder-zoo-shot", "ladder-zoo-seeds")
 """Figures whose quick tables (docs/quick_figures.md) the test module of their demo checks, on
