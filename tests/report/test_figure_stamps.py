@@ -49,6 +49,10 @@ def test_every_figure_block_is_stamped_with_the_hash_of_its_code_now(doc, name):
     stamp = read_stamp(doc.read_text(encoding="utf-8"), name)
     assert stamp is not None, f"{doc.name}: figure {name} has no stamp line (`python -m robustvlm.report.figures`)"
     experiment = experiment_of(name)
+    if stamp.kind == "pending":  # a new figure's empty block: it claims nothing yet
+        assert read_figure(doc.read_text(encoding="utf-8"), name) == "" and stamp.how == experiment, (
+            f"{doc.name}: figure {name}'s pending block must be empty and name its experiment {experiment}")
+        return
     assert stamp.code_hash == _hash(experiment), (
         f"{doc.name}: figure {name} was stamped with code hash {stamp.code_hash} (measured at commit "
         f"{stamp.commit}); the code it depends on (report/figure_sources.py, experiment {experiment}) now "
@@ -91,6 +95,7 @@ def test_the_hash_is_sha256_of_each_files_path_and_bytes(tmp_path, monkeypatch):
     Stamp("measured", "abc1234 with uncommitted changes", "0123456789ab"),
     Stamp("checked", "abc1234", "0123456789ab", at="def5678", how="quick figures unchanged"),
     Stamp("not-reverified", "abc1234", "0123456789ab", at="def5678"),
+    Stamp("pending", "", "", how="zoo-robustness"),
 ])
 def test_a_stamp_line_reads_back(stamp):
     assert parse_stamp(stamp.line()) == stamp
@@ -113,3 +118,17 @@ def test_stamps_are_written_by_the_figures_command(tmp_path, monkeypatch, capsys
         "checked", "abc1234", sources_hash("reward-matrix"), at="def5678", how="its quick table is unchanged")
     assert main([str(doc), "reward-matrix"]) == 2
     assert "--unaffected or --measured-at" in capsys.readouterr().err
+
+
+def test_a_pending_block_is_left_alone_by_stamp_rewrites(tmp_path, monkeypatch, capsys):
+    """A new figure's block holds only its pending line (`make figures` fills it); a stamp alone
+    cannot be written on it, since nothing was measured."""
+    doc = tmp_path / "doc.md"
+    pending = Stamp("pending", "", "", how="zoo-robustness").line()
+    doc.write_text(f"<!-- figure:zoo-robustness-corruptions -->\n{pending}\n<!-- /figure:zoo-robustness-corruptions -->\n")
+    monkeypatch.setattr("robustvlm.report.figures.current_commit", lambda: "def5678")
+    assert read_figure(doc.read_text(), "zoo-robustness-corruptions") == ""
+    assert read_stamp(doc.read_text(), "zoo-robustness-corruptions") == Stamp("pending", "", "", how="zoo-robustness")
+    for how in (["--measured-at", "abc1234"], ["--unaffected", "x"]):
+        assert main([str(doc), "zoo-robustness-corruptions", *how]) == 2
+        assert "not measured yet: run `make figures zoo-robustness`" in capsys.readouterr().err

@@ -1,12 +1,14 @@
 """The line under a figure's table that says which code measured it (`report.figure_sources`).
 
-Three kinds, one line each, in italics so the rendered page shows them:
+Four kinds, one line each, in italics so the rendered page shows them:
 
 - measured: `_Measured at commit C; code hash H._` (written by `make figures`);
 - checked unaffected: `_Measured at commit C; code hash H, checked unaffected at commit S: HOW._`
   (the code changed, the figure was not re-measured, and HOW says what showed it did not move);
 - not re-verified: `_Code hash H taken at commit S; not re-verified since commit C, which
-  measured it._` (the hash recorded after the fact, without a re-measurement).
+  measured it._` (the hash recorded after the fact, without a re-measurement);
+- pending: ``_Not measured yet: run `make figures E`._`` alone in a new figure's block (no table:
+  nothing is claimed until experiment E writes it).
 
 H is `figure_sources.sources_hash` of the figure when the line was written.
 """
@@ -27,6 +29,7 @@ _PATTERNS = {
                           rf"at commit (?P<at>{_COMMIT}): (?P<how>.+)\._"),
     "not-reverified": re.compile(rf"_Code hash {_HASH} taken at commit (?P<at>{_COMMIT}); not re-verified since "
                                  rf"commit (?P<commit>{_COMMIT}), which measured it\._"),
+    "pending": re.compile(r"_Not measured yet: run `make figures (?P<how>[\w-]+)`\._"),
 }
 
 
@@ -34,7 +37,8 @@ _PATTERNS = {
 class Stamp:
     """Which code measured a figure: `commit` measured it; `code_hash` is the hash its stamp
     records; `kind` (measured, checked, not-reverified); `at` the commit the hash was taken at
-    when it was not taken at measurement, `how` the check that showed the figure unaffected."""
+    when it was not taken at measurement, `how` the check that showed the figure unaffected (a
+    pending block's: the experiment that will measure it)."""
 
     kind: str
     commit: str
@@ -46,6 +50,8 @@ class Stamp:
         """The stamp as its one line (module doc)."""
         if self.kind == "measured":
             return f"_Measured at commit {self.commit}; code hash {self.code_hash}._"
+        if self.kind == "pending":
+            return f"_Not measured yet: run `make figures {self.how}`._"
         if self.kind == "checked":
             return (f"_Measured at commit {self.commit}; code hash {self.code_hash}, checked unaffected at "
                     f"commit {self.at}: {self.how.rstrip('.')}._")
@@ -59,7 +65,8 @@ def parse_stamp(line: str) -> Stamp | None:
         match = pattern.fullmatch(line.strip())
         if match:
             found = match.groupdict()
-            return Stamp(kind, found["commit"], found["hash"], found.get("at") or "", found.get("how") or "")
+            return Stamp(kind, found.get("commit") or "", found.get("hash") or "", found.get("at") or "",
+                         found.get("how") or "")
     return None
 
 

@@ -306,10 +306,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _stamp(text: str, name: str, args: argparse.Namespace) -> Stamp:
     """The new stamp of figure `name` without a re-measurement (`--unaffected` / `--measured-at`)."""
-    at, code = current_commit(), sources_hash(name)
+    at, code, old = current_commit(), sources_hash(name), read_stamp(text, name)
+    if old is not None and old.kind == "pending":
+        raise ConfigError(f"figure {name} is not measured yet: run `make figures {old.how}`")
     if args.measured_at:
         return Stamp("not-reverified", args.measured_at, code, at=at)
-    old = read_stamp(text, name)
     if old is None:
         raise ConfigError(f"figure {name} has no stamp saying which commit measured it: use --measured-at")
     return Stamp("checked", old.commit, code, at=at, how=args.unaffected)
