@@ -14,13 +14,13 @@ from PIL import Image
 
 from robustvlm.analysis.accuracy_on_the_line import ModelPoint, fit_line
 from robustvlm.cli import main
+from robustvlm.data.corruptions import SEVERITIES
 from robustvlm.data.real_images import load_fashion_mnist
 from robustvlm.data.synth import synthesize
 from robustvlm.data.synth.domains import FASHION_STYLES, scan_ink
 from robustvlm.report.figures import OWN_TEST_FIGURES, read_figure, render
 from robustvlm.report.robustness_zoo import ZooRobustnessResults
 from robustvlm.runs import read_jsonl
-from robustvlm.data.corruptions import SEVERITIES
 from robustvlm.workflows.demos.robustness_zoo import (
     ALL_SHIFTS,
     GRADED_SHIFTS,

@@ -5,13 +5,25 @@ zoo member saw, drawn clean / rotated / inverted / coloured / noisy) and `fashio
 (the same scans under graded-severity shifts: small rotation, tint, low contrast, blur,
 translation, stronger noise; `data.synth.graded`) -> 10-way questions "What
 type of object is in this photo?" (every class an option, in a seeded random order, the same
-for a scan in every style) -> the members (`Plan`): the zoo's dual encoders zero-shot (similarity
-with a template ensemble), its VLMs by option log-likelihood, and embedding models trained from
-a zoo VLM with `embed train` on training-split pictures (VQA pairs: question -> class name) ->
+for a scan in every style), and the ImageNet-C corruption suite of the clean scans
+(`workflows.demos.robustness_zoo_corruptions`: 15 types x 5 severities, domains
+`<corruption>-<severity>`) -> the members (`Plan`; FULL: every full member, the first zoo's and
+Zoo II's): the zoo's dual encoders zero-shot (similarity with a template ensemble), its VLMs by
+option log-likelihood, and embedding models trained from a zoo VLM with `embed train` on
+training-split pictures (VQA pairs: question -> class name) ->
 per shift: the probit line over every member (r^2) and over the members above chance, the dual encoders' line and every model's
 effective robustness (ER) against it, the VLMs' mean ER and each tower-sharing VLM's ER over its
 own tower with bootstrap intervals (models and questions resampled; `analysis.effective_robustness`)
--> the task-signal experiment (`robustness task-signal`) with a zoo VLM as the frozen base.
+-> the task-signal experiment (`robustness task-signal`) with a zoo VLM as the frozen base. The
+same per corruption type at severity 3 and per severity pooled over types.
+
+The corruption suite's question counts (CORRUPT_PER_CLASS at severity 3, CORRUPT_OTHER_PER_CLASS
+at the others: 2,700 questions per member) were set from its price, measured with
+benchmarks/zoo_corruption_price.py (one thread, CPU time): 2.3-3.4 ms per question for a dual
+encoder (quick members and the full clip-m alike), 12-13 ms for a quick VLM, 3 ms for a quick
+embedding model, 1-11 ms to write a corrupted picture (glass_blur 116 ms). Over the full zoo (10
+dual encoders, 15 VLMs, 3 embedding models) that is about 610 CPU-s of scoring and 160 CPU-s of
+corrupting, about 13 CPU-minutes; every type at every severity on all 200 scans would be about 75.
 
 Outputs: results.csv (member, group, method, bench, accuracy, n, CIs), results.json
 (`ZooRobustnessResults`), report.md / report.html, fits/<shift>/{fit.json, scatter.png} (the
@@ -39,13 +51,13 @@ from robustvlm.analysis.accuracy_on_the_line import LineFit, ModelPoint, fit_lin
 from robustvlm.analysis.effective_robustness import ErEstimate, er_estimate
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.config import EmbedRunConfig, validate_config
+from robustvlm.data.corruptions import COMMON
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.synth.graded import GRADED_STYLES
 from robustvlm.data.synth.held_out import DATA_SEED, synthesize_suite
 from robustvlm.data.synth.writer import save_png
 from robustvlm.errors import ConfigError
 from robustvlm.model_ref import ZOO, ModelRef
-from robustvlm.data.corruptions import COMMON
 from robustvlm.models.zoo_recipes import FULL as ZOO_FULL
 from robustvlm.models.zoo_recipes import ZOO2, ZOO_PREFIX, recipe, resolve_model_name
 from robustvlm.multiple_choice.build import build_questions, write_questions
