@@ -19,11 +19,11 @@ same per corruption type at severity 3 and per severity pooled over types.
 
 The corruption suite's question counts (CORRUPT_PER_CLASS at severity 3, CORRUPT_OTHER_PER_CLASS
 at the others: 2,700 questions per member) were set from its price, measured with
-benchmarks/zoo_corruption_price.py (one thread, CPU time): 2.3-3.4 ms per question for a dual
-encoder (quick members and the full clip-m alike), 12-13 ms for a quick VLM, 3 ms for a quick
-embedding model, 1-11 ms to write a corrupted picture (glass_blur 116 ms). Over the full zoo (10
-dual encoders, 15 VLMs, 3 embedding models) that is about 610 CPU-s of scoring and 160 CPU-s of
-corrupting, about 13 CPU-minutes; every type at every severity on all 200 scans would be about 75.
+benchmarks/zoo_corruption_price.py (one thread, CPU time, full members): 2.4-3.5 ms per question
+for a dual encoder, 15-16.5 ms for a VLM, 3 ms for a (quick) embedding model, 1-11 ms to write a
+corrupted picture (glass_blur 116-127 ms). Over the full zoo (10 dual encoders, 15 VLMs, 3
+embedding models) that is about 740 CPU-s of scoring and 180 CPU-s of corrupting, about 15
+CPU-minutes; every type at every severity on all 200 scans would be about 70.
 
 Outputs: results.csv (member, group, method, bench, accuracy, n, CIs), results.json
 (`ZooRobustnessResults`), report.md / report.html, fits/<shift>/{fit.json, scatter.png} (the
