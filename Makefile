@@ -105,7 +105,8 @@ figures-zoo: install
 figures-zoo-robustness: figures-zoo
 	$(BIN)/robustvlm demo robustness --zoo --out figures/robustness_zoo
 	$(FIGURES_WRITE) docs/results/zoo-robustness.md zoo-robustness-members=figures/robustness_zoo \
-		zoo-robustness-fits=figures/robustness_zoo zoo-robustness-er=figures/robustness_zoo zoo-task-signal=figures/robustness_zoo
+		zoo-robustness-fits=figures/robustness_zoo zoo-robustness-er=figures/robustness_zoo zoo-task-signal=figures/robustness_zoo \
+		zoo-robustness-corruptions=figures/robustness_zoo zoo-robustness-corruptions-er=figures/robustness_zoo
 
 figures-ladder-zoo: figures-zoo
 	$(BIN)/robustvlm demo ladder --zoo --modes full --out figures/ladder_zoo

@@ -166,6 +166,8 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "zoo-robustness-fits": ("demo robustness --zoo", _zoo(fits_table)),
     "zoo-robustness-er": ("demo robustness --zoo", _zoo(er_table)),
     "zoo-task-signal": ("demo robustness --zoo", _zoo(task_signal_table)),
+    "zoo-robustness-corruptions": ("demo robustness --zoo", _zoo(lambda results: fits_table(results, corruptions=True))),
+    "zoo-robustness-corruptions-er": ("demo robustness --zoo", _zoo(lambda results: er_table(results, corruptions=True))),
     "zoo-tasks": ("demo tasks --zoo", lambda results: _study_table1(StudyResults.from_dict(results))),
     "zoo-tasks-envs": ("demo tasks --zoo", lambda results: per_env_table(StudyResults.from_dict(results), "exact")),
     "icl-domains": ("icl eval", lambda results: icl_domains_table(results["rows"])),
@@ -185,7 +187,7 @@ GRID_FILES = {"invariance-spread": "results.json", "openclip-lines": "groups.jso
 here each reads (in folder-name order)."""
 GRIDS = tuple(GRID_FILES)
 OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
-                    "zoo-task-signal", "zoo-tasks", "zoo-tasks-envs", "openclip-lines", "openclip-er", "reward-zoo-matrix", "reward-zoo-ladder",
+                    "zoo-task-signal", "zoo-robustness-corruptions", "zoo-robustness-corruptions-er", "zoo-tasks", "zoo-tasks-envs", "openclip-lines", "openclip-er", "reward-zoo-matrix", "reward-zoo-ladder",
                     "reward-zoo-ladder-sfc", "reward-zoo-runs", "reward-zoo-steps", "ladder-zoo", "ladder-zoo-oracle",
                     "ladder-zoo-td", "ladder-zoo-shot", "ladder-zoo-seeds", "ladder-zoo-paired")
 """Figures whose quick tables (docs/quick_figures.md) the test module of their demo checks, on
@@ -344,10 +346,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _stamp(text: str, name: str, args: argparse.Namespace) -> Stamp:
     """The new stamp of figure `name` without a re-measurement (`--unaffected` / `--measured-at`)."""
-    at, code = current_commit(), sources_hash(name)
+    at, code, old = current_commit(), sources_hash(name), read_stamp(text, name)
+    if old is not None and old.kind == "pending":
+        raise ConfigError(f"figure {name} is not measured yet: run `make figures {old.how}`")
     if args.measured_at:
         return Stamp("not-reverified", args.measured_at, code, at=at)
-    old = read_stamp(text, name)
     if old is None:
         raise ConfigError(f"figure {name} has no stamp saying which commit measured it: use --measured-at")
     return Stamp("checked", old.commit, code, at=at, how=args.unaffected)

@@ -1,11 +1,17 @@
 """The results and the report of `robustvlm demo robustness --zoo` (accuracy on the line over the
 model zoo): `ZooRobustnessResults` (results.json, written and read back through it), the tables
-the docs' figure blocks show, and report.md / report.html."""
+the docs' figure blocks show, and report.md / report.html.
+
+results.json: `shifts` and `corruptions` map a domain (a style of the suites; a corruption domain
+`<corruption>-<severity>`, or `mean-<severity>` pooled over types) to a `ZooShift`; per member and
+domain, `<domain>.all_members.models[i].point` holds `model`, `acc_ref` and `acc_shift`; the line
+over every member is `all_members.fit` (`slope`, `intercept`, `r2`, `n`; probit), the dual
+encoders' `dual_line.fit` with its band `dual_line.band`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from robustvlm.analysis.accuracy_on_the_line import LineFit, RobustnessFit
@@ -18,6 +24,11 @@ from robustvlm.report.tables import fmt
 #: The goals of the measurement (issue 31): a line with r^2 >= R2_GOAL on at least SHIFTS_GOAL
 #: shifts across at least MEMBERS_GOAL members.
 R2_GOAL, SHIFTS_GOAL, MEMBERS_GOAL = 0.9, 2, 12
+#: Issue 43's goal on the wider zoo: the line on SHIFTS_GOAL of these original shifts, and on most
+#: corruption types at the headline severity.
+ORIGINAL_SHIFTS = ("rotated", "coloured", "inverted")
+#: The prefix of a corruption domain pooled over types (`mean-<severity>`).
+POOLED = "mean-"
 #: A member is above chance when a one-sided binomial test of its reference accuracy against
 #: chance gives p < ABOVE_CHANCE_P (members at chance on every style sit at one point and lift r^2).
 ABOVE_CHANCE_P = 0.01
@@ -71,7 +82,8 @@ class ZooShift:
 @dataclass(frozen=True)
 class ZooRobustnessResults:
     """A finished run (results.json): setting, members, per-shift results, the task-signal lifts
-    ({shift: lifts} of the experiment on zoo VLM `task_signal_model`)."""
+    ({shift: lifts} of the experiment on zoo VLM `task_signal_model`), and the per-domain results
+    of the corruption suite (module doc; empty for a run without it)."""
 
     quick: bool
     seconds: float
@@ -84,6 +96,7 @@ class ZooRobustnessResults:
     shifts: dict[str, ZooShift]
     task_signal_model: str
     task_signal: dict[str, list[Lift]]
+    corruptions: dict[str, ZooShift] = field(default_factory=dict)
 
     @property
     def chance(self) -> float:
@@ -98,6 +111,7 @@ class ZooRobustnessResults:
             "shifts": {s: r.to_dict() for s, r in self.shifts.items()},
             "task_signal_model": self.task_signal_model,
             "task_signal": {s: [x.to_dict() for x in lifts] for s, lifts in self.task_signal.items()},
+            "corruptions": {s: r.to_dict() for s, r in self.corruptions.items()},
         }
 
     @classmethod
@@ -110,6 +124,7 @@ class ZooRobustnessResults:
             shifts={s: ZooShift.from_dict(r) for s, r in d["shifts"].items()},
             task_signal_model=d["task_signal_model"],
             task_signal={s: [Lift.from_dict(x) for x in lifts] for s, lifts in d["task_signal"].items()},
+            corruptions={s: ZooShift.from_dict(r) for s, r in d.get("corruptions", {}).items()},  # absent before
         )
 
     def r2_goal(self) -> tuple[bool, list[str]]:
@@ -123,6 +138,16 @@ class ZooRobustnessResults:
         good = [s for s, r in self.shifts.items()
                 if r.above_chance is not None and r.above_chance.n >= MEMBERS_GOAL and r.above_chance.r2 >= R2_GOAL]
         return len(good) >= SHIFTS_GOAL, good
+
+    def corruption_goal(self) -> tuple[bool, list[str], list[str]]:
+        """Issue 43's goal: (met, the ORIGINAL_SHIFTS with r^2 >= R2_GOAL over every member, the
+        corruption types at the headline severity with it); met when SHIFTS_GOAL original shifts
+        and more than half the types have it, over at least MEMBERS_GOAL members."""
+        original = [s for s in ORIGINAL_SHIFTS if s in self.shifts and self.shifts[s].all_members.fit.r2 >= R2_GOAL]
+        types = [d for d in self.corruptions if not d.startswith(POOLED)]
+        good = [d for d in types if self.corruptions[d].all_members.fit.r2 >= R2_GOAL]
+        met = len(original) >= SHIFTS_GOAL and 2 * len(good) > len(types) and len(self.members) >= MEMBERS_GOAL
+        return met, original, good
 
 
 def _points(value: float) -> str:
@@ -144,30 +169,33 @@ def members_table(results: ZooRobustnessResults) -> Table:
     ])
 
 
-def fits_table(results: ZooRobustnessResults) -> Table:
-    """Per shift: the probit line over every member, over the members above chance, and the dual
-    encoders' line."""
+def fits_table(results: ZooRobustnessResults, corruptions: bool = False) -> Table:
+    """Per shift (per corruption domain with `corruptions`): the probit line over every member,
+    over the members above chance, and the dual encoders' line."""
     rows = []
-    for s, r in results.shifts.items():
+    for s, r in (results.corruptions if corruptions else results.shifts).items():
         a, d, c = r.all_members.fit, r.dual_line.fit, r.above_chance
         rows.append([s, str(a.n), fmt(a.slope), fmt(a.intercept), fmt(a.r2), "yes" if a.r2 >= R2_GOAL else "no",
                      str(c.n) if c else "0", fmt(c.slope) if c else "-", fmt(c.r2) if c else "-",
                      str(d.n), fmt(d.slope), fmt(d.r2)])
-    return Table(["shift", "members", "slope", "intercept", "r^2", f"r^2 >= {R2_GOAL}", "above chance",
+    return Table(["domain" if corruptions else "shift", "members", "slope", "intercept", "r^2", f"r^2 >= {R2_GOAL}",
+                  "above chance",
                   "their slope", "their r^2", "dual encoders", "their slope", "their r^2"], rows)
 
 
-def er_table(results: ZooRobustnessResults) -> Table:
+def er_table(results: ZooRobustnessResults, corruptions: bool = False) -> Table:
     """Per shift: mean ER (points) of the VLMs and of the embedding models against the dual
-    encoders' line, and each VLM's ER minus its own tower's, with 95% bootstrap intervals."""
+    encoders' line, and each VLM's ER minus its own tower's, with 95% bootstrap intervals; with
+    `corruptions`, per corruption domain and the group means only."""
     rows = []
-    for s, r in results.shifts.items():
+    for s, r in (results.corruptions if corruptions else results.shifts).items():
         for label, e in (("VLMs (mean)", r.vlm_er), ("embedding models (mean)", r.embed_er)):
             if e is not None:
                 rows.append([s, label, f"{len(e.models)}", _points(e.value), _interval(e.ci), e.verdict])
         rows += [[s, f"{e.models[0]} - {e.against[0]}", "1", _points(e.value), _interval(e.ci), e.verdict]
-                 for e in r.same_tower]
-    return Table(["shift", "models", "n", "ER (points)", "95% interval", "reading"], rows)
+                 for e in ([] if corruptions else r.same_tower)]
+    return Table(["domain" if corruptions else "shift", "models", "n", "ER (points)", "95% interval", "reading"],
+                 rows)
 
 
 def task_signal_table(results: ZooRobustnessResults) -> Table:
@@ -192,12 +220,40 @@ def _verdict(results: ZooRobustnessResults) -> list[Paragraph]:
         f"The same goal over the members above chance only (reference accuracy above chance, one-sided "
         f"binomial test p < {ABOVE_CHANCE_P}; at least {MEMBERS_GOAL} of them): {'met' if met_above else 'NOT met'}: "
         f"r^2 >= {R2_GOAL} on {', '.join(good_above) or 'no shift'}."))
+    lines += _corruption_verdict(results)
     for s, r in results.shifts.items():
         if r.vlm_er is not None:
             lines.append(Paragraph(
                 f"`{s}`: the VLMs' mean effective robustness against the dual encoders' line is "
                 f"{_points(r.vlm_er.value)} points (95% interval {_interval(r.vlm_er.ci)}): {r.vlm_er.verdict}."))
     return lines
+
+
+def _corruption_verdict(results: ZooRobustnessResults) -> list[Paragraph]:
+    """The goal on the original shifts and the corruption types (none without a corruption suite)."""
+    if not results.corruptions:
+        return []
+    met, original, good = results.corruption_goal()
+    types = [d for d in results.corruptions if not d.startswith(POOLED)]
+    return [Paragraph(
+        f"Goal 2 (r^2 >= {R2_GOAL} on at least {SHIFTS_GOAL} of {', '.join(ORIGINAL_SHIFTS)} and on most corruption "
+        f"types at severity {types[0].rsplit('-', 1)[1] if types else '-'}, over >= {MEMBERS_GOAL} members): "
+        f"{'met' if met else 'NOT met'}: {len(results.members)} members; r^2 >= {R2_GOAL} on "
+        f"{', '.join(original) or 'none'} of the original shifts and on {len(good)} of {len(types)} corruption "
+        f"types ({', '.join(good) or 'none'}).")]
+
+
+def _corruption_blocks(results: ZooRobustnessResults) -> list[Block]:
+    """The corruption suite's tables (none without it)."""
+    if not results.corruptions:
+        return []
+    return [Heading("ImageNet-C corruptions: line fits (probit axes)"),
+            Paragraph("Each corruption type at the headline severity, and every type's questions pooled at each "
+                      f"severity (`{POOLED}<severity>`: a member's mean accuracy over the types); the reference is "
+                      f"the `{results.reference}` style."),
+            fits_table(results, corruptions=True),
+            Heading("ImageNet-C corruptions: effective robustness against the dual encoders' line"),
+            er_table(results, corruptions=True)]
 
 
 def report_blocks(results: ZooRobustnessResults) -> list[Block]:
@@ -222,11 +278,12 @@ def report_blocks(results: ZooRobustnessResults) -> list[Block]:
                   "frozen base: does VQA-style embedding training lift the line over caption-style training "
                   "and over linear probes? Its own report is task_signal/report.md."),
         task_signal_table(results),
+        *_corruption_blocks(results),
     ]
     if not any(results.task_signal.values()):
         blocks.append(Paragraph("No lift was measured: no two families had a line (a family's models shared one "
                                 "reference accuracy); see task_signal/report.md."))
-    for s in results.shifts:
+    for s in (*results.shifts, *results.corruptions):
         blocks.append(Image(f"fits/{s}/scatter.png", f"{s} vs {results.reference} (dual encoders' line)"))
     blocks.append(Paragraph(f"Wall time of this invocation: {results.seconds:.0f} s (work reused from an earlier "
                             "run not counted)."))

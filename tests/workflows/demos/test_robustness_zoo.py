@@ -14,6 +14,7 @@ from PIL import Image
 
 from robustvlm.analysis.accuracy_on_the_line import ModelPoint, fit_line
 from robustvlm.cli import main
+from robustvlm.data.corruptions import SEVERITIES
 from robustvlm.data.real_images import load_fashion_mnist
 from robustvlm.data.synth import synthesize
 from robustvlm.data.synth.domains import FASHION_STYLES, scan_ink
@@ -30,6 +31,7 @@ from robustvlm.workflows.demos.robustness_zoo import (
     above_chance_line,
     run_zoo_robustness,
 )
+from robustvlm.workflows.demos.robustness_zoo_corruptions import HEADLINE, fitted_domains
 from robustvlm.workflows.mc_eval import model_slug
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -50,7 +52,7 @@ def test_the_fashion_test_suite_draws_test_split_scans_only(tmp_path):
 
 @pytest.fixture(scope="module")
 def zoo_run(tmp_path_factory, quick_zoo):
-    cache = quick_zoo()
+    cache = quick_zoo(*QUICK.dual_encoders, *QUICK.vlms)  # with the quick Zoo II members
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ROBUSTVLM_CACHE", str(cache))
         out = tmp_path_factory.mktemp("zoo_robustness")
@@ -71,8 +73,14 @@ def test_results_round_trip_and_every_member_is_placed(zoo_run):
         r = results.shifts[shift]
         assert [m.point.model for m in r.all_members.models] == names == [m.point.model for m in r.dual_line.models]
         assert r.dual_line.baseline == "dual-encoder" and r.dual_line.fit.n == len(QUICK.dual_encoders)
-        assert [e.against for e in r.same_tower] == [["quick-clip"], ["quick-siglip"]]
+        assert [e.against for e in r.same_tower] == [["quick-clip"], ["quick-siglip"], ["quick-clip"]]
         assert (out / "fits" / shift / "scatter.png").is_file()
+    assert {"quick-clip-aug", "quick-llava-curriculum"} <= set(names)
+    assert list(results.corruptions) == fitted_domains(QUICK.corruptions) == [
+        "gaussian_noise-3", "defocus_blur-3", "contrast-3", "mean-1", "mean-2", "mean-3", "mean-4", "mean-5"]
+    for domain, r in results.corruptions.items():
+        assert [m.point.model for m in r.all_members.models] == names and r.vlm_er is not None
+        assert (out / "fits" / domain / "scatter.png").is_file()
     assert (out / "report.html").is_file() and "Goal 1" in (out / "report.md").read_text()
 
 
@@ -83,12 +91,22 @@ def test_accuracies_are_the_per_question_outcomes(zoo_run):
     out, results, _ = zoo_run
     with open(out / "results.csv", newline="") as f:
         rows = {(r["model"], r["bench"]): float(r["accuracy"]) for r in csv.DictReader(f)}
+    per_domain = {s: 10 * (QUICK.corrupt_per_class if s == HEADLINE else QUICK.corrupt_other_per_class)
+                  for s in SEVERITIES}
     for m in results.members:
         folder = out / "scores" / model_slug(m.model)
         for style in (REFERENCE, *ALL_SHIFTS):
             scored = read_jsonl(folder / f"{style}.jsonl")
             assert len(scored) == results.n_questions
             assert rows[(m.name, style)] == pytest.approx(np.mean([r["correct"] for r in scored]))
+        for severity in SEVERITIES:
+            pooled_scores = []
+            for c in QUICK.corruptions:
+                scored = read_jsonl(folder / f"{c}-{severity}.jsonl")
+                assert len(scored) == per_domain[severity]
+                assert rows[(m.name, f"{c}-{severity}")] == pytest.approx(np.mean([r["correct"] for r in scored]))
+                pooled_scores += [r["correct"] for r in scored]
+            assert rows[(m.name, f"mean-{severity}")] == pytest.approx(np.mean(pooled_scores))
     first = results.shifts[SHIFTS[0]].all_members.models
     assert {p.point.model: p.point.acc_ref for p in first} == {n: a for (n, b), a in rows.items() if b == REFERENCE}
 
@@ -142,3 +160,61 @@ def test_the_pages_picture_has_one_panel_per_shift_drawn_from_results_json(zoo_r
     assert figures_main([str(doc), f"zoo-robustness-fits={out}", "--images", str(tmp_path / "images")]) == 0
     with Image.open(tmp_path / "images" / "zoo-robustness-fits.png") as picture:
         assert picture.format == "PNG" and picture.width > picture.height  # 4 columns of panels, 3 rows
+
+
+def _accuracies(out: Path) -> dict[tuple[str, str], float]:
+    with open(out / "results.csv", newline="") as f:
+        return {(r["model"], r["bench"]): float(r["accuracy"]) for r in csv.DictReader(f)}
+
+
+@pytest.mark.slow
+def test_corruption_lines_and_er_are_scipy_linregress_on_probit_accuracies(zoo_run):
+    """Each corruption domain's line over every member and the dual encoders' line are
+    scipy.stats.linregress on the probit of results.csv's accuracies (clipped as the fit clips
+    them), and the VLMs' mean ER is their mean distance above the dual encoders' line."""
+    from scipy.stats import linregress, norm
+
+    out, results, _ = zoo_run
+    rows, names = _accuracies(out), [m.name for m in results.members]
+    groups = np.array([m.group for m in results.members])
+    for domain, r in results.corruptions.items():
+        ref = np.array([rows[(n, REFERENCE)] for n in names])
+        shifted = np.array([rows[(n, domain)] for n in names])
+        x, y = (norm.ppf(np.clip(a, 1e-4, 1 - 1e-4)) for a in (ref, shifted))
+        every = linregress(x, y)
+        fit = r.all_members.fit
+        assert (fit.slope, fit.intercept, fit.r2, fit.n) == pytest.approx(
+            (every.slope, every.intercept, every.rvalue**2, len(names)))
+        duals = groups == "dual-encoder"
+        dual = linregress(x[duals], y[duals])
+        assert (r.dual_line.fit.slope, r.dual_line.fit.intercept) == pytest.approx((dual.slope, dual.intercept))
+        vlms = groups == "vlm"
+        er = np.mean(shifted[vlms] - norm.cdf(dual.slope * x[vlms] + dual.intercept))
+        assert r.vlm_er is not None and r.vlm_er.value == pytest.approx(er)
+        assert r.vlm_er.ci[0] <= r.vlm_er.ci[1] and r.vlm_er.models == list(np.array(names)[vlms])
+
+
+@pytest.mark.slow
+def test_corrupted_domains_are_what_data_corrupt_writes(zoo_run, tmp_path):
+    """The scored corrupted pictures equal, pixel for pixel, what `robustvlm data corrupt` writes
+    from the suite's clean scans at that severity; each domain's questions are the clean scans'
+    questions (same options, same answer) on a per-class subset of them."""
+    out, _, _ = zoo_run
+    clean = out / "data" / "fashion-test" / REFERENCE
+    assert main(["data", "corrupt", str(clean), "--out", str(tmp_path / "c"), "--corruptions",
+                 ",".join(QUICK.corruptions), "--severities", "1,3"]) == 0
+    clean_questions = {Path(q["image"]).relative_to(clean).as_posix(): q for q in read_jsonl(out / "questions" / "clean.jsonl")}
+    for corruption in QUICK.corruptions:
+        for severity, per_class in ((1, QUICK.corrupt_other_per_class), (HEADLINE, QUICK.corrupt_per_class)):
+            ours = out / "data" / "fashion-test-corrupted" / f"{corruption}-{severity}"
+            theirs = tmp_path / "c" / f"{corruption}-{severity}"
+            pictures = sorted(p.relative_to(theirs).as_posix() for p in theirs.glob("*/*.png"))
+            assert pictures == sorted(p.relative_to(ours).as_posix() for p in ours.glob("*/*.png")) == sorted(clean_questions)
+            for rel in pictures:
+                assert np.array_equal(np.asarray(Image.open(ours / rel)), np.asarray(Image.open(theirs / rel)))
+            questions = read_jsonl(out / "questions" / f"{corruption}-{severity}.jsonl")
+            classes = [q["dataset_class"] for q in questions]
+            assert all(classes.count(c) == per_class for c in set(classes)) and len(set(classes)) == 10
+            for q in questions:
+                rel = Path(q["image"]).relative_to(ours).as_posix()
+                assert (q["options"], q["answer"]) == (clean_questions[rel]["options"], clean_questions[rel]["answer"])

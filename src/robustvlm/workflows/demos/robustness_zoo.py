@@ -5,13 +5,25 @@ zoo member saw, drawn clean / rotated / inverted / coloured / noisy) and `fashio
 (the same scans under graded-severity shifts: small rotation, tint, low contrast, blur,
 translation, stronger noise; `data.synth.graded`) -> 10-way questions "What
 type of object is in this photo?" (every class an option, in a seeded random order, the same
-for a scan in every style) -> the members (`Plan`): the zoo's dual encoders zero-shot (similarity
-with a template ensemble), its VLMs by option log-likelihood, and embedding models trained from
-a zoo VLM with `embed train` on training-split pictures (VQA pairs: question -> class name) ->
+for a scan in every style), and the ImageNet-C corruption suite of the clean scans
+(`workflows.demos.robustness_zoo_corruptions`: 15 types x 5 severities, domains
+`<corruption>-<severity>`) -> the members (`Plan`; FULL: every full member, the first zoo's and
+Zoo II's): the zoo's dual encoders zero-shot (similarity with a template ensemble), its VLMs by
+option log-likelihood, and embedding models trained from a zoo VLM with `embed train` on
+training-split pictures (VQA pairs: question -> class name) ->
 per shift: the probit line over every member (r^2) and over the members above chance, the dual encoders' line and every model's
 effective robustness (ER) against it, the VLMs' mean ER and each tower-sharing VLM's ER over its
 own tower with bootstrap intervals (models and questions resampled; `analysis.effective_robustness`)
--> the task-signal experiment (`robustness task-signal`) with a zoo VLM as the frozen base.
+-> the task-signal experiment (`robustness task-signal`) with a zoo VLM as the frozen base. The
+same per corruption type at severity 3 and per severity pooled over types.
+
+The corruption suite's question counts (CORRUPT_PER_CLASS at severity 3, CORRUPT_OTHER_PER_CLASS
+at the others: 2,700 questions per member) were set from its price, measured with
+benchmarks/zoo_corruption_price.py (one thread, CPU time, full members): 2.4-3.5 ms per question
+for a dual encoder, 15-16.5 ms for a VLM, 3 ms for a (quick) embedding model, 1-11 ms to write a
+corrupted picture (glass_blur 116-127 ms). Over the full zoo (10 dual encoders, 15 VLMs, 3
+embedding models) that is about 740 CPU-s of scoring and 180 CPU-s of corrupting, about 15
+CPU-minutes; every type at every severity on all 200 scans would be about 70.
 
 Outputs: results.csv (member, group, method, bench, accuracy, n, CIs), results.json
 (`ZooRobustnessResults`), report.md / report.html, fits/<shift>/{fit.json, scatter.png} (the
@@ -39,6 +51,7 @@ from robustvlm.analysis.accuracy_on_the_line import LineFit, ModelPoint, fit_lin
 from robustvlm.analysis.effective_robustness import ErEstimate, er_estimate
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.config import EmbedRunConfig, validate_config
+from robustvlm.data.corruptions import COMMON
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.synth.graded import GRADED_STYLES
 from robustvlm.data.synth.held_out import DATA_SEED, synthesize_suite
@@ -46,7 +59,7 @@ from robustvlm.data.synth.writer import save_png
 from robustvlm.errors import ConfigError
 from robustvlm.model_ref import ZOO, ModelRef
 from robustvlm.models.zoo_recipes import FULL as ZOO_FULL
-from robustvlm.models.zoo_recipes import ZOO_PREFIX, recipe, resolve_model_name
+from robustvlm.models.zoo_recipes import ZOO2, ZOO_PREFIX, recipe, resolve_model_name
 from robustvlm.multiple_choice.build import build_questions, write_questions
 from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
 from robustvlm.report.page import write_page
@@ -58,6 +71,13 @@ from robustvlm.report.robustness_zoo import (
     report_blocks,
 )
 from robustvlm.runs import claim_run_folder, read_jsonl, write_jsonl
+from robustvlm.workflows.demos.robustness_zoo_corruptions import (
+    fitted_domains,
+    pooled_outcomes,
+    pooled_results,
+    pooled_rows,
+    prepare_corrupted_questions,
+)
 from robustvlm.workflows.embed.train import embed_train
 from robustvlm.workflows.mc_eval import evaluate_models, model_slug, write_results
 from robustvlm.workflows.measure.robustness_fit import fit_from_results, pair_benches, read_results
@@ -72,6 +92,9 @@ GRADED_SHIFTS = tuple(style for style in GRADED_STYLES if style != REFERENCE)
 ALL_SHIFTS = (*SHIFTS, *GRADED_SHIFTS)
 QUESTION = GENERATIVE_PROMPTS[0]  # the question the zoo's VLMs answer on their held-out split
 DUAL, VLM, EMBED = "dual-encoder", "vlm", "embedding"
+#: Questions per class on each corruption type at the headline severity (3) and at the others
+#: (module doc: the price that set them).
+CORRUPT_PER_CLASS, CORRUPT_OTHER_PER_CLASS = 10, 2
 
 
 @dataclass(frozen=True)
@@ -90,7 +113,9 @@ class EmbedMember:
 @dataclass(frozen=True)
 class Plan:
     """One run: zoo members by name, embedding members, scans per class and style, the
-    embedding models' training images, the task-signal base and its config overrides."""
+    embedding models' training images, the task-signal base and its config overrides; the
+    ImageNet-C corruptions of the clean scans and their questions per class at the headline
+    severity and at the others (`workflows.demos.robustness_zoo_corruptions`; none: no suite)."""
 
     dual_encoders: tuple[str, ...]
     vlms: tuple[str, ...]
@@ -100,21 +125,27 @@ class Plan:
     task_signal_base: str
     task_signal: tuple[str, ...] = ()
     n_boot: int = 2000
+    corruptions: tuple[str, ...] = ()
+    corrupt_per_class: int = 0
+    corrupt_other_per_class: int = 0
 
 
 FULL = Plan(
-    dual_encoders=tuple(r.name for r in ZOO_FULL if not r.is_vlm),
-    vlms=tuple(r.name for r in ZOO_FULL if r.is_vlm),
+    dual_encoders=tuple(r.name for r in (*ZOO_FULL, *ZOO2) if not r.is_vlm),
+    vlms=tuple(r.name for r in (*ZOO_FULL, *ZOO2) if r.is_vlm),
     embeddings=tuple(EmbedMember("idefics3-siglip-m", s) for s in (25, 75, 200)),
     per_class=20,
     embed_images=2000,
     task_signal_base="idefics3-siglip-m",
     task_signal=("n_boot=1000",),  # the built-in seeds (0, 1) and budgets (100, 200, 400 steps)
     n_boot=1000,
+    corruptions=COMMON,
+    corrupt_per_class=CORRUPT_PER_CLASS,
+    corrupt_other_per_class=CORRUPT_OTHER_PER_CLASS,
 )
 QUICK = Plan(
-    dual_encoders=("quick-clip", "quick-siglip"),
-    vlms=("quick-llava", "quick-idefics3"),
+    dual_encoders=("quick-clip", "quick-siglip", "quick-clip-aug"),
+    vlms=("quick-llava", "quick-idefics3", "quick-llava-curriculum"),
     embeddings=(EmbedMember("quick-idefics3", 2), EmbedMember("quick-idefics3", 4)),
     per_class=2,
     embed_images=40,
@@ -122,6 +153,9 @@ QUICK = Plan(
     task_signal=("per_class=4", "budgets=[2,4]", "seeds=[0]", "probe.n_train=[10,20]", "probe.seeds=[0]",
                  "n_boot=100", "workers=1", "train.batch_size=4"),
     n_boot=200,
+    corruptions=("gaussian_noise", "defocus_blur", "contrast"),
+    corrupt_per_class=2,
+    corrupt_other_per_class=1,
 )
 
 
@@ -151,10 +185,11 @@ def zoo_members(plan: Plan) -> list[ZooMember]:
             + [ZooMember(n, VLM, resolve_model_name(f"{ZOO_PREFIX}{n}"), tower(n)) for n in plan.vlms])
 
 
-def prepare_questions(out: Path, per_class: int) -> dict[str, Path]:
+def prepare_questions(out: Path, plan: Plan) -> dict[str, Path]:
     """The two suites (reused when present) and one 10-way question file per style, reference
-    first: `fashion-test`'s styles, then `fashion-test-graded`'s shifts (the same scans)."""
-    benches = {}
+    first: `fashion-test`'s styles, then `fashion-test-graded`'s shifts (the same scans), then
+    the corruption suite's domains (of `fashion-test`'s clean scans)."""
+    benches, per_class = {}, plan.per_class
     for suite, styles in ((SUITE, (REFERENCE, *SHIFTS)), (GRADED_SUITE, GRADED_SHIFTS)):
         root = synthesize_suite(out / "data" / suite, suite, per_class)
         examples = load_examples(root, fmt="folder", instruction_template=QUESTION, verbose=False)
@@ -163,6 +198,10 @@ def prepare_questions(out: Path, per_class: int) -> dict[str, Path]:
                                         distractors="random", seed=DATA_SEED, prompt=QUESTION)
             benches[style] = out / "questions" / f"{style}.jsonl"
             write_questions(questions, benches[style])
+    if plan.corruptions:
+        benches |= prepare_corrupted_questions(
+            out, out / "data" / SUITE / REFERENCE, plan.corruptions, plan.corrupt_per_class,
+            plan.corrupt_other_per_class, prompt=QUESTION, k=len(FASHION_CLASSES), seed=DATA_SEED)
     return benches
 
 
@@ -213,14 +252,20 @@ def train_embeddings(out: Path, plan: Plan) -> list[ZooMember]:
     return members
 
 
-def score_members(out: Path, members: Sequence[ZooMember], benches: dict[str, Path]) -> Path:
+def score_members(out: Path, members: Sequence[ZooMember], benches: dict[str, Path],
+                  corruptions: Sequence[str] = ()) -> Path:
     """Score every member on every style (`mc eval`'s machinery, resumed); results.csv with the
-    member names and groups."""
+    member names and groups, and each member's rows on the pooled corruption domains."""
     scored = evaluate_models([m.model for m in members], list(benches.values()), out / "scores", method="loglik",
                              resume=True, allow_outside_root=True)  # benchmarks this run built
     by_model = {m.model: m for m in members}
     rows = [{**row, "model": by_model[row["model"]].name, "family": by_model[row["model"]].group}
             for row in _csv_rows(scored) if row["model"] in by_model]
+    method = {row["model"]: row["method"] for row in rows}  # similarity for the dual encoders
+    for m in members if corruptions else ():
+        folder = out / "scores" / model_slug(m.model)
+        scores = {style: folder / f"{style}.jsonl" for style in benches}
+        rows += pooled_results(m.name, m.group, method[m.name], pooled_rows(scores, corruptions))
     write_results(out / "results.csv", rows)
     return out / "results.csv"
 
@@ -230,14 +275,18 @@ def _csv_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def question_outcomes(out: Path, members: Sequence[ZooMember]) -> dict[str, dict[str, np.ndarray]]:
-    """{member: {style: its 0/1 outcomes, ordered by question id}} from scores/<model>/<style>.jsonl."""
+def question_outcomes(out: Path, members: Sequence[ZooMember], styles: Sequence[str],
+                      corruptions: Sequence[str] = ()) -> dict[str, dict[str, np.ndarray]]:
+    """{member: {style: its 0/1 outcomes, ordered by question id}} from scores/<model>/<style>.jsonl,
+    with the pooled corruption domains of `corruptions` (their types' outcomes, concatenated)."""
     outcomes = {}
     for m in members:
         folder = out / "scores" / model_slug(m.model)
         rows = {style: sorted(read_jsonl(folder / f"{style}.jsonl"), key=lambda r: (str(r["id"]), r["rotation"]))
-                for style in (REFERENCE, *ALL_SHIFTS)}
+                for style in styles}
         outcomes[m.name] = {style: np.array([bool(r["correct"]) for r in rs]) for style, rs in rows.items()}
+        if corruptions:
+            outcomes[m.name] |= pooled_outcomes(outcomes[m.name], corruptions)
     return outcomes
 
 
@@ -301,19 +350,24 @@ def run_zoo_robustness(out_dir: str | Path, *, quick: bool = False, members: Seq
     measured = zoo_members(plan)  # every member built, before any work
     resolve_model_name(f"{ZOO_PREFIX}{plan.task_signal_base}")
     settings = {"per_class": plan.per_class, "embed_images": plan.embed_images, "n_boot": plan.n_boot,
-                "embed_steps": [m.steps for m in plan.embeddings], "task_signal": list(plan.task_signal)}
+                "embed_steps": [m.steps for m in plan.embeddings], "task_signal": list(plan.task_signal),
+                "corruptions": list(plan.corruptions), "corrupt_per_class": plan.corrupt_per_class,
+                "corrupt_other_per_class": plan.corrupt_other_per_class}
     out = claim_run_folder(Path(out_dir).absolute(), settings, command="demo robustness --zoo", resume=True)
-    benches = prepare_questions(out, plan.per_class)
+    benches = prepare_questions(out, plan)
     measured += train_embeddings(out, plan)
     print(f"scoring {len(measured)} members on {len(benches)} styles", flush=True)
-    results_csv = score_members(out, measured, benches)
-    by_style = question_outcomes(out, measured)
+    results_csv = score_members(out, measured, benches, plan.corruptions)
+    by_style = question_outcomes(out, measured, list(benches), plan.corruptions)
     shifts = {shift: analyse_shift(out, results_csv, shift, measured, plan.n_boot, by_style) for shift in ALL_SHIFTS}
+    corrupted = {d: analyse_shift(out, results_csv, d, measured, plan.n_boot, by_style)
+                 for d in fitted_domains(plan.corruptions)}
     model, lifts = task_signal_lifts(out, plan)
     results = ZooRobustnessResults(
         quick=quick, seconds=round(time.perf_counter() - t0, 1), suite=SUITE, reference=REFERENCE,
         k_options=len(FASHION_CLASSES), n_questions=len(read_jsonl(benches[REFERENCE])), members=measured,
         results_csv=str(results_csv), shifts=shifts, task_signal_model=model, task_signal=lifts,
+        corruptions=corrupted,
     )
     (out / "results.json").write_text(json.dumps(results.to_dict(), indent=2) + "\n", encoding="utf-8")
     results = ZooRobustnessResults.from_dict(json.loads((out / "results.json").read_text(encoding="utf-8")))
