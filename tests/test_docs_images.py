@@ -1,12 +1,11 @@
 """The Results pages show their pictures: every page with a figure block shows at least one
 (or is allowed not to, with the reason), every figure block with a picture (`IMAGES`) is followed by
-its image, and every image a docs page shows exists in docs/images or is written there by a
-`make figures-EXPERIMENT` target (those not yet written are named in a warning, with their target)."""
+its image unless `NOT_DRAWN` says why it is not drawn yet, and every image a docs page shows
+exists in docs/images (no broken picture on the site)."""
 
 from __future__ import annotations
 
 import re
-import warnings
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,27 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 RESULTS = DOCS / "results"
 #: Results pages with figure blocks that show no picture, and why.
-NO_PICTURE: dict[str, str] = {}
+_NOT_RERUN = ("its tables come from runs made before the pages had pictures, whose prose reads their "
+              "figures; `make figures {}` re-measures them with their pictures ({})")
+NO_PICTURE: dict[str, str] = {
+    "zoo-tasks.md": _NOT_RERUN.format("zoo-tasks", "about 6 CPU-minutes"),
+    "zoo-in-context.md": _NOT_RERUN.format("icl", "about 7 CPU-minutes"),
+}
+_OLD_RUN = ("its table comes from a run made before the pages had pictures and the run was not repeated "
+            "(the results folder is not kept); `make figures {}` draws it with the table")
+#: Figure blocks with a picture function whose picture is not drawn yet, and why (the page shows
+#: no link to it until it is drawn: then the entry goes).
+NOT_DRAWN: dict[str, str] = {
+    "ladder": _OLD_RUN.format("ladder") + " (about 30 min on 2 cores)",
+    "ladder-zoo:head-lora": _OLD_RUN.format("ladder-zoo") + " (about 10 min on 2 cores)",
+    "ladder-zoo:llava": _OLD_RUN.format("ladder-zoo") + " (about 5 min on 2 cores)",
+    "reward-zoo-matrix": _OLD_RUN.format("reward-zoo") + " (about an hour on 2 cores)",
+    "zoo-tasks": NO_PICTURE["zoo-tasks.md"],
+    "zoo-tasks-envs": NO_PICTURE["zoo-tasks.md"],
+    "icl-defined-labels:llava-clip-m": NO_PICTURE["zoo-in-context.md"],
+    "icl-defined-labels:llava-clip-m-icl": NO_PICTURE["zoo-in-context.md"],
+    "icl-domains:llava-clip-m-icl": NO_PICTURE["zoo-in-context.md"],
+}
 
 IMAGE_LINK = re.compile(r"!\[[^\]]*\]\(([^)\s]+\.png)\)")
 BLOCK = re.compile(r"^<!-- figure:([\w:-]+) -->$", re.M)
@@ -87,27 +106,30 @@ def test_every_figure_block_with_a_picture_shows_it():
     for page in sorted(RESULTS.glob("*.md")):
         text = page.read_text(encoding="utf-8")
         for figure in BLOCK.findall(text):
-            if figure.split(":", 1)[0] in IMAGES:
+            link = f"](../images/{image_name(figure)})"
+            if figure in NOT_DRAWN:
+                assert link not in text, f"{page.relative_to(ROOT)}: figure {figure}'s picture is drawn: drop it from NOT_DRAWN"
+            elif figure.split(":", 1)[0] in IMAGES:
                 assert f"](../images/{image_name(figure)})" in text, (
                     f"{page.relative_to(ROOT)}: figure {figure} has a picture (report.figure_images) that the "
                     f"page does not show: add ![what it shows](../images/{image_name(figure)}) under its block")
 
 
-def test_every_shown_image_exists_or_a_figures_target_writes_it():
+def test_every_shown_image_exists():
     made = made_images()
     images = (DOCS / "images").resolve()
-    to_make = []
     for page, paths in shown_images().items():
         for path in paths:
             where = f"{page.relative_to(ROOT)} shows {path}"
             assert path.is_relative_to(images), f"{where}: pictures live under docs/images"
-            if not path.is_file():
-                name = path.relative_to(images).as_posix()
-                assert name in made, f"{where}: not in docs/images and no `make figures-*` target writes it"
-                to_make.append(f"{name} (make {made[name]})")
-    if to_make:
-        warnings.warn("pictures the pages show that `make figures` has not written yet: " + ", ".join(to_make),
-                      stacklevel=1)
+            target = made.get(path.relative_to(images).as_posix())
+            assert path.is_file(), f"{where}, which does not exist" + (f": run `make {target}`" if target else "")
+
+
+def test_not_drawn_names_figure_blocks_of_the_results_pages():
+    blocks = {figure for page in RESULTS.glob("*.md") for figure in BLOCK.findall(page.read_text(encoding="utf-8"))}
+    assert set(NOT_DRAWN) <= blocks
+    assert all(figure.split(":", 1)[0] in IMAGES for figure in NOT_DRAWN)
 
 
 def test_the_makefile_reading_finds_the_figures_of_loops_and_continued_lines():
