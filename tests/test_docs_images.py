@@ -30,6 +30,7 @@ _OLD_RUN = ("its table comes from a run made before the pages had pictures and t
 #: no link to it until it is drawn: then the entry goes).
 NOT_DRAWN: dict[str, str] = {
     "ladder": _OLD_RUN.format("ladder") + " (about 30 min on 2 cores)",
+    "ladder-zoo": _OLD_RUN.format("ladder-zoo") + " (its re-run on the rebuilt member is `ladder-zoo:rebuilt`)",
     "ladder-zoo:head-lora": _OLD_RUN.format("ladder-zoo") + " (about 10 min on 2 cores)",
     "ladder-zoo:llava": _OLD_RUN.format("ladder-zoo") + " (about 5 min on 2 cores)",
     "reward-zoo-matrix": _OLD_RUN.format("reward-zoo") + " (about an hour on 2 cores)",
