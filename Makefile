@@ -117,7 +117,7 @@ figures-ladder-zoo: figures-zoo
 	$(FIGURES_WRITE) docs/results/ladder.md ladder-zoo-seeds=figures/ladder_zoo
 	$(BIN)/robustvlm demo ladder --zoo --modes full --methods erm,dynamic_birm --seeds 0,1,2,3,4,5 --test-pictures 3000 \
 		--out figures/ladder_zoo_t3000
-	$(FIGURES_WRITE) docs/results/ladder.md ladder-zoo-paired:t3000=figures/ladder_zoo_t3000
+	$(FIGURES_WRITE) docs/results/ladder.md ladder-zoo-paired=figures/ladder_zoo_t3000
 	$(BIN)/robustvlm demo ladder --zoo --modes head,lora --out figures/ladder_zoo_head_lora
 	$(FIGURES_WRITE) docs/results/ladder.md ladder-zoo:head-lora=figures/ladder_zoo_head_lora \
 		ladder-zoo-oracle:head-lora=figures/ladder_zoo_head_lora ladder-zoo-td:head-lora=figures/ladder_zoo_head_lora
