@@ -128,7 +128,8 @@ figures-ladder-zoo: figures-zoo
 
 figures-zoo-tasks: figures-zoo
 	$(BIN)/robustvlm demo tasks --zoo --out figures/tasks_zoo
-	$(FIGURES_WRITE) docs/results/zoo-tasks.md zoo-tasks=figures/tasks_zoo zoo-tasks-envs=figures/tasks_zoo
+	$(FIGURES_WRITE) docs/results/zoo-tasks.md zoo-tasks=figures/tasks_zoo zoo-tasks-envs=figures/tasks_zoo \
+		zoo-tasks:rebuilt=figures/tasks_zoo zoo-tasks-envs:rebuilt=figures/tasks_zoo
 
 figures-icl: figures-zoo
 	$(BIN)/robustvlm data synth --benchmark fashion-test --out figures/fashion-test --n-per-env 20
@@ -140,7 +141,8 @@ figures-icl: figures-zoo
 	$(BIN)/robustvlm icl eval --model zoo:llava-clip-m-icl --data figures/fashion-clean-rotated --out figures/icl_llava-clip-m-icl \
 		--shots 0,1,2 --demos random,same-domain,cross-domain --n-per-env 100 --seed 0 --resume
 	$(FIGURES_WRITE) docs/results/zoo-in-context.md icl-domains:llava-clip-m-icl=figures/icl_llava-clip-m-icl \
-		icl-gain:llava-clip-m-icl=figures/icl_llava-clip-m-icl icl-shift-cost:llava-clip-m-icl=figures/icl_llava-clip-m-icl
+		icl-gain:llava-clip-m-icl=figures/icl_llava-clip-m-icl icl-shift-cost:llava-clip-m-icl=figures/icl_llava-clip-m-icl \
+		icl-domains:llava-clip-m-icl-rebuilt=figures/icl_llava-clip-m-icl icl-gain:llava-clip-m-icl-rebuilt=figures/icl_llava-clip-m-icl
 
 # Zoo II's curriculum member in context (docs/results/zoo-ii.md): defined labels with 1 and 2
 # demonstrations per class (2 and 4 shots), k-shot by policy on every shift, the diagnosis, its card.

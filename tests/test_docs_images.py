@@ -18,12 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 RESULTS = DOCS / "results"
 #: Results pages with figure blocks that show no picture, and why.
-_NOT_RERUN = ("its tables come from runs made before the pages had pictures, whose prose reads their "
-              "figures; `make figures {}` re-measures them with their pictures ({})")
-NO_PICTURE: dict[str, str] = {
-    "zoo-tasks.md": _NOT_RERUN.format("zoo-tasks", "about 6 CPU-minutes"),
-    "zoo-in-context.md": _NOT_RERUN.format("icl", "about 7 CPU-minutes"),
-}
+NO_PICTURE: dict[str, str] = {}
 _OLD_RUN = ("its table comes from a run made before the pages had pictures and the run was not repeated "
             "(the results folder is not kept); `make figures {}` draws it with the table")
 #: Figure blocks with a picture function whose picture is not drawn yet, and why (the page shows
@@ -34,11 +29,12 @@ NOT_DRAWN: dict[str, str] = {
     "ladder-zoo:head-lora": _OLD_RUN.format("ladder-zoo") + " (about 10 min on 2 cores)",
     "ladder-zoo:llava": _OLD_RUN.format("ladder-zoo") + " (about 5 min on 2 cores)",
     "reward-zoo-matrix": _OLD_RUN.format("reward-zoo") + " (about an hour on 2 cores)",
-    "zoo-tasks": NO_PICTURE["zoo-tasks.md"],
-    "zoo-tasks-envs": NO_PICTURE["zoo-tasks.md"],
-    "icl-defined-labels:llava-clip-m": NO_PICTURE["zoo-in-context.md"],
-    "icl-defined-labels:llava-clip-m-icl": NO_PICTURE["zoo-in-context.md"],
-    "icl-domains:llava-clip-m-icl": NO_PICTURE["zoo-in-context.md"],
+    "zoo-tasks": _OLD_RUN.format("zoo-tasks") + " (its re-run on the rebuilt member is `zoo-tasks:rebuilt`)",
+    "zoo-tasks-envs": _OLD_RUN.format("zoo-tasks") + " (its re-run on the rebuilt member is `zoo-tasks-envs:rebuilt`)",
+    "icl-defined-labels:llava-clip-m": _OLD_RUN.format("icl") + " (about 3 CPU-minutes)",
+    "icl-defined-labels:llava-clip-m-icl": _OLD_RUN.format("icl") + " (about 3 CPU-minutes)",
+    "icl-domains:llava-clip-m-icl": _OLD_RUN.format("icl") + " (its re-run on the rebuilt member is "
+                                    "`icl-domains:llava-clip-m-icl-rebuilt`)",
 }
 
 IMAGE_LINK = re.compile(r"!\[[^\]]*\]\(([^)\s]+\.png)\)")

@@ -131,14 +131,6 @@ NOT_RUN = {
     "robustvlm zoo build --quick": "about 15-30 s; run by tests/workflows/test_zoo.py (its module fixture)",
     "robustvlm zoo probe-context --fresh-depth 2 --named --queries 6 --steps 300 --out out/named_fresh2":
         "about 3 CPU-minutes; the same command with --init runs above at tiny settings",
-    "robustvlm data corrupt figures/fashion-test/clean --out figures/fashion-test-corrupted":
-        "needs Debian's dataset-fashion-mnist and 75 domains of 200 pictures; data corrupt runs on the digits above",
-    "robustvlm icl defined-labels --model zoo:llava-clip-m-curriculum --data figures/fashion-test --out figures/defined_llava-clip-m-curriculum":
-        "needs the Zoo II member (zoo build, about 25 CPU-minutes after zoo:llava-clip-m); icl defined-labels runs on tiny:llava in tests/workflows/measure/test_defined_labels.py",
-    "robustvlm icl eval --model zoo:llava-clip-m-curriculum --data figures/fashion-test --out figures/icl_llava-clip-m-curriculum --shots 0,1,2,4 --demos random,same-domain,cross-domain,label-shift,spurious --n-per-domain 100 --seed 0":
-        "needs the Zoo II member (zoo build); icl eval runs on tiny:idefics3 above",
-    "robustvlm diagnose --model zoo:llava-clip-m-curriculum --data figures/fashion-test --out figures/diagnose_llava-clip-m-curriculum --descriptions configs/descriptions/fashion.yaml --shots 1 --n-per-domain 100":
-        "needs the Zoo II member (zoo build); diagnose runs on tiny:idefics3 above",
     "robustvlm zoo build --jobs 2": "the full zoo: 23 min wall on the busy 2-core machine (docs/guides/model-zoo.md)",
     "robustvlm zoo build --members llava-clip-m": "a full member and its tower (minutes); builds of named members run in tests/workflows/test_zoo.py",
     "robustvlm zoo build --members clip-m,llava-clip-m": "two full members (minutes); builds of named members run in tests/workflows/test_zoo.py",
@@ -189,6 +181,8 @@ NOT_RUN = {
     "robustvlm zoo probe-context --fresh-depth 4 --named --queries 6 --steps 600 --out out/probe_fresh4_named": "a context probe run (26 min on the 2-core machine; tiny settings in tests/workflows/test_zoo_context.py)",
     "robustvlm demo ladder --zoo --modes full --out figures/ladder_zoo": "the pretrained ladder rung's measurement (25 min on the shared 2-core machine; docs/results/ladder.md)",
     "robustvlm demo ladder --zoo --modes full --methods erm,dynamic_birm --seeds 0,1,2,3,4,5 --out figures/ladder_zoo": "six seeds of two methods at the pretrained full rung (about 3 CPU-minutes after the command above; docs/results/ladder.md)",
+    "robustvlm demo ladder --zoo --modes full --methods erm,dynamic_birm --seeds 0,1,2,3,4,5 --test-pictures 3000 --out figures/ladder_zoo_t3000": "twelve pretrained full-rung runs on 3,000 test pictures (about 8 CPU-minutes; docs/results/ladder.md; --test-pictures is run by tests/data/test_colored_mnist.py and the quick zoo ladder)",
+    "robustvlm zoo probe-recall --init zoo:llava-clip-m --steps 4000 --batch-size 32 --out out/recall_llava_b32": "4,000 recall steps from a full zoo member (about 3 CPU-minutes after the zoo's build; docs/results/zoo-ii.md)",
     "robustvlm demo ladder --zoo --members idefics3-siglip-m,llava-clip-m --out demo_ladder_zoo": "two members' three rungs (about 2 CPU-hours); the same code path as the measured one",
     "robustvlm demo ladder --zoo --quick --out demo_ladder_zoo_quick": "needs the quick zoo (`zoo build --quick`); run by tests/workflows/demos/test_ladder_zoo.py",
     "robustvlm demo robustness --zoo --quick --out zr_quick": "needs the quick zoo (`zoo build --quick`); run by tests/workflows/demos/test_robustness_zoo.py",
