@@ -1,10 +1,11 @@
 """VLMEvalKit's files as users meet them broken (issue 52.1-2, 51): `robustness fit` (and its
 --baseline-table), `robustness subsets`, `robustness convert` and `compare` on them stop with
 one `error:` line naming the file (and the row or index), never a traceback or a wrong number.
-Kinds of bad input covered: 14 (an .xlsx that is not a zip, cut in half or empty, each in
+Kinds of bad input covered: 17 (an .xlsx that is not a zip, cut in half or empty, each in
 subsets, compare and fit --baseline-table; a sheet with a header and no rows; a .tsv row with
 fewer cells than its header; a non-UTF-8 _acc.csv; an index held twice in compare and in
-subsets; an empty .tsv; convert of _acc.csv files with no question count)."""
+subsets; an empty .tsv; convert of _acc.csv files with no question count; one model given twice to
+subsets)."""
 
 from __future__ import annotations
 
@@ -140,3 +141,9 @@ def test_convert_refuses_rather_than_write_no_rows(tmp_path, capsys):
     expect_clean_failure(["robustness", "convert", str(ACC_ONLY / MODEL), "--out", str(out)], capsys,
                          mentions=["no benchmark has a question count", "--n-questions 'MMBench_DEV_EN=N'"])
     assert not out.exists()
+
+
+def test_subsets_refuses_a_model_given_twice(tmp_path, capsys):
+    expect_clean_failure(["robustness", "subsets", str(WORK), str(WORK / MODEL), "--ref", "MMBench_DEV_EN", "--shift",
+                          "MMStar", "--out", str(tmp_path / "out")], capsys,
+                         mentions=[str(WORK / MODEL), "read twice", MODEL])
