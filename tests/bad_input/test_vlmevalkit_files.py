@@ -1,11 +1,11 @@
 """VLMEvalKit's files as users meet them broken (issue 52.1-2, 51): `robustness fit` (and its
 --baseline-table), `robustness subsets`, `robustness convert` and `compare` on them stop with
 one `error:` line naming the file (and the row or index), never a traceback or a wrong number.
-Kinds of bad input covered: 17 (an .xlsx that is not a zip, cut in half or empty, each in
+Kinds of bad input covered: 18 (an .xlsx that is not a zip, cut in half or empty, each in
 subsets, compare and fit --baseline-table; a sheet with a header and no rows; a .tsv row with
 fewer cells than its header; a non-UTF-8 _acc.csv; an index held twice in compare and in
 subsets; an empty .tsv; convert of _acc.csv files with no question count; one model given twice to
-subsets)."""
+subsets; a circular sheet holding rotations only)."""
 
 from __future__ import annotations
 
@@ -147,3 +147,14 @@ def test_subsets_refuses_a_model_given_twice(tmp_path, capsys):
     expect_clean_failure(["robustness", "subsets", str(WORK), str(WORK / MODEL), "--ref", "MMBench_DEV_EN", "--shift",
                           "MMStar", "--out", str(tmp_path / "out")], capsys,
                          mentions=[str(WORK / MODEL), "read twice", MODEL])
+
+
+def test_a_circular_sheet_of_rotations_only_names_the_file(tmp_path, capsys):
+    folder = tmp_path / MODEL
+    folder.mkdir()
+    sheet = folder / f"{MODEL}_MMBench_DEV_EN.tsv"
+    lines = ['"index"\t"A"\t"B"\t"answer"\t"prediction"']
+    lines += [f'"{i}"\t"cat"\t"dog"\t"A"\t"A"' for i in (1_000_000, 2_000_000)]
+    sheet.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    expect_clean_failure(["compare", str(sheet), str(sheet), "--out", str(tmp_path / "out")], capsys,
+                         mentions=[str(sheet), "first rotation"])

@@ -230,6 +230,9 @@ def _scored_predictions(rows: list[tuple[int, dict]], model: str, dataset: str, 
             undecided = next(((ln, r) for ln, r, ok in groups[index] if ok is None), None)
             correct = 1.0 if undecided is None else float(_decided(None, undecided[1], source, undecided[0]))
         out.append(_question(row, model, dataset, correct, source, line))
+    if not out:
+        raise DataError(f"no question of circular {dataset} has its first rotation (an index below {ROTATION_STRIDE}), "
+                        "by which VLMEvalKit counts it", source)
     return out
 
 
