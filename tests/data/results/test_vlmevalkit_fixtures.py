@@ -115,3 +115,14 @@ def test_a_model_folder_without_links_is_read_from_its_latest_eval_id(tmp_path):
     shutil.copy(FIXTURES / "circular" / MODEL / f"{MODEL}_MMBench_DEV_EN.xlsx", model / "T20260101-120000")
     (row,) = read_results_file(tmp_path / "work").accuracies
     assert (row["model"], row["bench"], row["accuracy"]) == (MODEL, "AI2D_TEST", pytest.approx(0.7, abs=1e-9))
+
+
+def test_n_questions_applies_to_an_acc_csv_bench_as_named(tmp_path):
+    from robustvlm.workflows.measure.convert_results import convert_results
+
+    out = tmp_path / "long.csv"
+    done = convert_results(FIXTURES / "acc_only" / MODEL, out, n_questions={"MMBench_DEV_EN": 4329})
+    with out.open(encoding="utf-8") as f:
+        (row,) = list(csv.DictReader(f))
+    assert (row["bench"], float(row["accuracy"]), row["n"], row["n_from"]) == ("MMBench_DEV_EN", 0.26, "4329", "user")
+    assert done.left_out == ["ScienceQA_IMG (test)", "ScienceQA_IMG (val)"]
