@@ -31,6 +31,11 @@ import sys
 import tempfile
 import types
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "e8e78f05f3080fe28154f2130321f17951c3be94"
@@ -49,16 +54,17 @@ WORK_MODELS = {"sim_llava_v1.5_7b": 0.45, "sim_llava_v1.5_13b": 0.55, "sim_Qwen2
 def load_vlmeval(source: Path) -> types.SimpleNamespace:
     """VLMEvalKit's dump/load and multiple-choice scoring from the snapshot at `source`, with its
     package __init__s bypassed and the three imports the scoring never calls stubbed."""
-    stubs = {"validators": {"url": lambda _: False}, "sty": {"fg": None}, "huggingface_hub": {},
-             "huggingface_hub.utils": {}, "huggingface_hub.utils._cache_manager": {"_scan_cached_repo": None}}
+    stubs: dict[str, dict[str, object]] = {"validators": {"url": lambda _: False}, "sty": {"fg": None}, "huggingface_hub": {},
+                                          "huggingface_hub.utils": {},
+                                          "huggingface_hub.utils._cache_manager": {"_scan_cached_repo": None}}
     for name, attrs in stubs.items():
         module = types.ModuleType(name)
         module.__dict__.update(attrs)
-        module.__path__ = []  # type: ignore[attr-defined]
+        module.__path__ = []
         sys.modules[name] = module
     for name in ("vlmeval", "vlmeval.dataset", "vlmeval.dataset.utils"):
         package = types.ModuleType(name)
-        package.__path__ = [str(source / name.replace(".", "/"))]  # type: ignore[attr-defined]
+        package.__path__ = [str(source / name.replace(".", "/"))]
         sys.modules[name] = package
     mc = importlib.import_module("vlmeval.dataset.utils.multiple_choice")
     smp = importlib.import_module("vlmeval.smp")
@@ -66,7 +72,8 @@ def load_vlmeval(source: Path) -> types.SimpleNamespace:
     return types.SimpleNamespace(dump=smp.dump, load=smp.load, mc=mc, can_infer=utils.can_infer)
 
 
-def prediction(rng, answer: str, options: dict[str, str], right: bool, undecided: float = 0.0) -> str:
+def prediction(rng: np.random.Generator, answer: str, options: dict[str, str], right: bool,
+               undecided: float = 0.0) -> str:
     """A free-text prediction naming `answer`'s option when `right`, another option otherwise."""
     if undecided and rng.random() < undecided:
         return UNDECIDED
@@ -74,7 +81,8 @@ def prediction(rng, answer: str, options: dict[str, str], right: bool, undecided
     return str(rng.choice(STYLES)).format(L=letter, T=options[letter])
 
 
-def vanilla_frame(rng, n: int, skill: float, *, undecided: float = 0.0, splits: tuple[str, ...] = ()):
+def vanilla_frame(rng: np.random.Generator, n: int, skill: float, *, undecided: float = 0.0,
+                  splits: tuple[str, ...] = ()) -> pd.DataFrame:
     """A vanilla MCQ prediction sheet (MMStar-like): n questions, 4 options, a category each."""
     import pandas as pd
 
@@ -93,7 +101,7 @@ def vanilla_frame(rng, n: int, skill: float, *, undecided: float = 0.0, splits: 
     return pd.DataFrame(rows)
 
 
-def circular_frame(rng, n: int, skill: float):
+def circular_frame(rng: np.random.Generator, n: int, skill: float) -> pd.DataFrame:
     """A circular MCQ prediction sheet as MMBench's: each question in 4 rotations of its options,
     indexed i, i + 1e6, i + 2e6, i + 3e6 (VLMEvalKit groups them by index % 1e6)."""
     import pandas as pd
