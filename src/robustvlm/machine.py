@@ -73,6 +73,13 @@ def forced_kernels(environ: Mapping[str, str] | None = None) -> str:
     return next((name for name, wanted in KERNEL_SETS.items() if wanted == given), "custom")
 
 
+def kernel_environment(name: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`environ` (default: this process's) with kernel set `name` forced: its variables set and
+    the other sets' removed ("native" removes them all)."""
+    env = {k: v for k, v in (os.environ if environ is None else environ).items() if k not in KERNEL_VARIABLES}
+    return {**env, **KERNEL_SETS[name]}
+
+
 def machine_record() -> dict[str, Any]:
     """What this process runs on (module doc); torch is read only when the run has loaded it."""
     return {
