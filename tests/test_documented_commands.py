@@ -157,6 +157,10 @@ NOT_RUN = {
         "needs the downloaded benchmark; rm eval on a fixture in its layout runs in tests/workflows/reward/test_benchmarks_and_swap.py",
     "robustvlm rm eval --model runs/rm_shortcut_aware/final --data multimodal_rewardbench/data/all_data.json --format mm-rewardbench --out runs/rm_shortcut_aware/mm_rewardbench":
         "needs the downloaded benchmark; rm eval on a fixture in its layout runs in tests/workflows/reward/test_benchmarks_and_swap.py",
+    "robustvlm rm eval --model runs/rm_shortcut_aware/final --data mmrb2/benchmark/reasoning.json --format mmrb2 --out runs/rm_shortcut_aware/mmrb2_reasoning":
+        "needs the built benchmark; rm eval on a fixture in its layout runs in tests/workflows/reward/test_field_benchmark_layouts.py",
+    "robustvlm rm eval --model runs/rm_shortcut_aware/final --data rmhackbench/test-00000-of-00001.parquet --format rmhackbench --out runs/rm_shortcut_aware/rmhackbench":
+        "needs the downloaded benchmark; rm eval on a fixture in its layout runs in tests/workflows/reward/test_field_benchmark_layouts.py",
     "make gpu-check GPU_CHECK_DRY=1": "the CPU dry run (about a minute); tests/benchmarks/test_gpu_check.py runs it",
     "make gpu-check GPU_CHECK_PYTHON=python3": "needs a lent GPU machine (docs/gpu-check.md); its dry run is tested",
     "make bench-real": "real-size CPU benchmark (an hour on 2 shared cores); figures in BENCHMARKS.md",
