@@ -31,7 +31,7 @@ class TasksExperimentPlan:
     methods: tuple[str, ...] | None = option(None, "the study's methods by objective name, comma-separated",
                                              metavar="METHODS", shown=lambda: ",".join(study_methods()))
     overrides: tuple[str, ...] = option((), "key=value overrides of the study's base run config "
-                                        "(configs/demo.yaml; demo_zoo.yaml with --zoo)", positional=True)
+                                        "(configs/demo.yaml; configs/demo_zoo.yaml with --zoo)", positional=True)
 
 
 def run(plan: TasksExperimentPlan, out: Path) -> StudyResults:
