@@ -46,6 +46,7 @@ from robustvlm.cli.options import (
     no_config_message,
 )
 from robustvlm.cli.output_checks import check_outputs_first
+from robustvlm.data.provenance import ROOT_FROM_OPTION, clear_reads
 from robustvlm.data.real_images import FASHION_ENV
 from robustvlm.errors import MissingDataSource, RobustVLMError
 from robustvlm.extras import MissingExtra
@@ -161,8 +162,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {redact(str(err))}", file=sys.stderr)
         return 2
     args = parse_command_line(build_parser(), argv)
+    clear_reads()  # a report lists the data its own command read (data.provenance)
     if getattr(args, "data_root", None) is not None:  # read by data.real_images, here and in workers
         os.environ[FASHION_ENV] = str(args.data_root.expanduser().resolve())
+        os.environ[ROOT_FROM_OPTION] = "1"
+    else:
+        os.environ.pop(ROOT_FROM_OPTION, None)
     try:
         return args.func(args)
     except (MissingDataSource, MissingExtra) as err:  # not bad input: something to install

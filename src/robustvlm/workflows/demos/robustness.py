@@ -221,7 +221,8 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> Robustne
     )
     (out / "results.json").write_text(json.dumps(summary.to_dict(), indent=2), encoding="utf-8")
     summary = RobustnessDemoSummary.from_dict(json.loads((out / "results.json").read_text(encoding="utf-8")))
-    md, html = write_page(report_blocks(summary, suite=SUITE), out, title="robustvlm demo: effective robustness")
+    blocks = report_blocks(summary, suite=SUITE)
+    md, html = write_page(blocks, out, title=blocks[0].text)
     print(f"\nreport: {md.absolute()} and {html.absolute()}")
     return summary
 

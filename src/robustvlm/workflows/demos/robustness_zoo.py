@@ -371,6 +371,7 @@ def run_zoo_robustness(out_dir: str | Path, *, quick: bool = False, members: Seq
     )
     (out / "results.json").write_text(json.dumps(results.to_dict(), indent=2) + "\n", encoding="utf-8")
     results = ZooRobustnessResults.from_dict(json.loads((out / "results.json").read_text(encoding="utf-8")))
-    md, html = write_page(report_blocks(results), out, title="robustvlm: accuracy on the line on the model zoo")
+    blocks = report_blocks(results)
+    md, html = write_page(blocks, out, title=f"robustvlm: {blocks[0].text}")
     print(f"\nreport: {md.absolute()} and {html.absolute()} ({results.seconds:.0f} s)")
     return results

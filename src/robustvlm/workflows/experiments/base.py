@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from robustvlm.data.provenance import add_to_results
 from robustvlm.errors import ConfigError
 
 P = TypeVar("P")
@@ -128,11 +129,12 @@ class Experiment(Generic[P, R]):
         return dataclasses.replace(plan, methods=self.methods())  # type: ignore[type-var]
 
     def execute(self, plan: P, out: str | Path | None = None) -> R:
-        """Check, resolve and run `plan` into `out` (default `self.out(plan)`); print the first
-        lines of the verdict of the report it wrote."""
+        """Check, resolve and run `plan` into `out` (default `self.out(plan)`), add the data it read
+        to its results.json; print the first lines of the verdict of the report it wrote."""
         self.check(plan)
         folder = Path(out if out is not None else self.out(plan))
         results = self.run(self.resolved(plan), folder)
+        add_to_results(folder)  # which copy of the data it read (data.provenance)
         for line in verdict_lines(folder / "report.md"):
             print(line)
         return results
