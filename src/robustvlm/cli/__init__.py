@@ -39,6 +39,7 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
     Parser,
+    example,
     float_above,
     float_at_least,
     float_in_unit_interval,
@@ -110,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="robustvlm",
         description="Measure and improve how vision-language models hold up under distribution shift.",
+        epilog=example("robustvlm configs list", "robustvlm demo --quick --out demo_out_quick"),
     )
     parser.add_argument("--version", action="version", version=f"robustvlm {robustvlm.__version__}")
     sub = parser.add_subparsers(required=True)

@@ -129,7 +129,9 @@ def add_data(sub: SubParsers) -> None:
     """data check, data synth, data fetch, data corrupt."""
     from robustvlm.data.loaders import format_choices
 
-    data = sub.add_parser("data", help="check datasets and synthesise the built-in benchmarks")
+    data = sub.add_parser("data", help="check datasets and synthesise the built-in benchmarks",
+                          epilog=example("robustvlm data synth --benchmark tasks --out data/tasks",
+                                         "robustvlm data check data/tasks"))
     data_sub = data.add_subparsers(required=True)
     check = data_sub.add_parser(
         "check", help="validate a dataset; list every bad record (exit 1 if any)",

@@ -146,7 +146,8 @@ def _add_probe_context(zoo_sub: argparse._SubParsersAction) -> None:
 
 def add_zoo(sub: SubParsers) -> None:
     """zoo build, zoo list, zoo probe-context, zoo probe-recall."""
-    zoo = sub.add_parser("zoo", help="small VLMs and dual encoders pretrained offline on real images (zoo:NAME)")
+    zoo = sub.add_parser("zoo", help="small VLMs and dual encoders pretrained offline on real images (zoo:NAME)",
+                         epilog=example("robustvlm zoo list", "robustvlm zoo build --quick"))
     zoo_sub = zoo.add_subparsers(required=True)
     zb = zoo_sub.add_parser(
         "build", help="pretrain zoo members into $ROBUSTVLM_CACHE/zoo (resumable; a built recipe is reused)",

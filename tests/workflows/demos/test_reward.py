@@ -35,7 +35,7 @@ def test_quick_demo_writes_the_report(quick_demo):
     assert_smoke_verdict_only(report, "Shortcut-aware reward models: the demo")
     for needle in ("## Shortcut-failure degradation", "## Best-of-N", "![Best-of-N curves](bon.png)",
                    "## Rung 1: linear rewards on two features",
-                   "cells with a defined SFD", "## The reward ladder: three rungs, the same losses",
+                   "## The reward ladder: three rungs, the same losses",
                    "Rung 3 run by run"):
         assert needle in report, needle
     html = (out / "report.html").read_text()

@@ -87,7 +87,8 @@ class Experiment(Generic[P, R]):
         figures: the names of `report.figures.FIGURES` its results.json makes.
         depends_on: the source modules (or packages) its results depend on.
         methods: the default method list of a plan whose `methods` is None (read when it runs).
-        example: one command line for its help's example (run or classified by
+        example: the command lines of its help's example, in the order to run them from a fresh
+            clone (a zoo demo's first builds the quick zoo; each run or classified by
             tests/test_documented_commands.py).
         reads_fashion_mnist: whether some preset reads Fashion-MNIST (its command then takes
             `--data-root`).
@@ -102,7 +103,7 @@ class Experiment(Generic[P, R]):
     figures: tuple[str, ...] = ()
     depends_on: tuple[str, ...] = ()
     methods: Callable[[], tuple[str, ...]] | None = None
-    example: str = ""
+    example: tuple[str, ...] = ()
     reads_fashion_mnist: bool = True
 
     def default_plan(self) -> P:

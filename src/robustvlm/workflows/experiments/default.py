@@ -33,7 +33,7 @@ def run(plan: DefaultExperimentPlan, out: Path) -> LadderResults:
 
 EXPERIMENT = Experiment(
     name="default",
-    example="robustvlm demo default --quick --out demo_out_quick",
+    example=("robustvlm demo default --quick --out demo_out_quick",),
     summary="the default demo (also `robustvlm demo` alone): Colored MNIST on real images, ERM vs IRMv1 / "
     "V-REx / BIRM / Dynamic BIRM on pixels and a frozen VLM vision tower, 3 seeds (about 5 min on 2 cores)",
     plan=DefaultExperimentPlan,

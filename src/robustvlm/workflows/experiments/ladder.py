@@ -75,7 +75,7 @@ def run(plan: LadderExperimentPlan, out: Path) -> LadderResults:
 
 EXPERIMENT = Experiment(
     name="ladder",
-    example="robustvlm demo ladder --zoo --quick --out demo_ladder_zoo_quick",
+    example=("robustvlm zoo build --quick", "robustvlm demo ladder --zoo --quick --out demo_ladder_zoo_quick"),
     summary="the whole invariance ladder: the IRM paper's Colored MNIST on real images, through pixels, frozen "
     "vision towers and VLMs (--zoo: its VLM rungs from a pretrained zoo VLM)",
     plan=LadderExperimentPlan,

@@ -43,7 +43,7 @@ def run(plan: TasksExperimentPlan, out: Path) -> StudyResults:
 
 EXPERIMENT = Experiment(
     name="tasks",
-    example="robustvlm demo tasks --out demo_tasks",
+    example=("robustvlm demo tasks --out demo_tasks",),
     summary="the Dynamic BIRM paper's Table 1 in miniature: ERM, BIRM, Dynamic BIRM fine-tuning a tiny VLM on "
     "the OCR tasks, 3 seeds (--zoo: a pretrained zoo VLM on fashion-tasks)",
     plan=TasksExperimentPlan,
