@@ -93,9 +93,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--note", default="tools/time_command.py")
     args = parser.parse_args(argv[:split])
     command = argv[split + 1:]
-    wall, cpu, load = run_timed(command)
     commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
-                            text=True, check=False).stdout.strip() or "not recorded"
+                            text=True, check=False).stdout.strip() or "not recorded"  # the code it ran
+    wall, cpu, load = run_timed(command)
     measurement = Measurement(wall_s=round(wall, 1), cpu_s=round(cpu, 1), machine=args.machine or machine_line(),
                               load=round(load, 1), date=datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
                               commit=commit, source=args.note)

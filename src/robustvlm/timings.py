@@ -51,7 +51,8 @@ class Timing:
 
 
 def duration(seconds: float) -> str:
-    """Seconds as a reader writes them: "48 s", "5 min 8 s", "1 h 7 min"."""
+    """Seconds as a reader writes them: in seconds, else in minutes and seconds, else in hours and
+    minutes (rounded to the second)."""
     total = round(seconds)
     if total < 60:
         return f"{total} s"
@@ -66,9 +67,14 @@ def _cpu(seconds: float) -> str:
     return f"{round(seconds):,} CPU-s"
 
 
-@lru_cache(maxsize=1)
-def read_timings(path: Path = TIMINGS) -> dict[str, Timing]:
-    """{key: Timing} of the recorded file (ConfigError naming the file and entry when one is malformed)."""
+def read_timings(path: Path | None = None) -> dict[str, Timing]:
+    """{key: Timing} of the recorded file (default `TIMINGS`; ConfigError naming the file and entry
+    when one is malformed)."""
+    return _read(path or TIMINGS)
+
+
+@lru_cache(maxsize=4)
+def _read(path: Path) -> dict[str, Timing]:
     raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     timings = {}
     for key, entry in raw.items():
@@ -106,8 +112,8 @@ def _cpus(t: Timing) -> str | None:
 
 
 def short(key: str) -> str:
-    """A time for a help text: "572 to 824 CPU-s, 5 min 8 s to 21 min 49 s wall on 2 cores" (CPU
-    first, then the measured range of wall time); "not measured yet" for a pending entry."""
+    """A time for a help text: the CPU seconds (their range over the measurements), then the
+    measured range of wall time; "not measured yet" for a pending entry."""
     t = timing(key)
     if not t.runs:
         return "not measured yet"

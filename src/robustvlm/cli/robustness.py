@@ -155,7 +155,7 @@ def add_robustness(sub: SubParsers) -> None:
     ts = rb_sub.add_parser(
         "task-signal",
         help="caption- vs VQA-style embedding training on one frozen vision tower: one line per family, "
-        "the lift between them with bootstrap CIs (built-in config: digits, tiny models, < 15 min on 2 cores)",
+        "the lift between them with bootstrap CIs (built-in config: digits, tiny models)",
         epilog=example("robustvlm robustness task-signal --quick --out ts_quick"),
     )
     ts.add_argument("config", nargs="?", type=config_file, help="YAML (default: the built-in configs/task_signal.yaml)")

@@ -153,7 +153,7 @@ def add_zoo(sub: SubParsers) -> None:
         "build", help="pretrain zoo members into $ROBUSTVLM_CACHE/zoo (resumable; a built recipe is reused)",
         epilog=example("robustvlm zoo build --quick"),
     )
-    zb.add_argument("--quick", action="store_true", help="the small test set of members (seconds each)")
+    zb.add_argument("--quick", action="store_true", help="the small test set of members (tiny, for the tests and the quick demos)")
     zb.add_argument("--members", help="comma-separated member names (see zoo list); default: the full zoo")
     zb.add_argument("--jobs", type=int_at_least(1), default=1,
                     help="members built at once, one process of one thread each (default 1; 2 on 2 cores)")

@@ -22,7 +22,7 @@ from robustvlm.linear.results import InvarianceResults
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, plot_series, save_figure
-from robustvlm.report.smoke import smoke_title, smoke_verdict
+from robustvlm.report.smoke import page_title, smoke_verdict
 
 PUBLISHED_ONLY = ("ANDMask", "IGA")
 """Methods the authors ran that robustvlm does not implement (their published figures only)."""
@@ -430,7 +430,7 @@ def write_invariance_report(
         spread_table(summary),
     ] if summary.within_spread is not None else []
     blocks: list[Block] = [
-        Heading(smoke_title(TITLE) if summary.quick else TITLE, 1),
+        Heading(page_title(TITLE, summary.quick), 1),
         *verdict_blocks(summary),
         protocol_paragraph(summary),
         reference_paragraph(summary),
@@ -453,4 +453,4 @@ def write_invariance_report(
         Heading("Selected hyperparameters"),
         hparam_table(summary),
     ]
-    return write_page(blocks, out_dir, title=blocks[0].text)
+    return write_page(blocks, out_dir, title=page_title(TITLE, summary.quick))

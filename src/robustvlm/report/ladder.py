@@ -32,7 +32,7 @@ from robustvlm.report.ladder_paired import (
 )
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, save_figure
-from robustvlm.report.smoke import smoke_title, smoke_verdict
+from robustvlm.report.smoke import page_title, smoke_verdict
 
 ORACLE_LABEL = "grayscale oracle"
 #: the report's title
@@ -310,7 +310,7 @@ def write_ladder_report(results: LadderResults, out_dir: Path) -> tuple[Path, Pa
     """report.md and report.html (with ladder.png) in `out_dir`."""
     summary = results.summary
     ladder_plot(summary, out_dir / "ladder.png")
-    blocks: list[Block] = [Heading(smoke_title(TITLE) if results.quick else TITLE, 1),
+    blocks: list[Block] = [Heading(page_title(TITLE, results.quick), 1),
                            *verdict_blocks(summary, results.paired, results.quick)]
     blocks += [
         *([Paragraph(protocol_text(results))] if any("/vlm:" not in cell for cell in summary) else []),
@@ -337,4 +337,4 @@ def write_ladder_report(results: LadderResults, out_dir: Path) -> tuple[Path, Pa
     blocks += zero_shot_blocks(results) + inference_blocks(results)
     for cell, entries in summary.items():
         blocks += [Heading(f"Rung `{cell}`", 3), cell_table(entries, results.train_envs)]
-    return write_page(blocks, out_dir, title=f"robustvlm: {blocks[0].text}")
+    return write_page(blocks, out_dir, title=f"robustvlm: {page_title(TITLE, results.quick)}")

@@ -47,7 +47,7 @@ def demo_blocks(
     only that it is a smoke test (`report.smoke`)."""
     train_env, test_env = bon_setup
     cells = ", ".join(f"`{label}` {sfd_cells_text(results, label)}" for label in ("standard", "shortcut_aware"))
-    verdict = (smoke_verdict("every loss trained on every environment and was tested on all of them, the "
+    verdict: list[Block] = (smoke_verdict("every loss trained on every environment and was tested on all of them, the "
                              "Best-of-N policy sampled and each rung of the reward ladder ran") if quick
                else [Heading("Verdict"), *(Paragraph(line) for line in reward_verdict(comparison, sfd_cells=cells))])
     blocks: list[Block] = list(verdict)

@@ -10,7 +10,7 @@ from typing import Any
 from robustvlm.analysis.accuracy_on_the_line import RobustnessFit
 from robustvlm.analysis.robustness_verdict import NEAR_CHANCE, fit_verdict, robustness_verdict
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
-from robustvlm.report.smoke import smoke_title, smoke_verdict
+from robustvlm.report.smoke import page_title, smoke_verdict
 from robustvlm.report.tables import fmt
 
 #: the report's title
@@ -72,7 +72,7 @@ def report_blocks(summary: RobustnessDemoSummary, *, suite: str) -> list[Block]:
     scatter plots (PNGs under fits/<shift>/, relative to the report)."""
     chance, reference, shifts = summary.chance, summary.reference, list(summary.fits)
     blocks: list[Block] = [
-        Heading(smoke_title(TITLE) if summary.quick else TITLE, 1),
+        Heading(page_title(TITLE, summary.quick), 1),
         *(smoke_verdict(f"every model trained, was scored on `{reference}` and every shift, and a line was fitted "
                         "per shift") if summary.quick else
           [Heading("Verdict"),

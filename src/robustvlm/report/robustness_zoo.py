@@ -18,7 +18,7 @@ from robustvlm.analysis.accuracy_on_the_line import LineFit, RobustnessFit
 from robustvlm.analysis.effective_robustness import ErEstimate
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
-from robustvlm.report.smoke import smoke_title, smoke_verdict
+from robustvlm.report.smoke import page_title, smoke_verdict
 from robustvlm.report.tables import fmt
 
 #: the report's title
@@ -264,7 +264,7 @@ def _corruption_blocks(results: ZooRobustnessResults) -> list[Block]:
 def report_blocks(results: ZooRobustnessResults) -> list[Block]:
     """The report: verdict, setup, tables, and the dual-encoder-line scatter plots."""
     blocks: list[Block] = [
-        Heading(smoke_title(TITLE) if results.quick else TITLE, 1),
+        Heading(page_title(TITLE, results.quick), 1),
         *_verdict(results),
         Paragraph(
             f"{len(results.members)} models scored on {results.n_questions} {results.k_options}-way questions per "

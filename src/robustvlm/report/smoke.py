@@ -21,6 +21,11 @@ def smoke_title(experiment: str) -> str:
     return f"{experiment}: quick run (a smoke test)"
 
 
+def page_title(experiment: str, quick: bool) -> str:
+    """The title of a report of `experiment`: `smoke_title` for a quick or smoke run."""
+    return smoke_title(experiment) if quick else experiment
+
+
 def smoke_verdict(checked: str, *, flag: str = "--quick") -> list[Block]:
     """The `Verdict` section of a quick run: `checked` says what ran end to end (a clause after
     "it checked that"); `flag` is the option that made it a smoke test. It ends with the heading

@@ -32,7 +32,7 @@ from robustvlm.objectives import REGISTRY
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.paired_table import POWER_NOTE, paired_cells, paired_header, paired_section
 from robustvlm.report.plots import bar_with_ci, new_figure, plot_series, save_figure
-from robustvlm.report.smoke import smoke_title, smoke_verdict
+from robustvlm.report.smoke import page_title, smoke_verdict
 from robustvlm.report.tables import fmt
 
 TRAJECTORY_KEYS = ["lambda", "R_inv", "P"]
@@ -351,7 +351,7 @@ def build_blocks(
     """Draw the figures into `out_dir` and return the report's blocks; `heading` names the study."""
     seeds = results.seeds
     blocks: list[Block] = [
-        Heading(smoke_title(heading) if results.smoke or results.quick else heading, 1),
+        Heading(page_title(heading, results.smoke or results.quick), 1),
         *verdict_blocks(results.scores, quick=results.quick, smoke=results.smoke),
         *(
             [Paragraph(
@@ -417,4 +417,4 @@ def write_study_report(
     """
     out_dir = Path(out_dir)
     blocks = build_blocks(results, out_dir, logs, predictions, heading=heading)
-    return write_page(blocks, out_dir, title=blocks[0].text)
+    return write_page(blocks, out_dir, title=page_title(heading, results.smoke or results.quick))

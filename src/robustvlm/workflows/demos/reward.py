@@ -45,7 +45,7 @@ from robustvlm.report.reward_results import (
     RewardDemoSummary,
     RewardZooPlan,
 )
-from robustvlm.report.smoke import smoke_title
+from robustvlm.report.smoke import page_title
 from robustvlm.reward.frozen_rung import frozen_rung, frozen_states
 from robustvlm.reward.linear_rung import linear_rung
 from robustvlm.workflows.finetune.train import train
@@ -197,13 +197,13 @@ def run_reward_demo(out_dir: str | Path, *, quick: bool = False) -> RewardDemoSu
         comparison=compare_losses(results, matrix.runs, *COMPARED), bon=bon, linear=linear, frozen=frozen, full_proxy=full_proxy,
     )
     (out / "results.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
-    blocks = [Heading(smoke_title(TITLE) if quick else TITLE, 1),
+    blocks = [Heading(page_title(TITLE, quick), 1),
               *demo_blocks(results, summary.comparison, bon, out, points=matrix.points, plan=plan,
                            seconds=summary.seconds, bon_setup=(BON_TRAIN_ENV, BON_TEST_ENV), quick=quick),
               *linear_rung_blocks(linear),
               *ladder_blocks(linear, frozen, summary.full,
                              frozen_setup=f"{plan.frozen_steps} steps of 8 pairs, Adam at lr {FROZEN_LR}")]
-    md, html = write_page(blocks, out, title=blocks[0].text)
+    md, html = write_page(blocks, out, title=page_title(TITLE, quick))
     print(f"\n{summary.seconds:.0f} s; report: {md.absolute()} and {html.absolute()}")
     return summary
 
