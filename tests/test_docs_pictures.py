@@ -27,7 +27,6 @@ NO_PICTURE_YET = {
     "docs/results/index.md": "the Results index: a picture of every page's headline, not drawn yet",
     "docs/results/real-size.md": "the real-size benchmark's figures are tables only; no picture drawn yet",
     "docs/results/spurious-study.md": "the sweeps' figures are tables only; no picture drawn yet",
-    "docs/index.md": "the docs home: the headline picture (the ladder's, as README's) is not placed yet",
     "docs/getting-started.md": "Getting started: the picture of what the tour's run shows is not drawn yet",
 }
 CAPTION = re.compile(r"<p><em>Figure: (.*?)</em></p>", re.S)
