@@ -68,7 +68,7 @@ demo-reward: install
 # the reward follow-ups' `rm matrix` runs, which start from the reward demo's policy in
 # demo_reward/ (matrix.json and sfc.json; 22 min more on 2 cores shared with other jobs);
 # docs/quick_figures.md holds the quick demos' tables, which `make test` checks. `figures-readme` redraws
-# README's picture (docs/images/demo.png) by running `make demo` (5 min on 2 cores).
+# README's picture (docs/images/demo.png) by running `make demo` (its time: src/robustvlm/timings.yaml).
 REWARD_FOLLOWUPS = long_400 cue70 salient salient_300 mixed warm_mixed
 INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=5 --n-envs=6 --n-envs=8 --n-envs=10 --dim-spu=0 --dim-spu=2 --dim-spu=8 --dim-spu=10
 # `make figures` runs every experiment below; `make figures EXPERIMENT [EXPERIMENT ...]` only the

@@ -1,5 +1,5 @@
 """The command line explains itself (issue 44.3): every option of every leaf command has a help
-line, every leaf command shows an example (run by tests/test_documented_commands.py), one name per
+line, every leaf command and every group shows an example (run by tests/test_documented_commands.py), one name per
 idea (former spellings accepted with one warning line), `--version`, useful messages for a
 command given nothing, and small cli modules. Leaf commands are read from the parser
 (tests/helpers/cli_tree.py), so a new command is checked without being listed here."""
@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 from pathlib import Path
 
 import pytest
-from cli_tree import examples, leaf_commands
+from cli_tree import all_commands, examples, leaf_commands, subcommands
 
 from robustvlm.cli import build_parser, main, parse_command_line
 
@@ -43,11 +44,22 @@ def test_every_option_and_argument_has_help(command):
 
 @pytest.mark.parametrize("command", sorted(LEAVES))
 def test_every_leaf_command_shows_an_example_of_itself(command):
+    """The example ends with the command itself; lines before it prepare what it needs from a
+    fresh clone (issue 56.6: `demo reward --zoo --quick` needs `zoo build --quick` first)."""
     lines = examples(LEAVES[command])
     assert lines, f"robustvlm {command} has no example in its help (cli.options.example)"
-    assert all(line.startswith(f"robustvlm {command}") for line in lines), lines
+    assert lines[-1].startswith(f"robustvlm {command}"), lines
     for line in lines:
-        parse_command_line(build_parser(), line.split()[1:])  # SystemExit(2) if argparse refuses it
+        parse_command_line(build_parser(), shlex.split(line)[1:])  # SystemExit(2) if argparse refuses it
+
+
+@pytest.mark.parametrize("group", sorted(name for name, parser in all_commands().items() if subcommands(parser)))
+def test_every_group_shows_an_example_of_its_commands(group):
+    """Issue 56.6: `robustvlm --help`, `robustvlm data --help`, ... showed no example."""
+    lines = examples(all_commands()[group])
+    assert lines and any(line.startswith(f"robustvlm {group}".rstrip()) for line in lines), lines
+    for line in lines:
+        parse_command_line(build_parser(), shlex.split(line)[1:])
 
 
 def test_the_example_is_printed_as_written(capsys):

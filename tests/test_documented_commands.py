@@ -1,5 +1,6 @@
 """Every command line printed in a code block of README.md, docs/ and BENCHMARKS.md, and every
-example in a command's help (`robustvlm CMD --help`, after the docs' lines), is known to this test: each `robustvlm` line parses as written, the configs it names exist, and each line
+example in a command's help (`robustvlm CMD --help`, groups' helps such as `robustvlm data --help`
+included, after the docs' lines), is known to this test: each `robustvlm` line parses as written, the configs it names exist, and each line
 either runs here with tiny settings (appended overrides or options, listed in RUNS) or is listed
 in NOT_RUN with the reason. A new documented line fails the test until it is classified, so a
 documented example can never break unnoticed (issue 17.1: the README's first example was refused).
@@ -14,22 +15,9 @@ from pathlib import Path
 
 import pytest
 from bad_input import run_cli
-from cli_tree import examples, leaf_commands
+from documented import documented_commands
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").rglob("*.md"))]
-
-
-def documented_commands() -> list[str]:
-    """Command lines of the fenced code blocks (continuation lines joined, comments dropped)."""
-    found: list[str] = []
-    for path in DOCS:
-        for block in re.findall(r"```[a-z]*\n(.*?)```", path.read_text(encoding="utf-8"), re.S):
-            for line in re.sub(r"\\\n\s*", " ", block).splitlines():
-                line = re.sub(r"\s+#.*$", "", line.strip())
-                if line.startswith(("robustvlm ", "make ", "python benchmarks/", "python -m robustvlm")) and line not in found:
-                    found.append(line)
-    return found + [line for parser in leaf_commands().values() for line in examples(parser) if line not in found]
 
 
 #: {documented line: what is appended to run it here with tiny settings}.

@@ -24,6 +24,15 @@ def install_blocks() -> list[str]:
     return ["\n".join(line.strip() for line in block.splitlines()) + "\n" for block in blocks]
 
 
+def test_all_is_every_user_extra_docs_included():
+    """Issue 56.6: `[all]` lacked `docs`, so Getting started's docs step failed after its install."""
+    tomllib = pytest.importorskip("tomllib")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    [combined] = extras["all"]
+    named = set(re.fullmatch(r"robustvlm\[([\w,]+)\]", combined)[1].split(","))
+    assert named == set(extras) - {"all", "dev", "serve"} and "docs" in named
+
+
 def test_the_install_section_is_the_four_steps_this_test_runs():
     venv, clone, wheel, check = install_blocks()
     assert "venv" in venv and "pip install torch==2.13.0" in venv
@@ -56,7 +65,7 @@ def test_getting_started_installs_verbatim_in_a_fresh_venv_outside_the_checkout(
             .split("## A five-minute tour", 1)[1].splitlines() if line.startswith("robustvlm ")][:3]
     script = "\n".join([
         "set -ex", venv, f"cd {copy}", wheel, clone,  # the wheel, then the clone's own install over it
-        f"cd {elsewhere}", check, *tour,
+        f"cd {elsewhere}", check, *tour, "mkdocs --version",  # [all] holds the docs extra too
         "python -c 'import robustvlm, sys; print(robustvlm.__file__); sys.exit(\"/site-packages/\" not in robustvlm.__file__)'",
     ])
     path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if not p.startswith(str(Path(sys.prefix))))

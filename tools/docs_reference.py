@@ -8,6 +8,10 @@
 - `api.md`: the Python API: each module's docstring and its public classes' and functions'
   signatures and docstrings.
 
+It also rewrites Getting started's extras table, and every `<!-- time:KEY -->...<!-- /time -->`
+block of README.md, BENCHMARKS.md and docs/ from the recorded measurements
+(src/robustvlm/timings.yaml, `robustvlm.timings`).
+
 `make docs` runs it before `mkdocs build --strict`; `--check` exits 1 when a committed page
 differs from what the code produces now (tests/test_docs_site.py runs it), so the pages cannot
 drift. Written by hand because no maintained MkDocs plugin renders an argparse tree and pydantic
@@ -261,7 +265,7 @@ def extras_table() -> str:
     optional = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     rows = ["| extra | installs | needed by |", "|---|---|---|"]
     rows += [f"| `{extra}` | {_package_names(optional[extra])} | {', '.join(needs)} |" for extra, needs in NEEDED_BY.items()]
-    rows.append("| `all` | every extra above | every command |")
+    rows.append("| `all` | every extra here but `dev` and `serve` | every command, and `make docs` |")
     for extra in (e for e in optional if e not in NEEDED_BY and e != "all"):
         if extra not in TOOLING:
             raise SystemExit(f"error: pyproject.toml's extra {extra!r} is in neither robustvlm.extras.NEEDED_BY "
@@ -273,6 +277,20 @@ def extras_table() -> str:
 def with_extras_table(text: str) -> str:
     """`text` with its extras-table block rewritten."""
     return EXTRAS_BLOCK.sub(lambda m: m.group(1) + extras_table() + m.group(2), text)
+
+
+# --- the recorded times (robustvlm.timings; issue 56.2) -------------------------------------------
+
+TIME_BLOCK = re.compile(r"(<!-- time:([a-z0-9-]+) -->).*?(<!-- /time -->)", re.S)
+TIME_PAGES = (ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").rglob("*.md")))
+
+
+def with_times(text: str) -> str:
+    """`text` with each `<!-- time:KEY -->...<!-- /time -->` block rewritten from the recorded
+    measurements (`robustvlm.timings.phrase`)."""
+    from robustvlm.timings import phrase
+
+    return TIME_BLOCK.sub(lambda m: m.group(1) + phrase(m.group(2)) + m.group(3), text)
 
 
 def main(argv: list[str]) -> int:
@@ -289,12 +307,13 @@ def main(argv: list[str]) -> int:
         else:
             folder.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-    for page in EXTRAS_PAGES:
-        text = page.read_text(encoding="utf-8")
-        if check and with_extras_table(text) != text:
-            stale.append(str(page))
-        elif not check:
-            page.write_text(with_extras_table(text), encoding="utf-8")
+    for pages, rewrite in ((EXTRAS_PAGES, with_extras_table), (TIME_PAGES, with_times)):
+        for page in pages:
+            text = page.read_text(encoding="utf-8")
+            if check and rewrite(text) != text:
+                stale.append(str(page))
+            elif not check and rewrite(text) != text:
+                page.write_text(rewrite(text), encoding="utf-8")
     if stale:
         print(f"error: {', '.join(stale)} differ from the code: run `make docs` (or "
               "`python tools/docs_reference.py`) and commit them", file=sys.stderr)

@@ -112,3 +112,62 @@ def test_an_unreachable_mirror_is_one_line(tmp_path, capsys):
     assert code == 1
     err = capsys.readouterr().err
     assert err.startswith("error: could not download") and err.count("\n") == 1
+
+
+def test_offline_fetch_says_which_copy_the_commands_read_instead(tiny_fashion, tmp_path, monkeypatch, capsys):
+    """Issue 56.5: a failed download named only the DNS error, not the usable copy already found."""
+    folder, _ = tiny_fashion
+    monkeypatch.setenv(FASHION_ENV, str(folder))
+    code = run_cli(["data", "fetch", "fashion-mnist", "--to", str(tmp_path / "f"), "--url", (tmp_path / "none").as_uri()])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1
+    assert f"the commands read the copy already in {folder} instead (from ${FASHION_ENV}; NOT Zalando's" in err
+
+
+def test_the_data_read_is_recorded_with_its_source_and_checksums(tiny_fashion, tmp_path, monkeypatch):
+    """Issue 56.5: every report and results.json says which copy of the data it read."""
+    import hashlib
+    import json
+
+    from robustvlm.data.provenance import (
+        DATA_KEY,
+        ROOT_FROM_OPTION,
+        add_to_results,
+        clear_reads,
+        data_read,
+    )
+    from robustvlm.report.page import DATA_HEADING, Paragraph, write_page
+
+    folder, _ = tiny_fashion
+    monkeypatch.setenv(FASHION_ENV, str(folder))
+    monkeypatch.delenv(ROOT_FROM_OPTION, raising=False)
+    clear_reads()
+    load_fashion_mnist("test")
+    [record] = data_read()
+    assert record["path"] == str(folder.resolve()) and record["source"] == f"${FASHION_ENV}"
+    for name, digest in record["sha256_unzipped"].items():  # the files are unzipped here: their own bytes
+        assert digest == hashlib.sha256((folder / name).read_bytes()).hexdigest()
+    assert record["published_data"] is False and len(record["sha256_unzipped"]) == 4
+    (tmp_path / "results.json").write_text(json.dumps({"quick": True}))
+    add_to_results(tmp_path)
+    assert json.loads((tmp_path / "results.json").read_text()) == {"quick": True, DATA_KEY: [record]}
+    md, _ = write_page([Paragraph("body")], tmp_path, title="t")
+    sums = ", ".join(f"{name} {digest[:12]}…" for name, digest in record["sha256_unzipped"].items())
+    assert md.read_text().endswith(f"## {DATA_HEADING}\n\nfashion-mnist: {folder.resolve()} (from ${FASHION_ENV}; "
+                                   f"SHA-256 of the unzipped files {sums}; NOT Zalando's published data).\n")
+    clear_reads()
+    write_page([Paragraph("body")], tmp_path, title="t")
+    assert DATA_HEADING not in md.read_text()
+
+
+@needs_debian
+def test_debians_copy_is_recorded_as_debians_and_as_the_published_data(monkeypatch):
+    from robustvlm.data.provenance import clear_reads, data_read
+
+    monkeypatch.delenv(FASHION_ENV, raising=False)
+    monkeypatch.setenv("ROBUSTVLM_CACHE", "/nonexistent-cache")
+    clear_reads()
+    load_fashion_mnist("test")
+    [record] = data_read()
+    assert record["source"] == "Debian's dataset-fashion-mnist package" and record["published_data"] is True
+    clear_reads()

@@ -30,6 +30,19 @@ def leaf_commands(parser: argparse.ArgumentParser | None = None, path: str = "")
     return leaves
 
 
+def all_commands(parser: argparse.ArgumentParser | None = None, path: str = "") -> dict[str, argparse.ArgumentParser]:
+    """{"": `robustvlm`'s parser, "data": its group's, "data synth": ...}: every command, groups
+    (whose help is what `robustvlm data --help` prints) as well as leaves."""
+    if parser is None:
+        from robustvlm.cli import build_parser
+
+        parser = build_parser()
+    found = {path: parser}
+    for name, child in subcommands(parser).items():
+        found.update(all_commands(child, f"{path} {name}".strip()))
+    return found
+
+
 def examples(parser: argparse.ArgumentParser) -> list[str]:
     """The command lines of a parser's help epilog (`cli.options.example`)."""
     return [line.strip() for line in (parser.epilog or "").splitlines() if line.strip().startswith("robustvlm ")]

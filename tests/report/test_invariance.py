@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
 from robustvlm.linear.protocol import METHODS, Protocol, Selection
 from robustvlm.linear.results import InvarianceResults, SpreadVerdict
@@ -117,10 +119,11 @@ def test_the_seed_cells_and_the_verdict_come_from_the_per_seed_errors():
                                     for ex in EXAMPLES})
     text = [b.text for b in verdict_blocks(summary)]
     assert text[0] == "Verdict"
-    # a quick run says so first, then the one-line conclusion, then the detail (issue 46.7)
-    assert summary.quick and text[1].startswith("Quick run: a smoke test.")
-    assert text[2] == "IRMv1 beat ERM by more than the seed spread on at least one example (the detail follows)."
-    assert text[4].startswith("IRMv1 beat ERM on Example1 (10.50 against 13.50, 3.00 better, seed sd up to 0.707; "
+    # a quick run says only that it is a smoke test (issue 56.3); a full one the conclusion, then the detail
+    assert summary.quick and text[1].startswith("Quick run: a smoke test. It checked that each of ") and text[2:] == ["What ran"]
+    text = [b.text for b in verdict_blocks(dataclasses.replace(summary, budget="default"))]
+    assert text[1] == "IRMv1 beat ERM by more than the seed spread on at least one example (the detail follows)."
+    assert text[3].startswith("IRMv1 beat ERM on Example1 (10.50 against 13.50, 3.00 better, seed sd up to 0.707; "
                               "better in 2 of 2 seeds)")
     assert all("Oracle" not in line for line in text)
 

@@ -1,10 +1,13 @@
 """A study report's verdict and heading say when the study checks code, not methods: a quick
-demo's verdict opens with the smoke-test line (issue 46.7: `demo tasks --zoo --quick` lacked it),
-a smoke run is headed SMOKE TEST; results.json carries both, and old files' `dry_run` still reads."""
+demo's or smoke run's verdict says only that it is a smoke test and what it checked (issue 46.7:
+`demo tasks --zoo --quick` lacked it; issue 56.3: a finding followed it), and its title names the
+study; results.json carries both flags, and old files' `dry_run` still reads."""
 
 from __future__ import annotations
 
 import json
+
+from report_checks import FINDING, assert_smoke_verdict_only
 
 from robustvlm.analysis.study import MethodRuns, StudyResults, aggregate_study
 from robustvlm.report.page import to_markdown
@@ -20,22 +23,25 @@ def _results(**flags: bool) -> StudyResults:
     return StudyResults(scores, {label: MethodRuns(label, {}, {}) for label in rows}, [0], {}, **flags)
 
 
-def test_a_quick_studys_verdict_opens_with_the_smoke_test_then_the_conclusion():
+def test_a_quick_studys_verdict_says_only_that_it_is_a_smoke_test():
     scores = _results().scores
     text = [block.text for block in verdict_blocks(scores, quick=True)]
-    assert text[0] == "Verdict"
-    assert text[1].startswith("Quick run: a smoke test. It shows that the code runs, not what the methods do")
-    assert text[2] == "One seed only: nothing can be concluded about any method against erm."
-    assert [block.text for block in verdict_blocks(scores)][1] == text[2]
+    assert text[0] == "Verdict" and text[2] == "What ran" and len(text) == 3
+    assert text[1].startswith("Quick run: a smoke test. It checked that each of erm, new trained")
+    assert not FINDING.findall(text[1]) and "without --quick" in text[1]
+    full = [block.text for block in verdict_blocks(scores)]
+    assert full[1] == "One seed only: nothing can be concluded about any method against erm."
+    assert "without --smoke" in verdict_blocks(scores, smoke=True)[1].text
 
 
 def test_the_report_of_a_quick_study_and_of_a_smoke_run(tmp_path):
-    quick = to_markdown(build_blocks(_results(quick=True), tmp_path, {}, {}))
-    assert quick.index("Quick run: a smoke test.") < quick.index("One seed only")
-    assert "SMOKE TEST" not in quick
-    smoke = to_markdown(build_blocks(_results(smoke=True), tmp_path, {}, {}))
-    assert smoke.startswith("# robustvlm study — SMOKE TEST") and "Smoke test: a tiny" in smoke
-    assert "DRY RUN" not in smoke and "Quick run" not in smoke
+    quick = to_markdown(build_blocks(_results(quick=True), tmp_path, {}, {}, heading="Table 1 in miniature"))
+    assert_smoke_verdict_only(quick, "Table 1 in miniature")
+    smoke = to_markdown(build_blocks(_results(smoke=True), tmp_path, {}, {}, heading="Study dynamic_birm_smolvlm"))
+    assert_smoke_verdict_only(smoke, "Study dynamic_birm_smolvlm")
+    assert "Smoke test: a tiny" in smoke and "DRY RUN" not in smoke
+    full = to_markdown(build_blocks(_results(), tmp_path, {}, {}))
+    assert full.startswith("# robustvlm study\n") and "One seed only" in full
 
 
 def test_results_json_says_smoke_and_quick_and_old_files_dry_run_still_reads():

@@ -214,11 +214,6 @@ def conclusion(comparisons: Sequence[Comparison], *, what: str = "environment") 
     return f"No method beat {baseline} by more than the seed spread on any {what}."
 
 
-#: the first line of a quick run's verdict (issue 46.7: it was the 9th paragraph)
-QUICK_RUN = ("Quick run: a smoke test. It shows that the code runs, not what {subject}: too few {few} for the "
-             "figures to mean anything.")
-
-
 def winners_sentence(comparisons: Sequence[Comparison], *, selection: str, fmt: Callable[[float], str] = lambda v: f"{v:.3g}") -> str:
     """One sentence: under `selection`, which methods beat the baseline where (by how much, in how
     many seeds), or that none did."""

@@ -39,6 +39,7 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
     Parser,
+    example,
     float_above,
     float_at_least,
     float_in_unit_interval,
@@ -46,6 +47,7 @@ from robustvlm.cli.options import (
     no_config_message,
 )
 from robustvlm.cli.output_checks import check_outputs_first
+from robustvlm.data.provenance import ROOT_FROM_OPTION, clear_reads
 from robustvlm.data.real_images import FASHION_ENV
 from robustvlm.errors import MissingDataSource, RobustVLMError
 from robustvlm.extras import MissingExtra
@@ -109,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="robustvlm",
         description="Measure and improve how vision-language models hold up under distribution shift.",
+        epilog=example("robustvlm configs list", "robustvlm demo --quick --out demo_out_quick"),
     )
     parser.add_argument("--version", action="version", version=f"robustvlm {robustvlm.__version__}")
     sub = parser.add_subparsers(required=True)
@@ -162,8 +165,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = parse_command_line(build_parser(), argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line as given (`demo --kernels` re-runs it)
+    clear_reads()  # a report lists the data its own command read (data.provenance)
     if getattr(args, "data_root", None) is not None:  # read by data.real_images, here and in workers
         os.environ[FASHION_ENV] = str(args.data_root.expanduser().resolve())
+        os.environ[ROOT_FROM_OPTION] = "1"
+    else:
+        os.environ.pop(ROOT_FROM_OPTION, None)
     try:
         return args.func(args)
     except (MissingDataSource, MissingExtra) as err:  # not bad input: something to install

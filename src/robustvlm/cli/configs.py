@@ -31,7 +31,8 @@ def add_configs(sub: SubParsers) -> None:
     """configs list, configs copy."""
     configs = sub.add_parser(
         "configs", help="the built-in configs: list them, copy one out to edit (any config argument "
-        "also takes a built-in name)")
+        "also takes a built-in name)",
+        epilog=example("robustvlm configs list", "robustvlm configs copy erm_tasks my_configs"))
     configs_sub = configs.add_subparsers(required=True)
     configs_sub.add_parser("list", help="print every built-in config's name",
                            epilog=example("robustvlm configs list")).set_defaults(func=_list)

@@ -16,7 +16,7 @@ from robustvlm.cli.options import (
     int_at_least,
 )
 from robustvlm.cli.output_checks import benchmark_folder
-from robustvlm.errors import ConfigError
+from robustvlm.errors import ConfigError, MissingDataSource
 from robustvlm.extras import require
 
 
@@ -54,12 +54,33 @@ def _data_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def copy_in_use(skipped: Path) -> str:
+    """What the commands read without the download: the Fashion-MNIST copy found in another
+    folder than `skipped` (where it came from, its checksums' verdict), or that none was found."""
+    from robustvlm.data.provenance import fashion_copy
+    from robustvlm.data.real_images import fashion_root
+
+    try:
+        root = fashion_root()
+    except MissingDataSource:
+        return "no other copy was found either (see `robustvlm data fetch --help` for a local mirror)"
+    if root.resolve() == skipped:
+        return f"the copy already in {root} is the one the commands read"
+    record = fashion_copy(root)
+    kind = "Zalando's published data" if record["published_data"] else "NOT Zalando's published data"
+    return f"the commands read the copy already in {root} instead (from {record['source']}; {kind})"
+
+
 def _data_fetch(args: argparse.Namespace) -> int:
     from robustvlm.data.fetch import FASHION_URL, fetch_fashion_mnist
     from robustvlm.data.real_images import FASHION_ENV, fetched_fashion_root
 
     folder = (args.to or fetched_fashion_root()).expanduser().resolve()
-    for name, downloaded in fetch_fashion_mnist(folder, args.url or FASHION_URL):
+    try:
+        fetched = fetch_fashion_mnist(folder, args.url or FASHION_URL)
+    except MissingDataSource as err:  # offline: say which copy the commands read instead, if any
+        raise MissingDataSource(f"{err}; {copy_in_use(folder)}") from None
+    for name, downloaded in fetched:
         print(f"{name}\t{'downloaded, checksum ok' if downloaded else 'already there, checksum ok'}")
     print(f"Fashion-MNIST in {folder}" + ("" if args.to is None else f" (use --data-root {folder} or {FASHION_ENV}={folder})"))
     return 0
@@ -108,7 +129,9 @@ def add_data(sub: SubParsers) -> None:
     """data check, data synth, data fetch, data corrupt."""
     from robustvlm.data.loaders import format_choices
 
-    data = sub.add_parser("data", help="check datasets and synthesise the built-in benchmarks")
+    data = sub.add_parser("data", help="check datasets and synthesise the built-in benchmarks",
+                          epilog=example("robustvlm data synth --benchmark tasks --out data/tasks",
+                                         "robustvlm data check data/tasks"))
     data_sub = data.add_subparsers(required=True)
     check = data_sub.add_parser(
         "check", help="validate a dataset; list every bad record (exit 1 if any)",

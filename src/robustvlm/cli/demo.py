@@ -128,7 +128,7 @@ def add_demo(sub: SubParsers) -> None:
     names = dm.add_subparsers(dest="experiment", metavar="NAME", title="demos")
     for name, experiment in EXPERIMENTS.items():
         parser = names.add_parser(name, help=experiment.summary, description=experiment.summary,
-                                  formatter_class=PlanHelpFormatter, epilog=example(experiment.example))
+                                  formatter_class=PlanHelpFormatter, epilog=example(*experiment.example))
         add_plan_options(parser, experiment)
         if experiment.reads_fashion_mnist:
             add_data_root(parser)

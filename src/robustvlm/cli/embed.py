@@ -43,7 +43,8 @@ def _embed_eval(args: argparse.Namespace) -> int:
 
 def add_embed(sub: SubParsers) -> None:
     """embed train, embed eval."""
-    emb = sub.add_parser("embed", help="VLMs as embedding models (VLM2Vec): contrastive training, evaluation")
+    emb = sub.add_parser("embed", help="VLMs as embedding models (VLM2Vec): contrastive training, evaluation",
+                         epilog=example("robustvlm embed train configs/paper/vlm2vec_vqa.yaml --out runs/vlm2vec_vqa"))
     emb_sub = emb.add_subparsers(required=True)
     add_train_parser(
         emb_sub, "contrastive (InfoNCE) training of a VLM into an embedding model", "embed.chunk_size=8",

@@ -31,7 +31,9 @@ def _envs_infer(args: argparse.Namespace) -> int:
 
 def add_envs(sub: SubParsers) -> None:
     """envs infer."""
-    en = sub.add_parser("envs", help="environments inferred from data (no environment labels needed)")
+    en = sub.add_parser("envs", help="environments inferred from data (no environment labels needed)",
+                        epilog=example("robustvlm envs infer --model runs/erm/final --data data/tasks --method loss-split "
+                                       "--out runs/erm_envs"))
     en_sub = en.add_subparsers(required=True)
     ei = en_sub.add_parser("infer", help="split the training records into environments from a reference "
                            "model's losses (EIIL, a loss split, or k-means); writes an env map",

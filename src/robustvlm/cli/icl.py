@@ -91,7 +91,10 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 def add_icl(sub: SubParsers) -> None:
     """icl eval."""
-    icl = sub.add_parser("icl", help="zero-shot and in-context (k-shot) evaluation across domains")
+    icl = sub.add_parser("icl", help="zero-shot and in-context (k-shot) evaluation across domains",
+                         epilog=example("robustvlm data synth --benchmark domains --out data/domains",
+                                        "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out "
+                                        "runs/icl_digits --shots 0,1,2 --demos random,same-domain,cross-domain --n-per-env 4"))
     icl_sub = icl.add_subparsers(required=True)
     ie = icl_sub.add_parser("eval", help="k-shot accuracy per domain and demo policy", epilog=example(
         "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out runs/icl_digits --shots 0,1,2 "

@@ -115,7 +115,9 @@ def _mc_stability(args: argparse.Namespace) -> int:
 
 def add_mc(sub: SubParsers) -> None:
     """mc build, mc eval, mc stability."""
-    mc = sub.add_parser("mc", help="multiple-choice benchmarks with hard distractors")
+    mc = sub.add_parser("mc", help="multiple-choice benchmarks with hard distractors",
+                        epilog=example("robustvlm data synth --benchmark domains --out data/domains",
+                                       "robustvlm mc build --data data/domains/digits --out q/digits.jsonl --k 3 --n 40"))
     mc_sub = mc.add_subparsers(required=True)
     _add_build(mc_sub)
     _add_eval(mc_sub)

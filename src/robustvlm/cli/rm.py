@@ -77,10 +77,13 @@ def _rm_matrix(args: argparse.Namespace) -> int:
 
 def add_rm(sub: SubParsers) -> None:
     """rm data check, rm train, rm eval, rm matrix, rm sample, rm score, rm bon."""
-    rm = sub.add_parser("rm", help="multimodal reward models: data, training, matrices, Best-of-N")
+    rm = sub.add_parser("rm", help="multimodal reward models: data, training, matrices, Best-of-N",
+                        epilog=example("robustvlm rm train configs/reward/shortcut_aware.yaml --out runs/rm_shortcut_aware",
+                                       "robustvlm rm data check runs/rm_shortcut_aware/data"))
     rm_sub = rm.add_subparsers(required=True)
 
-    rd = rm_sub.add_parser("data", help="check preference data")
+    rd = rm_sub.add_parser("data", help="check preference data",
+                           epilog=example("robustvlm rm data check runs/rm_shortcut_aware/data"))
     rd_sub = rd.add_subparsers(required=True)
     rc = rd_sub.add_parser("check", help="validate pairs (exit 1 on bad records); train / test overlap",
                            epilog=example("robustvlm rm data check runs/rm_shortcut_aware/data"))

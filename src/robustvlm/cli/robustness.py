@@ -114,7 +114,9 @@ def _robustness_task_signal(args: argparse.Namespace) -> int:
 
 def add_robustness(sub: SubParsers) -> None:
     """robustness fit, subsets, convert, simulate, task-signal."""
-    rb = sub.add_parser("robustness", help="accuracy-on-the-line fits and effective robustness")
+    rb = sub.add_parser("robustness", help="accuracy-on-the-line fits and effective robustness",
+                        epilog=example('robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" '
+                                       '--shift "ImageNet-R" --out runs/openclip_fit'))
     rb_sub = rb.add_subparsers(required=True)
     fit = rb_sub.add_parser("fit", help="fit the line of a baseline family; effective robustness", epilog=example(
         "robustvlm robustness fit evals/vlm2vec/results.csv --ref imagenet --shift imagenet_sketch --baseline clip "
@@ -153,7 +155,7 @@ def add_robustness(sub: SubParsers) -> None:
     ts = rb_sub.add_parser(
         "task-signal",
         help="caption- vs VQA-style embedding training on one frozen vision tower: one line per family, "
-        "the lift between them with bootstrap CIs (built-in config: digits, tiny models, < 15 min on 2 cores)",
+        "the lift between them with bootstrap CIs (built-in config: digits, tiny models)",
         epilog=example("robustvlm robustness task-signal --quick --out ts_quick"),
     )
     ts.add_argument("config", nargs="?", type=config_file, help="YAML (default: the built-in configs/task_signal.yaml)")

@@ -27,7 +27,7 @@ def _study(args: argparse.Namespace) -> int:
     if args.dry_run:
         print("\n".join(plan_lines(study_runs(args.config, smoke=args.smoke), out)))
         return 0
-    run_study(args.config, out, smoke=args.smoke)
+    run_study(args.config, out, smoke=args.smoke, heading=f"Study {Path(args.config).stem}")
     print(f"report: {out / 'report.md'} and {out / 'report.html'}")
     return 0
 

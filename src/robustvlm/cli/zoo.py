@@ -146,13 +146,14 @@ def _add_probe_context(zoo_sub: argparse._SubParsersAction) -> None:
 
 def add_zoo(sub: SubParsers) -> None:
     """zoo build, zoo list, zoo probe-context, zoo probe-recall."""
-    zoo = sub.add_parser("zoo", help="small VLMs and dual encoders pretrained offline on real images (zoo:NAME)")
+    zoo = sub.add_parser("zoo", help="small VLMs and dual encoders pretrained offline on real images (zoo:NAME)",
+                         epilog=example("robustvlm zoo list", "robustvlm zoo build --quick"))
     zoo_sub = zoo.add_subparsers(required=True)
     zb = zoo_sub.add_parser(
         "build", help="pretrain zoo members into $ROBUSTVLM_CACHE/zoo (resumable; a built recipe is reused)",
         epilog=example("robustvlm zoo build --quick"),
     )
-    zb.add_argument("--quick", action="store_true", help="the small test set of members (seconds each)")
+    zb.add_argument("--quick", action="store_true", help="the small test set of members (tiny, for the tests and the quick demos)")
     zb.add_argument("--members", help="comma-separated member names (see zoo list); default: the full zoo")
     zb.add_argument("--jobs", type=int_at_least(1), default=1,
                     help="members built at once, one process of one thread each (default 1; 2 on 2 cores)")

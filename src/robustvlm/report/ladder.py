@@ -21,7 +21,7 @@ from robustvlm.analysis.ladder import (
 )
 from robustvlm.analysis.ladder_paired import LadderPaired
 from robustvlm.analysis.ladder_results import LadderResults
-from robustvlm.analysis.verdict import QUICK_RUN, Comparison, verdict_sentences, winners_sentence
+from robustvlm.analysis.verdict import Comparison, verdict_sentences, winners_sentence
 from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.ladder_paired import (
@@ -33,8 +33,11 @@ from robustvlm.report.ladder_paired import (
 )
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, save_figure
+from robustvlm.report.smoke import page_title, smoke_verdict
 
 ORACLE_LABEL = "grayscale oracle"
+#: the report's title
+TITLE = "The invariance ladder"
 
 
 def label(method: str) -> str:
@@ -170,14 +173,19 @@ def verdicts(summary: Summary) -> Table:
 
 
 def verdict_blocks(summary: Summary, paired: LadderPaired | None = None, quick: bool = False) -> list[Block]:
-    """The `Verdict` section: whether its headline is established (`report.ladder_paired.ladder_established`;
-    no rounding-perturbation re-run is known when the demo writes it), a quick run's smoke-test line, then every invariant method
+    """The `Verdict` section (a quick run's: that it is a smoke test, `report.smoke`): whether its headline is
+    established (`report.ladder_paired.ladder_established`; no rounding-perturbation re-run is known when the
+    demo writes it), then every invariant method
     against ERM per rung on the colour-free and reversed environments at the final step
     (`analysis.ladder.ladder_comparisons`; its one-line conclusion first), then who beat ERM under
     the two selection rules; with `paired`, what the paired test over the test pictures separates
     under each reading (`report.ladder_paired`)."""
     def named(comparisons: list[Comparison]) -> list[Comparison]:
         return [replace(c, method=label(c.method), baseline=label("erm")) for c in comparisons]
+
+    if quick:
+        return smoke_verdict(f"every method trained on every rung ({', '.join(summary)}) for every seed and "
+                             "was scored on every test environment")
 
     def points(v: float) -> str:
         return f"{100 * v:.1f}"
@@ -194,9 +202,8 @@ def verdict_blocks(summary: Summary, paired: LadderPaired | None = None, quick: 
     if paired and (left := runs_left_out(paired)):
         lines.append(f"Up to {left} run(s) per rung were kept from before per-picture answers were recorded and "
                      "are left out of the paired test; re-run them into a fresh folder to include them.")
-    quick_line = [QUICK_RUN.format(subject="the methods do", few="images, seeds and steps")] if quick else []
     first = [ladder_established(paired or {}, None, label)]
-    return [Heading("Verdict"), *(Paragraph(line) for line in first + quick_line + lines)]
+    return [Heading("Verdict"), *(Paragraph(line) for line in first + lines)]
 
 
 def inference_blocks(results: LadderResults) -> list[Block]:
@@ -307,7 +314,7 @@ def write_ladder_report(results: LadderResults, out_dir: Path) -> tuple[Path, Pa
     """report.md and report.html (with ladder.png) in `out_dir`."""
     summary = results.summary
     ladder_plot(summary, out_dir / "ladder.png")
-    blocks: list[Block] = [Heading("The invariance ladder", 1),
+    blocks: list[Block] = [Heading(page_title(TITLE, results.quick), 1),
                            *verdict_blocks(summary, results.paired, results.quick)]
     blocks += [
         *([Paragraph(protocol_text(results))] if any("/vlm:" not in cell for cell in summary) else []),
@@ -334,4 +341,4 @@ def write_ladder_report(results: LadderResults, out_dir: Path) -> tuple[Path, Pa
     blocks += zero_shot_blocks(results) + inference_blocks(results)
     for cell, entries in summary.items():
         blocks += [Heading(f"Rung `{cell}`", 3), cell_table(entries, results.train_envs)]
-    return write_page(blocks, out_dir, title="robustvlm: the invariance ladder")
+    return write_page(blocks, out_dir, title=f"robustvlm: {page_title(TITLE, results.quick)}")

@@ -9,7 +9,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from robustvlm.data.provenance import data_paragraphs
 from robustvlm.report.tables import markdown_table
+
+#: the last section of a report that read real-image data: which copy (`data.provenance`)
+DATA_HEADING = "Data read"
 
 
 @dataclass
@@ -104,9 +108,12 @@ def _inline(text: str) -> str:
 def write_page(
     blocks: Sequence[Block], out_dir: str | Path, *, title: str, stem: str = "report"
 ) -> tuple[Path, Path]:
-    """Write `<stem>.md` and `<stem>.html` into `out_dir` (where the images already are);
-    returns (md, html) paths."""
+    """Write `<stem>.md` and `<stem>.html` into `out_dir` (where the images already are), ending
+    with the `Data read` section when this command read real-image data; returns (md, html) paths."""
     out_dir = Path(out_dir)
+    read = data_paragraphs()
+    if read:  # which copy of the data this command read (issue 56.5)
+        blocks = [*blocks, Heading(DATA_HEADING), *(Paragraph(line) for line in read)]
     md_path, html_path = out_dir / f"{stem}.md", out_dir / f"{stem}.html"
     md_path.write_text(to_markdown(blocks), encoding="utf-8")
     html_path.write_text(to_html(blocks, out_dir, title), encoding="utf-8")

@@ -20,6 +20,7 @@ from robustvlm.report.reward_report import (
     sfd_table,
 )
 from robustvlm.report.reward_results import BonResult, RewardDemoPlan
+from robustvlm.report.smoke import smoke_verdict
 from robustvlm.reward.ladder_results import LinearProxy, LinearRung, MatrixRung, ProxyWeights
 
 
@@ -40,11 +41,16 @@ def demo_blocks(
     plan: RewardDemoPlan,
     seconds: float,
     bon_setup: tuple[str, str],
+    quick: bool = False,
 ) -> list[Block]:
-    """Every block of the demo page (figures written into `out_dir`)."""
+    """Every block of the demo page (figures written into `out_dir`); a `quick` run's verdict says
+    only that it is a smoke test (`report.smoke`)."""
     train_env, test_env = bon_setup
     cells = ", ".join(f"`{label}` {sfd_cells_text(results, label)}" for label in ("standard", "shortcut_aware"))
-    blocks: list[Block] = [Heading("Verdict"), *(Paragraph(line) for line in reward_verdict(comparison, sfd_cells=cells))]
+    verdict: list[Block] = (smoke_verdict("every loss trained on every environment and was tested on all of them, the "
+                             "Best-of-N policy sampled and each rung of the reward ladder ran") if quick
+               else [Heading("Verdict"), *(Paragraph(line) for line in reward_verdict(comparison, sfd_cells=cells))])
+    blocks: list[Block] = list(verdict)
     blocks += [Paragraph(
         f"Built-in `preferences` benchmark ({plan.n_per_env} training pairs per environment; "
         f"environments `clause`, `long`, `short`, `plain`, whose text cues predict the preference only "

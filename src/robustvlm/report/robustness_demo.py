@@ -10,7 +10,11 @@ from typing import Any
 from robustvlm.analysis.accuracy_on_the_line import RobustnessFit
 from robustvlm.analysis.robustness_verdict import NEAR_CHANCE, fit_verdict, robustness_verdict
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
+from robustvlm.report.smoke import page_title, smoke_verdict
 from robustvlm.report.tables import fmt
+
+#: the report's title
+TITLE = "robustvlm demo: effective robustness"
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,11 @@ def report_blocks(summary: RobustnessDemoSummary, *, suite: str) -> list[Block]:
     scatter plots (PNGs under fits/<shift>/, relative to the report)."""
     chance, reference, shifts = summary.chance, summary.reference, list(summary.fits)
     blocks: list[Block] = [
-        Heading("robustvlm demo: effective robustness" + (" (quick)" if summary.quick else ""), 1),
-        Heading("Verdict"),
-        *(Paragraph(line) for line in robustness_verdict(summary.fits, reference=reference, chance=chance)),
+        Heading(page_title(TITLE, summary.quick), 1),
+        *(smoke_verdict(f"every model trained, was scored on `{reference}` and every shift, and a line was fitted "
+                        "per shift") if summary.quick else
+          [Heading("Verdict"),
+           *(Paragraph(line) for line in robustness_verdict(summary.fits, reference=reference, chance=chance))]),
         Paragraph(
             f"{len(summary.members)} tiny Idefics3 models (randomly initialised, about 0.6M parameters) "
             f"fine-tuned with ERM on {summary.n_train_images} `{reference}` images of the built-in "

@@ -17,9 +17,12 @@ from typing import Any
 from robustvlm.analysis.accuracy_on_the_line import LineFit, RobustnessFit
 from robustvlm.analysis.effective_robustness import ErEstimate
 from robustvlm.analysis.task_signal import Lift
-from robustvlm.analysis.verdict import QUICK_RUN
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
+from robustvlm.report.smoke import page_title, smoke_verdict
 from robustvlm.report.tables import fmt
+
+#: the report's title
+TITLE = "Accuracy on the line on the model zoo"
 
 #: The goals of the measurement (issue 31): a line with r^2 >= R2_GOAL on at least SHIFTS_GOAL
 #: shifts across at least MEMBERS_GOAL members.
@@ -207,11 +210,13 @@ def task_signal_table(results: ZooRobustnessResults) -> Table:
     ])
 
 
-def _verdict(results: ZooRobustnessResults) -> list[Paragraph]:
+def _verdict(results: ZooRobustnessResults) -> list[Block]:
+    """The `Verdict` section: the goals met or not, per shift the VLMs' effective robustness (a
+    quick run's: that it is a smoke test, `report.smoke`)."""
+    if results.quick:
+        return smoke_verdict("every member was scored on every style, and a line was fitted per shift")
     met, good = results.r2_goal()
-    lines = [Paragraph(QUICK_RUN.format(subject="the zoo members do", few="members, questions and steps"))
-             ] if results.quick else []
-    lines += [Paragraph(
+    lines: list[Block] = [Heading("Verdict"), Paragraph(
         f"Goal 1 (a probit line with r^2 >= {R2_GOAL} on at least {SHIFTS_GOAL} shifts across >= {MEMBERS_GOAL} "
         f"members): {'met' if met else 'NOT met'}: {len(results.members)} members, r^2 >= {R2_GOAL} on "
         f"{', '.join(good) or 'no shift'}.")]
@@ -259,8 +264,8 @@ def _corruption_blocks(results: ZooRobustnessResults) -> list[Block]:
 def report_blocks(results: ZooRobustnessResults) -> list[Block]:
     """The report: verdict, setup, tables, and the dual-encoder-line scatter plots."""
     blocks: list[Block] = [
-        Heading("Accuracy on the line on the model zoo" + (" (quick)" if results.quick else ""), 1),
-        Heading("Verdict"), *_verdict(results),
+        Heading(page_title(TITLE, results.quick), 1),
+        *_verdict(results),
         Paragraph(
             f"{len(results.members)} models scored on {results.n_questions} {results.k_options}-way questions per "
             f"style (chance {results.chance:.0%}) about scans of the `{results.suite}` suite (Fashion-MNIST's "

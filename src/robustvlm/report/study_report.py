@@ -26,15 +26,18 @@ from robustvlm.analysis.study import (
     study_comparisons,
 )
 from robustvlm.analysis.study_paired import StudyPaired
-from robustvlm.analysis.verdict import QUICK_RUN, verdict_sentences
+from robustvlm.analysis.verdict import verdict_sentences
 from robustvlm.evaluation.metrics.registry import title
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.paired_table import POWER_NOTE, paired_cells, paired_header, paired_section
 from robustvlm.report.plots import bar_with_ci, new_figure, plot_series, save_figure
+from robustvlm.report.smoke import page_title, smoke_verdict
 from robustvlm.report.tables import fmt
 
 TRAJECTORY_KEYS = ["lambda", "R_inv", "P"]
+#: a study's page title when its caller names none (`robustvlm study CONFIG` names its config)
+STUDY_TITLE = "robustvlm study"
 EXAMPLES_PER_ENV = 3
 
 
@@ -75,16 +78,19 @@ def seed_table(scores: StudyScores) -> Table:
                   "95% CI, seeds resampled", "95% CI, pooled rows resampled"], rows)
 
 
-def verdict_blocks(scores: StudyScores, *, quick: bool = False) -> list[Block]:
-    """The `Verdict` section: with `quick`, first that it is a smoke test (`QUICK_RUN`); every
-    method against the baseline, computed from the seeds' scores, then what the paired test over
-    examples pooled across seeds separates (`paired_sentence`)."""
+def verdict_blocks(scores: StudyScores, *, quick: bool = False, smoke: bool = False) -> list[Block]:
+    """The `Verdict` section: every method against the baseline, computed from the seeds' scores,
+    then what the paired test over examples pooled across seeds separates (`paired_sentence`); a
+    quick or smoke run's says only that it is a smoke test and what it checked (`report.smoke`)."""
+    if quick or smoke:
+        return smoke_verdict(f"each of {', '.join(scores.methods)} trained and was scored on every environment, "
+                             "and the tables below were computed from its predictions",
+                             flag="--quick" if quick else "--smoke")
     lines = verdict_sentences(study_comparisons(scores, title), metric="each metric's split score (higher is better)",
                               selection="the final checkpoint of each run (no selection)",
                               fmt=fmt, what="split or metric")
     paired = paired_sentence(scores)
-    smoke = [QUICK_RUN.format(subject="the methods do", few="examples, seeds and steps")] if quick else []
-    return [Heading("Verdict"), *(Paragraph(line) for line in [*smoke, *lines, *([paired] if paired else [])])]
+    return [Heading("Verdict"), *(Paragraph(line) for line in [*lines, *([paired] if paired else [])])]
 
 
 def paired_sentence(scores: StudyScores) -> str | None:
@@ -339,12 +345,14 @@ def build_blocks(
     out_dir: Path,
     logs: Mapping[str, Sequence[dict]],
     predictions: Mapping[str, Sequence[dict]],
+    *,
+    heading: str = STUDY_TITLE,
 ) -> list[Block]:
-    """Draw the figures into `out_dir` and return the report's blocks."""
+    """Draw the figures into `out_dir` and return the report's blocks; `heading` names the study."""
     seeds = results.seeds
     blocks: list[Block] = [
-        Heading("robustvlm study" + (" — SMOKE TEST" if results.smoke else ""), 1),
-        *verdict_blocks(results.scores, quick=results.quick),
+        Heading(page_title(heading, results.smoke or results.quick), 1),
+        *verdict_blocks(results.scores, quick=results.quick, smoke=results.smoke),
         *(
             [Paragraph(
                 "Smoke test: a tiny randomly initialised model on local built-in data for a few steps, "
@@ -397,6 +405,7 @@ def write_study_report(
     *,
     logs: Mapping[str, Sequence[dict]],
     predictions: Mapping[str, Sequence[dict]],
+    heading: str = STUDY_TITLE,
 ) -> tuple[Path, Path]:
     """Write the figures, report.md and report.html into `out_dir`; returns (md, html) paths.
 
@@ -404,6 +413,8 @@ def write_study_report(
         results: the finished study.
         logs: {method label: train_log.jsonl rows of its first seed}.
         predictions: {method label: predictions.jsonl rows of its first seed}.
+        heading: what the study is (the page's title).
     """
     out_dir = Path(out_dir)
-    return write_page(build_blocks(results, out_dir, logs, predictions), out_dir, title="robustvlm study")
+    blocks = build_blocks(results, out_dir, logs, predictions, heading=heading)
+    return write_page(blocks, out_dir, title=page_title(heading, results.smoke or results.quick))

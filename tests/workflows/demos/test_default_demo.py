@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from report_checks import assert_opens_with_verdict
+from report_checks import assert_opens_with_verdict, assert_smoke_verdict_only
 
 from robustvlm.cli import main
 from robustvlm.workflows.demos import ladder
@@ -25,8 +25,10 @@ def test_quick_default_demo_writes_a_report_that_opens_with_its_verdict(tmp_path
     assert main(["demo", "--quick", "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())
     assert set(results["summary"]) == {"mnist/pixels", "mnist/tower:tiny:idefics3"}
+    assert [d["dataset"] for d in results["data"]] == ["mnist (5,000 digits)"]  # the copy it read (issue 56.5)
     assert (out / "ladder.png").stat().st_size > 0  # README's picture (`make figures-readme` copies it)
     assert_opens_with_verdict(out)
+    assert_smoke_verdict_only((out / "report.md").read_text(), "The invariance ladder")
     assert "report.md" in capsys.readouterr().out
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import torch
-from report_checks import assert_opens_with_verdict
+from report_checks import assert_opens_with_verdict, assert_smoke_verdict_only
 
 from robustvlm.cli import main
-from robustvlm.workflows.demos.finetune import demo_spec
+from robustvlm.workflows.demos.finetune import TITLE, demo_spec
 from robustvlm.workflows.finetune.study import study_runs
 
 torch.set_num_threads(1)
@@ -40,3 +40,4 @@ def test_demo_runs_end_to_end(tmp_path, capsys):
     results = json.loads((out / "results.json").read_text())
     assert list(results["methods"]) == ["erm", "birm", "dynamic_birm"]
     assert_opens_with_verdict(out)
+    assert_smoke_verdict_only((out / "report.md").read_text(), TITLE)

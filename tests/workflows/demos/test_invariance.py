@@ -6,7 +6,7 @@ import json
 import shutil
 
 import pytest
-from report_checks import assert_opens_with_verdict
+from report_checks import assert_opens_with_verdict, assert_smoke_verdict_only
 
 from robustvlm.cli import main
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
@@ -24,6 +24,7 @@ def test_demo_invariance_quick_writes_the_report_and_resumes(quick_demo, tmp_pat
     assert len(rows) == len(EXAMPLES) * len(METHODS) * 2  # quick: 2 draws x 1 seed
     assert_opens_with_verdict(out)
     report = (out / "report.md").read_text()
+    assert_smoke_verdict_only(report, "Linear unit tests of invariance")
     assert (
         "| IRMv1 | published | 11.15 ± 0.71 |" in report
     )  # the shipped reference, read at run time

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from report_checks import assert_smoke_verdict_only
 
 from robustvlm.analysis.sfc_steps import cue_side, read_sfc_pairs
 from robustvlm.cli import main
@@ -42,6 +43,7 @@ def test_results_round_trip_through_their_class(zoo_run):
     assert again.frozen.matrix.train_envs == again.matrix.train_envs == ["clause", "long", "plain", "short"]
     assert len(again.full_proxy.runs or []) == 4 and (out / "sfc_steps.png").is_file()
     assert "## The SFC weights step by step" in (out / "report.md").read_text()
+    assert_smoke_verdict_only((out / "report.md").read_text(), f"Shortcut-aware reward models from zoo:{QUICK_ZOO.member}")
 
 
 @pytest.mark.slow

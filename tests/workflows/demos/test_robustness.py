@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from report_checks import assert_opens_with_verdict
+from report_checks import assert_opens_with_verdict, assert_smoke_verdict_only
 from scipy.stats import norm
 
 from robustvlm.data.collate import IGNORE_INDEX, VLMCollator
@@ -81,6 +81,7 @@ def test_outputs_exist(demo):
     out, _ = demo
     assert (out / "report.md").is_file() and (out / "results.json").is_file()
     assert_opens_with_verdict(out)
+    assert_smoke_verdict_only((out / "report.md").read_text(), "robustvlm demo: effective robustness")
     for shift in SHIFTS:
         assert (out / "fits" / shift / "fit.json").is_file()
         assert (out / "fits" / shift / "scatter.png").stat().st_size > 1000

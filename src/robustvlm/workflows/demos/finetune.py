@@ -29,6 +29,10 @@ from robustvlm.report.study_report import table1
 from robustvlm.report.tables import markdown_table
 from robustvlm.workflows.finetune.study import run_study
 
+#: the report's title (the experiment, as `robustvlm demo tasks --help` summarises it)
+TITLE = "Table 1 in miniature: fine-tuning methods against ERM on the OCR tasks"
+TITLE_ZOO = "Table 1 on a zoo VLM: fine-tuning methods against ERM on fashion-tasks"
+
 
 def demo_spec(
     quick: bool = False, overrides: list[str] | None = None, *, zoo: bool = False,
@@ -68,7 +72,7 @@ def run_demo(
     t0 = time.perf_counter()
     spec = demo_spec(quick, overrides, zoo=zoo, methods=methods)
     resolve_model_name(spec["base"]["model"]["name"])  # a zoo member not built yet: say so now
-    results = run_study(spec, out_dir, quick=quick)
+    results = run_study(spec, out_dir, quick=quick, heading=TITLE_ZOO if zoo else TITLE)
     table = table1(results.scores, results.zero_shot)
     print("\n" + markdown_table(table.header, table.rows))
     for metric, why in results.absent.items():

@@ -46,6 +46,7 @@ from robustvlm.report.reward_results import (
     RewardDemoSummary,
     RewardZooPlan,
 )
+from robustvlm.report.smoke import page_title
 from robustvlm.reward.frozen_rung import frozen_rung, frozen_states
 from robustvlm.reward.linear_rung import linear_rung
 from robustvlm.workflows.finetune.train import train
@@ -57,6 +58,8 @@ from robustvlm.workflows.reward.score import score_candidates
 TINY = {"hidden_size": 64, "vocab_size": 400}
 BON_TRAIN_ENV, BON_TEST_ENV = "long", "plain"
 COMPARED = ("standard", "shortcut_aware")
+#: the report's title
+TITLE = "Shortcut-aware reward models: the demo"
 #: rung 2's heads: batches of 8 pairs, Adam at FROZEN_LR (chosen by training accuracy, README)
 FROZEN_STEPS, FROZEN_LR = 300, 0.01
 
@@ -195,13 +198,13 @@ def run_reward_demo(out_dir: str | Path, *, quick: bool = False) -> RewardDemoSu
         comparison=compare_losses(results, matrix.runs, *COMPARED), bon=bon, linear=linear, frozen=frozen, full_proxy=full_proxy,
     )
     write_results_json(out, summary.to_dict())
-    blocks = [Heading("Shortcut-aware reward models: the demo", 1),
+    blocks = [Heading(page_title(TITLE, quick), 1),
               *demo_blocks(results, summary.comparison, bon, out, points=matrix.points, plan=plan,
-                           seconds=summary.seconds, bon_setup=(BON_TRAIN_ENV, BON_TEST_ENV)),
+                           seconds=summary.seconds, bon_setup=(BON_TRAIN_ENV, BON_TEST_ENV), quick=quick),
               *linear_rung_blocks(linear),
               *ladder_blocks(linear, frozen, summary.full,
                              frozen_setup=f"{plan.frozen_steps} steps of 8 pairs, Adam at lr {FROZEN_LR}")]
-    md, html = write_page(blocks, out, title="robustvlm reward demo")
+    md, html = write_page(blocks, out, title=page_title(TITLE, quick))
     print(f"\n{summary.seconds:.0f} s; report: {md.absolute()} and {html.absolute()}")
     return summary
 

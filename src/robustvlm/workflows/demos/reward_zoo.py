@@ -41,6 +41,7 @@ from robustvlm.report.reward_demo import ladder_blocks, linear_rung_blocks
 from robustvlm.report.reward_report import matrix_blocks
 from robustvlm.report.reward_results import RewardZooPlan, RewardZooResults
 from robustvlm.report.reward_zoo import WINDOW_FULL, WINDOW_QUICK, sfc_step_blocks
+from robustvlm.report.smoke import page_title, smoke_verdict
 from robustvlm.reward.frozen_rung import frozen_rung
 from robustvlm.reward.linear_rung import linear_rung
 from robustvlm.workflows.demos.reward import (
@@ -102,7 +103,10 @@ def run_zoo_reward(out_dir: str | Path, *, quick: bool = False, member: str | No
         steps=step_weights(out, data, plan, envs))
     results.seconds = round(time.perf_counter() - t0, 1)
     write_results_json(out, results.to_dict())
-    blocks = [Heading(f"Shortcut-aware reward models from zoo:{plan.member}", 1),
+    title = f"Shortcut-aware reward models from zoo:{plan.member}"
+    verdict = smoke_verdict("every loss trained from the zoo member on every environment and was tested on all of "
+                            "them, and each rung of the reward ladder ran") if quick else []
+    blocks = [Heading(page_title(title, quick), 1), *verdict,
               Paragraph(f"`{BENCHMARK}` ({plan.n_per_env} training pairs per environment); every reward model "
                         f"starts from `zoo:{plan.member}`; each loss trained {plan.rm_steps} steps (8 pairs) on one "
                         f"environment, tested on {plan.test_per_env} pairs of every environment, "
@@ -111,6 +115,6 @@ def run_zoo_reward(out_dir: str | Path, *, quick: bool = False, member: str | No
               *ladder_blocks(linear, frozen, results.full,
                              frozen_setup=f"{plan.frozen_steps} steps of 8 pairs, Adam at lr {FROZEN_LR}"),
               *sfc_step_blocks(results.steps, out, window=WINDOW_QUICK if quick else WINDOW_FULL)]
-    md, html = write_page(blocks, out, title="robustvlm reward demo on a zoo member")
+    md, html = write_page(blocks, out, title=page_title(title, quick))
     print(f"\n{results.seconds:.0f} s; report: {md} and {html}")
     return results

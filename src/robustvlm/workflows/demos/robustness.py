@@ -30,7 +30,8 @@ from robustvlm.machine import write_results_json
 from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
 from robustvlm.multiple_choice.generative import continuation, vlm_prompt_text
 from robustvlm.report.page import write_page
-from robustvlm.report.robustness_demo import RobustnessDemoSummary, report_blocks
+from robustvlm.report.robustness_demo import TITLE, RobustnessDemoSummary, report_blocks
+from robustvlm.report.smoke import page_title
 from robustvlm.workflows.finetune.train import train
 from robustvlm.workflows.mc_eval import evaluate_models
 from robustvlm.workflows.measure.robustness_fit import fit_from_results
@@ -222,7 +223,8 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> Robustne
     )
     write_results_json(out, summary.to_dict())
     summary = RobustnessDemoSummary.from_dict(json.loads((out / "results.json").read_text(encoding="utf-8")))
-    md, html = write_page(report_blocks(summary, suite=SUITE), out, title="robustvlm demo: effective robustness")
+    blocks = report_blocks(summary, suite=SUITE)
+    md, html = write_page(blocks, out, title=page_title(TITLE, summary.quick))
     print(f"\nreport: {md.absolute()} and {html.absolute()}")
     return summary
 

@@ -66,11 +66,13 @@ from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
 from robustvlm.report.page import write_page
 from robustvlm.report.robustness_zoo import (
     ABOVE_CHANCE_P,
+    TITLE,
     ZooMember,
     ZooRobustnessResults,
     ZooShift,
     report_blocks,
 )
+from robustvlm.report.smoke import page_title
 from robustvlm.runs import claim_run_folder, read_jsonl, write_jsonl
 from robustvlm.workflows.demos.robustness_zoo_corruptions import (
     fitted_domains,
@@ -372,6 +374,7 @@ def run_zoo_robustness(out_dir: str | Path, *, quick: bool = False, members: Seq
     )
     write_results_json(out, results.to_dict())
     results = ZooRobustnessResults.from_dict(json.loads((out / "results.json").read_text(encoding="utf-8")))
-    md, html = write_page(report_blocks(results), out, title="robustvlm: accuracy on the line on the model zoo")
+    blocks = report_blocks(results)
+    md, html = write_page(blocks, out, title=f"robustvlm: {page_title(TITLE, results.quick)}")
     print(f"\nreport: {md.absolute()} and {html.absolute()} ({results.seconds:.0f} s)")
     return results

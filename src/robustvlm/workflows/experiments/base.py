@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from robustvlm.data.provenance import add_to_results
 from robustvlm.errors import ConfigError
 
 P = TypeVar("P")
@@ -86,7 +87,8 @@ class Experiment(Generic[P, R]):
         figures: the names of `report.figures.FIGURES` its results.json makes.
         depends_on: the source modules (or packages) its results depend on.
         methods: the default method list of a plan whose `methods` is None (read when it runs).
-        example: one command line for its help's example (run or classified by
+        example: the command lines of its help's example, in the order to run them from a fresh
+            clone (a zoo demo's first builds the quick zoo; each run or classified by
             tests/test_documented_commands.py).
         reads_fashion_mnist: whether some preset reads Fashion-MNIST (its command then takes
             `--data-root`).
@@ -101,7 +103,7 @@ class Experiment(Generic[P, R]):
     figures: tuple[str, ...] = ()
     depends_on: tuple[str, ...] = ()
     methods: Callable[[], tuple[str, ...]] | None = None
-    example: str = ""
+    example: tuple[str, ...] = ()
     reads_fashion_mnist: bool = True
 
     def default_plan(self) -> P:
@@ -128,11 +130,12 @@ class Experiment(Generic[P, R]):
         return dataclasses.replace(plan, methods=self.methods())  # type: ignore[type-var]
 
     def execute(self, plan: P, out: str | Path | None = None) -> R:
-        """Check, resolve and run `plan` into `out` (default `self.out(plan)`); print the first
-        lines of the verdict of the report it wrote."""
+        """Check, resolve and run `plan` into `out` (default `self.out(plan)`), add the data it read
+        to its results.json; print the first lines of the verdict of the report it wrote."""
         self.check(plan)
         folder = Path(out if out is not None else self.out(plan))
         results = self.run(self.resolved(plan), folder)
+        add_to_results(folder)  # which copy of the data it read (data.provenance)
         for line in verdict_lines(folder / "report.md"):
             print(line)
         return results

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from robustvlm.extras import require
+from robustvlm.timings import short
 from robustvlm.workflows.experiments.base import Experiment, option, presets
 from robustvlm.workflows.experiments.ladder import DEPENDS_ON, QUICK_HELP
 
@@ -33,9 +34,10 @@ def run(plan: DefaultExperimentPlan, out: Path) -> LadderResults:
 
 EXPERIMENT = Experiment(
     name="default",
-    example="robustvlm demo default --quick --out demo_out_quick",
+    example=("robustvlm demo default --quick --out demo_out_quick",),
     summary="the default demo (also `robustvlm demo` alone): Colored MNIST on real images, ERM vs IRMv1 / "
-    "V-REx / BIRM / Dynamic BIRM on pixels and a frozen VLM vision tower, 3 seeds (about 5 min on 2 cores)",
+    f"V-REx / BIRM / Dynamic BIRM on pixels and a frozen VLM vision tower, 3 seeds ({short('make-demo')} on 2 cores, "
+    "as measured)",
     plan=DefaultExperimentPlan,
     presets=presets(DefaultExperimentPlan, "quick"),
     run=run,

@@ -58,7 +58,7 @@ def run(plan: InvarianceExperimentPlan, out: Path) -> InvarianceResults:
 EXPERIMENT = Experiment(
     name="invariance",
     reads_fashion_mnist=False,
-    example="robustvlm demo invariance --out figures/invariance/default",
+    example=("robustvlm demo invariance --out figures/invariance/default",),
     summary="the linear unit tests of invariance: every objective on the six problems of Aubin et al. (2021), "
     "beside the paper's figures",
     plan=InvarianceExperimentPlan,

@@ -14,7 +14,7 @@ from robustvlm.workflows.experiments.base import Experiment, default_demo_folder
 if TYPE_CHECKING:
     from robustvlm.analysis.ladder_results import LadderResults
 
-QUICK_HELP = "a smaller run (a smoke test, seconds to minutes)"
+QUICK_HELP = "a smaller run (a smoke test: its verdict says what it checked, no finding)"
 ZOO_MEMBERS_HELP = "the zoo VLMs to start from, comma-separated (default idefics3-siglip-m; --quick: quick-idefics3)"
 DEPENDS_ON = ("robustvlm.workflows.demos.ladder", "robustvlm.workflows.demos.ladder_vlm",
               "robustvlm.workflows.demos.ladder_zero_shot", "robustvlm.analysis.ladder",
@@ -75,7 +75,7 @@ def run(plan: LadderExperimentPlan, out: Path) -> LadderResults:
 
 EXPERIMENT = Experiment(
     name="ladder",
-    example="robustvlm demo ladder --zoo --quick --out demo_ladder_zoo_quick",
+    example=("robustvlm zoo build --quick", "robustvlm demo ladder --zoo --quick --out demo_ladder_zoo_quick"),
     summary="the whole invariance ladder: the IRM paper's Colored MNIST on real images, through pixels, frozen "
     "vision towers and VLMs (--zoo: its VLM rungs from a pretrained zoo VLM)",
     plan=LadderExperimentPlan,

@@ -42,7 +42,7 @@ def run(plan: RewardExperimentPlan, out: Path) -> RewardDemoSummary | RewardZooR
 
 EXPERIMENT = Experiment(
     name="reward",
-    example="robustvlm demo reward --zoo --quick",
+    example=("robustvlm zoo build --quick", "robustvlm demo reward --zoo --quick"),
     summary="shortcut-aware reward models: generalization matrices, SFD, Best-of-N (--zoo: from a pretrained "
     "zoo VLM)",
     plan=RewardExperimentPlan,

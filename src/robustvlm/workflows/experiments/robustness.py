@@ -47,7 +47,7 @@ def _out(plan: RobustnessExperimentPlan) -> str:
 
 EXPERIMENT = Experiment(
     name="robustness",
-    example="robustvlm demo robustness --zoo --quick --out zr_quick",
+    example=("robustvlm zoo build --quick", "robustvlm demo robustness --zoo --quick --out zr_quick"),
     summary="accuracy on the line: a family of tiny models, probit fits (--zoo: the model zoo's pretrained "
     "members on Fashion-MNIST)",
     plan=RobustnessExperimentPlan,

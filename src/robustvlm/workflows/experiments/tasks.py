@@ -31,7 +31,7 @@ class TasksExperimentPlan:
     methods: tuple[str, ...] | None = option(None, "the study's methods by objective name, comma-separated",
                                              metavar="METHODS", shown=lambda: ",".join(study_methods()))
     overrides: tuple[str, ...] = option((), "key=value overrides of the study's base run config "
-                                        "(configs/demo.yaml; demo_zoo.yaml with --zoo)", positional=True)
+                                        "(configs/demo.yaml; configs/demo_zoo.yaml with --zoo)", positional=True)
 
 
 def run(plan: TasksExperimentPlan, out: Path) -> StudyResults:
@@ -43,7 +43,7 @@ def run(plan: TasksExperimentPlan, out: Path) -> StudyResults:
 
 EXPERIMENT = Experiment(
     name="tasks",
-    example="robustvlm demo tasks --out demo_tasks",
+    example=("robustvlm demo tasks --out demo_tasks",),
     summary="the Dynamic BIRM paper's Table 1 in miniature: ERM, BIRM, Dynamic BIRM fine-tuning a tiny VLM on "
     "the OCR tasks, 3 seeds (--zoo: a pretrained zoo VLM on fashion-tasks)",
     plan=TasksExperimentPlan,

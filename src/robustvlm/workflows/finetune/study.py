@@ -52,7 +52,7 @@ from robustvlm.evaluation.metrics.registry import (
 )
 from robustvlm.machine import write_results_json
 from robustvlm.objectives import REGISTRY
-from robustvlm.report.study_report import write_study_report
+from robustvlm.report.study_report import STUDY_TITLE, write_study_report
 from robustvlm.runs import claim_run_folder, lock_run_folder, make_output_folder, read_jsonl
 from robustvlm.training.launch import LaunchConfig, launched_train
 from robustvlm.workflows.finetune.evaluate import METRICS_FILE, evaluate
@@ -215,11 +215,13 @@ def run_study(
     progress: bool = True,
     smoke: bool = False,
     quick: bool = False,
+    heading: str = STUDY_TITLE,
 ) -> StudyResults:
     """Run every (method, seed) of a study, aggregate, write results.json, report.md/.html.
 
     With `smoke`, the study's tiny local stand-in runs instead (see `smoke_spec`); `quick` marks
-    a quick demo's study, whose report's verdict opens with that it is a smoke test.
+    a quick demo's study, whose report's verdict says only that it is a smoke test; `heading`
+    names the study (the report's title).
     """
     out_dir = Path(out_dir)
     plan = study_runs(config, smoke=smoke)
@@ -263,5 +265,6 @@ def run_study(
             for label in runs
         },
         predictions={label: rows[label][seeds[0]] for label in runs},
+        heading=heading,
     )
     return results
