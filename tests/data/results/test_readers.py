@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robustvlm.data.results import detect_format, fill_counts, read_results_file, standard_size
-from robustvlm.data.results.openclip import pretraining_source
+from robustvlm.data.results import ReadOptions, detect_format, fill_counts, read_results_file, standard_size
+from robustvlm.data.results.openclip import NOT_ACCURACY, pretraining_source
 from robustvlm.errors import DataError
 from tests.helpers.bad_input import expect_clean_failure
 from tests.helpers.result_files import (
@@ -33,11 +33,16 @@ def test_the_cli_offers_every_registered_format():
     assert offered == RESULT_FORMAT_CHOICES
 
 
-def test_openclip_table_as_published_reads_121_models_on_38_datasets():
+def test_openclip_table_as_published_reads_121_models_on_27_accuracies_and_lists_11_other_measures():
     table = read_results_file(OPENCLIP)
     assert detect_format(OPENCLIP) == "openclip"
     models = {r["model"] for r in table.accuracies}
-    assert len(models) == 121 and len(table.accuracies) == 121 * 38
+    assert len(models) == 121 and len(table.accuracies) == 121 * 27
+    assert sorted(s.record for s in table.skipped) == sorted(f"column {c}" for c in NOT_ACCURACY)
+    everything = read_results_file(OPENCLIP, options=ReadOptions(allow_non_accuracy=True))
+    assert len(everything.accuracies) == 121 * 38 and not everything.skipped
+    pets = next(r for r in everything.accuracies if r["bench"] == "Oxford-IIIT Pet")
+    assert pets["measure"] == "mean per-class recall" and pets["n"] is None
     row = next(r for r in table.accuracies if r["model"] == "ViT-B-32 openai" and r["bench"] == "ImageNet 1k")
     assert row["family"] == "OpenAI WIT" and 0.6 < row["accuracy"] < 0.65 and row["n"] is None
 

@@ -98,8 +98,9 @@ def test_subsets_on_vlmevalkit_sheets_single_out_the_coin_flips(tmp_path, capsys
 def test_convert_writes_robustvlms_csv_which_fits_to_the_same_line(tmp_path, capsys):
     out = tmp_path / "long.csv"
     assert run_cli(["robustness", "convert", str(OPENCLIP), "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert "left out" in printed and "Flickr" in printed  # retrieval sets have no standard count
+    printed = capsys.readouterr()
+    assert "left out" in printed.out and "SUN397" in printed.out  # no standard count
+    assert "[column Flickr]: mean recall@1" in printed.err  # not an accuracy: listed, not converted
     assert run_cli(["robustness", "fit", str(out), "--ref", "ImageNet 1k", "--shift", "ImageNet-R", "--out",
                     str(tmp_path / "fit")]) == 0
     fit = json.loads((tmp_path / "fit" / "fit.json").read_text())["fit"]
