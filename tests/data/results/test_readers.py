@@ -10,7 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robustvlm.data.results import ReadOptions, detect_format, fill_counts, read_results_file, standard_size
+from robustvlm.data.results import (
+    ReadOptions,
+    detect_format,
+    fill_counts,
+    read_results_file,
+    standard_size,
+)
 from robustvlm.data.results.openclip import NOT_ACCURACY, pretraining_source
 from robustvlm.errors import DataError
 from tests.helpers.bad_input import expect_clean_failure
