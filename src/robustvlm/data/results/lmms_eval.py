@@ -34,6 +34,7 @@ Read: a results file, a samples file, a model folder, or OUT (a folder of model 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -50,6 +51,8 @@ from robustvlm.errors import DataError
 from robustvlm.runs import read_input_jsonl
 
 RESULTS_SUFFIX = "_results.json"
+#: the DATE lmms-eval prefixes its files with (`%Y%m%d_%H%M%S`; older versions an ISO time)
+DATED = re.compile(r"^\d{4}-?\d{2}-?\d{2}[T_]\d{2}-?\d{2}-?\d{2}")
 SAMPLES_MARK = "_samples_"
 #: the fields lmms-eval writes in every sample beside the task's per-sample metrics
 SAMPLE_FIELDS = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "doc_hash",
@@ -122,8 +125,8 @@ def looks_like(path: Path) -> bool:
         if run.results is not None:
             try:
                 return isinstance(_json_object(run.results).get("results"), dict)
-            except DataError:
-                return False
+            except DataError:  # a broken file named as lmms-eval names its files: its reader says what is wrong
+                return DATED.match(run.results.name) is not None
     return bool(runs)
 
 
