@@ -35,6 +35,10 @@ def documented_commands() -> list[str]:
 #: {documented line: what is appended to run it here with tiny settings}.
 RUNS = {
     "robustvlm robustness convert docs/data/openclip_results.csv --out runs/openclip_long.csv": "",
+    "robustvlm robustness convert tests/data/fixtures/results/clip_benchmark --out runs/clip_benchmark_long.csv": "",
+    "robustvlm robustness fit tests/data/fixtures/results/lmms_eval --ref ai2d --shift mmstar --out runs/lmms_fit": "",
+    "robustvlm compare tests/data/fixtures/results/lmms_eval/lmms-lab__llava-onevision-qwen2-0.5b-ov "
+    "tests/data/fixtures/results/lmms_eval/lmms-lab__llava-onevision-qwen2-7b-ov": "--n-boot 100",
     'robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "ImageNet-R" --out runs/openclip_fit':
         "",
     'robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "ImageNet-R" --group-by '
@@ -122,8 +126,8 @@ NOT_RUN = {
     'robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "ImageNet-R" --group-by '
     'source --baseline "LAION-2B/5B" --baseline-table my_results.csv --out runs/mine_vs_laion':
         "needs your own results; --baseline-table is tested in tests/workflows/measure/test_results_files_fit.py",
-    "robustvlm robustness subsets work_dir/model_a work_dir/model_b work_dir/model_c --ref MMBench_DEV_EN "
-    "--shift MMStar --by category --out runs/subsets":
+    "robustvlm robustness subsets work_dir/model_a work_dir/model_b work_dir/model_c work_dir/model_d "
+    "work_dir/model_e work_dir/model_f --ref MMBench_DEV_EN --shift MMStar --by category --out runs/subsets":
         "needs VLMEvalKit runs; runs on sheets built like VLMEvalKit's in tests/workflows/measure/test_results_files_fit.py",
     "robustvlm compare out/model_a/20260101_120000_samples_mmbench_en.jsonl "
     "out/model_b/20260101_130000_samples_mmbench_en.jsonl":
@@ -253,6 +257,7 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     (tmp_path / "configs").symlink_to(ROOT / "configs")
     (tmp_path / "docs").symlink_to(ROOT / "docs")  # the shipped results tables (docs/data/)
+    (tmp_path / "tests").symlink_to(ROOT / "tests")  # the tools' own results files (tests/data/fixtures/results/)
     for command in documented_commands():  # in the order the docs give them
         if command in RUNS:
             code = run_cli(shlex.split(command)[1:] + shlex.split(RUNS[command]))
