@@ -179,16 +179,9 @@ def fit_from_results(
     out = claim_run_folder(out_dir, settings, command="robustness fit", resume=resume)
     _write_json(out / "fit.json", {**result.to_dict(), "skipped": skips_json(skipped)})
     fit = result.fit
-    scatter(
-        result.models,
-        fit,
-        result.band,
-        out / "scatter.png",
-        title=f"{shift} vs {ref} ({transform} axes)",
-        xlabel=f"{ref} accuracy",
-        ylabel=f"{shift} accuracy",
-        fit_label=f"fit on {baseline or 'all models'}: slope {fit.slope:.2f}, $R^2$ {fit.r2:.2f}",
-    )
+    scatter(result.models, fit, result.band, out / "scatter.png", title=f"{shift} vs {ref} ({transform} axes)",
+            xlabel=f"{ref} accuracy", ylabel=f"{shift} accuracy",
+            fit_label=f"fit on {baseline or 'all models'}: slope {fit.slope:.2f}, $R^2$ {fit.r2:.2f}")
     return result
 
 
