@@ -4,17 +4,24 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: fashion demo demo-quick demo-tasks demo-reward figures docs test test-fast lint typecheck install clean bench-real gpu-check
+.PHONY: lock fashion demo demo-quick demo-tasks demo-reward figures docs test test-fast lint typecheck install clean bench-real gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# torch is pinned and installed first: an unpinned torch pulls a CUDA build.
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[dev,data,docs,serve]"
+# torch is pinned and installed first: an unpinned torch pulls a CUDA build. Every package comes at
+# the version of the lock (requirements/lock.txt, a pip constraints file), so that every install
+# is the same environment; `make lock` rewrites the lock from this .venv (tools/lock.py), e.g. after
+# installing a new dependency into it.
+LOCK := requirements/lock.txt
+$(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/pip install -q -c $(LOCK) torch==2.13.0
+	$(BIN)/pip install -q -c $(LOCK) -e ".[dev,data,docs,serve]"
 	touch $(STAMP)
+
+lock: | $(BIN)/python
+	$(BIN)/python tools/lock.py $(LOCK)
 
 # WordNet 3.0 from Debian (read from disk by NLTK) for WordNet distractors; tests that need it
 # skip with a reason where it cannot be installed (no root).

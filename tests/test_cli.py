@@ -294,5 +294,5 @@ def test_each_demo_help_shows_only_its_own_options(capsys):
         shown = set(re.findall(r"^\s+(--[a-z-]+)", capsys.readouterr().out, flags=re.MULTILINE))
         own = {flag(f) for f in experiment.plan.__dataclass_fields__}
         data_root = {"--data-root"} if experiment.reads_fashion_mnist else set()
-        assert shown - {"--help", "--out", "--quick", "--zoo", *data_root} <= own, name
+        assert shown - {"--help", "--out", "--kernels", "--quick", "--zoo", *data_root} <= own, name  # --kernels: every demo
         assert own - {"--overrides"} <= shown, name

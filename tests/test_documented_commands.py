@@ -43,6 +43,11 @@ RUNS = {
         "",
     'robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "ImageNet-R" --group-by '
     'source --out runs/openclip_r': "--n-boot 100",
+    "robustvlm robustness fit docs/data/vlmevalkit_work --ref MMBench_DEV_EN --shift MMStar --out runs/vlmevalkit_fit": "",
+    "robustvlm robustness subsets docs/data/vlmevalkit_work --ref MMBench_DEV_EN --shift MMStar --by category "
+    "--out runs/subsets": "",
+    "robustvlm compare docs/data/vlmevalkit_work/sim_llava_v1.5_7b docs/data/vlmevalkit_work/sim_idefics2_8b "
+    "--out runs/compare_vlmevalkit": "",
     "robustvlm data synth --benchmark tasks --out data/tasks": "--n-per-env 2",
     "robustvlm data synth --benchmark spurious --out data/bench": "--n-per-env 1",
     "robustvlm data synth --benchmark tasks --out data/bench --overwrite": "--n-per-env 1",
@@ -126,9 +131,6 @@ NOT_RUN = {
     'robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "ImageNet-R" --group-by '
     'source --baseline "LAION-2B/5B" --baseline-table my_results.csv --out runs/mine_vs_laion':
         "needs your own results; --baseline-table is tested in tests/workflows/measure/test_results_files_fit.py",
-    "robustvlm robustness subsets work_dir/model_a work_dir/model_b work_dir/model_c work_dir/model_d "
-    "work_dir/model_e work_dir/model_f --ref MMBench_DEV_EN --shift MMStar --by category --out runs/subsets":
-        "needs VLMEvalKit runs; runs on sheets built like VLMEvalKit's in tests/workflows/measure/test_results_files_fit.py",
     "robustvlm compare out/model_a/20260101_120000_samples_mmbench_en.jsonl "
     "out/model_b/20260101_130000_samples_mmbench_en.jsonl":
         "needs two lmms-eval runs; runs on samples built like lmms-eval's in tests/workflows/measure/test_compare_imports.py",
@@ -159,6 +161,10 @@ NOT_RUN = {
         "needs the downloaded benchmark; rm eval on a fixture in its layout runs in tests/workflows/reward/test_benchmarks_and_swap.py",
     "robustvlm rm eval --model runs/rm_shortcut_aware/final --data multimodal_rewardbench/data/all_data.json --format mm-rewardbench --out runs/rm_shortcut_aware/mm_rewardbench":
         "needs the downloaded benchmark; rm eval on a fixture in its layout runs in tests/workflows/reward/test_benchmarks_and_swap.py",
+    "robustvlm rm eval --model runs/rm_shortcut_aware/final --data mmrb2/benchmark/reasoning.json --format mmrb2 --out runs/rm_shortcut_aware/mmrb2_reasoning":
+        "needs the built benchmark; rm eval on a fixture in its layout runs in tests/workflows/reward/test_field_benchmark_layouts.py",
+    "robustvlm rm eval --model runs/rm_shortcut_aware/final --data rmhackbench/test-00000-of-00001.parquet --format rmhackbench --out runs/rm_shortcut_aware/rmhackbench":
+        "needs the downloaded benchmark; rm eval on a fixture in its layout runs in tests/workflows/reward/test_field_benchmark_layouts.py",
     "make gpu-check GPU_CHECK_DRY=1": "the CPU dry run (about a minute); tests/benchmarks/test_gpu_check.py runs it",
     "make gpu-check GPU_CHECK_PYTHON=python3": "needs a lent GPU machine (docs/gpu-check.md); its dry run is tested",
     "make bench-real": "real-size CPU benchmark (an hour on 2 shared cores); figures in BENCHMARKS.md",

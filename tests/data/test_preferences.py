@@ -143,7 +143,7 @@ def test_multimodal_rewardbench_better_names_the_output(tmp_path):
 
 def test_detection_order_and_explicit_format():
     assert [name for name in LAYOUTS] == ["preference", "rlaif-v", "povid", "rlhf-v", "vlfeedback",
-                                          "vl-rewardbench", "mm-rewardbench"]
+                                          "vl-rewardbench", "mm-rewardbench", "mmrb2", "rmhackbench"]
     assert detect_layout({"id", "query", "chosen", "rejected", "image", "env"}).name == "preference"
     assert detect_layout({"question", "chosen", "rejected", "image"}).name == "rlaif-v"
     assert detect_layout({"Text", "Output1", "Output2", "Better", "Image"}).name == "mm-rewardbench"

@@ -78,7 +78,7 @@ def test_the_zoo_lines_show_each_shifts_dual_encoder_line_and_every_member(drawn
         fitted = next(x for x in ax.get_lines() if x.get_label() == "line over dual-encoder")
         np.testing.assert_allclose(fitted.get_ydata(), line.slope * fitted.get_xdata() + line.intercept)
         groups = {c.get_label(): c for c in ax.containers if isinstance(c, ErrorbarContainer)}
-        assert list(groups) == ["dual-encoder", "vlm", "embedding"]
+        assert list(groups) == ["dual-encoder", "embedding", "vlm"]  # sorted: one style per group in every plot
         assert len({c.lines[0].get_marker() for c in groups.values()}) == 3  # one marker per group
         vlms = [points[name] for name in ("vlm-a", "vlm-b")]
         np.testing.assert_allclose(groups["vlm"].lines[0].get_xydata(),

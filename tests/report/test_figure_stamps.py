@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from robustvlm.machine import machine_line
 from robustvlm.report.figure_sources import (
     EXPERIMENT_SOURCES,
     FIGURE_EXPERIMENT,
@@ -25,8 +26,8 @@ from robustvlm.report.figure_sources import (
     module_files,
     sources_hash,
 )
-from robustvlm.report.figure_stamps import Stamp, parse_stamp
-from robustvlm.report.figures import FIGURES, main, read_figure, read_stamp
+from robustvlm.report.figure_stamps import Stamp, parse_machine, parse_stamp
+from robustvlm.report.figures import FIGURES, main, read_figure, read_stamp, results_machine, update
 
 ROOT = Path(__file__).resolve().parents[2]
 STAMPED = [*sorted((ROOT / "docs" / "results").glob("*.md")), ROOT / "BENCHMARKS.md"]
@@ -118,3 +119,52 @@ def test_stamps_are_written_by_the_figures_command(tmp_path, monkeypatch, capsys
         "checked", "abc1234", sources_hash("reward-matrix"), at="def5678", how="its quick table is unchanged")
     assert main([str(doc), "reward-matrix"]) == 2
     assert "--unaffected, --measured-at or --pending" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stamp", [
+    Stamp("measured", "abc1234", "0123456789ab", machine="Made Up CPU, AVX-512, 2 threads, commit abc1234"),
+    Stamp("measured", "abc1234", "0123456789ab"),  # machine not recorded
+    Stamp("checked", "abc1234", "0123456789ab", at="def5678", how="unchanged", machine="Made Up CPU, AVX2"),
+    Stamp("pending", how="zoo-ii"),
+])
+def test_a_stamp_with_its_machine_line_reads_back_from_a_block(tmp_path, stamp):
+    doc = tmp_path / "doc.md"
+    doc.write_text("<!-- figure:reward-matrix -->\n| old |\n<!-- /figure:reward-matrix -->\n")
+    update(doc, "reward-matrix", "" if stamp.kind == "pending" else "| new |", stamp)
+    text = doc.read_text()
+    assert read_stamp(text, "reward-matrix") == stamp
+    assert read_figure(text, "reward-matrix") == ("" if stamp.kind == "pending" else "| new |")
+    machine_lines = [line for line in text.splitlines() if line.startswith("_Machine:")]
+    assert len(machine_lines) == (0 if stamp.kind == "pending" else 1)
+    assert parse_machine(machine_lines[0]) == stamp.machine if machine_lines else True
+    if stamp.kind == "measured" and not stamp.machine:
+        assert machine_lines == ["_Machine: not recorded._"]
+
+
+def test_an_old_block_without_a_machine_line_reads_as_not_recorded_and_keeps_it(tmp_path, monkeypatch):
+    doc = tmp_path / "doc.md"
+    doc.write_text("<!-- figure:reward-matrix -->\n| old |\n\n_Measured at commit abc1234; code hash 0123456789ab._\n"
+                   "<!-- /figure:reward-matrix -->\n")
+    assert read_stamp(doc.read_text(), "reward-matrix") == Stamp("measured", "abc1234", "0123456789ab")
+    monkeypatch.setattr("robustvlm.report.figures.current_commit", lambda: "def5678")
+    assert main([str(doc), "reward-matrix", "--unaffected", "x"]) == 0
+    assert "_Machine: not recorded._" in doc.read_text()
+
+
+def test_a_measured_figure_records_the_machine_of_its_results(tmp_path, monkeypatch):
+    record = {"cpu": "Made Up CPU", "vector": ["avx2"], "torch": None, "kernels": "native", "blas": [],
+              "versions": {"numpy": "2.4.6"}, "commit": "abc1234"}
+    doc = tmp_path / "doc.md"
+    doc.write_text("<!-- figure:reward-matrix -->\n<!-- /figure:reward-matrix -->\n")
+    monkeypatch.setattr("robustvlm.report.figures.current_commit", lambda: "def5678")
+    monkeypatch.setattr("robustvlm.report.figures.load_results", lambda name, folder: {"machine": record})
+    monkeypatch.setattr("robustvlm.report.figures.render", lambda name, folder, results: "| t |")
+    assert main([str(doc), f"reward-matrix={tmp_path}"]) == 0
+    stamp = read_stamp(doc.read_text(), "reward-matrix")
+    assert stamp.machine == machine_line(record) == "Made Up CPU, AVX2, native kernels, numpy 2.4.6, commit abc1234"
+    grid = {"a": {"machine": record}, "b": {"machine": record}, "c": {"x": 1}}
+    assert results_machine("invariance-spread", grid) == machine_line(record)
+    other = {**record, "cpu": "Other CPU"}
+    assert results_machine("invariance-spread", {**grid, "d": {"machine": other}}) == (
+        f"{machine_line(record)}; {machine_line(other)}")
+    assert results_machine("diagnose", {"rows": []}) == ""

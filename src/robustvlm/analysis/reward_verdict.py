@@ -1,11 +1,15 @@
 """The reward demo's verdict: whether shortcut-aware training lowered SFD and raised o.o.d. accuracy
 against standard training, seed by seed, in plain sentences (pure functions on the paired
 differences of `analysis.reward.paired_difference`, fractions; written in accuracy points), and
-pair by pair on the shared test pairs (`analysis.reward_paired`)."""
+pair by pair on the shared test pairs (`analysis.reward_paired`). Its first line says whether the
+headline, the o.o.d. difference pair by pair pooled over seeds, is established
+(`analysis.established`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from robustvlm.analysis.established import Interval, Perturbation, established_line
 
 
 def _points(diff: Mapping) -> str:
@@ -36,14 +40,29 @@ def paired_sentence(paired: Mapping, *, base: str, other: str, group: str = "ood
             f"p per seed {seeds}{needed}.")
 
 
+def reward_claims(comparison: Mapping[str, Mapping | None]) -> dict[str, Interval]:
+    """The headline claim of a comparison: {"ood": the o.o.d. pair-by-pair difference pooled over
+    seeds} ({} when it was not computed)."""
+    ood = (comparison.get("paired") or {}).get("ood")
+    return {"ood": Interval.from_dict(ood)} if ood else {}
+
+
+def reward_established(comparison: Mapping[str, Mapping | None], perturbation: Perturbation | None, *,
+                       base: str = "standard", other: str = "shortcut_aware") -> str:
+    """The verdict's first line: whether the headline (`reward_claims`) is established."""
+    return established_line(reward_claims(comparison), perturbation,
+                            {"ood": f"o.o.d. `{other}` minus `{base}`, pair by pair"})
+
+
 def reward_verdict(comparison: Mapping[str, Mapping | None], *, base: str = "standard",
                    other: str = "shortcut_aware", sfd_cells: str | None = None) -> list[str]:
     """Plain sentences on whether `other` lowered SFD and raised o.o.d. accuracy against `base`,
     seed by seed (paired differences in accuracy points); `sfd_cells` ("k of n") says how many
-    o.o.d. cells the mean SFD covers. With one seed the first sentence says that nothing can be
-    concluded."""
+    o.o.d. cells the mean SFD covers. The first sentence says whether the headline is established
+    (no rounding-perturbation re-run is known when the demo writes it: `report.perturbation`
+    rewrites it once one is recorded); with one seed the next says that nothing can be concluded."""
     ood, sfd, iid = comparison["ood"], comparison["sfd"], comparison["iid"]
-    lines = []
+    lines = [reward_established(comparison, None, base=base, other=other)]
     n_seeds = next((c["n"] for c in (ood, sfd, iid) if c is not None), 0)
     if n_seeds == 1:
         lines.append("One seed only: a smoke test. The figures below carry no spread and support no "

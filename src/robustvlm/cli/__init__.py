@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {redact(str(err))}", file=sys.stderr)
         return 2
     args = parse_command_line(build_parser(), argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line as given (`demo --kernels` re-runs it)
     if getattr(args, "data_root", None) is not None:  # read by data.real_images, here and in workers
         os.environ[FASHION_ENV] = str(args.data_root.expanduser().resolve())
     try:

@@ -175,11 +175,10 @@ def _add_subsets(rb_sub: SubParsers) -> None:
     sub_ = rb_sub.add_parser("subsets", help="per-question results of several models: a line per subset of the "
                              "shifted questions (class, environment) and a held-out search for the questions where "
                              "ID accuracy predicts shifted accuracy worst", epilog=example(
-                             "robustvlm robustness subsets work_dir/model_a work_dir/model_b work_dir/model_c "
-                             "work_dir/model_d work_dir/model_e work_dir/model_f --ref MMBench_DEV_EN --shift MMStar "
-                             "--by category --out runs/subsets"))
-    sub_.add_argument("results", nargs="+", help="per-question results files or folders (one or more per model; "
-                      "at least six models)")
+                             "robustvlm robustness subsets docs/data/vlmevalkit_work --ref MMBench_DEV_EN "
+                             "--shift MMStar --by category --out runs/subsets"))
+    sub_.add_argument("results", nargs="+", help="per-question results files or folders (one or more per model, or "
+                      "a VLMEvalKit work folder of many models)")
     sub_.add_argument("--ref", required=True, help="reference benchmark (each model's accuracy on it)")
     sub_.add_argument("--shift", required=True, help="shifted benchmark (its per-question scores)")
     sub_.add_argument("--by", default="env", help="the question column that names its subset (default env: "

@@ -328,8 +328,10 @@ def _json_rows(path: Path) -> Iterator[RawRecord]:
         raise DataError("not valid UTF-8 text", file, raw[: exc.start].count(b"\n") + 1) from exc
     except json.JSONDecodeError as exc:
         raise DataError(f"invalid JSON ({exc.msg}, column {exc.colno})", file, exc.lineno) from exc
+    if isinstance(records, dict) and set(records) == {"pairs"} and isinstance(records["pairs"], list):
+        records = records["pairs"]  # Multimodal RewardBench 2's <task>.json: {"pairs": [...]}
     if not isinstance(records, list):
-        raise DataError("expected a JSON list of records", file)
+        raise DataError("expected a JSON list of records (or an object whose only key, \"pairs\", holds one)", file)
     for index, record in enumerate(records):
         yield RawRecord(record, file, _position(record, index), path.parent)
 

@@ -16,6 +16,8 @@ reasons, never dropped silently.
 | `vlfeedback`     | `prompt, completions, img_path`                   | MMInstruction/VLFeedback     |
 | `vl-rewardbench` | `query, response, human_ranking`                  | MMInstruction/VL-RewardBench (test set) |
 | `mm-rewardbench` | `Text, Output1, Output2, Better`                  | Multimodal RewardBench (test set) |
+| `mmrb2`          | `prompt_content, response_a, response_b, chosen`  | Multimodal RewardBench 2 (`<task>.json`'s `pairs`) |
+| `rmhackbench`    | `query, responses, answer`                        | RMHackBench (each subset's test split) |
 
 `detect_layout` picks the first layout, in the table's order, whose columns a record has.
 
@@ -25,6 +27,22 @@ RLHF-V: hallucination; MMMU-Pro, MathVerse: reasoning; any other source under it
 Multimodal RewardBench's `Category`, with safety split into bias / toxicity and reasoning into
 math / coding by the record's `ID` prefix, as its accuracy script does. robustvlm's own records
 may carry a `category` field too.
+
+Multimodal RewardBench 2 (facebookresearch/MMRB2, `benchmark/build_from_hf.py`) writes one
+`<task>.json` per task (t2i, edit, interleaved, reasoning) holding `{"pairs": [...]}`; a pair's
+prompt and responses are lists of `["text", str]` / `["image", path]` parts (paths relative to
+the file's folder) and `chosen` is "A" or "B", the human preference its accuracy script compares
+with. robustvlm's reward models score a text response to one image, so a pair whose prompt holds
+no image or several, or whose responses hold images (text-to-image, editing, interleaved
+generation), is left out and counted; a pair without a preference ("") too. Its category is the
+task, from the file's name.
+
+RMHackBench (hub dataset `sdfss1/RMHackBench`, one config per hacking mechanism) has `id, query,
+image, responses, answer, source`. Its card does not define `answer`; its fields mirror
+VL-RewardBench's, so `answer` is read as VL-RewardBench's `human_ranking` (a rank per response, 0 =
+preferred; tied ranks left out and counted), and a one-element `answer` as the index of the
+preferred response. The category is the record's `subset` (the hub config, tagged when loaded as
+`hf:sdfss1/RMHackBench:CONFIG`), else its `source`.
 """
 
 from __future__ import annotations
@@ -34,6 +52,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
+from pathlib import Path
 from typing import Any, cast
 
 from robustvlm.data.loaders import RawRecord, without_image_placeholder
@@ -284,6 +303,73 @@ def _mm_rewardbench(data: dict, row: RawRecord, aspect: str) -> Converted:
     )])
 
 
+MMRB2_TASKS = ("t2i", "edit", "interleaved", "reasoning")
+
+
+def _mmrb2_parts(value: object, key: str, row: RawRecord, rid: str) -> tuple[list[str], list[str]]:
+    """(texts, image paths) of an MMRB2 content list of ["text" | "image", str] parts."""
+    if not isinstance(value, list):
+        raise row.error(f"field {key!r} must be a list of [\"text\" | \"image\", content] parts", rid)
+    texts: list[str] = []
+    images: list[str] = []
+    for part in value:
+        if not (isinstance(part, list | tuple) and len(part) == 2 and part[0] in ("text", "image")
+                and isinstance(part[1], str)):
+            raise row.error(f"field {key!r} has a part that is not [\"text\" | \"image\", string]: {part!r}"[:200], rid)
+        (texts if part[0] == "text" else images).append(part[1])
+    return texts, images
+
+
+def _mmrb2_response(data: dict, key: str, row: RawRecord, rid: str) -> tuple[str, int]:
+    """(the response's text, its number of images)."""
+    response = data.get(key)
+    if not isinstance(response, dict):
+        raise row.error(f"field {key!r} must be an object with 'response_content'", rid)
+    texts, images = _mmrb2_parts(response.get("response_content"), f"{key}.response_content", row, rid)
+    return "\n\n".join(texts), len(images)
+
+
+def _mmrb2(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "id", "pair_id")
+    chosen = data.get("chosen")
+    if chosen == "":
+        return Converted(left_out=["mmrb2: pair without a human preference"])
+    if not isinstance(chosen, str) or chosen.upper() not in ("A", "B"):
+        raise row.error(f"field 'chosen' must be 'A' or 'B', not {chosen!r}", rid)
+    texts, images = _mmrb2_parts(data.get("prompt_content"), "prompt_content", row, rid)
+    (text_a, images_a), (text_b, images_b) = (_mmrb2_response(data, k, row, rid) for k in ("response_a", "response_b"))
+    if images_a or images_b:
+        return Converted(left_out=["mmrb2: responses hold images (robustvlm's reward models score text)"])
+    if len(images) != 1:
+        return Converted(left_out=[f"mmrb2: prompt with {len(images) or 'no'} image(s) (robustvlm scores one per pair)"])
+    best, other = (text_a, text_b) if chosen.upper() == "A" else (text_b, text_a)
+    stem = Path(row.file).stem
+    return Converted([_pair(rid, images[0], "\n\n".join(texts), best, other, split=data.get("split"),
+                            category=stem if stem in MMRB2_TASKS else _category(data.get("prompt_source"), row, rid))])
+
+
+def _rmhackbench(data: dict, row: RawRecord, aspect: str) -> Converted:
+    rid = _record_id(data, row, "id")
+    responses, answer = data.get("responses"), data.get("answer")
+    if not (isinstance(responses, list) and len(responses) == 2 and all(isinstance(r, str) for r in responses)):
+        raise row.error("field 'responses' must be a list of two strings", rid)
+    if not (isinstance(answer, list) and len(answer) in (1, 2)
+            and all(isinstance(a, int) and not isinstance(a, bool) for a in answer)):
+        raise row.error(f"field 'answer' must be a list of two ranks (0 = preferred) or one index, not {answer!r}"[:200],
+                        rid)
+    if len(answer) == 1:
+        if answer[0] not in (0, 1):
+            raise row.error(f"field 'answer' names response {answer[0]}, but there are 2", rid)
+        best = answer[0]
+    elif answer[0] == answer[1]:
+        return Converted(left_out=["rmhackbench: tied ranks"])
+    else:
+        best = 0 if answer[0] < answer[1] else 1
+    category = data.get("subset") or data.get("source")
+    return Converted([_pair(rid, data.get("image"), _text(data, "query", row, rid), responses[best],
+                            responses[1 - best], split=data.get("split"), category=_category(category, row, rid))])
+
+
 LAYOUTS: dict[str, Layout] = {
     layout.name: layout
     for layout in (
@@ -294,6 +380,8 @@ LAYOUTS: dict[str, Layout] = {
         Layout("vlfeedback", frozenset({"prompt", "completions"}), "train", _vlfeedback),
         Layout("vl-rewardbench", frozenset({"query", "response", "human_ranking"}), "test", _vl_rewardbench),
         Layout("mm-rewardbench", frozenset({"Text", "Output1", "Output2", "Better"}), "test", _mm_rewardbench),
+        Layout("mmrb2", frozenset({"prompt_content", "response_a", "response_b", "chosen"}), "test", _mmrb2),
+        Layout("rmhackbench", frozenset({"query", "responses", "answer"}), "test", _rmhackbench),
     )
 }
 PREFERENCE_FORMATS = ("auto", *LAYOUTS)

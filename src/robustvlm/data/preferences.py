@@ -26,7 +26,13 @@ from robustvlm.data.environments import format_env_counts
 from robustvlm.data.from_config import materialize
 from robustvlm.data.images import DEFAULT_MAX_PIXELS, load_image
 from robustvlm.data.loaders import SPLIT_ALIASES, RawRecord, check_new_id, image_ref, raw_records
-from robustvlm.data.preference_layouts import MEAN_ASPECT, Layout, detect_layout, layout_named
+from robustvlm.data.preference_layouts import (
+    LAYOUTS,
+    MEAN_ASPECT,
+    Layout,
+    detect_layout,
+    layout_named,
+)
 from robustvlm.data.records import SPLITS, Example, SkipLog, bad_record_handler
 from robustvlm.errors import ConfigError, DataError
 
@@ -184,7 +190,7 @@ def _detect(row: RawRecord) -> Layout:
     if layout is None:
         raise DataError(
             f"cannot recognise a preference layout from the columns {sorted(columns)}; pass the "
-            "format (preference, rlaif-v, povid, rlhf-v, vlfeedback, vl-rewardbench, mm-rewardbench)",
+            f"format ({', '.join(LAYOUTS)})",
             row.file,
         )
     return layout

@@ -11,6 +11,11 @@ Four kinds, one line each, in italics so the rendered page shows them:
   runs it needs cannot be made yet, e.g. a model still being built; E its experiment).
 
 H is `figure_sources.sources_hash` of the figure when the line was written.
+
+Under a stamp of a measured figure, one more line says what machine measured it:
+`_Machine: M._`, M the `machine.machine_line` of the record its results.json holds, or "not
+recorded" for results written before runs recorded it (blocks written before then have no
+machine line and read as not recorded).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ _PATTERNS = {
                                  rf"commit (?P<commit>{_COMMIT}), which measured it\._"),
     "pending": re.compile(r"_Not measured yet: `make figures (?P<how>[\w-]+)` writes this figure\._"),
 }
+_MACHINE = re.compile(r"_Machine: (?P<machine>.+)\._")
+NOT_RECORDED = "not recorded"
 
 
 @dataclass(frozen=True)
@@ -38,13 +45,21 @@ class Stamp:
     """Which code measured a figure: `commit` measured it; `code_hash` is the hash its stamp
     records; `kind` (measured, checked, not-reverified, pending); `at` the commit the hash was
     taken at when it was not taken at measurement, `how` the check that showed the figure
-    unaffected (for a pending figure: the experiment that will measure it)."""
+    unaffected (for a pending figure: the experiment that will measure it); `machine` the one
+    line saying what machine measured it ("" when not recorded)."""
 
     kind: str
     commit: str = ""
     code_hash: str = ""
     at: str = ""
     how: str = ""
+    machine: str = ""
+
+    def lines(self) -> str:
+        """The stamp line and, under a measured figure's, its machine line (module doc)."""
+        if self.kind == "pending":
+            return self.line()
+        return f"{self.line()}\n_Machine: {self.machine or NOT_RECORDED}._"
 
     def line(self) -> str:
         """The stamp as its one line (module doc)."""
@@ -68,6 +83,14 @@ def parse_stamp(line: str) -> Stamp | None:
             return Stamp(kind, found.get("commit") or "", found.get("hash") or "", found.get("at") or "",
                          found.get("how") or "")
     return None
+
+
+def parse_machine(line: str) -> str | None:
+    """The machine a machine line names ("" for "not recorded"), or None when it is not one."""
+    match = _MACHINE.fullmatch(line.strip())
+    if match is None:
+        return None
+    return "" if match["machine"] == NOT_RECORDED else match["machine"]
 
 
 def current_commit() -> str:

@@ -11,7 +11,9 @@ the Results pages' tables (docs/results/); `docs/quick_figures.md` holds the sam
 which a test regenerates and compares, so a change that moves a figure shows up at once.
 
 Each table written from results gets a stamp line under it: the commit that measured it and the
-hash of the code its results depend on (`report.figure_stamps`, `report.figure_sources`);
+hash of the code its results depend on (`report.figure_stamps`, `report.figure_sources`), and a
+line naming the machine its results.json records (`machine.machine_line`; "not recorded" for
+results that hold none, a grid's distinct machines joined by ";");
 tests/report/test_figure_stamps.py fails when that code has changed since. `--unaffected HOW`
 records instead that the code changed and how the figure was checked unaffected; `--measured-at
 COMMIT` records the hash now without a re-measurement, saying so.
@@ -28,6 +30,7 @@ yet (e.g. its model is still being built); `make figures EXPERIMENT` fills it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -41,11 +44,12 @@ from robustvlm.analysis.study import StudyResults
 from robustvlm.config import read_yaml_mapping
 from robustvlm.errors import ConfigError, RobustVLMError
 from robustvlm.linear.results import InvarianceResults
+from robustvlm.machine import MACHINE_KEY, machine_line
 from robustvlm.model_ref import ZOO, ModelRef
 from robustvlm.models.zoo_recipes import member_dir, recipe
 from robustvlm.report.figure_images import draw_image
 from robustvlm.report.figure_sources import experiment_of, sources_hash
-from robustvlm.report.figure_stamps import Stamp, current_commit, parse_stamp
+from robustvlm.report.figure_stamps import Stamp, current_commit, parse_machine, parse_stamp
 from robustvlm.report.group_tables import group_er_table, group_fits_table
 from robustvlm.report.icl_gain import (
     defined_labels_table,
@@ -286,6 +290,15 @@ def _results(name: str, demo: str, results_dir: Path) -> Mapping:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def results_machine(name: str, results: Mapping) -> str:
+    """The one-line machine of the results figure `name` is made from ("" when they record none;
+    a grid's distinct machines, in order, joined by "; ")."""
+    if name.split(":", 1)[0] in GRIDS:
+        found = [machine_line(r[MACHINE_KEY]) for r in results.values() if isinstance(r, Mapping) and MACHINE_KEY in r]
+        return "; ".join(dict.fromkeys(found))
+    return machine_line(results[MACHINE_KEY]) if MACHINE_KEY in results else ""
+
+
 def _block(name: str) -> re.Pattern:
     return re.compile(rf"(<!-- figure:{re.escape(name)} -->\n)(.*?)(<!-- /figure:{re.escape(name)} -->)", re.S)
 
@@ -296,8 +309,13 @@ def _content(text: str, name: str) -> tuple[str, Stamp | None]:
     if match is None:
         raise ConfigError(f"no <!-- figure:{name} --> block")
     lines = match.group(2).strip().splitlines()
+    machine = parse_machine(lines[-1]) if lines else None
+    if machine is not None:
+        lines = lines[:-1]
     stamp = parse_stamp(lines[-1]) if lines else None
     table = lines[:-1] if stamp else lines
+    if stamp is not None and machine:
+        stamp = dataclasses.replace(stamp, machine=machine)
     return "\n".join(table).strip(), stamp
 
 
@@ -314,11 +332,11 @@ def read_stamp(text: str, name: str) -> Stamp | None:
 
 def update(doc: str | Path, name: str, table: str, stamp: Stamp | None = None) -> None:
     """Replace the content between the markers of figure `name` in `doc` with `table` and, when
-    given, the stamp line under it."""
+    given, the stamp's lines under it (`Stamp.lines`)."""
     path = Path(doc)
     text = path.read_text(encoding="utf-8")
     read_figure(text, name)
-    content = "\n\n".join(part for part in (table.strip(), stamp.line() if stamp else "") if part)
+    content = "\n\n".join(part for part in (table.strip(), stamp.lines() if stamp else "") if part)
     path.write_text(_block(name).sub(lambda m: m.group(1) + content + "\n" + m.group(3), text), encoding="utf-8")
 
 
@@ -349,11 +367,12 @@ def _stamp(text: str, name: str, args: argparse.Namespace) -> Stamp:
     at, code, old = current_commit(), sources_hash(name), read_stamp(text, name)
     if old is not None and old.kind == "pending":
         raise ConfigError(f"figure {name} is not measured yet: run `make figures {old.how}`")
+    machine = old.machine if old is not None else ""
     if args.measured_at:
-        return Stamp("not-reverified", args.measured_at, code, at=at)
+        return Stamp("not-reverified", args.measured_at, code, at=at, machine=machine)
     if old is None:
         raise ConfigError(f"figure {name} has no stamp saying which commit measured it: use --measured-at")
-    return Stamp("checked", old.commit, code, at=at, how=args.unaffected)
+    return Stamp("checked", old.commit, code, at=at, how=args.unaffected, machine=machine)
 
 
 def _rewrite(doc: Path, pair: str, args: argparse.Namespace) -> str:
@@ -361,7 +380,8 @@ def _rewrite(doc: Path, pair: str, args: argparse.Namespace) -> str:
     if "=" in pair:
         name, results_dir = pair.split("=", 1)
         results = load_results(name, results_dir)
-        update(doc, name, render(name, results_dir, results), Stamp("measured", current_commit(), sources_hash(name)))
+        stamp = Stamp("measured", current_commit(), sources_hash(name), machine=results_machine(name, results))
+        update(doc, name, render(name, results_dir, results), stamp)
         image = draw_image(name, results, Path(args.images)) if args.images else None
         return f"figure {name} from {results_dir}" + (f", picture {image}" if image else "")
     if args.pending:

@@ -27,7 +27,7 @@ def icl_curves(rows: Sequence[Mapping], path: str | Path, *, title: str) -> Path
         raise DataError("no in-context cell to draw")
     domains = sorted({d for _, _, d in cells} - {ALL}) + ([ALL] if any(d == ALL for _, _, d in cells) else [])
     policies = sorted({p for _, p, _ in cells} - {ZERO_SHOT})
-    styles = group_styles(policies, own_markers=True)
+    styles = group_styles(policies)
     fig, axes = new_figure(1, len(domains), size=(3.4 * len(domains) + 0.6, 3.6))
     axes = np.atleast_1d(axes)
     for ax, domain in zip(axes, domains):

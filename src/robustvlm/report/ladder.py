@@ -26,6 +26,7 @@ from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.ladder_paired import (
     READING_WORDS,
+    ladder_established,
     paired_blocks,
     paired_sentence,
     runs_left_out,
@@ -169,7 +170,8 @@ def verdicts(summary: Summary) -> Table:
 
 
 def verdict_blocks(summary: Summary, paired: LadderPaired | None = None, quick: bool = False) -> list[Block]:
-    """The `Verdict` section: a quick run's smoke-test line first, then every invariant method
+    """The `Verdict` section: whether its headline is established (`report.ladder_paired.ladder_established`;
+    no rounding-perturbation re-run is known when the demo writes it), a quick run's smoke-test line, then every invariant method
     against ERM per rung on the colour-free and reversed environments at the final step
     (`analysis.ladder.ladder_comparisons`; its one-line conclusion first), then who beat ERM under
     the two selection rules; with `paired`, what the paired test over the test pictures separates
@@ -193,7 +195,8 @@ def verdict_blocks(summary: Summary, paired: LadderPaired | None = None, quick: 
         lines.append(f"Up to {left} run(s) per rung were kept from before per-picture answers were recorded and "
                      "are left out of the paired test; re-run them into a fresh folder to include them.")
     quick_line = [QUICK_RUN.format(subject="the methods do", few="images, seeds and steps")] if quick else []
-    return [Heading("Verdict"), *(Paragraph(line) for line in quick_line + lines)]
+    first = [ladder_established(paired or {}, None, label)]
+    return [Heading("Verdict"), *(Paragraph(line) for line in first + quick_line + lines)]
 
 
 def inference_blocks(results: LadderResults) -> list[Block]:

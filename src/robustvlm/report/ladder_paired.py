@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from robustvlm.analysis.established import Interval, Perturbation, established_line
 from robustvlm.analysis.ladder import ENV_WORDS, MIN_MARGIN
 from robustvlm.analysis.ladder_paired import LadderPaired, PairedVerdict
 from robustvlm.report.page import Block, Table
@@ -38,6 +39,31 @@ def paired_row(cell: str, env: str, method: str, v: PairedVerdict) -> list[str]:
     return [cell, ENV_WORDS.get(env, env), method, f"{v.seeds_won} of {v.seeds}", f"{c.n} x {v.seeds}",
             f"{100 * c.difference:+.1f}", f"[{100 * c.ci_lo:+.1f}, {100 * c.ci_hi:+.1f}]", seeds,
             "yes" if v.separated else "no", _needed(v)]
+
+
+HEADLINE_READING = "final"
+"""The reading the ladder's headline claims are made under (the IRM paper's protocol)."""
+
+
+def ladder_claims(paired: LadderPaired, label: Callable[[str], str] = str) -> tuple[dict[str, Interval], dict[str, str]]:
+    """The headline claims: every method against ERM on every rung and test environment at the
+    final step, pooled over seeds ({"final/RUNG/METHOD/ENV": interval}), and how to name each."""
+    claims, names = {}, {}
+    for cell, methods in paired.get(HEADLINE_READING, {}).items():
+        for method, by_env in methods.items():
+            for env, v in by_env.items():
+                key = f"{HEADLINE_READING}/{cell}/{method}/{env}"
+                claims[key] = Interval.from_dict(v.paired.comparison.to_dict())
+                names[key] = f"{label(method)} minus ERM on {cell} {ENV_WORDS.get(env, env)}"
+    return claims, names
+
+
+def ladder_established(paired: LadderPaired, perturbation: Perturbation | None,
+                       label: Callable[[str], str] = str) -> str:
+    """The verdict's first line: whether the ladder's headline claims are established
+    (`analysis.established`)."""
+    claims, names = ladder_claims(paired, label)
+    return established_line(claims, perturbation, names)
 
 
 def paired_sentence(paired: LadderPaired, reading: str, label: Callable[[str], str] = str) -> str | None:

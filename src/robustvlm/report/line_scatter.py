@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
+from matplotlib.legend_handler import HandlerTuple
 
 from robustvlm.analysis.accuracy_on_the_line import (
     LineBand,
@@ -22,6 +25,11 @@ from robustvlm.analysis.accuracy_on_the_line import (
 from robustvlm.errors import DataError
 from robustvlm.report.palette import Style, group_styles
 from robustvlm.report.plots import new_figure, percent_axis, save_figure
+
+#: the fitted line and its band: black, a colour no group gets (`palette`)
+LINE_COLOUR = "k"
+#: opacity of the models' points and error bars (about 100 models overlap on open_clip's table)
+POINT_ALPHA = 0.6
 
 
 def _limits(values: np.ndarray, kind: Transform) -> tuple[float, float]:
@@ -54,7 +62,7 @@ def scatter(
         models: the models to draw, coloured by family, with their accuracies' intervals.
     """
     fig, ax = new_figure(size=(6.5, 5.5))
-    styles = group_styles((m.point.family for m in models), skip_colours=1)
+    styles = group_styles(m.point.family for m in models)
     limits = _line_panel(ax, models, fit, band, styles, fit_label=fit_label, reference_line=reference_line)
     return _finish(fig, ax, fit.transform, limits, (xlabel, ylabel), title, path)
 
@@ -83,20 +91,19 @@ def _line_panel(
         zgrid,
         transform(band.lo, kind),
         transform(band.hi, kind),
-        color="C0",
-        alpha=0.18,
+        color=LINE_COLOUR,
+        alpha=0.15,
         linewidth=0,
         label=f"{band.level:.0%} bootstrap band",
     )
-    ax.plot(zgrid, fit.slope * zgrid + fit.intercept, color="C0", linewidth=1.6, label=fit_label)
+    ax.plot(zgrid, fit.slope * zgrid + fit.intercept, color=LINE_COLOUR, linewidth=1.6, label=fit_label)
     if reference_line is not None:
         slope, intercept, label = reference_line
-        ax.plot(
-            zgrid, slope * zgrid + intercept, color="k", linestyle=":", linewidth=1.6, label=label
-        )
-    for family in dict.fromkeys(m.point.family for m in models):
+        ax.plot(zgrid, slope * zgrid + intercept, color="0.35", linestyle=":", linewidth=1.8, label=label)
+    for family in styles:
         members = [m for m in models if m.point.family == family]
-        _plot_family(ax, members, kind, style=styles[family], label=family)
+        if members:  # a family of another panel (shifts_grid) is not drawn here
+            _plot_family(ax, members, kind, style=styles[family], label=family)
     return xlim, ylim
 
 
@@ -107,14 +114,15 @@ def shifts_grid(
     shifted (y) against reference (x) accuracy on the fits' transformed axes (probit or logit;
     tick labels in %), y = x dashed, each fit's line over its baseline family with the line's
     bootstrap band, and every model it places with its 95% intervals as error bars, one style per
-    family (its own colour and marker, the same in every panel); one legend for the figure."""
+    family (`palette.group_styles` over the families of every panel: the same in every panel and in
+    `scatter` and `family_lines_scatter` of the same models); one legend for the figure."""
     if not fits:
         raise DataError("no shift to draw")
     ncols = min(ncols, len(fits))
     nrows = -(-len(fits) // ncols)
     fig, axes = new_figure(nrows, ncols, size=(3.2 * ncols, 3.0 * nrows + 0.8))
     axes = np.atleast_1d(axes).ravel()
-    styles = group_styles((m.point.family for f in fits.values() for m in f.models), skip_colours=1, own_markers=True)
+    styles = group_styles(m.point.family for f in fits.values() for m in f.models)
     for ax, (shift, fit) in zip(axes, fits.items()):
         line = fit.fit
         limits = _line_panel(ax, fit.models, line, fit.band, styles, fit_label=f"line over {fit.baseline or 'all models'}")
@@ -131,13 +139,15 @@ def shifts_grid(
     return save_figure(fig, path)
 
 
-def _finish(fig: Figure, ax: Axes, kind: Transform, limits: Sequence[tuple[float, float]], labels: Sequence[str], title: str, path: str | Path, legend_size: float = 8) -> Path:
-    """Percentage ticks on both transformed axes, grid, title and legend; save the PNG."""
+def _finish(fig: Figure, ax: Axes, kind: Transform, limits: Sequence[tuple[float, float]], labels: Sequence[str],
+            title: str, path: str | Path, legend: bool = True) -> Path:
+    """Percentage ticks on both transformed axes, grid, title and (`legend`) the legend; save the PNG."""
     for which, lim, label in zip("xy", limits, labels):
         percent_axis(ax, which, lambda a: transform(a, kind), lim, label=label)
     ax.grid(alpha=0.25)
     ax.set_title(title, fontsize=11)
-    ax.legend(fontsize=legend_size, loc="upper left")
+    if legend:
+        ax.legend(fontsize=8, loc="upper left")
     return save_figure(fig, path)
 
 
@@ -150,35 +160,42 @@ def family_lines_scatter(
     xlabel: str,
     ylabel: str,
 ) -> Path:
-    """Shifted vs reference accuracy on transformed axes, one colour per family: its models
-    (with their confidence intervals) and its own fitted line, solid over the family's range of
-    reference accuracies and dotted beyond it; y = x dashed."""
+    """Shifted vs reference accuracy on transformed axes, one style per family (`palette`): its
+    models (with their confidence intervals) and its own fitted line, solid over the family's range
+    of reference accuracies and dotted beyond it, under one legend entry per family; y = x dashed."""
     kind: Transform = next(iter(lines.values())).transform if lines else "probit"
     fig, ax = new_figure(size=(7.0, 5.8))
     acc_x = np.array([m.point.acc_ref for m in models])
     acc_y = np.array([m.point.acc_shift for m in models])
     xlim, ylim = _limits(acc_x, kind), _limits(acc_y, kind)
     zx = transform(np.array(xlim), kind)
-    ax.plot(zx, zx, linestyle="--", color="0.5", linewidth=1, label="y = x")
+    (diagonal,) = ax.plot(zx, zx, linestyle="--", color="0.5", linewidth=1)
     span = np.linspace(zx[0], zx[1], 50)
+    handles: list[Any] = [diagonal]
+    labels = ["y = x"]
     for family, style in group_styles(m.point.family for m in models).items():
         members = [m for m in models if m.point.family == family]
-        colour = style.colour
-        _plot_family(ax, members, kind, style=style, label=family)
+        points = _plot_family(ax, members, kind, style=style, label=family)
+        handles.append(points)
+        labels.append(family)
         if family in lines:
             fit = lines[family]
             own = transform([m.point.acc_ref for m in members], kind)
             inside = (span >= own.min()) & (span <= own.max())
-            ax.plot(span, fit.slope * span + fit.intercept, color=colour, linewidth=0.9, linestyle=":")
-            ax.plot(span[inside], fit.slope * span[inside] + fit.intercept, color=colour, linewidth=1.8,
-                    label=f"{family}: slope {fit.slope:.2f}, intercept {fit.intercept:.2f}")
-    return _finish(fig, ax, kind, (xlim, ylim), (xlabel, ylabel), title, path, legend_size=7.5)
+            ax.plot(span, fit.slope * span + fit.intercept, color=style.colour, linewidth=0.9, linestyle=":")
+            (solid,) = ax.plot(span[inside], fit.slope * span[inside] + fit.intercept, color=style.colour,
+                               linewidth=1.8)
+            handles[-1] = (solid, points)
+            labels[-1] = f"{family}: slope {fit.slope:.2f}, intercept {fit.intercept:.2f}"
+    ax.legend(handles, labels, handler_map={tuple: HandlerTuple(ndivide=None)}, fontsize=7.5, loc="upper left")
+    return _finish(fig, ax, kind, (xlim, ylim), (xlabel, ylabel), title, path, legend=False)
 
 
 def _plot_family(
     ax: Axes, members: Sequence[ModelRobustness], kind: Transform, *, style: Style, label: str
-) -> None:
-    """Points of one family with their confidence intervals as error bars, transformed."""
+) -> ErrorbarContainer:
+    """Points of one family with their confidence intervals as error bars, transformed; the points
+    half transparent (POINT_ALPHA) so that crowded ones stay visible."""
     zx, zx_lo, zx_hi = (
         transform([m.point.acc_ref for m in members], kind),
         *(transform([m.ci_ref[j] for m in members], kind) for j in (0, 1)),
@@ -187,15 +204,18 @@ def _plot_family(
         transform([m.point.acc_shift for m in members], kind),
         *(transform([m.ci_shift[j] for m in members], kind) for j in (0, 1)),
     )
-    ax.errorbar(
+    return ax.errorbar(
         zx,
         zy,
         xerr=[zx - zx_lo, zx_hi - zx],
         yerr=[zy - zy_lo, zy_hi - zy],
         fmt=style.marker,
         color=style.colour,
+        alpha=POINT_ALPHA,
         markersize=5,
-        elinewidth=0.8,
+        markeredgewidth=0.4,
+        markeredgecolor="white",
+        elinewidth=0.7,
         capsize=0,
         label=label,
     )

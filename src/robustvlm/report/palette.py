@@ -1,12 +1,17 @@
-"""One style per group for every scatter plot: a colour and a marker, distinct for every group.
+"""One style per group for every scatter plot: a colour and a marker, distinct for every group and
+the same for a group in every plot drawn from one table.
 
-Colours are matplotlib's ten "tab10" colours; past ten groups the marker changes with each round
-of colours (group i: colour i mod 10, marker i div 10), so that no two groups of one plot look
-alike, up to `MAX_GROUPS` (fewer where colours are kept for other elements of the plot).
+Colours are matplotlib's "tab20" taken as its ten tab10 colours first, then their ten light shades
+(20 colours); markers cycle through twelve shapes. Groups are styled in sorted order of their
+names, group i getting colour i mod 20 and marker i mod 12, so that no two of up to `MAX_GROUPS`
+groups look alike and a group keeps its style in every plot given the same set of groups (pass
+the whole table's groups, not one plot's). The fitted lines of the scatter plots are drawn in
+black and grey, which no group gets.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -14,8 +19,9 @@ from matplotlib import colormaps
 from matplotlib.colors import to_hex
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")
-COLOURS = tuple(to_hex(c) for c in colormaps["tab10"].colors)  # type: ignore[attr-defined]
-MAX_GROUPS = len(COLOURS) * len(MARKERS)
+_TAB20 = [to_hex(c) for c in colormaps["tab20"].colors]  # type: ignore[attr-defined]
+COLOURS = tuple(_TAB20[0::2] + _TAB20[1::2])
+MAX_GROUPS = math.lcm(len(COLOURS), len(MARKERS))
 
 
 @dataclass(frozen=True)
@@ -26,17 +32,10 @@ class Style:
     marker: str
 
 
-def group_styles(groups: Iterable[str], *, skip_colours: int = 0, own_markers: bool = False) -> dict[str, Style]:
-    """{group: its style} in the order given (duplicates once); `skip_colours` keeps the first
-    colours for other elements of the plot (e.g. a fitted line in C0): no group gets them, the
-    markers change after each round of the others. `own_markers` gives every group its own marker
-    as well as its own colour (for few groups that must differ in black and white too). ValueError
-    past the styles there are."""
-    names = list(dict.fromkeys(groups))
-    colours = COLOURS[skip_colours:]
-    most = min(len(colours), len(MARKERS)) if own_markers else len(colours) * len(MARKERS)
-    if len(names) > most:
-        raise ValueError(f"{len(names)} groups: a scatter plot keeps at most {most} distinct")
-    if own_markers:
-        return {name: Style(colours[i], MARKERS[i]) for i, name in enumerate(names)}
-    return {name: Style(colours[i % len(colours)], MARKERS[i // len(colours)]) for i, name in enumerate(names)}
+def group_styles(groups: Iterable[str]) -> dict[str, Style]:
+    """{group: its style} for the distinct `groups`, in sorted order (module doc). ValueError past
+    `MAX_GROUPS`."""
+    names = sorted(set(groups))
+    if len(names) > MAX_GROUPS:
+        raise ValueError(f"{len(names)} groups: a scatter plot keeps at most {MAX_GROUPS} distinct")
+    return {name: Style(COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)]) for i, name in enumerate(names)}

@@ -19,6 +19,10 @@ from robustvlm.errors import DataError
 DPI = 150
 #: Accuracies (in %) offered as tick positions on transformed axes.
 PERCENT_TICKS = (0.1, 0.5, 1, 2, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 98, 99, 99.5, 99.9)
+#: the order in which ticks are kept when they crowd: the roundest first
+TICK_PRIORITY = (50, 10, 90, 1, 99, 30, 70, 20, 80, 5, 95, 40, 60, 0.1, 99.9, 2, 98, 0.5, 99.5)
+#: the least distance between two tick labels, as a share of the axis (x labels are wider)
+TICK_GAP_X, TICK_GAP_Y = 0.09, 0.05
 
 
 def new_figure(nrows: int = 1, ncols: int = 1, *, size: tuple[float, float] = (6.0, 4.5)) -> tuple[Figure, Any]:
@@ -37,6 +41,19 @@ def save_figure(fig: Figure, path: str | Path) -> Path:
     return path
 
 
+def _spaced(percents: Sequence[float], forward: Callable[[np.ndarray], np.ndarray], span: np.ndarray,
+            gap: float) -> list[float]:
+    """The `percents` kept, in TICK_PRIORITY order, where each lies at least `gap` (a share of
+    `span`, the axis in plotted units) from every one kept before; sorted."""
+    width = abs(float(span[1] - span[0])) or 1.0
+    kept: list[float] = []
+    for p in sorted(percents, key=TICK_PRIORITY.index):
+        at = float(forward(np.asarray([p / 100]))[0])
+        if all(abs(at - float(forward(np.asarray([k / 100]))[0])) >= gap * width for k in kept):
+            kept.append(p)
+    return sorted(kept)
+
+
 def percent_axis(
     ax: Axes,
     which: str,
@@ -48,8 +65,10 @@ def percent_axis(
     """Label a transformed accuracy axis with percentages.
 
     Data on `ax` is plotted in transformed units (e.g. probit); ticks are placed at
-    `forward(p)` for the accuracies p in PERCENT_TICKS that fall within `limits` (fractions),
-    or at three evenly spaced percentages when fewer than three of those fit.
+    `forward(p)` for the accuracies p in PERCENT_TICKS that fall within `limits` (fractions) and
+    lie at least a TICK_GAP share of the axis from each other (the roundest kept first, so that
+    labels never collide where the transform crowds them), or at three evenly spaced percentages
+    when fewer than three of those fit.
 
     Args:
         which: "x" or "y".
@@ -57,11 +76,12 @@ def percent_axis(
         limits: (lo, hi) accuracy fractions shown on the axis.
     """
     lo, hi = limits
-    percents = [p for p in PERCENT_TICKS if lo <= p / 100 <= hi]
+    span = forward(np.asarray([lo, hi]))
+    percents = _spaced([p for p in PERCENT_TICKS if lo <= p / 100 <= hi], forward, span,
+                       TICK_GAP_X if which == "x" else TICK_GAP_Y)
     if len(percents) < 3:  # a narrow range: evenly spaced round percentages instead
         percents = sorted(set(np.round(np.linspace(lo, hi, 5)[1:-1] * 100, 1).tolist()))
     positions = forward(np.asarray(percents) / 100)
-    span = forward(np.asarray([lo, hi]))
     labels = [f"{p:g}%" for p in percents]
     if which == "x":
         ax.set_xlim(*span)

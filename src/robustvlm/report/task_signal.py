@@ -4,13 +4,13 @@ the caption line?", as Markdown and self-contained HTML with the probit plots.""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from robustvlm.analysis.accuracy_on_the_line import LineFit, RobustnessFit
 from robustvlm.analysis.task_signal import Lift
 from robustvlm.config import TaskSignalConfig
+from robustvlm.machine import write_results_json
 from robustvlm.report.line_scatter import family_lines_scatter
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.tables import fmt
@@ -208,5 +208,5 @@ def write_report(summary: TaskSignalSummary, out_dir: str | Path) -> tuple[Path,
         family_lines_scatter(result.against_probes.models, result.lines, out / "plots" / f"{shift}.png",
                              title=f"{shift} vs {cfg.reference}: one line per task signal (probit axes)",
                              xlabel=f"{cfg.reference} accuracy", ylabel=f"{shift} accuracy")
-    (out / "results.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
+    write_results_json(out, summary.to_dict())
     return write_page(report_blocks(summary), out, title="robustvlm: task signal and the robustness line")

@@ -35,6 +35,7 @@ from robustvlm.errors import ConfigError
 from robustvlm.linear.protocol import Protocol, Run, all_methods, linear_methods, run_cell, select
 from robustvlm.linear.published import published_row, published_settings, spread_verdicts
 from robustvlm.linear.results import InvarianceResults, LambdaExtremes, SpreadVerdict
+from robustvlm.machine import write_results_json
 from robustvlm.report.invariance import write_invariance_report
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
@@ -146,7 +147,7 @@ def run_invariance_demo(
     seconds = time.perf_counter() - t0
     write_runs(runs, out / "runs.jsonl")
     results = summarise(runs, methods, protocol, budget=budget, seconds=seconds, launcher=launcher)
-    (out / "results.json").write_text(json.dumps(results.to_dict(), indent=2, allow_nan=True), encoding="utf-8")
+    write_results_json(out, results.to_dict())
     md, html = write_invariance_report(results, runs, out)
     print(f"report: {md.absolute()} and {html.absolute()} ({seconds:.0f} s)")
     return results

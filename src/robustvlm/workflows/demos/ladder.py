@@ -61,6 +61,7 @@ from robustvlm.data.colored_mnist import ColouredEnv, colored_mnist
 from robustvlm.data.synth.shortcut import COLOUR_ENVS, LABEL_NOISE
 from robustvlm.errors import ConfigError
 from robustvlm.linear.mlp import MLPFit, fit_mlp
+from robustvlm.machine import write_results_json
 from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.models.backends import load_backend
 from robustvlm.models.zoo_recipes import RECIPES, ZOO_PREFIX, recipe
@@ -439,7 +440,7 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
         inference=inference, zero_shot=zero_shot_readings,
         inferred_summary={envs: summarize([r for r in runs if r["envs"] == envs], TRAIN_ENVS, TEST_ENVS, PROTOTYPES)
                           for envs in INFERRED if plan.infer_on})
-    (out / "results.json").write_text(json.dumps(results.to_dict(), indent=2), encoding="utf-8")
+    write_results_json(out, results.to_dict())
     md, html = write_ladder_report(results, out)
     print(f"report: {md.absolute()} and {html.absolute()} ({seconds:.0f} s)")
     return results

@@ -37,6 +37,7 @@ from robustvlm.config import RunConfig, validate_config
 from robustvlm.data.preferences import PreferencePair, load_pairs
 from robustvlm.data.synth import synthesize
 from robustvlm.data.synth.preferences import statement
+from robustvlm.machine import write_results_json
 from robustvlm.report.page import Heading, write_page
 from robustvlm.report.reward_demo import demo_blocks, ladder_blocks, linear_rung_blocks
 from robustvlm.report.reward_results import (
@@ -193,7 +194,7 @@ def run_reward_demo(out_dir: str | Path, *, quick: bool = False) -> RewardDemoSu
         quick=quick, seconds=round(time.perf_counter() - t0, 1), plan=plan, matrix=results,
         comparison=compare_losses(results, matrix.runs, *COMPARED), bon=bon, linear=linear, frozen=frozen, full_proxy=full_proxy,
     )
-    (out / "results.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
+    write_results_json(out, summary.to_dict())
     blocks = [Heading("Shortcut-aware reward models: the demo", 1),
               *demo_blocks(results, summary.comparison, bon, out, points=matrix.points, plan=plan,
                            seconds=summary.seconds, bon_setup=(BON_TRAIN_ENV, BON_TEST_ENV)),

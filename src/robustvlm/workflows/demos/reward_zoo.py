@@ -34,6 +34,7 @@ import torch
 from robustvlm.analysis.reward_paired import compare_losses
 from robustvlm.analysis.sfc_steps import matrix_sfc_steps
 from robustvlm.data.synth import synthesize
+from robustvlm.machine import write_results_json
 from robustvlm.models.zoo_recipes import ZOO_PREFIX, resolve_model_name
 from robustvlm.report.page import Heading, Paragraph, write_page
 from robustvlm.report.reward_demo import ladder_blocks, linear_rung_blocks
@@ -100,7 +101,7 @@ def run_zoo_reward(out_dir: str | Path, *, quick: bool = False, member: str | No
         full_proxy=logged_proxy(out / "matrix", "shortcut_aware", list(plan.seeds), envs),
         steps=step_weights(out, data, plan, envs))
     results.seconds = round(time.perf_counter() - t0, 1)
-    (out / "results.json").write_text(json.dumps(results.to_dict(), indent=2) + "\n", encoding="utf-8")
+    write_results_json(out, results.to_dict())
     blocks = [Heading(f"Shortcut-aware reward models from zoo:{plan.member}", 1),
               Paragraph(f"`{BENCHMARK}` ({plan.n_per_env} training pairs per environment); every reward model "
                         f"starts from `zoo:{plan.member}`; each loss trained {plan.rm_steps} steps (8 pairs) on one "

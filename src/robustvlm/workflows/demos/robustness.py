@@ -26,6 +26,7 @@ from robustvlm.config import RunConfig, validate_config
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.data.synth.held_out import DATA_SEED, held_out_indices, synthesize_suite
+from robustvlm.machine import write_results_json
 from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
 from robustvlm.multiple_choice.generative import continuation, vlm_prompt_text
 from robustvlm.report.page import write_page
@@ -219,7 +220,7 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> Robustne
         results_csv=str(results_csv),
         fits={shift: renamed(fit, name_of) for shift, fit in fits.items()},
     )
-    (out / "results.json").write_text(json.dumps(summary.to_dict(), indent=2), encoding="utf-8")
+    write_results_json(out, summary.to_dict())
     summary = RobustnessDemoSummary.from_dict(json.loads((out / "results.json").read_text(encoding="utf-8")))
     md, html = write_page(report_blocks(summary, suite=SUITE), out, title="robustvlm demo: effective robustness")
     print(f"\nreport: {md.absolute()} and {html.absolute()}")

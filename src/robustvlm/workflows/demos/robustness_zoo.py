@@ -57,6 +57,7 @@ from robustvlm.data.synth.graded import GRADED_STYLES
 from robustvlm.data.synth.held_out import DATA_SEED, synthesize_suite
 from robustvlm.data.synth.writer import save_png
 from robustvlm.errors import ConfigError
+from robustvlm.machine import write_results_json
 from robustvlm.model_ref import ZOO, ModelRef
 from robustvlm.models.zoo_recipes import FULL as ZOO_FULL
 from robustvlm.models.zoo_recipes import ZOO2, ZOO_PREFIX, recipe, resolve_model_name
@@ -369,7 +370,7 @@ def run_zoo_robustness(out_dir: str | Path, *, quick: bool = False, members: Seq
         results_csv=str(results_csv), shifts=shifts, task_signal_model=model, task_signal=lifts,
         corruptions=corrupted,
     )
-    (out / "results.json").write_text(json.dumps(results.to_dict(), indent=2) + "\n", encoding="utf-8")
+    write_results_json(out, results.to_dict())
     results = ZooRobustnessResults.from_dict(json.loads((out / "results.json").read_text(encoding="utf-8")))
     md, html = write_page(report_blocks(results), out, title="robustvlm: accuracy on the line on the model zoo")
     print(f"\nreport: {md.absolute()} and {html.absolute()} ({results.seconds:.0f} s)")

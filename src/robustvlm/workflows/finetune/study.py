@@ -50,6 +50,7 @@ from robustvlm.evaluation.metrics.registry import (
     check_needs,
     study_default_metrics,
 )
+from robustvlm.machine import write_results_json
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.study_report import write_study_report
 from robustvlm.runs import claim_run_folder, lock_run_folder, make_output_folder, read_jsonl
@@ -253,7 +254,7 @@ def run_study(
         quick=quick,
         zero_shot=zero_shot_scores(_zero_shot_rows(first, out_dir, progress), metrics) if plan.zero_shot else None,
     )
-    (out_dir / "results.json").write_text(json.dumps(results.to_dict(), indent=2), encoding="utf-8")
+    write_results_json(out_dir, results.to_dict())
     write_study_report(
         results,
         out_dir,

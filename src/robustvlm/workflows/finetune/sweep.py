@@ -59,6 +59,7 @@ from robustvlm.analysis.summary import EvalMetrics
 from robustvlm.config import DataConfig, RunConfig, TrainConfig, deep_merge, validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError
+from robustvlm.machine import write_results_json
 from robustvlm.objectives.search import draw_hparams
 from robustvlm.report.sweep_report import write_sweep_report
 from robustvlm.runs import claim_run_folder, lock_run_folder, make_output_folder, write_jsonl
@@ -376,7 +377,7 @@ def run_sweep(
         [{**r.to_dict(), "hparams": plan.draws[r.method][r.draw]} for r in rows],
     )
     results = sweep_results(plan, rows, done[0]["train_envs"], plan.test_envs or done[0]["ood_envs"])
-    (out_dir / "results.json").write_text(json.dumps(results.to_dict(), indent=2), encoding="utf-8")
+    write_results_json(out_dir, results.to_dict())
     write_sweep_report(results, out_dir)
     if progress:
         print(f"report: {(out_dir / 'report.md').absolute()} and {(out_dir / 'report.html').absolute()}")

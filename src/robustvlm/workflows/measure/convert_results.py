@@ -3,8 +3,9 @@ CSV (`model, family, bench, accuracy, n`, plus `n_from` and the reader's own col
 per-question rows, where it has them, as JSONL (`model, bench, id, correct, env, ...`).
 
 Benchmarks whose question count neither the file, the user nor the standard table gives are left
-out of the CSV and named in the returned summary (the command prints them); `--benchmark` keeps only
-the benchmarks named. Scores that are no accuracy over a counted set (read only with
+out of the CSV and named in the returned summary (the command prints them); when that leaves
+nothing, the command refuses rather than write an empty CSV. `--benchmark` keeps only the
+benchmarks named. Scores that are no accuracy over a counted set (read only with
 `--allow-non-accuracy`: rows with `measure`) are written with an empty `n` and `n_from` "none",
 never given a question count. The records the reader left out are printed (`data.results.skips`).
 """
@@ -55,6 +56,9 @@ def convert_results(path: str | Path, out_csv: str | Path, *, fmt: str = "auto",
     if benches and left_out:
         fill_counts(rows, left_out, sizes, str(path))  # a named bench without a count: its error
     kept = [r for r in rows if r["bench"] in countable]
+    if not kept:
+        raise DataError(f"no benchmark has a question count ({', '.join(left_out)}); nothing to write: give "
+                        f"--n-questions '{left_out[0]}=N'", str(path))
     fill_counts(kept, countable, sizes, str(path))
     extra = list(dict.fromkeys(k for r in kept for k in r if k not in (*CSV_COLUMNS, "line")))
     _write_csv(Path(out_csv), kept, [*CSV_COLUMNS, *extra])

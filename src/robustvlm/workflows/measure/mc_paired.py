@@ -20,6 +20,7 @@ from typing import Any
 
 from robustvlm.analysis.paired import PairedComparison, compare_paired
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.machine import write_results_json
 from robustvlm.report.page import Block, Heading, Paragraph, Table, write_page
 from robustvlm.report.paired_table import POWER_NOTE, paired_cells, paired_header, paired_section
 from robustvlm.runs import read_jsonl
@@ -105,7 +106,7 @@ def write_mc_report(out: str | Path, models: Sequence[str], benches: Sequence[st
     data: dict[str, Any] = json.loads(results_json.read_text(encoding="utf-8")) if results_json.is_file() else {}
     data.update(baseline=base, circular=circular, power_delta=POWER_DELTA,
                 paired={m: {b: c.to_dict() for b, c in by.items()} for m, by in paired.items()})
-    results_json.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    write_results_json(out, data)
     blocks: list[Block] = [
         Heading("robustvlm mc eval", 1),
         Paragraph("Accuracy per model and benchmark (results.csv)" + (", circular evaluation." if circular else ".")),

@@ -35,10 +35,17 @@ class SubsetReport:
 
 
 def merged_results(paths: Sequence[str | Path], fmt: str = "auto", options: ReadOptions | None = None) -> ResultTable:
-    """The results of every path in one table."""
+    """The results of every path in one table; DataError when two paths hold one model's
+    results on one benchmark (e.g. a work folder and one of its model folders)."""
     merged = ResultTable()
+    read_from: dict[tuple[str, str], str | Path] = {}
     for path in paths:
         table = read_results_file(path, fmt, options)
+        for row in table.accuracies:
+            first = read_from.setdefault((row["model"], row["bench"]), path)
+            if first != path:
+                raise DataError(f"{row['model']} on {row['bench']} is read twice (also from {first}): give each "
+                                "model's results once", str(path))
         merged.accuracies += table.accuracies
         merged.questions += table.questions
         merged.skipped += table.skipped
