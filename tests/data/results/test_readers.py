@@ -152,3 +152,19 @@ def test_a_malformed_file_of_each_kind_is_one_error_naming_file_and_record(tmp_p
     argv = ["robustness", "fit", str(path), "--ref", "a", "--shift", "b", "--format", fmt, "--out",
             str(tmp_path / "out")]
     expect_clean_failure(argv, capsys, mentions=mentions)
+
+
+def test_lmms_eval_scales_percentages_by_name_or_range_and_lists_other_scores(tmp_path):
+    folder = lmms_eval_run(tmp_path, "m", {"a": np.ones(4), "b": np.ones(4), "c": np.ones(4), "mmbench_x": np.ones(4)})
+    path = folder / f"{DATE}_results.json"
+    data = json.loads(path.read_text())
+    data["results"]["a"] = {"alias": "a", "overall_acc,none": 62.5}  # an accuracy in percent (its name says acc)
+    data["results"]["b"] = {"alias": "b", "mme_perception_score,none": 1500.0}  # a score of another kind
+    data["results"]["c"] = {"alias": "c", "relaxed_overall,none": 40.0}  # no accuracy by name: not guessed
+    data["results"]["mmbench_x"] = {"alias": "mmbench_x", "gpt_eval_score,none": 0.5}  # mmbench_*: always percent
+    path.write_text(json.dumps(data))
+    for task in "abc":
+        (folder / f"{DATE}_samples_{task}.jsonl").unlink()
+    table = read_results_file(path)
+    assert {r["bench"]: r["accuracy"] for r in table.accuracies} == {"a": 0.625, "mmbench_x": 0.005}
+    assert {s.record for s in table.skipped} == {"results.b", "results.c"}
