@@ -23,6 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: {documented line: what is appended to run it here with tiny settings}.
 RUNS = {
     "robustvlm robustness convert docs/data/openclip_results.csv --out runs/openclip_long.csv": "",
+    "robustvlm robustness convert tests/data/fixtures/results/clip_benchmark --out runs/clip_benchmark_long.csv": "",
+    "robustvlm robustness fit tests/data/fixtures/results/lmms_eval --ref ai2d --shift mmstar --out runs/lmms_fit": "",
+    "robustvlm compare tests/data/fixtures/results/lmms_eval/lmms-lab__llava-onevision-qwen2-0.5b-ov "
+    "tests/data/fixtures/results/lmms_eval/lmms-lab__llava-onevision-qwen2-7b-ov": "--n-boot 100",
     'robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "ImageNet-R" --out runs/openclip_fit':
         "",
     'robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "ImageNet-R" --group-by '
@@ -247,6 +251,7 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     (tmp_path / "configs").symlink_to(ROOT / "configs")
     (tmp_path / "docs").symlink_to(ROOT / "docs")  # the shipped results tables (docs/data/)
+    (tmp_path / "tests").symlink_to(ROOT / "tests")  # the tools' own results files (tests/data/fixtures/results/)
     for command in documented_commands():  # in the order the docs give them
         if command in RUNS:
             code = run_cli(shlex.split(command)[1:] + shlex.split(RUNS[command]))

@@ -6,20 +6,22 @@ import argparse
 from pathlib import Path
 
 from robustvlm.cli.options import RESUME_HELP, SubParsers, example, float_above, int_at_least
-from robustvlm.cli.results_options import add_results_options
+from robustvlm.cli.results_options import add_results_options, read_options
 
 
 def _compare(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.compare import compare_runs, comparison_table, write_comparison
 
     comparison = compare_runs(args.run_a, args.run_b, metric=args.metric, cluster=args.cluster,
-                              power_delta=args.power_delta, n_boot=args.n_boot, fmt=args.format)
+                              power_delta=args.power_delta, n_boot=args.n_boot, fmt=args.format,
+                              options=read_options(args))
     print(f"A: {args.run_a}\nB: {args.run_b}\n")
     print(comparison_table(comparison))
     if args.out:
         out = Path(args.out).absolute()
         settings = {"run_a": str(args.run_a), "run_b": str(args.run_b), "metric": comparison.metric, "format": args.format,
-                    "cluster": args.cluster, "power_delta": args.power_delta, "n_boot": args.n_boot}
+                    "cluster": args.cluster, "power_delta": args.power_delta, "n_boot": args.n_boot,
+                    **({"run": args.run} if args.run else {}), **({"strict": True} if args.strict else {})}
         json_path, md_path = write_comparison(comparison, out, settings, resume=args.resume)
         print(f"\nwrote {json_path} and {md_path}")
     return 0

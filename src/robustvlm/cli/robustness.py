@@ -14,7 +14,12 @@ from robustvlm.cli.options import (
     float_above,
     int_at_least,
 )
-from robustvlm.cli.results_options import RESULT_FORMAT_CHOICES, add_results_options, n_questions
+from robustvlm.cli.results_options import (
+    RESULT_FORMAT_CHOICES,
+    add_results_options,
+    n_questions,
+    read_options,
+)
 
 if TYPE_CHECKING:
     from robustvlm.analysis.group_lines import GroupLine
@@ -24,11 +29,11 @@ def _robustness_fit(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.group_fit import place_baseline_table, write_group_lines
     from robustvlm.workflows.measure.robustness_fit import fit_from_results
 
-    sizes = n_questions(args)
+    sizes, options = n_questions(args), read_options(args)
     extra = {"baseline_table": args.baseline_table, "baseline_table_format": args.baseline_table_format}
     result = fit_from_results(args.results, ref=args.ref, shift=args.shift, baseline=args.baseline,
                               transform=args.transform, out_dir=args.out, resume=args.resume, fmt=args.format,
-                              group_by=args.group_by, n_questions=sizes, extra_settings=extra)
+                              group_by=args.group_by, n_questions=sizes, extra_settings=extra, options=options)
     line = result.fit
     print(f"{args.transform} line: slope {line.slope:.3f}, intercept {line.intercept:.3f}, "
           f"r2 {line.r2:.3f} over {line.n} models; wrote {args.out}/fit.json, scatter.png")
@@ -42,7 +47,7 @@ def _robustness_fit(args: argparse.Namespace) -> int:
     if args.baseline_table:
         print(f"\nyour models against the line of {args.baseline or 'all models'} (ER in points, 95% interval):")
         for m in place_baseline_table(result, args.baseline_table, out, fmt=args.baseline_table_format,
-                                      n_questions=sizes, n_boot=args.n_boot):
+                                      n_questions=sizes, n_boot=args.n_boot, options=options):
             print(f"  {m.point.model}: {100 * m.er.value:+.1f} [{100 * m.er.ci[0]:+.1f}, {100 * m.er.ci[1]:+.1f}]")
         print(f"wrote {args.out}/placed.json")
     return 0
@@ -63,7 +68,8 @@ def _robustness_subsets(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.subsets import subsets_from_results
 
     report = subsets_from_results(args.results, ref=args.ref, shift=args.shift, out_dir=args.out, by=args.by,
-                                  fmt=args.format, fraction=args.worst_fraction, resume=args.resume)
+                                  fmt=args.format, fraction=args.worst_fraction, resume=args.resume,
+                                  options=read_options(args))
     lines, worst = report.lines, report.worst
     print(f"{len(report.models)} models; average line: slope {lines.average.slope:.2f}, r2 {lines.average.r2:.2f}")
     for s in lines.subsets:
@@ -81,7 +87,7 @@ def _robustness_convert(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.convert_results import convert_results
 
     done = convert_results(args.results, args.out, fmt=args.format, benches=args.benchmark, n_questions=n_questions(args),
-                           questions_out=args.questions)
+                           questions_out=args.questions, options=read_options(args))
     print(f"wrote {done.csv_rows} rows to {args.out}"
           + (f" and {done.question_rows} question rows to {args.questions}" if args.questions else ""))
     if done.left_out:
@@ -197,5 +203,5 @@ def _add_convert(rb_sub: SubParsers) -> None:
     conv.add_argument("--out", required=True, help="the CSV to write (model, family, bench, accuracy, n, ...)")
     conv.add_argument("--benchmark", action="append", default=[], help="keep only this benchmark (repeatable)")
     conv.add_argument("--questions", metavar="FILE", help="also write the per-question rows here (JSONL)")
-    add_results_options(conv)
+    add_results_options(conv, non_accuracy=True)
     conv.set_defaults(func=_robustness_convert)

@@ -10,8 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robustvlm.data.results import detect_format, fill_counts, read_results_file, standard_size
-from robustvlm.data.results.openclip import pretraining_source
+from robustvlm.data.results import (
+    ReadOptions,
+    detect_format,
+    fill_counts,
+    read_results_file,
+    standard_size,
+)
+from robustvlm.data.results.openclip import NOT_ACCURACY, pretraining_source
 from robustvlm.errors import DataError
 from tests.helpers.bad_input import expect_clean_failure
 from tests.helpers.result_files import (
@@ -33,11 +39,16 @@ def test_the_cli_offers_every_registered_format():
     assert offered == RESULT_FORMAT_CHOICES
 
 
-def test_openclip_table_as_published_reads_121_models_on_38_datasets():
+def test_openclip_table_as_published_reads_121_models_on_27_accuracies_and_lists_11_other_measures():
     table = read_results_file(OPENCLIP)
     assert detect_format(OPENCLIP) == "openclip"
     models = {r["model"] for r in table.accuracies}
-    assert len(models) == 121 and len(table.accuracies) == 121 * 38
+    assert len(models) == 121 and len(table.accuracies) == 121 * 27
+    assert sorted(s.record for s in table.skipped) == sorted(f"column {c}" for c in NOT_ACCURACY)
+    everything = read_results_file(OPENCLIP, options=ReadOptions(allow_non_accuracy=True))
+    assert len(everything.accuracies) == 121 * 38 and not everything.skipped
+    pets = next(r for r in everything.accuracies if r["bench"] == "Oxford-IIIT Pet")
+    assert pets["measure"] == "mean per-class recall" and pets["n"] is None
     row = next(r for r in table.accuracies if r["model"] == "ViT-B-32 openai" and r["bench"] == "ImageNet 1k")
     assert row["family"] == "OpenAI WIT" and 0.6 < row["accuracy"] < 0.65 and row["n"] is None
 
@@ -141,3 +152,19 @@ def test_a_malformed_file_of_each_kind_is_one_error_naming_file_and_record(tmp_p
     argv = ["robustness", "fit", str(path), "--ref", "a", "--shift", "b", "--format", fmt, "--out",
             str(tmp_path / "out")]
     expect_clean_failure(argv, capsys, mentions=mentions)
+
+
+def test_lmms_eval_scales_percentages_by_name_or_range_and_lists_other_scores(tmp_path):
+    folder = lmms_eval_run(tmp_path, "m", {"a": np.ones(4), "b": np.ones(4), "c": np.ones(4), "mmbench_x": np.ones(4)})
+    path = folder / f"{DATE}_results.json"
+    data = json.loads(path.read_text())
+    data["results"]["a"] = {"alias": "a", "overall_acc,none": 62.5}  # an accuracy in percent (its name says acc)
+    data["results"]["b"] = {"alias": "b", "mme_perception_score,none": 1500.0}  # a score of another kind
+    data["results"]["c"] = {"alias": "c", "relaxed_overall,none": 40.0}  # no accuracy by name: not guessed
+    data["results"]["mmbench_x"] = {"alias": "mmbench_x", "gpt_eval_score,none": 0.5}  # mmbench_*: always percent
+    path.write_text(json.dumps(data))
+    for task in "abc":
+        (folder / f"{DATE}_samples_{task}.jsonl").unlink()
+    table = read_results_file(path)
+    assert {r["bench"]: r["accuracy"] for r in table.accuracies} == {"a": 0.625, "mmbench_x": 0.005}
+    assert {s.record for s in table.skipped} == {"results.b", "results.c"}

@@ -4,6 +4,7 @@ subset analysis on VLMEvalKit sheets of a constructed case."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -98,8 +99,9 @@ def test_subsets_on_vlmevalkit_sheets_single_out_the_coin_flips(tmp_path, capsys
 def test_convert_writes_robustvlms_csv_which_fits_to_the_same_line(tmp_path, capsys):
     out = tmp_path / "long.csv"
     assert run_cli(["robustness", "convert", str(OPENCLIP), "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert "left out" in printed and "Flickr" in printed  # retrieval sets have no standard count
+    printed = capsys.readouterr()
+    assert "left out" in printed.out and "SUN397" in printed.out  # no standard count
+    assert "[column Flickr]: mean recall@1" in printed.err  # not an accuracy: listed, not converted
     assert run_cli(["robustness", "fit", str(out), "--ref", "ImageNet 1k", "--shift", "ImageNet-R", "--out",
                     str(tmp_path / "fit")]) == 0
     fit = json.loads((tmp_path / "fit" / "fit.json").read_text())["fit"]
@@ -110,3 +112,19 @@ def test_convert_writes_robustvlms_csv_which_fits_to_the_same_line(tmp_path, cap
     assert run_cli(["robustness", "fit", str(out), "--ref", "ImageNet 1k", "--shift", "ImageNet-R", "--group-by",
                     "source", "--n-boot", "100", "--out", str(tmp_path / "groups")]) == 0
     assert len(json.loads((tmp_path / "groups" / "groups.json").read_text())["groups"]) == 12
+
+
+def test_a_column_that_is_no_accuracy_is_refused_by_fit_and_converted_only_when_asked(tmp_path, capsys):
+    argv = ["robustness", "fit", str(OPENCLIP), "--ref", "ImageNet 1k", "--shift", "Oxford-IIIT Pet", "--out",
+            str(tmp_path / "fit")]
+    assert run_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert "error: " in err and "bench 'Oxford-IIIT Pet' was left out: mean per-class recall" in err
+    out = tmp_path / "all.csv"
+    assert run_cli(["robustness", "convert", str(OPENCLIP), "--out", str(out), "--benchmark", "Oxford-IIIT Pet",
+                    "--allow-non-accuracy"]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 121 and {(r["n"], r["n_from"], r["measure"]) for r in rows} == {
+        ("", "none", "mean per-class recall")}  # never given the test split's 3,669 as a question count
+    assert run_cli(["robustness", "fit", str(out), "--ref", "a", "--shift", "b", "--out", str(tmp_path / "f2")]) == 2
+    assert "empty value(s) in column(s) n" in capsys.readouterr().err  # a measure without a count cannot be fitted

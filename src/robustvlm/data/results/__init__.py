@@ -10,8 +10,10 @@ of them (detected, or named with `--format`).
 | `vlmevalkit` | VLMEvalKit's prediction / `_result` sheets (.xlsx/.csv/.tsv) and `_acc.csv` | yes |
 
 Each reader returns a `ResultTable` (table.py); missing question counts come from
-`sizes.fill_counts`. Adding a format is one module with `looks_like` and `read`, and one entry
-in `RESULT_FORMATS`.
+`sizes.fill_counts`; the records a reader leaves out are listed (`skips`: on stderr, in the
+command's JSON; `--strict` refuses them). Files are read through `text` (a size cap, UTF-8, CSV
+rows as long as their header). Adding a format is one module with `looks_like` and `read`, and
+one entry in `RESULT_FORMATS`.
 """
 
 from __future__ import annotations
@@ -22,17 +24,24 @@ from pathlib import Path
 
 from robustvlm.data.results import clip_benchmark, lmms_eval, long_csv, openclip, vlmevalkit
 from robustvlm.data.results.sizes import STANDARD_SIZES, fill_counts, standard_size
-from robustvlm.data.results.table import ResultTable
+from robustvlm.data.results.skips import Skip, report_skips, skips_json
+from robustvlm.data.results.table import ReadOptions, ResultTable
 from robustvlm.errors import ConfigError, DataError
 
 
 @dataclass(frozen=True)
 class ResultFormat:
-    """A results format: its reader and its detector (whether an existing path is of it)."""
+    """A results format: its reader (path, the user's reading options) and its detector (whether
+    an existing path is of it)."""
 
-    read: Callable[[Path], ResultTable]
+    read: Callable[[Path, ReadOptions], ResultTable]
     detect: Callable[[Path], bool]
     what: str
+
+
+def _no_options(read: Callable[[Path], ResultTable]) -> Callable[[Path, ReadOptions], ResultTable]:
+    """A reader that takes no options, as the registry calls readers."""
+    return lambda path, _options: read(path)
 
 
 #: every results format by name, in the order detection tries them
@@ -41,7 +50,7 @@ RESULT_FORMATS: dict[str, ResultFormat] = {
     "openclip": ResultFormat(openclip.read, openclip.looks_like, "open_clip's results table"),
     "clip_benchmark": ResultFormat(clip_benchmark.read, clip_benchmark.looks_like, "clip_benchmark's JSON or CSV"),
     "lmms_eval": ResultFormat(lmms_eval.read, lmms_eval.looks_like, "lmms-eval's results / samples"),
-    "vlmevalkit": ResultFormat(vlmevalkit.read, vlmevalkit.looks_like, "VLMEvalKit's sheets"),
+    "vlmevalkit": ResultFormat(_no_options(vlmevalkit.read), vlmevalkit.looks_like, "VLMEvalKit's sheets"),
 }
 RESULT_FORMAT_CHOICES = ("auto", *RESULT_FORMATS)
 
@@ -58,15 +67,19 @@ def detect_format(path: Path) -> str:
                       "name its format with --format")
 
 
-def read_results_file(path: str | Path, fmt: str = "auto") -> ResultTable:
-    """The results at `path` in format `fmt` ("auto": detected)."""
+def read_results_file(path: str | Path, fmt: str = "auto", options: ReadOptions | None = None) -> ResultTable:
+    """The results at `path` in format `fmt` ("auto": detected), read with the user's `options`;
+    its skipped records printed on stderr (`options.strict`: a DataError naming the first instead)."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no such file or folder")
     if fmt != "auto" and fmt not in RESULT_FORMATS:
         raise ConfigError(f"unknown results format {fmt!r}; choose one of {', '.join(RESULT_FORMAT_CHOICES)}")
-    return RESULT_FORMATS[detect_format(path) if fmt == "auto" else fmt].read(path)
+    options = options or ReadOptions()
+    table = RESULT_FORMATS[detect_format(path) if fmt == "auto" else fmt].read(path, options)
+    report_skips(table.skipped, strict=options.strict)
+    return table
 
 
-__all__ = ["RESULT_FORMATS", "RESULT_FORMAT_CHOICES", "STANDARD_SIZES", "DataError", "ResultFormat", "ResultTable",
-           "detect_format", "fill_counts", "read_results_file", "standard_size"]
+__all__ = ["RESULT_FORMATS", "RESULT_FORMAT_CHOICES", "STANDARD_SIZES", "DataError", "ReadOptions", "ResultFormat",
+           "ResultTable", "Skip", "detect_format", "fill_counts", "read_results_file", "skips_json", "standard_size"]

@@ -6,21 +6,24 @@ by default); `clip_benchmark build` gathers them into one CSV with the metrics a
 Read: one such JSON, a folder of them, or the `build` CSV. A model is `MODEL PRETRAINED`; its
 family the pretraining source of its `pretrained` tag (`openclip.pretraining_source`, the same
 tags); the bench is the `dataset` as written (`imagenet1k`, `wds/imagenet-r`); the accuracy
-`acc1`. Records of other tasks (retrieval, captioning: no `acc1`) are skipped and listed. The
-files give no question counts (see `data.results.sizes`).
+`acc1`. Records of other tasks (retrieval, captioning, linear probes: `task` other than
+`zeroshot_classification`, or no `acc1`) are skipped and listed. The files give no question
+counts (see `data.results.sizes`). Checked against clip_benchmark 1.6.2's `eval` writer
+(`tools/write_result_fixtures.py`).
 """
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 
 from robustvlm.data.results.openclip import pretraining_source
-from robustvlm.data.results.table import ResultTable, accuracy_row, fraction
+from robustvlm.data.results.table import ReadOptions, ResultTable, accuracy_row, fraction
+from robustvlm.data.results.text import csv_header, csv_records, read_json
 from robustvlm.errors import DataError
 
 KEYS = ("dataset", "model", "pretrained")
+#: the task whose acc1 is read (clip_benchmark's default task of a classification dataset)
+CLASSIFICATION = "zeroshot_classification"
 
 
 def _json_files(path: Path) -> list[Path]:
@@ -29,8 +32,8 @@ def _json_files(path: Path) -> list[Path]:
 
 def _is_record(path: Path) -> bool:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = read_json(path, "file")
+    except DataError:
         return False
     return isinstance(data, dict) and all(k in data for k in KEYS) and isinstance(data.get("metrics"), dict)
 
@@ -38,22 +41,18 @@ def _is_record(path: Path) -> bool:
 def looks_like(path: Path) -> bool:
     """A clip_benchmark JSON, a folder whose first JSON is one, or a `build` CSV (columns
     dataset, model, pretrained, acc1)."""
-    if path.suffix.lower() == ".csv" and path.is_file():
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            header = set(next(csv.reader(f), []))
-        return {*KEYS, "acc1"} <= header
+    if path.suffix.lower() == ".csv":
+        return {*KEYS, "acc1"} <= set(csv_header(path) or [])
     files = _json_files(path) if path.is_dir() else ([path] if path.suffix.lower() == ".json" else [])
     return bool(files) and _is_record(files[0])
 
 
-def read(path: Path) -> ResultTable:
+def read(path: Path, options: ReadOptions | None = None) -> ResultTable:
     """Accuracy rows (acc1, n None) of every zero-shot classification record."""
     table = ResultTable()
-    if path.suffix.lower() == ".csv" and path.is_file():
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            reader = csv.DictReader(f)
-            for raw in reader:
-                _add(table, raw, raw.get("acc1"), str(path), reader.line_num)
+    if path.suffix.lower() == ".csv" and not path.is_dir():
+        for line, raw in csv_records(path, "clip_benchmark build CSV")[1]:
+            _add(table, raw, raw.get("acc1"), str(path), line)
     else:
         for file in _json_files(path):
             _add_json(table, file)
@@ -63,10 +62,7 @@ def read(path: Path) -> ResultTable:
 
 
 def _add_json(table: ResultTable, file: Path) -> None:
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DataError(f"not a readable JSON file ({err})", str(file)) from err
+    data = read_json(file, "clip_benchmark result")
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
         raise DataError("not a clip_benchmark result: no `metrics` object", str(file))
     _add(table, data, data["metrics"].get("acc1"), str(file), file.name)
@@ -76,8 +72,12 @@ def _add(table: ResultTable, record: dict, acc1: object, source: str, where: str
     missing = [k for k in KEYS if not str(record.get(k) or "").strip()]
     if missing:
         raise DataError(f"no {', '.join(missing)} in the clip_benchmark record", source, where)
+    task = str(record.get("task") or CLASSIFICATION)
+    if task != CLASSIFICATION:
+        table.skip(source, where, f"{record['dataset']}: task {task}, not {CLASSIFICATION}")
+        return
     if acc1 in (None, ""):
-        table.skipped.append(f"{source}: {record['dataset']} ({record.get('task', 'no task')}): no acc1")
+        table.skip(source, where, f"{record['dataset']}: no acc1")
         return
     tag = str(record["pretrained"])
     table.accuracies.append(accuracy_row(

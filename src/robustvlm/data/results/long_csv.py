@@ -4,10 +4,10 @@ other columns are kept on the rows (for `--group-by`)."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
-from robustvlm.data.results.table import ResultTable, count, fraction
+from robustvlm.data.results.table import ReadOptions, ResultTable, count, fraction
+from robustvlm.data.results.text import csv_header, csv_records
 from robustvlm.errors import DataError
 
 REQUIRED_COLUMNS = ("model", "family", "bench", "accuracy", "n")
@@ -15,26 +15,16 @@ REQUIRED_COLUMNS = ("model", "family", "bench", "accuracy", "n")
 
 def looks_like(path: Path) -> bool:
     """A .csv whose header has every REQUIRED_COLUMNS."""
-    if path.is_dir() or path.suffix.lower() != ".csv":
-        return False
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            return set(REQUIRED_COLUMNS) <= set(next(csv.reader(f), []))
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return False
+    return set(REQUIRED_COLUMNS) <= set(csv_header(path) or [])
 
 
-def read(path: Path) -> ResultTable:
+def read(path: Path, options: ReadOptions | None = None) -> ResultTable:
     """Rows of a results CSV; `line` is the 1-based line where the row ends (the header is line 1)."""
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
-            if missing:
-                raise DataError(f"missing column(s) {', '.join(missing)}; need {REQUIRED_COLUMNS}", str(path), 1)
-            rows = [_parse_row(raw, str(path), reader.line_num) for raw in reader]
-    except (OSError, UnicodeDecodeError, csv.Error) as err:
-        raise DataError(f"cannot read results CSV: {err}", str(path)) from err
+    header, records = csv_records(path, "results CSV")
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise DataError(f"missing column(s) {', '.join(missing)}; need {REQUIRED_COLUMNS}", str(path), 1)
+    rows = [_parse_row(raw, str(path), line) for line, raw in records]
     if not rows:
         raise DataError("the results CSV has no rows", str(path))
     return ResultTable(accuracies=rows)

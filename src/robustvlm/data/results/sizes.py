@@ -68,11 +68,13 @@ def same_benchmark(a: str, b: str) -> bool:
 
 def fill_counts(rows: Iterable[dict], benches: Iterable[str], user: Mapping[str, int], source: str) -> None:
     """Give every row of `benches` whose file gave no count one: the user's (`user`: bench ->
-    questions; it names a split the table does not), else the standard table's; set its "n_from". Rows of other benchmarks are left
-    as they are. DataError naming the benchmark when neither knows it."""
+    questions; it names a split the table does not), else the standard table's; set its "n_from".
+    Rows of other benchmarks, and rows whose score is no accuracy over a counted set (they carry
+    `measure`: open_clip's mean per-class recall columns), are left as they are. DataError naming
+    the benchmark when neither knows it."""
     wanted = set(benches)
     for row in rows:
-        if row["bench"] not in wanted or row["n"] is not None:
+        if row["bench"] not in wanted or row["n"] is not None or row.get("measure"):
             continue
         given = next((n for bench, n in user.items() if same_benchmark(bench, row["bench"])), None)
         if given is not None:

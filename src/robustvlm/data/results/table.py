@@ -16,22 +16,42 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from robustvlm.data.results.skips import Skip
 from robustvlm.errors import DataError
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the user chose about reading: `run` (lmms-eval: read the run of this DATE, not the
+    latest of each task), `allow_non_accuracy` (read scores that are not an accuracy over a
+    counted set, e.g. open_clip's mean per-class recall columns, marked as such) and `strict`
+    (a record left out is an error, not a listed skip)."""
+
+    run: str | None = None
+    allow_non_accuracy: bool = False
+    strict: bool = False
 
 
 @dataclass
 class ResultTable:
     """A results file read: `accuracies` (one row per model and benchmark), `questions` (one
     row per model, benchmark and question; empty when the file has aggregates only) and
-    `skipped` (records left out on purpose, each saying which and why: the command prints them)."""
+    `skipped` (records left out on purpose, each saying which and why: `skips.report_skips`)."""
 
     accuracies: list[dict] = field(default_factory=list)
     questions: list[dict] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+
+    def skip(self, file: str, record: str | int, why: str) -> None:
+        """List a record left out (file, where in it, why)."""
+        self.skipped.append(Skip(str(file), str(record), why))
 
 
 def fraction(value: object, what: str, source: str, record: str | int) -> float:
-    """`value` as a fraction in [0, 1] (DataError naming `source` and `record` otherwise)."""
+    """`value` as a fraction in [0, 1] (DataError naming `source` and `record` otherwise; a boolean
+    is refused, not read as 0 or 1)."""
+    if isinstance(value, bool):
+        raise DataError(f"{what} must be a number, got the boolean {value!r}", source, record)
     try:
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -42,7 +62,9 @@ def fraction(value: object, what: str, source: str, record: str | int) -> float:
 
 
 def count(value: object, what: str, source: str, record: str | int) -> int:
-    """`value` as a positive whole number of questions (DataError otherwise)."""
+    """`value` as a positive whole number of questions (DataError otherwise; a boolean too)."""
+    if isinstance(value, bool):
+        raise DataError(f"{what} must be an integer, got the boolean {value!r}", source, record)
     try:
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):

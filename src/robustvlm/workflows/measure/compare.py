@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from robustvlm.analysis.paired import PairedComparison, compare_paired
-from robustvlm.data.results import read_results_file
+from robustvlm.data.results import ReadOptions, Skip, read_results_file, skips_json
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.report.paired_table import paired_cells, paired_header
 from robustvlm.report.tables import markdown_table
@@ -39,17 +39,19 @@ ALL = "all"
 
 @dataclass
 class Comparison:
-    """What `compare_runs` found: the metric compared, the groups' comparisons (ALL last) and
-    the questions left out as undecided in either run."""
+    """What `compare_runs` found: the metric compared, the groups' comparisons (ALL last), the
+    questions left out as undecided in either run and the records the readers of another tool's
+    files left out (`data.results.skips`)."""
 
     metric: str
     cluster: str | None
     groups: dict[str, PairedComparison]
     undecided: int
+    skipped: list[Skip]
 
     def to_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "cluster": self.cluster, "undecided": self.undecided,
-                "groups": {g: c.to_dict() for g, c in self.groups.items()}}
+                "groups": {g: c.to_dict() for g, c in self.groups.items()}, "skipped": skips_json(self.skipped)}
 
 
 def _is_own_run(path: Path) -> bool:
@@ -59,24 +61,34 @@ def _is_own_run(path: Path) -> bool:
     return path.suffix == ".jsonl" and "_samples_" not in path.name
 
 
-def imported_rows(path: Path, fmt: str = "auto") -> list[dict]:
-    """The per-question rows of one model's results file of another tool (`data.results`: lmms-eval
-    samples, VLMEvalKit sheets) as compare's rows: id "BENCH/ID", correct, env."""
-    table = read_results_file(path, fmt)
+def imported_rows(path: Path, fmt: str = "auto", options: ReadOptions | None = None) -> tuple[list[dict], list[Skip]]:
+    """(the per-question rows of one model's results file of another tool (`data.results`: lmms-eval
+    samples, VLMEvalKit sheets) as compare's rows: id "BENCH/ID", correct, env; the records the
+    reader left out). A question held twice is a DataError naming it."""
+    table = read_results_file(path, fmt, options)
     models = sorted({q["model"] for q in table.questions})
     if len(models) != 1:
         raise DataError(f"{path}: compare needs the per-question results of one model; found "
                         f"{len(models)} ({', '.join(models[:3]) or 'none: aggregate results only'})")
-    return [{**{k: v for k, v in q.items() if k not in ("model", "line")}, "id": f"{q['bench']}/{q['id']}"}
+    first: dict[tuple[str, str], int] = {}
+    for i, q in enumerate(table.questions):
+        earlier = first.setdefault((q["bench"], q["id"]), i)
+        if earlier != i:
+            raise DataError(f"question {q['bench']}/{q['id']} is held twice (first at {table.questions[earlier]['line']})"
+                            ": a run scores each question once", str(path), q["line"])
+    rows = [{**{k: v for k, v in q.items() if k not in ("model", "line")}, "id": f"{q['bench']}/{q['id']}"}
             for q in table.questions]
+    return rows, table.skipped
 
 
-def run_rows(run: str | Path, fmt: str = "auto") -> tuple[Path, list[dict]]:
-    """(the file read, its rows) of an eval / icl eval folder, an mc eval question file, or (`fmt`
-    named, or a path of another tool) one model's per-question results of another tool."""
+def run_rows(run: str | Path, fmt: str = "auto",
+             options: ReadOptions | None = None) -> tuple[Path, list[dict], list[Skip]]:
+    """(the file read, its rows, the records its reader left out) of an eval / icl eval folder, an
+    mc eval question file, or (`fmt` named, or a path of another tool) one model's per-question
+    results of another tool."""
     path = Path(run)
     if path.exists() and (fmt != "auto" or not _is_own_run(path)):
-        return path, imported_rows(path, fmt)
+        return (path, *imported_rows(path, fmt, options))
     if path.is_dir():
         found = [path / name for name in RUN_FILES if (path / name).is_file()]
         if not found:
@@ -94,7 +106,7 @@ def run_rows(run: str | Path, fmt: str = "auto") -> tuple[Path, list[dict]]:
         if earlier != line:
             raise DataError(f"question {row.get('id')!r} is held twice (lines {earlier} and {line}): a run scores "
                             "each question once", str(path), line)
-    return path, [row for _, row in numbered]
+    return path, [row for _, row in numbered], []
 
 
 def _key(row: Mapping) -> tuple:
@@ -132,11 +144,11 @@ def pick_metric(rows: Sequence[Mapping], metric: str | None, where: Path) -> str
 
 def compare_runs(
     run_a: str | Path, run_b: str | Path, *, metric: str | None = None, cluster: str | None = None,
-    power_delta: float = 0.05, n_boot: int = 2000, fmt: str = "auto",
+    power_delta: float = 0.05, n_boot: int = 2000, fmt: str = "auto", options: ReadOptions | None = None,
 ) -> Comparison:
     """Pair the two runs' questions and compare them per group and over all (see the module doc)."""
-    path_a, rows_a = run_rows(run_a, fmt)
-    path_b, rows_b = run_rows(run_b, fmt)
+    path_a, rows_a, skipped_a = run_rows(run_a, fmt, options)
+    path_b, rows_b, skipped_b = run_rows(run_b, fmt, options)
     metric = pick_metric(rows_a, metric, path_a)
     pick_metric(rows_b, metric, path_b)
     by_key_b = {_key(r): r for r in rows_b}
@@ -163,7 +175,7 @@ def compare_runs(
                                 clusters=[c for _, _, c in grouped[g]] if cluster else None,
                                 power_delta=power_delta, n_boot=n_boot)
               for g in order}
-    return Comparison(metric, cluster, groups, undecided)
+    return Comparison(metric, cluster, groups, undecided, [*skipped_a, *skipped_b])
 
 
 def _cluster_label(row: Mapping, cluster: str | None, where: Path) -> str:

@@ -5,7 +5,9 @@ per-question rows, where it has them, as JSONL (`model, bench, id, correct, env,
 Benchmarks whose question count neither the file, the user nor the standard table gives are left
 out of the CSV and named in the returned summary (the command prints them); when that leaves
 nothing, the command refuses rather than write an empty CSV. `--benchmark` keeps only the
-benchmarks named.
+benchmarks named. Scores that are no accuracy over a counted set (read only with
+`--allow-non-accuracy`: rows with `measure`) are written with an empty `n` and `n_from` "none",
+never given a question count. The records the reader left out are printed (`data.results.skips`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from robustvlm.data.results import fill_counts, read_results_file
+from robustvlm.data.results import ReadOptions, fill_counts, read_results_file
 from robustvlm.data.results.sizes import standard_size
 from robustvlm.errors import ConfigError, DataError
 
@@ -34,18 +36,22 @@ class Converted:
 
 def convert_results(path: str | Path, out_csv: str | Path, *, fmt: str = "auto", benches: Sequence[str] = (),
                     n_questions: Mapping[str, int] | None = None,
-                    questions_out: str | Path | None = None) -> Converted:
+                    questions_out: str | Path | None = None, options: ReadOptions | None = None) -> Converted:
     """Write the accuracies of `path` to `out_csv` (and its question rows to `questions_out`);
     an existing output file is refused (ConfigError), never replaced."""
     for target in (out_csv, questions_out):
         if target is not None and Path(target).exists():
             raise ConfigError(f"{target} exists: choose a new output file")
-    table = read_results_file(path, fmt)
+    table = read_results_file(path, fmt, options)
     rows = [r for r in table.accuracies if not benches or r["bench"] in benches]
     if not rows:
         raise DataError(f"no rows for bench(es) {list(benches)}", str(path))
     sizes = n_questions or {}
-    countable = {r["bench"] for r in rows if r["n"] is not None or r["bench"] in sizes or standard_size(r["bench"])}
+    for row in rows:
+        if row.get("measure"):
+            row["n_from"] = "none"
+    countable = {r["bench"] for r in rows if r["n"] is not None or r.get("measure") or r["bench"] in sizes
+                 or standard_size(r["bench"])}
     left_out = sorted({r["bench"] for r in rows} - countable)
     if benches and left_out:
         fill_counts(rows, left_out, sizes, str(path))  # a named bench without a count: its error

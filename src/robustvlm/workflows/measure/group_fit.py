@@ -15,6 +15,7 @@ from pathlib import Path
 from robustvlm.analysis.accuracy_on_the_line import ModelPoint, RobustnessFit, Transform
 from robustvlm.analysis.effective_robustness import ErEstimate
 from robustvlm.analysis.group_lines import GroupLine, group_lines, place_against
+from robustvlm.data.results import ReadOptions, skips_json
 from robustvlm.report.line_scatter import family_lines_scatter
 from robustvlm.workflows.measure.robustness_fit import load_points
 
@@ -49,11 +50,12 @@ class PlacedModel:
 
 def place_baseline_table(result: RobustnessFit, table: str | Path, out: Path, *, fmt: str = "auto",
                          n_questions: Mapping[str, int] | None = None, n_boot: int = 2000,
-                         seed: int = 0) -> list[PlacedModel]:
+                         seed: int = 0, options: ReadOptions | None = None) -> list[PlacedModel]:
     """Each model of the user's results `table` (its `result.ref` and `result.shift` accuracies)
     against the line of `result`; writes placed.json into `out`."""
     base = [m.point for m in result.models if m.in_fit]
-    mine = load_points(table, ref=result.ref, shift=result.shift, fmt=fmt, n_questions=n_questions)
+    mine, skipped = load_points(table, ref=result.ref, shift=result.shift, fmt=fmt, n_questions=n_questions,
+                                options=options)
     placed = [PlacedModel(p, place_against(base, [p], kind=result.fit.transform, n_boot=n_boot, seed=seed,
                                            counts=True))
               for p in mine]
@@ -61,6 +63,7 @@ def place_baseline_table(result: RobustnessFit, table: str | Path, out: Path, *,
                "line_models": len(base), "table": str(table),
                "models": [{"model": m.point.model, "acc_ref": m.point.acc_ref, "acc_shift": m.point.acc_shift,
                            "n_ref": m.point.n_ref, "n_shift": m.point.n_shift, "effective_robustness": m.er.value,
-                           "ci": list(m.er.ci), "share_above": m.er.share_above} for m in placed]}
+                           "ci": list(m.er.ci), "share_above": m.er.share_above} for m in placed],
+               "skipped": skips_json(skipped)}
     (out / "placed.json").write_text(json.dumps(content, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     return placed

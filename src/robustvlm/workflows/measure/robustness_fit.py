@@ -21,7 +21,7 @@ from robustvlm.analysis.accuracy_on_the_line import (
     fit_robustness,
 )
 from robustvlm.analysis.simulate import simulate
-from robustvlm.data.results import fill_counts, read_results_file
+from robustvlm.data.results import ReadOptions, Skip, fill_counts, read_results_file, skips_json
 from robustvlm.data.results.sizes import same_benchmark
 from robustvlm.errors import DataError
 from robustvlm.report.line_scatter import scatter
@@ -35,18 +35,34 @@ def read_results(path: str | Path, fmt: str = "auto") -> list[dict]:
 
 
 def load_points(path: str | Path, *, ref: str, shift: str, fmt: str = "auto", group_by: str | None = None,
-                n_questions: Mapping[str, int] | None = None) -> list[ModelPoint]:
-    """One ModelPoint per model of the results at `path` measured on `ref` and `shift`; its family
-    is the value of column `group_by` (the reader's family when None); question counts the
-    file's, else the user's `n_questions`, else the standard table's (`data.results.sizes`).
-    A standard set matches across spellings (`--ref "ImageNet 1k"` finds clip_benchmark's
-    `imagenet1k`)."""
+                n_questions: Mapping[str, int] | None = None,
+                options: ReadOptions | None = None) -> tuple[list[ModelPoint], list[Skip]]:
+    """(one ModelPoint per model of the results at `path` measured on `ref` and `shift`, the records
+    the reader left out); a point's family is the value of column `group_by` (the reader's family
+    when None); question counts the file's, else the user's `n_questions`, else the standard
+    table's (`data.results.sizes`). A standard set matches across spellings (`--ref "ImageNet 1k"`
+    finds clip_benchmark's `imagenet1k`). A benchmark the reader left out, or one whose score is no
+    accuracy over counted questions (a row with `measure`), is a DataError saying so."""
     source = str(path)
-    rows = [_named(row, (ref, shift)) for row in read_results(path, fmt)]
+    table = read_results_file(path, fmt, options)
+    rows = [_named(row, (ref, shift)) for row in table.accuracies]
+    for bench in (ref, shift):
+        _check_accuracy(bench, rows, table.skipped, source)
     fill_counts(rows, (ref, shift), n_questions or {}, source)
     if group_by is not None:
         rows = [_regrouped(row, group_by, source) for row in rows]
-    return pair_benches(rows, ref, shift, source)
+    return pair_benches(rows, ref, shift, source), table.skipped
+
+
+def _check_accuracy(bench: str, rows: Sequence[dict], skipped: Sequence[Skip], source: str) -> None:
+    """DataError when `bench` is not an accuracy over counted questions, or was left out."""
+    row = next((r for r in rows if r["bench"] == bench), None)
+    if row is not None and row.get("measure"):
+        raise DataError(f"bench {bench!r} holds {row['measure']}, not an accuracy over a counted set of questions: "
+                        "a fit's intervals count questions", source, row["line"])
+    left_out = next((s for s in skipped if bench in s.record), None)
+    if row is None and left_out is not None:
+        raise DataError(f"bench {bench!r} was left out: {left_out.why}", left_out.file, left_out.record)
 
 
 def _named(row: dict, benches: Sequence[str]) -> dict:
@@ -127,6 +143,7 @@ def fit_from_results(
     group_by: str | None = None,
     n_questions: Mapping[str, int] | None = None,
     extra_settings: Mapping[str, object] | None = None,
+    options: ReadOptions | None = None,
 ) -> RobustnessFit:
     """Fit the baseline line of `shift` vs `ref` accuracy; write fit.json and scatter.png.
 
@@ -140,9 +157,12 @@ def fit_from_results(
         resume: write into a folder that holds this same fit (it is claimed as every run folder).
         fmt, group_by, n_questions: see `load_points` (with `group_by`, `baseline` names a group).
         extra_settings: more settings recorded in the claimed folder (what else will be written).
+        options: how the file is read (`data.results.ReadOptions`); its skipped records go into
+            fit.json's `skipped`.
     """
     source = str(results_csv)
-    points = load_points(results_csv, ref=ref, shift=shift, fmt=fmt, group_by=group_by, n_questions=n_questions)
+    points, skipped = load_points(results_csv, ref=ref, shift=shift, fmt=fmt, group_by=group_by,
+                                  n_questions=n_questions, options=options)
     try:
         result = fit_robustness(
             points, ref=ref, shift=shift, baseline=baseline, transform=transform,
@@ -152,21 +172,16 @@ def fit_from_results(
         raise DataError(err.message, source) from None
     settings: dict[str, object] = {"results": str(Path(results_csv).resolve()), "ref": ref, "shift": shift,
                                    "baseline": baseline, "transform": transform, "n_boot": n_boot, "seed": seed}
-    more = {"format": fmt, "group_by": group_by, "n_questions": dict(n_questions or {}), **(extra_settings or {})}
+    reading = options or ReadOptions()
+    more = {"format": fmt, "group_by": group_by, "n_questions": dict(n_questions or {}), "run": reading.run,
+            "strict": reading.strict or None, **(extra_settings or {})}
     settings |= {k: v for k, v in more.items() if v not in (None, "auto", {})}  # as before, when unused
     out = claim_run_folder(out_dir, settings, command="robustness fit", resume=resume)
-    _write_json(out / "fit.json", result.to_dict())
+    _write_json(out / "fit.json", {**result.to_dict(), "skipped": skips_json(skipped)})
     fit = result.fit
-    scatter(
-        result.models,
-        fit,
-        result.band,
-        out / "scatter.png",
-        title=f"{shift} vs {ref} ({transform} axes)",
-        xlabel=f"{ref} accuracy",
-        ylabel=f"{shift} accuracy",
-        fit_label=f"fit on {baseline or 'all models'}: slope {fit.slope:.2f}, $R^2$ {fit.r2:.2f}",
-    )
+    scatter(result.models, fit, result.band, out / "scatter.png", title=f"{shift} vs {ref} ({transform} axes)",
+            xlabel=f"{ref} accuracy", ylabel=f"{shift} accuracy",
+            fit_label=f"fit on {baseline or 'all models'}: slope {fit.slope:.2f}, $R^2$ {fit.r2:.2f}")
     return result
 
 

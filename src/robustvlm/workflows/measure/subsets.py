@@ -18,7 +18,7 @@ import numpy as np
 
 from robustvlm.analysis.accuracy_on_the_line import Transform
 from robustvlm.analysis.subset_lines import SubsetLines, WorstSubset, subset_lines, worst_subset
-from robustvlm.data.results import ResultTable, read_results_file
+from robustvlm.data.results import ReadOptions, ResultTable, read_results_file, skips_json
 from robustvlm.errors import DataError
 from robustvlm.runs import claim_run_folder
 
@@ -34,13 +34,13 @@ class SubsetReport:
     worst_ids: list[str]
 
 
-def merged_results(paths: Sequence[str | Path], fmt: str = "auto") -> ResultTable:
+def merged_results(paths: Sequence[str | Path], fmt: str = "auto", options: ReadOptions | None = None) -> ResultTable:
     """The results of every path in one table; DataError when two paths hold one model's
     results on one benchmark (e.g. a work folder and one of its model folders)."""
     merged = ResultTable()
     read_from: dict[tuple[str, str], str | Path] = {}
     for path in paths:
-        table = read_results_file(path, fmt)
+        table = read_results_file(path, fmt, options)
         for row in table.accuracies:
             first = read_from.setdefault((row["model"], row["bench"]), path)
             if first != path:
@@ -82,19 +82,24 @@ def score_matrix(table: ResultTable, ref: str, shift: str, by: str,
 
 def subsets_from_results(paths: Sequence[str | Path], *, ref: str, shift: str, out_dir: str | Path, by: str = "env",
                          fmt: str = "auto", fraction: float = 0.25, kind: Transform = "probit", n_boot: int = 1000,
-                         seed: int = 0, resume: bool = False) -> SubsetReport:
-    """Subset lines of `shift` against `ref` over the models of `paths`; writes subsets.json."""
+                         seed: int = 0, resume: bool = False, options: ReadOptions | None = None) -> SubsetReport:
+    """Subset lines of `shift` against `ref` over the models of `paths`; writes subsets.json (with the
+    records the readers left out)."""
     source = ", ".join(str(p) for p in paths)
-    models, id_acc, scores, ids, labels = score_matrix(merged_results(paths, fmt), ref, shift, by, source)
+    table = merged_results(paths, fmt, options)
+    models, id_acc, scores, ids, labels = score_matrix(table, ref, shift, by, source)
     lines = subset_lines(id_acc, scores, labels, kind=kind, n_boot=n_boot, seed=seed)
     worst = worst_subset(id_acc, scores, fraction=fraction, kind=kind, seed=seed)
     settings = {"results": [str(Path(p).resolve()) for p in paths], "ref": ref, "shift": shift, "by": by,
-                "format": fmt, "fraction": fraction, "transform": kind, "n_boot": n_boot, "seed": seed}
+                "format": fmt, "fraction": fraction, "transform": kind, "n_boot": n_boot, "seed": seed,
+                **({"run": options.run} if options and options.run else {}),
+                **({"strict": True} if options and options.strict else {})}
     out = claim_run_folder(out_dir, settings, command="robustness subsets", resume=resume)
     report = SubsetReport(models, lines, worst, [ids[i] for i in worst.questions])
     content = {"ref": ref, "shift": shift, "by": by, "models": models, "questions": len(ids), **lines.to_dict(),
                "worst": {**worst.to_dict(), "questions": report.worst_ids,
                          "search_models": [models[i] for i in worst.search_models],
-                         "held_out_models": [models[i] for i in worst.held_out_models]}}
+                         "held_out_models": [models[i] for i in worst.held_out_models]},
+               "skipped": skips_json(table.skipped)}
     (out / "subsets.json").write_text(json.dumps(content, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     return report
