@@ -21,10 +21,11 @@ from functools import partial
 import torch
 
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES, make_unit_test
-from robustvlm.linear.batched import BATCHED, Cell, fit_linear_cell
+from robustvlm.linear.batched import BATCHED, fit_linear_cell
 from robustvlm.linear.fit import LinearData, fit_linear
 from robustvlm.linear.protocol import draw_config
 from robustvlm.objectives import build_objective
+from robustvlm.objectives.linear_cell import Cell
 
 DRAWS, SEEDS, ROWS, ENVS = 8, 4, 1000, 3
 TARGET = 10.0

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 import torch
 
 from robustvlm.data.synth.linear_unit_tests import make_unit_test
 from robustvlm.errors import ConfigError
-from robustvlm.linear.batched import BATCHED, Cell, fit_linear_cell
+from robustvlm.linear.batched import BATCHED, batched_objectives, fit_linear_cell
 from robustvlm.linear.fit import LinearData, fit_linear
-from robustvlm.linear.protocol import Protocol, draw_config, run_cell, run_one
-from robustvlm.objectives import build_objective
+from robustvlm.linear.protocol import Protocol, _say_one_at_a_time, draw_config, run_cell, run_one
+from robustvlm.objectives import INVARIANCE, REGISTRY, build_objective
+from robustvlm.objectives.erm import ERM
+from robustvlm.objectives.linear_cell import Cell
+from robustvlm.objectives.vrex import VREx
 
 STEPS = 120
 DRAWS = [0, 1, 2, 5]  # the defaults, and drawn settings (V-REx's anneal and reset fall inside 120 steps)
@@ -107,3 +112,45 @@ def test_empty_environments_and_unknown_objectives_are_refused():
         Cell.stack([empty], 3)
     with pytest.raises(ConfigError, match="no batched form of 'andmask'"):
         fit_linear_cell("andmask", Cell.stack(data, 3), [], steps=1, init_seeds=[])
+
+
+class _MeanVREx(VREx):
+    """A registered objective whose loss differs from its parent's and declares no batched form."""
+
+    name = "vrex_mean_risk"
+
+    def __call__(self, out, step):
+        return super().__call__(out, step)
+
+
+class _RenamedERM(ERM):
+    """ERM under another name: the same loss, so the same batched form."""
+
+    name = "erm_renamed"
+
+
+def test_the_batched_objectives_are_the_registrys_and_a_redefined_loss_has_none(monkeypatch):
+    assert BATCHED == batched_objectives() == tuple(n for n, c in REGISTRY.items() if c.batched is not None)
+    assert set(BATCHED) == set(REGISTRY)  # every built-in objective has a batched form
+    monkeypatch.setitem(REGISTRY, _MeanVREx.name, _MeanVREx)
+    monkeypatch.setitem(REGISTRY, _RenamedERM.name, _RenamedERM)
+    assert _MeanVREx.batched is None and VREx.batched is not None and _RenamedERM.batched is ERM.batched
+    assert "vrex_mean_risk" not in batched_objectives() and "erm_renamed" in batched_objectives()
+    data, _ = _cell("Example1")
+    with pytest.raises(ConfigError, match=r"no batched form of 'vrex_mean_risk'; choose one of \[.*'erm_renamed'"):
+        fit_linear_cell("vrex_mean_risk", Cell.stack(data, 3), [], steps=1, init_seeds=[])
+
+
+def test_run_cell_names_an_objective_without_a_batched_form_and_trains_it_one_at_a_time(monkeypatch, caplog):
+    monkeypatch.setitem(REGISTRY, _MeanVREx.name, _MeanVREx)
+    monkeypatch.setattr(_MeanVREx, "applies_to", frozenset({INVARIANCE}))
+    protocol = Protocol(n_per_env=50, n_eval_per_env=100, steps=20, n_draws=1, n_seeds=2)
+    _say_one_at_a_time.cache_clear()
+    with caplog.at_level(logging.WARNING, logger="robustvlm.linear.protocol"):
+        cell = run_cell("Example2s", "vrex_mean_risk", [0], [0, 1], protocol)
+    said = [r.getMessage() for r in caplog.records if "no batched form" in r.getMessage()]
+    assert said == ["linear unit tests: vrex_mean_risk (objective 'vrex_mean_risk') has no batched form "
+                    "(Objective.batched); its models train one at a time"]
+    for run in cell:
+        one = run_one("Example2s", "vrex_mean_risk", run.draw, run.seed, protocol)
+        assert run.validation == one.validation and run.test == one.test  # the same one-by-one training

@@ -7,10 +7,11 @@ import pytest
 import torch
 
 from robustvlm.errors import ConfigError
-from robustvlm.linear.batched import Cell, fit_linear_cell
+from robustvlm.linear.batched import fit_linear_cell
 from robustvlm.linear.fit import LinearData
 from robustvlm.objectives import build_objective
 from robustvlm.objectives.dynamic_birm import LambdaController
+from robustvlm.objectives.linear_cell import Cell
 
 ENVS = ["a", "b"]
 

@@ -27,7 +27,8 @@ As in the authors' release (facebookresearch/InvarianceUnitTests, `scripts/model
   rows and `n_eval_per_env` validation and test rows per environment (the authors: 10,000 each;
   scoring is cheap, so the smaller budgets keep the authors' evaluation sizes).
 - every (draw, data seed) trains one linear model (`linear.fit.fit_linear`); the models of one
-  (example, method) train together where the method has a batched form (`linear.batched`);
+  (example, method) train together where its objective declares a batched form
+  (`Objective.batched`, `linear.batched`), else one at a time, with a logged line naming it;
 - selection: the draw with the smallest validation error summed over the environments and
   averaged over the data seeds (training-environment validation: the test split is never
   looked at);
@@ -40,7 +41,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -48,11 +49,15 @@ import torch
 
 from robustvlm.data.synth.linear_unit_tests import EnvSample, LinearUnitTest, Task, make_unit_test
 from robustvlm.errors import ConfigError
-from robustvlm.linear.batched import BATCHED, Cell, fit_linear_cell
+from robustvlm.linear.batched import batched_objectives, fit_linear_cell
 from robustvlm.linear.fit import LinearData, LinearFit, errors, fit_linear
 from robustvlm.linear.inferred import INFERRED_ENVS, InferredEnvs, eiil_environments
 from robustvlm.objectives import INVARIANCE, REGISTRY, applicable_methods, build_objective
+from robustvlm.objectives.linear_cell import Cell
 from robustvlm.objectives.search import draw_hparams
+from robustvlm.redact import redacted_logger
+
+logger = redacted_logger(__name__)
 
 ORACLE = "oracle"
 INFERRED = {"irm_eiil": "irm", "dynamic_birm_eiil": "dynamic_birm"}
@@ -232,13 +237,14 @@ def run_cell(
 ) -> list[Run]:
     """Train and score every (draw, data seed) of one example and method, draw by draw.
 
-    Methods with a batched form (`linear.batched.BATCHED`) train all their models at once
-    (`fit_linear_cell`), as `run_one` trains each of them up to float32 rounding
-    (tests/linear/test_batched.py); the others, and inferred splits that leave an environment
-    empty, one by one (`run_one`).
+    Methods whose objective has a batched form (`linear.batched.batched_objectives`) train all
+    their models at once (`fit_linear_cell`), as `run_one` trains each of them up to float32
+    rounding (tests/linear/test_batched.py); the others (named in a logged warning), and
+    inferred splits that leave an environment empty, one by one (`run_one`).
     """
     one_by_one = [(d, s) for d in draws for s in seeds]
-    if objective_name(method) not in BATCHED:
+    if objective_name(method) not in batched_objectives():
+        _say_one_at_a_time(method)
         return [run_one(example, method, d, s, protocol, trace_every=trace_every) for d, s in one_by_one]
     splits = [_splits(example, method, s, protocol) for s in seeds]
     problem = splits[0][0]
@@ -258,6 +264,13 @@ def run_cell(
         for d, config, by_seed in zip(draws, configs, fits)
         for s, fit, (_, _, validation, test), split_purity in zip(seeds, by_seed, splits, purity)
     ]
+
+
+@cache
+def _say_one_at_a_time(method: str) -> None:
+    """Log, once per process and method, that its objective has no batched form."""
+    logger.warning("linear unit tests: %s (objective %r) has no batched form (Objective.batched); "
+                   "its models train one at a time", method, objective_name(method))
 
 
 def _splits(

@@ -22,6 +22,9 @@ import torch
 from robustvlm.errors import ConfigError
 from robustvlm.models.outputs import AnswerOutputs
 
+if TYPE_CHECKING:
+    from robustvlm.objectives.linear_cell import BatchedLoss
+
 #: The experiments (`robustvlm demo NAME`) whose method lists an objective can join: each
 #: objective declares those it applies to (`Objective.applies_to`), and every experiment's
 #: default method list is the registered objectives that declare it (`objectives.applicable_methods`).
@@ -201,10 +204,17 @@ class Objective(Generic[HP]):
     paper's penalty schedule, `invariance` the linear unit tests); none: only where named."""
     hparams: ClassVar[dict[str, HParam]] = {}
     hparams_class: ClassVar[type[Hyperparameters]] = Hyperparameters
+    batched: ClassVar[type[BatchedLoss[Any]] | None] = None
+    """Its batched form, optional: the same loss for many one-output linear models at once
+    (`objectives.linear_cell`), with which the linear unit tests train a cell's models together
+    (`linear.batched`); None: they train one at a time. A subclass that redefines the loss
+    (`__call__`) without declaring its own has none."""
     hp: HP
 
     def __init_subclass__(cls, **kwargs: Any):
         super().__init_subclass__(**kwargs)
+        if "__call__" in vars(cls) and "batched" not in vars(cls):
+            cls.batched = None  # the inherited form computes the parent's loss, not this one
         if "hparams" in vars(cls) and "hparams_class" not in vars(cls):
             cls.hparams_class = hyperparameter_class(f"{cls.__name__}Hyperparameters", cls.hparams)
         cls.hparams = cls.hparams_class.declared()

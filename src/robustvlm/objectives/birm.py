@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
+from torch.autograd.function import once_differentiable
 
 from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives.base import EVERY_EXPERIMENT, Hyperparameters, LossParts, hparam
@@ -27,6 +29,7 @@ from robustvlm.objectives.invariance import (
     weight_after,
     weight_before,
 )
+from robustvlm.objectives.linear_cell import AnnealedBatchedLoss, Cell
 from robustvlm.objectives.scale_grad import risk_and_scale_grads, vocab_scale_grad_sums
 
 
@@ -112,6 +115,81 @@ class BayesianScalePenalty:
         self.calls = int(state["calls"])
 
 
+class BatchedBayesianPenalty:
+    """`BayesianScalePenalty` for D draws of one-output linear models (`objectives.linear_cell`):
+    the scales drawn per call as it draws them, value for value."""
+
+    def __init__(self, hps: Sequence[ScaleHyperparameters], cell: Cell):
+        self.cell, self.task = cell, cell.task
+        self.num_envs = cell.members.shape[2]
+        self.n_samples = [int(hp.n_samples) for hp in hps]
+        self.prior_sd = [float(hp.prior_sd) for hp in hps]
+        self.seed = [int(hp.seed) for hp in hps]
+        # a one-output model's logits are [0, f] (classification) or [f]: with the vocab scope the
+        # scale of the last entry is the scale on f (a scale on the constant 0 changes nothing)
+        self.entries = [(2 if cell.task == "classification" else 1) if hp.scope == "vocab" else 0 for hp in hps]
+        self.s_max = max(self.n_samples)
+        self.groups = {k: [d for d, n in enumerate(self.n_samples) if n == k] for k in sorted(set(self.n_samples))}
+
+    def scales(self, call: int) -> torch.Tensor:
+        """[E, D, K] float64: draw d's scales in its first n_samples[d] columns (K = the largest)."""
+        base: dict[tuple[int, int, int], np.ndarray] = {}
+        out = np.ones((self.num_envs, len(self.seed), self.s_max))
+        for d, (seed, k, entries, sd) in enumerate(zip(self.seed, self.n_samples, self.entries, self.prior_sd)):
+            key = (seed, k, entries)
+            if key not in base:  # normal(1, sd) is 1 + sd * standard_normal, value for value
+                shape = (self.num_envs, k) + ((entries,) if entries else ())
+                base[key] = np.random.default_rng([seed, call]).standard_normal(shape)
+            z = base[key][..., -1] if entries else base[key]
+            out[:, d, :k] = 1.0 + sd * z
+        return torch.from_numpy(out)
+
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, call: int) -> torch.Tensor:
+        """[S, D] sum over environments of the mean over draws of (dR^e/ds at s_ek)^2, from the
+        outputs f [S, D, N] and targets y [S, 1, N].
+
+        Draws with the same n_samples are computed together, so none pays for another's samples.
+        """
+        scales = self.scales(call).float()
+        per_env = torch.empty(f.shape[0], f.shape[1], self.num_envs, dtype=f.dtype)  # [S, D, E]
+        if self.task == "regression":  # dR^e/ds = 2 (s mean_e f^2 - mean_e y f): two means, whatever the samples
+            f_sq, y_f = self.cell.env_mean(f * f), self.cell.env_mean(y * f)  # [S, D, E]
+        for k, draws in self.groups.items():
+            if self.task == "regression":
+                s = scales[:, draws, :k].permute(1, 2, 0)  # [G, k, E]
+                grads = 2.0 * (s * f_sq[:, draws, None] - y_f[:, draws, None])  # [S, G, k, E]
+            else:
+                s = self.cell.row_values(scales[:, draws, :k])  # [S or 1, G, k, N]: each row's environment's
+                grads = EnvScaleGrads.apply(f[:, draws], y, s, self.cell)  # [S, G, k, E]
+            per_env[:, draws] = grads.square().mean(2)
+        return per_env.sum(2)
+
+
+class EnvScaleGrads(torch.autograd.Function):
+    """g[s, d, k, e] = mean over environment e's rows of d logistic loss / d scale at the scale s_k on f.
+
+    The same values as `cell.env_mean((sigmoid(u) - y) f)` with u = s f, with a hand-written backward: one pass over the [S, D, K, N] rows instead of autograd's
+    products and broadcast reductions (BIRM's penalty is most of a sweep's time). With
+    u = s f: dg/df_n = (sigmoid'(u) u + sigmoid(u) - y) / n_e.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, f: torch.Tensor, y: torch.Tensor, scale: torch.Tensor, cell: Cell) -> torch.Tensor:  # f [S, D, N], y [S, 1, N], scale [S or 1, D, K, N]
+        u = scale * f[:, :, None]
+        p = torch.sigmoid(u)
+        rows = torch.sub(p, y[:, :, None]).mul_(f[:, :, None])
+        ctx.save_for_backward(u, y, p)
+        ctx.cell = cell
+        return cell.env_mean(rows)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:  # grad [S, D, K, E]
+        u, y, p = ctx.saved_tensors  # in place on one buffer: these rows are the largest tensors of a sweep
+        d_rows = torch.sub(1.0, p).mul_(p).mul_(u).add_(p).sub_(y[:, :, None])
+        return d_rows.mul_(ctx.cell.spread_to_rows(grad)).sum(2), None, None, None
+
+
 @dataclass(frozen=True)
 class BIRMHyperparameters(ScaleHyperparameters, AnnealedHyperparameters):
     """The anneal fields first, then the Bayesian penalty's."""
@@ -120,6 +198,17 @@ class BIRMHyperparameters(ScaleHyperparameters, AnnealedHyperparameters):
     lambda_before: float = weight_before(0.0)
     anneal_steps: int = anneal_period(200)
     reset_optimizer_at_anneal: bool = reset_at_anneal(False)
+
+
+class BatchedBIRM(AnnealedBatchedLoss[BIRMHyperparameters]):
+    """BIRM's batched form (`objectives.linear_cell`): `BatchedBayesianPenalty` as R_inv."""
+
+    def __init__(self, hps: list[BIRMHyperparameters], cell: Cell) -> None:
+        super().__init__(hps, cell)
+        self.bayes = BatchedBayesianPenalty(hps, cell)
+
+    def penalty(self, f: torch.Tensor, y: torch.Tensor, risks: torch.Tensor, step: int) -> torch.Tensor:
+        return self.bayes(f, y, step)
 
 
 class BIRM(AnnealedObjective[BIRMHyperparameters]):
@@ -134,6 +223,7 @@ class BIRM(AnnealedObjective[BIRMHyperparameters]):
     label = "BIRM"
     colour = "C3"
     applies_to = EVERY_EXPERIMENT
+    batched = BatchedBIRM
 
     def __init__(self, env_names: list[str], **hparams: Any):
         super().__init__(env_names, **hparams)

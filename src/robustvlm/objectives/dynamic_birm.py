@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, cast
 
+import torch
+
+from robustvlm.errors import ConfigError
 from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives.base import EVERY_EXPERIMENT, LossParts, Objective, hparam
-from robustvlm.objectives.birm import BayesianScalePenalty, ScaleHyperparameters
+from robustvlm.objectives.birm import (
+    BatchedBayesianPenalty,
+    BayesianScalePenalty,
+    ScaleHyperparameters,
+)
 from robustvlm.objectives.invariance import penalised_parts, require
+from robustvlm.objectives.linear_cell import BatchedLoss, Cell, Losses
 
 SMOOTH = ("lambda", "risks")
 """`LambdaController.smooth`: what the controller averages over steps."""
@@ -134,6 +143,43 @@ class DynamicBIRMHyperparameters(ScaleHyperparameters):
     )
 
 
+class BatchedDynamicBIRM(BatchedLoss[DynamicBIRMHyperparameters]):
+    """Dynamic BIRM's batched form (`objectives.linear_cell`): `LambdaController`, one per model,
+    as [S, D] float64 tensors, with `BatchedBayesianPenalty` as R_inv; the paper's controller
+    only (smooth: lambda)."""
+
+    def __init__(self, hps: list[DynamicBIRMHyperparameters], cell: Cell) -> None:
+        if any(hp.smooth != "lambda" for hp in hps):
+            raise ConfigError("method 'dynamic_birm': the batched linear trainer runs the paper's controller "
+                              "only (smooth: lambda); train smooth: risks one model at a time")
+        super().__init__(hps, cell)
+        self.bayes = BatchedBayesianPenalty(hps, cell)
+        self.k_skip = [int(hp.k_skip) for hp in hps]
+        self.gamma, self.alpha, self.p_min = self.per_draw("gamma"), self.per_draw("alpha"), self.per_draw("p_min")
+        self.eps, self.eps_rel, self.cap = self.per_draw("eps"), self.per_draw("eps_rel"), self.per_draw("lambda_max")
+        self.value = torch.zeros(self.shape, dtype=torch.float64)
+        self.ref = torch.full(self.shape, math.nan, dtype=torch.float64)
+
+    def update(self, step: int, r_emp: torch.Tensor, r_inv: torch.Tensor) -> torch.Tensor:
+        """[S, D] lambda_t from detached R_emp and R_inv [S, D] (0 while step < k_skip)."""
+        on = torch.tensor([[step >= k for k in self.k_skip]]).expand(self.shape)
+        r_emp, r_inv = r_emp.double(), r_inv.double()
+        self.ref = torch.where(on & self.ref.isnan(), r_inv, self.ref)
+        floor = torch.maximum(self.eps, self.eps_rel * self.ref)
+        target = torch.maximum(self.gamma * r_emp, self.p_min) / torch.maximum(r_inv, floor)
+        value = self.alpha * self.value + (1.0 - self.alpha) * target
+        value = torch.where(self.cap.isnan() | (value <= self.cap), value, self.cap)
+        self.value = torch.where(on, value, self.value)
+        return torch.where(on, self.value, 0.0)
+
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
+        risks = self.env_risks(f, y)
+        r_emp = risks.mean(2)
+        penalty = self.bayes(f, y, step)
+        weight = self.update(step, r_emp.detach(), penalty.detach())
+        return self.penalised(r_emp, penalty, weight)
+
+
 class DynamicBIRM(Objective[DynamicBIRMHyperparameters]):
     """Dynamic BIRM: R_emp + lambda_t * R_inv with R_inv of BIRM and lambda_t of LambdaController.
 
@@ -161,6 +207,7 @@ class DynamicBIRM(Objective[DynamicBIRMHyperparameters]):
     label = "Dynamic BIRM"
     colour = "C4"
     applies_to = EVERY_EXPERIMENT
+    batched = BatchedDynamicBIRM
 
     @classmethod
     def penalty_schedule(cls, anneal: int, weight: float) -> dict[str, Any] | None:

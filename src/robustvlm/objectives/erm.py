@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+import torch
+
 from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives.base import EVERY_EXPERIMENT, Hyperparameters, LossParts, Objective
+from robustvlm.objectives.linear_cell import BatchedLoss, Losses, row_risk
+
+
+class BatchedERM(BatchedLoss[Hyperparameters]):
+    """ERM's batched form (`objectives.linear_cell`): the mean risk over all rows."""
+
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
+        r_emp = row_risk(f, y, self.task).mean(2)  # the mean over rows, as `ERM` takes it
+        return r_emp, r_emp, None, None
 
 
 class ERM(Objective[Hyperparameters]):
@@ -17,6 +28,7 @@ class ERM(Objective[Hyperparameters]):
     label = "ERM"
     colour = "C0"
     applies_to = EVERY_EXPERIMENT
+    batched = BatchedERM
 
     def __call__(self, out: AnswerOutputs, step: int) -> LossParts:
         risk = out.token_risk()

@@ -11,11 +11,28 @@ from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives.base import INVARIANCE, Hyperparameters, LossParts, Objective, hparam
 from robustvlm.objectives.env_stats import reduce_env_stats
 from robustvlm.objectives.invariance import require
+from robustvlm.objectives.linear_cell import BatchedLoss, Cell, Losses
 
 
 @dataclass(frozen=True)
 class GroupDROHyperparameters(Hyperparameters):
     eta: float = hparam(1e-2, ("log", 1e-3, 1e-1), "step size of the weight update")
+
+
+class BatchedGroupDRO(BatchedLoss[GroupDROHyperparameters]):
+    """GroupDRO's batched form (`objectives.linear_cell`): q's exponentiated-gradient update,
+    one q per model, then sum_e q_e R^e."""
+
+    def __init__(self, hps: list[GroupDROHyperparameters], cell: Cell) -> None:
+        super().__init__(hps, cell)
+        self.eta = self.per_draw("eta")[..., None]  # [1, D, 1]
+        self.q = torch.full((*self.shape, self.num_envs), 1.0 / self.num_envs, dtype=torch.float64)
+
+    def __call__(self, f: torch.Tensor, y: torch.Tensor, step: int, trace: bool) -> Losses:
+        risks = self.env_risks(f, y)
+        self.q = torch.softmax(self.q.log() + self.eta * risks.detach().double(), dim=2)
+        loss = ((self.q / self.q.sum(2, keepdim=True)).to(risks.dtype) * risks).sum(2)
+        return loss, risks.mean(2), None, None
 
 
 class GroupDRO(Objective[GroupDROHyperparameters]):
@@ -33,6 +50,7 @@ class GroupDRO(Objective[GroupDROHyperparameters]):
     label = "GroupDRO"
     colour = "C5"
     applies_to = frozenset({INVARIANCE})
+    batched = BatchedGroupDRO
 
     @classmethod
     def penalty_schedule(cls, anneal: int, weight: float) -> dict[str, Any] | None:

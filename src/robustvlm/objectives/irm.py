@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from robustvlm.errors import ConfigError
 from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives.base import INVARIANCE, LADDER, LossParts, hparam
 from robustvlm.objectives.env_stats import (
@@ -23,6 +24,7 @@ from robustvlm.objectives.invariance import (
     penalised_parts,
     require,
 )
+from robustvlm.objectives.linear_cell import AnnealedBatchedLoss, Cell, scale_grad, shift_grad
 from robustvlm.objectives.scale_grad import risk_and_scale_grads, shift_grads
 
 
@@ -33,6 +35,25 @@ class IRMHyperparameters(AnnealedHyperparameters):
     penalty_reduction: str = hparam("mean", ("choice", "mean", "sum"), "over environments")
     unbiased: bool = hparam(True, ("choice", True, False), "product of two halves' gradients")
     shift_dummy: bool = hparam(False, None, "also penalise a shift dummy on the last logit")
+
+
+class BatchedIRM(AnnealedBatchedLoss[IRMHyperparameters]):
+    """IRMv1's batched form (`objectives.linear_cell`): each environment's squared mean scale
+    gradient (plus its shift gradient's with `shift_dummy`), summed or averaged; the biased
+    penalty only."""
+
+    def __init__(self, hps: list[IRMHyperparameters], cell: Cell) -> None:
+        super().__init__(hps, cell)
+        if any(hp.unbiased for hp in hps):
+            raise ConfigError("batched irm: the unbiased (two-halves) penalty has no batched form")
+        self.shift = torch.tensor([[bool(hp.shift_dummy) for hp in hps]])
+        self.mean = torch.tensor([[hp.penalty_reduction == "mean" for hp in hps]])
+
+    def penalty(self, f: torch.Tensor, y: torch.Tensor, risks: torch.Tensor, step: int) -> torch.Tensor:
+        per_env = self.cell.env_mean(scale_grad(f, y, self.task)).square()  # [S, D, E]
+        shift = self.cell.env_mean(shift_grad(f, y, self.task)).square()
+        per_env = per_env + torch.where(self.shift[..., None], shift, 0.0)
+        return torch.where(self.mean, per_env.mean(2), per_env.sum(2))
 
 
 class IRM(AnnealedObjective[IRMHyperparameters]):
@@ -55,6 +76,7 @@ class IRM(AnnealedObjective[IRMHyperparameters]):
     label = "IRMv1"
     colour = "C1"
     applies_to = frozenset({LADDER, INVARIANCE})
+    batched = BatchedIRM
 
     @classmethod
     def penalty_schedule(cls, anneal: int, weight: float) -> dict[str, Any] | None:
