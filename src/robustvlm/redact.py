@@ -111,6 +111,20 @@ def _holds_credentials(url: str) -> bool:
     return "@" in authority or named or looks_like_token(url)
 
 
+def refuse_key_like(name: str, what: str, instead: str) -> str:
+    """`name` unchanged; a ConfigError that does not repeat it when it looks like a key or access
+    token (`what`: "model name", "dataset name", ...; `instead`: what to give): the rule every name
+    bound for the network (a hub model, dataset or text encoder, a served model's id) passes first."""
+    if looks_like_token(name):
+        from robustvlm.errors import ConfigError
+
+        raise ConfigError(
+            f"the {what} looks like a key or access token (masked here, and not sent anywhere): give "
+            f"{instead}; a key goes in an environment variable"
+        )
+    return name
+
+
 def check_variable_name(name: str) -> str:
     """`name` when it can name an environment variable and is not a key; else ValueError."""
     if not _VARIABLE_NAME.fullmatch(name) or looks_like_token(name):

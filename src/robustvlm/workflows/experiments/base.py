@@ -130,8 +130,11 @@ class Experiment(Generic[P, R]):
     def execute(self, plan: P, out: str | Path | None = None) -> R:
         """Check, resolve and run `plan` into `out` (default `self.out(plan)`); print the first
         lines of the verdict of the report it wrote."""
+        from robustvlm.runs import mark_output_folder
+
         self.check(plan)
         folder = Path(out if out is not None else self.out(plan))
+        mark_output_folder(folder, f"demo {self.name}")  # before any file: a killed demo's folder stays its own
         results = self.run(self.resolved(plan), folder)
         for line in verdict_lines(folder / "report.md"):
             print(line)
