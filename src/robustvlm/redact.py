@@ -86,7 +86,7 @@ def secret_name(name: str) -> bool:
 def check_url(url: str) -> str:
     """`url` when it may serve as an endpoint's API root; else ValueError saying why, never
     repeating the URL (module doc)."""
-    if _holds_credentials(url):
+    if holds_credentials(url):
         raise ValueError(
             "holds credentials (user:key@, a key parameter or a key-like value): they would be "
             "written to the run folder; put the key in an environment variable and give its NAME "
@@ -104,7 +104,8 @@ def check_url(url: str) -> str:
     return url
 
 
-def _holds_credentials(url: str) -> bool:
+def holds_credentials(url: str) -> bool:
+    """Whether `url` carries user-info, a query parameter named like a credential or a key-like value."""
     authority = url.split("://", 1)[-1].split("/", 1)[0]  # also for a URL with no scheme
     query = urlsplit(url).query
     named = any(secret_name(name) for name, _ in parse_qsl(query, keep_blank_values=True))

@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from robustvlm.errors import ConfigError, DataError, MissingDataSource
-from robustvlm.redact import check_url
+from robustvlm.redact import check_url, holds_credentials
 
 #: Zalando's own copy of the files (the project's repository; MIT licence)
 FASHION_URL = "https://raw.githubusercontent.com/zalandoresearch/fashion-mnist/master/data/fashion/"
@@ -65,6 +65,9 @@ def checked_mirror_url(url: str) -> str:
     """`url` when it may be a mirror's base URL: file://PATH, or an http(s):// URL that passes
     `redact.check_url` (a host, no user-info, no query, no key-like value); else a ConfigError
     that never repeats it (it may hold a key)."""
+    if holds_credentials(url):
+        raise ConfigError("--url holds credentials (user:key@, a key parameter or a key-like value): a mirror is "
+                          "read without a key, and the URL would be sent in every request; give its plain address")
     if urlsplit(url).scheme == "file":
         return url
     try:
