@@ -5,7 +5,15 @@ A run folder holds `config.resolved.yaml`, every setting of the run with default
 it (`# robustvlm eval run`). `claim_run_folder` refuses an output folder that cannot hold a run
 (`check_output_folder`: the file-system root, the home folder, a file, a folder that cannot be
 created, a non-empty folder holding no robustvlm run, which would mix the user's files with the
-run's and could replace them) and gives `--resume` one meaning in every command:
+run's and could replace them; a symbolic link, dangling or not; the current folder) and gives
+`--resume` one meaning in every command. A folder is robustvlm's only when its marker says so: a
+run's `config.resolved.yaml` or `run.lock`, or `.robustvlm`, which a command that keeps no settings
+(a demo, `data synth`, `data fetch --to`) writes before any other file (`mark_output_folder`);
+never because it holds a file named like one a command writes. An output file (`convert --out`,
+`mc build --out`) is written beside its name and renamed into place (`write_output_file`), and
+recorded in its folder's `.robustvlm-files`, so a re-run may replace it but never a user's file.
+
+`--resume`:
 
 - without resume, a folder that already holds a run (its `config.resolved.yaml`) is refused,
   so finished work is never overwritten by accident;

@@ -39,7 +39,6 @@ from bad_input import expect_clean_failure, run_cli, snapshot
 from logging_proxy import LoggingProxy
 from PIL import Image
 
-import robustvlm
 from robustvlm.extras import installed
 from robustvlm.runs import MARKER_FILE
 

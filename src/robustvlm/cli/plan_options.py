@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from robustvlm.cli.options import int_at_least
+from robustvlm.cli.options import INT_MAX, int_at_least
 from robustvlm.workflows.experiments import Experiment, OptionSpec, flag, option_spec
 
 SHOWN = "shown_default"

@@ -25,7 +25,7 @@ TINY_PREFIX = PREFIXES[TINY]
 #: What transformers raises for a model it cannot load: missing or unreadable files, bad configs,
 #: weights files that are not safetensors (SafetensorError, e.g. "header too large") and a hub
 #: that cannot be reached (HUB_NETWORK_ERRORS: a proxy's 5xx, TLS, a timeout).
-LOAD_ERRORS = (OSError, ValueError, KeyError, SafetensorError, *HUB_NETWORK_ERRORS)
+LOAD_ERRORS: tuple[type[Exception], ...] = (OSError, ValueError, KeyError, SafetensorError, *HUB_NETWORK_ERRORS)
 
 
 def load_vlm(
