@@ -7,7 +7,7 @@ with that argument under an existing file, in a folder of the user's files, at a
 (dangling, or to a folder of the user's files), at `/` or at `.` (the current folder, holding the
 user's files) stops at parse time with one error line naming it, exit 2, and nothing written
 (issues 45 and 52.3-5, 52.13). Kinds of bad input covered: one per writing command and output
-argument (seven ways each)."""
+argument (six ways each)."""
 
 from __future__ import annotations
 

@@ -15,8 +15,8 @@
 - `demo ladder --seeds ''`, `zoo probe-recall --steps 10**20`, `configs copy` to a dangling link or
   to `/`, and the commands page's synopses.
 
-Kinds of bad input covered: 47 (12 folder and output-file rules, 8 of data fetch, 10 of data
-corrupt, 9 key-like names behind the proxy, 4 hub failures, 4 small ones)."""
+Kinds of bad input covered: 45 (7 folder and output-file rules, 10 of data fetch, 8 of data
+corrupt, 9 key-like names behind the proxy, 6 hub failures, 5 small ones)."""
 
 from __future__ import annotations
 
