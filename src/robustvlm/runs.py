@@ -245,7 +245,7 @@ def check_output_file(path: Path) -> None:
         raise ConfigError(f"output file {path} exists and was not written by robustvlm: choose a new file name")
 
 
-def write_output_file(path: Path, write: Callable[[IO[str]], None]) -> None:
+def write_output_file(path: Path, write: Callable[[IO[str]], object]) -> None:
     """Write the output file `path` (checked by `check_output_file`) through `write(handle)`:
     into a partial file beside it, renamed into place once complete, and recorded as robustvlm's
     (OWNED_FILE) so a re-run may replace it. A failed write (a full disk) leaves neither a
