@@ -86,7 +86,7 @@ def secret_name(name: str) -> bool:
 def check_url(url: str) -> str:
     """`url` when it may serve as an endpoint's API root; else ValueError saying why, never
     repeating the URL (module doc)."""
-    if _holds_credentials(url):
+    if holds_credentials(url):
         raise ValueError(
             "holds credentials (user:key@, a key parameter or a key-like value): they would be "
             "written to the run folder; put the key in an environment variable and give its NAME "
@@ -104,11 +104,26 @@ def check_url(url: str) -> str:
     return url
 
 
-def _holds_credentials(url: str) -> bool:
+def holds_credentials(url: str) -> bool:
+    """Whether `url` carries user-info, a query parameter named like a credential or a key-like value."""
     authority = url.split("://", 1)[-1].split("/", 1)[0]  # also for a URL with no scheme
     query = urlsplit(url).query
     named = any(secret_name(name) for name, _ in parse_qsl(query, keep_blank_values=True))
     return "@" in authority or named or looks_like_token(url)
+
+
+def refuse_key_like(name: str, what: str, instead: str) -> str:
+    """`name` unchanged; a ConfigError that does not repeat it when it looks like a key or access
+    token (`what`: "model name", "dataset name", ...; `instead`: what to give): the rule every name
+    bound for the network (a hub model, dataset or text encoder, a served model's id) passes first."""
+    if looks_like_token(name):
+        from robustvlm.errors import ConfigError
+
+        raise ConfigError(
+            f"the {what} looks like a key or access token (masked here, and not sent anywhere): give "
+            f"{instead}; a key goes in an environment variable"
+        )
+    return name
 
 
 def check_variable_name(name: str) -> str:

@@ -5,7 +5,15 @@ A run folder holds `config.resolved.yaml`, every setting of the run with default
 it (`# robustvlm eval run`). `claim_run_folder` refuses an output folder that cannot hold a run
 (`check_output_folder`: the file-system root, the home folder, a file, a folder that cannot be
 created, a non-empty folder holding no robustvlm run, which would mix the user's files with the
-run's and could replace them) and gives `--resume` one meaning in every command:
+run's and could replace them; a symbolic link, dangling or not; the current folder) and gives
+`--resume` one meaning in every command. A folder is robustvlm's only when its marker says so: a
+run's `config.resolved.yaml` or `run.lock`, or `.robustvlm`, which a command that keeps no settings
+(a demo, `data synth`, `data fetch --to`) writes before any other file (`mark_output_folder`);
+never because it holds a file named like one a command writes. An output file (`convert --out`,
+`mc build --out`) is written beside its name and renamed into place (`write_output_file`), and
+recorded in its folder's `.robustvlm-files`, so a re-run may replace it but never a user's file.
+
+`--resume`:
 
 - without resume, a folder that already holds a run (its `config.resolved.yaml`) is refused,
   so finished work is never overwritten by accident;
@@ -55,6 +63,9 @@ from robustvlm.redact import redact, redact_settings
 
 CONFIG_FILE = "config.resolved.yaml"
 LOCK_FILE = "run.lock"
+MARKER_FILE = ".robustvlm"  # a folder written by a command that keeps no settings file (see `mark_output_folder`)
+OWNED_FILE = ".robustvlm-files"  # the output files robustvlm wrote into a folder, one name a line
+MARKERS = frozenset({CONFIG_FILE, LOCK_FILE, MARKER_FILE})
 PREPARED = ("data", "base")
 NAME_MAX, PATH_MAX = 255, 4096  # bytes: Linux's limits on one name and on a whole path  # inputs a run rebuilds from its settings: benchmark, tiny base model
 
@@ -127,7 +138,7 @@ def _same_setting(saved: Any, now: Any) -> bool:
 def holds_finished_work(folder: Path) -> bool:
     """Whether `folder` holds anything a run produced (see the module doc for what does not count)."""
     for entry in folder.iterdir():
-        if entry.name in (CONFIG_FILE, LOCK_FILE, *PREPARED):
+        if entry.name in (*MARKERS, *PREPARED):
             continue
         files = [entry] if entry.is_file() else [p for p in entry.rglob("*") if p.is_file()]
         if any(p.stat().st_size > 0 for p in files):
@@ -155,14 +166,30 @@ def check_output_path(path: Path) -> None:
         raise ConfigError(f"output path {path}: {above} is not writable (a read-only folder or file system)")
 
 
-def check_output_folder(folder: Path, ours: Collection[str] = ()) -> None:
+def _refuse_link(path: Path, what: str) -> None:
+    """ConfigError when `path` itself is a symbolic link (dangling or not): a write would go
+    wherever it points."""
+    if path.is_symlink():
+        raise ConfigError(f"{what} {path} is a symbolic link: writing would change what it points to (or create "
+                          "it there); remove the link or choose another place")
+
+
+def is_robustvlm_folder(folder: Path) -> bool:
+    """Whether `folder` carries robustvlm's marker: a run's settings or lock, or the marker file
+    of a command that keeps no settings (`mark_output_folder`). A file name a command writes
+    (results.json, manifest.json) proves nothing: the user's folder may hold one."""
+    return folder.is_dir() and any((folder / name).is_file() for name in MARKERS)
+
+
+def check_output_folder(folder: Path) -> None:
     """ConfigError unless `folder` may be an output folder: a usable path (`check_output_path`),
-    not the file-system root or the home folder, not a file, and missing, empty, or holding a
-    robustvlm run (its `run.lock` or `config.resolved.yaml`, or one of the files named in `ours`
-    that the command itself writes) or only folders that each hold one (a command that claims a
+    no symbolic link (dangling or not), not the file-system root, the home folder or the current
+    folder, not a file, and missing, empty, or carrying robustvlm's marker
+    (`is_robustvlm_folder`), or holding only folders that each carry it (a command that claims a
     subfolder, e.g. `embed eval`'s retrieval/), so that no file robustvlm did not write is ever
     replaced."""
     check_output_path(folder)
+    _refuse_link(folder, "output folder")
     try:
         place = folder.expanduser().resolve()
     except (OSError, RuntimeError, ValueError) as err:
@@ -172,28 +199,78 @@ def check_output_folder(folder: Path, ours: Collection[str] = ()) -> None:
         raise ConfigError(f"output folder {folder} is {where}: choose a new folder for the run's files")
     if place.exists() and not place.is_dir():
         raise ConfigError(f"output folder {folder} exists and is not a folder: choose a new --out")
+    if is_robustvlm_folder(place):
+        return
+    here = place == Path.cwd().resolve()
     entries = sorted(p.name for p in place.iterdir()) if place.is_dir() else []
-    markers = {CONFIG_FILE, LOCK_FILE}
-    runs_only = all((place / name).is_dir() and markers & {p.name for p in (place / name).iterdir()}
-                    for name in entries)
-    if entries and not {*markers, *ours} & set(entries) and not runs_only:
-        here = " (the current folder)" if place == Path.cwd().resolve() else ""
+    runs_only = all(is_robustvlm_folder(place / name) for name in entries)
+    if entries and not runs_only:
         raise ConfigError(
-            f"output folder {folder}{here} holds files robustvlm did not write ({', '.join(entries[:3])}"
-            f"{', ...' if len(entries) > 3 else ''}) and no run of its own: a run would mix its files "
-            "with them and could replace them; choose a new or empty --out"
+            f"output folder {folder}{' (the current folder)' if here else ''} holds files robustvlm did not write "
+            f"({', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''}) and no run of its own: a run would "
+            "mix its files with them and could replace them; choose a new or empty --out"
         )
+    if here:
+        raise ConfigError(f"output folder {folder} is the current folder, which holds no robustvlm run: the run's "
+                          "files would land among yours; choose a new folder for them")
+
+
+def mark_output_folder(folder: Path, command: str) -> Path:
+    """`check_output_folder`, then create `folder` and write robustvlm's marker in it (naming
+    `command`), before any other file: a killed run's folder is then still robustvlm's, and its
+    re-run may resume into it. Returns the folder."""
+    make_output_folder(folder)
+    marker = folder / MARKER_FILE
+    if not marker.is_file():
+        marker.write_text(f"# robustvlm {command} run: this folder's files were written by robustvlm\n",
+                          encoding="utf-8")
+    return folder
+
+
+def owns_file(path: Path) -> bool:
+    """Whether `path` is an output file robustvlm wrote (named in its folder's OWNED_FILE)."""
+    listing = path.parent / OWNED_FILE
+    return listing.is_file() and path.name in listing.read_text(encoding="utf-8").splitlines()
 
 
 def check_output_file(path: Path) -> None:
-    """ConfigError unless a command may write the file `path`: a usable path, not a folder, and
-    not a symbolic link (a write would go wherever the link points, outside the output folder)."""
+    """ConfigError unless a command may write the file `path`: a usable path, not a symbolic
+    link (dangling or not), not a folder, not `/` or `.`, and new or a file robustvlm wrote
+    there itself (`owns_file`), never a file of the user's."""
     check_output_path(path)
-    if path.is_symlink():
-        raise ConfigError(f"output file {path} is a symbolic link: writing would change the file it points "
-                          "to; remove the link or choose another place")
+    _refuse_link(path, "output file")
     if path.is_dir():
         raise ConfigError(f"output file {path} is a folder: give a file name")
+    if path.exists() and not owns_file(path):
+        raise ConfigError(f"output file {path} exists and was not written by robustvlm: choose a new file name")
+
+
+def write_output_file(path: Path, write: Callable[[IO[str]], object]) -> None:
+    """Write the output file `path` (checked by `check_output_file`) through `write(handle)`:
+    into a partial file beside it, renamed into place once complete, and recorded as robustvlm's
+    (OWNED_FILE) so a re-run may replace it. A failed write (a full disk) leaves neither a
+    partial file nor a truncated `path`."""
+    check_output_file(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"cannot create the folder of output file {path}: {err.strerror or err}") from None
+    part = path.with_name(f".{path.name}.part")
+    try:
+        with part.open("w", encoding="utf-8", newline="") as handle:
+            write(handle)
+        _record_owned(path)
+        part.replace(path)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def _record_owned(path: Path) -> None:
+    listing = path.parent / OWNED_FILE
+    names = listing.read_text(encoding="utf-8").splitlines() if listing.is_file() else []
+    if path.name not in names:
+        with listing.open("a", encoding="utf-8") as handle:
+            handle.write(path.name + "\n")
 
 
 def make_output_folder(folder: Path) -> None:
@@ -330,7 +407,7 @@ def _check_claim(
                 f"{[before.get(k) for k in keys]}, now {[after.get(k) for k in keys]}); use the "
                 "same settings, or a new --out"
             )
-    elif resume and folder.is_dir() and any(p.name != LOCK_FILE for p in folder.iterdir()):
+    elif resume and folder.is_dir() and any(p.name not in (LOCK_FILE, MARKER_FILE) for p in folder.iterdir()):
         raise ConfigError(
             f"cannot resume into {folder}: it holds files but no {CONFIG_FILE}, so the settings "
             "they were made with are unknown; use another --out"

@@ -100,11 +100,13 @@ def os_error_of(err: SafetensorError) -> OSError | None:
 
 def write_error_line(err: OSError, args: argparse.Namespace) -> str:
     """`cannot write FILE: REASON` and what is kept, for an OSError of WRITE_ERRORS (FILE: the
-    error's file, else the command's output folder)."""
-    outputs = [str(getattr(args, d)) for d in ("out", "folder") if getattr(args, d, None) is not None]
+    error's file, else the command's output folder); `--resume` is advised only to a command
+    that has it (the others resume, or start afresh, when run again as they were)."""
+    outputs = [str(getattr(args, d)) for d in ("out", "to", "folder") if getattr(args, d, None) is not None]
     where = err.filename if err.filename is not None else f"in {outputs[0]}" if outputs else "an output file"
+    again = "run again with --resume" if hasattr(args, "resume") else "run the same command again"
     return (f"cannot write {where}: {err.strerror or err}; the work finished before it is kept "
-            "(free space or choose a writable --out, then run again with --resume)")
+            f"(free space or choose a writable --out, then {again})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -180,9 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {redact(str(err))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(
-            "interrupted: finished work is kept; re-run with --resume to continue", file=sys.stderr
-        )
+        again = "re-run with --resume" if hasattr(args, "resume") else "run the same command again"
+        print(f"interrupted: finished work is kept; {again} to continue", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader went away (`robustvlm zoo list | head`): nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -4,6 +4,7 @@ with ImageNet-C's corruptions (`data corrupt`)."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from robustvlm.cli.options import (
@@ -15,7 +16,7 @@ from robustvlm.cli.options import (
     example,
     int_at_least,
 )
-from robustvlm.cli.output_checks import benchmark_folder
+from robustvlm.cli.output_checks import output_folder
 from robustvlm.errors import ConfigError, MissingDataSource
 from robustvlm.extras import require
 
@@ -39,6 +40,7 @@ def _data_check(args: argparse.Namespace) -> int:
 
 def _data_synth(args: argparse.Namespace) -> int:
     from robustvlm.data.synth import benchmark_in, synthesize
+    from robustvlm.runs import mark_output_folder
 
     if args.benchmark == "mnist":
         require("data", "data synth --benchmark mnist (real MNIST digits)")
@@ -49,7 +51,8 @@ def _data_synth(args: argparse.Namespace) -> int:
             f"--out {args.out} already holds the built-in benchmark {previous!r}: pass --overwrite "
             "to replace it, or choose another --out"
         )
-    manifest = synthesize(args.benchmark, Path(args.out), seed=args.seed, n_per_env=args.n_per_env)
+    manifest = synthesize(args.benchmark, mark_output_folder(Path(args.out), "data synth"), seed=args.seed,
+                          n_per_env=args.n_per_env)
     print(f"wrote {args.benchmark} to {Path(args.out).resolve()} (manifest: {Path(manifest).resolve()})")
     return 0
 
@@ -72,12 +75,16 @@ def copy_in_use(skipped: Path) -> str:
 
 
 def _data_fetch(args: argparse.Namespace) -> int:
-    from robustvlm.data.fetch import FASHION_URL, fetch_fashion_mnist
+    from robustvlm.data.fetch import FASHION_URL, checked_mirror_url, fetch_fashion_mnist
     from robustvlm.data.real_images import FASHION_ENV, fetched_fashion_root
+    from robustvlm.runs import mark_output_folder
 
-    folder = (args.to or fetched_fashion_root()).expanduser().resolve()
+    url = checked_mirror_url(args.url or FASHION_URL)  # before the folder: a refused URL leaves nothing
+    if args.to is not None:  # a folder the user chose: robustvlm's own, or new (runs.check_output_folder)
+        mark_output_folder(Path(args.to), "data fetch")
+    folder = (Path(args.to) if args.to is not None else fetched_fashion_root()).expanduser().resolve()
     try:
-        fetched = fetch_fashion_mnist(folder, args.url or FASHION_URL)
+        fetched = fetch_fashion_mnist(folder, url)
     except MissingDataSource as err:  # offline: say which copy the commands read instead, if any
         raise MissingDataSource(f"{err}; {copy_in_use(folder)}") from None
     for name, downloaded in fetched:
@@ -92,20 +99,26 @@ def _data_corrupt(args: argparse.Namespace) -> int:
 
     require("corruptions", "data corrupt (ImageNet-C corruptions)")
     named = {"common": COMMON, "all": (*COMMON, *VALIDATION)}
-    corruptions = named.get(args.corruptions) or tuple(c.strip() for c in args.corruptions.split(",") if c.strip())
-    unknown = sorted(set(corruptions) - {*COMMON, *VALIDATION})
-    if unknown:
-        raise ConfigError(f"--corruptions: unknown {', '.join(unknown)}; known: {', '.join((*COMMON, *VALIDATION))}")
+    corruptions = named.get(args.corruptions) or tuple(c.strip() for c in args.corruptions.split(","))
+    known = (*COMMON, *VALIDATION)
+    unknown = sorted(set(corruptions) - set(known))
+    if unknown or len(set(corruptions)) < len(corruptions):
+        why = ("an empty name (a stray comma)" if "" in unknown else f"unknown {', '.join(unknown)}" if unknown
+               else "a corruption named twice")
+        raise ConfigError(f"--corruptions {args.corruptions!r}: {why}; give common, all or a comma-separated list "
+                          f"of distinct names of {', '.join(known)}")
     try:
         severities = tuple(int(s) for s in args.severities.split(","))
     except ValueError:
         severities = ()
-    if not severities or not set(severities) <= set(SEVERITIES):
-        raise ConfigError(f"--severities: a comma-separated subset of 1-5, got {args.severities!r}")
+    if not set(severities) <= set(SEVERITIES) or len(set(severities)) < len(severities) or not severities:
+        raise ConfigError(f"--severities: distinct comma-separated severities of 1-5, got {args.severities!r}")
     manifest = write_corrupted_suite(Path(args.source), Path(args.out), corruptions=corruptions,
-                                     severities=severities, seed=args.seed)
+                                     severities=severities, seed=args.seed, skip_bad=args.skip_bad)
+    skipped = json.loads(manifest.read_text(encoding="utf-8"))["skipped"]
     print(f"wrote {len(corruptions) * len(severities) + 1} domains to {Path(args.out).resolve()} "
-          f"(manifest: {manifest.resolve()})")
+          f"(manifest: {manifest.resolve()})" + (f"; {skipped} bad pictures skipped, listed in "
+                                                 f"{Path(args.out) / 'skipped.jsonl'}" if skipped else ""))
     return 0
 
 
@@ -116,12 +129,17 @@ def _add_corrupt(data_sub: argparse._SubParsersAction) -> None:
         "as a domain suite OUT/<corruption>-<severity>/CLASS/*.png (with OUT/clean); needs the [corruptions] extra",
         epilog=example("robustvlm data corrupt data/domains/digits/clean --out data/digits-corrupted"))
     corrupt.add_argument("source", help="image folder SOURCE/CLASS/*.png|jpg (e.g. a suite's clean domain)")
-    corrupt.add_argument("--out", required=True, type=benchmark_folder, help="folder for the suite (finished domains are kept on a rerun)")
+    corrupt.add_argument("--out", required=True, type=output_folder,
+                         help="folder for the suite; the same command run again resumes a killed run, keeping finished "
+                         "domains and classes (other settings are refused)")
     corrupt.add_argument("--corruptions", default="common",
                          help="common (ImageNet-C's 15, default), all (with its 4 validation ones), or a "
                          "comma-separated list such as gaussian_noise,fog")
     corrupt.add_argument("--severities", default="1,2,3,4,5", help="comma-separated severities 1-5 (default all)")
     corrupt.add_argument("--seed", type=int_at_least(0), default=0, help="seeds every picture's draws (default 0)")
+    corrupt.add_argument("--skip-bad", action="store_true",
+                         help="leave out pictures that cannot be read, or are under 32 px or over 4096x4096 px "
+                         "(listed in OUT/skipped.jsonl, counted) instead of stopping at the first")
     corrupt.set_defaults(func=_data_corrupt)
 
 
@@ -155,7 +173,7 @@ def add_data(sub: SubParsers) -> None:
         help="tasks | spurious | digits | domains | preferences | mnist | fashion | fashion-test | fashion-test-graded | "
         "fashion-spurious",
     )
-    synth.add_argument("--out", required=True, type=benchmark_folder,
+    synth.add_argument("--out", required=True, type=output_folder,
                        help="folder to write the records, images and manifest.json to")
     synth.add_argument("--seed", type=int_at_least(0), default=0, help="random seed of the benchmark (0)")
     synth.add_argument("--n-per-env", type=int_at_least(1), default=None,
@@ -167,7 +185,7 @@ def add_data(sub: SubParsers) -> None:
         "fetch", help="download a real-image dataset and check it by checksum (fashion-mnist: 30 MB)",
         epilog=example("robustvlm data fetch fashion-mnist --to data/fashion-mnist"))
     fetch.add_argument("dataset", choices=["fashion-mnist"], help="the dataset to download")
-    fetch.add_argument("--to", type=Path, metavar="DIR",
+    fetch.add_argument("--to", type=output_folder, metavar="DIR",
                        help="folder to write (default $ROBUSTVLM_CACHE/datasets/fashion-mnist, read by default)")
     fetch.add_argument("--url", metavar="URL", help="base URL of a mirror (http(s):// or file://; default Zalando's)")
     fetch.set_defaults(func=_data_fetch)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from robustvlm.cli.options import SubParsers, add_data_root, example
-from robustvlm.cli.output_checks import demo_folder
+from robustvlm.cli.output_checks import output_folder
 from robustvlm.cli.plan_options import PlanHelpFormatter, add_plan_options, plan_from, reads
 from robustvlm.errors import ConfigError
 from robustvlm.machine import KERNEL_SETS, KERNEL_VARIABLES, forced_kernels, kernel_environment
@@ -120,7 +120,7 @@ def add_demo(sub: SubParsers) -> None:
                         epilog=example("robustvlm demo --quick --out demo_out_quick"))
     add_plan_options(dm, default, BEFORE)
     add_data_root(dm)
-    dm.add_argument("--out", dest=BEFORE + "out", metavar="OUT", type=demo_folder, help=_out_help(default))
+    dm.add_argument("--out", dest=BEFORE + "out", metavar="OUT", type=output_folder, help=_out_help(default))
     _add_kernels(dm, BEFORE)
     for other in EXPERIMENTS.values():
         add_plan_options(dm, other, BEFORE, hidden=True)
@@ -132,6 +132,6 @@ def add_demo(sub: SubParsers) -> None:
         add_plan_options(parser, experiment)
         if experiment.reads_fashion_mnist:
             add_data_root(parser)
-        parser.add_argument("--out", type=demo_folder, help=_out_help(experiment))
+        parser.add_argument("--out", type=output_folder, help=_out_help(experiment))
         _add_kernels(parser)
         parser.set_defaults(func=_run_named, experiment=name, explain_option=_explain(name))

@@ -107,8 +107,13 @@ def add_data_root(parser: argparse.ArgumentParser) -> None:
         "/usr/share/datasets/fashion-mnist")
 
 
-def int_at_least(low: int) -> Callable[[str], int]:
-    """An argparse type: an integer >= `low`, else an error naming the value and the range."""
+INT_MAX = 2**63 - 1
+"""The largest integer an option takes: what a C integer (a range, a tensor size, a seed) holds."""
+
+
+def int_at_least(low: int, high: int = INT_MAX) -> Callable[[str], int]:
+    """An argparse type: an integer from `low` to `high` (default INT_MAX, so no value overflows a
+    C integer later), else an error naming the value and the range."""
 
     def parse(text: str) -> int:
         try:
@@ -117,6 +122,8 @@ def int_at_least(low: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"{value} is out of range: an integer >= {low}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range: an integer <= {high}")
         return value
 
     return parse

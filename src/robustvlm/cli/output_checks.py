@@ -29,29 +29,23 @@ def output_check(check: Callable[[Path], None]) -> Callable[[str], str]:
 
 
 def _folder_to_copy_into(folder: Path) -> None:
-    """`configs copy`'s folder: it may hold the user's other files (each copy is a new file), so
-    only the path is checked, and that it is no file."""
+    """`configs copy`'s folder: it may hold the user's other files (each copy is a new file, never
+    over one), so only the path is checked: usable, no symbolic link, not the file-system root,
+    the home folder or the current folder, and no file."""
     from robustvlm.errors import ConfigError
     from robustvlm.runs import check_output_path
 
     check_output_path(folder)
+    if folder.is_symlink():
+        raise ConfigError(f"{folder} is a symbolic link: a copy would be written where it points; copy into "
+                          "another folder or remove the link first")
+    place = folder.expanduser().resolve()
+    special = {Path(place.anchor): "the file-system root", Path.home().resolve(): "the home folder",
+               Path.cwd().resolve(): "the current folder"}
+    if place in special:
+        raise ConfigError(f"{folder} is {special[place]}: copy into a folder of its own (e.g. my_configs)")
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{folder} exists and is not a folder: copy into a folder")
-
-
-def _benchmark_folder(folder: Path) -> None:
-    """`data synth`'s --out: an output folder, or one holding a built-in benchmark (its manifest)."""
-    from robustvlm.runs import check_output_folder
-
-    check_output_folder(folder, ours=("manifest.json",))
-
-
-def _demo_folder(folder: Path) -> None:
-    """A demo's --out: an output folder, or one holding that demo's earlier (possibly killed) run,
-    which it resumes (its kept jobs, its rows or its results)."""
-    from robustvlm.runs import check_output_folder
-
-    check_output_folder(folder, ours=("jobs", "runs.jsonl", "results.json"))
 
 
 def _output_folder(folder: Path) -> None:
@@ -68,17 +62,15 @@ def _output_file(path: Path) -> None:
 
 output_folder = output_check(_output_folder)
 output_file = output_check(_output_file)
-benchmark_folder = output_check(_benchmark_folder)
-demo_folder = output_check(_demo_folder)
 folder_to_copy_into = output_check(_folder_to_copy_into)
 
 
 def check_outputs_first(parser: argparse.ArgumentParser) -> None:
-    """Give every `--out` of every subcommand below `parser` the output-folder check as its type,
-    unless the command chose another output check (`output_file`, ...)."""
+    """Give every `--out` and `--to` of every subcommand below `parser` the output-folder check as
+    its type, unless the command chose another output check (`output_file`, ...)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
                 check_outputs_first(child)
-        elif action.dest == "out" and not getattr(action.type, OUTPUT_CHECK, False):
+        elif action.dest in ("out", "to") and not getattr(action.type, OUTPUT_CHECK, False):
             action.type = output_folder

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from robustvlm.cli.options import int_at_least
+from robustvlm.cli.options import INT_MAX, int_at_least
 from robustvlm.workflows.experiments import Experiment, OptionSpec, flag, option_spec
 
 SHOWN = "shown_default"
@@ -48,14 +48,18 @@ def _item_parser(kind: Any, spec: OptionSpec) -> Callable[[str], Any]:
     if spec.parse is not None:
         return spec.parse
     if kind is int:
-        return int_at_least(spec.minimum) if spec.minimum is not None else int
+        return int_at_least(spec.minimum if spec.minimum is not None else -INT_MAX - 1)
     return str
 
 
 def comma_separated(item: Callable[[str], Any]) -> Callable[[str], tuple[Any, ...]]:
-    """An argparse type: comma-separated values of `item` (blank parts dropped)."""
+    """An argparse type: comma-separated values of `item` (blank parts dropped; none at all is an
+    error, at parse time, not an empty run found out later)."""
     def parse(text: str) -> tuple[Any, ...]:
-        return tuple(item(part.strip()) for part in text.split(",") if part.strip())
+        values = tuple(item(part.strip()) for part in text.split(",") if part.strip())
+        if not values:
+            raise argparse.ArgumentTypeError(f"{text!r} names nothing: give one value or more, comma-separated")
+        return values
     return parse
 
 

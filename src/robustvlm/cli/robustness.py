@@ -14,6 +14,7 @@ from robustvlm.cli.options import (
     float_above,
     int_at_least,
 )
+from robustvlm.cli.output_checks import output_file
 from robustvlm.cli.results_options import (
     RESULT_FORMAT_CHOICES,
     add_results_options,
@@ -200,8 +201,9 @@ def _add_convert(rb_sub: SubParsers) -> None:
                              "(and its per-question rows as JSONL)", epilog=example(
                              "robustvlm robustness convert docs/data/openclip_results.csv --out runs/openclip_long.csv"))
     conv.add_argument("results", help="a results file or folder of any --format")
-    conv.add_argument("--out", required=True, help="the CSV to write (model, family, bench, accuracy, n, ...)")
+    conv.add_argument("--out", required=True, type=output_file,
+                      help="the CSV to write (model, family, bench, accuracy, n, ...); an earlier one of its own is replaced")
     conv.add_argument("--benchmark", action="append", default=[], help="keep only this benchmark (repeatable)")
-    conv.add_argument("--questions", metavar="FILE", help="also write the per-question rows here (JSONL)")
+    conv.add_argument("--questions", metavar="FILE", type=output_file, help="also write the per-question rows here (JSONL)")
     add_results_options(conv, non_accuracy=True)
     conv.set_defaults(func=_robustness_convert)

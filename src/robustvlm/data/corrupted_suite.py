@@ -8,15 +8,27 @@
 
 The layout is a domain suite (DOMAIN/CLASS/*.png, as `data synth` writes them), so `mc build`,
 `icl eval` and the robustness workflows read it; picture NAME of a class is the same source picture
-in every domain (paired). A picture's random draws are seeded by (seed, corruption, severity,
-class, picture), so a suite is reproducible and a domain does not depend on the others. Each
-domain folder is written under a temporary name and renamed when complete; a rerun skips the
-finished ones (a killed run resumes).
+in every domain (paired), so two pictures of a class may not share a NAME (`x.png` and `x.jpg`). A
+picture's random draws are seeded by (seed, corruption, severity, class, picture), so a suite is
+reproducible and a domain does not depend on the others.
+
+Every picture is checked before any work: readable, each side >= 32 px and at most MAX_PIXELS
+pixels (ImageNet-C's corruptions hold several float copies of a picture; a 10000x10000 one needs
+gigabytes, and Pillow refuses larger ones as decompression bombs), else a DataError naming the file,
+or, with `skip_bad`, it is left out and listed in OUT/skipped.jsonl (counted in the manifest).
+
+The folder is claimed as every command's run folder is (`runs.claim_run_folder`, its settings in
+config.resolved.yaml), always resuming: the same command run again continues a killed run (or one
+stopped by a full disk), while other settings are refused naming the keys. Each class of a domain
+is written under a temporary name and renamed when complete, inside `.<domain>-partial/`, which is
+renamed to `<domain>` when its last class is done; a rerun skips finished domains and classes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,13 +38,16 @@ from PIL import Image, UnidentifiedImageError
 from robustvlm.data.corruptions import COMMON, SEVERITIES, VALIDATION, corrupt
 from robustvlm.data.synth.writer import save_png
 from robustvlm.errors import ConfigError, DataError
-from robustvlm.runs import atomic_folder
+from robustvlm.runs import atomic_folder, claim_run_folder, write_jsonl
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+MIN_SIDE = 32
+MAX_PIXELS = 4096 * 4096
 
 
 def source_pictures(source: Path) -> dict[str, list[Path]]:
-    """{class folder name: its picture files, sorted}; a ConfigError when there are none."""
+    """{class folder name: its picture files, sorted}; a ConfigError when there are none, a
+    DataError naming both files when two pictures of a class would get one output NAME."""
     if not source.is_dir():
         raise ConfigError(f"corruption suite: {source} is not a folder of class folders")
     classes = {
@@ -42,16 +57,37 @@ def source_pictures(source: Path) -> dict[str, list[Path]]:
     classes = {name: files for name, files in classes.items() if files}
     if not classes:
         raise ConfigError(f"corruption suite: {source} holds no CLASS/*.png (or .jpg) pictures")
+    for files in classes.values():
+        seen: dict[str, Path] = {}
+        for f in files:
+            if f.stem in seen:
+                raise DataError(f"{seen[f.stem].name} and {f.name} would both be written as {f.stem}.png; "
+                                "rename one of them", str(f))
+            seen[f.stem] = f
     return classes
 
 
 def read_picture(path: Path) -> Image.Image:
-    """The picture at `path` as RGB (a DataError naming the file when it cannot be read)."""
+    """The picture at `path` as RGB: a DataError naming the file when it cannot be read, when a
+    side is under MIN_SIDE px or when it holds more than MAX_PIXELS (checked from its header,
+    before its pixels are decoded)."""
     try:
-        with Image.open(path) as img:
-            return img.convert("RGB")
-    except (UnidentifiedImageError, OSError) as err:
-        raise DataError(f"cannot read the picture: {err}", str(path)) from err
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as img:
+                width, height = img.size
+                if width * height > MAX_PIXELS:
+                    raise DataError(f"{width}x{height} px is more than ImageNet-C's corruptions can hold in memory "
+                                    f"(at most {MAX_PIXELS:,} pixels): resize it first", str(path))
+                picture = img.convert("RGB")
+    except Image.DecompressionBombError as err:
+        raise DataError(f"too large to read ({err}): resize it first", str(path)) from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
+        raise DataError(f"cannot read the picture: {err}", str(path)) from None
+    if min(picture.size) < MIN_SIDE:
+        raise DataError(f"ImageNet-C corruptions need pictures of at least {MIN_SIDE}x{MIN_SIDE} px, got "
+                        f"{picture.size[0]}x{picture.size[1]}", str(path))
+    return picture
 
 
 def picture_seed(seed: int, corruption: str, severity: int, class_index: int, index: int) -> int:
@@ -60,35 +96,75 @@ def picture_seed(seed: int, corruption: str, severity: int, class_index: int, in
     return int(np.random.SeedSequence([seed, name_index, severity, class_index, index]).generate_state(1)[0])
 
 
+def _fingerprint(classes: dict[str, list[Path]]) -> str:
+    """SHA-256 of every picture's class, name and size: a rerun on a changed source is refused."""
+    lines = (f"{name}/{f.name}:{f.stat().st_size}\n" for name, files in classes.items() for f in files)
+    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+
+
+def _checked(classes: dict[str, list[Path]], skip_bad: bool) -> tuple[dict[str, list[int]], list[dict[str, str]]]:
+    """({class: indices of its usable pictures}, [skipped {file, why}]): every picture is read once
+    (and let go); a bad one is a DataError unless `skip_bad`."""
+    kept: dict[str, list[int]] = {}
+    skipped: list[dict[str, str]] = []
+    for name, files in classes.items():
+        kept[name] = []
+        for i, f in enumerate(files):
+            try:
+                read_picture(f)
+            except DataError as err:
+                if not skip_bad:
+                    raise
+                skipped.append({"file": str(f), "why": str(err)})
+                continue
+            kept[name].append(i)
+    return kept, skipped
+
+
 def write_corrupted_suite(source: Path, out: Path, *, corruptions: Sequence[str] = COMMON,
-                          severities: Sequence[int] = SEVERITIES, seed: int = 0) -> Path:
+                          severities: Sequence[int] = SEVERITIES, seed: int = 0, skip_bad: bool = False) -> Path:
     """Write the suite of the module doc and return OUT/manifest.json."""
     classes = source_pictures(source)
-    pictures = {name: [read_picture(f) for f in files] for name, files in classes.items()}
-    for name, files in classes.items():
-        for f, picture in zip(files, pictures[name]):
-            if min(picture.size) < 32:
-                raise DataError(f"ImageNet-C corruptions need pictures of at least 32x32 px, got "
-                                f"{picture.size[0]}x{picture.size[1]}", str(f))
-    out.mkdir(parents=True, exist_ok=True)
+    settings = {"source": str(source.resolve()), "pictures": _fingerprint(classes), "corruptions": list(corruptions),
+                "severities": list(severities), "seed": seed, "skip_bad": skip_bad}
+    kept, skipped = _checked(classes, skip_bad)
+    if not any(kept.values()):
+        raise DataError("every picture is unusable (each was skipped)", str(source))
+    claim_run_folder(out, settings, command="data corrupt", resume=True)
+    write_jsonl(out / "skipped.jsonl", skipped)
     domains = ["clean", *(f"{c}-{s}" for c in corruptions for s in severities)]
     for domain in domains:
-        if (out / domain).is_dir():
-            continue  # finished by an earlier run
-        with atomic_folder(out / domain) as tmp:
-            for class_index, (name, files) in enumerate(classes.items()):
-                (tmp / name).mkdir(parents=True)
-                for i, (f, picture) in enumerate(zip(files, pictures[name])):
-                    if domain != "clean":
-                        corruption, severity = domain.rsplit("-", 1)
-                        picture = corrupt(picture, corruption, int(severity),
-                                          picture_seed(seed, corruption, int(severity), class_index, i))
-                    save_png(picture, tmp / name / f"{f.stem}.png")
+        if not (out / domain).is_dir():  # else finished by an earlier run
+            _write_domain(out, domain, classes, kept, seed)
     manifest = {"benchmark": "corrupted", "source": str(source), "seed": seed, "layout": "DOMAIN/CLASS/NAME.png",
                 "corruptions": list(corruptions), "severities": list(severities), "domains": domains,
-                "classes": list(classes), "pictures_per_class": {n: len(f) for n, f in classes.items()},
+                "classes": list(classes), "pictures_per_class": {n: len(kept[n]) for n in classes},
+                "skipped": len(skipped),
                 "paired": "picture NAME of a class is the same source picture in every domain",
                 "definitions": "ImageNet-C (Hendrycks & Dietterich 2019) via imagecorruptions 1.1.2"}
     path = out / "manifest.json"
-    path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    tmp.replace(path)
     return path
+
+
+def _write_domain(out: Path, domain: str, classes: dict[str, list[Path]], kept: dict[str, list[int]],
+                  seed: int) -> None:
+    """Write one domain class by class into `.<domain>-partial/` (finished classes kept from an
+    earlier run), then rename it to `<domain>`."""
+    partial = out / f".{domain}-partial"
+    partial.mkdir(exist_ok=True)
+    for class_index, (name, files) in enumerate(classes.items()):
+        if (partial / name).is_dir():
+            continue
+        with atomic_folder(partial / name) as tmp:
+            tmp.mkdir()
+            for i in kept[name]:
+                picture = read_picture(files[i])
+                if domain != "clean":
+                    corruption, severity = domain.rsplit("-", 1)
+                    picture = corrupt(picture, corruption, int(severity),
+                                      picture_seed(seed, corruption, int(severity), class_index, i))
+                save_png(picture, tmp / f"{files[i].stem}.png")
+    partial.rename(out / domain)

@@ -7,8 +7,10 @@ data (measured on Debian's `dataset-fashion-mnist` copy, which recompresses the 
 its `.gz` MD5s differ). Each file is written to `NAME.part` and renamed into place only once
 checked, so a killed fetch leaves no half file under a final name; files already there and
 correct are not downloaded again. `urllib` reads http(s):// and file:// alike, so a local mirror
-works offline (`--url file:///mnt/mirror/`). Written on the standard library: the four files need
-no download framework.
+works offline (`--url file:///mnt/mirror/`). A mirror URL is checked before any request
+(`checked_mirror_url`): http(s):// with a host, or file://, and never credentials (the rule of every
+served command, `redact.check_url`). Written on the standard library: the four files need no
+download framework.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ import hashlib
 import shutil
 import urllib.error
 import urllib.request
+import zlib
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from robustvlm.errors import DataError, MissingDataSource
+from robustvlm.errors import ConfigError, DataError, MissingDataSource
+from robustvlm.redact import check_url, holds_credentials
 
 #: Zalando's own copy of the files (the project's repository; MIT licence)
 FASHION_URL = "https://raw.githubusercontent.com/zalandoresearch/fashion-mnist/master/data/fashion/"
@@ -52,15 +57,30 @@ def checksum_ok(path: Path, name: str) -> bool:
         return True
     try:
         return _digest(path, "sha256", unzip=True) == content_sha256
-    except (OSError, EOFError):  # not gzip, or cut short
+    except (OSError, EOFError, zlib.error):  # not gzip, cut short, or its compressed bytes damaged
         return False
+
+
+def checked_mirror_url(url: str) -> str:
+    """`url` when it may be a mirror's base URL: file://PATH, or an http(s):// URL that passes
+    `redact.check_url` (a host, no user-info, no query, no key-like value); else a ConfigError
+    that never repeats it (it may hold a key)."""
+    if holds_credentials(url):
+        raise ConfigError("--url holds credentials (user:key@, a key parameter or a key-like value): a mirror is "
+                          "read without a key, and the URL would be sent in every request; give its plain address")
+    if urlsplit(url).scheme == "file":
+        return url
+    try:
+        return check_url(url)
+    except ValueError as err:
+        raise ConfigError(f"--url {err}; a mirror is file:///FOLDER/ or http(s)://HOST/PATH/") from None
 
 
 def _download(url: str, target: Path) -> None:
     try:
         with urllib.request.urlopen(url, timeout=60) as response, target.open("wb") as out:
             shutil.copyfileobj(response, out)
-    except (urllib.error.URLError, OSError) as err:
+    except (urllib.error.URLError, OSError, ValueError) as err:
         target.unlink(missing_ok=True)
         raise MissingDataSource(f"could not download {url}: {getattr(err, 'reason', err)}") from None
 
@@ -68,7 +88,8 @@ def _download(url: str, target: Path) -> None:
 def fetch_fashion_mnist(folder: Path, base_url: str = FASHION_URL) -> list[tuple[str, bool]]:
     """Download the four files from `base_url` into `folder` and check each; returns
     [(name, downloaded)] (False: already there and correct). A file that fails its checksum is
-    removed and reported as a DataError naming its URL."""
+    removed and reported as a DataError naming its URL; no `.part` file outlives a failure."""
+    checked_mirror_url(base_url)
     folder.mkdir(parents=True, exist_ok=True)
     done = []
     for name in FASHION_CHECKSUMS:
@@ -78,10 +99,12 @@ def fetch_fashion_mnist(folder: Path, base_url: str = FASHION_URL) -> list[tuple
             continue
         url = base_url.rstrip("/") + "/" + name
         part = folder / (name + ".part")
-        _download(url, part)
-        if not checksum_ok(part, name):
-            part.unlink()
-            raise DataError("checksum mismatch: not Fashion-MNIST's file (nothing kept)", url)
-        part.replace(final)
+        try:
+            _download(url, part)
+            if not checksum_ok(part, name):
+                raise DataError("checksum mismatch: not Fashion-MNIST's file (nothing kept)", url)
+            part.replace(final)
+        finally:
+            part.unlink(missing_ok=True)
         done.append((name, True))
     return done

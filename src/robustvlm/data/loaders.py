@@ -23,7 +23,8 @@ from PIL import Image
 from robustvlm.data.environments import EnvMap, assign_task_type, format_env_counts, load_env_map
 from robustvlm.data.images import DEFAULT_MAX_PIXELS, load_image
 from robustvlm.data.records import SPLITS, Example, SkipLog, bad_record_handler
-from robustvlm.errors import ConfigError, DataError
+from robustvlm.errors import ConfigError, DataError, MissingDataSource
+from robustvlm.redact import refuse_key_like
 
 if TYPE_CHECKING:
     import datasets
@@ -372,6 +373,7 @@ def _hub_rows(spec: str, split: str | None, hub: HubSelection) -> Iterator[RawRe
     import datasets
 
     name, _, config = spec[len("hf:"):].partition(":")
+    refuse_key_like(name, "dataset name", "hf:ORG/NAME or a local file")  # a pasted key is never sent
     if hub.subsets and config:
         raise ConfigError(f"{spec}: give the hub config in the path or as subsets, not both")
     hf_split = {"val": "validation"}.get(split, split) if split else "train"
@@ -379,8 +381,10 @@ def _hub_rows(spec: str, split: str | None, hub: HubSelection) -> Iterator[RawRe
         source = f"hf:{name}:{subset}" if subset else spec
         try:
             dataset = datasets.load_dataset(name, subset, split=hf_split)
-        except Exception as exc:  # network, missing dataset or config, ...
-            raise DataError(f"cannot load dataset ({exc})", source) from exc
+        except Exception as exc:  # network, missing dataset or config, ...: no bad record, the whole source
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise MissingDataSource(f"{source}: cannot load the dataset ({type(exc).__name__}: {first}); check "
+                                    "its name, the network (or HTTPS_PROXY), or give a local copy") from exc
         if hub.max_rows is not None and len(dataset) > hub.max_rows:
             dataset = dataset.shuffle(seed=hub.seed).select(range(hub.max_rows))
         rows = _dataset_rows(dataset, source, hf_split)

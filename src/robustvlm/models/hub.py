@@ -5,12 +5,18 @@ A model name that is not a local path and has no prefix robustvlm resolves itsel
 URLs, and huggingface_hub prints those URLs in its retry lines. `checked_hub_name`:
 
 - refuses a name that looks like a key or access token (`redact.looks_like_token`: `sk-...`,
-  `hf_...`, long random strings), without repeating it, before anything is sent;
+  `hf_...`, long random strings), without repeating it, before anything is sent; the same rule
+  (`refuse_key_like`) guards every other name bound for the network: hub datasets (`hf:NAME`),
+  text encoders and the model id a served model's requests carry;
 - tries one connection to the hub (`REACH_TIMEOUT_S`) the first time a hub name is used; when it
   fails, this process switches huggingface_hub to offline mode, so a model in the local cache
   still loads and any other fails at once with one error line, instead of five retries per file
   with exponential backoff (minutes). Behind a proxy (`HTTPS_PROXY`, `ALL_PROXY`) the check is
   left to huggingface_hub, which knows how to reach the hub through it.
+
+A hub failure of any kind (DNS, a proxy's 5xx, TLS, a timeout) reaches the loaders as an OSError or
+as one of HUB_NETWORK_ERRORS (huggingface_hub's HTTP client's transport errors, no OSError), and
+`hub_error_line` makes it one line.
 
 Written by hand: huggingface_hub has no setting for its retry count, and no library decides
 whether a name is a pasted key (`redact` does, for every message).
@@ -23,14 +29,16 @@ import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx2  # huggingface_hub's HTTP client: its transport errors (proxy, TLS, timeout) are no OSError
 import huggingface_hub.constants
 
-from robustvlm.errors import ConfigError
-from robustvlm.redact import looks_like_token, redacted_logger
+from robustvlm.redact import redacted_logger, refuse_key_like
 
 REACH_TIMEOUT_S = 5.0
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 _reached: set[str] = set()  # hosts that answered (an unreachable one turns offline mode on)
+#: What a hub request raises when the hub cannot be reached other than as an OSError.
+HUB_NETWORK_ERRORS: tuple[type[Exception], ...] = (httpx2.HTTPError,)
 
 
 def is_hub_name(name: str) -> bool:
@@ -38,18 +46,14 @@ def is_hub_name(name: str) -> bool:
     return ":" not in name and not Path(name).expanduser().exists()
 
 
-def checked_hub_name(name: str) -> str:
+def checked_hub_name(name: str, what: str = "model name", *, reach: bool = True) -> str:
     """`name` unchanged; ConfigError when it is a hub name that looks like a key (not repeated),
-    and offline mode when the hub cannot be reached (module doc)."""
+    and, with `reach`, offline mode when the hub cannot be reached (module doc)."""
     if not is_hub_name(name):
         return name
-    if looks_like_token(name):
-        raise ConfigError(
-            "the model name looks like a key or access token, not a model (masked here, and not sent "
-            "to the hub): give a hub name (org/model), a local folder, tiny:KIND or zoo:NAME; a key "
-            "goes in an environment variable"
-        )
-    if not huggingface_hub.constants.HF_HUB_OFFLINE and not _hub_reachable():
+    refuse_key_like(name, what, "a hub name (org/model), a local folder, tiny:KIND or zoo:NAME"
+                    if what == "model name" else "a hub name (org/name) or a local folder")
+    if reach and not huggingface_hub.constants.HF_HUB_OFFLINE and not _hub_reachable():
         huggingface_hub.constants.HF_HUB_OFFLINE = True
     return name
 
@@ -61,6 +65,9 @@ def hub_error_line(name: str, error: BaseException) -> str:
     if is_hub_name(name) and huggingface_hub.constants.HF_HUB_OFFLINE:
         return (f"model '{name}' is not in the local hub cache and the hub cannot be reached (offline, or "
                 "HF_HUB_OFFLINE is set): name a local folder, or connect and run again")
+    if isinstance(error, HUB_NETWORK_ERRORS) and not isinstance(error, OSError):
+        return (f"the hub cannot be reached ({type(error).__name__}: {first}): check the network or proxy "
+                "(HTTPS_PROXY), or name a local folder")
     return first
 
 

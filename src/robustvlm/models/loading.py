@@ -13,7 +13,7 @@ from transformers.utils import is_torchvision_available
 
 from robustvlm.errors import ConfigError
 from robustvlm.model_ref import PREFIXES, REAL, TINY, ModelRef
-from robustvlm.models.hub import hub_error_line
+from robustvlm.models.hub import HUB_NETWORK_ERRORS, hub_error_line
 from robustvlm.models.image_only import load_image_only_processor
 from robustvlm.models.real import build_real_vlm
 from robustvlm.models.tiny import build_tiny_vlm
@@ -23,8 +23,9 @@ from robustvlm.runs import atomic_folder
 
 TINY_PREFIX = PREFIXES[TINY]
 #: What transformers raises for a model it cannot load: missing or unreadable files, bad configs,
-#: and weights files that are not safetensors (SafetensorError, e.g. "header too large").
-LOAD_ERRORS = (OSError, ValueError, KeyError, SafetensorError)
+#: weights files that are not safetensors (SafetensorError, e.g. "header too large") and a hub
+#: that cannot be reached (HUB_NETWORK_ERRORS: a proxy's 5xx, TLS, a timeout).
+LOAD_ERRORS: tuple[type[Exception], ...] = (OSError, ValueError, KeyError, SafetensorError, *HUB_NETWORK_ERRORS)
 
 
 def load_vlm(

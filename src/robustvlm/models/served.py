@@ -46,6 +46,7 @@ from robustvlm.models.concurrency import AIMD, AdaptiveLimit
 from robustvlm.models.endpoint import EndpointClient, EndpointError, openai_messages
 from robustvlm.models.loglik import OptionScores
 from robustvlm.models.response_cache import ResponseCache, request_key
+from robustvlm.redact import refuse_key_like
 
 SERVED_PREFIX = PREFIXES[SERVED]
 CHAT_ROUTE = "/chat/completions"
@@ -97,6 +98,7 @@ class ServedModel:
         ref = ModelRef.parse(name)
         if ref.kind != SERVED or not ref.location:
             raise ConfigError(f"a served model is named {SERVED_PREFIX}MODEL, got {name!r}")
+        refuse_key_like(ref.location, "served model name", "the model id the server lists")
         self.name, self.model_id, self.config = name, ref.location, config
         limit = AdaptiveLimit(AIMD(config.max_concurrency)) if config.adaptive_concurrency else None
         self.client = EndpointClient(config, who=f"served model '{name}'", limit=limit,

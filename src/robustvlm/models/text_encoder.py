@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer
 
 from robustvlm.errors import ConfigError
+from robustvlm.models.hub import checked_hub_name
 from robustvlm.models.loading import LOAD_ERRORS
 
 
@@ -57,7 +58,7 @@ def load_text_encoder(
 
     Raises ConfigError naming the encoder when it cannot be loaded.
     """
-    source = str(name_or_path or default_encoder_path())
+    source = checked_hub_name(str(name_or_path or default_encoder_path()), "text encoder name")
     kwargs = {"trust_remote_code": True} if trust_remote_code else {}
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)

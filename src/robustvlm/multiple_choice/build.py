@@ -27,6 +27,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import yaml
@@ -307,13 +308,18 @@ def write_questions(questions: Sequence[MCQuestion], path: str | Path, *, embed_
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
-        for q in questions:
-            row = asdict(q)
-            image = _image_bytes(q) if embed_images else q.image
-            if isinstance(image, bytes):
-                row.pop("image")
-                row["image_base64"] = base64.b64encode(image).decode("ascii")
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        write_question_rows(questions, f, embed_images=embed_images)
+
+
+def write_question_rows(questions: Sequence[MCQuestion], handle: IO[str], *, embed_images: bool = False) -> None:
+    """Write `questions` to an open text file as `write_questions` does."""
+    for q in questions:
+        row = asdict(q)
+        image = _image_bytes(q) if embed_images else q.image
+        if isinstance(image, bytes):
+            row.pop("image")
+            row["image_base64"] = base64.b64encode(image).decode("ascii")
+        handle.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def _image_bytes(q: MCQuestion) -> bytes:

@@ -106,8 +106,11 @@ def test_convert_writes_robustvlms_csv_which_fits_to_the_same_line(tmp_path, cap
                     str(tmp_path / "fit")]) == 0
     fit = json.loads((tmp_path / "fit" / "fit.json").read_text())["fit"]
     assert round(fit["slope"], 3) == 1.181 and fit["n"] == 121
-    assert run_cli(["robustness", "convert", str(OPENCLIP), "--out", str(out)]) == 2  # never replaced
-    assert "exists" in capsys.readouterr().err
+    assert run_cli(["robustness", "convert", str(OPENCLIP), "--out", str(out)]) == 0  # its own: replaced
+    mine = tmp_path / "mine.csv"
+    mine.write_text("mine")
+    assert run_cli(["robustness", "convert", str(OPENCLIP), "--out", str(mine)]) == 2  # a user's: never
+    assert "not written by robustvlm" in capsys.readouterr().err and mine.read_text() == "mine"
     # the converted CSV keeps the reader's columns, so it groups as the original does
     assert run_cli(["robustness", "fit", str(out), "--ref", "ImageNet 1k", "--shift", "ImageNet-R", "--group-by",
                     "source", "--n-boot", "100", "--out", str(tmp_path / "groups")]) == 0

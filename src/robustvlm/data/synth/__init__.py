@@ -31,6 +31,7 @@ from robustvlm.data.synth import (
 )
 from robustvlm.data.synth.graded import GRADED_STYLES
 from robustvlm.errors import ConfigError
+from robustvlm.runs import MARKER_FILE
 
 
 @dataclass(frozen=True)
@@ -205,12 +206,13 @@ def benchmark_in(out: Path) -> str | None:
 
 
 def _clear_previous(out: Path) -> None:
-    """Remove an earlier synthetic benchmark from `out`; refuse any folder holding other files."""
+    """Remove an earlier synthetic benchmark from `out`; refuse any folder holding other files
+    (robustvlm's folder marker, `runs.MARKER_FILE`, stays)."""
     if not out.exists():
         return
     if not out.is_dir():
         raise ConfigError(f"output path {out} exists and is not a folder")
-    if not any(out.iterdir()):
+    if not any(p.name != MARKER_FILE for p in out.iterdir()):
         return
     previous = benchmark_in(out)
     if previous is None:
@@ -218,7 +220,7 @@ def _clear_previous(out: Path) -> None:
             f"output folder {out} is not empty and holds no synthetic benchmark; choose an empty folder"
         )
     owned = set(BENCHMARKS[previous].outputs)
-    strangers = sorted(p.name for p in out.iterdir() if p.name not in owned)
+    strangers = sorted(p.name for p in out.iterdir() if p.name not in (*owned, MARKER_FILE))
     if strangers:
         raise ConfigError(
             f"output folder {out} holds files that are not part of a synthetic benchmark: {strangers[:5]}"

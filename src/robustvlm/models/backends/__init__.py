@@ -53,6 +53,7 @@ from robustvlm.models.tiny_clip import DUAL_ENCODER_KINDS
 from robustvlm.models.tiny_families import VLM_FAMILIES as TINY_VLMS
 from robustvlm.models.zoo_recipes import resolve_model_name
 from robustvlm.plugins import load_plugins
+from robustvlm.redact import refuse_key_like
 
 __all__ = ["BACKENDS", "CAPABILITIES", "Backend", "BackendSpec", "infer_family", "load_backend"]
 
@@ -188,6 +189,8 @@ def served_settings(names: str | Sequence[str], served: ServedConfig | None) -> 
     a server given to no served model."""
     names = [names] if isinstance(names, str) else list(names)
     is_served = [n for n in names if ModelRef.parse(n).kind == SERVED]
+    for name in is_served:  # the id goes into every request: never a pasted key
+        refuse_key_like(ModelRef.parse(name).location, "served model name", "the model id the server lists")
     if is_served and served is None:
         raise ConfigError(f"model '{is_served[0]}' is served: give its server's address (--base-url URL)")
     if served is not None and not is_served:

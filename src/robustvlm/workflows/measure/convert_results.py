@@ -17,10 +17,12 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from robustvlm.data.results import ReadOptions, fill_counts, read_results_file
 from robustvlm.data.results.sizes import standard_size
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.runs import check_output_file, write_output_file
 
 CSV_COLUMNS = ("model", "family", "bench", "accuracy", "n", "n_from")
 
@@ -37,11 +39,15 @@ class Converted:
 def convert_results(path: str | Path, out_csv: str | Path, *, fmt: str = "auto", benches: Sequence[str] = (),
                     n_questions: Mapping[str, int] | None = None,
                     questions_out: str | Path | None = None, options: ReadOptions | None = None) -> Converted:
-    """Write the accuracies of `path` to `out_csv` (and its question rows to `questions_out`);
-    an existing output file is refused (ConfigError), never replaced."""
-    for target in (out_csv, questions_out):
-        if target is not None and Path(target).exists():
-            raise ConfigError(f"{target} exists: choose a new output file")
+    """Write the accuracies of `path` to `out_csv` (and its question rows to `questions_out`).
+    Each file is written beside its name and renamed into place when complete; an existing one is
+    replaced only when robustvlm wrote it (an earlier convert), never a user's file
+    (`runs.write_output_file`, ConfigError)."""
+    targets = [Path(t) for t in (out_csv, questions_out) if t is not None]
+    for target in targets:
+        check_output_file(target)
+    if len(targets) == 2 and targets[0].absolute() == targets[1].absolute():
+        raise ConfigError(f"--out and --questions both name {targets[0]}: give two files")
     table = read_results_file(path, fmt, options)
     rows = [r for r in table.accuracies if not benches or r["bench"] in benches]
     if not rows:
@@ -64,16 +70,15 @@ def convert_results(path: str | Path, out_csv: str | Path, *, fmt: str = "auto",
     _write_csv(Path(out_csv), kept, [*CSV_COLUMNS, *extra])
     questions = [q for q in table.questions if not benches or q["bench"] in benches]
     if questions_out is not None:
-        target = Path(questions_out)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text("".join(json.dumps({k: v for k, v in q.items() if k != "line"}) + "\n" for q in questions),
-                          encoding="utf-8")
+        write_output_file(Path(questions_out), lambda handle: handle.writelines(
+            json.dumps({k: v for k, v in q.items() if k != "line"}) + "\n" for q in questions))
     return Converted(len(kept), len(questions) if questions_out is not None else 0, left_out)
 
 
 def _write_csv(path: Path, rows: list[dict], columns: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+    def write(handle: IO[str]) -> None:
+        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
+
+    write_output_file(path, write)

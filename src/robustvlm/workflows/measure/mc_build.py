@@ -18,11 +18,12 @@ from robustvlm.data.loaders import load_examples
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.models.backends import infer_family, load_backend, served_settings
 from robustvlm.models.blind import BlindBackend, blind_input
+from robustvlm.models.hub import checked_hub_name
 from robustvlm.multiple_choice.blind_filter import FilterReport, answered_blind, drop_answered
-from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
+from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_question_rows
 from robustvlm.multiple_choice.distractors import ImageEmbedder
 from robustvlm.multiple_choice.scoring import METHODS, make_scorer, scoring_method
-from robustvlm.runs import prepare_output_file
+from robustvlm.runs import check_output_file, prepare_output_file, write_output_file
 
 
 @dataclass(frozen=True)
@@ -101,9 +102,12 @@ def build_benchmark(
         )
     if text_encoder and distractors != "text":
         raise ConfigError("--text-encoder applies only to --distractors text")
+    if text_encoder:
+        checked_hub_name(str(text_encoder), "text encoder name", reach=False)  # a key is refused before any work
     if filter_blind is not None:
         filter_blind.check()
     prepare_output_file(Path(out), overwrite=overwrite)
+    check_output_file(filter_report_path(out))  # beside it: never a file of the user's
     examples = load_examples(data, image_root=image_root, allow_outside_root=allow_outside_root)
     if envs:
         held = sorted({ex.env for ex in examples})
@@ -121,9 +125,9 @@ def build_benchmark(
     filter_report_path(out).unlink(missing_ok=True)  # a stale report of an overwritten file
     if filter_blind is not None:
         questions, report = apply_blind_filter(questions, filter_blind)
-        filter_report_path(out).write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
+        write_output_file(filter_report_path(out), lambda handle: handle.write(json.dumps(report.to_dict(), indent=2)))
         if not questions:
             raise DataError(f"the blind model {filter_blind.model!r} answers every question; nothing is left "
                             f"(see {filter_report_path(out)})")
-    write_questions(questions, out, embed_images=not link_images)
+    write_output_file(Path(out), partial(write_question_rows, questions, embed_images=not link_images))
     return questions
