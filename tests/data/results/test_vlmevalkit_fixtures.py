@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from robustvlm.data.results import read_results_file
+from robustvlm.data.results import ReadOptions, read_results_file
 from robustvlm.data.results.vlmevalkit_match import infer
 from robustvlm.errors import DataError
 
@@ -126,3 +126,68 @@ def test_n_questions_applies_to_an_acc_csv_bench_as_named(tmp_path):
         (row,) = list(csv.DictReader(f))
     assert (row["bench"], float(row["accuracy"]), row["n"], row["n_from"]) == ("MMBench_DEV_EN", 0.26, "4329", "user")
     assert done.left_out == ["ScienceQA_IMG (test)", "ScienceQA_IMG (val)"]
+
+
+def write_sheet(path: Path, header: list[str], rows: list[list[object]]) -> None:
+    """An .xlsx (as VLMEvalKit's dump writes it) or a .csv of `header` and `rows`."""
+    if path.suffix == ".csv":
+        with path.open("w", encoding="utf-8", newline="") as f:
+            csv.writer(f).writerows([header, *rows])
+        return
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    for row in [header, *rows]:
+        book.active.append(row)
+    book.save(path)
+
+
+def add_mme_files(model_folder: Path) -> list[Path]:
+    """The files VLMEvalKit's yes/no evaluation (ImageYORNDataset) writes for MME beside a
+    model's multiple-choice sheets: the prediction sheet (no option columns), `_auxmatch` (its
+    extracted answers and scores) and `_score.csv` (the scores per category)."""
+    model = model_folder.name
+    prediction = model_folder / f"{model}_MME.xlsx"
+    header = ["index", "question", "answer", "category", "prediction"]
+    rows = [[i, "Is there a cat?", "Yes" if i % 2 else "No", "existence", "Yes"] for i in range(6)]
+    write_sheet(prediction, header, rows)
+    auxmatch = model_folder / f"{model}_MME_auxmatch.xlsx"
+    write_sheet(auxmatch, [*header, "extracted", "score"], [[*r, "Yes", int(r[2] == "Yes")] for r in rows])
+    score = model_folder / f"{model}_MME_score.csv"
+    write_sheet(score, ["perception", "reasoning", "existence"], [[100.0, 0.0, 100.0]])
+    return [prediction, auxmatch, score]
+
+
+def test_a_work_folder_with_a_yes_no_datasets_files_reads_the_mcq_benches_and_lists_them(tmp_path):
+    work = tmp_path / "work"
+    shutil.copytree(WORK, work)
+    added = add_mme_files(work / MODEL)
+    table = read_results_file(work)
+    plain = read_results_file(WORK)
+    assert [(r["model"], r["bench"], r["accuracy"], r["n"]) for r in table.accuracies] == \
+        [(r["model"], r["bench"], r["accuracy"], r["n"]) for r in plain.accuracies]
+    assert sorted(s.file for s in table.skipped) == sorted(map(str, added))
+    whys = {Path(s.file).name: s.why for s in table.skipped}
+    assert "no option columns" in whys[f"{MODEL}_MME.xlsx"] and "no option columns" in whys[f"{MODEL}_MME_auxmatch.xlsx"]
+    assert "no column(s) index, answer, prediction" in whys[f"{MODEL}_MME_score.csv"]
+    with pytest.raises(DataError, match=r"--strict refuses") as err:
+        read_results_file(work, options=ReadOptions(strict=True))
+    assert str(err.value).startswith(f"{added[0]}") and "\n" not in str(err.value)
+
+
+def test_a_folder_of_only_a_yes_no_dataset_says_why_nothing_is_read(tmp_path):
+    folder = tmp_path / MODEL
+    folder.mkdir()
+    add_mme_files(folder)
+    with pytest.raises(DataError, match=r"no VLMEvalKit multiple-choice sheet .*3 sheet\(s\) left out.*no option columns"):
+        read_results_file(folder)
+
+
+def test_an_mcq_sheet_the_judge_would_read_is_still_refused_beside_skipped_files(tmp_path):
+    folder = tmp_path / MODEL
+    shutil.copytree(FIXTURES / "vanilla" / MODEL, folder)
+    for name in (f"{MODEL}_MMStar_exact_matching_result.xlsx", f"{MODEL}_MMStar_acc.csv"):
+        (folder / name).unlink(missing_ok=True)
+    add_mme_files(folder)
+    with pytest.raises(DataError, match="LLM judge"):
+        read_results_file(folder)

@@ -89,13 +89,15 @@ def csv_records(path: Path, what: str) -> tuple[list[str], list[tuple[int, dict[
     return header, out
 
 
-def csv_header(path: Path) -> list[str] | None:
-    """The header of a .csv file for a format detector (None when it cannot be read)."""
-    if path.suffix.lower() != ".csv":
+def csv_header(path: Path, delimiter: str = ",") -> list[str] | None:
+    """The header of a .csv file (a .tsv with `delimiter` tab) for a format detector (None when it
+    cannot be read; a byte that is not UTF-8 is read as U+FFFD, so that the file is claimed and
+    its reader names the byte)."""
+    if path.suffix.lower() != (".tsv" if delimiter == "\t" else ".csv"):
         return None
     try:
         text = read_bytes(path, "file", 65536).decode("utf-8-sig", errors="replace")
-        return next(csv.reader(io.StringIO(text, newline="")), None)
+        return next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), None)
     except (DataError, csv.Error):
         return None
 

@@ -23,11 +23,18 @@ sheet is refused: run VLMEvalKit's evaluation and read its `_result` sheet. An `
 one accuracy per split (no question count) for datasets without a sheet beside it: the bench
 is the dataset, or `DATASET (SPLIT)` when the file holds several splits. An `index` held twice
 for one model and dataset (two sheets, or one sheet) is refused.
+
+Sheets of datasets VLMEvalKit does not score as multiple choice (no `index`/`answer`/`prediction`
+columns: score files such as `MODEL_MME_score.csv`; or no option columns `A`, `B`: yes/no and
+open datasets, their `_auxmatch` and judge sheets) are skipped and listed (`table.skip`), so the
+multiple-choice datasets beside them are read; `--strict` refuses them. Files that are no sheet
+(VLMEvalKit's `.pkl` caches, `.json` scores, logs) are not read.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import re
 import zipfile
 import zlib
@@ -40,6 +47,7 @@ from robustvlm.data.results.table import (
     accuracy_row,
     fraction,
 )
+from robustvlm.data.results.text import csv_header, read_text
 from robustvlm.data.results.vlmevalkit_match import ROTATION_STRIDE, infer, is_circular
 from robustvlm.errors import DataError
 from robustvlm.extras import require
@@ -89,22 +97,20 @@ def _xlsx_values(path: Path) -> list[list[str]]:
 
 
 def _text_values(path: Path) -> list[list[str]]:
+    text = read_text(path, "VLMEvalKit sheet")
     try:
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            return list(csv.reader(f, delimiter="\t" if path.suffix.lower() == ".tsv" else ","))
-    except UnicodeDecodeError as err:
-        raise DataError(f"not UTF-8 text (byte {err.start}); VLMEvalKit writes UTF-8", str(path)) from None
-    except (OSError, csv.Error) as err:
-        raise DataError(f"cannot read the file ({err})", str(path)) from None
+        return list(csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(path)))
+    except csv.Error as err:
+        raise DataError(f"not a readable {path.suffix} sheet ({err})", str(path)) from None
 
 
 def _header(path: Path) -> set[str]:
-    """The columns of a .csv / .tsv (empty when it cannot be read: detection only)."""
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            return {h.strip() for h in next(csv.reader(f, delimiter="\t" if path.suffix.lower() == ".tsv" else ","))}
-    except (OSError, UnicodeDecodeError, csv.Error, StopIteration):
-        return set()
+    """The columns of a .csv / .tsv for detection (empty when it cannot be read)."""
+    return {h.strip() for h in csv_header(path, _delimiter(path)) or []}
+
+
+def _delimiter(path: Path) -> str:
+    return "\t" if path.suffix.lower() == ".tsv" else ","
 
 
 def _is_acc(path: Path) -> bool:
@@ -158,7 +164,9 @@ def read(path: Path) -> ResultTable:
         _read_model_files(files, table)
     table.accuracies = accuracies_from_questions(table.questions) + table.accuracies
     if not table.accuracies:
-        raise DataError("no VLMEvalKit prediction sheet or _acc.csv", str(path))
+        left_out = f" ({len(table.skipped)} sheet(s) left out, the first: {table.skipped[0].line()})" \
+            if table.skipped else ""
+        raise DataError(f"no VLMEvalKit multiple-choice sheet or _acc.csv{left_out}", str(path))
     return table
 
 
@@ -171,7 +179,9 @@ def _read_model_files(files: list[Path], table: ResultTable) -> None:
     for file in files:
         if _is_acc(file) or (file not in results and file.stem in with_verdicts):
             continue  # an _acc.csv is read below; a prediction sheet whose _result sheet is here: that one
-        rows = _question_rows(file)
+        rows = _question_rows(file, table)
+        if not rows:
+            continue  # a sheet of a dataset not scored as multiple choice: listed in table.skipped
         key = (rows[0]["model"], rows[0]["bench"])
         if key in covered:
             raise DataError(f"a second sheet of {key[0]} on {key[1]} (the first: {covered[key].name}): pass the one "
@@ -182,16 +192,26 @@ def _read_model_files(files: list[Path], table: ResultTable) -> None:
         table.accuracies.extend(r for r in _acc_rows(file) if (r["model"], r["dataset"]) not in covered)
 
 
-def _question_rows(file: Path) -> list[dict]:
+def _question_rows(file: Path, table: ResultTable) -> list[dict]:
+    """The questions of a prediction or `_result` sheet; none, and the sheet listed in
+    `table.skipped`, where it is not one of a multiple-choice dataset (module doc)."""
     source = str(file)
     rows = _table_rows(file)
-    missing = [c for c in QUESTION_COLUMNS if rows and c not in rows[0][1]]
-    if not rows or missing:
-        raise DataError(f"not a VLMEvalKit prediction sheet: {'no rows' if not rows else f'no column(s) {missing}'}",
-                        source, 1)
+    if not rows:
+        raise DataError("not a VLMEvalKit prediction sheet: no rows", source, 1)
+    columns = rows[0][1]
+    missing = [c for c in QUESTION_COLUMNS if c not in columns]
+    if missing:
+        table.skip(source, "header", f"no column(s) {', '.join(missing)}: not a multiple-choice prediction sheet "
+                   "(a score or judge file of a dataset VLMEvalKit scores otherwise)")
+        return []
+    if "hit" not in columns and not {"A", "B"} <= columns.keys():
+        table.skip(source, "header", "no option columns (A, B, ...): not a multiple-choice dataset; VLMEvalKit "
+                   "scores it by its own rule or LLM judge, which robustvlm does not repeat")
+        return []
     model, dataset = model_and_dataset(file, _RESULT.sub("", file.stem))
     _refuse_duplicates(rows, source)
-    if "hit" in rows[0][1]:
+    if "hit" in columns:
         return [_question(row, model, dataset, fraction(row["hit"], "hit", source, line), source, line)
                 for line, row in rows]
     return _scored_predictions(rows, model, dataset, source)
