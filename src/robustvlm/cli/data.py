@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from pathlib import Path
 
 from robustvlm.cli.options import (
@@ -51,8 +52,15 @@ def _data_synth(args: argparse.Namespace) -> int:
             f"--out {args.out} already holds the built-in benchmark {previous!r}: pass --overwrite "
             "to replace it, or choose another --out"
         )
-    manifest = synthesize(args.benchmark, mark_output_folder(Path(args.out), "data synth"), seed=args.seed,
-                          n_per_env=args.n_per_env)
+    out = Path(args.out)
+    created = not out.exists()
+    try:
+        manifest = synthesize(args.benchmark, mark_output_folder(out, "data synth"), seed=args.seed,
+                              n_per_env=args.n_per_env)
+    except BaseException:
+        if created:  # nothing left behind, the marker included, when the build fails
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     print(f"wrote {args.benchmark} to {Path(args.out).resolve()} (manifest: {Path(manifest).resolve()})")
     return 0
 
