@@ -54,7 +54,7 @@ def test_the_walk_sees_every_kind_of_import():
 #: packages that share a layer are independent of one another.
 LAYERS = [
     {"errors"},
-    {"configs", "extras", "redact", "plugins", "model_ref", "machine"},
+    {"configs", "extras", "redact", "plugins", "model_ref", "machine", "timings"},
     {"config", "runs", "analysis"},
     {"data"},
     {"models"},

@@ -68,6 +68,20 @@ def load_image_embedder(name_or_path: str, *, batch_size: int = 32) -> ImageEmbe
     return partial(backend.embed_images, batch_size=batch_size)
 
 
+def _check_distractor_models(distractors: str, vision_model: str | None, text_encoder: str | None) -> None:
+    """ConfigError unless the distractor method and its model options agree; a key-like text
+    encoder name is refused here, before any work or network access."""
+    if (distractors == "visual") != bool(vision_model):
+        raise ConfigError(
+            "--distractors visual needs --vision-model (a CLIP/SigLIP or VLM name or folder, "
+            "e.g. tiny:clip), and --vision-model applies only to --distractors visual"
+        )
+    if text_encoder and distractors != "text":
+        raise ConfigError("--text-encoder applies only to --distractors text")
+    if text_encoder:
+        checked_hub_name(str(text_encoder), "text encoder name", reach=False)
+
+
 def build_benchmark(
     data: str | Path,
     out: str | Path,
@@ -95,15 +109,7 @@ def build_benchmark(
     not hold is an error listing the ones it does. `filter_blind` drops the questions its model
     answers blind and writes its report (`filter_report_path`).
     """
-    if (distractors == "visual") != bool(vision_model):
-        raise ConfigError(
-            "--distractors visual needs --vision-model (a CLIP/SigLIP or VLM name or folder, "
-            "e.g. tiny:clip), and --vision-model applies only to --distractors visual"
-        )
-    if text_encoder and distractors != "text":
-        raise ConfigError("--text-encoder applies only to --distractors text")
-    if text_encoder:
-        checked_hub_name(str(text_encoder), "text encoder name", reach=False)  # a key is refused before any work
+    _check_distractor_models(distractors, vision_model, text_encoder)
     if filter_blind is not None:
         filter_blind.check()
     prepare_output_file(Path(out), overwrite=overwrite)
