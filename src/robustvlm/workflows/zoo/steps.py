@@ -36,12 +36,14 @@ def run_stage(
     lr: float,
     seed: int,
     label: str,
+    groups: list[dict] | None = None,
 ) -> StageResult:
     """Train `model`'s parameters that require gradients for `steps` steps; `loss_of(rng)` draws
-    a batch from `rng` (seeded by `seed`) and returns its scalar loss."""
+    a batch from `rng` (seeded by `seed`) and returns its scalar loss. `groups`: AdamW parameter
+    groups (those trainable parameters, each group at its own "lr" or at `lr`) instead of one."""
     start = time.process_time()
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    optimizer = torch.optim.AdamW(groups or params, lr=lr, weight_decay=0.01)
     scheduler = get_cosine_schedule_with_warmup(optimizer, int(WARMUP_RATIO * steps), steps)
     rng = np.random.default_rng(seed)
     model.train()
