@@ -67,7 +67,7 @@ INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=5 --n-envs=6 --n-envs=8 --n
 # `make figures` runs every experiment below; `make figures EXPERIMENT [EXPERIMENT ...]` only the
 # named ones (e.g. `make figures reward`: the experiments of report/figure_sources.py, whose figure
 # blocks tests/report/test_figure_stamps.py checks against the code they depend on).
-FIGURE_EXPERIMENTS = readme ladder reward invariance openclip zoo-robustness ladder-zoo zoo-tasks icl zoo-ii reward-zoo
+FIGURE_EXPERIMENTS = readme ladder reward invariance openclip zoo-robustness ladder-zoo zoo-tasks icl zoo-ii zoo-iii reward-zoo
 .PHONY: $(addprefix figures-,$(FIGURE_EXPERIMENTS) zoo)
 ifeq ($(firstword $(MAKECMDGOALS)),figures)
 FIGURES_ONLY := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
@@ -166,6 +166,26 @@ figures-zoo-ii: figures-zoo
 		icl-defined-labels:$(CURRICULUM)-4-shots=figures/defined_$(CURRICULUM)-4-shots \
 		icl-domains:$(CURRICULUM)=figures/icl_$(CURRICULUM) icl-gain:$(CURRICULUM)=figures/icl_$(CURRICULUM) \
 		icl-policy-cost:$(CURRICULUM)=figures/icl_$(CURRICULUM) diagnose:$(CURRICULUM)=figures/diagnose_$(CURRICULUM)
+
+# Zoo III's language-model-first member in context (docs/results/zoo-iii.md): the same blocks as
+# Zoo II's, on the member whose decoder learned to copy in text before it saw a picture.
+LMFIRST = llava-clip-m-lmfirst
+figures-zoo-iii: figures-zoo
+	$(BIN)/robustvlm data synth --benchmark fashion-test --out figures/fashion-test --n-per-env 20
+	$(ZOO_II_RUN) icl defined-labels --model zoo:$(LMFIRST) --data figures/fashion-test \
+		--out figures/defined_$(LMFIRST) --resume
+	$(ZOO_II_RUN) icl defined-labels --model zoo:$(LMFIRST) --data figures/fashion-test \
+		--out figures/defined_$(LMFIRST)-4-shots --shots 2 --resume
+	$(ZOO_II_RUN) icl eval --model zoo:$(LMFIRST) --data figures/fashion-test --out figures/icl_$(LMFIRST) \
+		--shots 0,1,2,4 --demos random,same-domain,cross-domain,label-shift,spurious --n-per-env $(ZOO_II_QUERIES) --seed 0 --resume
+	$(ZOO_II_RUN) diagnose --model zoo:$(LMFIRST) --data figures/fashion-test --out figures/diagnose_$(LMFIRST) \
+		--descriptions configs/descriptions/fashion.yaml --shots 1 --n-per-env $(ZOO_II_QUERIES) --resume
+	$(FIGURES_WRITE) docs/results/zoo-iii.md zoo-card:$(LMFIRST)=zoo:$(LMFIRST) \
+		curriculum-stages:$(LMFIRST)=zoo:$(LMFIRST) curriculum-curve:$(LMFIRST)=zoo:$(LMFIRST) \
+		icl-defined-labels:$(LMFIRST)=figures/defined_$(LMFIRST) \
+		icl-defined-labels:$(LMFIRST)-4-shots=figures/defined_$(LMFIRST)-4-shots \
+		icl-domains:$(LMFIRST)=figures/icl_$(LMFIRST) icl-gain:$(LMFIRST)=figures/icl_$(LMFIRST) \
+		icl-policy-cost:$(LMFIRST)=figures/icl_$(LMFIRST) diagnose:$(LMFIRST)=figures/diagnose_$(LMFIRST)
 
 figures-reward-zoo: figures-zoo
 	$(BIN)/robustvlm demo reward --zoo --out demo_reward_zoo

@@ -55,8 +55,8 @@ def test_zoo_ii_keeps_its_keys_and_zoo_iii_is_built_with_the_zoo_and_the_quick_s
 
 
 def test_the_language_model_comes_first_then_the_projector_then_the_pictures():
-    assert stages(recipe("llava-clip-m-lmfirst")) == [("recall", 4000), ("chat-recall", 1000), ("named", 600),
-                                                      ("project", 300), ("tune", 800)]
+    assert stages(recipe("llava-clip-m-lmfirst")) == [("recall", 4000), ("chat-recall", 500), ("named", 400),
+                                                      ("project", 200), ("tune", 600)]
     assert stages(recipe("llava-clip-m-curriculum")) == [("recall", 4000), ("episodes", 1500), ("tune", 500)]
 
 

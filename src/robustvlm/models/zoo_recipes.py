@@ -215,7 +215,7 @@ QUICK_ZOO2 = (
 #: instruction mix tune connector and decoder, the decoder at a tenth of the rate.
 ZOO3 = (
     Recipe(name="llava-clip-m-lmfirst", arch="llava", width=64, tower="zoo:clip-m", tune_tower=False,
-           recall_steps=4000, chat_recall_steps=1000, named_steps=600, project_steps=300, steps=800,
+           recall_steps=4000, chat_recall_steps=500, named_steps=400, project_steps=200, steps=600,
            batch_size=16, lr=2e-3, lm_lr=2e-4, episode_share=0.5, eval_images=2000),
 )
 #: The quick language-model-first member, for the tests.

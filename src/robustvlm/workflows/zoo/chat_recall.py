@@ -38,10 +38,10 @@ from robustvlm.workflows.zoo.data import (
 )
 from robustvlm.workflows.zoo.recall import ContextCurve, RecallPools, labelled_token_scores
 
-#: Keys per chat-recall sequence (2..MAX_KEYS) and pairs per sequence: fewer than raw recall's
-#: (8, 24), since each pair takes up to about 45 tokens here instead of 2.
+#: Keys per chat-recall sequence (2..MAX_KEYS, as the episodes' ways) and pairs per sequence:
+#: fewer than raw recall's (8, 24), since a pair takes up to about 60 tokens here instead of 2.
 MAX_KEYS = 4
-N_PAIRS = 10
+N_PAIRS = 8
 #: The share of the stage's steps over which the gap grows to a whole question.
 GROWTH = 0.5
 KEY_SLOT, VALUE_SLOT = "KEYSLOT", "VALUESLOT"
@@ -73,12 +73,14 @@ class ChatLayout:
         def ids(piece: str) -> list[int]:
             return list(tokenizer(piece, add_special_tokens=False)["input_ids"])
 
-        markers = [ids(head), ids(middle), ids(tail)]
+        before_key, after_gap, after_value = ids(head), ids(middle), ids(tail)
         questions = [ids(f". {with_allowed_words(q, LABEL_WORDS[:n])}") for q in QUESTIONS
                      for n in range(2, len(LABEL_WORDS) + 1)]
-        used = {i for part in (*markers, *questions) for i in part} | set(tokenizer.all_special_ids)
-        free = np.array([i for i in range(len(tokenizer)) if i not in used], dtype=np.int64)
-        return cls(*markers, questions, RecallPools(free[0::2], free[1::2], None), tokenizer.pad_token_id)
+        used = {i for part in (before_key, after_gap, after_value, *questions) for i in part}
+        free = np.array([i for i in range(len(tokenizer)) if i not in used | set(tokenizer.all_special_ids)],
+                        dtype=np.int64)
+        return cls(before_key, after_gap, after_value, questions, RecallPools(free[0::2], free[1::2], None),
+                   tokenizer.pad_token_id)
 
 
 def chat_recall_batch(layout: ChatLayout, rng: np.random.Generator, batch_size: int, fraction: float, *,
