@@ -21,6 +21,7 @@ from robustvlm.workflows.zoo.context_probe import probe_model
 from robustvlm.workflows.zoo.data import ChatSampleCollator, named_instruction_sample, training_pool
 from robustvlm.workflows.zoo.members import (
     connector,
+    fresh_model,
     param_groups,
     set_trainable,
     stage_loss,
@@ -28,6 +29,7 @@ from robustvlm.workflows.zoo.members import (
     vision_tower,
 )
 from robustvlm.workflows.zoo.recall import ContextCurve
+from robustvlm.workflows.zoo.steps import run_stage
 
 #: Zoo II's keys (their folders): Zoo III's fields at their defaults leave them unchanged.
 ZOO2_KEYS = {
@@ -55,7 +57,7 @@ def test_zoo_ii_keeps_its_keys_and_zoo_iii_is_built_with_the_zoo_and_the_quick_s
 
 
 def test_the_language_model_comes_first_then_the_projector_then_the_pictures():
-    assert stages(recipe("llava-clip-m-lmfirst")) == [("recall", 4000), ("chat-recall", 500), ("named", 400),
+    assert stages(recipe("llava-clip-m-lmfirst")) == [("recall", 2000), ("chat-recall", 500), ("named", 400),
                                                       ("project", 200), ("tune", 600)]
     assert stages(recipe("llava-clip-m-curriculum")) == [("recall", 4000), ("episodes", 1500), ("tune", 500)]
 
@@ -178,3 +180,46 @@ def test_the_quick_language_model_first_member_builds_with_a_curve_per_stage(tmp
     # what the quick member honestly does: its few steps do not teach copying, so two
     # demonstrations leave it at chance (0.5), as without them
     assert abs(scores["2-way"] - 0.5) < 0.1 and abs(scores["2-way 0-shot"] - 0.5) < 0.1
+
+
+def test_the_member_starts_from_the_recall_probes_fresh_decoder_whatever_its_tower():
+    r = recipe("quick-llava-lmfirst")
+    member, _ = fresh_model(r.model_copy(update={"tower": "scratch", "vision_depth": 3}))
+    probe, _ = probe_model("fresh", fresh_depth=r.depth, width=r.width)
+    own, _ = fresh_model(r.model_copy(update={"tower": "scratch", "vision_depth": 3, "decoder_init": "member"}))
+    for name, weight in probe.model.language_model.state_dict().items():
+        assert torch.equal(member.model.language_model.state_dict()[name], weight)
+    assert torch.equal(member.lm_head.weight, probe.lm_head.weight)
+    # without it, the decoder's draw follows the tower's size: other weights
+    assert not torch.equal(own.lm_head.weight, probe.lm_head.weight)
+
+
+def test_a_stage_cut_short_of_its_schedule_keeps_the_rate_the_whole_schedule_gives_each_step(monkeypatch):
+    from transformers import get_cosine_schedule_with_warmup
+
+    optimizers: list[torch.optim.Optimizer] = []
+    adamw = torch.optim.AdamW
+
+    def recorded(*args, **kwargs):
+        optimizers.append(adamw(*args, **kwargs))
+        return optimizers[-1]
+
+    monkeypatch.setattr(torch.optim, "AdamW", recorded)
+    rates: dict[int | None, list[float]] = {}
+    for planned in (None, 40):
+        layer, seen = torch.nn.Linear(2, 1), []
+
+        def loss_of(rng, layer=layer, seen=seen):
+            seen.append(optimizers[-1].param_groups[0]["lr"])  # the rate of the step this batch makes
+            return layer(torch.ones(1, 2)).sum()
+
+        run_stage(layer, loss_of, steps=20, lr=1.0, seed=0, label="t", schedule_steps=planned)
+        rates[planned] = seen
+    reference = torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=1.0)
+    schedule, expected = get_cosine_schedule_with_warmup(reference, 4, 40), []
+    for _ in range(20):
+        expected.append(reference.param_groups[0]["lr"])
+        reference.step()
+        schedule.step()
+    assert np.allclose(rates[40], expected)
+    assert rates[None][-1] < 0.01 < rates[40][-1]  # planned over its own 20 steps, the rate has decayed

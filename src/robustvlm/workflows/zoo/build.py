@@ -143,7 +143,8 @@ def _build_unlocked(r: Recipe, final: Path) -> Built:
             pool = training_pool(r.n_images, r.seed, augmented=r.augment)
             objective = stage_loss(r, stage, model, processor, pool)
             result = run_stage(model, objective.loss_of, steps=steps, lr=r.lr, seed=r.seed * 1000 + index,
-                               label=f"{r.name}/{stage}", groups=param_groups(r, stage, model))
+                               label=f"{r.name}/{stage}", groups=param_groups(r, stage, model),
+                               schedule_steps=r.recall_schedule if stage == "recall" else None)
             curve = objective.curve.report() if objective.curve else {}
             with atomic_folder(folder) as tmp:
                 model.save_pretrained(tmp)

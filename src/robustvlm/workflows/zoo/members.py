@@ -114,6 +114,8 @@ def fresh_model(recipe: Recipe) -> tuple[PreTrainedModel, Any]:
     model, processor = build_tiny_vlm(recipe.arch, seed=recipe.seed, corpus=tokenizer_corpus(),
                                       vocab_size=VOCAB_SIZE, hidden_size=recipe.width, num_layers=recipe.depth,
                                       image_size=recipe.image_size, **overrides)
+    if recipe.decoder_init == "probe":
+        _take_decoder(model, processor, *fresh_vlm(recipe.arch, recipe.width, recipe.depth, recipe.seed))
     if recipe.arch == "llava":
         read_last_layer_with_cls(model, processor)
     if tower is not None:
@@ -122,6 +124,25 @@ def fresh_model(recipe: Recipe) -> tuple[PreTrainedModel, Any]:
             raise ConfigError(f"zoo member {recipe.name}: the vision tower of {recipe.tower} does not fit a "
                               f"{recipe.arch} tower (missing {missing}, unexpected {unexpected})")
     return model, processor
+
+
+def fresh_vlm(arch: str, width: int, depth: int, seed: int = 0) -> tuple[PreTrainedModel, Any]:
+    """A fresh tiny VLM of the zoo's tokenizer with a `width`-wide decoder of `depth` layers, its
+    vision side at the tiny defaults (32-pixel pictures): the recall probe's fresh model."""
+    return build_tiny_vlm(arch, seed=seed, corpus=tokenizer_corpus(), vocab_size=VOCAB_SIZE, hidden_size=width,
+                          num_layers=depth, image_size=32)
+
+
+def _take_decoder(model: torch.nn.Module, processor: Any, donor: torch.nn.Module, donor_processor: Any) -> None:
+    """Copy `donor`'s decoder (language model and output head) into `model`; their tokenizers
+    must be the same (ConfigError otherwise). The weights a fresh decoder is drawn with depend on
+    what the constructor draws before it (the vision tower's size), so this gives a member the
+    decoder the recall probe starts from, whatever its tower."""
+    if processor.tokenizer.get_vocab() != donor_processor.tokenizer.get_vocab():
+        raise ConfigError("decoder_init probe: the probe's tokenizer differs from the member's")
+    hf, source = cast(Any, model), cast(Any, donor)
+    hf.model.language_model.load_state_dict(source.model.language_model.state_dict())
+    hf.lm_head.load_state_dict(source.lm_head.state_dict())
 
 
 def read_last_layer_with_cls(model: torch.nn.Module, processor: Any) -> None:
