@@ -223,3 +223,13 @@ def test_a_stage_cut_short_of_its_schedule_keeps_the_rate_the_whole_schedule_giv
         schedule.step()
     assert np.allclose(rates[40], expected)
     assert rates[None][-1] < 0.01 < rates[40][-1]  # planned over its own 20 steps, the rate has decayed
+
+
+def test_the_language_model_first_members_figures_belong_to_zoo_iii():
+    from robustvlm.report.figure_sources import experiment_of, sources_hash
+
+    for name in ("zoo-card", "curriculum-curve", "icl-gain", "icl-policy-cost", "diagnose", "icl-defined-labels"):
+        assert experiment_of(f"{name}:llava-clip-m-lmfirst") == "zoo-iii"
+    assert experiment_of("icl-defined-labels:llava-clip-m-lmfirst-4-shots") == "zoo-iii"
+    assert experiment_of("zoo-card:llava-clip-m-curriculum") == "zoo-ii"
+    assert sources_hash("icl-gain:llava-clip-m-lmfirst") == sources_hash("icl-gain:llava-clip-m-curriculum")
