@@ -67,34 +67,40 @@ def test_chat_recall_puts_each_pair_in_the_episodes_turns_and_labels_the_values_
     text = {i for part in (layout.before_key, layout.after_gap, layout.after_value, *layout.questions) for i in part}
     assert not pools & text and not set(layout.pools.keys.tolist()) & set(layout.pools.values.tolist())
     for fraction in (0.0, 0.4, 1.0):
+        # the gaps this fraction allows: the last ceil(fraction * n) tokens of question + markers
+        between = [[*q, *layout.after_gap] for q in layout.questions]
+        allowed = [b[len(b) - math.ceil(fraction * len(b)):] for b in between]
         ids, mask, labels, levels = chat_recall_batch(layout, np.random.default_rng(3), 8, fraction)
         expected_levels = []
         for row, lab, m in zip(ids.tolist(), labels.tolist(), mask.tolist()):
             n = sum(m)
             assert all(i == layout.pad for i in row[n:]) and all(x == IGNORE_INDEX for x in lab[n:])
-            # walk the turns: user header, key, the question's first tokens, markers, value, end
+            # walk the turns: user header, key, the gap, value, end of turn
             t, value_of, gaps, repeated = 0, {}, set(), []
             while t < n:
                 assert row[t:t + len(layout.before_key)] == layout.before_key
                 t += len(layout.before_key)
                 key = row[t]
-                end = t + 1 + row[t + 1:].index(layout.after_gap[0])
-                gap = row[t + 1:end]
+                gap = next(g for g in allowed if row[t + 1:t + 1 + len(g)] == g
+                           and row[t + 1 + len(g)] in layout.pools.values)
                 gaps.add(tuple(gap))
-                assert any(gap == q[: math.ceil(fraction * len(q))] for q in layout.questions)
-                t = end + len(layout.after_gap)
-                assert row[end:t] == layout.after_gap
+                t += 1 + len(gap)
                 value = row[t]
-                assert key in layout.pools.keys and value in layout.pools.values
+                assert key in layout.pools.keys
                 if key in value_of:
                     assert lab[t] == value == value_of[key]
                     expected_levels.append(math.log(len(value_of)))
                     repeated.append(t)
                 else:
                     value_of[key] = value
+                assert row[t + 1:t + 1 + len(layout.after_value)] == layout.after_value
                 t += 1 + len(layout.after_value)
             assert len(gaps) == 1  # one question per sequence
             assert [i for i, x in enumerate(lab) if x != IGNORE_INDEX] == repeated  # nothing else labelled
+            if fraction == 0.0:
+                assert gaps == {()}  # the value right after its key
+            if fraction == 1.0:  # the episodes' layout: the whole question, then the markers
+                assert list(next(iter(gaps))) in between
         assert int((labels != IGNORE_INDEX).sum()) == len(expected_levels)
         assert np.allclose(levels.numpy(), expected_levels)
 

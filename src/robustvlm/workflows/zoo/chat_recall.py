@@ -6,15 +6,17 @@ after a question of about 20 tokens and the turn markers, and the raw skill does
 itself (docs/results/zoo-ii.md). A chat-recall sequence puts each pair in the episodes' own turns,
 as token ids:
 
-    <user header> k1 <question[:gap]> <end of turn> <assistant header> v1 <end of turn> ...
+    <user header> k1 <question> <end of turn> <assistant header> v1 <end of turn> ...
 
 - keys and values are raw tokens drawn per sequence as in `recall` (2 to `MAX_KEYS` keys, each
   assigned a value, `N_PAIRS` bursty pairs), from pools that leave out every token of the turn
   markers and of the questions, so a key is told apart from the text around it by what it is;
-- the gap between a key and its value is the first `gap` tokens of a defined-label episode's
-  question (one of `data.QUESTIONS` with 2-4 allowed words, one per sequence) plus the turn
-  markers; `gap` grows linearly from 0 at the
-  stage's first step to the whole question at `GROWTH` of its steps (`ChatRecall.fraction`);
+- the gap between a key and its value is the last `gap` tokens of a defined-label episode's
+  question (one of `data.QUESTIONS` with 2-4 allowed words, one per sequence) followed by the
+  turn markers; `gap` grows linearly from 0 (the value right after its key, raw recall inside a
+  user turn) at the stage's first step to the whole question and markers at `GROWTH` of its
+  steps (`ChatRecall.fraction`), so the reply slot after the assistant header appears one token
+  at a time;
 - the value of every pair whose key appeared earlier in the sequence is labelled, and the curve
   (`recall.ContextCurve`) logs them against the set-only level, as in `recall`.
 """
@@ -86,8 +88,8 @@ class ChatLayout:
 def chat_recall_batch(layout: ChatLayout, rng: np.random.Generator, batch_size: int, fraction: float, *,
                       max_keys: int = MAX_KEYS, n_pairs: int = N_PAIRS,
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """`batch_size` chat-recall sequences whose gaps are the first `ceil(fraction * len)` tokens of
-    each sequence's question: input ids [B, T] (right-padded with the pad id), attention mask
+    """`batch_size` chat-recall sequences whose gaps are the last `ceil(fraction * len)` tokens of
+    each sequence's question followed by the turn markers: input ids [B, T] (right-padded with the pad id), attention mask
     [B, T], labels [B, T] (IGNORE_INDEX but the values of repeated keys) and the set-only level of
     each labelled value [n_labelled] (log of the distinct keys seen before it), row-major."""
     rows, labelled, levels = [], [], []
@@ -95,13 +97,13 @@ def chat_recall_batch(layout: ChatLayout, rng: np.random.Generator, batch_size: 
         n_keys = int(rng.integers(2, max_keys + 1))
         keys = rng.choice(layout.pools.keys, n_keys, replace=False)
         values = rng.choice(layout.pools.values, n_keys, replace=False)
-        question = layout.questions[int(rng.integers(len(layout.questions)))]
-        gap = question[: math.ceil(fraction * len(question))]
+        between = [*layout.questions[int(rng.integers(len(layout.questions)))], *layout.after_gap]
+        gap = between[len(between) - math.ceil(fraction * len(between)):]
         ids: list[int] = []
         lab: list[int] = []
         seen: set[int] = set()
         for j in (int(j) for j in rng.integers(n_keys, size=n_pairs)):
-            prompt = [*layout.before_key, int(keys[j]), *gap, *layout.after_gap]
+            prompt = [*layout.before_key, int(keys[j]), *gap]
             ids += [*prompt, int(values[j]), *layout.after_value]
             lab += [IGNORE_INDEX] * len(prompt) + [int(values[j]) if j in seen else IGNORE_INDEX]
             lab += [IGNORE_INDEX] * len(layout.after_value)
@@ -131,8 +133,8 @@ class ChatRecall:
     step: int = 0
 
     def fraction(self) -> float:
-        """The share of the question in the gap at the current step: 0 at the first step, growing
-        linearly to 1 at `GROWTH` of the steps."""
+        """The share of the question and markers in the gap at the current step: 0 at the first
+        step, growing linearly to 1 at `GROWTH` of the steps."""
         return min(1.0, self.step / max(1.0, GROWTH * self.steps))
 
     def __call__(self, rng: np.random.Generator) -> torch.Tensor:
