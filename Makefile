@@ -74,7 +74,7 @@ INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=5 --n-envs=6 --n-envs=8 --n
 # `make figures` runs every experiment below; `make figures EXPERIMENT [EXPERIMENT ...]` only the
 # named ones (e.g. `make figures reward`: the experiments of report/figure_sources.py, whose figure
 # blocks tests/report/test_figure_stamps.py checks against the code they depend on).
-FIGURE_EXPERIMENTS = readme ladder reward invariance openclip zoo-robustness ladder-zoo zoo-tasks icl zoo-ii reward-zoo
+FIGURE_EXPERIMENTS = readme ladder reward invariance openclip zoo-robustness ladder-zoo zoo-tasks icl zoo-ii zoo-iii reward-zoo
 .PHONY: $(addprefix figures-,$(FIGURE_EXPERIMENTS) zoo)
 ifeq ($(firstword $(MAKECMDGOALS)),figures)
 FIGURES_ONLY := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
@@ -151,28 +151,37 @@ figures-icl: figures-zoo
 		icl-gain:llava-clip-m-icl=figures/icl_llava-clip-m-icl icl-shift-cost:llava-clip-m-icl=figures/icl_llava-clip-m-icl \
 		icl-domains:llava-clip-m-icl-rebuilt=figures/icl_llava-clip-m-icl icl-gain:llava-clip-m-icl-rebuilt=figures/icl_llava-clip-m-icl
 
-# Zoo II's curriculum member in context (docs/results/zoo-ii.md): defined labels with 1 and 2
-# demonstrations per class (2 and 4 shots), k-shot by policy on every shift, the diagnosis, its card.
-CURRICULUM = llava-clip-m-curriculum
+# A zoo member in context, its blocks written into a results page: $(call ZOO_ICL_FIGURES,MEMBER,PAGE) runs
+# defined labels with 1 and 2 demonstrations per class (2 and 4 shots), k-shot by policy on every shift and
+# the diagnosis, then writes those blocks and the member's card, stages and curves.
 ZOO_II_QUERIES = 100
 # one torch thread: these tiny models run faster so, and far faster on a busy machine
 ZOO_II_RUN = OMP_NUM_THREADS=1 $(BIN)/robustvlm
-figures-zoo-ii: figures-zoo
+define ZOO_ICL_FIGURES
 	$(BIN)/robustvlm data synth --benchmark fashion-test --out figures/fashion-test --n-per-env 20
-	$(ZOO_II_RUN) icl defined-labels --model zoo:$(CURRICULUM) --data figures/fashion-test \
-		--out figures/defined_$(CURRICULUM) --resume
-	$(ZOO_II_RUN) icl defined-labels --model zoo:$(CURRICULUM) --data figures/fashion-test \
-		--out figures/defined_$(CURRICULUM)-4-shots --shots 2 --resume
-	$(ZOO_II_RUN) icl eval --model zoo:$(CURRICULUM) --data figures/fashion-test --out figures/icl_$(CURRICULUM) \
-		--shots 0,1,2,4 --demos random,same-domain,cross-domain,label-shift,spurious --n-per-env $(ZOO_II_QUERIES) --seed 0 --resume
-	$(ZOO_II_RUN) diagnose --model zoo:$(CURRICULUM) --data figures/fashion-test --out figures/diagnose_$(CURRICULUM) \
+	$(ZOO_II_RUN) icl defined-labels --model zoo:$(1) --data figures/fashion-test --out figures/defined_$(1) --resume
+	$(ZOO_II_RUN) icl defined-labels --model zoo:$(1) --data figures/fashion-test --out figures/defined_$(1)-4-shots \
+		--shots 2 --resume
+	$(ZOO_II_RUN) icl eval --model zoo:$(1) --data figures/fashion-test --out figures/icl_$(1) --shots 0,1,2,4 \
+		--demos random,same-domain,cross-domain,label-shift,spurious --n-per-env $(ZOO_II_QUERIES) --seed 0 --resume
+	$(ZOO_II_RUN) diagnose --model zoo:$(1) --data figures/fashion-test --out figures/diagnose_$(1) \
 		--descriptions configs/descriptions/fashion.yaml --shots 1 --n-per-env $(ZOO_II_QUERIES) --resume
-	$(FIGURES_WRITE) docs/results/zoo-ii.md zoo-card:$(CURRICULUM)=zoo:$(CURRICULUM) \
-		curriculum-stages:$(CURRICULUM)=zoo:$(CURRICULUM) curriculum-curve:$(CURRICULUM)=zoo:$(CURRICULUM) \
-		icl-defined-labels:$(CURRICULUM)=figures/defined_$(CURRICULUM) \
-		icl-defined-labels:$(CURRICULUM)-4-shots=figures/defined_$(CURRICULUM)-4-shots \
-		icl-domains:$(CURRICULUM)=figures/icl_$(CURRICULUM) icl-gain:$(CURRICULUM)=figures/icl_$(CURRICULUM) \
-		icl-policy-cost:$(CURRICULUM)=figures/icl_$(CURRICULUM) diagnose:$(CURRICULUM)=figures/diagnose_$(CURRICULUM)
+	$(FIGURES_WRITE) $(2) zoo-card:$(1)=zoo:$(1) curriculum-stages:$(1)=zoo:$(1) curriculum-curve:$(1)=zoo:$(1) \
+		icl-defined-labels:$(1)=figures/defined_$(1) icl-defined-labels:$(1)-4-shots=figures/defined_$(1)-4-shots \
+		icl-domains:$(1)=figures/icl_$(1) icl-gain:$(1)=figures/icl_$(1) icl-policy-cost:$(1)=figures/icl_$(1) \
+		diagnose:$(1)=figures/diagnose_$(1)
+endef
+
+# Zoo II's curriculum member in context (docs/results/zoo-ii.md).
+CURRICULUM = llava-clip-m-curriculum
+figures-zoo-ii: figures-zoo
+	$(call ZOO_ICL_FIGURES,$(CURRICULUM),docs/results/zoo-ii.md)
+
+# Zoo III's language-model-first member in context (docs/results/zoo-iii.md): the same blocks as
+# Zoo II's, on the member whose decoder learned to copy in text before it saw a picture.
+LMFIRST = llava-clip-m-lmfirst
+figures-zoo-iii: figures-zoo
+	$(call ZOO_ICL_FIGURES,$(LMFIRST),docs/results/zoo-iii.md)
 
 figures-reward-zoo: figures-zoo
 	$(BIN)/robustvlm demo reward --zoo --out demo_reward_zoo

@@ -114,6 +114,11 @@ RUNS = {
 NOT_RUN = {
     "make figures zoo-ii": "needs the Zoo II member zoo:llava-clip-m-curriculum (the full zoo build first); its "
                            "figure kinds are tested in tests/report/test_zoo_ii_figures.py",
+    "make figures zoo-iii": "needs the Zoo III member zoo:llava-clip-m-lmfirst (the full zoo build first); its "
+                            "figure kinds are Zoo II's, tested in tests/report/test_zoo_ii_figures.py",
+    "robustvlm zoo build --members llava-clip-m-lmfirst": "a full member and its tower (about 15 CPU-minutes; "
+                                                          "docs/results/zoo-iii.md); its quick version is built "
+                                                          "in tests/workflows/test_zoo_lmfirst.py",
     "make figures-openclip": "six group fits of the shipped open_clip table (minutes on the shared machine); "
                              "its tables are checked in tests/workflows/measure/test_openclip_page.py",
     'robustvlm robustness fit docs/data/openclip_results.csv --ref "ImageNet 1k" --shift "ImageNet-R" --group-by '

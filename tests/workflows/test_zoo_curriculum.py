@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from robustvlm.data.collate import IGNORE_INDEX
-from robustvlm.models.zoo_recipes import FULL, QUICK, RECIPES, ZOO2, recipe
+from robustvlm.models.zoo_recipes import FULL, QUICK, RECIPES, ZOO2, ZOO3, recipe
 from robustvlm.workflows.zoo.build import build_members, selected
 from robustvlm.workflows.zoo.data import instruction_sample, training_pool
 from robustvlm.workflows.zoo.members import stages
@@ -39,7 +39,7 @@ def test_earlier_members_keep_their_keys_and_zoo_ii_adds_new_names():
     assert {r.name: r.key() for r in (*QUICK, *FULL)} == KEYS_BEFORE
     assert not {r.name for r in ZOO2} & set(KEYS_BEFORE)
     assert len({r.key() for r in RECIPES.values()}) == len(RECIPES)
-    assert selected(False, None) == [*FULL, *ZOO2]
+    assert selected(False, None) == [*FULL, *ZOO2, *ZOO3]
 
 
 def test_recall_labels_exactly_the_values_of_repeated_keys_with_their_sequence_assignment():

@@ -45,6 +45,15 @@ class Recipe(BaseModel):
     decoder on text-only associative recall, then with `episode_steps` on defined-label picture
     episodes (several labelled queries each), before its `tune` stage. `augment`: every training
     picture passes through `data.augment` (varied pretraining).
+
+    Language model first (Zoo III, `workflows.zoo.chat_recall`): the decoder's fresh weights are
+    the recall probe's (`decoder_init` "probe"), and its recall stage may stop before the end of
+    its rate schedule (`recall_schedule`); after `recall_steps`, the decoder
+    trains `chat_recall_steps` on recall in the chat layout (the key-value gap growing to a
+    question and the turn markers), then `named_steps` on named defined-label episodes in text
+    mixed with the instruction questions in text; then the projector alone (`project_steps`,
+    decoder and tower frozen) on the instruction mix, then `tune` on a mix whose `episode_share`
+    is defined-label picture episodes, the decoder at `lm_lr`.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -73,6 +82,17 @@ class Recipe(BaseModel):
     recall_steps: int = Field(default=0, ge=0, description="text-only associative-recall steps (curriculum)")
     episode_steps: int = Field(default=0, ge=0, description="defined-label picture-episode steps (curriculum)")
     augment: bool = Field(default=False, description="training pictures drawn through data.augment")
+    chat_recall_steps: int = Field(default=0, ge=0, description="associative recall in the chat layout (LM first)")
+    named_steps: int = Field(default=0, ge=0, description="named defined-label episodes in text (LM first)")
+    project_steps: int = Field(default=0, ge=0, description="projector alone, decoder and tower frozen (LM first)")
+    episode_share: float = Field(default=0.0, ge=0.0, le=1.0,
+                                 description="share of each tuning batch that is defined-label picture episodes")
+    lm_lr: float | None = Field(default=None, gt=0, description="the decoder's peak rate in `tune` (None: lr)")
+    decoder_init: Literal["member", "probe"] = Field(
+        default="member", description="probe: the fresh decoder's weights are those of `zoo probe-recall "
+                                      "--fresh-depth`'s decoder of this width and depth, whatever the tower")
+    recall_schedule: int | None = Field(default=None, ge=1, description="the steps the recall stage's rate "
+                                        "schedule is planned over (None: recall_steps)")
 
     @property
     def is_vlm(self) -> bool:
@@ -104,7 +124,8 @@ class Recipe(BaseModel):
 
 
 #: Recipe fields added after members were built: left out of the key at their default.
-LATER_FIELDS = ("init", "defined_label_share", "recall_steps", "episode_steps", "augment")
+LATER_FIELDS = ("init", "defined_label_share", "recall_steps", "episode_steps", "augment", "chat_recall_steps",
+                "named_steps", "project_steps", "episode_share", "lm_lr", "decoder_init", "recall_schedule")
 
 
 def _dual(name: str, arch: str, **kw: Any) -> Recipe:
@@ -194,7 +215,24 @@ QUICK_ZOO2 = (
     QUICK[0].model_copy(update={"name": "quick-clip-aug", "augment": True}),
 )
 
-RECIPES: dict[str, Recipe] = {r.name: r for r in (*QUICK, *FULL, *ZOO2, *QUICK_ZOO2)}
+#: Zoo III (issue 53): a language model first. A fresh decoder learns to copy in text (raw
+#: associative recall under the schedule under which copying emerged in Zoo II, recall in the chat
+#: layout, named defined-label episodes in text with the instruction questions in text), then the
+#: projector alone aligns it to the frozen `clip-m` tower, then picture episodes and the
+#: instruction mix tune connector and decoder, the decoder at a tenth of the rate.
+ZOO3 = (
+    Recipe(name="llava-clip-m-lmfirst", arch="llava", width=64, tower="zoo:clip-m", tune_tower=False,
+           decoder_init="probe", recall_steps=2000, recall_schedule=4000, chat_recall_steps=500, named_steps=400,
+           project_steps=200, steps=600, batch_size=16, lr=2e-3, lm_lr=2e-4, episode_share=0.5, eval_images=2000),
+)
+#: The quick language-model-first member, for the tests.
+QUICK_ZOO3 = (
+    Recipe(name="quick-llava-lmfirst", arch="llava", width=32, vision_width=32, tower="zoo:quick-clip",
+           tune_tower=False, decoder_init="probe", recall_steps=6, recall_schedule=12, chat_recall_steps=4, named_steps=4, project_steps=3, steps=4,
+           batch_size=4, lr=2e-3, lm_lr=2e-4, episode_share=0.5, n_images=500, eval_images=20),
+)
+
+RECIPES: dict[str, Recipe] = {r.name: r for r in (*QUICK, *FULL, *ZOO2, *QUICK_ZOO2, *ZOO3, *QUICK_ZOO3)}
 
 
 def zoo_root() -> Path:

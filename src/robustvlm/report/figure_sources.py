@@ -42,6 +42,10 @@ _ICL = (*_MODELS, *_VLM_DATA, *_ZOO, "robustvlm.evaluation", "robustvlm.multiple
         "robustvlm.analysis.in_context_accuracy", "robustvlm.report.icl_gain")
 #: Zoo II's curriculum member, measured in context by `make figures zoo-ii`
 CURRICULUM = "llava-clip-m-curriculum"
+#: Zoo III's language-model-first member, measured in context by `make figures zoo-iii`
+LMFIRST = "llava-clip-m-lmfirst"
+_ZOO_II = (*_ICL, "robustvlm.analysis.paired", "robustvlm.analysis.diagnosis", "robustvlm.workflows.measure.diagnose",
+           "robustvlm.report.icl_policy", "robustvlm.report.in_context_tables", "robustvlm.report.zoo_card")
 
 #: experiment (the Makefile's `figures-EXPERIMENT` target) -> the modules its results depend on
 EXPERIMENT_SOURCES: dict[str, tuple[str, ...]] = {
@@ -69,9 +73,8 @@ EXPERIMENT_SOURCES: dict[str, tuple[str, ...]] = {
                  "robustvlm.analysis.effective_robustness", "robustvlm.analysis.group_lines",
                  "robustvlm.report.group_tables"),
     "icl": _ICL,
-    "zoo-ii": (*_ICL, "robustvlm.analysis.paired", "robustvlm.analysis.diagnosis",
-               "robustvlm.workflows.measure.diagnose", "robustvlm.report.icl_policy",
-               "robustvlm.report.in_context_tables", "robustvlm.report.zoo_card"),
+    "zoo-ii": _ZOO_II,
+    "zoo-iii": _ZOO_II,
 }
 
 #: figure name (a tag after ':' ignored) -> its experiment
@@ -94,10 +97,14 @@ FIGURE_EXPERIMENT: dict[str, str] = {
 }
 
 #: tagged figures (NAME:TAG) measured by another experiment than their name's: the curriculum
-#: member's in-context figures, which `make figures zoo-ii` measures beside its own kinds
+#: member's in-context figures, which `make figures zoo-ii` measures beside its own kinds, and
+#: every figure of the language-model-first member, which `make figures zoo-iii` measures
 TAGGED_EXPERIMENT: dict[str, str] = {
-    f"{name}:{tag}": "zoo-ii" for name in ("icl-domains", "icl-gain", "icl-shift-cost", "icl-defined-labels")
-    for tag in (CURRICULUM, f"{CURRICULUM}-4-shots")
+    **{f"{name}:{tag}": "zoo-ii" for name in ("icl-domains", "icl-gain", "icl-shift-cost", "icl-defined-labels")
+       for tag in (CURRICULUM, f"{CURRICULUM}-4-shots")},
+    **{f"{name}:{tag}": "zoo-iii" for name in ("icl-domains", "icl-gain", "icl-defined-labels", "icl-policy-cost",
+                                                "diagnose", "zoo-card", "curriculum-stages", "curriculum-curve")
+       for tag in (LMFIRST, f"{LMFIRST}-4-shots")},
 }
 
 

@@ -28,7 +28,9 @@ from robustvlm.model_ref import ZOO, ModelRef
 from robustvlm.models.zoo_recipes import (
     FULL,
     QUICK,
+    QUICK_ZOO3,
     ZOO2,
+    ZOO3,
     Recipe,
     member_dir,
     recipe,
@@ -43,6 +45,7 @@ from robustvlm.workflows.zoo.members import (
     fresh_model,
     heldout_accuracy,
     load_stage,
+    param_groups,
     set_trainable,
     stage_loss,
     stages,
@@ -63,10 +66,11 @@ class Built:
 
 
 def selected(quick: bool, members: Sequence[str] | None) -> list[Recipe]:
-    """The recipes to build: those named, else the quick set or the full zoo (with Zoo II's members)."""
+    """The recipes to build: those named, else the quick set (with Zoo III's quick member) or the
+    full zoo (with Zoo II's and Zoo III's members)."""
     if members:
         return [recipe(name) for name in members]
-    return list(QUICK if quick else (*FULL, *ZOO2))
+    return list((*QUICK, *QUICK_ZOO3) if quick else (*FULL, *ZOO2, *ZOO3))
 
 
 def build_members(recipes: Sequence[Recipe], jobs: int = 1) -> list[Built]:
@@ -98,9 +102,10 @@ def build_order(recipes: Sequence[Recipe]) -> list[int]:
 
 def build_cost(r: Recipe) -> float:
     """A rough relative cost of building `r`: the training steps of all its stages (the
-    curriculum's recall and episode stages included) times batch size times width squared; for
+    curricula's text and episode stages included) times batch size times width squared; for
     ordering only."""
-    steps = r.steps + r.align_steps + r.recall_steps + r.episode_steps
+    steps = (r.steps + r.align_steps + r.recall_steps + r.episode_steps + r.chat_recall_steps + r.named_steps
+             + r.project_steps)
     return steps * r.batch_size * max(r.width, r.vision_width) ** 2
 
 
@@ -138,7 +143,8 @@ def _build_unlocked(r: Recipe, final: Path) -> Built:
             pool = training_pool(r.n_images, r.seed, augmented=r.augment)
             objective = stage_loss(r, stage, model, processor, pool)
             result = run_stage(model, objective.loss_of, steps=steps, lr=r.lr, seed=r.seed * 1000 + index,
-                               label=f"{r.name}/{stage}")
+                               label=f"{r.name}/{stage}", groups=param_groups(r, stage, model),
+                               schedule_steps=r.recall_schedule if stage == "recall" else None)
             curve = objective.curve.report() if objective.curve else {}
             with atomic_folder(folder) as tmp:
                 model.save_pretrained(tmp)
@@ -156,7 +162,7 @@ def _build_unlocked(r: Recipe, final: Path) -> Built:
         "n_train_images": len(training_pool(r.n_images, r.seed)),
         "weights_sha256": sha256_of(previous / WEIGHTS_FILE),
     }
-    if r.defined_label_share > 0:
+    if r.defined_label_share > 0 or r.episode_share > 0:
         info["defined_label_accuracy"] = defined_label_accuracy(r, model, processor)
         info["defined_label_trials"] = CONTEXT_TRIALS
     with atomic_folder(final) as tmp:

@@ -29,15 +29,13 @@ import numpy as np
 import torch
 
 from robustvlm.models.loading import load_vlm
-from robustvlm.models.tiny import build_tiny_vlm
 from robustvlm.models.zoo_recipes import resolve_model_name
 from robustvlm.workflows.zoo.data import (
     ChatSampleCollator,
     defined_label_episode,
-    tokenizer_corpus,
     training_pool,
 )
-from robustvlm.workflows.zoo.members import VOCAB_SIZE, vision_tower
+from robustvlm.workflows.zoo.members import fresh_vlm, vision_tower
 from robustvlm.workflows.zoo.recall import (
     ContextCurve,
     RecallPools,
@@ -66,8 +64,7 @@ def probe_model(init: str, fresh_depth: int | None, width: int = 64) -> tuple[An
     `fresh_depth` decoder layers on the zoo's tokenizer corpus."""
     if fresh_depth is None:
         return load_vlm(resolve_model_name(init))
-    return build_tiny_vlm("llava", corpus=tokenizer_corpus(), vocab_size=VOCAB_SIZE, hidden_size=width,
-                          num_layers=fresh_depth, image_size=32)
+    return fresh_vlm("llava", width, fresh_depth)
 
 
 def probe(init: str, *, named: bool, queries: int, steps: int, lr: float = 2e-3, batch_size: int = 16,

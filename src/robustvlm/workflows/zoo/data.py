@@ -170,6 +170,20 @@ def _yes_no(label: int, rng: np.random.Generator) -> tuple[str, str]:
 SINGLE_IMAGE_TASKS = (_lettered, _lettered, _lettered, _open, _group, _yes_no)
 
 
+def named_instruction_sample(pool: ImagePool, rng: np.random.Generator, uid: str) -> ChatSample:
+    """A single-image question of `instruction_sample` in text: the picture replaced by its class
+    named in words ("Item: coat. <question>", the layout of the named defined-label episodes), no
+    image; for a language model pretrained before it sees pictures."""
+    label = int(pool.labels[pool.draw(rng)])
+    text, answer = SINGLE_IMAGE_TASKS[int(rng.integers(len(SINGLE_IMAGE_TASKS)))](label, rng)
+    return ChatSample(uid, [user_turn(named_item(label, text), 0)], [], answer)
+
+
+def named_item(label: int, text: str) -> str:
+    """`text` after the class `label` named in words: "Item: <class>. <text>"."""
+    return f"Item: {FASHION_CLASSES[label]}. {text}"
+
+
 def instruction_sample(pool: ImagePool, rng: np.random.Generator, uid: str) -> ChatSample:
     """One varied instruction sample: a single-image question (7 in 10; half of them lettered),
     a two-picture comparison (3 in 20) or an interleaved sequence of demonstrations then a query
@@ -229,7 +243,12 @@ def defined_label_question(words: Sequence[str], rng: np.random.Generator | None
     """The question of a defined-label sequence: a random `QUESTIONS` entry (the first without
     `rng`) and the allowed answers, the words in sorted order."""
     asked = QUESTIONS[0] if rng is None else str(rng.choice(QUESTIONS))
-    return f"{asked} Answer with one of: {', '.join(sorted(words))}."
+    return with_allowed_words(asked, words)
+
+
+def with_allowed_words(question: str, words: Sequence[str]) -> str:
+    """`question` and the allowed answers, the words in sorted order."""
+    return f"{question} Answer with one of: {', '.join(sorted(words))}."
 
 
 def defined_label_sample(pool: ImagePool, rng: np.random.Generator, uid: str) -> ChatSample:
@@ -276,7 +295,7 @@ def defined_label_episode(pool: ImagePool, rng: np.random.Generator, uid: str, q
     question = defined_label_question(words, rng)
     messages: list[dict] = []
     for j in turns:
-        text = f"Item: {FASHION_CLASSES[classes[j]]}. {question}" if named else question
+        text = named_item(classes[j], question) if named else question
         messages += [user_turn(text, 0 if named else 1), assistant_turn(words[j])]
     return ChatSample(uid, messages[:-1], [] if named else [pool.picture(i) for i in shown], words[turns[-1]],
                       label_replies=tuple(range(n_ways, n_ways + queries - 1)),

@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from robustvlm.models.zoo_recipes import QUICK, QUICK_ZOO2, RECIPES, member_dir
+from robustvlm.models.zoo_recipes import QUICK, QUICK_ZOO2, QUICK_ZOO3, RECIPES, member_dir
 
 #: the file a finished member's folder holds (its card as data); its presence means "built"
 MEMBER_FILE = "zoo_member.json"
@@ -58,7 +58,7 @@ def zoo_listing() -> list[dict]:
         if damage:
             print(f"zoo:{r.name}: {damage}; `robustvlm zoo build --members {r.name}` rebuilds it", file=sys.stderr)
         rows.append({
-            "name": r.name, "arch": r.arch, "key": r.key(), "set": "quick" if r in (*QUICK, *QUICK_ZOO2) else "full",
+            "name": r.name, "arch": r.arch, "key": r.key(), "set": "quick" if r in (*QUICK, *QUICK_ZOO2, *QUICK_ZOO3) else "full",
             "built": "damaged" if damage else info is not None,
             "heldout_accuracy": info["heldout_accuracy"] if info else None,
             "cpu_seconds": info["cpu_seconds"] if info else None, "folder": str(folder),

@@ -46,6 +46,7 @@ from robustvlm.models.vision import VisionTowerEmbedder
 from robustvlm.models.zoo_recipes import ZOO_PREFIX, Recipe, resolve_model_name
 from robustvlm.models.zoo_recipes import recipe as recipe_of
 from robustvlm.multiple_choice.generative import option_continuations
+from robustvlm.workflows.zoo.chat_recall import ChatLayout, ChatRecall
 from robustvlm.workflows.zoo.data import (
     CAPTION_TEMPLATES,
     ChatSample,
@@ -57,6 +58,7 @@ from robustvlm.workflows.zoo.data import (
     defined_label_episode,
     heldout_pool,
     instruction_sample,
+    named_instruction_sample,
     ten_way_question,
     tokenizer_corpus,
     user_turn,
@@ -77,7 +79,9 @@ def stages(recipe: Recipe) -> list[tuple[str, int]]:
     """(stage name, steps) in order."""
     if not recipe.is_vlm:
         return [("contrastive", recipe.steps)]
-    before = [("align", recipe.align_steps), ("recall", recipe.recall_steps), ("episodes", recipe.episode_steps)]
+    before = [("recall", recipe.recall_steps), ("chat-recall", recipe.chat_recall_steps),
+              ("named", recipe.named_steps), ("project", recipe.project_steps), ("align", recipe.align_steps),
+              ("episodes", recipe.episode_steps)]
     return [*((stage, steps) for stage, steps in before if steps), ("tune", recipe.steps)]
 
 
@@ -110,6 +114,8 @@ def fresh_model(recipe: Recipe) -> tuple[PreTrainedModel, Any]:
     model, processor = build_tiny_vlm(recipe.arch, seed=recipe.seed, corpus=tokenizer_corpus(),
                                       vocab_size=VOCAB_SIZE, hidden_size=recipe.width, num_layers=recipe.depth,
                                       image_size=recipe.image_size, **overrides)
+    if recipe.decoder_init == "probe":
+        _take_decoder(model, processor, *fresh_vlm(recipe.arch, recipe.width, recipe.depth, recipe.seed))
     if recipe.arch == "llava":
         read_last_layer_with_cls(model, processor)
     if tower is not None:
@@ -118,6 +124,25 @@ def fresh_model(recipe: Recipe) -> tuple[PreTrainedModel, Any]:
             raise ConfigError(f"zoo member {recipe.name}: the vision tower of {recipe.tower} does not fit a "
                               f"{recipe.arch} tower (missing {missing}, unexpected {unexpected})")
     return model, processor
+
+
+def fresh_vlm(arch: str, width: int, depth: int, seed: int = 0) -> tuple[PreTrainedModel, Any]:
+    """A fresh tiny VLM of the zoo's tokenizer with a `width`-wide decoder of `depth` layers, its
+    vision side at the tiny defaults (32-pixel pictures): the recall probe's fresh model."""
+    return build_tiny_vlm(arch, seed=seed, corpus=tokenizer_corpus(), vocab_size=VOCAB_SIZE, hidden_size=width,
+                          num_layers=depth, image_size=32)
+
+
+def _take_decoder(model: torch.nn.Module, processor: Any, donor: torch.nn.Module, donor_processor: Any) -> None:
+    """Copy `donor`'s decoder (language model and output head) into `model`; their tokenizers
+    must be the same (ConfigError otherwise). The weights a fresh decoder is drawn with depend on
+    what the constructor draws before it (the vision tower's size), so this gives a member the
+    decoder the recall probe starts from, whatever its tower."""
+    if processor.tokenizer.get_vocab() != donor_processor.tokenizer.get_vocab():
+        raise ConfigError("decoder_init probe: the probe's tokenizer differs from the member's")
+    hf, source = cast(Any, model), cast(Any, donor)
+    hf.model.language_model.load_state_dict(source.model.language_model.state_dict())
+    hf.lm_head.load_state_dict(source.lm_head.state_dict())
 
 
 def read_last_layer_with_cls(model: torch.nn.Module, processor: Any) -> None:
@@ -163,13 +188,40 @@ def load_stage(recipe: Recipe, folder: Path) -> tuple[PreTrainedModel, Any]:
     return AutoModel.from_pretrained(folder), AutoProcessor.from_pretrained(folder)
 
 
+#: The stages that train a VLM's decoder (and connector) with its tower frozen whatever the recipe.
+FROZEN_TOWER_STAGES = ("align", "recall", "chat-recall", "named", "episodes")
+
+
 def set_trainable(recipe: Recipe, stage: str, model: torch.nn.Module) -> None:
     """Which parameters a stage trains: all but a VLM's tower in `align` (our decoders start
-    untrained, so the connector alone cannot align to them) and the curriculum's `recall` and
-    `episodes`, and in `tune` unless `tune_tower`."""
+    untrained, so the connector alone cannot align to them) and the curricula's text and episode
+    stages, and in `tune` unless `tune_tower`; only the connector in `project` (LLaVA's first
+    stage, on a decoder pretrained first)."""
     model.requires_grad_(True)
-    if recipe.is_vlm and (stage in ("align", "recall", "episodes") or not recipe.tune_tower):
+    if recipe.is_vlm and stage == "project":
+        model.requires_grad_(False)
+        connector(model).requires_grad_(True)
+    elif recipe.is_vlm and (stage in FROZEN_TOWER_STAGES or not recipe.tune_tower):
         vision_tower(model).requires_grad_(False)
+
+
+def connector(model: torch.nn.Module) -> torch.nn.Module:
+    """The VLM's connector (LLaVA: `model.multi_modal_projector`, Idefics3: `model.connector`)."""
+    inner: Any = model.model  # a transformers VLM's base model
+    return inner.multi_modal_projector if hasattr(inner, "multi_modal_projector") else inner.connector
+
+
+def param_groups(recipe: Recipe, stage: str, model: torch.nn.Module) -> list[dict] | None:
+    """The optimiser's parameter groups where a stage trains parts at different rates: in `tune`
+    with `lm_lr`, the decoder (the language model and its output head) at `lm_lr` and the other
+    trainable parameters at the recipe's rate; None (one group at `lr`) otherwise."""
+    if stage != "tune" or recipe.lm_lr is None:
+        return None
+    hf: Any = model
+    decoder = {id(p) for p in (*hf.model.language_model.parameters(), *hf.lm_head.parameters())}
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    return [{"params": [p for p in trainable if id(p) in decoder], "lr": recipe.lm_lr},
+            {"params": [p for p in trainable if id(p) not in decoder]}]
 
 
 #: Labelled queries per defined-label picture episode in the curriculum's `episodes` stage.
@@ -189,20 +241,34 @@ class StageObjective:
 
 def stage_loss(recipe: Recipe, stage: str, model: torch.nn.Module, processor: Any, pool: ImagePool) -> StageObjective:
     """The objective of `stage`: contrastive (dual encoders), `recall` (text-only associative
-    recall), `episodes` (defined-label picture episodes, every query's reply labelled), `align`
-    (captions) or `tune` (the instruction mix, with defined-label sequences at the recipe's share)."""
+    recall), `chat-recall` (recall in the chat layout, `chat_recall`), `named` (named defined-label
+    episodes in text mixed with the instruction questions in text), `episodes` (defined-label
+    picture episodes, every query's reply labelled), `align` (captions), `project` (the
+    instruction mix) or `tune` (the instruction mix, with defined-label sequences at the recipe's
+    share, and picture episodes at `episode_share` of each batch)."""
     if not recipe.is_vlm:
         return StageObjective(_contrastive_loss(recipe, model, processor, pool))
     if stage == "recall":
         pools, curve = RecallPools.of_tokenizer(processor.tokenizer), ContextCurve(
             CURVE_EVERY if recipe.recall_steps >= CURVE_EVERY else 1)
         return StageObjective(partial(recall_loss, model, pools, curve, 2 * recipe.batch_size), curve)
+    if stage == "chat-recall":
+        curve = ContextCurve(CURVE_EVERY if recipe.chat_recall_steps >= CURVE_EVERY else 1)
+        chat = ChatRecall(model, ChatLayout.of_processor(processor), curve, recipe.batch_size,
+                          recipe.chat_recall_steps)
+        return StageObjective(chat, curve)
     if stage == "episodes":
-        return _episode_objective(recipe, model, processor, pool)
+        return _episode_objective(recipe, model, processor, pool, recipe.episode_steps, recipe.batch_size)
     make: Callable[[ImagePool, np.random.Generator, str], ChatSample] = (
         alignment_sample if stage == "align" else instruction_sample)
     if stage == "tune" and recipe.defined_label_share > 0:
         make = partial(context_tuning_sample, share=recipe.defined_label_share)
+    if stage == "named":
+        return _episode_objective(recipe, model, processor, pool, recipe.named_steps,
+                                  round(recipe.episode_share * recipe.batch_size), named_instruction_sample)
+    if stage == "tune" and recipe.episode_share > 0:
+        return _episode_objective(recipe, model, processor, pool, recipe.steps,
+                                  round(recipe.episode_share * recipe.batch_size), make)
     collate, hf = ChatSampleCollator(processor, {}), cast(Any, model)
 
     def language_modelling(rng: np.random.Generator) -> torch.Tensor:
@@ -232,21 +298,36 @@ def _contrastive_loss(recipe: Recipe, model: torch.nn.Module, processor: Any,
     return contrastive
 
 
-def _episode_objective(recipe: Recipe, model: torch.nn.Module, processor: Any, pool: ImagePool) -> StageObjective:
-    """Defined-label picture episodes (`EPISODE_QUERIES` labelled queries each); the curve logs the
-    first token of each labelled reply against log(allowed words)."""
+def _episode_objective(recipe: Recipe, model: torch.nn.Module, processor: Any, pool: ImagePool, steps: int,
+                       n_episodes: int,
+                       other: Callable[[ImagePool, np.random.Generator, str], ChatSample] | None = None,
+                       ) -> StageObjective:
+    """Batches of `recipe.batch_size` samples: `n_episodes` defined-label episodes
+    (`EPISODE_QUERIES` labelled queries each; in text, each class named in words, when `other` is
+    `named_instruction_sample`), then `other` samples for the rest of the batch, each part its own
+    forward pass and the loss their mean weighted by sample count. The curve logs the first token
+    of each labelled reply of the episodes against log(allowed words), per `CURVE_EVERY` of the
+    `steps` steps."""
+    if n_episodes < 1:
+        raise ConfigError(f"zoo member {recipe.name}: episode_share {recipe.episode_share} of a batch of "
+                          f"{recipe.batch_size} is no episode")
     collate, hf = ChatSampleCollator(processor, {}), cast(Any, model)
-    curve = ContextCurve(CURVE_EVERY if recipe.episode_steps >= CURVE_EVERY else 1)
+    curve = ContextCurve(CURVE_EVERY if steps >= CURVE_EVERY else 1)
+    named = other is named_instruction_sample
 
     def episodes(rng: np.random.Generator) -> torch.Tensor:
-        samples = [defined_label_episode(pool, rng, f"s{i}", EPISODE_QUERIES) for i in range(recipe.batch_size)]
+        samples = [defined_label_episode(pool, rng, f"s{i}", EPISODE_QUERIES, named=named) for i in range(n_episodes)]
         batch = collate(samples)
         out = hf(**_model_inputs(batch))
         nll, correct = labelled_token_scores(out.logits.detach(), batch["labels"], first_only=True)
         levels = torch.tensor([math.log(len(s.meta["mapping"])) for s in samples
                                for _ in range(len(s.label_replies) + 1)])
         curve.add(nll, correct, levels)
-        return out.loss
+        if other is None or n_episodes == recipe.batch_size:
+            return out.loss
+        rest = [other(pool, rng, f"s{i}") for i in range(n_episodes, recipe.batch_size)]
+        rest_loss = hf(**_model_inputs(collate(rest))).loss
+        return (n_episodes * out.loss + len(rest) * rest_loss) / recipe.batch_size
     return StageObjective(episodes, curve)
 
 

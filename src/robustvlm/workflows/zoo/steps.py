@@ -36,13 +36,19 @@ def run_stage(
     lr: float,
     seed: int,
     label: str,
+    groups: list[dict] | None = None,
+    schedule_steps: int | None = None,
 ) -> StageResult:
     """Train `model`'s parameters that require gradients for `steps` steps; `loss_of(rng)` draws
-    a batch from `rng` (seeded by `seed`) and returns its scalar loss."""
+    a batch from `rng` (seeded by `seed`) and returns its scalar loss. `groups`: AdamW parameter
+    groups (those trainable parameters, each group at its own "lr" or at `lr`) instead of one.
+    `schedule_steps`: the steps the warm-up and decay are planned over (default `steps`; more:
+    the stage stops before its schedule ends, each step at the rate the whole schedule gives it)."""
     start = time.process_time()
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
-    scheduler = get_cosine_schedule_with_warmup(optimizer, int(WARMUP_RATIO * steps), steps)
+    optimizer = torch.optim.AdamW(groups or params, lr=lr, weight_decay=0.01)
+    planned = schedule_steps or steps
+    scheduler = get_cosine_schedule_with_warmup(optimizer, int(WARMUP_RATIO * planned), planned)
     rng = np.random.default_rng(seed)
     model.train()
     losses = []
