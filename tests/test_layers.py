@@ -56,7 +56,7 @@ LAYERS = [
     {"errors"},
     {"configs", "extras", "redact", "plugins", "model_ref"},
     {"config", "runs", "analysis"},
-    {"data"},
+    {"data", "sharding"},
     {"models"},
     {"objectives"},
     {"training", "linear"},

@@ -9,6 +9,7 @@ from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
     SubParsers,
+    add_shard_option,
     add_train_parser,
     example,
     int_at_least,
@@ -67,4 +68,5 @@ def add_embed(sub: SubParsers) -> None:
     ee.add_argument("--batch-size", type=int_at_least(1), default=16, help="images or texts per forward pass (16)")
     ee.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
     ee.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
+    add_shard_option(ee)
     ee.set_defaults(func=_embed_eval)

@@ -16,6 +16,7 @@ from robustvlm.cli.options import (
     SubParsers,
     add_decoding_options,
     add_served_options,
+    add_shard_option,
     example,
     int_at_least,
     renamed,
@@ -218,4 +219,5 @@ def _add_eval(mc_sub: Any) -> None:
     add_decoding_options(me, max_new_tokens=16)  # `multiple_choice.generative.GENERATE_MAX_NEW_TOKENS`
     add_served_options(me)
     me.add_argument("--blind", action="store_true", help=BLIND_HELP)
+    add_shard_option(me)
     me.set_defaults(func=_mc_eval)

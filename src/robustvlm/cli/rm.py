@@ -9,6 +9,7 @@ from robustvlm.cli.bon import add_bon_commands
 from robustvlm.cli.options import (
     RESUME_HELP,
     SubParsers,
+    add_shard_option,
     add_train_parser,
     config_file,
     example,
@@ -131,6 +132,7 @@ def _add_rm_eval(rm_sub: SubParsers) -> None:
     re_.add_argument("--score-training-pairs", action="store_true",
                      help="allow --split train (pairs the model may have been trained on; metrics.json says so)")
     add_pair_options(re_)
+    add_shard_option(re_)
     re_.set_defaults(func=_rm_eval)
 
 
