@@ -1,6 +1,7 @@
 """Data-parallel scoring under torchrun (`robustvlm.sharding`): every scoring command run by two
 gloo processes writes the per-question rows and summaries one process writes, and a launch killed
-mid-run finishes when relaunched with one process.
+mid-run finishes when relaunched with one process; and the same commands split with `--shard I/N`
+into two folders and joined by `robustvlm merge` write what one run writes.
 
 Two torchrun launches in all (about 5 s of start-up each): one runs every command in turn
 (tests/helpers/data_parallel_worker.py), one is killed."""
@@ -159,3 +160,14 @@ def test_a_killed_launch_finishes_with_one_process(runs, inputs, tmp_path):
     one, _ = runs["mc eval"]
     assert_same_run(one, out)
     assert (out / "tiny_idefics3" / "clean.jsonl").read_bytes() == (one / "tiny_idefics3" / "clean.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_shards_merged_write_what_one_run_writes(runs, inputs, command, tmp_path):
+    """`--shard 0/2` and `--shard 1/2` in their own folders, then `robustvlm merge` (no launcher)."""
+    folders = [tmp_path / f"s{i}" for i in range(2)]
+    for i, folder in enumerate(folders):
+        assert main([*inputs[command], "--out", str(folder), "--shard", f"{i}/2"]) == 0
+    assert main(["merge", *map(str, folders), "--out", str(tmp_path / "merged")]) == 0
+    one, _ = runs[command]
+    assert_same_run(one, tmp_path / "merged")
