@@ -199,10 +199,9 @@ def evaluate_models(
     """
     paths, specs, decoding = _check_run(models, benches, method, batch_size, max_new_tokens, repetition_penalty)
     options = _Options(method, circular, normalize, decoding, batch_size, resume, served)
-    settings = _settings(options, specs, paths)
     question_sets = {p.stem: load_bench(p, circular, image_root=image_root, allow_outside_root=allow_outside_root)
                      for p in paths}  # checked before the claim
-    folders = _claim_folders(out_dir, settings, resume=resume, blind=blind)
+    folders = _claim_folders(out_dir, _settings(options, specs, paths), resume=resume, blind=blind)
     results: dict[str, list[dict[str, Any]]] = {run: [] for run in folders}
     sections: list[GainSection] = []
     for name, family in specs:
