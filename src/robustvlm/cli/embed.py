@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from robustvlm.cli.merge import add_shard_option
 from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
     SubParsers,
-    add_shard_option,
     add_train_parser,
     example,
     int_at_least,

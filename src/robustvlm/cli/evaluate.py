@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from robustvlm.cli.merge import add_shard_option
 from robustvlm.cli.options import (
     BLIND_HELP,
     IMAGE_ROOT_HELP,
@@ -12,7 +13,6 @@ from robustvlm.cli.options import (
     SubParsers,
     add_decoding_options,
     add_served_options,
-    add_shard_option,
     example,
     int_at_least,
     served,

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from robustvlm.cli.merge import add_shard_option
 from robustvlm.cli.options import (
     BLIND_HELP,
     IMAGE_ROOT_HELP,
@@ -16,7 +17,6 @@ from robustvlm.cli.options import (
     SubParsers,
     add_decoding_options,
     add_served_options,
-    add_shard_option,
     example,
     int_at_least,
     renamed,

@@ -1,4 +1,5 @@
-"""`robustvlm merge`: the run folders of `--shard I/N` runs joined into the results of one run."""
+"""`robustvlm merge`: the run folders of `--shard I/N` runs joined into the results of one run;
+and the `--shard I/N` option of the scoring commands that write them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,25 @@ import contextlib
 from pathlib import Path
 
 from robustvlm.cli.options import SubParsers, example
+from robustvlm.errors import ConfigError
+from robustvlm.sharding import Shard
+
+SHARD_HELP = (
+    "score only shard I of N (0 <= I < N): the I-th of N contiguous blocks of the questions, into its own --out "
+    "(one machine each, no launcher); `robustvlm merge` joins the N folders into the results of one run"
+)
+
+
+def add_shard_option(parser: argparse.ArgumentParser) -> None:
+    """--shard I/N of a scoring command (`sharding.Shard`)."""
+
+    def shard(text: str) -> Shard:
+        try:
+            return Shard.parse(text)
+        except ConfigError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    parser.add_argument("--shard", metavar="I/N", type=shard, help=SHARD_HELP)
 
 
 def _merge(args: argparse.Namespace) -> int:

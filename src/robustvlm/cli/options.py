@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from robustvlm.configs import resolve as config_file
-from robustvlm.errors import ConfigError
 from robustvlm.redact import redact
-from robustvlm.sharding import Shard
 
 if TYPE_CHECKING:
     from robustvlm.config import ServedConfig
@@ -93,24 +91,6 @@ BLIND_HELP = (
     "families that need one) into OUT/blind/ and write the vision gain, with-image minus blind, per "
     "environment with a paired 95%% interval: OUT/vision_gain.csv and vision_gain.html"
 )
-SHARD_HELP = (
-    "score only shard I of N (0 <= I < N): the I-th of N contiguous blocks of the questions, into its own --out "
-    "(one machine each, no launcher); `robustvlm merge` joins the N folders into the results of one run"
-)
-
-
-def add_shard_option(parser: argparse.ArgumentParser) -> None:
-    """--shard I/N of a scoring command (`sharding.Shard`)."""
-
-    def shard(text: str) -> Shard:
-        try:
-            return Shard.parse(text)
-        except ConfigError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
-
-    parser.add_argument("--shard", metavar="I/N", type=shard, help=SHARD_HELP)
-
-
 IMAGE_ROOT_HELP = (
     "folder that relative image paths in record files are taken from "
     "(LLaVA's --image_folder; default: the data file's folder)"

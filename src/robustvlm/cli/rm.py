@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 
 from robustvlm.cli.bon import add_bon_commands
+from robustvlm.cli.merge import add_shard_option
 from robustvlm.cli.options import (
     RESUME_HELP,
     SubParsers,
-    add_shard_option,
     add_train_parser,
     config_file,
     example,
