@@ -84,6 +84,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "workflows/demos/": ("e2e",),
     "workflows/test_real_server.py": ("e2e", "slow"),
     "objectives/test_distributed_penalty.py": ("distributed",),
+    "workflows/test_data_parallel.py": ("distributed",),
 }
 
 TESTS = Path(__file__).resolve().parent

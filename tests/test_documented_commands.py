@@ -108,6 +108,9 @@ RUNS = {
         "",
     "robustvlm rm bon --scores shortcut_aware=runs/bon/scores/scores.jsonl --out runs/bon/curves": "",
     "robustvlm embed eval --model tiny:idefics3 --family vlm2vec-mixed --benchmark q/digits.jsonl --out runs/embed_eval": "",
+    "robustvlm mc eval --model tiny:idefics3 --benchmark q/digits.jsonl --out runs/mc_shard0 --shard 0/2": "",
+    "robustvlm mc eval --model tiny:idefics3 --benchmark q/digits.jsonl --out runs/mc_shard1 --shard 1/2": "",
+    "robustvlm merge runs/mc_shard0 runs/mc_shard1 --out runs/mc_merged": "",
 }
 
 #: {documented line: why it does not run in the test suite}.
@@ -274,6 +277,7 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
     study = json.loads((tmp_path / "studies" / "dynamic_birm_smolvlm-smoke" / "results.json").read_text())  # the --smoke run (--dry-run writes nothing)
     assert set(study["paired"]) == set(study["methods"]) - {study["baseline"]} and study["paired"]["birm"]["exact"]
     assert (tmp_path / "runs" / "rm_shortcut_aware" / "eval").is_dir()
+    assert (tmp_path / "runs" / "mc_merged" / "results.csv").is_file()  # the shards joined (guides/invariant-finetuning.md)
     salient = tmp_path / "runs" / "matrix_salient"
     assert json.loads((salient / "data" / "manifest.json").read_text())["benchmark"] == "preferences-salient"
     assert (salient / "sfc.json").is_file()

@@ -1,7 +1,8 @@
 """The `robustvlm` command line: parse, load config, call one function per subcommand.
 
 Each command group lives in its own module (`data`, `train` with `study` and `sweep`, `embed`,
-`envs`, `evaluate`, `demo`, `mc`, `robustness`, `icl` with `diagnose`, `rm`, `zoo`, `compare`, `configs`), which registers its
+`envs`, `evaluate`, `demo`, `mc`, `robustness`, `icl` with `diagnose`, `rm`, `zoo`, `compare`, `merge`,
+`configs`), which registers its
 subcommands with one `add_<command>(sub)` function; options shared by several commands are in
 `options`. This module only assembles them: a new command is one module (copy the closest one)
 and one entry in `COMMANDS`.
@@ -29,6 +30,7 @@ from robustvlm.cli import (
     evaluate,
     icl,
     mc,
+    merge,
     rm,
     robustness,
     train,
@@ -54,6 +56,7 @@ from robustvlm.extras import MissingExtra
 from robustvlm.plugins import load_plugins
 from robustvlm.redact import redact
 from robustvlm.runs import release_run_folders
+from robustvlm.sharding import HelpersDone, begin_command
 
 __all__ = [
     "COMMANDS", "IMAGE_ROOT_HELP", "OUTSIDE_ROOT_HELP", "RESUME_HELP", "build_parser", "float_above",
@@ -76,6 +79,7 @@ COMMANDS = (
     icl.add_diagnose,
     rm.add_rm,
     compare.add_compare,
+    merge.add_merge,
     zoo.add_zoo,
     configs.add_configs,
 )
@@ -173,8 +177,11 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[ROOT_FROM_OPTION] = "1"
     else:
         os.environ.pop(ROOT_FROM_OPTION, None)
+    begin_command(args.argv, getattr(args, "shard", None))
     try:
         return args.func(args)
+    except HelpersDone:  # a helper process of a launch: its share is scored, the main process summarises
+        return 0
     except (MissingDataSource, MissingExtra) as err:  # not bad input: something to install
         print(f"error: {redact(str(err))}", file=sys.stderr)
         return 1

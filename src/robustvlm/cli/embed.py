@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from robustvlm.cli.merge import add_shard_option
 from robustvlm.cli.options import (
     OUTSIDE_ROOT_HELP,
     RESUME_HELP,
@@ -68,4 +69,5 @@ def add_embed(sub: SubParsers) -> None:
     ee.add_argument("--batch-size", type=int_at_least(1), default=16, help="images or texts per forward pass (16)")
     ee.add_argument("--resume", action="store_true", help=RESUME_HELP + "; models and benchmarks may be added")
     ee.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
+    add_shard_option(ee)
     ee.set_defaults(func=_embed_eval)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from robustvlm.cli.merge import add_shard_option
 from robustvlm.cli.options import (
     BLIND_HELP,
     IMAGE_ROOT_HELP,
@@ -86,6 +87,7 @@ def add_eval(sub: SubParsers) -> None:
     ev.add_argument("--blind", action="store_true", help=BLIND_HELP)
     ev.add_argument("--image-root", metavar="DIR", help=IMAGE_ROOT_HELP)
     ev.add_argument("--allow-outside-root", action="store_true", help=OUTSIDE_ROOT_HELP)
+    add_shard_option(ev)
     add_decoding_options(ev, max_new_tokens=128)
     add_served_options(ev)
     ev.set_defaults(func=_eval)

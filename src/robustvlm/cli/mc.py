@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from robustvlm.cli.merge import add_shard_option
 from robustvlm.cli.options import (
     BLIND_HELP,
     IMAGE_ROOT_HELP,
@@ -220,4 +221,5 @@ def _add_eval(mc_sub: Any) -> None:
     add_decoding_options(me, max_new_tokens=16)  # `multiple_choice.generative.GENERATE_MAX_NEW_TOKENS`
     add_served_options(me)
     me.add_argument("--blind", action="store_true", help=BLIND_HELP)
+    add_shard_option(me)
     me.set_defaults(func=_mc_eval)

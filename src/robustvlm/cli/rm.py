@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from robustvlm.cli.bon import add_bon_commands
+from robustvlm.cli.merge import add_shard_option
 from robustvlm.cli.options import (
     RESUME_HELP,
     SubParsers,
@@ -134,6 +135,7 @@ def _add_rm_eval(rm_sub: SubParsers) -> None:
     re_.add_argument("--score-training-pairs", action="store_true",
                      help="allow --split train (pairs the model may have been trained on; metrics.json says so)")
     add_pair_options(re_)
+    add_shard_option(re_)
     re_.set_defaults(func=_rm_eval)
 
 

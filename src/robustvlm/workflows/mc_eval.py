@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,13 +52,8 @@ from robustvlm.multiple_choice.scoring import (
 )
 from robustvlm.multiple_choice.stability import accuracy_vs_size
 from robustvlm.report.vision_gain import GainSection, write_vision_gain
-from robustvlm.runs import (
-    append_jsonl,
-    claim_run_folder,
-    read_input_jsonl,
-    read_jsonl,
-    usage_recorder,
-)
+from robustvlm.runs import read_input_jsonl, usage_recorder
+from robustvlm.sharding import claim, helpers_stop_here, score_rows
 
 BLIND_FOLDER = "blind"  # a blind run's own folder inside the run's
 RESULT_COLUMNS = ("model", "family", "method", "bench", "accuracy", "n", "ci_lo", "ci_hi", "unparsed")
@@ -123,26 +118,23 @@ def score_bench(
     scorer: Callable[[], Scorer], questions: list[MCQuestion], path: Path, *, resume: bool, batch_size: int
 ) -> list[dict[str, Any]]:
     """Score the questions not yet in `path` (all unless `resume`), appending one line per question;
-    returns the rows of all `questions`. `scorer` is called (to load the model) only if work is left."""
-    done = {_question_key(r): r for r in read_jsonl(path)} if resume else {}
-    todo = [q for q in questions if (q.id, q.rotation) not in done]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not todo:
-        if not resume:
-            path.write_text("", encoding="utf-8")
-        return [done[(q.id, q.rotation)] for q in questions]
-    score = scorer()
-    with path.open("a" if resume else "w", encoding="utf-8") as log:
+    returns the rows of all `questions` (of this run's `--shard` block; under a launcher each
+    process scores a share: `sharding.score_rows`). `scorer` is called (to load the model) only if
+    work is left."""
+
+    def batches(todo: list[MCQuestion]) -> Iterator[list[dict[str, Any]]]:
+        score = scorer()
         for start in tqdm(range(0, len(todo), batch_size), desc=path.stem, unit="batch"):
             batch = todo[start : start + batch_size]
             rows = []
             for q, result in zip(batch, score(batch)):
                 row = {"id": q.id, "rotation": q.rotation, "answer": q.answer, **result}
                 row["correct"] = row["prediction"] == q.answer
-                done[(q.id, q.rotation)] = row
                 rows.append(row)
-            append_jsonl(log, rows)
-    return [done[(q.id, q.rotation)] for q in questions]
+            yield rows
+
+    return score_rows(path, questions, key=lambda q: (q.id, q.rotation), row_key=_question_key, score=batches,
+                      resume=resume)
 
 
 def write_results(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -207,10 +199,9 @@ def evaluate_models(
     """
     paths, specs, decoding = _check_run(models, benches, method, batch_size, max_new_tokens, repetition_penalty)
     options = _Options(method, circular, normalize, decoding, batch_size, resume, served)
-    settings = _settings(options, specs, paths)
     question_sets = {p.stem: load_bench(p, circular, image_root=image_root, allow_outside_root=allow_outside_root)
                      for p in paths}  # checked before the claim
-    folders = _claim_folders(out_dir, settings, resume=resume, blind=blind)
+    folders = _claim_folders(out_dir, _settings(options, specs, paths), resume=resume, blind=blind)
     results: dict[str, list[dict[str, Any]]] = {run: [] for run in folders}
     sections: list[GainSection] = []
     for name, family in specs:
@@ -218,6 +209,7 @@ def evaluate_models(
         for run, rows in scored.items():
             results[run] += rows
         sections += gains
+    helpers_stop_here()  # the other processes of a launch are done: the main one writes the summaries
     for run, folder in folders.items():
         write_results(folder / "results.csv", results[run])
     if blind:
@@ -227,10 +219,10 @@ def evaluate_models(
 
 def _claim_folders(out_dir: str | Path, settings: Mapping[str, Any], *, resume: bool, blind: bool) -> dict[str, Path]:
     """{"normal": the run folder, "blind": its blind/ folder (with `blind`)}, claimed."""
-    out = claim_run_folder(out_dir, settings, command="mc eval", resume=resume, may_differ=MAY_DIFFER)
+    out = claim(out_dir, settings, command="mc eval", resume=resume, may_differ=MAY_DIFFER)
     if not blind:
         return {"normal": out}
-    blind_out = claim_run_folder(out / BLIND_FOLDER, {**settings, "blind": True}, command="mc eval --blind",
+    blind_out = claim(out / BLIND_FOLDER, {**settings, "blind": True}, command="mc eval --blind",
                                  resume=resume, may_differ=MAY_DIFFER)
     return {"normal": out, "blind": blind_out}
 

@@ -23,6 +23,7 @@ from robustvlm.embeddings.retrieval import retrieval_recalls, retrieval_scores
 from robustvlm.errors import ConfigError
 from robustvlm.models.backends import BACKENDS, load_backend
 from robustvlm.runs import claim_run_folder
+from robustvlm.sharding import helpers_stop_here, sharded
 from robustvlm.workflows.mc_eval import ModelSpec, evaluate_models, model_spec
 
 RETRIEVAL_COLUMNS = ("model", "family", "direction", "k", "recall", "hits", "n", "ci_lo", "ci_hi")
@@ -101,9 +102,16 @@ def embed_eval(
         retrieval: a dataset whose `retrieval_split` records are image-text pairs.
         allow_outside_root: accept retrieval image paths outside the data file's folder, and
             benchmark image paths outside the benchmark's folder.
+
+    Under a launcher the benchmarks' questions are scored data-parallel (`sharding`); the
+    retrieval, which ranks every record against every other, by the main process alone. `--shard`
+    applies to the benchmarks only.
     """
     if not benches and retrieval is None:
         raise ConfigError("embed eval needs --benchmark and/or --retrieval")
+    if retrieval is not None and sharded():
+        raise ConfigError("--shard splits --benchmark questions; --retrieval ranks every record against every "
+                          "other at once: run it in its own `embed eval` without --shard")
     specs = [model_spec(m) for m in models]
     for name, family in specs:
         if not set(EMBEDS) <= BACKENDS[family].capabilities:
@@ -112,6 +120,7 @@ def embed_eval(
     resolved = [{"name": name, "family": family} for name, family in specs]
     results = (evaluate_models(resolved, benches, out_dir, resume=resume, batch_size=batch_size,
                                allow_outside_root=allow_outside_root) if benches else None)
+    helpers_stop_here()  # retrieval ranks all records at once: the main process of a launch alone
     retrieved = None
     if retrieval is not None:
         retrieved = evaluate_retrieval(specs, retrieval, Path(out_dir) / "retrieval", split=retrieval_split,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,8 @@ from robustvlm.models.backends import (
 from robustvlm.models.blind import BlindBackend, blind_input
 from robustvlm.models.support import require_capability
 from robustvlm.report.vision_gain import GainSection, write_vision_gain
-from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl, usage_recorder, write_jsonl
+from robustvlm.runs import read_jsonl, usage_recorder, write_jsonl
+from robustvlm.sharding import claim, helpers_stop_here, score_rows, share
 
 PREDICTIONS_FILE = "predictions.jsonl"
 BLIND_FOLDER = "blind"  # the blind run's own folder inside the run's (`--blind`)
@@ -82,8 +83,21 @@ def evaluate(
     after-generation ones named in `cfg.metrics` then fill in the rows lacking them. Unknown
     metric names and missing settings (a judge for CEE) fail before any model is loaded.
     `served`: the server of an "openai:MODEL" model; `blind`: ask it with the image removed (`models.blind`).
+    Under a launcher every process generates a share (`sharding`); the main one summarises.
     """
     cfg = cfg or EvalConfig()
+    out, todo = _generate(model_dir, examples, out_dir, cfg=cfg, resume=resume, progress=progress, served=served,
+                          blind=blind)
+    helpers_stop_here()
+    return _summarise(out, todo, cfg)
+
+
+def _generate(
+    model_dir: str | Path, examples: list[Example], out_dir: str | Path, *, cfg: EvalConfig, resume: bool,
+    progress: bool, served: ServedConfig | None, blind: bool,
+) -> tuple[Path, list[Example]]:
+    """Claim `out_dir` and generate the rows of predictions.jsonl still missing: (the run folder,
+    the examples of this run folder: all, or its `--shard` block)."""
     check_metric_names(cfg.metrics)
     check_needs(cfg.metrics, dict(cfg))
     require_capability(str(model_dir), "eval")
@@ -94,28 +108,34 @@ def evaluate(
         "eval": cfg.model_dump(mode="json"),
         **served_settings(str(model_dir), served), **({"blind": True} if blind else {}),
     }
-    out_dir = claim_run_folder(
+    out_dir = claim(
         out_dir, settings, command="eval", resume=resume, may_differ=("eval.batch_size", "eval.metrics", SERVER_MAY_DIFFER)
     )
     pred_path = out_dir / PREDICTIONS_FILE
-    done_rows = read_jsonl(pred_path) if resume else []
-    finished = {r["id"] for r in done_rows}
-    pending = [ex for ex in todo if ex.id not in finished]
-    if pending:
+    state: dict[str, Any] = {}
+
+    def batches(pending: list[Example]) -> Iterator[list[dict]]:
         backend = load_backend(str(model_dir), generative_family(str(model_dir)), served=served)
         backend = BlindBackend(backend) if blind else backend
         backend.require("generate")
         backend.track_usage(usage_recorder(out_dir))
-        bar = tqdm(total=len(todo), initial=len(todo) - len(pending), disable=not progress, desc="eval", unit="ex")
-        try:
-            with pred_path.open("a" if resume else "w", encoding="utf-8") as log:
-                for rows in generation_rows(backend, pending, cfg):
-                    append_jsonl(log, rows)
-                    done_rows += rows
-                    bar.update(len(rows))
-        finally:
-            bar.close()
+        state["bar"] = bar = tqdm(total=len(pending), disable=not progress, desc="eval", unit="ex")
+        for rows in generation_rows(backend, pending, cfg):
+            yield rows
+            bar.update(len(rows))
 
+    try:
+        score_rows(pred_path, todo, key=lambda ex: ex.id, row_key=lambda r: r["id"], score=batches, resume=resume)
+    finally:
+        if "bar" in state:
+            state["bar"].close()
+    return out_dir, share(todo)
+
+
+def _summarise(out_dir: Path, todo: Sequence[Example], cfg: EvalConfig) -> EvalMetrics:
+    """The after-generation scores filled in, metrics.json written (main process)."""
+    pred_path = out_dir / PREDICTIONS_FILE
+    done_rows = read_jsonl(pred_path)
     wanted = {ex.id for ex in todo}
     rows = [r for r in done_rows if r["id"] in wanted]
     if add_after_generation_scores(rows, cfg, out_dir):
@@ -155,9 +175,13 @@ def run_eval(
         present = Counter(ex.split for ex in examples)
         held = ", ".join(f"{name} ({n} records)" for name, n in sorted(present.items()))
         raise ConfigError(f"{data}: no records of split {cfg.split!r} to evaluate; it holds {held}")
-    metrics = evaluate(model, examples, out_dir, cfg=cfg, resume=resume, served=served)
+    runs = [_generate(model, examples, out_dir, cfg=cfg, resume=resume, progress=True, served=served, blind=False)]
     if blind:
-        evaluate(model, examples, Path(out_dir) / BLIND_FOLDER, cfg=cfg, resume=resume, served=served, blind=True)
+        runs.append(_generate(model, examples, Path(out_dir) / BLIND_FOLDER, cfg=cfg, resume=resume, progress=True,
+                              served=served, blind=True))
+    helpers_stop_here()  # every process of a launch generated its share; the main one summarises
+    metrics, *_ = [_summarise(folder, todo, cfg) for folder, todo in runs]
+    if blind:
         sections = eval_gain_sections(Path(out_dir), model, cfg.metrics)
         write_vision_gain(sections, out_dir, title="robustvlm eval: vision gain")
     return metrics

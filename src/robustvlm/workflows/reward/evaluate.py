@@ -24,6 +24,7 @@ it needs `--score-training-pairs`, and the metrics say so.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -39,7 +40,8 @@ from robustvlm.models.reward import RewardModel
 from robustvlm.models.support import require_capability
 from robustvlm.reward.scoring import score_pairs, training_view
 from robustvlm.reward.task import read_pair_split
-from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl
+from robustvlm.runs import read_jsonl
+from robustvlm.sharding import claim, helpers_stop_here, score_rows, share
 
 PAIRS_FILE = "pairs.jsonl"
 METRICS_FILE = "metrics.json"
@@ -112,21 +114,24 @@ def evaluate_reward_model(
                             source=str(data.get("path", "")))  # before any work: the data is the input
     out = Path(out_dir)
     settings = {"model": str(model), "data": data, "eval": cfg.model_dump(mode="json")}
-    claim_run_folder(out, settings, command="rm eval", resume=resume)
+    claim(out, settings, command="rm eval", resume=resume)
     backend = cast(RewardBackend, load_backend(str(model), family="reward"))  # the "reward" family's backend
     views = eval_views(backend.meta, cfg)
     path = out / PAIRS_FILE
-    done = {row["id"] for row in read_jsonl(path)}
-    todo = [p for p in todo_pairs if p.id not in done]
     swap_view = views[0] if cfg.swap_check else None
-    with path.open("a", encoding="utf-8") as handle:
+
+    def scored(todo: list[PreferencePair]) -> Iterator[list[dict[str, Any]]]:
         for row in score_pairs(cast(RewardModel, backend.model), backend.processor, todo, views=views,
                                shared_prefix=cfg.shared_prefix, progress=progress, total=len(todo),
                                swap_view=swap_view):
             if swap_view is not None:
                 swap_check([row], swap_view)  # stops at the first pair that fails it
-            append_jsonl(handle, [row])
-    wanted = {p.id for p in todo_pairs}
+            yield [row]
+
+    # rows are kept across runs (claim_run_folder refuses a finished folder without --resume)
+    score_rows(path, todo_pairs, key=lambda p: p.id, row_key=lambda r: r["id"], score=scored, resume=True)
+    helpers_stop_here()  # every process of a launch scored its share; the main one summarises
+    wanted = {p.id for p in share(todo_pairs)}
     rows = [row for row in read_jsonl(path) if row["id"] in wanted]
     swap = swap_check(rows, swap_view) if swap_view is not None else None
     metrics = summarize_pair_rows(rows, views, views[0], n_boot=cfg.n_boot, swap=swap)
