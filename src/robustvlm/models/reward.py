@@ -55,6 +55,9 @@ from robustvlm.models.loglik import (
 )
 from robustvlm.models.trainable import save_merged, unwrap_peft, use_adapter
 
+HEAD_ERRORS: tuple[type[Exception], ...] = (*LOAD_ERRORS, RuntimeError)
+"""What reading a reward head's safetensors file can raise."""
+
 HEAD_FILE = "reward_head.safetensors"
 META_FILE = "reward_model.json"
 #: What a reward reads: the linear head (`RewardModel`), or the LM's log-likelihood of the
@@ -214,7 +217,7 @@ def load_reward_model(
         return LoglikReward(vlm, normalize=kind == "loglik").eval(), processor
     try:
         weight = load_file(str(path / HEAD_FILE))["weight"]
-    except (*LOAD_ERRORS, RuntimeError) as exc:  # "weight" missing, garbage, wrong dtype
+    except HEAD_ERRORS as exc:  # "weight" missing, garbage, wrong dtype
         raise ConfigError(f"{path / HEAD_FILE}: cannot read the reward head: {exc}") from None
     if weight.shape != (1, hidden_size(vlm)):
         raise ConfigError(f"{path / HEAD_FILE}: head of shape {tuple(weight.shape)} does not fit "
