@@ -111,7 +111,8 @@ def machine_line(record: Mapping[str, Any] | None) -> str:
     kernels = record.get("kernels", "native")
     parts.append(f"{kernels} kernels" + (f" (torch {torch['capability']})" if torch.get("capability") else ""))
     parts += [f"{name} {versions[name]}" for name in ("torch", "numpy") if versions.get(name)]
-    parts += [_blas_name(b) for b in record.get("blas") or [] if isinstance(b, Mapping) and b.get("user_api") == "blas"]
+    parts += sorted({_blas_name(b) for b in record.get("blas") or []  # load order varies from run to run
+                     if isinstance(b, Mapping) and b.get("user_api") == "blas"})
     if torch.get("blas"):
         parts.append(f"torch BLAS {torch['blas']}")
     parts.append(f"commit {record['commit']}" if record.get("commit") else f"robustvlm {versions.get('robustvlm')}")

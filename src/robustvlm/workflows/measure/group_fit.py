@@ -16,6 +16,7 @@ from robustvlm.analysis.accuracy_on_the_line import ModelPoint, RobustnessFit, T
 from robustvlm.analysis.effective_robustness import ErEstimate
 from robustvlm.analysis.group_lines import GroupLine, group_lines, place_against
 from robustvlm.data.results import ReadOptions, skips_json
+from robustvlm.machine import MACHINE_KEY, machine_record
 from robustvlm.report.line_scatter import family_lines_scatter
 from robustvlm.workflows.measure.robustness_fit import load_points
 
@@ -31,7 +32,7 @@ def write_group_lines(result: RobustnessFit, out: Path, *, group_by: str, n_boot
                          seed=seed)
     content = {"ref": result.ref, "shift": result.shift, "group_by": group_by, "transform": kind,
                "baseline": result.baseline or "the other groups", "units": UNITS,
-               "overall": result.fit.to_dict(), "groups": [g.to_dict() for g in groups]}
+               "overall": result.fit.to_dict(), "groups": [g.to_dict() for g in groups], MACHINE_KEY: machine_record()}
     (out / "groups.json").write_text(json.dumps(content, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     family_lines_scatter(result.models, {g.group: g.line for g in groups if g.line is not None}, out / "groups.png",
                          title=f"{result.shift} vs {result.ref}: a line per {group_by}",
