@@ -227,6 +227,13 @@ def mark_output_folder(folder: Path, command: str) -> Path:
     return folder
 
 
+def unmark_unused_folder(folder: Path) -> None:
+    """Remove `folder` when it holds nothing but robustvlm's marker (`mark_output_folder`): a run
+    refused before any work leaves no folder behind; one that wrote anything keeps it."""
+    if folder.is_dir() and all(p.name == MARKER_FILE for p in folder.iterdir()):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def owns_file(path: Path) -> bool:
     """Whether `path` is an output file robustvlm wrote (named in its folder's OWNED_FILE)."""
     listing = path.parent / OWNED_FILE

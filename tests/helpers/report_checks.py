@@ -40,8 +40,10 @@ def assert_smoke_verdict_only(report_md: str, experiment: str | None = None) -> 
 
 
 def without_data_read(results: dict) -> dict:
-    """A demo's results.json without the data it read (`data.provenance.DATA_KEY`, added after the
-    demo's own class wrote the rest): what that class reads back and writes again."""
+    """A demo's results.json without the data it read and the machine that wrote it
+    (`data.provenance.DATA_KEY`, `machine.MACHINE_KEY`, added beside what the demo's own class
+    wrote): what that class reads back and writes again."""
     from robustvlm.data.provenance import DATA_KEY
+    from robustvlm.machine import MACHINE_KEY
 
-    return {key: value for key, value in results.items() if key != DATA_KEY}
+    return {key: value for key, value in results.items() if key not in (DATA_KEY, MACHINE_KEY)}

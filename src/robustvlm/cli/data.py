@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from pathlib import Path
 
 from robustvlm.cli.options import (
@@ -41,7 +40,7 @@ def _data_check(args: argparse.Namespace) -> int:
 
 def _data_synth(args: argparse.Namespace) -> int:
     from robustvlm.data.synth import benchmark_in, synthesize
-    from robustvlm.runs import mark_output_folder
+    from robustvlm.runs import mark_output_folder, unmark_unused_folder
 
     if args.benchmark == "mnist":
         require("data", "data synth --benchmark mnist (real MNIST digits)")
@@ -53,13 +52,11 @@ def _data_synth(args: argparse.Namespace) -> int:
             "to replace it, or choose another --out"
         )
     out = Path(args.out)
-    created = not out.exists()
     try:
         manifest = synthesize(args.benchmark, mark_output_folder(out, "data synth"), seed=args.seed,
                               n_per_env=args.n_per_env)
     except BaseException:
-        if created:  # nothing left behind, the marker included, when the build fails
-            shutil.rmtree(out, ignore_errors=True)
+        unmark_unused_folder(out)  # a failed build (it removes its own files) leaves no marker either
         raise
     print(f"wrote {args.benchmark} to {Path(args.out).resolve()} (manifest: {Path(manifest).resolve()})")
     return 0

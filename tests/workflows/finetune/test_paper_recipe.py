@@ -72,7 +72,7 @@ def test_smoke_run_from_the_cli(tmp_path, capsys):
     log = [json.loads(line) for line in (out / "runs" / "dynamic_birm" / "seed-0" / "train" / "train_log.jsonl").open()]
     assert len(log) == 4 and log[-1]["lambda"] > 0  # past the shortened k_skip: the penalty is on
     report = (out / "report.md").read_text()
-    assert "SMOKE TEST" in report and "CEE: the smoke run calls no judge" in report
+    assert report.startswith("# Study dynamic_birm_smolvlm: quick run (a smoke test)") and "CEE: the smoke run calls no judge" in report
 
 
 def test_launch_command():

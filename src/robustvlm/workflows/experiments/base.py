@@ -132,12 +132,16 @@ class Experiment(Generic[P, R]):
     def execute(self, plan: P, out: str | Path | None = None) -> R:
         """Check, resolve and run `plan` into `out` (default `self.out(plan)`), add the data it read
         to its results.json; print the first lines of the verdict of the report it wrote."""
-        from robustvlm.runs import mark_output_folder
+        from robustvlm.runs import mark_output_folder, unmark_unused_folder
 
         self.check(plan)
         folder = Path(out if out is not None else self.out(plan))
         mark_output_folder(folder, f"demo {self.name}")  # before any file: a killed demo's folder stays its own
-        results = self.run(self.resolved(plan), folder)
+        try:
+            results = self.run(self.resolved(plan), folder)
+        except BaseException:
+            unmark_unused_folder(folder)  # refused before any work (e.g. a zoo member not built): no folder left
+            raise
         add_to_results(folder)  # which copy of the data it read (data.provenance)
         for line in verdict_lines(folder / "report.md"):
             print(line)
