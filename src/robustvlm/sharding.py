@@ -34,7 +34,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -280,7 +280,7 @@ def _prepare(path: Path, resume: bool) -> None:
         for p in (path, *part_files(path)):
             read_jsonl(p)
         return
-    path.write_text("", encoding="utf-8")
+    path.unlink(missing_ok=True)  # written afresh once the first rows are scored (`_score_into`)
     for p in part_files(path):
         p.unlink()
 
@@ -289,13 +289,17 @@ def _score_into(
     path: Path, todo: list[T], score: Callable[[list[T]], Iterable[list[Row]]], done: dict[Hashable, Row],
     row_key: Callable[[Mapping[str, Any]], Hashable],
 ) -> None:
-    """Append the rows of `todo` to `path` as they are scored (and to `done`)."""
-    if not todo:
-        return
-    with path.open("a", encoding="utf-8") as log:
-        for rows in score(todo):
+    """Append the rows of `todo` to `path` as they are scored (and to `done`). The file is opened
+    at the first rows, so a run refused while its model loads (a bad key, an unreachable server)
+    leaves none; it exists once scoring ends, empty when nothing was left to score."""
+    with ExitStack() as stack:
+        log = None
+        for rows in score(todo) if todo else ():
+            if log is None:
+                log = stack.enter_context(path.open("a", encoding="utf-8"))
             append_jsonl(log, rows)
             done.update((row_key(r), r) for r in rows)
+    path.touch()
 
 
 def merge_parts(path: Path, order: Sequence[Hashable], row_key: Callable[[Mapping[str, Any]], Hashable]) -> None:
