@@ -14,7 +14,7 @@ import torch
 from robustvlm.data.collate import IGNORE_INDEX
 from robustvlm.data.real_images import FASHION_CLASSES
 from robustvlm.errors import ConfigError
-from robustvlm.models.zoo_recipes import FULL, QUICK, QUICK_ZOO3, ZOO2, ZOO3, recipe
+from robustvlm.models.zoo_recipes import FULL, QUICK, QUICK_ZOO2, QUICK_ZOO3, ZOO2, ZOO3, recipe
 from robustvlm.workflows.zoo.build import build_members, selected
 from robustvlm.workflows.zoo.chat_recall import GROWTH, ChatLayout, ChatRecall, chat_recall_batch
 from robustvlm.workflows.zoo.context_probe import probe_model
@@ -53,7 +53,7 @@ def layout(text_model):
 def test_zoo_ii_keeps_its_keys_and_zoo_iii_is_built_with_the_zoo_and_the_quick_set():
     assert {r.name: r.key() for r in ZOO2} == ZOO2_KEYS
     assert selected(False, None) == [*FULL, *ZOO2, *ZOO3]
-    assert selected(True, None) == [*QUICK, *QUICK_ZOO3]
+    assert selected(True, None) == [*QUICK, *QUICK_ZOO2, *QUICK_ZOO3]
 
 
 def test_the_language_model_comes_first_then_the_projector_then_the_pictures():

@@ -28,6 +28,7 @@ from robustvlm.model_ref import ZOO, ModelRef
 from robustvlm.models.zoo_recipes import (
     FULL,
     QUICK,
+    QUICK_ZOO2,
     QUICK_ZOO3,
     ZOO2,
     ZOO3,
@@ -66,11 +67,12 @@ class Built:
 
 
 def selected(quick: bool, members: Sequence[str] | None) -> list[Recipe]:
-    """The recipes to build: those named, else the quick set (with Zoo III's quick member) or the
-    full zoo (with Zoo II's and Zoo III's members)."""
+    """The recipes to build: those named, else the quick set (with Zoo II's and Zoo III's quick
+    members, as `zoo list` shows it and the zoo demos' `--quick` use it) or the full zoo (with Zoo
+    II's and Zoo III's members)."""
     if members:
         return [recipe(name) for name in members]
-    return list((*QUICK, *QUICK_ZOO3) if quick else (*FULL, *ZOO2, *ZOO3))
+    return list((*QUICK, *QUICK_ZOO2, *QUICK_ZOO3) if quick else (*FULL, *ZOO2, *ZOO3))
 
 
 def build_members(recipes: Sequence[Recipe], jobs: int = 1) -> list[Built]:
