@@ -53,6 +53,21 @@ demo: install
 figures-readme: demo
 	cp demo_out/ladder.png docs/images/demo.png
 
+# Getting started's picture (docs/images/tour.png): the five-minute tour's run, as the page prints it
+# (about 2.5 CPU-min), into figures/tour, drawn from its train_log.jsonl and eval/metrics.json.
+figures-tour: install
+	rm -rf figures/tour
+	$(BIN)/robustvlm data synth --benchmark tasks --out figures/tour/data
+	$(BIN)/robustvlm train erm_tasks --out figures/tour/erm_tour train.steps=200
+	$(BIN)/robustvlm eval --model figures/tour/erm_tour/final --data figures/tour/data --out figures/tour/erm_tour/eval --max-per-env 4
+	$(BIN)/python -m robustvlm.report.tour_picture figures/tour/erm_tour figures/tour/erm_tour/eval docs/images/tour.png
+
+# The pictures redrawn from their pages' own tables (spurious-study, real-size) and the Results
+# index's picture of every page's headline picture (report.page_pictures; seconds; last in
+# `make figures`, after the pictures it shows; tests/report/test_page_pictures.py checks them current).
+figures-pages: $(BIN)/python
+	$(BIN)/python -m robustvlm.report.page_pictures
+
 demo-quick: install
 	$(BIN)/robustvlm demo --quick --out demo_out_quick
 
@@ -74,7 +89,7 @@ INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=5 --n-envs=6 --n-envs=8 --n
 # `make figures` runs every experiment below; `make figures EXPERIMENT [EXPERIMENT ...]` only the
 # named ones (e.g. `make figures reward`: the experiments of report/figure_sources.py, whose figure
 # blocks tests/report/test_figure_stamps.py checks against the code they depend on).
-FIGURE_EXPERIMENTS = readme ladder reward invariance openclip zoo-robustness ladder-zoo zoo-tasks icl zoo-ii zoo-iii reward-zoo
+FIGURE_EXPERIMENTS = readme ladder reward invariance openclip zoo-robustness ladder-zoo zoo-tasks icl zoo-ii zoo-iii reward-zoo tour pages
 .PHONY: $(addprefix figures-,$(FIGURE_EXPERIMENTS) zoo)
 ifeq ($(firstword $(MAKECMDGOALS)),figures)
 FIGURES_ONLY := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
