@@ -295,7 +295,8 @@ def _claims(args: argparse.Namespace) -> list[Claim]:
     if args.interval:
         if args.n is None:
             raise DataError("--interval needs --n, the seeds or questions it is over")
-        return [Claim.from_interval(args.name, *args.interval, args.n, args.unit)]
+        d, lo, hi = args.interval
+        return [Claim.from_interval(args.name, d, lo, hi, args.n, args.unit)]
     if args.run is None:
         raise DataError("give a run folder, --per-seed or --interval")
     path = Path(args.run) / "results.json"
