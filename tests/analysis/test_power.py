@@ -129,3 +129,31 @@ def test_command_refuses_bad_input_in_one_line(tmp_path, capsys):
     assert "not a demo's results (KeyError" in capsys.readouterr().err
     assert pw.main(["--interval", "1", "0", "2"]) == 2
     assert "--interval needs --n" in capsys.readouterr().err
+
+
+def test_discordant_bound_is_statsmodels_clopper_pearson_and_bounds_any_difference():
+    from statsmodels.stats.proportion import proportion_confint
+
+    assert pw.discordant_bound(2, 100) == pytest.approx(proportion_confint(2, 100, method="beta")[1])
+    rng = np.random.default_rng(1)  # brute force: |mean(a - b)| never exceeds the discordant share
+    a, b = rng.integers(0, 2, size=(2, 1000, 50))
+    assert (np.abs((a - b).mean(axis=1)) <= (a != b).mean(axis=1)).all()
+
+
+def test_examples_to_bound_discordant_reaches_its_power_in_simulation():
+    assert pw.examples_to_bound_discordant(0.01) == math.ceil(math.log(0.025) / math.log(0.99))  # 0 of n: 1 - 0.025^(1/n)
+    n = pw.examples_to_bound_discordant(0.03, share=0.01)
+    counts = np.random.default_rng(2).binomial(n, 0.01, size=100_000)
+    uppers = stats.beta.ppf(0.975, counts + 1, n - counts)
+    assert 0.8 - 0.005 <= float((uppers < 0.03).mean()) < 0.9  # at power, a discrete count's sawtooth above it
+    fewer = np.random.default_rng(3).binomial(n // 2, 0.01, size=100_000)
+    assert float((stats.beta.ppf(0.975, fewer + 1, n // 2 - fewer) < 0.03).mean()) < 0.8
+    assert pw.examples_to_bound_discordant(0.01, share=0.02) is None
+
+
+def test_command_bounds_a_claim_of_no_effect_from_its_discordant_count(capsys):
+    assert pw.main(["--discordant", "0", "--n", "100", "--margin", "1", "--name", "1-shot gain"]) == 0
+    out = capsys.readouterr().out
+    assert "0 of 100 questions changed correctness" in out and "within ±3.62" in out and "368 questions" in out
+    assert pw.main(["--discordant", "101", "--n", "100"]) == 2
+    assert "need 0 <= discordant <= examples" in capsys.readouterr().err

@@ -23,7 +23,9 @@ All functions take and return numbers in one unit of the caller's choosing (the 
 accuracy points); "units" are seeds or examples, whichever the interval is over.
 
     python -m robustvlm.analysis.power --per-seed 1.5 0.8 1.7 --margin 1
-    python -m robustvlm.analysis.power --interval 1.1 0.3 1.9 --n 3000 --unit questions
+    python -m robustvlm.analysis.power --interval 1.1 0.3 1.9 --n 3000
+    python -m robustvlm.analysis.power --mean-sd 4.2 2.8 --n 3      # mean and sd of the differences
+    python -m robustvlm.analysis.power --discordant 0 --n 100 --margin 1   # 0/1 outcomes, none changed
     python -m robustvlm.analysis.power RUN            # a `demo reward` / `demo ladder` output folder
 """
 
@@ -43,6 +45,7 @@ from scipy import integrate, stats
 
 from robustvlm.analysis.ladder import READINGS
 from robustvlm.analysis.paired import paired_t_power
+from robustvlm.analysis.stats import clopper_pearson
 from robustvlm.errors import DataError, RobustVLMError
 
 MAX_UNITS = 10**7
@@ -169,6 +172,35 @@ def examples_to_separate(difference: float, spread: Spread, seeds: int, power: f
     return smallest_units(lambda n: power_to_separate(difference, spread.seed_sd(n), seeds, alpha), power)
 
 
+def discordant_bound(discordant: int, examples: int, alpha: float = 0.05) -> float:
+    """For 0/1 outcomes paired by example: the largest |difference| (0-1 units) consistent with
+    `discordant` of `examples` changing correctness, the Clopper-Pearson upper limit of the
+    discordant share (a difference is at most the share of examples whose correctness changed).
+    It decides a claim of no effect where the t interval cannot: with no discordant example the
+    paired differences have no spread at all."""
+    return clopper_pearson(discordant, examples, alpha)[1]
+
+
+def examples_to_bound_discordant(margin: float, share: float = 0.0, power: float = 0.8,
+                                 alpha: float = 0.05) -> int | None:
+    """Examples at which `discordant_bound` falls below `margin` (0-1 units) with probability
+    `power` when each example changes correctness with probability `share` (the measured
+    discordant share); None when the share is not below the margin or beyond MAX_UNITS. The
+    power of a discrete count rises with n in a sawtooth; the search (`smallest_units`) takes
+    the first n at power of its bisection, which for a share of 0 (power 0 or 1) is the smallest."""
+    if not 0 <= share < margin <= 1:
+        return None
+
+    def power_at(n: int) -> float:
+        """P(upper limit < margin) at n examples: the limit rises with the count k, so it is
+        P(k <= the largest k whose limit is below the margin); k >= n · margin never is."""
+        ks = np.arange(min(n, math.ceil(n * margin)) + 1)
+        below = ks[stats.beta.ppf(1 - alpha / 2, ks + 1, n - ks) < margin]
+        return float(stats.binom.cdf(below.max(), n, share)) if below.size else 0.0
+
+    return smallest_units(power_at, power)
+
+
 @dataclass(frozen=True)
 class Claim:
     """A measured paired difference over `units` seeds or examples (`unit` names which) whose
@@ -236,6 +268,22 @@ def power_lines(claim: Claim, *, margin: float | None = None, power: float = 0.8
     return lines
 
 
+def discordant_lines(name: str, discordant: int, examples: int, *, margin: float | None = None,
+                     power: float = 0.8, unit: str = "questions", alpha: float = 0.05) -> list[str]:
+    """The bound on a 0/1 paired difference from its discordant count (`discordant_bound`), in
+    points, and the examples a bound of ±`margin` points needs at the measured discordant share."""
+    if not 0 <= discordant <= examples or examples < 1:
+        raise DataError(f"{name}: need 0 <= discordant <= examples (got {discordant} of {examples})")
+    bound = 100 * discordant_bound(discordant, examples, alpha)
+    lines = [f"{name}: {discordant} of {examples} {unit} changed correctness, so the difference lies within "
+             f"±{bound:.2f} (the share's 95% Clopper-Pearson upper limit): it excludes effects beyond {bound:.2f}."]
+    if margin is not None:
+        need = examples_to_bound_discordant(margin / 100, discordant / examples, power, alpha)
+        lines.append(f"  to exclude every effect beyond ±{margin:g} with {power:.0%} power at this discordant share: "
+                     + (f"no number of {unit}" if need is None else f"{need:,} {unit}") + ".")
+    return lines
+
+
 def run_claims(results: Mapping[str, Any]) -> list[Claim]:
     """The headline claims of a `demo reward` (its comparison: o.o.d. seed by seed, and pair by pair
     pooled over seeds) or `demo ladder` (its paired tests at the final step, pooled over seeds)
@@ -276,9 +324,14 @@ def _parser() -> argparse.ArgumentParser:
     given.add_argument("--per-seed", nargs="+", type=float, metavar="D",
                        help="the claim's paired differences, one per seed (points)")
     given.add_argument("--interval", nargs=3, type=float, metavar=("D", "LO", "HI"),
-                       help="a printed difference and its 95%% interval (points), over --n units")
-    parser.add_argument("--n", type=int, help="the seeds or questions the --interval is over")
-    parser.add_argument("--unit", default="questions", help="what --n counts (default: questions)")
+                       help="a printed difference and its 95%% interval (points), over --n questions (or --unit)")
+    given.add_argument("--discordant", type=int, metavar="K",
+                       help="0/1 outcomes: K of --n questions changed correctness between the two sides")
+    given.add_argument("--mean-sd", nargs=2, type=float, metavar=("D", "SD"),
+                       help="a mean paired difference and the sd of the paired differences (points), over --n "
+                            "seeds (or --unit)")
+    parser.add_argument("--n", type=int, help="the seeds or questions the --interval or --mean-sd is over")
+    parser.add_argument("--unit", help="what --n counts (default: questions for --interval, seeds for --mean-sd)")
     parser.add_argument("--name", default="claim", help="how the lines name the claim")
     parser.add_argument("--margin", type=float, help="also: the design whose interval excludes every effect beyond "
                                                      "±MARGIN (points) when there is none")
@@ -292,11 +345,14 @@ def _parser() -> argparse.ArgumentParser:
 def _claims(args: argparse.Namespace) -> list[Claim]:
     if args.per_seed:
         return [Claim.from_values(args.name, args.per_seed)]
-    if args.interval:
+    if args.interval or args.mean_sd:
         if args.n is None:
-            raise DataError("--interval needs --n, the seeds or questions it is over")
-        d, lo, hi = args.interval
-        return [Claim.from_interval(args.name, d, lo, hi, args.n, args.unit)]
+            raise DataError(f"{'--interval' if args.interval else '--mean-sd'} needs --n, the seeds or questions "
+                            "it is over")
+        if args.interval:
+            d, lo, hi = args.interval
+            return [Claim.from_interval(args.name, d, lo, hi, args.n, args.unit or "questions")]
+        return [Claim(args.name, args.mean_sd[0], args.mean_sd[1], args.n, args.unit or "seeds")]
     if args.run is None:
         raise DataError("give a run folder, --per-seed or --interval")
     path = Path(args.run) / "results.json"
@@ -312,6 +368,12 @@ def main(argv: list[str]) -> int:
     """Print the power computation of the claims given (`_parser`); 2 with a one-line error."""
     args = _parser().parse_args(argv)
     try:
+        if args.discordant is not None:
+            if args.n is None:
+                raise DataError("--discordant needs --n, the questions it is out of")
+            print("\n".join(discordant_lines(args.name, args.discordant, args.n, margin=args.margin,
+                                              power=args.power, unit=args.unit or "questions")))
+            return 0
         for claim in _claims(args):
             extra = {"example_sd": args.example_sd, "examples": args.examples} if args.per_seed else {}
             print("\n".join(power_lines(claim, margin=args.margin, power=args.power, **extra)))
