@@ -364,22 +364,27 @@ def _claims(args: argparse.Namespace) -> list[Claim]:
         raise DataError(f"{path}: not a demo's results ({type(err).__name__}: {err})") from err
 
 
+def _lines(args: argparse.Namespace) -> list[str]:
+    """The power computation of the claims `args` give (`_parser`)."""
+    if args.discordant is not None:
+        if args.n is None:
+            raise DataError("--discordant needs --n, the questions it is out of")
+        return discordant_lines(args.name, args.discordant, args.n, margin=args.margin, power=args.power,
+                                unit=args.unit or "questions")
+    extra = {"example_sd": args.example_sd, "examples": args.examples} if args.per_seed else {}
+    return [line for claim in _claims(args)
+            for line in power_lines(claim, margin=args.margin, power=args.power, **extra)]
+
+
 def main(argv: list[str]) -> int:
-    """Print the power computation of the claims given (`_parser`); 2 with a one-line error."""
+    """Print the power computation of the claims given; 2 with a one-line error."""
     args = _parser().parse_args(argv)
     try:
-        if args.discordant is not None:
-            if args.n is None:
-                raise DataError("--discordant needs --n, the questions it is out of")
-            print("\n".join(discordant_lines(args.name, args.discordant, args.n, margin=args.margin,
-                                              power=args.power, unit=args.unit or "questions")))
-            return 0
-        for claim in _claims(args):
-            extra = {"example_sd": args.example_sd, "examples": args.examples} if args.per_seed else {}
-            print("\n".join(power_lines(claim, margin=args.margin, power=args.power, **extra)))
+        lines = _lines(args)
     except RobustVLMError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    print("\n".join(lines))
     return 0
 
 
