@@ -228,8 +228,14 @@ NOT_RUN = {
     "robustvlm icl eval --model zoo:llava-clip-m-icl --data figures/fashion-clean-rotated --out figures/icl_llava-clip-m-icl --shots 0,1,2 --demos random,same-domain,cross-domain --n-per-env 100 --seed 0":
         "needs the full zoo's member and the suite's links (make figures); icl eval runs on tiny:idefics3 above",
 }
+POWER_PREFIX = "python -m robustvlm.analysis.power "
+"""The power lines written beside the results' figures take their numbers as arguments: every one
+runs as written (`test_documented_power_lines_run_as_written`)."""
+
+
 def test_every_documented_line_is_classified():
-    unknown = [c for c in documented_commands() if c not in RUNS and c not in NOT_RUN and not _needs_outputs(c)]
+    unknown = [c for c in documented_commands() if c not in RUNS and c not in NOT_RUN and not _needs_outputs(c)
+               and not c.startswith(POWER_PREFIX)]
     assert not unknown, f"classify these documented command lines in RUNS or NOT_RUN: {unknown}"
     stale = sorted((set(RUNS) | set(NOT_RUN)) - set(documented_commands()))
     assert not stale, f"RUNS / NOT_RUN name lines the docs no longer print: {stale}"
@@ -253,6 +259,15 @@ def test_every_documented_robustvlm_line_parses_and_names_existing_configs(comma
     for arg in argv:
         if arg.startswith("configs/"):
             assert (ROOT / arg).is_file(), f"{command}: {arg} does not exist"
+
+
+@pytest.mark.parametrize("command", [c for c in documented_commands() if c.startswith(POWER_PREFIX)])
+def test_documented_power_lines_run_as_written(command, capsys):
+    from robustvlm.analysis.power import main
+
+    assert main(shlex.split(command)[3:]) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert ("changed correctness" if "--discordant" in command else "95% interval") in printed, printed
 
 
 def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatch, capsys):

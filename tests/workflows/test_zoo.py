@@ -166,6 +166,7 @@ def test_a_member_built_twice_is_bit_identical(in_quick_zoo, tmp_path, monkeypat
     first = in_quick_zoo / "zoo" / second.folder.name
     assert_bit_equal(first, second.folder)
     assert second.info["heldout_accuracy"] == json.loads((first / "zoo_member.json").read_text())["heldout_accuracy"]
+    assert json.loads((second.folder / "zoo_member.json").read_text())["machine"]["torch"]["threads"] >= 1
 
 
 @pytest.mark.slow

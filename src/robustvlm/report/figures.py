@@ -12,8 +12,9 @@ which a test regenerates and compares, so a change that moves a figure shows up 
 
 Each table written from results gets a stamp line under it: the commit that measured it and the
 hash of the code its results depend on (`report.figure_stamps`, `report.figure_sources`), and a
-line naming the machine its results.json records (`machine.machine_line`; "not recorded" for
-results that hold none, a grid's distinct machines joined by ";");
+line naming the machine its results record (`machine.machine_line`: results.json's, or the
+`machine` of the measurement command's JSON result, matrix.json's for an `rm matrix` figure;
+"not recorded" for results that hold none, a grid's distinct machines joined by ";");
 tests/report/test_figure_stamps.py fails when that code has changed since. `--unaffected HOW`
 records instead that the code changed and how the figure was checked unaffected; `--measured-at
 COMMIT` records the hash now without a re-measurement, saying so.
@@ -209,6 +210,8 @@ RUN_FILES = {"icl-domains": "icl_results.json", "icl-gain": "icl_predictions.jso
              "curriculum-curve": "zoo_member.json"}
 """Figures of a measurement command's output folder: the file each reads. A zoo member's figures
 (`zoo-card`, `curriculum-*`) read its folder's card, and their RESULTS_DIR may be `zoo:NAME`."""
+RUN_MACHINE_FILES = {"icl_predictions.jsonl": "icl_results.json"}
+"""The JSON result beside a JSONL run file that records the run's machine (`machine.with_machine`)."""
 
 
 def _matrix_results(folder: Path) -> dict:
@@ -217,7 +220,8 @@ def _matrix_results(folder: Path) -> dict:
     if missing:
         raise ConfigError(f"{', '.join(missing)} not found: run `robustvlm rm matrix` into {folder} first")
     matrix, sfc = (json.loads(p.read_text(encoding="utf-8")) for p in paths)
-    return {"matrix": matrix, "proxy": sfc["shortcut_aware"]}
+    machine = {MACHINE_KEY: matrix.pop(MACHINE_KEY)} if MACHINE_KEY in matrix else {}
+    return {"matrix": matrix, "proxy": sfc["shortcut_aware"], **machine}
 
 
 def _matrix_steps(folder: Path) -> dict:
@@ -235,12 +239,16 @@ def _matrix_steps(folder: Path) -> dict:
 
 
 def _run_file(path: Path, command: str) -> Mapping:
-    """A measurement command's output file (`RUN_FILES`): JSON, or JSONL as {"records": rows}."""
+    """A measurement command's output file (`RUN_FILES`): JSON, or JSONL as {"records": rows} with
+    the machine its run's JSON result records (`RUN_MACHINE_FILES`), if any."""
     if not path.is_file():
         raise ConfigError(f"{path} not found: run `robustvlm {command}` into {path.parent} first")
-    if path.suffix == ".jsonl":
-        return {"records": read_jsonl(path)}
-    return json.loads(path.read_text(encoding="utf-8"))
+    if path.suffix != ".jsonl":
+        return json.loads(path.read_text(encoding="utf-8"))
+    result = path.parent / RUN_MACHINE_FILES.get(path.name, "")
+    recorded = json.loads(result.read_text(encoding="utf-8")) if result.is_file() else {}
+    machine = {MACHINE_KEY: recorded[MACHINE_KEY]} if MACHINE_KEY in recorded else {}
+    return {"records": read_jsonl(path), **machine}
 
 
 def results_folder(results_dir: str | Path) -> Path:

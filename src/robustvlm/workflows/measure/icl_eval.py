@@ -25,6 +25,7 @@ from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
 from robustvlm.evaluation.in_context import POLICIES, evaluate_icl, record_key
+from robustvlm.machine import with_machine
 from robustvlm.models.backends import SERVER_MAY_DIFFER, Backend, load_backend, served_settings
 from robustvlm.models.blind import BlindBackend, blind_input
 from robustvlm.models.support import require_capability
@@ -117,7 +118,7 @@ def _evaluate_into(
         cells = evaluate_icl(backend, examples, predictions=predictions, finished=finished,
                              on_records=lambda records: append_jsonl(log, records), **options)
     run = IclRun(config, cells)
-    (out / "icl_results.json").write_text(json.dumps(run.to_dict(), indent=2), encoding="utf-8")
+    (out / "icl_results.json").write_text(json.dumps(with_machine(run.to_dict()), indent=2), encoding="utf-8")
     (out / "icl_results.md").write_text(
         f"# In-context evaluation\n\nmodel: `{config['model']}`\n\n{icl_markdown(cells)}\n", encoding="utf-8"
     )
