@@ -8,25 +8,20 @@ import argparse
 import re
 from pathlib import Path
 
+from cli_tree import subcommands
+
 from robustvlm.cli import build_parser
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "commands.md"
 SYNOPSIS = re.compile(r"^\| `(robustvlm [^`]*)`", re.M)
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
-
-
 def synopsis_problems(synopsis: str, root: argparse.ArgumentParser) -> list[str]:
     """What `synopsis` ("robustvlm demo ladder [--quick] [--out DIR]") claims that its command
     does not take: options it lacks, and `key=value` where it takes no overrides."""
     words, parser, command = synopsis.replace("\\|", "|").split()[1:], root, ["robustvlm"]
-    while words and words[0] in _subcommands(parser):
-        parser = _subcommands(parser)[words[0]]
+    while words and words[0] in subcommands(parser):
+        parser = subcommands(parser)[words[0]]
         command.append(words.pop(0))
     taken = {option for action in parser._actions for option in action.option_strings}
     problems = [f"{' '.join(command)}: no option {option}"
