@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: lock fashion demo demo-quick demo-tasks demo-reward figures docs test test-fast lint typecheck install clean bench-real gpu-check
+.PHONY: lock fashion demo demo-quick demo-tasks demo-reward figures docs generated test test-fast lint typecheck install clean bench-real gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -229,6 +229,15 @@ gpu-check:
 docs: install
 	$(BIN)/python tools/docs_reference.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# Every file generated from the code, in one step (about a minute): what adding an objective, a demo, a
+# results reader or an option changes besides its own file and registry line. The help snapshot
+# (tests/cli_help.txt, which tests/test_cli_help.py compares), then the pages tools/docs_reference.py
+# writes: the cli / config / api references, Getting started's extras table, the recorded times'
+# blocks and the method lists (docs/contributing.md, "Generated files"). Review the diff before a commit.
+generated: $(STAMP)
+	ROBUSTVLM_HELP_SNAPSHOT=rewrite $(BIN)/python -m pytest tests/test_cli_help.py -p no:cacheprovider -q
+	$(BIN)/python tools/docs_reference.py
 
 # The whole suite, every tier (CI runs it through .ci/run).
 test: install

@@ -1,5 +1,5 @@
 """Import layers, read from the source with `ast` (imports inside functions count too):
-evaluation and multiple_choice do not import each other, and config.py imports no evaluation."""
+evaluation and multiple_choice do not import each other, and config/ imports no evaluation."""
 
 from __future__ import annotations
 
