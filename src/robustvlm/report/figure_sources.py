@@ -74,7 +74,7 @@ EXPERIMENT_SOURCES: dict[str, tuple[str, ...]] = {
                  "robustvlm.report.group_tables"),
     "icl": _ICL,
     "zoo-ii": _ZOO_II,
-    "zoo-iii": _ZOO_II,
+    "zoo-iii": (*_ZOO_II, "robustvlm.report.icl_served"),
 }
 
 #: figure name (a tag after ':' ignored) -> its experiment
@@ -94,6 +94,7 @@ FIGURE_EXPERIMENT: dict[str, str] = {
     **dict.fromkeys(("openclip-lines", "openclip-er"), "openclip"),
     **dict.fromkeys(("icl-domains", "icl-gain", "icl-shift-cost", "icl-defined-labels"), "icl"),
     **dict.fromkeys(("icl-policy-cost", "diagnose", "zoo-card", "curriculum-stages", "curriculum-curve"), "zoo-ii"),
+    "icl-served": "zoo-iii",
 }
 
 #: tagged figures (NAME:TAG) measured by another experiment than their name's: the curriculum
@@ -103,7 +104,8 @@ TAGGED_EXPERIMENT: dict[str, str] = {
     **{f"{name}:{tag}": "zoo-ii" for name in ("icl-domains", "icl-gain", "icl-shift-cost", "icl-defined-labels")
        for tag in (CURRICULUM, f"{CURRICULUM}-4-shots")},
     **{f"{name}:{tag}": "zoo-iii" for name in ("icl-domains", "icl-gain", "icl-defined-labels", "icl-policy-cost",
-                                                "diagnose", "zoo-card", "curriculum-stages", "curriculum-curve")
+                                                "diagnose", "zoo-card", "curriculum-stages", "curriculum-curve",
+                                                "icl-served")
        for tag in (LMFIRST, f"{LMFIRST}-4-shots")},
 }
 
