@@ -45,7 +45,8 @@ CURRICULUM = "llava-clip-m-curriculum"
 #: Zoo III's language-model-first member, measured in context by `make figures zoo-iii`
 LMFIRST = "llava-clip-m-lmfirst"
 _ZOO_II = (*_ICL, "robustvlm.analysis.paired", "robustvlm.analysis.diagnosis", "robustvlm.workflows.measure.diagnose",
-           "robustvlm.report.icl_policy", "robustvlm.report.in_context_tables", "robustvlm.report.zoo_card")
+           "robustvlm.report.icl_policy", "robustvlm.report.in_context_tables", "robustvlm.report.zoo_card",
+           "robustvlm.report.icl_served", "robustvlm.workflows.measure.transformers_serve")
 
 #: experiment (the Makefile's `figures-EXPERIMENT` target) -> the modules its results depend on
 EXPERIMENT_SOURCES: dict[str, tuple[str, ...]] = {
@@ -74,7 +75,7 @@ EXPERIMENT_SOURCES: dict[str, tuple[str, ...]] = {
                  "robustvlm.report.group_tables"),
     "icl": _ICL,
     "zoo-ii": _ZOO_II,
-    "zoo-iii": (*_ZOO_II, "robustvlm.report.icl_served"),
+    "zoo-iii": _ZOO_II,
 }
 
 #: figure name (a tag after ':' ignored) -> its experiment
