@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paired_reference import bootstrap, parse_interval
 
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.report.figure_sources import experiment_of
@@ -29,18 +30,6 @@ def _records(right: dict[tuple[int, str], np.ndarray], answers: dict[tuple[int, 
 def _write(folder: Path, records: list[dict]) -> None:
     folder.mkdir(parents=True)
     (folder / "icl_predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-
-
-def _bootstrap(d: np.ndarray) -> tuple[float, float]:
-    draws = np.random.default_rng(0).integers(0, d.size, size=(2000, d.size))
-    lo, hi = np.quantile(d[draws].mean(axis=1), [0.025, 0.975])
-    return float(lo), float(hi)
-
-
-def _parse(cell: str) -> tuple[float, float, float]:
-    mean, rest = cell.split(" [")
-    lo, hi = rest.rstrip("]").split(", ")
-    return float(mean), float(lo), float(hi)
 
 
 def test_the_served_table_reads_each_backends_accuracy_agreement_and_gain(tmp_path):
@@ -66,9 +55,9 @@ def test_the_served_table_reads_each_backends_accuracy_agreement_and_gain(tmp_pa
         order = sorted(range(N), key=lambda i: f"q{i}")  # the table pairs the queries in id order
         for side, column in ((local, 5), (served, 6)):
             d = (side[cell].astype(float) - side[(0, "zero-shot")].astype(float))[order]
-            mean, lo, hi = _parse(row[column])
+            mean, lo, hi = parse_interval(row[column])
             assert mean == pytest.approx(d.mean(), abs=5e-4)
-            assert (lo, hi) == pytest.approx(_bootstrap(d), abs=5e-4)
+            assert (lo, hi) == pytest.approx(bootstrap(d), abs=5e-4)
     assert rows[2][4] == f"{N - 5}/{N}"
     assert experiment_of("icl-served:llava-clip-m-lmfirst") == "zoo-iii"
 

@@ -10,23 +10,15 @@ Input: {"local": records, "served": records}, each `icl eval`'s icl_predictions.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from robustvlm.analysis.paired import compare_paired
 from robustvlm.errors import DataError
 from robustvlm.evaluation.in_context import ZERO_SHOT
+from robustvlm.report.icl_gain import records_by_cell
 from robustvlm.report.page import Table
 
 BACKENDS = ("local", "served")
-
-
-def _cells(records: Sequence[Mapping]) -> dict[tuple[int, str], dict[str, Mapping]]:
-    """Records by (shots, policy), then by query id."""
-    cells: dict[tuple[int, str], dict[str, Mapping]] = defaultdict(dict)
-    for r in records:
-        cells[(int(r["shots"]), str(r["policy"]))][str(r["id"])] = r
-    return cells
 
 
 def _gain(cell: Mapping[str, Mapping], zero: Mapping[str, Mapping], ids: Sequence[str]) -> str:
@@ -40,7 +32,7 @@ def icl_served_table(runs: Mapping[str, Sequence[Mapping]]) -> Table:
     missing = [b for b in BACKENDS if not runs.get(b)]
     if missing:
         raise DataError(f"the served comparison needs an icl eval run per backend; none for {', '.join(missing)}")
-    local, served = (_cells(runs[b]) for b in BACKENDS)
+    local, served = (records_by_cell(runs[b]) for b in BACKENDS)
     if local.keys() != served.keys() or any(local[c].keys() != served[c].keys() for c in local):
         raise DataError("the local and served icl eval runs hold different cells or queries: run both with the "
                         "same --data, --shots, --demos, --n-per-env and --seed")
