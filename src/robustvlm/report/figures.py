@@ -215,6 +215,11 @@ RUN_FILES = {"icl-domains": "icl_results.json", "icl-gain": "icl_predictions.jso
 (`zoo-card`, `curriculum-*`) read its folder's card, and their RESULTS_DIR may be `zoo:NAME`."""
 
 
+SERVED_FIGURES = ("icl-served",)
+"""Figures of a folder holding one `icl eval` run per backend of one model (`local`, `served`):
+one tagged block per folder, like `RUN_FILES`' figures."""
+
+
 def _matrix_results(folder: Path) -> dict:
     paths = [folder / "matrix.json", folder / "sfc.json"]
     missing = [str(p) for p in paths if not p.is_file()]
@@ -282,7 +287,7 @@ def _results(name: str, demo: str, results_dir: Path) -> Mapping:
         return _matrix_results(results_dir)
     if name in RUN_FILES:
         return _run_file(results_dir / RUN_FILES[name], demo)
-    if name == "icl-served":
+    if name in SERVED_FIGURES:
         return {b: _run_file(results_dir / b / "icl_predictions.jsonl", demo)["records"] for b in BACKENDS}
     if name in GRIDS:
         paths = sorted(results_dir.glob(f"*/{GRID_FILES[name]}"))
