@@ -194,9 +194,20 @@ figures-zoo-ii: figures-zoo
 
 # Zoo III's language-model-first member in context (docs/results/zoo-iii.md): the same blocks as
 # Zoo II's, on the member whose decoder learned to copy in text before it saw a picture.
+# Then the served check: the same in-context cells, 20 queries per domain, from the member on the local
+# backend and served by `transformers serve` (the serve extra; the server's process group is killed after
+# the run), compared query by query.
 LMFIRST = llava-clip-m-lmfirst
+LMFIRST_SERVED = figures/icl_served_$(LMFIRST)
+SERVED_ICL = --data figures/fashion-test --shots 0,1,2,4 --demos random,same-domain,cross-domain,label-shift,spurious \
+	--n-per-env 20 --seed 0 --resume
 figures-zoo-iii: figures-zoo
 	$(call ZOO_ICL_FIGURES,$(LMFIRST),docs/results/zoo-iii.md)
+	$(ZOO_II_RUN) icl eval --model zoo:$(LMFIRST) --out $(LMFIRST_SERVED)/local $(SERVED_ICL)
+	OMP_NUM_THREADS=1 $(BIN)/python -m robustvlm.workflows.measure.transformers_serve zoo:$(LMFIRST) \
+		--log $(LMFIRST_SERVED)/serve.log -- $(BIN)/robustvlm icl eval --model 'openai:{folder}' --base-url '{url}' \
+		--out $(LMFIRST_SERVED)/served $(SERVED_ICL) --no-cache
+	$(FIGURES_WRITE) docs/results/zoo-iii.md icl-served:$(LMFIRST)=$(LMFIRST_SERVED)
 
 figures-reward-zoo: figures-zoo
 	$(BIN)/robustvlm demo reward --zoo --out demo_reward_zoo

@@ -130,7 +130,7 @@ NOT_RUN = {
     "robustvlm compare out/model_a/20260101_120000_samples_mmbench_en.jsonl "
     "out/model_b/20260101_130000_samples_mmbench_en.jsonl":
         "needs two lmms-eval runs; runs on samples built like lmms-eval's in tests/workflows/measure/test_compare_imports.py",
-    "robustvlm zoo build --quick": "about 15-30 s; run by tests/workflows/test_zoo.py (its module fixture)",
+    "robustvlm zoo build --quick": "about 1.5 CPU-minutes (its language-model-first member 60 CPU-s); run by tests/workflows/test_zoo.py (its module fixture)",
     "robustvlm zoo probe-context --fresh-depth 2 --named --queries 6 --steps 300 --out out/named_fresh2":
         "about 3 CPU-minutes; the same command with --init runs above at tiny settings",
     "robustvlm zoo build --jobs 2": "the full zoo: 23 min wall on the busy 2-core machine (docs/guides/model-zoo.md)",

@@ -104,7 +104,7 @@ def test_instruction_samples_label_only_the_final_reply(tiny_vlms):
         assert text == s.target + "<|im_end|>"
 
 
-# ---- building (slow: the quick set once, about 15 s on 2 busy cores) -------------------------
+# ---- building (slow: the quick set once, about 75 CPU-s, 60 of them quick-llava-lmfirst) ---------
 
 
 @pytest.fixture(scope="module")
