@@ -38,13 +38,14 @@ LIMITS = {
     # the device time a lent GPU gives a task, and gpu_check's budgets on it and dry (BUDGET_S)
     "docs/gpu-check.md": ["15 minutes", "8 minutes", "120 s"],
     "docs/guides/served-models.md": ["60 s"],  # --request-timeout's default
+    "docs/guides/model-zoo.md": ["60 minutes"],  # the full zoo's build goal on 2 idle cores
 }
 #: {page: typed times not yet tied to a recorded measurement}. The results pages' and guides'
 #: measured run times are to come from each run's results.json (`seconds`, `cpu_seconds`) or from
 #: timings.yaml in the lead's `make figures` pass; the generated reference pages follow the
 #: docstrings they print. Lower a count as a page is converted; a new typed time fails.
 PENDING = {
-    "BENCHMARKS.md": 62, "docs/guides/model-zoo.md": 16, 
+    "BENCHMARKS.md": 62, 
     "docs/results/ladder.md": 55, "docs/results/reward.md": 20, "docs/results/zoo-ii.md": 42,
     "docs/results/zoo-iii.md": 26, "docs/results/zoo-in-context.md": 33, "docs/results/zoo-robustness.md": 22,
     
