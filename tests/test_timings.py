@@ -41,6 +41,7 @@ LIMITS = {
     "docs/guides/model-zoo.md": ["60 minutes"],  # the full zoo's build goal on 2 idle cores
     # the zoo-ii figures target's CPU goal; the full and the quick zoo build's goals
     "docs/results/zoo-ii.md": ["15 CPU-minutes", "3 minutes", "60 minutes", "3 minutes"],
+    "docs/results/zoo-iii.md": ["30 CPU-minutes", "30 CPU-minutes"],  # the member's build goal
 }
 #: {page: typed times not yet tied to a recorded measurement}. The results pages' and guides'
 #: measured run times are to come from each run's results.json (`seconds`, `cpu_seconds`) or from
@@ -49,7 +50,7 @@ LIMITS = {
 PENDING = {
     "BENCHMARKS.md": 62, 
     
-    "docs/results/zoo-iii.md": 26, 
+    
     
 }
 #: the pages a newcomer reads first: each states the times the issue found wrong from the record
