@@ -124,6 +124,7 @@ def test_the_figures_are_computed_from_the_measurements(tmp_path, monkeypatch):
         "later:\n  command: make later\n  pending: the lead measures it\n")
     monkeypatch.setattr(module, "TIMINGS", path)
     assert duration(308) == "5 min 8 s" and duration(59.6) == "1 min" and duration(3720) == "1 h 2 min"
+    assert duration(5.21) == "5.21 s" and duration(12.0) == "12 s"
     assert module.short("job") == "579 to 694 CPU-s, 5 min 8 s to 21 min 49 s wall"
     assert module.phrase("job").endswith("5 min 8 s, 579 CPU-s on 2 idle cores at load 0.5, 2026-11-26, commit abc1234; "
                                          "21 min 49 s, 694 CPU-s on 2 busy cores at load 9, 2026-11-28, commit def5678")
@@ -157,7 +158,7 @@ def test_a_profile_records_cpu_time_only_and_a_load_range(tmp_path, monkeypatch)
 
     path = tmp_path / "timings.yaml"
     path.write_text("run:\n  command: a run\n  runs:\n"
-                    "  - {wall_s: null, cpu_s: 1.14, machine: idle, load: 0-1, date: d, commit: c, source: cProfile}\n")
+                    "  - {wall_s: null, cpu_s: 1.1, machine: idle, load: 0-1, date: d, commit: c, source: cProfile}\n")
     monkeypatch.setattr(module, "TIMINGS", path)
     assert module.short("run") == "1.1 CPU-s"
     assert module.phrase("run") == "1.1 CPU-s; measured: 1.1 CPU-s on idle at load 0-1, d, commit c"

@@ -54,11 +54,11 @@ class Timing:
 
 
 def duration(seconds: float) -> str:
-    """Seconds as a reader writes them: in seconds, else in minutes and seconds, else in hours and
-    minutes (rounded to the second)."""
+    """Seconds as a reader writes them: below 59.5 in seconds as recorded (decimals kept), else in
+    minutes and seconds, else in hours and minutes (rounded to the second)."""
+    if seconds < 59.5:
+        return f"{seconds:g} s"
     total = round(seconds)
-    if total < 60:
-        return f"{total} s"
     minutes, secs = divmod(total, 60)
     if minutes < 60:
         return f"{minutes} min {secs} s" if secs else f"{minutes} min"
@@ -67,8 +67,8 @@ def duration(seconds: float) -> str:
 
 
 def _cpu(seconds: float) -> str:
-    """"579 CPU-s"; under 10 s to a tenth ("1.1 CPU-s")."""
-    return f"{seconds:.1f} CPU-s" if seconds < 10 else f"{round(seconds):,} CPU-s"
+    """"579 CPU-s"; under 100 s as recorded ("7.55 CPU-s")."""
+    return f"{seconds:g} CPU-s" if seconds < 100 else f"{round(seconds):,} CPU-s"
 
 
 def read_timings(path: Path | None = None) -> dict[str, Timing]:
