@@ -31,8 +31,8 @@ TIMINGS = Path(__file__).with_name("timings.yaml")
 @dataclass(frozen=True)
 class Measurement:
     """One timed run: `wall_s` and `cpu_s` (user + system) in seconds (one may be None: a profile
-    measures CPU time only, an old log wall time only), `load` the 1-minute load average seen while
-    it ran, a number or a range as text ("11-14"; None: not recorded), `machine` in words."""
+    measures CPU time only, an old log wall time only), `load` the load average (`os.getloadavg()[0]`) seen
+    while it ran, a number or a range as text ("11-14"; None: not recorded), `machine` in words."""
 
     wall_s: float | None
     cpu_s: float | None
