@@ -282,16 +282,17 @@ def with_extras_table(text: str) -> str:
 
 # --- the recorded times (robustvlm.timings; issue 56.2) -------------------------------------------
 
-TIME_BLOCK = re.compile(r"(<!-- time:([a-z0-9-]+) -->).*?(<!-- /time -->)", re.S)
+TIME_BLOCK = re.compile(r"(<!-- time:([a-z0-9-]+)(:short)? -->).*?(<!-- /time -->)", re.S)
 TIME_PAGES = (ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").rglob("*.md")))
 
 
 def with_times(text: str) -> str:
     """`text` with each `<!-- time:KEY -->...<!-- /time -->` block rewritten from the recorded
-    measurements (`robustvlm.timings.phrase`)."""
-    from robustvlm.timings import phrase
+    measurements (`robustvlm.timings.phrase`); a `<!-- time:KEY:short -->` block (a table's cell,
+    whose machine and commit the text around it names) gets `robustvlm.timings.short`."""
+    from robustvlm.timings import phrase, short
 
-    return TIME_BLOCK.sub(lambda m: m.group(1) + phrase(m.group(2)) + m.group(3), text)
+    return TIME_BLOCK.sub(lambda m: m.group(1) + (short if m.group(3) else phrase)(m.group(2)) + m.group(4), text)
 
 
 # --- method lists (robustvlm.objectives.REGISTRY; issue 50.3) ---------------------------------------
