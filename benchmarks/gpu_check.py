@@ -22,7 +22,7 @@ Stages (each recorded with its seconds and status; `gpu_report.json` and `gpu_re
 
 On CUDA: bf16, real sizes, budget 480 s. Without CUDA, or with `--dry`: the same plan on CPU in
 float32 at tiny size (tiny:qwen2_vl and tiny:idefics3 stand in for the real models; the
-data-parallel stage launches 1 against 2 CPU processes on 4 questions of tiny:qwen2_vl), budget
+data-parallel stage launches 1 against 2 CPU processes on 16 questions of tiny:qwen2_vl), budget
 180 s. The budget is enforced: a stage that would start after it is skipped ("budget"), and a
 stage running past it is stopped (SIGALRM) and recorded as such; the exit status is 1 unless
 every stage passed (DeepSpeed may be skipped) within the budget. The report also gives the
@@ -189,7 +189,7 @@ def train_and_resume(vlm, batch: dict) -> str:
 # ---- stage 2: data-parallel scoring, 1 GPU against all --------------------------------------------
 
 DATA_PARALLEL = {"cuda": {"model": "real:smolvlm-256m", "questions": 96},
-                 "cpu": {"model": "tiny:qwen2_vl", "questions": 4}}
+                 "cpu": {"model": "tiny:qwen2_vl", "questions": 16}}
 
 
 def data_parallel_check(device: str, out: Path) -> dict[str, Any]:

@@ -45,9 +45,9 @@ def test_dry_run_passes_every_stage_within_its_budget(tmp_path):
     parallel = stages["data-parallel mc eval"]["result"]  # both variants launched by torchrun, as on a GPU
     assert parallel["processes"] == 2 and parallel["model"] == "tiny:qwen2_vl", parallel
     assert parallel["one_qps"] > 0 and parallel["all_qps"] > 0
-    assert parallel["ratio"] == round(parallel["all_qps"] / parallel["one_qps"], 2)
     written = json.loads((tmp_path / "data_parallel.json").read_text())
-    assert written["launch_one"] is True and written["questions"] == 4
+    assert parallel["ratio"] == round(written["launch_scoring_qps"] / written["one_scoring_qps"], 2)
+    assert written["launch_one"] is True and written["questions"] == 16
     assert stages["deepspeed zero-2"]["status"].startswith("skipped: ")
     assert report["run"]["within_budget"] and report["run"]["cpu_seconds"] < 120
     table = (tmp_path / "gpu_report.md").read_text()
