@@ -139,3 +139,18 @@ def test_eval_cells_name_their_data_with_data(tmp_path, monkeypatch):
         "eval", "--model", "runs/erm/final", "--data", "data/tasks", "--out", str(tmp_path / "g/erm/tasks/shard-2-of-3"),
         "--shard", "2/3", "--resume", "--max-new-tokens", "4", "--task-rules")
     assert plan.merges[0].argv[-2:] == ("--out", str(tmp_path / "g/erm/tasks/merged"))
+
+
+def test_a_cell_that_sees_a_gpu_is_launched_onto_it(tmp_path, monkeypatch):
+    import sys
+
+    import torch
+
+    cell = eval_grid.Job("m x b shard 0/2", ("mc", "eval", "--model", "m"), tmp_path / "c", tmp_path)
+    merge = eval_grid.Job("m x b merge", ("merge", "a", "b", "--out", "c"), tmp_path / "c", tmp_path)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert eval_grid.command_of(cell) == [sys.executable, "-m", "robustvlm.cli", "mc", "eval", "--model", "m"]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert eval_grid.command_of(cell) == [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                          "--nproc_per_node", "1", "-m", "robustvlm.cli", "mc", "eval", "--model", "m"]
+    assert eval_grid.command_of(merge)[:3] == [sys.executable, "-m", "robustvlm.cli"]  # a merge scores nothing

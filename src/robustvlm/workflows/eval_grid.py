@@ -12,7 +12,8 @@ or options is refused; the launcher may change):
 
 Every cell and merge is a `robustvlm` command run as a subprocess of the job (so a pool worker, a
 GPU worker seeing its own GPU, or a SLURM task runs it as a user would), from the folder the grid
-was started in. Resumable: a cell or merge with its .done marker is skipped; a cell killed
+was started in; a cell that sees a GPU is launched by torchrun as one process, which puts its
+model on that GPU (`command_of`). Resumable: a cell or merge with its .done marker is skipped; a cell killed
 mid-run is run again with `--resume` (every cell is) and keeps the rows it wrote; a merge killed
 mid-way is redone from an empty folder.
 """
@@ -115,6 +116,18 @@ def grid_plan_lines(plan: GridPlan) -> list[str]:
     return lines
 
 
+def command_of(job: Job) -> list[str]:
+    """The process a job runs: `python -m robustvlm.cli ARGV`; a cell whose process sees a GPU
+    (a `multi-gpu` worker sees its own) runs under `torchrun --nproc_per_node 1`, so that its model
+    goes on that GPU (`sharding.place_model`; without a launcher it would stay on the CPU)."""
+    import torch
+
+    program = [sys.executable, "-m", "robustvlm.cli"]
+    if job.argv[0] != "merge" and torch.cuda.is_available():
+        program[1:1] = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1"]
+    return [*program, *job.argv]
+
+
 def run_job(job: Job) -> None:
     """Run one grid command as a subprocess (its output in its .log); the .done marker once it
     succeeded; RobustVLMError naming the job and the last line it printed otherwise. A merge
@@ -123,7 +136,7 @@ def run_job(job: Job) -> None:
         shutil.rmtree(job.folder)
     job.log.parent.mkdir(parents=True, exist_ok=True)
     with job.log.open("w", encoding="utf-8") as log:
-        status = subprocess.run([sys.executable, "-m", "robustvlm.cli", *job.argv], cwd=job.cwd, env=os.environ.copy(),
+        status = subprocess.run(command_of(job), cwd=job.cwd, env=os.environ.copy(),
                                 stdout=log, stderr=subprocess.STDOUT, check=False).returncode
     if status != 0:
         lines = job.log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
