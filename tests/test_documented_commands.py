@@ -111,6 +111,8 @@ RUNS = {
     "robustvlm mc eval --model tiny:idefics3 --benchmark q/digits.jsonl --out runs/mc_shard0 --shard 0/2": "",
     "robustvlm mc eval --model tiny:idefics3 --benchmark q/digits.jsonl --out runs/mc_shard1 --shard 1/2": "",
     "robustvlm merge runs/mc_shard0 runs/mc_shard1 --out runs/mc_merged": "",
+    "robustvlm grid configs/eval_grid.yaml --dry-run": "",
+    "robustvlm grid configs/eval_grid.yaml --out runs/grid": "",
 }
 
 #: {documented line: why it does not run in the test suite}.
@@ -293,6 +295,8 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
     assert set(study["paired"]) == set(study["methods"]) - {study["baseline"]} and study["paired"]["birm"]["exact"]
     assert (tmp_path / "runs" / "rm_shortcut_aware" / "eval").is_dir()
     assert (tmp_path / "runs" / "mc_merged" / "results.csv").is_file()  # the shards joined (guides/invariant-finetuning.md)
+    assert json.loads((tmp_path / "runs" / "grid" / "grid.json").read_text()) == {  # the grid of the same guide
+        "tiny_idefics3": {"digits": "tiny_idefics3/digits/merged"}, "tiny_clip": {"digits": "tiny_clip/digits/merged"}}
     salient = tmp_path / "runs" / "matrix_salient"
     assert json.loads((salient / "data" / "manifest.json").read_text())["benchmark"] == "preferences-salient"
     assert (salient / "sfc.json").is_file()

@@ -104,8 +104,8 @@ def test_no_import_runs_back_up_the_layers():
 #: modules (`workflows/*.py`) and lower groups only; groups that share a layer are independent.
 WORKFLOW_LAYERS = [
     {"launchers", "merge"},
-    {"plan_configs", "mc_eval", "run_plan"},
-    {"finetune", "embed", "zoo"},
+    {"plan_configs", "grid_config", "mc_eval", "run_plan"},
+    {"finetune", "embed", "zoo", "eval_grid"},
     {"reward", "measure"},
     {"demos"},
     {"experiments"},
