@@ -95,6 +95,8 @@ ifeq ($(firstword $(MAKECMDGOALS)),figures)
 FIGURES_ONLY := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
 endif
 figures: $(addprefix figures-,$(or $(FIGURES_ONLY),$(FIGURE_EXPERIMENTS)))
+	# the pages' own pictures (the Results index shows every page's first picture): redrawn after any experiment
+	$(BIN)/python -m robustvlm.report.page_pictures
 ifneq ($(FIGURES_ONLY),)
 $(FIGURES_ONLY): ; @:
 endif
