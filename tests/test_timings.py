@@ -31,6 +31,7 @@ TIME = re.compile(
     r"(?:h|hours?|min|minutes?|s|seconds?|CPU-(?:s|seconds?|minutes?|hours?))(?![\w-])"
     r"|\ba minute\b|\bseconds to minutes\b|\bseconds each\b|\bin a minute\b"
     r"|(?<![\w.])\d[\d.,]*-(?:second|minute|hour)\b"  # "a 2-minute budget"
+    r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty)-(?:second|minute|hour)\b"
     r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty|a few|several)\s+"
     r"(?:seconds?|minutes?|hours?|CPU-(?:seconds?|minutes?|hours?))\b")
 #: the blocks whose text is generated: recorded times, and the measured figures (`report.figures`)

@@ -1,4 +1,4 @@
-"""Getting started's picture: what the five-minute tour's run shows, drawn from its outputs.
+"""Getting started's picture: what the tour's run shows, drawn from its outputs.
 
 The tour trains a tiny offline Idefics3 with ERM (`robustvlm train erm_tasks --out runs/erm_tour
 train.steps=200`) and scores it (`robustvlm eval ... --out runs/erm_tour/eval`): the picture shows
