@@ -98,3 +98,15 @@ def test_resume_refuses_other_settings(tmp_path):
     log.write_text('{"shots": 0}\nnot json\n' + log.read_text())
     with pytest.raises(DataError, match="line 2 is not valid JSON"):  # only a torn *last* line is dropped
         icl_run.run_icl("tiny:idefics3", root / "shapes", out, settings, resume=True, progress=False)
+
+
+def test_cli_refuses_bad_shots_and_policies_in_one_line(tmp_path, capsys):
+    from robustvlm.cli import main
+
+    for bad, says in ((["--shots", "0,x"], "--shots 0,x: expected comma-separated whole numbers"),
+                      (["--demos", "random,nearest"], "unknown or missing demo policies ['nearest']")):
+        argv = ["icl", "eval", "--model", "tiny:idefics3", "--data", str(tmp_path), "--out", str(tmp_path / "o"), *bad]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1
+        assert not (tmp_path / "o").exists()
