@@ -1,8 +1,8 @@
 """Data-parallel scoring: which questions this process scores, where its rows go, how they merge.
 
-The scoring commands of a local model (`eval`, `mc eval`, `rm eval`, `embed eval`'s benchmarks)
-write one JSONL row per question through `score_rows`, and claim their run folder through
-`claim`. Two ways of splitting the questions, which combine:
+The scoring commands of a local model (`eval`, `mc eval`, `icl eval`, `diagnose`'s in-context
+stage, `rm eval`, `embed eval`'s benchmarks) write one JSONL row per question through
+`score_rows`, and claim their run folder through `claim`. Two ways of splitting the questions, which combine:
 
 - `--shard I/N` (`begin_command`): the run folder holds shard I of N, the I-th of N contiguous
   blocks of the questions in their order (`block`: sizes differ by at most one, the first blocks
