@@ -174,14 +174,22 @@ def claim(
     path: str | Path, settings: Any, *, command: str, resume: bool, may_differ: Iterable[str] = ()
 ) -> Path:
     """`runs.claim_run_folder` for a scoring command: its settings plus `shard: I/N` under
-    `--shard`; written (and locked) by the main process only, checked by the others. The first
-    folder a sharded command claims gets shard.json."""
+    `--shard`; written (and locked) by the main process only, after the others checked it. The
+    first folder a sharded command claims gets shard.json."""
     now = resolved_settings(settings)
     shard = _command.shard
     if shard is not None:
         now = {**now, SHARD_KEY: str(shard)}
-    folder = claim_run_folder(path, now, command=command, resume=resume, may_differ=tuple(may_differ),
-                              write=is_main())
+
+    def claim_here(write: bool) -> Path:
+        return claim_run_folder(path, now, command=command, resume=resume, may_differ=tuple(may_differ), write=write)
+
+    # the others check the folder as the main process finds it, before it writes (once it has, a
+    # folder it claims inside this one, such as blind/, would count as finished work)
+    folder = Path(path) if is_main() else claim_here(write=False)
+    wait_for_everyone()
+    if is_main():
+        folder = claim_here(write=True)
     if shard is not None and _command.root is None:
         _command.root = folder
         _command.record = {"shard": str(shard), "command": command, "argv": [redact(a) for a in _command.argv],
