@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: lock fashion demo demo-quick demo-tasks demo-reward figures docs test test-fast lint typecheck install clean bench-real gpu-check
+.PHONY: lock fashion demo demo-quick demo-tasks demo-reward figures docs generated test test-fast lint typecheck install clean bench-real gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,21 @@ demo: install
 figures-readme: demo
 	cp demo_out/ladder.png docs/images/demo.png
 
+# Getting started's picture (docs/images/tour.png): the five-minute tour's run, as the page prints it
+# (about 2.5 CPU-min), into figures/tour, drawn from its train_log.jsonl and eval/metrics.json.
+figures-tour: install
+	rm -rf figures/tour
+	$(BIN)/robustvlm data synth --benchmark tasks --out figures/tour/data
+	$(BIN)/robustvlm train erm_tasks --out figures/tour/erm_tour train.steps=200
+	$(BIN)/robustvlm eval --model figures/tour/erm_tour/final --data figures/tour/data --out figures/tour/erm_tour/eval --max-per-env 4
+	$(BIN)/python -m robustvlm.report.tour_picture figures/tour/erm_tour figures/tour/erm_tour/eval docs/images/tour.png
+
+# The pictures redrawn from their pages' own tables (spurious-study, real-size) and the Results
+# index's picture of every page's headline picture (report.page_pictures; seconds; last in
+# `make figures`, after the pictures it shows; tests/report/test_page_pictures.py checks them current).
+figures-pages: $(BIN)/python
+	$(BIN)/python -m robustvlm.report.page_pictures
+
 demo-quick: install
 	$(BIN)/robustvlm demo --quick --out demo_out_quick
 
@@ -74,12 +89,14 @@ INVARIANCE_SETTINGS = --n-envs=2 --n-envs=4 --n-envs=5 --n-envs=6 --n-envs=8 --n
 # `make figures` runs every experiment below; `make figures EXPERIMENT [EXPERIMENT ...]` only the
 # named ones (e.g. `make figures reward`: the experiments of report/figure_sources.py, whose figure
 # blocks tests/report/test_figure_stamps.py checks against the code they depend on).
-FIGURE_EXPERIMENTS = readme ladder reward invariance openclip zoo-robustness ladder-zoo zoo-tasks icl zoo-ii zoo-iii reward-zoo
+FIGURE_EXPERIMENTS = readme ladder reward invariance openclip zoo-robustness ladder-zoo zoo-tasks icl zoo-ii zoo-iii reward-zoo tour pages
 .PHONY: $(addprefix figures-,$(FIGURE_EXPERIMENTS) zoo)
 ifeq ($(firstword $(MAKECMDGOALS)),figures)
 FIGURES_ONLY := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
 endif
 figures: $(addprefix figures-,$(or $(FIGURES_ONLY),$(FIGURE_EXPERIMENTS)))
+	# the pages' own pictures (the Results index shows every page's first picture): redrawn after any experiment
+	$(BIN)/python -m robustvlm.report.page_pictures
 ifneq ($(FIGURES_ONLY),)
 $(FIGURES_ONLY): ; @:
 endif
@@ -179,9 +196,20 @@ figures-zoo-ii: figures-zoo
 
 # Zoo III's language-model-first member in context (docs/results/zoo-iii.md): the same blocks as
 # Zoo II's, on the member whose decoder learned to copy in text before it saw a picture.
+# Then the served check: the same in-context cells, 20 queries per domain, from the member on the local
+# backend and served by `transformers serve` (the serve extra; the server's process group is killed after
+# the run), compared query by query.
 LMFIRST = llava-clip-m-lmfirst
+LMFIRST_SERVED = figures/icl_served_$(LMFIRST)
+SERVED_ICL = --data figures/fashion-test --shots 0,1,2,4 --demos random,same-domain,cross-domain,label-shift,spurious \
+	--n-per-env 20 --seed 0 --resume
 figures-zoo-iii: figures-zoo
 	$(call ZOO_ICL_FIGURES,$(LMFIRST),docs/results/zoo-iii.md)
+	$(ZOO_II_RUN) icl eval --model zoo:$(LMFIRST) --out $(LMFIRST_SERVED)/local $(SERVED_ICL)
+	OMP_NUM_THREADS=1 $(BIN)/python -m robustvlm.workflows.measure.transformers_serve zoo:$(LMFIRST) \
+		--log $(LMFIRST_SERVED)/serve.log -- $(BIN)/robustvlm icl eval --model 'openai:{folder}' --base-url '{url}' \
+		--out $(LMFIRST_SERVED)/served $(SERVED_ICL) --no-cache
+	$(FIGURES_WRITE) docs/results/zoo-iii.md icl-served:$(LMFIRST)=$(LMFIRST_SERVED)
 
 figures-reward-zoo: figures-zoo
 	$(BIN)/robustvlm demo reward --zoo --out demo_reward_zoo
@@ -214,6 +242,15 @@ gpu-check:
 docs: install
 	$(BIN)/python tools/docs_reference.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# Every file generated from the code, in one step (about a minute): what adding an objective, a demo, a
+# results reader or an option changes besides its own file and registry line. The help snapshot
+# (tests/cli_help.txt, which tests/test_cli_help.py compares), then the pages tools/docs_reference.py
+# writes: the cli / config / api references, Getting started's extras table, the recorded times'
+# blocks and the method lists (docs/contributing.md, "Generated files"). Review the diff before a commit.
+generated: $(STAMP)
+	ROBUSTVLM_HELP_SNAPSHOT=rewrite $(BIN)/python -m pytest tests/test_cli_help.py -p no:cacheprovider -q
+	$(BIN)/python tools/docs_reference.py
 
 # The whole suite, every tier (CI runs it through .ci/run).
 test: install

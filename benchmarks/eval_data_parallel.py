@@ -17,8 +17,10 @@ otherwise.
     python benchmarks/eval_data_parallel.py                              # real:smolvlm-256m, 1 vs 2
     python benchmarks/eval_data_parallel.py --questions 32 --json out.json
 
-CPU only: the local backends load models on the CPU (no GPU placement yet), so there is no
-1-vs-all-GPUs variant.
+With `--launch-one` the one-process run is a torchrun launch too (of one process): a launched
+process puts its model on its own device (cuda:LOCAL_RANK where CUDA is, `sharding.place_model`),
+so on a GPU machine this measures 1 GPU against N (`benchmarks/gpu_check.py` runs it so, with N
+all visible GPUs); on the CPU the two launches compute where the plain run does.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import io
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -52,6 +55,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads-one", type=int, default=os.cpu_count() or 1,
                         help="threads of the one-process run (each of N processes gets this / N)")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--launch-one", action="store_true",
+                        help="run the one-process variant under torchrun as well (1 GPU against N on a GPU machine)")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     return parser.parse_args(argv)
 
@@ -78,16 +83,22 @@ def run(command: list[str], out: Path, threads: int) -> dict[str, float]:
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     first = last = None
     n_first = n_last = 0
-    while proc.poll() is None:
-        time.sleep(0.1)
-        n = rows_written(out) if out.is_dir() else 0
-        if n and first is None:
-            first, n_first = time.perf_counter(), n
-        if n > n_last:
-            last, n_last = time.perf_counter(), n
+    try:
+        while proc.poll() is None:
+            time.sleep(0.1)
+            n = rows_written(out) if out.is_dir() else 0
+            if n and first is None:
+                first, n_first = time.perf_counter(), n
+            if n > n_last:
+                last, n_last = time.perf_counter(), n
+    finally:  # stopped from outside (the GPU check's budget): the launch and its processes end too
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     if proc.returncode:
         sys.exit(f"{' '.join(command)} failed:\n{proc.stderr.read()[-3000:]}")
     wall = time.perf_counter() - start
@@ -122,9 +133,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for r in range(args.rounds):
         for variant in ("one", "launch"):
             out = work / f"{variant}{r}"
-            launcher = ([sys.executable] if variant == "one" else
-                        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-                         str(processes)])
+            count = 1 if variant == "one" else processes
+            launcher = ([sys.executable] if variant == "one" and not args.launch_one else
+                        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(count)])
             threads = args.threads_one if variant == "one" else threads_each
             measured = run([*launcher, *cli, "--out", str(out)], out, threads)
             results[variant].append(measured)
@@ -132,7 +143,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"round {r} {variant}: {json.dumps({k: round(v, 3) for k, v in measured.items()})}", flush=True)
         check_same(rows["one"], rows["launch"])
     summary = {
-        "model": args.model, "questions": args.questions, "processes": processes, "threads_one": args.threads_one,
+        "model": args.model, "questions": args.questions, "processes": processes, "launch_one": args.launch_one,
+        "threads_one": args.threads_one,
         "threads_each": threads_each, "rounds": results, "load_average": os.getloadavg(),
         **{f"{variant}_{key}": statistics.median(m[key] for m in ms)
            for variant, ms in results.items() for key in ("scoring_qps", "wall_s", "cpu_s")},

@@ -9,16 +9,21 @@ Stages (each recorded with its seconds and status; `gpu_report.json` and `gpu_re
    prefix vs K full sequences), rm (K rewards, shared vs full) and embed (query and text
    embeddings, unit norm). A capability `models.support` declares missing is recorded as
    skipped with its reason.
-2. bench-real: `bench_real.py`'s parts (training steps of ERM / Dynamic BIRM / IRMv1 in LoRA with
+2. data-parallel: `eval_data_parallel.py` (questions per second of `mc eval`, option
+   log-likelihood K = 5; float32, the dtype `mc eval` loads) on real-size SmolVLM-256M, one launched process (one GPU) against a
+   torchrun launch of one process per visible GPU, side by side; the rows must agree. Figures
+   in `data_parallel.json` and the report.
+3. bench-real: `bench_real.py`'s parts (training steps of ERM / Dynamic BIRM / IRMv1 in LoRA with
    checkpointing off and on and in full fine-tuning, option scoring K=5, reward scoring K=16,
    generation at batch 1 vs 16) at real size for Qwen2-VL-2B and SmolVLM-2.2B.
-3. deepspeed: Accelerate with DeepSpeed ZeRO-2 on one GPU, one LoRA step of real-size
+4. deepspeed: Accelerate with DeepSpeed ZeRO-2 on one GPU, one LoRA step of real-size
    Qwen2-VL-2B; state saved, step 2 taken, state loaded, step 2 again: bit-exact or not.
    Skipped with the reason when deepspeed is not installed or there is no CUDA.
 
 On CUDA: bf16, real sizes, budget 480 s. Without CUDA, or with `--dry`: the same plan on CPU in
-float32 at tiny size (tiny:qwen2_vl and tiny:idefics3 stand in for the real models), budget
-120 s. The budget is enforced: a stage that would start after it is skipped ("budget"), and a
+float32 at tiny size (tiny:qwen2_vl and tiny:idefics3 stand in for the real models; the
+data-parallel stage launches 1 against 2 CPU processes on 16 questions of tiny:qwen2_vl), budget
+180 s. The budget is enforced: a stage that would start after it is skipped ("budget"), and a
 stage running past it is stopped (SIGALRM) and recorded as such; the exit status is 1 unless
 every stage passed (DeepSpeed may be skipped) within the budget. The report also gives the
 process CPU time: on a CPU shared with other jobs the wall time of the dry run depends on the
@@ -49,6 +54,7 @@ from typing import Any
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS for the resume checks
 
 import bench_real  # noqa: E402  (benchmarks/ is the script's folder)
+import eval_data_parallel  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
@@ -68,7 +74,7 @@ from robustvlm.objectives import build_objective  # noqa: E402
 
 ENVS = ["env0", "env1"]
 OPTIONS = ["red", "green", "blue", "yellow"]
-BUDGET_S = {"cuda": 480, "cpu": 120}
+BUDGET_S = {"cuda": 480, "cpu": 180}
 REAL = {"cuda": ["real:qwen2-vl-2b", "real:smolvlm-2.2b"], "cpu": ["tiny:qwen2_vl", "tiny:idefics3"]}
 DEEPSPEED_MODEL = {"cuda": "real:qwen2-vl-2b", "cpu": "tiny:qwen2_vl"}
 
@@ -83,7 +89,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("gpu_check"))
     parser.add_argument("--dry", action="store_true", help="the CPU plan at tiny size even where CUDA is present")
-    parser.add_argument("--budget", type=float, help="seconds (default 480 on CUDA, 120 dry)")
+    parser.add_argument("--budget", type=float, help="seconds (default 480 on CUDA, 180 dry)")
     return parser.parse_args(argv)
 
 
@@ -180,7 +186,31 @@ def train_and_resume(vlm, batch: dict) -> str:
     return f"ok (losses {losses[0]:.3f}, {losses[1]:.3f}; resume bit-exact)"
 
 
-# ---- stage 3: DeepSpeed ZeRO-2 ------------------------------------------------------------------
+# ---- stage 2: data-parallel scoring, 1 GPU against all --------------------------------------------
+
+DATA_PARALLEL = {"cuda": {"model": "real:smolvlm-256m", "questions": 96},
+                 "cpu": {"model": "tiny:qwen2_vl", "questions": 16}}
+
+
+def data_parallel_check(device: str, out: Path) -> dict[str, Any]:
+    """`mc eval` questions per second: one launched process against one per GPU (2 CPU
+    processes in the dry run), `eval_data_parallel.main` with `--launch-one`."""
+    processes = torch.cuda.device_count() if device == "cuda" else 2
+    spec = DATA_PARALLEL[device]
+    argv = ["--model", spec["model"], "--questions", str(spec["questions"]), "--processes", str(processes),
+            "--launch-one", "--json", str(out / "data_parallel.json")]
+    if device == "cpu":
+        argv += ["--threads-one", "2"]
+    try:
+        summary = eval_data_parallel.main(argv)
+    except SystemExit as exc:  # the script stops a failed launch with its stderr
+        return {"data-parallel": f"FAILED: {str(exc)[-500:]}"}
+    return {"model": spec["model"], "questions": spec["questions"], "processes": processes,
+            "one_qps": round(summary["one_scoring_qps"], 3), "all_qps": round(summary["launch_scoring_qps"], 3),
+            "ratio": round(summary["speedup_scoring"], 2), "ratio_whole_command": round(summary["speedup_wall"], 2)}
+
+
+# ---- stage 4: DeepSpeed ZeRO-2 ------------------------------------------------------------------
 
 def deepspeed_check(name: str, device: str) -> str:
     """A LoRA step under Accelerate + DeepSpeed ZeRO-2 on one GPU, save/resume bit-exact.
@@ -246,6 +276,7 @@ def plan(device: str, out: Path) -> list[tuple[str, Any]]:
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     stages: list[tuple[str, Any]] = [(f"smoke {kind}", lambda k=kind: smoke_family(k, device, dtype))
                                      for kind in VLM_FAMILIES]
+    stages.append(("data-parallel mc eval", lambda: data_parallel_check(device, out)))
     stages += [(f"bench-real {name}", lambda n=name: bench_real.run_parts(bench_args(n, device, out)))
                for name in REAL[device]]
     stages.append(("deepspeed zero-2", lambda: deepspeed_check(DEEPSPEED_MODEL[device], device)))

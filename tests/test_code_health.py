@@ -1,4 +1,5 @@
-"""Code-health limits on the package: no function in src/ longer than MAX_LINES lines.
+"""Code-health limits on the package: no function in src/ longer than MAX_LINES lines, and no
+module longer than MAX_MODULE_LINES lines (issue 50.5: a longer one is split by its seams).
 
 A function's length runs from its `def` line to its last line, docstring and comments included
 (nested functions count within the function that holds them, and on their own).
@@ -11,6 +12,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 MAX_LINES = 60
+MAX_MODULE_LINES = 500
 
 
 def function_lengths(tree: ast.Module) -> dict[str, int]:
@@ -63,3 +65,23 @@ def test_no_function_in_the_package_is_longer_than_the_limit():
     too_long = {name: n for name, n in lengths.items() if n > MAX_LINES}
     assert not too_long, f"functions longer than {MAX_LINES} lines (split them): {too_long}"
 
+
+
+def module_lengths(root: Path = SRC) -> dict[str, int]:
+    """{path under `root`: number of lines} of every module under `root` (src/)."""
+    return {path.relative_to(root).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+            for path in sorted(root.rglob("*.py"))}
+
+
+def test_module_lengths_count_every_line(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n\n# comment\n", encoding="utf-8")
+    (tmp_path / "pkg" / "b.py").write_text("y = 2", encoding="utf-8")
+    assert module_lengths(tmp_path) == {"pkg/a.py": 3, "pkg/b.py": 1}
+
+
+def test_no_module_in_the_package_is_longer_than_the_limit():
+    lengths = module_lengths()
+    assert len(lengths) > 100  # the real package is read
+    too_long = {path: n for path, n in lengths.items() if n > MAX_MODULE_LINES}
+    assert not too_long, f"modules longer than {MAX_MODULE_LINES} lines (split them by their seams): {too_long}"

@@ -23,12 +23,7 @@ PAGES = [*sorted((ROOT / "docs" / "results").glob("*.md")), ROOT / "docs" / "ind
 #: the site's Markdown extensions that change what a page renders to (mkdocs.yml)
 EXTENSIONS = ["admonition", "attr_list", "tables", "pymdownx.superfences"]
 #: {page: why it has no picture yet}: drawn by the lead's `make figures` pass (issue 56.1)
-NO_PICTURE_YET = {
-    "docs/results/index.md": "the Results index: a picture of every page's headline, not drawn yet",
-    "docs/results/real-size.md": "the real-size benchmark's figures are tables only; no picture drawn yet",
-    "docs/results/spurious-study.md": "the sweeps' figures are tables only; no picture drawn yet",
-    "docs/getting-started.md": "Getting started: the picture of what the tour's run shows is not drawn yet",
-}
+NO_PICTURE_YET: dict[str, str] = {}
 CAPTION = re.compile(r"<p><em>Figure: (.*?)</em></p>", re.S)
 
 

@@ -121,6 +121,8 @@ RUNS = {
     "robustvlm diagnose --model tiny:idefics3 --data data/domains/digits --out runs/diagnose_shard1 --shots 1 "
     "--n-per-env 4 --shard 1/2": "--max-new-tokens 4",
     "robustvlm merge runs/diagnose_shard0 runs/diagnose_shard1 --out runs/diagnose_merged": "",
+    "robustvlm grid configs/eval_grid.yaml --dry-run": "",
+    "robustvlm grid configs/eval_grid.yaml --out runs/grid": "",
 }
 
 #: {documented line: why it does not run in the test suite}.
@@ -140,7 +142,7 @@ NOT_RUN = {
     "robustvlm compare out/model_a/20260101_120000_samples_mmbench_en.jsonl "
     "out/model_b/20260101_130000_samples_mmbench_en.jsonl":
         "needs two lmms-eval runs; runs on samples built like lmms-eval's in tests/workflows/measure/test_compare_imports.py",
-    "robustvlm zoo build --quick": "about 15-30 s; run by tests/workflows/test_zoo.py (its module fixture)",
+    "robustvlm zoo build --quick": "about 1.5 CPU-minutes (its language-model-first member 60 CPU-s); run by tests/workflows/test_zoo.py (its module fixture)",
     "robustvlm zoo probe-context --fresh-depth 2 --named --queries 6 --steps 300 --out out/named_fresh2":
         "about 3 CPU-minutes; the same command with --init runs above at tiny settings",
     "robustvlm zoo build --jobs 2": "the full zoo: 23 min wall on the busy 2-core machine (docs/guides/model-zoo.md)",
@@ -238,8 +240,14 @@ NOT_RUN = {
     "robustvlm icl eval --model zoo:llava-clip-m-icl --data figures/fashion-clean-rotated --out figures/icl_llava-clip-m-icl --shots 0,1,2 --demos random,same-domain,cross-domain --n-per-env 100 --seed 0":
         "needs the full zoo's member and the suite's links (make figures); icl eval runs on tiny:idefics3 above",
 }
+POWER_PREFIX = "python -m robustvlm.analysis.power "
+"""The power lines written beside the results' figures take their numbers as arguments: every one
+runs as written (`test_documented_power_lines_run_as_written`)."""
+
+
 def test_every_documented_line_is_classified():
-    unknown = [c for c in documented_commands() if c not in RUNS and c not in NOT_RUN and not _needs_outputs(c)]
+    unknown = [c for c in documented_commands() if c not in RUNS and c not in NOT_RUN and not _needs_outputs(c)
+               and not c.startswith(POWER_PREFIX)]
     assert not unknown, f"classify these documented command lines in RUNS or NOT_RUN: {unknown}"
     stale = sorted((set(RUNS) | set(NOT_RUN)) - set(documented_commands()))
     assert not stale, f"RUNS / NOT_RUN name lines the docs no longer print: {stale}"
@@ -263,6 +271,15 @@ def test_every_documented_robustvlm_line_parses_and_names_existing_configs(comma
     for arg in argv:
         if arg.startswith("configs/"):
             assert (ROOT / arg).is_file(), f"{command}: {arg} does not exist"
+
+
+@pytest.mark.parametrize("command", [c for c in documented_commands() if c.startswith(POWER_PREFIX)])
+def test_documented_power_lines_run_as_written(command, capsys):
+    from robustvlm.analysis.power import main
+
+    assert main(shlex.split(command)[3:]) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert ("changed correctness" if "--discordant" in command else "95% interval") in printed, printed
 
 
 def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatch, capsys):
@@ -290,6 +307,8 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
     assert (tmp_path / "runs" / "mc_merged" / "results.csv").is_file()  # the shards joined (guides/invariant-finetuning.md)
     assert (tmp_path / "runs" / "icl_merged" / "icl_results.json").is_file()
     assert (tmp_path / "runs" / "diagnose_merged" / "diagnosis.json").is_file()
+    assert json.loads((tmp_path / "runs" / "grid" / "grid.json").read_text()) == {  # the grid of the same guide
+        "tiny_idefics3": {"digits": "tiny_idefics3/digits/merged"}, "tiny_clip": {"digits": "tiny_clip/digits/merged"}}
     salient = tmp_path / "runs" / "matrix_salient"
     assert json.loads((salient / "data" / "manifest.json").read_text())["benchmark"] == "preferences-salient"
     assert (salient / "sfc.json").is_file()

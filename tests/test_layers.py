@@ -1,5 +1,5 @@
 """Import layers, read from the source with `ast` (imports inside functions count too):
-evaluation and multiple_choice do not import each other, and config.py imports no evaluation."""
+evaluation and multiple_choice do not import each other, and config/ imports no evaluation."""
 
 from __future__ import annotations
 
@@ -104,8 +104,8 @@ def test_no_import_runs_back_up_the_layers():
 #: modules (`workflows/*.py`) and lower groups only; groups that share a layer are independent.
 WORKFLOW_LAYERS = [
     {"launchers", "merge"},
-    {"plan_configs", "mc_eval", "run_plan"},
-    {"finetune", "embed", "zoo"},
+    {"plan_configs", "grid_config", "mc_eval", "run_plan"},
+    {"finetune", "embed", "zoo", "eval_grid"},
     {"reward", "measure"},
     {"demos"},
     {"experiments"},

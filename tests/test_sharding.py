@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 
 import pytest
+import torch
 from accelerate import PartialState
 from PIL import Image
 
@@ -142,3 +144,52 @@ def test_merging_scores_nothing(shards, tmp_path):
         with pytest.raises(ConfigError, match="no row in the merged shards"):
             sharding.score_rows(folder / "x.jsonl", ["a"], key=str, row_key=lambda r: r["id"],
                                 score=lambda todo: iter([[{"id": "a"}]]), resume=True)
+
+
+# ---------------------------------------------------------------- which device a process's models go on
+
+
+class _FakeState:
+    """Stands in for Accelerate's PartialState: records whether it was asked for the CPU backend."""
+
+    def __init__(self, cpu: bool = False):
+        self.cpu = cpu
+        self.device = torch.device("cpu") if cpu else torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+
+
+@pytest.fixture
+def fresh_state(monkeypatch):
+    """`sharding._state` recomputed in the test, with Accelerate's PartialState faked."""
+    import accelerate
+
+    sharding._state.cache_clear()
+    monkeypatch.setattr(accelerate, "PartialState", _FakeState)
+    yield
+    sharding._state.cache_clear()
+
+
+def test_without_a_launcher_models_stay_on_the_cpu(monkeypatch, fresh_state):
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert sharding.process_device() is None
+    model = torch.nn.Linear(2, 2)
+    assert sharding.place_model(model) is model and model.weight.device.type == "cpu"
+
+
+@pytest.mark.parametrize("cuda", [True, False])
+def test_a_launched_process_takes_the_device_accelerate_gives_its_rank(monkeypatch, fresh_state, cuda):
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    assert sharding.process_device() == (torch.device("cuda", 1) if cuda else torch.device("cpu"))
+    assert sharding._state().cpu is (not cuda)
+
+
+def test_load_backend_moves_the_model_onto_the_process_device(monkeypatch):
+    """The move itself, checked on the meta device (no GPU here): the model a launched process
+    loads ends where `process_device` says; on the CPU the loaded model is left as it is."""
+    from robustvlm.models.backends import load_backend
+
+    monkeypatch.setattr(sharding, "process_device", lambda: torch.device("meta"))
+    assert {p.device.type for p in load_backend("tiny:clip").model.parameters()} == {"meta"}
+    monkeypatch.setattr(sharding, "process_device", lambda: torch.device("cpu"))
+    assert {p.device.type for p in load_backend("tiny:clip").model.parameters()} == {"cpu"}

@@ -8,9 +8,10 @@
 - `api.md`: the Python API: each module's docstring and its public classes' and functions'
   signatures and docstrings.
 
-It also rewrites Getting started's extras table, and every `<!-- time:KEY -->...<!-- /time -->`
+It also rewrites Getting started's extras table, every `<!-- time:KEY -->...<!-- /time -->`
 block of README.md, BENCHMARKS.md and docs/ from the recorded measurements
-(src/robustvlm/timings.yaml, `robustvlm.timings`).
+(src/robustvlm/timings.yaml, `robustvlm.timings`), and every
+`<!-- methods:EXPERIMENT -->...<!-- /methods -->` block there from the objective registry.
 
 `make docs` runs it before `mkdocs build --strict`; `--check` exits 1 when a committed page
 differs from what the code produces now (tests/test_docs_site.py runs it), so the pages cannot
@@ -281,16 +282,43 @@ def with_extras_table(text: str) -> str:
 
 # --- the recorded times (robustvlm.timings; issue 56.2) -------------------------------------------
 
-TIME_BLOCK = re.compile(r"(<!-- time:([a-z0-9-]+) -->).*?(<!-- /time -->)", re.S)
+TIME_BLOCK = re.compile(r"(<!-- time:([a-z0-9-]+)(:short)? -->).*?(<!-- /time -->)", re.S)
 TIME_PAGES = (ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").rglob("*.md")))
 
 
 def with_times(text: str) -> str:
     """`text` with each `<!-- time:KEY -->...<!-- /time -->` block rewritten from the recorded
-    measurements (`robustvlm.timings.phrase`)."""
-    from robustvlm.timings import phrase
+    measurements (`robustvlm.timings.phrase`); a `<!-- time:KEY:short -->` block (a table's cell,
+    whose machine and commit the text around it names) gets `robustvlm.timings.short`."""
+    from robustvlm.timings import phrase, short
 
-    return TIME_BLOCK.sub(lambda m: m.group(1) + phrase(m.group(2)) + m.group(3), text)
+    return TIME_BLOCK.sub(lambda m: m.group(1) + (short if m.group(3) else phrase)(m.group(2)) + m.group(4), text)
+
+
+# --- method lists (robustvlm.objectives.REGISTRY; issue 50.3) ---------------------------------------
+
+METHOD_BLOCK = re.compile(r"(<!-- methods:([a-z]+)(?::(and|or|list))? -->).*?(<!-- /methods -->)", re.S)
+METHOD_PAGES = TIME_PAGES
+
+
+def method_list(experiment: str, conjunction: str = "and") -> str:
+    """The labels of the registered objectives, in registry order: every one (`experiment` "all")
+    or those that apply to `experiment` (`Objective.applies_to`: tasks, ladder, invariance), joined
+    as "A, B and C" (`conjunction` "or": "A, B or C"; "list": "A, B, C")."""
+    from robustvlm.objectives import REGISTRY
+
+    labels = [cls.label for cls in REGISTRY.values() if experiment == "all" or experiment in cls.applies_to]
+    if not labels:
+        raise SystemExit(f"error: no registered objective applies to {experiment!r} (a <!-- methods:... --> block)")
+    if conjunction == "list" or len(labels) == 1:
+        return ", ".join(labels)
+    return f"{', '.join(labels[:-1])} {conjunction} {labels[-1]}"
+
+
+def with_method_lists(text: str) -> str:
+    """`text` with each `<!-- methods:EXPERIMENT[:and|or|list] -->...<!-- /methods -->` block
+    rewritten from the objective registry (`method_list`)."""
+    return METHOD_BLOCK.sub(lambda m: m.group(1) + method_list(m.group(2), m.group(3) or "and") + m.group(4), text)
 
 
 def main(argv: list[str]) -> int:
@@ -307,7 +335,8 @@ def main(argv: list[str]) -> int:
         else:
             folder.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-    for pages, rewrite in ((EXTRAS_PAGES, with_extras_table), (TIME_PAGES, with_times)):
+    for pages, rewrite in ((EXTRAS_PAGES, with_extras_table), (TIME_PAGES, with_times),
+                           (METHOD_PAGES, with_method_lists)):
         for page in pages:
             text = page.read_text(encoding="utf-8")
             if check and rewrite(text) != text:

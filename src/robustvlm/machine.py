@@ -2,8 +2,9 @@
 
 The same code, data and seeds give other float digits on another CPU (its vector units, its BLAS
 and oneDNN kernels, its thread count), and training amplifies them; so every run's results.json
-records `machine_record()` under the key `machine` (`write_results_json`), and a figure block shows it
-as one line (`machine_line`).
+records `machine_record()` under the key `machine` (`write_results_json`), as does every other
+measurement command's JSON result (`with_machine`), and a figure block shows it as one line
+(`machine_line`).
 
 The record (JSON-able):
 
@@ -119,11 +120,18 @@ def machine_line(record: Mapping[str, Any] | None) -> str:
     return ", ".join(parts)
 
 
+def with_machine(content: Mapping[str, Any]) -> dict[str, Any]:
+    """`content` with this process's `machine_record()` under `MACHINE_KEY` (replacing one
+    already there): what a measurement command writes as its JSON result (icl_results.json,
+    diagnosis.json, defined_labels.json, matrix.json, a zoo member's zoo_member.json, ...)."""
+    return {**content, MACHINE_KEY: machine_record()}
+
+
 def write_results_json(folder: str | Path, results: Mapping[str, Any]) -> Path:
     """Write `results` as `folder`/results.json with this process's `machine_record()` under
-    `MACHINE_KEY` (replacing one already there); returns the path."""
+    `MACHINE_KEY` (`with_machine`); returns the path."""
     path = Path(folder) / "results.json"
-    path.write_text(json.dumps({**results, MACHINE_KEY: machine_record()}, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(with_machine(results), indent=2) + "\n", encoding="utf-8")
     return path
 
 

@@ -24,6 +24,11 @@ Resume keys on the questions, not on the ranks: a resumed run counts every row o
 file and of any part a killed run left as done, whatever number of processes wrote them, and scores
 the rest with the processes it has. A single process with no part files left writes straight into
 the per-question file, as before sharding existed.
+
+Devices: under a launcher each process puts its local models on its own device (`place_model`,
+called by `models.backends.load_backend`): Accelerate's `PartialState().device`, cuda:LOCAL_RANK
+where CUDA is (a launch of N processes scores on N GPUs), else the CPU. A process started without
+a launcher keeps its models on the CPU, where they load.
 """
 
 from __future__ import annotations
@@ -143,15 +148,34 @@ def is_main() -> bool:
 
 
 @functools.cache
-def _group() -> Any:
-    """Accelerate's PartialState of a launch of several processes (None for one process); on a
-    machine without a GPU it uses the CPU backend (gloo), as training does."""
-    if world_size() <= 1:
-        return None
+def _state() -> Any:
+    """Accelerate's PartialState of this launched process; on a machine without a GPU it uses the
+    CPU backend (gloo), as training does."""
     import torch
     from accelerate import PartialState
 
     return PartialState(cpu=not torch.cuda.is_available())
+
+
+def _group() -> Any:
+    """The PartialState of a launch of several processes (None for one process)."""
+    return _state() if world_size() > 1 else None
+
+
+def process_device() -> Any:
+    """The torch.device this process's local models go on, or None to leave them where they load.
+
+    Under a launcher (`torchrun` and `accelerate launch` set LOCAL_RANK, also for one process):
+    Accelerate's `PartialState().device`, cuda:LOCAL_RANK where CUDA is, else the CPU. Without a
+    launcher: None (a model stays where it loads, the CPU)."""
+    return _state().device if "LOCAL_RANK" in os.environ else None
+
+
+def place_model(model: Any) -> Any:
+    """`model` (a torch module) moved onto `process_device()` when that is not the CPU it loaded
+    on; returns it. On the CPU nothing moves, so CPU runs are unchanged."""
+    device = process_device()
+    return model.to(device) if model is not None and device is not None and device.type != "cpu" else model
 
 
 def wait_for_everyone() -> None:

@@ -14,6 +14,8 @@ the CPU time comes first and the wall time is given as the measured range.
 
 from __future__ import annotations
 
+import datetime
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -28,13 +30,14 @@ TIMINGS = Path(__file__).with_name("timings.yaml")
 
 @dataclass(frozen=True)
 class Measurement:
-    """One timed run: `wall_s` and `cpu_s` (user + system) in seconds, `load` the 1-minute load
-    average seen while it ran (None: not recorded), `machine` in words."""
+    """One timed run: `wall_s` and `cpu_s` (user + system) in seconds (one may be None: a profile
+    measures CPU time only, an old log wall time only), `load` the load average (`os.getloadavg()[0]`) seen
+    while it ran, a number or a range as text ("11-14"; None: not recorded), `machine` in words."""
 
-    wall_s: float
+    wall_s: float | None
     cpu_s: float | None
     machine: str
-    load: float | None
+    load: float | str | None
     date: str
     commit: str
     source: str
@@ -51,11 +54,11 @@ class Timing:
 
 
 def duration(seconds: float) -> str:
-    """Seconds as a reader writes them: in seconds, else in minutes and seconds, else in hours and
-    minutes (rounded to the second)."""
+    """Seconds as a reader writes them: below 59.5 in seconds as recorded (decimals kept), else in
+    minutes and seconds, else in hours and minutes (rounded to the second)."""
+    if seconds < 59.5:
+        return f"{seconds:g} s"
     total = round(seconds)
-    if total < 60:
-        return f"{total} s"
     minutes, secs = divmod(total, 60)
     if minutes < 60:
         return f"{minutes} min {secs} s" if secs else f"{minutes} min"
@@ -64,7 +67,8 @@ def duration(seconds: float) -> str:
 
 
 def _cpu(seconds: float) -> str:
-    return f"{round(seconds):,} CPU-s"
+    """"579 CPU-s"; under 100 s as recorded ("7.55 CPU-s")."""
+    return f"{seconds:g} CPU-s" if seconds < 100 else f"{round(seconds):,} CPU-s"
 
 
 def read_timings(path: Path | None = None) -> dict[str, Timing]:
@@ -73,21 +77,77 @@ def read_timings(path: Path | None = None) -> dict[str, Timing]:
     return _read(path or TIMINGS)
 
 
+#: the fields of an entry, and of each of its measurements (`Measurement`'s, in the file's words)
+ENTRY_FIELDS = {"command", "runs", "pending"}
+RUN_FIELDS = {"wall_s", "cpu_s", "machine", "load", "date", "commit", "source"}
+
+
+def _seconds(where: str, name: str, value: Any, optional: bool = False) -> float | None:
+    """`value` as positive seconds (or a load: not negative); ConfigError naming `where` and `name`."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and name != "load"):
+        what = "a number or a range (\"11-14\")" if name == "load" else "a positive number"
+        raise ConfigError(f"{where}: field {name!r} must be {what}, not {value!r}")
+    return float(value)
+
+
+def _text(where: str, name: str, value: Any) -> str:
+    """`value` as a non-empty string (a date YAML read as a date is written back ISO)."""
+    if isinstance(value, (int, float, datetime.date)) and not isinstance(value, bool):
+        value = value.isoformat() if isinstance(value, datetime.date) else str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: field {name!r} must be non-empty text, not {value!r}")
+    return value
+
+
+def _measurement(where: str, record: Any) -> Measurement:
+    """One measurement of the file, validated: every field of `RUN_FIELDS`, no other."""
+    if not isinstance(record, dict):
+        raise ConfigError(f"{where}: a measurement must be a mapping of {', '.join(sorted(RUN_FIELDS))}, not {record!r}")
+    unknown, missing = set(map(str, record)) - RUN_FIELDS, RUN_FIELDS - set(map(str, record))
+    if unknown or missing:
+        raise ConfigError(f"{where}: " + "; ".join(
+            ([f"unknown field(s) {', '.join(map(repr, sorted(unknown)))}"] if unknown else [])
+            + ([f"missing field(s) {', '.join(map(repr, sorted(missing)))}"] if missing else []))
+            + f" (a measurement has exactly {', '.join(sorted(RUN_FIELDS))})")
+    wall = _seconds(where, "wall_s", record["wall_s"], optional=True)
+    cpu = _seconds(where, "cpu_s", record["cpu_s"], optional=True)
+    if wall is None and cpu is None:
+        raise ConfigError(f"{where}: fields 'wall_s' and 'cpu_s' are both empty (a measurement has one at least)")
+    load = record["load"]
+    if not (load is None or (isinstance(load, str) and re.fullmatch(r"\d+(\.\d+)?-\d+(\.\d+)?", load))):
+        load = _seconds(where, "load", load)
+    return Measurement(wall_s=wall, cpu_s=cpu, machine=_text(where, "machine", record["machine"]), load=load,
+                       date=_text(where, "date", record["date"]), commit=_text(where, "commit", record["commit"]),
+                       source=_text(where, "source", record["source"]))
+
+
 @lru_cache(maxsize=4)
 def _read(path: Path) -> dict[str, Timing]:
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: must map each key to an entry (command, runs), not {type(raw).__name__}")
     timings = {}
     for key, entry in raw.items():
-        try:
-            runs = tuple(Measurement(wall_s=float(r["wall_s"]), cpu_s=None if r.get("cpu_s") is None else float(r["cpu_s"]),
-                                     machine=str(r["machine"]), load=None if r.get("load") is None else float(r["load"]),
-                                     date=str(r["date"]), commit=str(r["commit"]), source=str(r["source"]))
-                         for r in entry.get("runs") or [])
-            timings[key] = Timing(key, str(entry["command"]), runs, entry.get("pending"))
-        except (KeyError, TypeError, ValueError) as err:
-            raise ConfigError(f"{path}: entry {key!r}: {err!r} (see robustvlm.timings)") from None
-        if not runs and not timings[key].pending:
-            raise ConfigError(f"{path}: entry {key!r} has no measurement and says nothing of who measures it (pending)")
+        where = f"{path}: entry {key!r}"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: must be a mapping of {', '.join(sorted(ENTRY_FIELDS))}, not {entry!r}")
+        if unknown := set(map(str, entry)) - ENTRY_FIELDS:
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(map(repr, sorted(unknown)))} "
+                              f"(an entry has {', '.join(sorted(ENTRY_FIELDS))})")
+        runs = entry.get("runs") or []
+        if not isinstance(runs, list):
+            raise ConfigError(f"{where}: field 'runs' must be a list of measurements, not {runs!r}")
+        pending = entry.get("pending")
+        timings[key] = Timing(str(key), _text(where, "command", entry.get("command")),
+                              tuple(_measurement(f"{where}, run {i + 1}", r) for i, r in enumerate(runs)),
+                              None if pending is None else _text(where, "pending", pending))
+        if not runs and not pending:
+            raise ConfigError(f"{where}: has no measurement and says nothing of who measures it (pending)")
     return timings
 
 
@@ -99,8 +159,10 @@ def timing(key: str) -> Timing:
     return timings[key]
 
 
-def _walls(t: Timing) -> str:
-    walls = sorted(r.wall_s for r in t.runs)
+def _walls(t: Timing) -> str | None:
+    walls = sorted(r.wall_s for r in t.runs if r.wall_s is not None)
+    if not walls:
+        return None
     return duration(walls[0]) if len(walls) == 1 else f"{duration(walls[0])} to {duration(walls[-1])}"
 
 
@@ -108,7 +170,7 @@ def _cpus(t: Timing) -> str | None:
     cpus = sorted(r.cpu_s for r in t.runs if r.cpu_s is not None)
     if not cpus:
         return None
-    return _cpu(cpus[0]) if round(cpus[0]) == round(cpus[-1]) else f"{round(cpus[0]):,} to {_cpu(cpus[-1])}"
+    return _cpu(cpus[0]) if _cpu(cpus[0]) == _cpu(cpus[-1]) else f"{_cpu(cpus[0])[:-6]} to {_cpu(cpus[-1])}"
 
 
 def short(key: str) -> str:
@@ -117,8 +179,7 @@ def short(key: str) -> str:
     t = timing(key)
     if not t.runs:
         return "not measured yet"
-    cpu = _cpus(t)
-    return (f"{cpu}, " if cpu else "") + f"{_walls(t)} wall"
+    return ", ".join(part for part in (_cpus(t), _walls(t) and f"{_walls(t)} wall") if part)
 
 
 def phrase(key: str) -> str:
@@ -127,9 +188,9 @@ def phrase(key: str) -> str:
     if not t.runs:
         return f"not measured yet ({t.pending})"
     each = "; ".join(
-        f"{duration(r.wall_s)}" + (f", {_cpu(r.cpu_s)}" if r.cpu_s is not None else "") + f" on {r.machine}"
-        + (f" at load {r.load:g}" if r.load is not None else "") + f", {r.date}, commit {r.commit}"
-        for r in t.runs)
+        ", ".join(part for part in (r.wall_s and duration(r.wall_s), r.cpu_s and _cpu(r.cpu_s)) if part)
+        + f" on {r.machine}" + (f" at load {r.load:g}" if isinstance(r.load, float) else f" at load {r.load}" if r.load else "")
+        + f", {r.date}, commit {r.commit}" for r in t.runs)
     return f"{short(key)}; measured: {each}"
 
 

@@ -22,8 +22,9 @@ def run_check(out: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
+@pytest.mark.distributed
 def test_dry_run_passes_every_stage_within_its_budget(tmp_path):
-    # the wall-clock budget of the dry run (120 s) holds on an idle 2-core machine; the suite may
+    # the wall-clock budget of the dry run (180 s) holds on an idle 2-core machine; the suite may
     # share the machine with other jobs, so the run gets room and its CPU time is what is checked
     done = run_check(tmp_path, "--budget", "600")
     report = json.loads((tmp_path / "gpu_report.json").read_text())
@@ -41,10 +42,17 @@ def test_dry_run_passes_every_stage_within_its_budget(tmp_path):
         assert {r["method"] for r in figures["train"]} == {"erm", "dynamic_birm", "irm"}
         assert figures["options"]["max_abs_diff"] < 1e-3 and figures["reward"]["max_abs_diff"] < 1e-3
         assert figures["generate"]["speedup"] > 0
+    parallel = stages["data-parallel mc eval"]["result"]  # both variants launched by torchrun, as on a GPU
+    assert parallel["processes"] == 2 and parallel["model"] == "tiny:qwen2_vl", parallel
+    assert parallel["one_qps"] > 0 and parallel["all_qps"] > 0
+    written = json.loads((tmp_path / "data_parallel.json").read_text())
+    assert parallel["ratio"] == round(written["launch_scoring_qps"] / written["one_scoring_qps"], 2)
+    assert written["launch_one"] is True and written["questions"] == 16
     assert stages["deepspeed zero-2"]["status"].startswith("skipped: ")
     assert report["run"]["within_budget"] and report["run"]["cpu_seconds"] < 120
     table = (tmp_path / "gpu_report.md").read_text()
     assert "| smoke gemma3 | ok |" in table and "### bench-real tiny:qwen2_vl" in table
+    assert "| data-parallel mc eval | ok |" in table and "ratio: " in table
 
 
 @pytest.mark.slow
@@ -74,4 +82,5 @@ def test_a_stage_stopped_inside_a_library_that_wraps_errors_is_over_budget(monke
     monkeypatch.setattr(gpu_check, "plan", lambda device, out: [("wrapped", wrapping_library), ("next", dict)])
     report = gpu_check.run_plan("cpu", 0.05, tmp_path)
     assert [s["status"] for s in report["stages"]] == ["stopped: budget ran out during the stage", "skipped: budget"]
+
 

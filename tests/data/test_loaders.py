@@ -315,19 +315,19 @@ def test_a_new_format_is_one_registry_entry_and_one_reader(tmp_path, monkeypatch
 def test_detection_order_and_options_overrides(tmp_path):
     """A folder holding a saved dataset's marker and parquet files is the saved dataset (as before
     the registry); keyword arguments replace the fields of a LoadOptions."""
-    from robustvlm.data.loaders import DATA_FORMATS, LoadOptions, _detect_format
+    from robustvlm.data.loaders import DATA_FORMATS, LoadOptions, detect_format
 
     (tmp_path / "both").mkdir()
     (tmp_path / "both" / "state.json").write_text("{}")
     (tmp_path / "both" / "x.parquet").write_bytes(b"")
     (tmp_path / "both" / "data.jsonl").write_text("")
-    assert _detect_format(tmp_path / "both") is DATA_FORMATS["jsonl"]
+    assert detect_format(tmp_path / "both") is DATA_FORMATS["jsonl"]
     (tmp_path / "both" / "data.jsonl").unlink()
-    assert _detect_format(tmp_path / "both") is DATA_FORMATS["hf"]
+    assert detect_format(tmp_path / "both") is DATA_FORMATS["hf"]
     (tmp_path / "both" / "state.json").unlink()
-    assert _detect_format(tmp_path / "both") is DATA_FORMATS["parquet"]
+    assert detect_format(tmp_path / "both") is DATA_FORMATS["parquet"]
     (tmp_path / "both" / "x.parquet").unlink()
-    assert _detect_format(tmp_path / "both") is DATA_FORMATS["folder"]
+    assert detect_format(tmp_path / "both") is DATA_FORMATS["folder"]
     path = write_jsonl(tmp_path / "d.jsonl", [{**r, "image": None} for r in FLAT])
     assert [ex.id for ex in load_examples(path, LoadOptions(split="train"), split="test", verbose=False)] == ["b"]
 

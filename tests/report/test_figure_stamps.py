@@ -168,3 +168,28 @@ def test_a_measured_figure_records_the_machine_of_its_results(tmp_path, monkeypa
     assert results_machine("invariance-spread", {**grid, "d": {"machine": other}}) == (
         f"{machine_line(record)}; {machine_line(other)}")
     assert results_machine("diagnose", {"rows": []}) == ""
+
+
+def test_blocks_of_a_measurement_commands_files_show_the_machine_its_json_result_records(tmp_path):
+    import json
+
+    from robustvlm.report.figures import load_results
+
+    record = {"cpu": "Made Up CPU", "vector": ["avx2"], "torch": None, "kernels": "avx2", "blas": [],
+              "versions": {"numpy": "2.4.6"}, "commit": "abc1234"}
+    icl = tmp_path / "icl"
+    icl.mkdir()  # icl eval: the JSONL figures read the machine of the run's icl_results.json
+    (icl / "icl_predictions.jsonl").write_text(json.dumps({"id": "q1"}) + "\n")
+    (icl / "icl_results.json").write_text(json.dumps({"config": {}, "rows": [], "machine": record}))
+    for name in ("icl-gain", "icl-domains"):
+        assert results_machine(name, load_results(name, icl)) == machine_line(record), name
+    (icl / "icl_results.json").write_text(json.dumps({"config": {}, "rows": []}))  # measured before runs recorded it
+    assert results_machine("icl-gain", load_results("icl-gain", icl)) == ""
+    matrix = tmp_path / "matrix"
+    matrix.mkdir()  # rm matrix: matrix.json's machine, kept apart from the matrix its tables read
+    (matrix / "matrix.json").write_text(json.dumps({"labels": ["standard"], "machine": record}))
+    (matrix / "sfc.json").write_text(json.dumps({"shortcut_aware": {}}))
+    results = load_results("rm-seeds", matrix)
+    assert results_machine("rm-seeds", results) == machine_line(record) and "machine" not in results["matrix"]
+    (tmp_path / "diagnosis.json").write_text(json.dumps({"rows": [], "machine": record}))
+    assert results_machine("diagnose", load_results("diagnose", tmp_path)) == machine_line(record)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paired_reference import bootstrap, parse_interval
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
@@ -42,25 +43,11 @@ def _records(rng: np.random.Generator) -> tuple[list[dict], dict[tuple[int, str,
     return records, scores
 
 
-def _bootstrap(d: np.ndarray) -> tuple[float, float]:
-    """The percentile 95% interval of mean(d) over 2,000 resamples of the questions (seed 0)."""
-    draws = np.random.default_rng(0).integers(0, d.size, size=(2000, d.size))
-    lo, hi = np.quantile(d[draws].mean(axis=1), [0.025, 0.975])
-    return float(lo), float(hi)
-
-
-def _parse(cell: str) -> tuple[float, float, float]:
-    """"+0.100 [-0.050, +0.250]" -> (0.1, -0.05, 0.25)."""
-    mean, rest = cell.split(" [")
-    lo, hi = rest.rstrip("]").split(", ")
-    return float(mean), float(lo), float(hi)
-
-
 def _rows(markdown: str) -> list[list[str]]:
     return [[c.strip() for c in line.strip("|").split("|")] for line in markdown.splitlines()[2:]]
 
 
-def test_policy_costs_match_an_independent_paired_bootstrap(tmp_path: Path) -> None:
+def test_policy_costs_match_an_independent_pairedbootstrap(tmp_path: Path) -> None:
     records, scores = _records(np.random.default_rng(3))
     (tmp_path / "icl_predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     table = render("icl-policy-cost:m", tmp_path)
@@ -74,9 +61,9 @@ def test_policy_costs_match_an_independent_paired_bootstrap(tmp_path: Path) -> N
         assert row[2:5] == [str(N), f"{zero.mean():.3f}", f"{base.mean():.3f}"]
         for cell, other in zip(row[5:], [zero, scores[(k, "same-domain", domain)], scores[(k, "label-shift", domain)]]):
             d = (base - other)[sorted(range(N), key=lambda i: f"{domain}{i}")]  # resampled in query-id order
-            mean, lo, hi = _parse(cell)
+            mean, lo, hi = parse_interval(cell)
             assert mean == pytest.approx(d.mean(), abs=5e-4)
-            assert (lo, hi) == pytest.approx(_bootstrap(d), abs=5e-4)
+            assert (lo, hi) == pytest.approx(bootstrap(d), abs=5e-4)
             ref = stats.bootstrap((base, other), lambda a, b: np.mean(a - b), paired=True, vectorized=False,
                                   n_resamples=2000, method="percentile", random_state=1).confidence_interval
             assert (lo, hi) == pytest.approx((ref.low, ref.high), abs=0.04)

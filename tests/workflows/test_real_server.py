@@ -6,8 +6,9 @@ record for record; `diagnose` completes with the semantic stage not measured (th
 prompt log-probabilities and refuses vLLM's fields with HTTP 422); `mc eval --method loglik`
 stops after one request with one error line (issue 30).
 
-One server per family for the module, started with a bounded lifetime (`timeout`, and killed at
-teardown). The weights are trained one step at a negligible learning rate, so the answers are
+One server per family for the module, started with a bounded lifetime (`timeout`) in a process
+group of its own, the group killed at teardown (killing the `timeout` wrapper alone left the
+server running). The weights are trained one step at a negligible learning rate, so the answers are
 the varied, long token strings of an untrained model: identical answers are not a coincidence
 of two empty replies.
 """
@@ -16,12 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -32,12 +27,12 @@ pytest.importorskip("uvicorn", reason="`transformers serve` needs the serve extr
 
 from robustvlm.cli import main  # noqa: E402
 from robustvlm.multiple_choice.build import MCQuestion, write_questions  # noqa: E402
+from robustvlm.workflows.measure.transformers_serve import served_folder  # noqa: E402
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = ("idefics3", "llava")
 SERVER_LIFETIME_S = 900  # the server kills itself after this, whatever happens to the tests
-START_TIMEOUT_S = 240
 FAST = ["--max-retries", "2", "--request-timeout", "120", "--no-cache"]
 
 
@@ -60,50 +55,18 @@ def data(tmp_path_factory) -> dict[str, Path]:
             "descriptions": root / "descriptions.yaml"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(proc: subprocess.Popen, url: str, log: Path) -> None:
-    deadline = time.time() + START_TIMEOUT_S
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"transformers serve exited {proc.returncode}: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    pytest.fail(f"transformers serve did not start in {START_TIMEOUT_S} s: {log.read_text()[-2000:]}")
-
-
 @pytest.fixture(scope="module", params=FAMILIES)
 def served(request, tmp_path_factory) -> tuple[str, str]:
-    """(the folder `train` wrote, the API root of `transformers serve` serving it)."""
+    """(the folder `train` wrote, the API root of `transformers serve` serving it; the server's
+    process group killed at teardown, `transformers_serve.served_folder`)."""
     family = request.param
     run = tmp_path_factory.mktemp(f"run_{family}") / "run"
     assert main(["train", str(ROOT / "configs" / "erm_tasks.yaml"), "--out", str(run), "train.steps=1",
                  "train.save_every=1", "train.lr=1e-6", "train.batch_size=2", "data.n_per_env=2",
                  f"model.name=tiny:{family}"]) == 0
-    folder, port = str(run / "final"), _free_port()
-    log = run.parent / "serve.log"
-    command = [sys.executable, "-c", "import sys; from transformers.cli.transformers import main; "
-               "sys.argv[0] = 'transformers'; sys.exit(main())",
-               "serve", folder, "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
-    if shutil.which("timeout"):
-        command = ["timeout", "-s", "KILL", str(SERVER_LIFETIME_S), *command]
-    with log.open("w") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        _wait_healthy(proc, url, log)
-        yield folder, url + "/v1"
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
+    folder = str(run / "final")
+    with served_folder(folder, run.parent / "serve.log", lifetime_s=SERVER_LIFETIME_S) as url:
+        yield folder, url
 
 
 def _jsonl(path: Path) -> list[dict]:

@@ -104,7 +104,7 @@ def test_instruction_samples_label_only_the_final_reply(tiny_vlms):
         assert text == s.target + "<|im_end|>"
 
 
-# ---- building (slow: the quick set once, about 15 s on 2 busy cores) -------------------------
+# ---- building (slow: the quick set once, about 75 CPU-s, 60 of them quick-llava-lmfirst) ---------
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +166,7 @@ def test_a_member_built_twice_is_bit_identical(in_quick_zoo, tmp_path, monkeypat
     first = in_quick_zoo / "zoo" / second.folder.name
     assert_bit_equal(first, second.folder)
     assert second.info["heldout_accuracy"] == json.loads((first / "zoo_member.json").read_text())["heldout_accuracy"]
+    assert json.loads((second.folder / "zoo_member.json").read_text())["machine"]["torch"]["threads"] >= 1
 
 
 @pytest.mark.slow

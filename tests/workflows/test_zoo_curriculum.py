@@ -116,6 +116,7 @@ def test_a_quick_curriculum_member_builds_with_its_curves_and_context_check(tmp_
     [built] = build_members([recipe("quick-llava-curriculum")])
     info = json.loads((built.folder / "zoo_member.json").read_text())
     assert [s["stage"] for s in info["stages"]] == ["recall", "episodes", "tune"]
+    assert info["machine"]["torch"]["threads"] >= 1  # the machine that built it (zoo_member.json)
     recall, episodes = info["stages"][0], info["stages"][1]
     assert len(recall["curve"]) == 6 and len(episodes["curve"]) == 4  # windows of 1 step at these budgets
     assert all(row["level"] > 0 and 0 <= row["accuracy"] <= 1 for row in recall["curve"] + episodes["curve"])

@@ -1,6 +1,6 @@
 """The `robustvlm` command line: parse, load config, call one function per subcommand.
 
-Each command group lives in its own module (`data`, `train` with `study` and `sweep`, `embed`,
+Each command group lives in its own module (`data`, `train` with `study` and `sweep`, `grid`, `embed`,
 `envs`, `evaluate`, `demo`, `mc`, `robustness`, `icl` with `diagnose`, `rm`, `zoo`, `compare`, `merge`,
 `configs`), which registers its
 subcommands with one `add_<command>(sub)` function; options shared by several commands are in
@@ -28,6 +28,7 @@ from robustvlm.cli import (
     embed,
     envs,
     evaluate,
+    grid,
     icl,
     mc,
     merge,
@@ -72,6 +73,7 @@ COMMANDS = (
     evaluate.add_eval,
     train.add_study,
     train.add_sweep,
+    grid.add_grid,
     demo.add_demo,
     mc.add_mc,
     robustness.add_robustness,

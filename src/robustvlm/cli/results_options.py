@@ -1,7 +1,8 @@
 """The options of the commands that read results files of other tools (`robustness fit`,
 `robustness subsets`, `robustness convert`, `compare`): the format, the question counts the file
 lacks, which lmms-eval run to read, whether a record left out is an error, and (convert) whether
-scores that are no accuracy are read."""
+scores that are no accuracy are read. `--format`'s choices and help come from the readers'
+registry (`data.results.formats`)."""
 
 from __future__ import annotations
 
@@ -9,19 +10,12 @@ import argparse
 import re
 from typing import TYPE_CHECKING
 
+from robustvlm.data.results.formats import result_format_choices, result_format_help
 from robustvlm.errors import ConfigError
 
 if TYPE_CHECKING:
     from robustvlm.data.results import ReadOptions
 
-#: the results formats `--format` takes (kept in step with data.results.RESULT_FORMAT_CHOICES, which
-#: tests/data/results/test_readers.py checks; the data package is imported only when a command runs)
-RESULT_FORMAT_CHOICES = ("auto", "robustvlm", "openclip", "clip_benchmark", "lmms_eval", "vlmevalkit")
-
-FORMAT_HELP = ("the results file's format: auto (detected), robustvlm (mc eval's CSV), openclip (open_clip's "
-               "results table), clip_benchmark (its JSON, a folder of them or its build CSV), lmms_eval "
-               "(*_results.json / *_samples_*.jsonl or their folder), vlmevalkit (prediction / _result sheets, "
-               "_acc.csv or their folder); see the results-files guide")
 N_QUESTIONS_HELP = ("BENCH=N: the number of questions of a benchmark whose file gives none and whose size the "
                     "standard table lacks (or a split other than the standard one); repeatable")
 
@@ -35,7 +29,7 @@ NON_ACCURACY_HELP = ("also read scores that are no accuracy over a counted set (
 def add_results_options(parser: argparse.ArgumentParser, *, counts: bool = True, non_accuracy: bool = False) -> None:
     """--format, --run, --strict, --n-questions (`counts`: where aggregate accuracies are read) and
     --allow-non-accuracy (`non_accuracy`)."""
-    parser.add_argument("--format", default="auto", choices=RESULT_FORMAT_CHOICES, help=FORMAT_HELP)
+    parser.add_argument("--format", default="auto", choices=result_format_choices(), help=result_format_help())
     if counts:
         parser.add_argument("--n-questions", action="append", default=[], metavar="BENCH=N", help=N_QUESTIONS_HELP)
     parser.add_argument("--run", metavar="DATE", help=RUN_HELP)

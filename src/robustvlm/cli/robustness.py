@@ -15,12 +15,8 @@ from robustvlm.cli.options import (
     int_at_least,
 )
 from robustvlm.cli.output_checks import output_file
-from robustvlm.cli.results_options import (
-    RESULT_FORMAT_CHOICES,
-    add_results_options,
-    n_questions,
-    read_options,
-)
+from robustvlm.cli.results_options import add_results_options, n_questions, read_options
+from robustvlm.data.results.formats import result_format_choices
 
 if TYPE_CHECKING:
     from robustvlm.analysis.group_lines import GroupLine
@@ -143,7 +139,7 @@ def add_robustness(sub: SubParsers) -> None:
                      "each against the other groups' line), with bootstrap intervals; writes groups.json, groups.png")
     fit.add_argument("--baseline-table", metavar="FILE", help="your own models' results (any format): each placed "
                      "against the fitted line, its effective robustness with an interval; writes placed.json")
-    fit.add_argument("--baseline-table-format", default="auto", choices=RESULT_FORMAT_CHOICES,
+    fit.add_argument("--baseline-table-format", default="auto", choices=result_format_choices(),
                      help="--format of --baseline-table (default auto: detected)")
     fit.add_argument("--n-boot", type=int_at_least(100), default=2000,
                      help="bootstrap resamples of the group and placement intervals")

@@ -227,9 +227,10 @@ ZOO3 = (
 )
 #: The quick language-model-first member, for the tests.
 QUICK_ZOO3 = (
-    Recipe(name="quick-llava-lmfirst", arch="llava", width=32, vision_width=32, tower="zoo:quick-clip",
-           tune_tower=False, decoder_init="probe", recall_steps=6, recall_schedule=12, chat_recall_steps=4, named_steps=4, project_steps=3, steps=4,
-           batch_size=4, lr=2e-3, lm_lr=2e-4, episode_share=0.5, n_images=500, eval_images=20),
+    Recipe(name="quick-llava-lmfirst", arch="llava", width=64, vision_width=32, tower="zoo:quick-clip",
+           tune_tower=False, decoder_init="probe", recall_steps=1100, recall_schedule=4000, chat_recall_steps=4,
+           named_steps=4, project_steps=3, steps=4, batch_size=16, lr=2e-3, lm_lr=2e-4, episode_share=0.5,
+           n_images=500, eval_images=20),
 )
 
 RECIPES: dict[str, Recipe] = {r.name: r for r in (*QUICK, *FULL, *ZOO2, *QUICK_ZOO2, *ZOO3, *QUICK_ZOO3)}

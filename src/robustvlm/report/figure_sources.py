@@ -45,7 +45,8 @@ CURRICULUM = "llava-clip-m-curriculum"
 #: Zoo III's language-model-first member, measured in context by `make figures zoo-iii`
 LMFIRST = "llava-clip-m-lmfirst"
 _ZOO_II = (*_ICL, "robustvlm.analysis.paired", "robustvlm.analysis.diagnosis", "robustvlm.workflows.measure.diagnose",
-           "robustvlm.report.icl_policy", "robustvlm.report.in_context_tables", "robustvlm.report.zoo_card")
+           "robustvlm.report.icl_policy", "robustvlm.report.in_context_tables", "robustvlm.report.zoo_card",
+           "robustvlm.report.icl_served", "robustvlm.workflows.measure.transformers_serve")
 
 #: experiment (the Makefile's `figures-EXPERIMENT` target) -> the modules its results depend on
 EXPERIMENT_SOURCES: dict[str, tuple[str, ...]] = {
@@ -94,6 +95,7 @@ FIGURE_EXPERIMENT: dict[str, str] = {
     **dict.fromkeys(("openclip-lines", "openclip-er"), "openclip"),
     **dict.fromkeys(("icl-domains", "icl-gain", "icl-shift-cost", "icl-defined-labels"), "icl"),
     **dict.fromkeys(("icl-policy-cost", "diagnose", "zoo-card", "curriculum-stages", "curriculum-curve"), "zoo-ii"),
+    "icl-served": "zoo-iii",
 }
 
 #: tagged figures (NAME:TAG) measured by another experiment than their name's: the curriculum
@@ -103,7 +105,8 @@ TAGGED_EXPERIMENT: dict[str, str] = {
     **{f"{name}:{tag}": "zoo-ii" for name in ("icl-domains", "icl-gain", "icl-shift-cost", "icl-defined-labels")
        for tag in (CURRICULUM, f"{CURRICULUM}-4-shots")},
     **{f"{name}:{tag}": "zoo-iii" for name in ("icl-domains", "icl-gain", "icl-defined-labels", "icl-policy-cost",
-                                                "diagnose", "zoo-card", "curriculum-stages", "curriculum-curve")
+                                                "diagnose", "zoo-card", "curriculum-stages", "curriculum-curve",
+                                                "icl-served")
        for tag in (LMFIRST, f"{LMFIRST}-4-shots")},
 }
 

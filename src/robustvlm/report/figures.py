@@ -6,14 +6,17 @@ results.json of every subfolder of its folder, in name order; a figure of an `rm
 `MATRIX_FIGURES`, reads that run's matrix.json and sfc.json, `rm-steps` also its runs' per-pair
 SFC weights and its data; a figure of a measurement command's
 output folder, in `RUN_FILES`, reads the file named there: a .jsonl file as {"records": its rows}). A name may carry a tag after a colon
-(`rm-seeds:cue70`), so that one document holds the same figure of several runs. `make figures` runs the full demos and rewrites
+(`rm-seeds:cue70`), so that one document holds the same figure of several runs. `icl-served`
+reads the icl_predictions.jsonl of its folder's `local` and `served` subfolders: one `icl eval`
+run per backend of the same model (`report.icl_served`). `make figures` runs the full demos and rewrites
 the Results pages' tables (docs/results/); `docs/quick_figures.md` holds the same tables from the `--quick` variants,
 which a test regenerates and compares, so a change that moves a figure shows up at once.
 
 Each table written from results gets a stamp line under it: the commit that measured it and the
 hash of the code its results depend on (`report.figure_stamps`, `report.figure_sources`), and a
-line naming the machine its results.json records (`machine.machine_line`; "not recorded" for
-results that hold none, a grid's distinct machines joined by ";");
+line naming the machine its results record (`machine.machine_line`: results.json's, or the
+`machine` of the measurement command's JSON result, matrix.json's for an `rm matrix` figure;
+"not recorded" for results that hold none, a grid's distinct machines joined by ";");
 tests/report/test_figure_stamps.py fails when that code has changed since. `--unaffected HOW`
 records instead that the code changed and how the figure was checked unaffected; `--measured-at
 COMMIT` records the hash now without a re-measurement, saying so.
@@ -58,6 +61,7 @@ from robustvlm.report.icl_gain import (
     icl_shift_cost_table,
 )
 from robustvlm.report.icl_policy import icl_policy_cost_table
+from robustvlm.report.icl_served import BACKENDS, icl_served_table
 from robustvlm.report.in_context_tables import diagnosis_table
 from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
 from robustvlm.report.ladder import label as ladder_label
@@ -179,6 +183,7 @@ FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
     "icl-shift-cost": ("icl eval", lambda results: icl_shift_cost_table(results["records"])),
     "icl-defined-labels": ("icl defined-labels", defined_labels_table),
     "icl-policy-cost": ("icl eval", lambda results: icl_policy_cost_table(results["records"])),
+    "icl-served": ("icl eval", icl_served_table),
     "diagnose": ("diagnose", lambda results: diagnosis_table(results["rows"])),
     "zoo-card": ("zoo build", zoo_card_table),
     "curriculum-stages": ("zoo build", curriculum_stages_table),
@@ -209,6 +214,13 @@ RUN_FILES = {"icl-domains": "icl_results.json", "icl-gain": "icl_predictions.jso
              "curriculum-curve": "zoo_member.json"}
 """Figures of a measurement command's output folder: the file each reads. A zoo member's figures
 (`zoo-card`, `curriculum-*`) read its folder's card, and their RESULTS_DIR may be `zoo:NAME`."""
+RUN_MACHINE_FILES = {"icl_predictions.jsonl": "icl_results.json"}
+"""The JSON result beside a JSONL run file that records the run's machine (`machine.with_machine`)."""
+
+
+SERVED_FIGURES = ("icl-served",)
+"""Figures of a folder holding one `icl eval` run per backend of one model (`local`, `served`):
+one tagged block per folder, like `RUN_FILES`' figures."""
 
 
 def _matrix_results(folder: Path) -> dict:
@@ -217,7 +229,8 @@ def _matrix_results(folder: Path) -> dict:
     if missing:
         raise ConfigError(f"{', '.join(missing)} not found: run `robustvlm rm matrix` into {folder} first")
     matrix, sfc = (json.loads(p.read_text(encoding="utf-8")) for p in paths)
-    return {"matrix": matrix, "proxy": sfc["shortcut_aware"]}
+    machine = {MACHINE_KEY: matrix.pop(MACHINE_KEY)} if MACHINE_KEY in matrix else {}
+    return {"matrix": matrix, "proxy": sfc["shortcut_aware"], **machine}
 
 
 def _matrix_steps(folder: Path) -> dict:
@@ -235,12 +248,16 @@ def _matrix_steps(folder: Path) -> dict:
 
 
 def _run_file(path: Path, command: str) -> Mapping:
-    """A measurement command's output file (`RUN_FILES`): JSON, or JSONL as {"records": rows}."""
+    """A measurement command's output file (`RUN_FILES`): JSON, or JSONL as {"records": rows} with
+    the machine its run's JSON result records (`RUN_MACHINE_FILES`), if any."""
     if not path.is_file():
         raise ConfigError(f"{path} not found: run `robustvlm {command}` into {path.parent} first")
-    if path.suffix == ".jsonl":
-        return {"records": read_jsonl(path)}
-    return json.loads(path.read_text(encoding="utf-8"))
+    if path.suffix != ".jsonl":
+        return json.loads(path.read_text(encoding="utf-8"))
+    result = path.parent / RUN_MACHINE_FILES.get(path.name, "")
+    recorded = json.loads(result.read_text(encoding="utf-8")) if result.is_file() else {}
+    machine = {MACHINE_KEY: recorded[MACHINE_KEY]} if MACHINE_KEY in recorded else {}
+    return {"records": read_jsonl(path), **machine}
 
 
 def results_folder(results_dir: str | Path) -> Path:
@@ -278,6 +295,8 @@ def _results(name: str, demo: str, results_dir: Path) -> Mapping:
         return _matrix_results(results_dir)
     if name in RUN_FILES:
         return _run_file(results_dir / RUN_FILES[name], demo)
+    if name in SERVED_FIGURES:
+        return {b: _run_file(results_dir / b / "icl_predictions.jsonl", demo)["records"] for b in BACKENDS}
     if name in GRIDS:
         paths = sorted(results_dir.glob(f"*/{GRID_FILES[name]}"))
         if not paths:

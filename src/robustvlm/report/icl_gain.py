@@ -41,7 +41,7 @@ def wilson(correct: int, n: int) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
-def _cells(records: Sequence[Mapping]) -> dict[tuple[int, str], dict[str, Mapping]]:
+def records_by_cell(records: Sequence[Mapping]) -> dict[tuple[int, str], dict[str, Mapping]]:
     """icl eval records by (shots, policy), then by query id."""
     cells: dict[tuple[int, str], dict[str, Mapping]] = defaultdict(dict)
     for r in records:
@@ -51,7 +51,7 @@ def _cells(records: Sequence[Mapping]) -> dict[tuple[int, str], dict[str, Mappin
 
 def icl_gain_table(records: Sequence[Mapping], domain: str = "clean") -> Table:
     """k-shot (A) minus zero-shot (B) on `domain`'s queries, one row per (shots, policy)."""
-    cells = _cells(records)
+    cells = records_by_cell(records)
     if (0, ZERO_SHOT) not in cells:
         raise DataError("the icl eval run has no 0-shot cell: run it with --shots 0,...")
     zero = cells[(0, ZERO_SHOT)]
@@ -64,7 +64,7 @@ def icl_gain_table(records: Sequence[Mapping], domain: str = "clean") -> Table:
 
 def icl_shift_cost_table(records: Sequence[Mapping], domain: str = "clean") -> Table:
     """Same-domain (A) minus cross-domain (B) demonstrations on `domain`'s queries, per shots."""
-    cells = _cells(records)
+    cells = records_by_cell(records)
     ids = sorted(i for i, r in next(iter(cells.values())).items() if r["domain"] == domain)
     shots = sorted(k for k, p in cells if p == "same-domain" and (k, "cross-domain") in cells)
     if not shots:

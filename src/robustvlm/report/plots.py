@@ -6,6 +6,7 @@ global backend or leaks open figures; `save_figure` writes them as PNG.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,16 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from PIL import Image
 
 from robustvlm.errors import DataError
 
 DPI = 150
+#: the docs site's content column (px) in a 1280-px-wide window (measured in Chromium) and its body text (px): a picture
+#: wider than the column is shown shrunk to it
+PAGE_WIDTH_PX, BODY_TEXT_PX = 690, 16
+#: the PNG text key under which `save_figure` keeps the data a picture plots (JSON)
+DATA_KEY = "robustvlm-data"
 #: Accuracies (in %) offered as tick positions on transformed axes.
 PERCENT_TICKS = (0.1, 0.5, 1, 2, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 98, 99, 99.5, 99.9)
 #: the order in which ticks are kept when they crowd: the roundest first
@@ -33,12 +40,30 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, size: tuple[float, float] = (6
     return fig, axes
 
 
-def save_figure(fig: Figure, path: str | Path) -> Path:
-    """Write `fig` as a PNG at `path` (parent folders are created); returns the path."""
+def readable_points(width_in: float) -> float:
+    """The font size (points) that shows at least as large as the docs' body text when a figure
+    `width_in` inches wide (DPI px per inch) is shown at the page's width (shrunk to
+    PAGE_WIDTH_PX when wider)."""
+    shown = min(PAGE_WIDTH_PX, width_in * DPI)
+    return BODY_TEXT_PX * 72 * width_in / shown
+
+
+def save_figure(fig: Figure, path: str | Path, data: object = None) -> Path:
+    """Write `fig` as a PNG at `path` (parent folders are created); returns the path. With `data`
+    (JSON-able: what the picture plots), the PNG keeps it as text (`plotted_data` reads it back),
+    so a test can check a picture against its source without comparing pixels."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, format="png")
+    metadata = None if data is None else {DATA_KEY: json.dumps(data, sort_keys=True)}
+    fig.savefig(path, dpi=DPI, format="png", metadata=metadata)
     return path
+
+
+def plotted_data(path: str | Path) -> object:
+    """The data `save_figure` kept in the PNG at `path`; None when it kept none."""
+    with Image.open(path) as image:
+        text = getattr(image, "text", {}).get(DATA_KEY)
+    return None if text is None else json.loads(text)
 
 
 def _spaced(percents: Sequence[float], forward: Callable[[np.ndarray], np.ndarray], span: np.ndarray,

@@ -8,12 +8,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from robustvlm.analysis.reward_matrix import MatrixResults, cell_key
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.palette import group_styles
-from robustvlm.report.plots import new_figure, save_figure
+from robustvlm.report.plots import new_figure, readable_points, save_figure
 
 
 def pct(spread: Mapping | None, *, signed: bool = False) -> str:
@@ -24,31 +25,45 @@ def pct(spread: Mapping | None, *, signed: bool = False) -> str:
     return mean if spread.get("std") is None else f"{mean} ± {100 * spread['std']:.1f}"
 
 
+#: the width (inches) of the matrix pictures: one panel per label, stacked, so that the cells'
+#: numbers can be as large as the docs' body text at the page's width
+MATRIX_WIDTH_IN = 6.0
+
+
 def matrix_heatmaps(results: MatrixResults, path: Path) -> Path:
-    """One heatmap per label: rows = training env, columns = test env, mean accuracy (%) over
-    seeds; the diagonal (i.i.d.) outlined; titles give the i.i.d. and o.o.d. averages."""
+    """One heatmap per label, stacked: rows = training env, columns = test env, mean accuracy
+    (%) over seeds in each cell (± the std over seeds, in the same size); the diagonal (i.i.d.)
+    outlined; titles give the i.i.d. and o.o.d. averages. Every number is drawn at least as large
+    as the docs' body text when the picture is shown at the page's width (`plots.readable_points`)."""
+    return save_figure(matrix_figure(results), path)
+
+
+def matrix_figure(results: MatrixResults) -> Figure:
+    """The Figure `matrix_heatmaps` writes."""
     labels = results.labels
-    fig, axes = new_figure(1, len(labels), size=(4.2 * len(labels), 4.2))
+    size = readable_points(MATRIX_WIDTH_IN)
+    rows, cols = len(results.train_envs), len(results.test_envs)
+    fig, axes = new_figure(len(labels), 1, size=(MATRIX_WIDTH_IN, (0.55 * rows + 1.4) * len(labels) + 0.4))
     for ax, label in zip(np.atleast_1d(axes), labels):
-        grid = np.full((len(results.train_envs), len(results.test_envs)), np.nan)
+        grid = np.full((rows, cols), np.nan)
         for i, train in enumerate(results.train_envs):
             for j, test in enumerate(results.test_envs):
                 cell = results.cells[label].get(cell_key(train, test))
                 if cell is not None:
                     grid[i, j] = 100 * cell["mean"]
-                    std = "" if cell["std"] is None else f"\n±{100 * cell['std']:.0f}"
-                    ax.text(j, i, f"{grid[i, j]:.0f}{std}", ha="center", va="center", fontsize=8)
+                    std = "" if cell["std"] is None else f" ±{100 * cell['std']:.0f}"
+                    ax.text(j, i, f"{grid[i, j]:.0f}{std}", ha="center", va="center", fontsize=size)
                 if train == test:
                     ax.add_patch(_outline(j, i))
-        ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=100)
-        ax.set_xticks(range(len(results.test_envs)), results.test_envs, rotation=30, ha="right")
-        ax.set_yticks(range(len(results.train_envs)), results.train_envs)
-        ax.set_xlabel("test environment")
-        ax.set_ylabel("training environment")
+        ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=100, aspect="auto")
+        ax.set_xticks(range(cols), results.test_envs, fontsize=size)
+        ax.set_yticks(range(rows), results.train_envs, fontsize=size)
+        ax.set_ylabel("trained on", fontsize=size)
         avg = results.averages[label]
-        ax.set_title(f"{label}\ni.i.d. {pct(avg['iid'])} · o.o.d. {pct(avg['ood'])}", fontsize=9)
-    fig.suptitle(f"Pairwise accuracy (%), mean over {len(results.seeds)} seed(s)")
-    return save_figure(fig, path)
+        ax.set_title(f"{label}: i.i.d. {pct(avg['iid'])} · o.o.d. {pct(avg['ood'])}", fontsize=size)
+    np.atleast_1d(axes)[-1].set_xlabel("tested on", fontsize=size)
+    fig.suptitle(f"Pairwise accuracy (%), mean ± std over {len(results.seeds)} seed(s)", fontsize=size)
+    return fig
 
 
 def _outline(x: int, y: int) -> Rectangle:

@@ -32,11 +32,35 @@ from tests.helpers.result_files import (
 OPENCLIP = Path(__file__).parents[3] / "docs" / "data" / "openclip_results.csv"
 
 
-def test_the_cli_offers_every_registered_format():
-    from robustvlm.cli.results_options import RESULT_FORMAT_CHOICES as offered
-    from robustvlm.data.results import RESULT_FORMAT_CHOICES
+def test_a_registered_reader_is_offered_by_the_cli(tmp_path, monkeypatch, capsys):
+    """Issue 50.3: a reader is one registry line (name, reader, detector, help); every command that
+    reads results files then takes its name and lists it in --format's help, with no other copy."""
+    from robustvlm.cli import build_parser
+    from robustvlm.data.results import ResultFormat, ResultTable
+    from robustvlm.data.results.formats import RESULT_FORMATS
 
-    assert offered == RESULT_FORMAT_CHOICES
+    def read(path, options):
+        return ResultTable(accuracies=[{"model": "m", "bench": path.read_text(encoding="utf-8"), "accuracy": 0.5}])
+
+    monkeypatch.setitem(RESULT_FORMATS, "my_tool", ResultFormat(read, lambda path: path.suffix == ".mine",
+                                                                "my tool's file", "my tool's JSON"))
+    (tmp_path / "r.mine").write_text("bench-a", encoding="utf-8")
+    assert read_results_file(tmp_path / "r.mine").accuracies[0]["bench"] == "bench-a"  # detected
+    assert detect_format(tmp_path / "r.mine") == "my_tool"
+    monkeypatch.chdir(tmp_path)
+    parser = build_parser()
+    for command in (["robustness", "fit", "r.csv", "--ref", "a", "--shift", "b"], ["robustness", "subsets", "r.csv", "--ref", "a", "--shift", "b"],
+                    ["robustness", "convert", "r.csv", "--out", "o.csv"], ["compare", "a.csv", "b.csv"]):
+        assert parser.parse_args([*command, "--format", "my_tool"]).format == "my_tool"
+    assert parser.parse_args(["robustness", "fit", "r.csv", "--ref", "a", "--shift", "b",
+                              "--baseline-table-format", "my_tool"]).baseline_table_format == "my_tool"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["compare", "--help"])
+    assert "my_tool (my tool's JSON)" in " ".join(capsys.readouterr().out.split())
+    monkeypatch.delitem(RESULT_FORMATS, "my_tool")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["compare", "a.csv", "b.csv", "--format", "my_tool"])
+    assert "invalid choice: 'my_tool'" in capsys.readouterr().err
 
 
 def test_openclip_table_as_published_reads_121_models_on_27_accuracies_and_lists_11_other_measures():

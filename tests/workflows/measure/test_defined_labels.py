@@ -34,6 +34,7 @@ def test_records_and_summary_agree_and_a_killed_run_resumes(shapes, tmp_path, mo
     records = [json.loads(line) for line in (tmp_path / "whole" / run.RECORDS_FILE).read_text().splitlines()]
     assert [r["demos"] for r in records] == ["none"] * 4 + ["photo"] * 4 + ["sketch"] * 4
     cells = {c["demos"]: c for c in summary["cells"]}
+    assert json.loads((tmp_path / "whole" / run.RESULTS_FILE).read_text())["machine"]["torch"]["threads"] >= 1
     for name, cell in cells.items():
         right = [r["correct"] for r in records if r["demos"] == name]
         assert cell["correct"] == sum(right) and cell["accuracy"] == pytest.approx(np.mean(right))

@@ -21,5 +21,6 @@ def test_run_diagnosis_smoke(tmp_path, domains_suite):
     for r in rows:
         assert r["n_classes"] == 8 and r["n_images"] == 24 and r["verdict"] in VERDICTS
         assert 0 <= r["probe_acc"] <= 1 and 0 <= r["semantic_acc"] <= 1
-    assert json.loads((tmp_path / "diagnosis.json").read_text())["rows"] == json.loads(json.dumps(rows))
+    saved = json.loads((tmp_path / "diagnosis.json").read_text())
+    assert saved["rows"] == json.loads(json.dumps(rows)) and saved["machine"]["torch"]["threads"] >= 1
     assert "| photo | 8 |" in (tmp_path / "diagnosis.md").read_text()

@@ -13,46 +13,24 @@ Each reader returns a `ResultTable` (table.py); missing question counts come fro
 `sizes.fill_counts`; the records a reader leaves out are listed (`skips`: on stderr, in the
 command's JSON; `--strict` refuses them). Files are read through `text` (a size cap, UTF-8, CSV
 rows as long as their header). Adding a format is one module with `looks_like` and `read`, and
-one entry in `RESULT_FORMATS`.
+one entry in `formats.RESULT_FORMATS` (its name, reader and `--format` help: the command line
+offers it from there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from robustvlm.data.results import clip_benchmark, lmms_eval, long_csv, openclip, vlmevalkit
+from robustvlm.data.results.formats import (
+    RESULT_FORMATS,
+    ResultFormat,
+    result_format_choices,
+    result_format_help,
+)
 from robustvlm.data.results.sizes import STANDARD_SIZES, fill_counts, standard_size
 from robustvlm.data.results.skips import Skip, report_skips, skips_json
 from robustvlm.data.results.table import ReadOptions, ResultTable
 from robustvlm.errors import ConfigError, DataError
-
-
-@dataclass(frozen=True)
-class ResultFormat:
-    """A results format: its reader (path, the user's reading options) and its detector (whether
-    an existing path is of it)."""
-
-    read: Callable[[Path, ReadOptions], ResultTable]
-    detect: Callable[[Path], bool]
-    what: str
-
-
-def _no_options(read: Callable[[Path], ResultTable]) -> Callable[[Path, ReadOptions], ResultTable]:
-    """A reader that takes no options, as the registry calls readers."""
-    return lambda path, _options: read(path)
-
-
-#: every results format by name, in the order detection tries them
-RESULT_FORMATS: dict[str, ResultFormat] = {
-    "robustvlm": ResultFormat(long_csv.read, long_csv.looks_like, "robustvlm's results CSV (mc eval)"),
-    "openclip": ResultFormat(openclip.read, openclip.looks_like, "open_clip's results table"),
-    "clip_benchmark": ResultFormat(clip_benchmark.read, clip_benchmark.looks_like, "clip_benchmark's JSON or CSV"),
-    "lmms_eval": ResultFormat(lmms_eval.read, lmms_eval.looks_like, "lmms-eval's results / samples"),
-    "vlmevalkit": ResultFormat(_no_options(vlmevalkit.read), vlmevalkit.looks_like, "VLMEvalKit's sheets"),
-}
-RESULT_FORMAT_CHOICES = ("auto", *RESULT_FORMATS)
 
 
 def detect_format(path: Path) -> str:
@@ -74,12 +52,13 @@ def read_results_file(path: str | Path, fmt: str = "auto", options: ReadOptions 
     if not path.exists():
         raise ConfigError(f"{path}: no such file or folder")
     if fmt != "auto" and fmt not in RESULT_FORMATS:
-        raise ConfigError(f"unknown results format {fmt!r}; choose one of {', '.join(RESULT_FORMAT_CHOICES)}")
+        raise ConfigError(f"unknown results format {fmt!r}; choose one of {', '.join(result_format_choices())}")
     options = options or ReadOptions()
     table = RESULT_FORMATS[detect_format(path) if fmt == "auto" else fmt].read(path, options)
     report_skips(table.skipped, strict=options.strict)
     return table
 
 
-__all__ = ["RESULT_FORMATS", "RESULT_FORMAT_CHOICES", "STANDARD_SIZES", "DataError", "ReadOptions", "ResultFormat",
-           "ResultTable", "Skip", "detect_format", "fill_counts", "read_results_file", "skips_json", "standard_size"]
+__all__ = ["RESULT_FORMATS", "STANDARD_SIZES", "DataError", "ReadOptions", "ResultFormat",
+           "ResultTable", "Skip", "detect_format", "fill_counts", "read_results_file", "result_format_choices",
+           "result_format_help", "skips_json", "standard_size"]

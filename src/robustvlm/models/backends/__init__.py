@@ -54,6 +54,7 @@ from robustvlm.models.tiny_families import VLM_FAMILIES as TINY_VLMS
 from robustvlm.models.zoo_recipes import resolve_model_name
 from robustvlm.plugins import load_plugins
 from robustvlm.redact import refuse_key_like
+from robustvlm.sharding import place_model
 
 __all__ = ["BACKENDS", "CAPABILITIES", "Backend", "BackendSpec", "infer_family", "load_backend"]
 
@@ -214,6 +215,9 @@ def load_backend(
         trust_remote_code: passed to transformers only when True.
         served: the server of a served model ("openai:MODEL"); needed for one, unused by others.
 
+    Under a launcher (torchrun, accelerate launch) the model goes on this process's device
+    (`sharding.place_model`: cuda:LOCAL_RANK where CUDA is); otherwise it stays on the CPU.
+
     Raises ConfigError for an unknown family or a model that cannot be loaded.
     """
     name = resolve_model_name(name)
@@ -226,4 +230,6 @@ def load_backend(
         from robustvlm.models.backends.served import ServedBackend
 
         return ServedBackend.connect(name, family, served)
-    return BACKENDS[family].backend_class().load(name, family, corpus=corpus, trust_remote_code=trust_remote_code)
+    backend = BACKENDS[family].backend_class().load(name, family, corpus=corpus, trust_remote_code=trust_remote_code)
+    backend.model = place_model(backend.model)  # under a launcher: this process's GPU (sharding)
+    return backend

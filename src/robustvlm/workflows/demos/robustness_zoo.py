@@ -22,8 +22,8 @@ at the others: 2,700 questions per member) were set from its price, measured wit
 benchmarks/zoo_corruption_price.py (one thread, CPU time, full members): 2.4-3.5 ms per question
 for a dual encoder, 15-16.5 ms for a VLM, 3 ms for a (quick) embedding model, 1-11 ms to write a
 corrupted picture (glass_blur 116-127 ms). Over the full zoo (10 dual encoders, 15 VLMs, 3
-embedding models) that is about 740 CPU-s of scoring and 180 CPU-s of corrupting, about 15
-CPU-minutes; every type at every severity on all 200 scans would be about 70.
+embedding models) scoring costs about four times what corrupting does, and every type at every
+severity on all 200 scans would cost about 4.6 times the suite.
 
 Outputs: results.csv (member, group, method, bench, accuracy, n, CIs), results.json
 (`ZooRobustnessResults`), report.md / report.html, fits/<shift>/{fit.json, scatter.png} (the

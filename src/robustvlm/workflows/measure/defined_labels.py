@@ -24,6 +24,7 @@ from typing import Any
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
+from robustvlm.machine import with_machine
 from robustvlm.models.loading import load_vlm
 from robustvlm.report.icl_gain import defined_labels_markdown, defined_labels_summary
 from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl
@@ -88,7 +89,7 @@ def run_defined_labels(
             append_jsonl(log, new)
             records += new
     summary = {"config": config, **defined_labels_summary(records, query_domain, ways)}
-    (out / RESULTS_FILE).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    (out / RESULTS_FILE).write_text(json.dumps(with_machine(summary), indent=2), encoding="utf-8")
     (out / "defined_labels.md").write_text(defined_labels_markdown(summary), encoding="utf-8")
     return summary
 

@@ -25,6 +25,7 @@ from robustvlm.config import ServedConfig, read_yaml_mapping
 from robustvlm.evaluation.diagnose import measure_domains
 from robustvlm.evaluation.icl_settings import DIAGNOSE_DEFAULTS, InContextSettings
 from robustvlm.evaluation.in_context import evaluate_icl
+from robustvlm.machine import with_machine
 from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings
 from robustvlm.models.support import require_capability
 from robustvlm.report.in_context_tables import diagnosis_markdown
@@ -118,7 +119,7 @@ def run_diagnosis(
     rows = diagnose_table(measured.rows, visual_min_skill=visual_min_skill,
                           semantic_min_skill=semantic_min_skill, mapping_min_skill=mapping_min_skill)
     result = Diagnosis(config, rows, measured.icl_cells, measured.semantic_records)
-    (out / RESULT_FILE).write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
+    (out / RESULT_FILE).write_text(json.dumps(with_machine(result.to_dict()), indent=2), encoding="utf-8")
     (out / "diagnosis.md").write_text(
         f"# Failure diagnosis\n\nmodel: `{model_name}`\n\n{diagnosis_markdown(rows)}\n", encoding="utf-8"
     )

@@ -29,6 +29,7 @@ from robustvlm.data.records import Example
 from robustvlm.errors import DataError
 from robustvlm.evaluation.icl_settings import DEFAULTS, InContextSettings
 from robustvlm.evaluation.in_context import IclQuery, RecordStore, Score, evaluate_icl, record_key
+from robustvlm.machine import with_machine
 from robustvlm.models.backends import SERVER_MAY_DIFFER, Backend, load_backend, served_settings
 from robustvlm.models.blind import BlindBackend, blind_input
 from robustvlm.models.support import require_capability
@@ -128,7 +129,7 @@ def _evaluate_into(
                          predictions=predictions, progress=progress)
     run = IclRun(config, cells)
     if is_main():
-        (out / "icl_results.json").write_text(json.dumps(run.to_dict(), indent=2), encoding="utf-8")
+        (out / "icl_results.json").write_text(json.dumps(with_machine(run.to_dict()), indent=2), encoding="utf-8")
         (out / "icl_results.md").write_text(
             f"# In-context evaluation\n\nmodel: `{config['model']}`\n\n{icl_markdown(cells)}\n", encoding="utf-8"
         )

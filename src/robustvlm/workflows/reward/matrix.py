@@ -45,6 +45,7 @@ from robustvlm.analysis.reward_matrix import (
 )
 from robustvlm.config import RewardConfig, deep_merge, read_yaml_mapping, validate_config
 from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
+from robustvlm.machine import with_machine
 from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.models.loading import save_tiny_base
 from robustvlm.models.reward import is_reward_model
@@ -208,7 +209,7 @@ def run_matrix(spec: Mapping | str | Path, out_dir: str | Path, *, smoke: bool =
     results = aggregate_matrix(runs, {p.id: (p.env, p.chosen, p.rejected) for p in tests},
                                proxy_label=plan.text_only)
     results.swap = matrix_swap_checks(runs)
-    (out / RESULTS_FILE).write_text(json.dumps(results.to_dict(), indent=2) + "\n", encoding="utf-8")
+    (out / RESULTS_FILE).write_text(json.dumps(with_machine(results.to_dict()), indent=2) + "\n", encoding="utf-8")
     sfc = {label: logged_proxy(out, label, plan.seeds, train_envs).to_dict()
            for label, (loss, _) in plan.losses.items() if loss_spec(loss).proxy}
     if sfc:

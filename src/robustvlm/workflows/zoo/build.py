@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 from filelock import FileLock
 
+from robustvlm.machine import with_machine
 from robustvlm.model_ref import ZOO, ModelRef
 from robustvlm.models.zoo_recipes import (
     FULL,
@@ -170,7 +171,7 @@ def _build_unlocked(r: Recipe, final: Path) -> Built:
     with atomic_folder(final) as tmp:
         shutil.copytree(previous, tmp)
         (tmp / STAGE_FILE).unlink()
-        (tmp / MEMBER_FILE).write_text(json.dumps(info, indent=2), encoding="utf-8")
+        (tmp / MEMBER_FILE).write_text(json.dumps(with_machine(info), indent=2), encoding="utf-8")
         (tmp / "README.md").write_text(render_card(info), encoding="utf-8")
     shutil.rmtree(work, ignore_errors=True)
     print(f"{r.name}: held-out accuracy {info['heldout_accuracy']:.3f}, {info['cpu_seconds']} CPU s -> {final}")

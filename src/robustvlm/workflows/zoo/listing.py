@@ -1,6 +1,6 @@
 """`robustvlm zoo list`: every recipe with its key and, when built, what its `zoo_member.json`
 says. Reads recipes and small JSON files only: no model, torch or transformers is imported, so
-listing takes a fraction of a second (issue 46.8: it took 17 s importing the builder)."""
+listing takes a fraction of a second (issue 46.8: it used to import the builder)."""
 
 from __future__ import annotations
 
