@@ -111,6 +111,16 @@ RUNS = {
     "robustvlm mc eval --model tiny:idefics3 --benchmark q/digits.jsonl --out runs/mc_shard0 --shard 0/2": "",
     "robustvlm mc eval --model tiny:idefics3 --benchmark q/digits.jsonl --out runs/mc_shard1 --shard 1/2": "",
     "robustvlm merge runs/mc_shard0 runs/mc_shard1 --out runs/mc_merged": "",
+    "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out runs/icl_shard0 --shots 0,1 --n-per-env 4 "
+    "--shard 0/2": "--max-new-tokens 4",
+    "robustvlm icl eval --model tiny:idefics3 --data data/domains/digits --out runs/icl_shard1 --shots 0,1 --n-per-env 4 "
+    "--shard 1/2": "--max-new-tokens 4",
+    "robustvlm merge runs/icl_shard0 runs/icl_shard1 --out runs/icl_merged": "",
+    "robustvlm diagnose --model tiny:idefics3 --data data/domains/digits --out runs/diagnose_shard0 --shots 1 "
+    "--n-per-env 4 --shard 0/2": "--max-new-tokens 4",
+    "robustvlm diagnose --model tiny:idefics3 --data data/domains/digits --out runs/diagnose_shard1 --shots 1 "
+    "--n-per-env 4 --shard 1/2": "--max-new-tokens 4",
+    "robustvlm merge runs/diagnose_shard0 runs/diagnose_shard1 --out runs/diagnose_merged": "",
     "robustvlm grid configs/eval_grid.yaml --dry-run": "",
     "robustvlm grid configs/eval_grid.yaml --out runs/grid": "",
 }
@@ -295,6 +305,8 @@ def test_documented_lines_run_as_written_with_tiny_settings(tmp_path, monkeypatc
     assert set(study["paired"]) == set(study["methods"]) - {study["baseline"]} and study["paired"]["birm"]["exact"]
     assert (tmp_path / "runs" / "rm_shortcut_aware" / "eval").is_dir()
     assert (tmp_path / "runs" / "mc_merged" / "results.csv").is_file()  # the shards joined (guides/invariant-finetuning.md)
+    assert (tmp_path / "runs" / "icl_merged" / "icl_results.json").is_file()
+    assert (tmp_path / "runs" / "diagnose_merged" / "diagnosis.json").is_file()
     assert json.loads((tmp_path / "runs" / "grid" / "grid.json").read_text()) == {  # the grid of the same guide
         "tiny_idefics3": {"digits": "tiny_idefics3/digits/merged"}, "tiny_clip": {"digits": "tiny_clip/digits/merged"}}
     salient = tmp_path / "runs" / "matrix_salient"

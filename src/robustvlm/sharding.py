@@ -1,8 +1,8 @@
 """Data-parallel scoring: which questions this process scores, where its rows go, how they merge.
 
-The scoring commands of a local model (`eval`, `mc eval`, `rm eval`, `embed eval`'s benchmarks)
-write one JSONL row per question through `score_rows`, and claim their run folder through
-`claim`. Two ways of splitting the questions, which combine:
+The scoring commands of a local model (`eval`, `mc eval`, `icl eval`, `diagnose`'s in-context
+stage, `rm eval`, `embed eval`'s benchmarks) write one JSONL row per question through
+`score_rows`, and claim their run folder through `claim`. Two ways of splitting the questions, which combine:
 
 - `--shard I/N` (`begin_command`): the run folder holds shard I of N, the I-th of N contiguous
   blocks of the questions in their order (`block`: sizes differ by at most one, the first blocks
@@ -198,14 +198,22 @@ def claim(
     path: str | Path, settings: Any, *, command: str, resume: bool, may_differ: Iterable[str] = ()
 ) -> Path:
     """`runs.claim_run_folder` for a scoring command: its settings plus `shard: I/N` under
-    `--shard`; written (and locked) by the main process only, checked by the others. The first
-    folder a sharded command claims gets shard.json."""
+    `--shard`; written (and locked) by the main process only, after the others checked it. The
+    first folder a sharded command claims gets shard.json."""
     now = resolved_settings(settings)
     shard = _command.shard
     if shard is not None:
         now = {**now, SHARD_KEY: str(shard)}
-    folder = claim_run_folder(path, now, command=command, resume=resume, may_differ=tuple(may_differ),
-                              write=is_main())
+
+    def claim_here(write: bool) -> Path:
+        return claim_run_folder(path, now, command=command, resume=resume, may_differ=tuple(may_differ), write=write)
+
+    # the others check the folder as the main process finds it, before it writes (once it has, a
+    # folder it claims inside this one, such as blind/, would count as finished work)
+    folder = Path(path) if is_main() else claim_here(write=False)
+    wait_for_everyone()
+    if is_main():
+        folder = claim_here(write=True)
     if shard is not None and _command.root is None:
         _command.root = folder
         _command.record = {"shard": str(shard), "command": command, "argv": [redact(a) for a in _command.argv],

@@ -4,6 +4,7 @@ arithmetic: tests/analysis/test_in_context_accuracy.py; the run, its outputs and
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import torch
 
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation import in_context
+from robustvlm.evaluation.icl_settings import InContextSettings
 from robustvlm.evaluation.metrics.exact import normalize_answer
 from robustvlm.models.backends import VLMBackend
 from robustvlm.models.chat import check_multi_image
@@ -120,16 +122,16 @@ def test_prompt_has_k_plus_one_images_and_demo_answers(shapes_examples, tiny_vlm
 def test_single_image_model_is_a_clear_error(shapes_examples, shapes_backend):
     spy = VLMBackend("spy", "vlm", shapes_backend.model, _SpyProcessor(shapes_backend.processor, max_images=1))
     with pytest.raises(ConfigError, match="several images"):
-        in_context.evaluate_icl(spy, shapes_examples, shots=(0, 1), policies=("random",), n_per_domain=1)
+        in_context.evaluate_icl(spy, shapes_examples, InContextSettings(shots=(0, 1), policies=("random",), n_per_env=1))
     check_multi_image(shapes_backend.processor)  # the real tiny processor passes
 
 
 def test_evaluate_icl_is_deterministic_and_counts_right(shapes_examples, shapes_backend):
-    kwargs = dict(shots=(0, 2), policies=("random", "cross-domain"), n_per_domain=2, seed=1)
+    settings = InContextSettings(shots=(0, 2), policies=("random", "cross-domain"), n_per_env=2, seed=1)
     preds_a, preds_b, preds_c = [], [], []
-    rows_a = in_context.evaluate_icl(shapes_backend, shapes_examples, predictions=preds_a, **kwargs)
-    rows_b = in_context.evaluate_icl(shapes_backend, shapes_examples, predictions=preds_b, **kwargs)
-    in_context.evaluate_icl(shapes_backend, shapes_examples, predictions=preds_c, batch_size=3, **kwargs)
+    rows_a = in_context.evaluate_icl(shapes_backend, shapes_examples, settings, predictions=preds_a)
+    rows_b = in_context.evaluate_icl(shapes_backend, shapes_examples, settings, predictions=preds_b)
+    in_context.evaluate_icl(shapes_backend, shapes_examples, replace(settings, batch_size=3), predictions=preds_c)
     assert rows_a == rows_b and preds_a == preds_b
     assert [p["demos"] for p in preds_a] == [p["demos"] for p in preds_c]  # demos ignore batching
     cells = {(r.shots, r.policy) for r in rows_a}
@@ -149,8 +151,10 @@ def test_evaluate_icl_is_deterministic_and_counts_right(shapes_examples, shapes_
         assert r.n == (8 if r.domain == "all" else 2)
 
 
-def test_bad_arguments(shapes_examples, shapes_backend):
+def test_bad_arguments():
     with pytest.raises(ConfigError, match="shots"):
-        in_context.evaluate_icl(shapes_backend, shapes_examples, shots=(-1,))
+        InContextSettings(shots=(-1,))
     with pytest.raises(ConfigError, match="policies"):
-        in_context.evaluate_icl(shapes_backend, shapes_examples, shots=(1,), policies=("nearest",))
+        InContextSettings(shots=(1,), policies=("nearest",))
+    with pytest.raises(ConfigError, match="n_per_env must be positive"):
+        InContextSettings(n_per_env=0)

@@ -30,6 +30,7 @@ from robustvlm.data.from_config import load_from_config
 from robustvlm.data.preferences import load_pairs
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import ConfigError
+from robustvlm.evaluation.icl_settings import InContextSettings
 from robustvlm.models import support
 from robustvlm.models.backends import load_backend
 from robustvlm.models.loglik import option_logliks
@@ -306,8 +307,8 @@ def test_embed_train_one_step(kind, tmp_path):
 def test_icl_eval(kind, domains_suite, tmp_path):
     out = tmp_path / "icl"
     with outcome(kind, "icl", out):
-        result = run_icl(f"tiny:{kind}", domains_suite / "shapes", out, shots=(0, 1), policies=("same-domain",),
-                         n_per_domain=1, seed=0, progress=False)
+        result = run_icl(f"tiny:{kind}", domains_suite / "shapes", out,
+                         InContextSettings(shots=(0, 1), policies=("same-domain",), n_per_env=1, seed=0), progress=False)
         assert {r["shots"] for r in result.to_dict()["rows"]} == {0, 1}
 
 
@@ -318,6 +319,7 @@ def test_diagnose(kind, domains_suite, tmp_path):
     descriptions = {c: f"a drawing of a {c}" for c in
                     ("circle", "cross", "heart", "hexagon", "pentagon", "square", "star", "triangle")}
     with outcome(kind, "diagnose", out):
-        result = run_diagnosis(f"tiny:{kind}", domains_suite / "shapes", out, descriptions=descriptions,
-                               shots=1, n_per_domain=1)
+        result = run_diagnosis(f"tiny:{kind}", domains_suite / "shapes", out,
+                               InContextSettings(shots=(0, 1), policies=("same-domain",), n_per_env=1),
+                               descriptions=descriptions)
         assert len(result.rows) == 4 and all(0 <= r["probe_acc"] <= 1 for r in result.rows)

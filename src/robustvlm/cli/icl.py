@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from robustvlm.cli.merge import add_shard_option
 from robustvlm.cli.options import (
     BLIND_HELP,
     RESUME_HELP,
@@ -16,29 +17,33 @@ from robustvlm.cli.options import (
     renamed,
     served,
 )
+from robustvlm.evaluation.icl_settings import (
+    DEFAULTS,
+    DIAGNOSE_DEFAULTS,
+    POLICIES,
+    InContextSettings,
+)
 from robustvlm.extras import require
 
-ICL_MAX_NEW_TOKENS = 8  # a class name (`evaluation.in_context.evaluate_icl`'s default)
+
+def _settings(args: argparse.Namespace, shots: tuple[int, ...], policies: tuple[str, ...],
+              batch_size: int) -> InContextSettings:
+    """The InContextSettings of `icl eval`'s or `diagnose`'s options."""
+    return InContextSettings(shots=shots, policies=policies, n_per_env=args.n_per_env, seed=args.seed,
+                             batch_size=batch_size, max_new_tokens=args.max_new_tokens,
+                             repetition_penalty=args.repetition_penalty)
 
 
 def _icl_eval(args: argparse.Namespace) -> int:
+    from robustvlm.errors import ConfigError
     from robustvlm.workflows.measure.icl_eval import run_icl
 
-    run_icl(
-        args.model,
-        args.data,
-        args.out,
-        shots=tuple(int(k) for k in args.shots.split(",")),
-        policies=tuple(args.demos.split(",")),
-        n_per_domain=args.n_per_env,
-        seed=args.seed,
-        batch_size=args.batch_size,
-        max_new_tokens=args.max_new_tokens,
-        repetition_penalty=args.repetition_penalty,
-        resume=args.resume,
-        served=served(args),
-        blind=args.blind,
-    )
+    try:
+        shots = tuple(int(k) for k in args.shots.split(","))
+    except ValueError:
+        raise ConfigError(f"--shots {args.shots}: expected comma-separated whole numbers, e.g. 0,1,2,4") from None
+    settings = _settings(args, shots, tuple(args.demos.split(",")), args.batch_size)
+    run_icl(args.model, args.data, args.out, settings, resume=args.resume, served=served(args), blind=args.blind)
     print(f"wrote {args.out}/icl_results.json and icl_results.md")
     if args.blind:
         from robustvlm.report.vision_gain import gain_summary
@@ -72,19 +77,12 @@ def _diagnose(args: argparse.Namespace) -> int:
     if not args.descriptions:
         require("wordnet", "diagnose (class descriptions from WordNet; or give --descriptions)")
 
-    run_diagnosis(
-        args.model,
-        args.data,
-        args.out,
-        descriptions=args.descriptions,
-        shots=args.shots,
-        n_per_domain=args.n_per_env,
-        seed=args.seed,
-        max_new_tokens=args.max_new_tokens,
-        repetition_penalty=args.repetition_penalty,
-        resume=args.resume,
-        served=served(args),
-    )
+    settings = _settings(args, (0, args.shots), DIAGNOSE_DEFAULTS.policies, DIAGNOSE_DEFAULTS.batch_size)
+    if run_diagnosis(args.model, args.data, args.out, settings, descriptions=args.descriptions, resume=args.resume,
+                     served=served(args)) is None:
+        print(f"wrote shard {args.shard} of the in-context records into {args.out}; `robustvlm merge` joins the "
+              "shards and diagnoses")
+        return 0
     print((Path(args.out) / "diagnosis.md").read_text())
     return 0
 
@@ -102,22 +100,31 @@ def add_icl(sub: SubParsers) -> None:
     ie.add_argument("--model", required=True, help="a model folder, hub name, or openai:MODEL with --base-url")
     ie.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/*.png")
     ie.add_argument("--out", required=True, help="folder for icl_results.json / .md and the per-query rows")
-    ie.add_argument("--shots", default="0,1,2,4", help="comma-separated shot counts")
+    ie.add_argument("--shots", default=",".join(map(str, DEFAULTS.shots)), help="comma-separated shot counts")
     ie.add_argument(
         "--demos",
-        default="random",
-        help="comma-separated: random, same-domain, cross-domain, label-shift, spurious",
+        default=",".join(DEFAULTS.policies),
+        help=f"comma-separated: {', '.join(POLICIES)}",
     )
-    renamed(ie, "--n-per-domain", ie.add_argument("--n-per-env", type=int_at_least(1), default=20,
-                                                  help="query images per domain (environment) (20)"))
-    ie.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the queries and demonstrations (0)")
-    ie.add_argument("--batch-size", type=int_at_least(1), default=8, help="prompts per generation batch")
+    _add_query_options(ie)
+    ie.add_argument("--batch-size", type=int_at_least(1), default=DEFAULTS.batch_size,
+                    help="prompts per generation batch")
     ie.add_argument("--resume", action="store_true", help=RESUME_HELP)
     ie.add_argument("--blind", action="store_true", help=BLIND_HELP)
-    add_decoding_options(ie, max_new_tokens=ICL_MAX_NEW_TOKENS)
+    add_decoding_options(ie, max_new_tokens=DEFAULTS.max_new_tokens)
     add_served_options(ie)
+    add_shard_option(ie)
     ie.set_defaults(func=_icl_eval)
     _add_defined_labels(icl_sub)
+
+
+def _add_query_options(parser: argparse.ArgumentParser) -> None:
+    """--n-per-env and --seed: which queries (and demonstrations) an in-context run draws."""
+    renamed(parser, "--n-per-domain", parser.add_argument(
+        "--n-per-env", type=int_at_least(1), default=DEFAULTS.n_per_env,
+        help=f"query images per domain (environment) ({DEFAULTS.n_per_env})"))
+    parser.add_argument("--seed", type=int_at_least(0), default=DEFAULTS.seed,
+                        help=f"seed of the queries and demonstrations ({DEFAULTS.seed})")
 
 
 def _add_defined_labels(icl_sub: SubParsers) -> None:
@@ -150,11 +157,11 @@ def add_diagnose(sub: SubParsers) -> None:
     dg.add_argument("--data", required=True, help="image-folder root ROOT/DOMAIN/CLASS/*.png")
     dg.add_argument("--out", required=True, help="folder for diagnosis.md / .json")
     dg.add_argument("--descriptions", help="YAML {class: description} (default: WordNet glosses)")
-    dg.add_argument("--shots", type=int_at_least(0), default=4, help="demonstrations in each in-context prompt (4)")
-    renamed(dg, "--n-per-domain", dg.add_argument("--n-per-env", type=int_at_least(1), default=20,
-                                                  help="query images per domain (environment) (20)"))
-    dg.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the queries and demonstrations (0)")
+    dg.add_argument("--shots", type=int_at_least(0), default=DIAGNOSE_DEFAULTS.most_shots,
+                    help=f"demonstrations in each in-context prompt ({DIAGNOSE_DEFAULTS.most_shots})")
+    _add_query_options(dg)
     dg.add_argument("--resume", action="store_true", help=RESUME_HELP)
-    add_decoding_options(dg, max_new_tokens=ICL_MAX_NEW_TOKENS)
+    add_decoding_options(dg, max_new_tokens=DIAGNOSE_DEFAULTS.max_new_tokens)
     add_served_options(dg)
+    add_shard_option(dg)
     dg.set_defaults(func=_diagnose)

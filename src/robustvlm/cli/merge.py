@@ -46,7 +46,8 @@ def _merge(args: argparse.Namespace) -> int:
 def add_merge(sub: SubParsers) -> None:
     """merge."""
     mg = sub.add_parser(
-        "merge", help="join the folders of an eval / mc eval / rm eval / embed eval run split with --shard I/N",
+        "merge", help="join the folders of an eval / mc eval / icl eval / diagnose / rm eval / embed eval run split with "
+        "--shard I/N",
         epilog=example("robustvlm merge runs/mc_shard0 runs/mc_shard1 --out runs/mc_merged"),
         description="Checks that the folders are the finished shards 0..N-1 of one run (same command, settings "
         "and questions; no overlap, no gap), writes their per-question rows in question order into --out, then "

@@ -6,7 +6,8 @@
               description?" (WordNet glosses, or given descriptions), scored by the
               summed log-likelihood of each class name as the answer
               (`models.loglik.option_logliks`, text-only prompt)
-    mapping   zero-shot and k-shot accuracy from `evaluation.in_context.evaluate_icl`
+    mapping   zero-shot and k-shot accuracy from `evaluation.in_context.evaluate_icl` (run by the
+              caller, which may split it between processes: `workflows.measure.diagnose`)
 
 A model that cannot take a measurement gets None for it, never a guess: a served model has no
 vision tower to probe, and its semantic questions need a server that returns prompt
@@ -26,7 +27,8 @@ from robustvlm.analysis.in_context_accuracy import IclCell
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
-from robustvlm.evaluation.in_context import ZERO_SHOT, evaluate_icl
+from robustvlm.evaluation.icl_settings import InContextSettings
+from robustvlm.evaluation.in_context import ZERO_SHOT
 from robustvlm.extras import require
 from robustvlm.models.backends import Backend
 from robustvlm.models.served import LoglikUnavailable
@@ -132,24 +134,19 @@ def _semantic_or_none(backend: Backend, descriptions: Mapping[str, str], seed: i
 def measure_domains(
     backend: Backend,
     examples: Sequence[Example],
+    icl_cells: Sequence[IclCell],
+    settings: InContextSettings,
     *,
     descriptions: Mapping[str, str] | None = None,
-    shots: int = 4,
-    icl_policy: str = "same-domain",
-    n_per_domain: int = 20,
-    seed: int = 0,
     probe_test_fraction: float = 0.5,
-    max_new_tokens: int = 8,
-    repetition_penalty: float = 1.0,
 ) -> DomainMeasurements:
-    """The three measurements per domain (see DomainMeasurements); the in-context answers
-    decode as `evaluation.in_context.evaluate_icl` says (`max_new_tokens`, `repetition_penalty`)."""
+    """The three measurements per domain (see DomainMeasurements), the mapping one read from
+    `icl_cells`: `evaluation.in_context.evaluate_icl` of `examples` with `settings` (0 shots and
+    `settings.most_shots` shots of the policy `settings.policies[0]`)."""
+    shots, policy = settings.most_shots, settings.policies[0]
     by_domain: dict[str, list[Example]] = defaultdict(list)
     for ex in examples:
         by_domain[ex.env].append(ex)
-    icl_cells = evaluate_icl(backend, examples, shots=sorted({0, shots}), policies=(icl_policy,),
-                             n_per_domain=n_per_domain, seed=seed, max_new_tokens=max_new_tokens,
-                             repetition_penalty=repetition_penalty)
     accuracy = {(c.policy, c.domain): c.accuracy for c in icl_cells}
     semantic: dict[tuple[str, ...], tuple[float | None, list[dict]]] = {}
     rows = []
@@ -157,11 +154,11 @@ def measure_domains(
         group = by_domain[domain]
         classes = tuple(sorted({ex.target for ex in group}))
         if classes not in semantic:
-            semantic[classes] = _semantic_or_none(backend, class_descriptions(classes, descriptions), seed)
+            semantic[classes] = _semantic_or_none(backend, class_descriptions(classes, descriptions), settings.seed)
         probe = None
         if backend.supports("image_embed"):
             probe = linear_probe_accuracy(vision_features(backend, group), [ex.target for ex in group],
-                                          test_fraction=probe_test_fraction, seed=seed)
+                                          test_fraction=probe_test_fraction, seed=settings.seed)
         rows.append({
             "domain": domain,
             "n_classes": len(classes),
@@ -169,6 +166,6 @@ def measure_domains(
             "probe_acc": probe,
             "semantic_acc": semantic[classes][0],
             "zero_shot_acc": accuracy[(ZERO_SHOT, domain)],
-            "icl_acc": accuracy[(icl_policy, domain)] if shots else None,
+            "icl_acc": accuracy[(policy, domain)] if shots else None,
         })
-    return DomainMeasurements(rows, icl_cells, [r for _, recs in semantic.values() for r in recs])
+    return DomainMeasurements(rows, list(icl_cells), [r for _, recs in semantic.values() for r in recs])

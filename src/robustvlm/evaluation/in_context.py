@@ -14,13 +14,14 @@ every other query never used as a demo):
 
 Accuracy is exact match of the generated answer against the class name, both normalised as the
 exact-match metric does (`evaluation.metrics.exact`). The run itself (model loading, the output
-folder, resuming) is `workflows.measure.icl_eval.run_icl`.
+folder, resuming, data-parallel scoring through a `RecordStore`) is `workflows.measure.icl_eval.run_icl`.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +32,11 @@ from robustvlm.analysis.in_context_accuracy import IclCell, accuracy_cells, icl_
 from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.evaluation.icl_settings import DEFAULTS, POLICIES, InContextSettings
 from robustvlm.evaluation.metrics.exact import normalize_answer
 from robustvlm.models.backends import Backend
 from robustvlm.models.chat import ChatPrompt, encode_chats
 
-POLICIES = ("random", "same-domain", "cross-domain", "label-shift", "spurious")
 ZERO_SHOT = "zero-shot"  # the policy name of 0-shot rows (no demos, so no policy applies)
 RecordKey = tuple[int, str, str]  # (shots, policy, query id): one per-query record
 
@@ -144,10 +145,10 @@ def encode_prompts(
     return encode_chats(processor, chat_prompts(items, class_names, image_loader=image_loader))
 
 
-def sample_queries(examples: Sequence[Example], n_per_domain: int, seed: int) -> list[Example]:
-    """Up to n_per_domain queries per domain, drawn without replacement (domains sorted)."""
-    if n_per_domain < 1:
-        raise ConfigError(f"n_per_domain must be positive, got {n_per_domain}")
+def sample_queries(examples: Sequence[Example], n_per_env: int, seed: int) -> list[Example]:
+    """Up to n_per_env queries per domain (environment), drawn without replacement (domains sorted)."""
+    if n_per_env < 1:
+        raise ConfigError(f"n_per_env must be positive, got {n_per_env}")
     by_domain: dict[str, list[Example]] = defaultdict(list)
     for ex in examples:
         by_domain[ex.env].append(ex)
@@ -155,99 +156,110 @@ def sample_queries(examples: Sequence[Example], n_per_domain: int, seed: int) ->
     queries = []
     for domain in sorted(by_domain):
         group = by_domain[domain]
-        picks = rng.choice(len(group), size=min(n_per_domain, len(group)), replace=False)
+        picks = rng.choice(len(group), size=min(n_per_env, len(group)), replace=False)
         queries += [group[i] for i in sorted(picks)]
     return queries
+
+
+@dataclass(frozen=True)
+class IclQuery:
+    """One prompt to answer: a query with its demonstrations in one (shots, policy) cell."""
+
+    shots: int
+    policy: str
+    query: Example
+    demos: list[Example]
+
+    @property
+    def key(self) -> RecordKey:
+        """(shots, policy, query id): the `record_key` of its record."""
+        return self.shots, self.policy, self.query.id
+
+
+Score = Callable[[list[IclQuery]], Iterable[list[dict]]]
+#: (every prompt of the run in evaluation order, a scorer of a list of them a batch of records at a
+#: time) -> their records in that order; the run's store decides which it scores and where records go
+RecordStore = Callable[[list[IclQuery], Score], list[dict]]
+
+
+def in_memory(items: list[IclQuery], score: Score) -> list[dict]:
+    """The `RecordStore` that scores every prompt and keeps the records in memory."""
+    return [record for batch in score(items) for record in batch]
 
 
 def evaluate_icl(
     backend: Backend,
     examples: Sequence[Example],
+    settings: InContextSettings = DEFAULTS,
     *,
-    shots: Sequence[int] = (0, 1, 2, 4),
-    policies: Sequence[str] = POLICIES,
-    n_per_domain: int = 20,
-    seed: int = 0,
-    n_skew_classes: int = 2,
-    batch_size: int = 8,
-    max_new_tokens: int = 8,
-    repetition_penalty: float = 1.0,
+    store: RecordStore = in_memory,
     predictions: list[dict] | None = None,
-    finished: Mapping[RecordKey, Mapping] | None = None,
-    on_records: Callable[[list[dict]], None] | None = None,
     progress: bool = True,
 ) -> list[IclCell]:
-    """Per-domain accuracy of k-shot classification for every (shots, policy).
+    """Per-domain accuracy of k-shot classification for every (shots, policy) of `settings`.
 
-    Queries are `n_per_domain` examples per domain; demos come from the remaining examples.
-    Answers are greedy, at most `max_new_tokens` tokens, with `repetition_penalty` (1.0: none),
-    alike for a local and a served model. 0 shots is evaluated once, under policy "zero-shot". Demo draws are seeded per
-    (seed, policy, k, query), so results do not depend on batch size or on which other cells run.
+    Queries are `settings.n_per_env` examples per domain; demos come from the remaining examples.
+    Answers are greedy (`settings.max_new_tokens`, `settings.repetition_penalty`), alike for a
+    local and a served model, generated `settings.batch_size` prompts at a time within a cell.
+    0 shots is evaluated once, under policy "zero-shot". Demo draws are seeded per (seed, policy,
+    k, query), so results do not depend on batch size or on which other cells run.
 
-    Per-query records {shots, policy, id, domain, target, answer, correct, demos} already in
-    `finished` (keyed by `record_key`) are reused, not recomputed; each batch of new records is
-    passed to `on_records` as soon as it is generated. A progress bar counts queries.
+    `store` gets every prompt in evaluation order (cell by cell, queries in order) and a scorer,
+    and returns the per-query records {shots, policy, id, domain, target, answer, correct, demos}
+    of the prompts of this run (`in_memory`: all of them, scored here; the run folder's store
+    reuses finished records and splits the rest between processes: `workflows.measure.icl_eval`).
+    A progress bar counts the queries scored.
 
     Returns one IclCell per (shots, policy, domain) (domain "all" pools the domains), with gain
-    and cost (`icl_summary`). All per-query records, finished and new, go to `predictions` if
-    given, in evaluation order.
+    and cost (`icl_summary`), from the records `store` returned, which also go to `predictions`
+    if given, in evaluation order.
     """
-    _check_settings(shots, policies, batch_size)
-    if any(k > 0 for k in shots):
+    if any(k > 0 for k in settings.shots):
         backend.check_multi_image()
-    finished = finished or {}
-    queries, pool, plan = _split_queries(examples, n_per_domain, seed, n_skew_classes)
+    queries, pool, plan = _split_queries(examples, settings)
     class_names = sorted({ex.target for ex in examples})
-    settings = [(0, ZERO_SHOT)] * (0 in shots) + [(k, p) for k in shots if k > 0 for p in policies]
-    n_done = sum((k, p, q.id) in finished for k, p in settings for q in queries)
-    bar = tqdm(total=len(settings) * len(queries), initial=n_done, disable=not progress, desc="icl", unit="query")
-    decoding = {"max_new_tokens": max_new_tokens, "repetition_penalty": repetition_penalty}
-    cells: list[IclCell] = []
-    try:
-        for k, policy in settings:
-            items = [
-                (q, select_demos(q, pool, k, policy, plan, _demo_rng(seed, policy, k, i)) if k else [])
-                for i, q in enumerate(queries)
-            ]
-            pending = [(q, demos) for q, demos in items if (k, policy, q.id) not in finished]
-            new = _generate_records(backend, pending, k, policy, class_names, batch_size=batch_size, decoding=decoding,
-                                    on_records=on_records, bar=bar)
-            records = [dict(finished.get((k, policy, q.id)) or new[(k, policy, q.id)]) for q in queries]
-            if predictions is not None:
-                predictions.extend(records)
-            cells += accuracy_cells(k, policy, records)
-    finally:
-        bar.close()  # before any error line
-    return icl_summary(cells)
+    cells_asked = [(0, ZERO_SHOT)] * (0 in settings.shots) + [
+        (k, p) for k in dict.fromkeys(settings.shots) if k > 0 for p in dict.fromkeys(settings.policies)]
+    items = [IclQuery(k, policy, q, select_demos(q, pool, k, policy, plan, _demo_rng(settings.seed, policy, k, i))
+                      if k else [])
+             for k, policy in cells_asked for i, q in enumerate(queries)]
+
+    def score(todo: list[IclQuery]) -> Iterator[list[dict]]:
+        with tqdm(total=len(todo), disable=not progress, desc="icl", unit="query") as bar:  # closed before any error
+            for records in _generate_records(backend, todo, class_names, settings):
+                yield records
+                bar.update(len(records))
+
+    records = store(items, score)
+    if predictions is not None:
+        predictions.extend(records)
+    by_cell: dict[tuple[int, str], list[dict]] = defaultdict(list)
+    for record in records:
+        by_cell[(int(record["shots"]), str(record["policy"]))].append(record)
+    return icl_summary([cell for k, policy in cells_asked for cell in accuracy_cells(k, policy, by_cell[(k, policy)])])
 
 
-def _split_queries(
-    examples: Sequence[Example], n_per_domain: int, seed: int, n_skew_classes: int
-) -> tuple[list[Example], list[Example], RunPlan]:
+def _split_queries(examples: Sequence[Example], settings: InContextSettings) -> tuple[list[Example], list[Example], RunPlan]:
     """(the queries, the demo pool: every other example, the run's plan)."""
-    queries = sample_queries(examples, n_per_domain, seed)
+    queries = sample_queries(examples, settings.n_per_env, settings.seed)
     query_ids = {q.id for q in queries}
     pool = [ex for ex in examples if ex.id not in query_ids]
-    return queries, pool, make_plan(examples, seed=seed, n_skew_classes=n_skew_classes)
+    return queries, pool, make_plan(examples, seed=settings.seed, n_skew_classes=settings.n_skew_classes)
 
 
 def _generate_records(
-    backend: Backend, pending: Sequence[tuple[Example, Sequence[Example]]], k: int, policy: str,
-    class_names: Sequence[str], *, batch_size: int, decoding: Mapping[str, Any],
-    on_records: Callable[[list[dict]], None] | None, bar: Any,
-) -> dict[RecordKey, dict]:
-    """The per-query records of the (query, demos) pairs `pending`, generated in batches; each
-    batch's records go to `on_records` as soon as they exist and advance the progress `bar`."""
-    new: dict[RecordKey, dict] = {}
-    for start in range(0, len(pending), batch_size):
-        chunk = pending[start : start + batch_size]
-        answers = backend.generate_chats(chat_prompts(chunk, class_names), **decoding)
-        records = [_record(k, policy, q, demos, a) for (q, demos), a in zip(chunk, answers)]
-        if on_records is not None:
-            on_records(records)
-        new.update((record_key(r), r) for r in records)
-        bar.update(len(chunk))
-    return new
+    backend: Backend, todo: Sequence[IclQuery], class_names: Sequence[str], settings: InContextSettings
+) -> Iterator[list[dict]]:
+    """The records of the prompts `todo`, a batch at a time: `settings.batch_size` prompts of one
+    (shots, policy) cell per generation call."""
+    for _, cell in itertools.groupby(todo, key=lambda it: (it.shots, it.policy)):
+        pending = list(cell)
+        for start in range(0, len(pending), settings.batch_size):
+            chunk = pending[start : start + settings.batch_size]
+            answers = backend.generate_chats(chat_prompts([(it.query, it.demos) for it in chunk], class_names),
+                                             max_new_tokens=settings.max_new_tokens,
+                                             repetition_penalty=settings.repetition_penalty)
+            yield [_record(it, answer) for it, answer in zip(chunk, answers)]
 
 
 def record_key(record: Mapping) -> RecordKey:
@@ -255,20 +267,11 @@ def record_key(record: Mapping) -> RecordKey:
     return int(record["shots"]), str(record["policy"]), str(record["id"])
 
 
-def _record(k: int, policy: str, query: Example, demos: Sequence[Example], answer: str) -> dict:
-    return {"shots": k, "policy": policy, "id": query.id, "domain": query.env, "target": query.target,
+def _record(item: IclQuery, answer: str) -> dict:
+    query = item.query
+    return {"shots": item.shots, "policy": item.policy, "id": query.id, "domain": query.env, "target": query.target,
             "answer": answer, "correct": normalize_answer(answer) == normalize_answer(query.target),
-            "demos": [[d.id, d.env, d.target] for d in demos]}
-
-
-def _check_settings(shots: Sequence[int], policies: Sequence[str], batch_size: int) -> None:
-    if not shots or any(isinstance(k, bool) or not isinstance(k, int) or k < 0 for k in shots):
-        raise ConfigError(f"shots must be non-negative integers, got {list(shots)}")
-    unknown = [p for p in policies if p not in POLICIES]
-    if unknown or (not policies and any(k > 0 for k in shots)):
-        raise ConfigError(f"unknown or missing demo policies {unknown}; choose from {', '.join(POLICIES)}")
-    if batch_size < 1:
-        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+            "demos": [[d.id, d.env, d.target] for d in item.demos]}
 
 
 def _demo_rng(seed: int, policy: str, k: int, query_index: int) -> np.random.Generator:

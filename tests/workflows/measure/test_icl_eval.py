@@ -4,11 +4,13 @@ recomputation, and resume refusing other settings."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.evaluation.icl_settings import InContextSettings
 from robustvlm.models.backends import VLMBackend
 from robustvlm.workflows.measure import icl_eval as icl_run
 
@@ -16,8 +18,8 @@ from robustvlm.workflows.measure import icl_eval as icl_run
 def test_run_icl_writes_results(tmp_path):
     root = tmp_path / "data"
     synthesize("domains", root, n_per_env=2)
-    result = icl_run.run_icl("tiny:idefics3", root / "shapes", tmp_path / "out", shots=(0, 1),
-                             policies=("same-domain",), n_per_domain=1, seed=0)
+    result = icl_run.run_icl("tiny:idefics3", root / "shapes", tmp_path / "out",
+                             InContextSettings(shots=(0, 1), policies=("same-domain",), n_per_env=1, seed=0))
     saved = json.loads((tmp_path / "out" / "icl_results.json").read_text())
     assert saved == {**json.loads(json.dumps(result.to_dict())), "machine": saved["machine"]}
     assert saved["machine"]["cpu"] and saved["machine"]["torch"]["threads"] >= 1  # the machine that measured it
@@ -49,19 +51,18 @@ def _counting_generate(monkeypatch, calls: list[int], kill_on_call: int | None =
 def test_killed_run_resumes_without_recomputing(tmp_path, monkeypatch):
     root = tmp_path / "data"
     synthesize("domains", root, n_per_env=2)
-    kwargs = dict(shots=(0, 1), policies=("random", "same-domain"), n_per_domain=2, seed=0,
-                  batch_size=4, progress=False)
+    settings = InContextSettings(shots=(0, 1), policies=("random", "same-domain"), n_per_env=2, seed=0, batch_size=4)
     n_records = 3 * 4 * 2  # three cells x four domains x two queries
 
     whole: list[int] = []
     _counting_generate(monkeypatch, whole)
-    expected = icl_run.run_icl("tiny:idefics3", root / "shapes", tmp_path / "whole", **kwargs)
+    expected = icl_run.run_icl("tiny:idefics3", root / "shapes", tmp_path / "whole", settings, progress=False)
     assert sum(whole) == n_records
 
     out = tmp_path / "killed"
     _counting_generate(monkeypatch, [], kill_on_call=3)
     with pytest.raises(_Killed):
-        icl_run.run_icl("tiny:idefics3", root / "shapes", out, **kwargs)
+        icl_run.run_icl("tiny:idefics3", root / "shapes", out, settings, progress=False)
     log = out / icl_run.PREDICTIONS_FILE
     kept = log.read_text().splitlines()
     assert len(kept) == 8  # two batches of four were written before the kill
@@ -70,7 +71,7 @@ def test_killed_run_resumes_without_recomputing(tmp_path, monkeypatch):
 
     resumed: list[int] = []
     _counting_generate(monkeypatch, resumed)
-    result = icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, **kwargs)
+    result = icl_run.run_icl("tiny:idefics3", root / "shapes", out, settings, resume=True, progress=False)
     assert sum(resumed) == n_records - len(kept)
     assert result == expected
     assert (out / "icl_results.json").read_text() == (tmp_path / "whole" / "icl_results.json").read_text()
@@ -78,7 +79,7 @@ def test_killed_run_resumes_without_recomputing(tmp_path, monkeypatch):
 
     again: list[int] = []  # a finished run resumes to the same results with no generation at all
     _counting_generate(monkeypatch, again)
-    assert icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, **kwargs) == expected
+    assert icl_run.run_icl("tiny:idefics3", root / "shapes", out, settings, resume=True, progress=False) == expected
     assert again == []
 
 
@@ -86,14 +87,27 @@ def test_resume_refuses_other_settings(tmp_path):
     root = tmp_path / "data"
     synthesize("domains", root, n_per_env=2)
     out = tmp_path / "out"
-    kwargs = dict(shots=(0, 1), policies=("random",), n_per_domain=1, progress=False)
-    icl_run.run_icl("tiny:idefics3", root / "shapes", out, seed=0, **kwargs)
+    settings = InContextSettings(shots=(0, 1), policies=("random",), n_per_env=1, seed=0)
+    icl_run.run_icl("tiny:idefics3", root / "shapes", out, settings, progress=False)
     with pytest.raises(ConfigError, match="pass --resume"):  # a finished run is never overwritten
-        icl_run.run_icl("tiny:idefics3", root / "shapes", out, seed=0, **kwargs)
+        icl_run.run_icl("tiny:idefics3", root / "shapes", out, settings, progress=False)
     with pytest.raises(ConfigError, match=r"differs in \['seed', 'shots'\]"):
-        icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, **{**kwargs, "seed": 1, "shots": (0, 2)})
-    icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, seed=0, **{**kwargs, "batch_size": 3})
+        icl_run.run_icl("tiny:idefics3", root / "shapes", out, replace(settings, seed=1, shots=(0, 2)), resume=True,
+                        progress=False)
+    icl_run.run_icl("tiny:idefics3", root / "shapes", out, replace(settings, batch_size=3), resume=True, progress=False)
     log = out / icl_run.PREDICTIONS_FILE
     log.write_text('{"shots": 0}\nnot json\n' + log.read_text())
     with pytest.raises(DataError, match="line 2 is not valid JSON"):  # only a torn *last* line is dropped
-        icl_run.run_icl("tiny:idefics3", root / "shapes", out, resume=True, seed=0, **kwargs)
+        icl_run.run_icl("tiny:idefics3", root / "shapes", out, settings, resume=True, progress=False)
+
+
+def test_cli_refuses_bad_shots_and_policies_in_one_line(tmp_path, capsys):
+    from robustvlm.cli import main
+
+    for bad, says in ((["--shots", "0,x"], "--shots 0,x: expected comma-separated whole numbers"),
+                      (["--demos", "random,nearest"], "unknown or missing demo policies ['nearest']")):
+        argv = ["icl", "eval", "--model", "tiny:idefics3", "--data", str(tmp_path), "--out", str(tmp_path / "o"), *bad]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1
+        assert not (tmp_path / "o").exists()

@@ -1,8 +1,14 @@
 """`robustvlm diagnose`: is a model's failure on a domain visual, semantic or a mapping failure?
 
-Writes diagnosis.json ({config, rows, icl_rows, semantic_records}) and diagnosis.md into its
-output folder (claimed like every run folder: `--resume` with the same settings reuses a
-finished diagnosis).
+Writes icl_predictions.jsonl (the per-query records of its in-context stage, as `icl eval`
+writes them), diagnosis.json ({config, rows, icl_rows, semantic_records}) and diagnosis.md into
+its output folder (claimed like every run folder: `--resume` with the same settings reuses a
+finished diagnosis, or the in-context records a killed run finished).
+
+The in-context stage is split like `icl eval`'s (`sharding.score_rows`): between the processes
+of a launch, whose main process then measures the semantic and visual stages alone; and with
+`--shard I/N`, whose run folder holds only its block of the in-context records (no diagnosis):
+`robustvlm merge` joins the shards and measures the rest once, as one run does.
 """
 
 from __future__ import annotations
@@ -17,12 +23,20 @@ from robustvlm.analysis.diagnosis import diagnose_table
 from robustvlm.analysis.in_context_accuracy import IclCell
 from robustvlm.config import ServedConfig, read_yaml_mapping
 from robustvlm.evaluation.diagnose import measure_domains
+from robustvlm.evaluation.icl_settings import DIAGNOSE_DEFAULTS, InContextSettings
+from robustvlm.evaluation.in_context import evaluate_icl
 from robustvlm.machine import with_machine
 from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings
 from robustvlm.models.support import require_capability
 from robustvlm.report.in_context_tables import diagnosis_markdown
-from robustvlm.runs import claim_run_folder, usage_recorder
-from robustvlm.workflows.measure.icl_eval import load_domains, task_corpus
+from robustvlm.runs import usage_recorder, write_jsonl
+from robustvlm.sharding import claim, helpers_stop_here, sharded
+from robustvlm.workflows.measure.icl_eval import (
+    PREDICTIONS_FILE,
+    load_domains,
+    record_store,
+    task_corpus,
+)
 
 RESULT_FILE = "diagnosis.json"
 
@@ -58,50 +72,50 @@ def run_diagnosis(
     model_name: str,
     data_root: str | Path,
     out_dir: str | Path,
+    settings: InContextSettings = DIAGNOSE_DEFAULTS,
     *,
     descriptions: Mapping[str, str] | str | Path | None = None,
-    shots: int = 4,
-    icl_policy: str = "same-domain",
-    n_per_domain: int = 20,
-    seed: int = 0,
     probe_test_fraction: float = 0.5,
     visual_min_skill: float = 0.5,
     semantic_min_skill: float = 0.5,
     mapping_min_skill: float = 0.5,
-    max_new_tokens: int = 8,
-    repetition_penalty: float = 1.0,
     resume: bool = False,
     served: ServedConfig | None = None,
-) -> Diagnosis:
-    """Load the model and ROOT/DOMAIN/CLASS/*.png data, measure, diagnose, write the outputs.
+) -> Diagnosis | None:
+    """Load the model and ROOT/DOMAIN/CLASS/*.png data, measure, diagnose, write the outputs;
+    None for a `--shard` run, which writes only its in-context records (module doc).
 
+    `settings`: the in-context stage, 0 shots and `settings.most_shots` shots of the policy
+    `settings.policies[0]` (`evaluation.in_context.evaluate_icl`).
     `descriptions`: {class: description} or a YAML file of them (default: WordNet glosses).
-    Thresholds: see `analysis.diagnosis.diagnose_table`. The in-context answers decode greedily
-    (`max_new_tokens`, `repetition_penalty`: `evaluation.in_context.evaluate_icl`). `served`: the server of an
+    Thresholds: see `analysis.diagnosis.diagnose_table`. `served`: the server of an
     "openai:MODEL" model (its stages that need weights are not measured: `evaluation.diagnose`).
     """
     require_capability(model_name, "diagnose")
     if isinstance(descriptions, str | Path):
         descriptions = read_descriptions(descriptions)
     config = {"model": model_name, "data": str(data_root), "descriptions": dict(descriptions or {}),
-              "shots": shots, "icl_policy": icl_policy, "n_per_domain": n_per_domain, "seed": seed,
-              "probe_test_fraction": probe_test_fraction, "visual_min_skill": visual_min_skill,
+              "shots": settings.most_shots, "icl_policy": settings.policies[0], "n_per_env": settings.n_per_env,
+              "seed": settings.seed, "probe_test_fraction": probe_test_fraction, "visual_min_skill": visual_min_skill,
               "semantic_min_skill": semantic_min_skill, "mapping_min_skill": mapping_min_skill,
-              "max_new_tokens": max_new_tokens, "repetition_penalty": repetition_penalty,
+              "max_new_tokens": settings.max_new_tokens, "repetition_penalty": settings.repetition_penalty,
               **served_settings(model_name, served)}
-    out = claim_run_folder(out_dir, config, command="diagnose", resume=resume, may_differ=(SERVER_MAY_DIFFER,))
+    out = claim(out_dir, config, command="diagnose", resume=resume, may_differ=(SERVER_MAY_DIFFER,))
     if resume and (out / RESULT_FILE).is_file():
         return Diagnosis.from_dict(json.loads((out / RESULT_FILE).read_text(encoding="utf-8")))
     examples = load_domains(data_root)
     backend = load_backend(model_name, corpus=task_corpus(examples), served=served)
     backend.require("generate")
     backend.track_usage(usage_recorder(out))
-    measured = measure_domains(
-        backend, examples, descriptions=descriptions, shots=shots,
-        icl_policy=icl_policy, n_per_domain=n_per_domain, seed=seed,
-        probe_test_fraction=probe_test_fraction, max_new_tokens=max_new_tokens,
-        repetition_penalty=repetition_penalty,
-    )
+    records: list[dict] = []
+    icl_cells = evaluate_icl(backend, examples, settings, store=record_store(out / PREDICTIONS_FILE, resume=resume),
+                             predictions=records)
+    helpers_stop_here()  # the other processes of a launch are done: the main one measures the rest
+    write_jsonl(out / PREDICTIONS_FILE, records)  # in evaluation order
+    if sharded():
+        return None
+    measured = measure_domains(backend, examples, icl_cells, settings, descriptions=descriptions,
+                               probe_test_fraction=probe_test_fraction)
     rows = diagnose_table(measured.rows, visual_min_skill=visual_min_skill,
                           semantic_min_skill=semantic_min_skill, mapping_min_skill=mapping_min_skill)
     result = Diagnosis(config, rows, measured.icl_cells, measured.semantic_records)

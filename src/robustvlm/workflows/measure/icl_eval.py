@@ -4,7 +4,10 @@ Writes in its output folder: config.resolved.yaml (the run's settings), icl_pred
 (one line per (shots, policy, query), appended as each batch finishes, put in evaluation order at
 the end), icl_results.json ({config, rows}) and icl_results.md. With `resume` the finished lines
 are kept (a torn last line from a killed run is dropped) and only the missing queries are
-evaluated; a folder written with other settings (batch size aside) is refused. With `blind`:
+evaluated; a folder written with other settings (batch size aside) is refused. The prompts are
+split like every scoring command's questions (`sharding.score_rows`: between the processes of an
+`accelerate launch` / `torchrun`, and with `--shard I/N` into folders `robustvlm merge` joins),
+in evaluation order: cell by cell (shots, policy), queries in order. With `blind`:
 blind/, the same files from the model asked with every image removed (the query's and the
 demos': `models.blind`), and vision_gain.csv / .json / .md / .html, with-image minus blind
 accuracy per (shots, policy) and domain with a paired bootstrap interval (`report.vision_gain`).
@@ -24,14 +27,16 @@ from robustvlm.config import ServedConfig
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
-from robustvlm.evaluation.in_context import POLICIES, evaluate_icl, record_key
+from robustvlm.evaluation.icl_settings import DEFAULTS, InContextSettings
+from robustvlm.evaluation.in_context import IclQuery, RecordStore, Score, evaluate_icl, record_key
 from robustvlm.machine import with_machine
 from robustvlm.models.backends import SERVER_MAY_DIFFER, Backend, load_backend, served_settings
 from robustvlm.models.blind import BlindBackend, blind_input
 from robustvlm.models.support import require_capability
 from robustvlm.report.in_context_tables import icl_markdown
 from robustvlm.report.vision_gain import GainSection, write_vision_gain
-from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl, usage_recorder, write_jsonl
+from robustvlm.runs import usage_recorder, write_jsonl
+from robustvlm.sharding import claim, helpers_stop_here, is_main, score_rows
 
 PREDICTIONS_FILE = "icl_predictions.jsonl"
 BLIND_FOLDER = "blind"  # the blind run's own folder inside the run's (`--blind`)
@@ -66,63 +71,69 @@ def run_icl(
     model_name: str,
     data_root: str | Path,
     out_dir: str | Path,
+    settings: InContextSettings = DEFAULTS,
     *,
-    shots: Sequence[int] = (0, 1, 2, 4),
-    policies: Sequence[str] = POLICIES,
-    n_per_domain: int = 20,
-    seed: int = 0,
-    batch_size: int = 8,
-    max_new_tokens: int = 8,
-    repetition_penalty: float = 1.0,
     resume: bool = False,
     progress: bool = True,
     served: ServedConfig | None = None,
     blind: bool = False,
 ) -> IclRun:
     """Load the model (`served`: the server of an "openai:MODEL" model) and the domains, run
-    `evaluate_icl`, write the outputs (module doc); with `blind`, again blind into OUT/blind/
-    and the vision gain."""
+    `evaluate_icl` with `settings`, write the outputs (module doc); with `blind`, again blind
+    into OUT/blind/ and the vision gain."""
     require_capability(model_name, "icl")
-    config = {"model": model_name, "data": str(data_root), "shots": list(shots),
-              "policies": list(policies), "n_per_domain": n_per_domain, "seed": seed,
-              "batch_size": batch_size, "max_new_tokens": max_new_tokens,
-              "repetition_penalty": repetition_penalty, **served_settings(model_name, served)}
+    config = {"model": model_name, "data": str(data_root), "shots": list(settings.shots),
+              "policies": list(settings.policies), "n_per_env": settings.n_per_env, "seed": settings.seed,
+              "batch_size": settings.batch_size, "max_new_tokens": settings.max_new_tokens,
+              "repetition_penalty": settings.repetition_penalty, **served_settings(model_name, served)}
     may_differ = ("batch_size", SERVER_MAY_DIFFER)
-    out = claim_run_folder(out_dir, config, command="icl eval", resume=resume, may_differ=may_differ)
-    blind_out = claim_run_folder(out / BLIND_FOLDER, {**config, "blind": True}, command="icl eval --blind",
-                                 resume=resume, may_differ=may_differ) if blind else None
+    out = claim(out_dir, config, command="icl eval", resume=resume, may_differ=may_differ)
+    blind_out = claim(out / BLIND_FOLDER, {**config, "blind": True}, command="icl eval --blind",
+                      resume=resume, may_differ=may_differ) if blind else None
     examples = load_domains(data_root)
     backend = load_backend(model_name, corpus=task_corpus(examples), served=served)
     backend.require("generate")
     backend.track_usage(usage_recorder(out))
-    options = {"shots": shots, "policies": policies, "n_per_domain": n_per_domain, "seed": seed,
-               "batch_size": batch_size, "max_new_tokens": max_new_tokens,
-               "repetition_penalty": repetition_penalty, "progress": progress}
-    run, predictions = _evaluate_into(out, backend, examples, config, resume=resume, **options)
-    if blind_out is not None:
-        _, blind_predictions = _evaluate_into(blind_out, BlindBackend(backend), examples, config, resume=resume,
-                                              **options)
-        sections = icl_gain_sections(predictions, blind_predictions, model_name, blind_input(backend.family))
-        write_vision_gain(sections, out, title="robustvlm icl eval: vision gain")
+    run, predictions = _evaluate_into(out, backend, examples, settings, config, resume=resume, progress=progress)
+    if blind_out is None:
+        helpers_stop_here()  # the other processes of a launch are done: the main one wrote the files
+        return run
+    _, blind_predictions = _evaluate_into(blind_out, BlindBackend(backend), examples, settings, config,
+                                          resume=resume, progress=progress)
+    helpers_stop_here()
+    sections = icl_gain_sections(predictions, blind_predictions, model_name, blind_input(backend.family))
+    write_vision_gain(sections, out, title="robustvlm icl eval: vision gain")
     return run
 
 
+def record_store(path: Path, *, resume: bool) -> RecordStore:
+    """The `RecordStore` of a run folder's per-query file `path`: `sharding.score_rows` (the
+    records already there kept with `resume`, the rest split between the processes of a launch,
+    this run's `--shard` block only)."""
+
+    def store(items: list[IclQuery], score: Score) -> list[dict]:
+        return score_rows(path, items, key=lambda item: item.key, row_key=record_key, score=score, resume=resume)
+
+    return store
+
+
 def _evaluate_into(
-    out: Path, backend: Backend, examples: list[Example], config: dict[str, Any], *, resume: bool, **options: Any
+    out: Path, backend: Backend, examples: list[Example], settings: InContextSettings, config: dict[str, Any], *,
+    resume: bool, progress: bool,
 ) -> tuple[IclRun, list[dict]]:
-    """`evaluate_icl` with `options`, its outputs written into `out`; (the run, its per-query records)."""
+    """`evaluate_icl` with `settings`, its outputs written into `out` (by the main process of a
+    launch); (the run, its per-query records)."""
     log_path = out / PREDICTIONS_FILE
-    finished = {record_key(r): r for r in read_jsonl(log_path)} if resume else {}
     predictions: list[dict] = []
-    with log_path.open("a" if resume else "w", encoding="utf-8") as log:
-        cells = evaluate_icl(backend, examples, predictions=predictions, finished=finished,
-                             on_records=lambda records: append_jsonl(log, records), **options)
+    cells = evaluate_icl(backend, examples, settings, store=record_store(log_path, resume=resume),
+                         predictions=predictions, progress=progress)
     run = IclRun(config, cells)
-    (out / "icl_results.json").write_text(json.dumps(with_machine(run.to_dict()), indent=2), encoding="utf-8")
-    (out / "icl_results.md").write_text(
-        f"# In-context evaluation\n\nmodel: `{config['model']}`\n\n{icl_markdown(cells)}\n", encoding="utf-8"
-    )
-    write_jsonl(log_path, predictions)
+    if is_main():
+        (out / "icl_results.json").write_text(json.dumps(with_machine(run.to_dict()), indent=2), encoding="utf-8")
+        (out / "icl_results.md").write_text(
+            f"# In-context evaluation\n\nmodel: `{config['model']}`\n\n{icl_markdown(cells)}\n", encoding="utf-8"
+        )
+        write_jsonl(log_path, predictions)  # in evaluation order
     return run, predictions
 
 
