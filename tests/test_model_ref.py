@@ -81,17 +81,19 @@ def test_the_check_finds_a_hand_built_name():
         assert not HAND_BUILT.search(line), line
 
 
+def _outside_the_parser(pattern: re.Pattern[str]) -> list[str]:
+    """`file:line: text` of each line of src/robustvlm (but model_ref.py) that `pattern` finds."""
+    return [f"{path.relative_to(SRC)}:{number}: {line.strip()}"
+            for path in sorted(SRC.rglob("*.py")) if path.name != "model_ref.py"
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if pattern.search(line)]
+
+
 def test_no_hand_built_model_name_outside_the_parser():
-    found = [f"{path.relative_to(SRC)}:{number}: {line.strip()}"
-             for path in sorted(SRC.rglob("*.py")) if path.name != "model_ref.py"
-             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if HAND_BUILT.search(line)]
+    found = _outside_the_parser(HAND_BUILT)
     assert found == [], "build the name with ModelRef.tiny/zoo/real(...).name instead:\n" + "\n".join(found)
 
 
 def test_no_prefix_check_on_a_model_name_outside_the_parser():
-    found = [f"{path.relative_to(SRC)}:{number}: {line.strip()}"
-             for path in sorted(SRC.rglob("*.py")) if path.name != "model_ref.py"
-             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if PREFIX_CHECK.search(line)]
+    found = _outside_the_parser(PREFIX_CHECK)
     assert found == [], "parse the name with robustvlm.model_ref.ModelRef instead:\n" + "\n".join(found)
