@@ -56,10 +56,10 @@ from reward_scoring import QUERY, candidates
 
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
+from robustvlm.model_ref import REAL, ModelRef
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.generate import generate_batch
 from robustvlm.models.loading import load_vlm
-from robustvlm.models.real import REAL_PREFIX
 from robustvlm.models.reward import RewardModel, candidate_rewards
 from robustvlm.models.trainable import configure_trainable, enable_gradient_checkpointing
 from robustvlm.multiple_choice.build import MCQuestion
@@ -105,7 +105,7 @@ def image_bytes(side: int, seed: int) -> bytes:
 def load(args: argparse.Namespace):
     """(model, processor) of `args.model` (a real-size one with one crop per image) on the
     device, in the dtype."""
-    options = {"image_splitting": False, "device": args.device} if args.model.startswith(REAL_PREFIX) else {}
+    options = {"image_splitting": False, "device": args.device} if ModelRef.parse(args.model).kind == REAL else {}
     vlm, processor = load_vlm(args.model, dtype=DTYPES[args.dtype], corpus=[QUERY, *OPTIONS, *candidates(16)],
                               tiny_options=options)
     return vlm.to(args.device), processor

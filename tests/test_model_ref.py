@@ -24,6 +24,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "robustvlm"
 PREFIX = r"((TINY|ZOO|REAL|SERVED)_PREFIX|[\"'](tiny|zoo|real|openai):)"
 PREFIX_CHECK = re.compile(rf"(startswith|removeprefix|removesuffix)\([^)]*{PREFIX}|\[len\({PREFIX}|{PREFIX}[\"']? in ")
 """A prefix test on a model name: `name.startswith(TINY_PREFIX)`, `name[len("zoo:"):]`, `"real:" in name`."""
+HAND_BUILT = re.compile(rf"(tiny|zoo|real|openai):\{{|{PREFIX}[\"']?\s*\+|\{{(TINY|ZOO|REAL|SERVED)_PREFIX\}}\{{")
+"""A model name built by hand: `f"zoo:{member}"`, `f"{ZOO_PREFIX}{member}"`, `TINY_PREFIX + kind`, `"real:" + key`
+(not a placeholder in a message: `f"named {SERVED_PREFIX}MODEL"`)."""
 
 
 @pytest.mark.parametrize(("name", "kind", "location"), [
@@ -63,9 +66,34 @@ def test_the_check_finds_a_prefix_test():
     assert not PREFIX_CHECK.search('name = f"{ZOO_PREFIX}{member}"')
 
 
+def test_each_prefixed_kind_has_a_constructor():
+    assert ModelRef.tiny("clip") == ModelRef.parse("tiny:clip")
+    assert ModelRef.zoo("idefics3-siglip-m") == ModelRef.parse("zoo:idefics3-siglip-m")
+    assert ModelRef.real("smolvlm-256m") == ModelRef.parse("real:smolvlm-256m")
+
+
+def test_the_check_finds_a_hand_built_name():
+    for line in ('name = f"{ZOO_PREFIX}{member}"', 'print(f"zoo:{r.name}: rebuilt")', 'm = TINY_PREFIX + kind',
+                 'm = "real:" + key', "rung = f\"vlm:{mode}:{ZOO_PREFIX}{name}\"", 'x = f"`tiny:{kind}`"'):
+        assert HAND_BUILT.search(line), line
+    for line in ('name = ModelRef.zoo(member).name', 'raise ConfigError(f"a model is named {SERVED_PREFIX}MODEL")',
+                 'what a "tiny:" model is trained on', 'f"tiny_options apply to \'tiny:\' models"'):
+        assert not HAND_BUILT.search(line), line
+
+
+def _outside_the_parser(pattern: re.Pattern[str]) -> list[str]:
+    """`file:line: text` of each line of src/robustvlm (but model_ref.py) that `pattern` finds."""
+    return [f"{path.relative_to(SRC)}:{number}: {line.strip()}"
+            for path in sorted(SRC.rglob("*.py")) if path.name != "model_ref.py"
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if pattern.search(line)]
+
+
+def test_no_hand_built_model_name_outside_the_parser():
+    found = _outside_the_parser(HAND_BUILT)
+    assert found == [], "build the name with ModelRef.tiny/zoo/real(...).name instead:\n" + "\n".join(found)
+
+
 def test_no_prefix_check_on_a_model_name_outside_the_parser():
-    found = [f"{path.relative_to(SRC)}:{number}: {line.strip()}"
-             for path in sorted(SRC.rglob("*.py")) if path.name != "model_ref.py"
-             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if PREFIX_CHECK.search(line)]
+    found = _outside_the_parser(PREFIX_CHECK)
     assert found == [], "parse the name with robustvlm.model_ref.ModelRef instead:\n" + "\n".join(found)

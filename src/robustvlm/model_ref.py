@@ -57,6 +57,21 @@ class ModelRef:
         """The reference of kind `kind` (a prefixed one) at `location`: `ModelRef.of(ZOO, "m").name == "zoo:m"`."""
         return cls(PREFIXES[kind] + location, kind, location)
 
+    @classmethod
+    def tiny(cls, family: str) -> ModelRef:
+        """The tiny model of architecture `family`: `ModelRef.tiny("clip").name == "tiny:clip"`."""
+        return cls.of(TINY, family)
+
+    @classmethod
+    def zoo(cls, member: str) -> ModelRef:
+        """The zoo member `member`: `ModelRef.zoo("m").name == "zoo:m"`."""
+        return cls.of(ZOO, member)
+
+    @classmethod
+    def real(cls, model: str) -> ModelRef:
+        """The real-size model `model`: `ModelRef.real("smolvlm-256m").name == "real:smolvlm-256m"`."""
+        return cls.of(REAL, model)
+
     @property
     def family(self) -> str | None:
         """The architecture where the spelling says it (a tiny model's kind), else None: read

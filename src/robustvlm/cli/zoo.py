@@ -16,6 +16,7 @@ from robustvlm.cli.options import RESUME_HELP, add_data_root, example, float_abo
 
 def _zoo_build(args: argparse.Namespace) -> int:
     from robustvlm.errors import ConfigError
+    from robustvlm.model_ref import ModelRef
     from robustvlm.workflows.zoo.build import build_members, selected
 
     names = None if args.members is None else [n.strip() for n in args.members.split(",") if n.strip()]
@@ -24,19 +25,20 @@ def _zoo_build(args: argparse.Namespace) -> int:
                           "or leave the option out for the whole zoo")
     for built in build_members(selected(args.quick, names), jobs=args.jobs):
         state = "already built" if built.reused else "built"
-        print(f"zoo:{built.name}\t{state}\taccuracy {built.info['heldout_accuracy']:.3f}\t"
+        print(f"{ModelRef.zoo(built.name).name}\t{state}\taccuracy {built.info['heldout_accuracy']:.3f}\t"
               f"{built.info['cpu_seconds']} CPU s\t{built.folder}")
     return 0
 
 
 def _zoo_list(args: argparse.Namespace) -> int:
+    from robustvlm.model_ref import ModelRef
     from robustvlm.workflows.zoo.listing import zoo_listing
 
     print("name\tarch\tset\tkey\tbuilt\taccuracy\tCPU s\tfolder")
     for row in zoo_listing():
         accuracy = "-" if row["heldout_accuracy"] is None else f"{row['heldout_accuracy']:.3f}"
-        print(f"zoo:{row['name']}\t{row['arch']}\t{row['set']}\t{row['key']}\t{_built(row['built'])}\t"
-              f"{accuracy}\t{row['cpu_seconds'] if row['built'] is True else '-'}\t{row['folder']}")
+        print(f"{ModelRef.zoo(row['name']).name}\t{row['arch']}\t{row['set']}\t{row['key']}\t"
+              f"{_built(row['built'])}\t{accuracy}\t{row['cpu_seconds'] if row['built'] is True else '-'}\t{row['folder']}")
     return 0
 
 

@@ -12,7 +12,7 @@ from transformers import AutoModelForImageTextToText, AutoProcessor, PreTrainedM
 from transformers.utils import is_torchvision_available
 
 from robustvlm.errors import ConfigError
-from robustvlm.model_ref import PREFIXES, REAL, TINY, ModelRef
+from robustvlm.model_ref import REAL, TINY, ModelRef
 from robustvlm.models.hub import HUB_NETWORK_ERRORS, hub_error_line
 from robustvlm.models.image_only import load_image_only_processor
 from robustvlm.models.real import build_real_vlm
@@ -21,7 +21,6 @@ from robustvlm.models.tiny_families import VLM_FAMILIES
 from robustvlm.models.zoo_recipes import resolve_model_name
 from robustvlm.runs import atomic_folder
 
-TINY_PREFIX = PREFIXES[TINY]
 #: What transformers raises for a model it cannot load: missing or unreadable files, bad configs,
 #: weights files that are not safetensors (SafetensorError, e.g. "header too large") and a hub
 #: that cannot be reached (HUB_NETWORK_ERRORS: a proxy's 5xx, TLS, a timeout).
@@ -59,7 +58,7 @@ def load_vlm(
         kind = ref.location
         if kind not in VLM_FAMILIES:
             raise ConfigError(f"unknown tiny model '{name_or_path}'; known: "
-                              f"{[TINY_PREFIX + k for k in sorted(VLM_FAMILIES)]}")
+                              f"{[ModelRef.tiny(k).name for k in sorted(VLM_FAMILIES)]}")
         model, processor = build_tiny_vlm(kind, corpus=corpus, **(tiny_options or {}))
         # transformers wraps PreTrainedModel.to with functools.wraps, which mypy reads as taking self first
         return (model.to(dtype) if dtype is not None else model), processor  # type: ignore[arg-type]

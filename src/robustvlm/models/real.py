@@ -57,12 +57,10 @@ from transformers import (
 )
 
 from robustvlm.errors import ConfigError
-from robustvlm.model_ref import PREFIXES, REAL, ModelRef
+from robustvlm.model_ref import REAL, ModelRef
 from robustvlm.models.image_only import image_only
 from robustvlm.models.tiny import CHAT_TEMPLATE, train_tokenizer
 from robustvlm.models.tiny_families import QWEN_TOKENS, VLM_FAMILIES
-
-REAL_PREFIX = PREFIXES[REAL]
 
 
 @dataclass(frozen=True)
@@ -217,10 +215,14 @@ REAL_MODELS: dict[str, RealSpec] = {
 
 def real_spec(name: str) -> RealSpec:
     """The spec of "real:<name>" (or of "<name>"); ConfigError naming the known ones."""
-    ref = ModelRef.parse(name)
-    key = ref.location if ref.kind == REAL else name
+    return real_spec_of(ModelRef.parse(name))
+
+
+def real_spec_of(ref: ModelRef) -> RealSpec:
+    """The spec of an already parsed reference (`real_spec`)."""
+    key = ref.location if ref.kind == REAL else ref.name
     if key not in REAL_MODELS:
-        raise ConfigError(f"unknown real-size model '{name}'; known: {[REAL_PREFIX + k for k in REAL_MODELS]}")
+        raise ConfigError(f"unknown real-size model '{ref.name}'; known: {[ModelRef.real(k).name for k in REAL_MODELS]}")
     return REAL_MODELS[key]
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from robustvlm.errors import ConfigError
 from robustvlm.model_ref import FOLDER, REAL, TINY, ModelRef
-from robustvlm.models.real import real_spec
+from robustvlm.models.real import real_spec_of
 from robustvlm.models.tiny_families import VLM_FAMILIES
-from robustvlm.models.zoo_recipes import resolve_model_name
+from robustvlm.models.zoo_recipes import resolve_model_ref
 
 #: capability -> the command that needs it
 WORKFLOW_CAPABILITIES: dict[str, str] = {
@@ -65,28 +65,22 @@ def supports(architecture: str, capability: str) -> bool:
     return capability not in NOT_SUPPORTED.get(architecture, {})
 
 
-def names_a_folder(name: str) -> bool:
-    """Whether a model name is a local path rather than a hub id (`org/name`): it starts with `.`,
-    `/` or `~`, holds a separator beyond one `org/name` slash (or the OS's own), or its parent
-    folder exists (`runs/final` beside a `runs/` folder). "tiny:" and "openai:" names are neither."""
-    return ModelRef.parse(name).kind == FOLDER
-
-
 def model_type_of(name: str) -> str | None:
     """The architecture of a model name: the kind of "tiny:<kind>", the architecture of
     "real:<name>", or the `model_type` in a local folder's config.json; None for other names (hub
-    names are checked when loaded). A name that is a local path (`names_a_folder`) to nothing is a
-    ConfigError saying so."""
-    if ModelRef.parse(name).kind == REAL:
-        return real_spec(name).kind
-    name = resolve_model_name(name)
+    names are checked when loaded). A name that is a local path (`model_ref.names_a_folder`) to
+    nothing is a ConfigError saying so. The name is parsed once (a zoo member's folder once more)."""
     ref = ModelRef.parse(name)
+    if ref.kind == REAL:
+        return real_spec_of(ref).kind
+    ref = resolve_model_ref(ref)
+    name = ref.name
     if ref.kind == TINY:
         kind = ref.location
         if kind not in VLM_FAMILIES:
             raise ConfigError(f"unknown tiny architecture '{kind}' in '{name}'; known: {sorted(VLM_FAMILIES)}")
         return kind
-    if names_a_folder(name) and not os.path.isdir(os.path.expanduser(name)):
+    if ref.kind == FOLDER and not os.path.isdir(os.path.expanduser(name)):
         what = "is not a folder" if os.path.exists(os.path.expanduser(name)) else "does not exist"
         raise ConfigError(f"model '{name}': the local folder {what} (a hub model is named org/name)")
     config = Path(name) / "config.json"

@@ -18,11 +18,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from robustvlm.errors import ConfigError
-from robustvlm.model_ref import PREFIXES, ZOO, ModelRef
+from robustvlm.model_ref import ZOO, ModelRef
 from robustvlm.models.hub import checked_hub_name
 from robustvlm.models.response_cache import cache_dir
 
-ZOO_PREFIX = PREFIXES[ZOO]
 #: Bumped when the build code changes what a recipe produces, so old members are not reused.
 RECIPE_VERSION = 3
 DUAL_ENCODERS = ("clip", "siglip")
@@ -256,12 +255,17 @@ def member_dir(r: Recipe) -> Path:
 def resolve_model_name(name: str) -> str:
     """"zoo:NAME" -> the folder of member NAME (ConfigError when it is not built yet); any
     other name unchanged, once `hub.checked_hub_name` let it through (never a key-like name)."""
-    ref = ModelRef.parse(name)
+    return resolve_model_ref(ModelRef.parse(name)).name
+
+
+def resolve_model_ref(ref: ModelRef) -> ModelRef:
+    """`resolve_model_name` of an already parsed reference: a zoo member's is its folder's."""
     if ref.kind != ZOO:
-        return checked_hub_name(name)
+        checked_hub_name(ref.name)
+        return ref
     member = recipe(ref.location)
     folder = member_dir(member)
     if not (folder / "config.json").is_file():
         raise ConfigError(f"zoo member '{member.name}' is not built ({folder} missing): "
                           f"run `robustvlm zoo build --members {member.name}`")
-    return str(folder)
+    return ModelRef.parse(str(folder))

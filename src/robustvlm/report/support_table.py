@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.support import ARCHITECTURES, NOT_SUPPORTED, WORKFLOW_CAPABILITIES, supports
 from robustvlm.report.figures import update
 from robustvlm.report.tables import markdown_table
@@ -33,7 +34,7 @@ def support_table() -> str:
             if reason not in reasons:
                 reasons.append(reason)
             cells.append(f"no ({reasons.index(reason) + 1})")
-        rows.append([f"{label} `tiny:{kind}`", *cells])
+        rows.append([f"{label} `{ModelRef.tiny(kind).name}`", *cells])
     table = markdown_table(["architecture", *WORKFLOW_CAPABILITIES], rows)
     notes = [f"({i}) {reason}." for i, reason in enumerate(reasons, start=1)]
     legend = [f"- {capability}: {command}" for capability, command in WORKFLOW_CAPABILITIES.items()]

@@ -45,7 +45,7 @@ from robustvlm.model_ref import REAL, SERVED, TINY, ModelRef
 from robustvlm.models.backends.base import CAPABILITIES, Backend
 from robustvlm.models.embedding import EMBEDDING_FAMILIES, EmbeddingSpec
 from robustvlm.models.hub import hub_error_line
-from robustvlm.models.loading import LOAD_ERRORS, TINY_PREFIX
+from robustvlm.models.loading import LOAD_ERRORS
 from robustvlm.models.real import real_spec
 from robustvlm.models.reward import META_FILE
 from robustvlm.models.served import SERVED_PREFIX
@@ -160,7 +160,7 @@ def _model_type(name: str, trust_remote_code: bool) -> str:
         model_type = ref.location
         if model_type not in (*TINY_VLMS, *DUAL_ENCODER_KINDS):
             raise ConfigError(f"unknown tiny model '{name}'; known: "
-                              f"{[TINY_PREFIX + k for k in (*sorted(TINY_VLMS), *DUAL_ENCODER_KINDS)]}")
+                              f"{[ModelRef.tiny(k).name for k in (*sorted(TINY_VLMS), *DUAL_ENCODER_KINDS)]}")
         return model_type
     if ref.kind == REAL:
         return real_spec(name).kind

@@ -64,7 +64,7 @@ from robustvlm.linear.mlp import MLPFit, fit_mlp
 from robustvlm.machine import write_results_json
 from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.models.backends import load_backend
-from robustvlm.models.zoo_recipes import RECIPES, ZOO_PREFIX, recipe
+from robustvlm.models.zoo_recipes import RECIPES, recipe
 from robustvlm.objectives import LADDER, REGISTRY, Objective, applicable_methods, build_objective
 from robustvlm.workflows.demos.ladder_vlm import MODES as VLM_MODES
 from robustvlm.workflows.demos.ladder_vlm import (
@@ -160,7 +160,7 @@ def zoo_plan(members: Sequence[str] | None = None, *, quick: bool = False, modes
     unknown = [m for m in modes if m not in VLM_MODES]
     if unknown:
         raise ConfigError(f"unknown VLM rung mode(s) {unknown}: choose from {list(VLM_MODES)}")
-    rungs = tuple(("fashion", f"{VLM}{mode}:{ZOO_PREFIX}{name}") for name in names for mode in modes)
+    rungs = tuple(("fashion", f"{VLM}{mode}:{ModelRef.zoo(name).name}") for name in names for mode in modes)
     base = QUICK if quick else FULL
     return replace(base, rungs=rungs, infer_on=(), workers=1 if quick else 2,
                    vlm=replace(base.vlm, dynamic_birm_smooth=ZOO_DYNAMIC_BIRM_SMOOTH))

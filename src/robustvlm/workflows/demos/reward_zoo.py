@@ -35,7 +35,8 @@ from robustvlm.analysis.reward_paired import compare_losses
 from robustvlm.analysis.sfc_steps import matrix_sfc_steps
 from robustvlm.data.synth import synthesize
 from robustvlm.machine import write_results_json
-from robustvlm.models.zoo_recipes import ZOO_PREFIX, resolve_model_name
+from robustvlm.model_ref import ModelRef
+from robustvlm.models.zoo_recipes import resolve_model_name
 from robustvlm.report.page import Heading, Paragraph, write_page
 from robustvlm.report.reward_demo import ladder_blocks, linear_rung_blocks
 from robustvlm.report.reward_report import matrix_blocks
@@ -85,7 +86,7 @@ def run_zoo_reward(out_dir: str | Path, *, quick: bool = False, member: str | No
     plan = QUICK_ZOO if quick else FULL_ZOO
     if member:
         plan = replace(plan, member=member)
-    policy = Path(resolve_model_name(f"{ZOO_PREFIX}{plan.member}"))  # a clear error when not built
+    policy = Path(resolve_model_name(ModelRef.zoo(plan.member).name))  # a clear error when not built
     out = Path(out_dir).absolute()
     t0 = time.perf_counter()
     data = prepare_fashion(out, plan.n_per_env)
@@ -103,12 +104,12 @@ def run_zoo_reward(out_dir: str | Path, *, quick: bool = False, member: str | No
         steps=step_weights(out, data, plan, envs))
     results.seconds = round(time.perf_counter() - t0, 1)
     write_results_json(out, results.to_dict())
-    title = f"Shortcut-aware reward models from zoo:{plan.member}"
+    title = f"Shortcut-aware reward models from {ModelRef.zoo(plan.member).name}"
     verdict = smoke_verdict("every loss trained from the zoo member on every environment and was tested on all of "
                             "them, and each rung of the reward ladder ran") if quick else []
     blocks = [Heading(page_title(title, quick), 1), *verdict,
               Paragraph(f"`{BENCHMARK}` ({plan.n_per_env} training pairs per environment); every reward model "
-                        f"starts from `zoo:{plan.member}`; each loss trained {plan.rm_steps} steps (8 pairs) on one "
+                        f"starts from `{ModelRef.zoo(plan.member).name}`; each loss trained {plan.rm_steps} steps (8 pairs) on one "
                         f"environment, tested on {plan.test_per_env} pairs of every environment, "
                         f"{len(plan.seeds)} seed(s). Wall time: {results.seconds:.0f} s."),
               *matrix_blocks(matrix.results, out, points=matrix.points), *linear_rung_blocks(linear),

@@ -60,7 +60,7 @@ from robustvlm.errors import ConfigError
 from robustvlm.machine import write_results_json
 from robustvlm.model_ref import ZOO, ModelRef
 from robustvlm.models.zoo_recipes import FULL as ZOO_FULL
-from robustvlm.models.zoo_recipes import ZOO2, ZOO_PREFIX, recipe, resolve_model_name
+from robustvlm.models.zoo_recipes import ZOO2, recipe, resolve_model_name
 from robustvlm.multiple_choice.build import build_questions, write_questions
 from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
 from robustvlm.report.page import write_page
@@ -184,8 +184,8 @@ def zoo_members(plan: Plan) -> list[ZooMember]:
         r = recipe(name)
         tower = ModelRef.parse(r.tower)
         return tower.location if tower.kind == ZOO else ""
-    return ([ZooMember(n, DUAL, resolve_model_name(f"{ZOO_PREFIX}{n}"), "") for n in plan.dual_encoders]
-            + [ZooMember(n, VLM, resolve_model_name(f"{ZOO_PREFIX}{n}"), tower(n)) for n in plan.vlms])
+    return ([ZooMember(n, DUAL, resolve_model_name(ModelRef.zoo(n).name), "") for n in plan.dual_encoders]
+            + [ZooMember(n, VLM, resolve_model_name(ModelRef.zoo(n).name), tower(n)) for n in plan.vlms])
 
 
 def prepare_questions(out: Path, plan: Plan) -> dict[str, Path]:
@@ -230,7 +230,7 @@ def embed_config(member: EmbedMember, pairs: Path) -> EmbedRunConfig:
     """The `embed train` config of an embedding member: the zoo VLM's tower frozen, connector and
     decoder trained on the VQA pairs (the task-signal experiment's settings)."""
     raw = {
-        "model": {"name": f"{ZOO_PREFIX}{member.base}", "trainable": "paper"},
+        "model": {"name": ModelRef.zoo(member.base).name, "trainable": "paper"},
         "data": {"path": str(pairs)},
         "embed": {"temperature": 0.02, "distinct_negatives": True, "class_templates": ["{class}"]},
         "train": {"steps": member.steps, "lr": 1e-3, "weight_decay": 0.01, "batch_size": 16, "warmup_ratio": 0.1,
@@ -333,7 +333,7 @@ def analyse_shift(out: Path, results_csv: Path, shift: str, members: Sequence[Zo
 def task_signal_lifts(out: Path, plan: Plan) -> tuple[str, dict[str, list[Lift]]]:
     """Run the task-signal experiment with zoo VLM `plan.task_signal_base` as the frozen base
     (task_signal/, resumed); returns its config's model name and its lifts per shift."""
-    model = f"{ZOO_PREFIX}{plan.task_signal_base}"
+    model = ModelRef.zoo(plan.task_signal_base).name
     resolve_model_name(model)  # a clear error when the member is not built
     cfg = load_task_signal_config(overrides=[f"model.name={model}", "base_steps=0", *plan.task_signal])
     print(f"task-signal experiment on {model} (frozen tower)", flush=True)
@@ -351,7 +351,7 @@ def run_zoo_robustness(out_dir: str | Path, *, quick: bool = False, members: Seq
         plan = plan_of(members, plan)
     t0 = time.perf_counter()
     measured = zoo_members(plan)  # every member built, before any work
-    resolve_model_name(f"{ZOO_PREFIX}{plan.task_signal_base}")
+    resolve_model_name(ModelRef.zoo(plan.task_signal_base).name)
     settings = {"per_class": plan.per_class, "embed_images": plan.embed_images, "n_boot": plan.n_boot,
                 "embed_steps": [m.steps for m in plan.embeddings], "task_signal": list(plan.task_signal),
                 "corruptions": list(plan.corruptions), "corrupt_per_class": plan.corrupt_per_class,

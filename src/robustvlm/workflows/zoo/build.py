@@ -127,7 +127,7 @@ def build_member(r: Recipe) -> Built:
         if info is not None:
             return Built(r.name, final, info, reused=True)
         if damage:
-            print(f"zoo:{r.name}: {damage}: rebuilding it", flush=True)
+            print(f"{ModelRef.zoo(r.name).name}: {damage}: rebuilding it", flush=True)
             shutil.rmtree(final)
         return _build_unlocked(r, final)
 

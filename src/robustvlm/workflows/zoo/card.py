@@ -3,6 +3,7 @@ seconds, held-out accuracy, and how to load it."""
 
 from __future__ import annotations
 
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.zoo_recipes import DUAL_ENCODERS
 
 LOADERS = {True: "AutoModel", False: "AutoModelForImageTextToText"}
@@ -34,7 +35,7 @@ def render_card(info: dict) -> str:
         *_context_check(info),
         "## Loading", "",
         f"`transformers.{LOADERS[dual]}.from_pretrained(folder)` and `AutoProcessor.from_pretrained(folder)`; "
-        f"in robustvlm, `zoo:{info['name']}` wherever a model is named.", "",
+        f"in robustvlm, `{ModelRef.zoo(info['name']).name}` wherever a model is named.", "",
     ]
     return "\n".join(lines)
 

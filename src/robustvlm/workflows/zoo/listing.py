@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.zoo_recipes import QUICK, QUICK_ZOO2, QUICK_ZOO3, RECIPES, member_dir
 
 #: the file a finished member's folder holds (its card as data); its presence means "built"
@@ -56,7 +57,7 @@ def zoo_listing() -> list[dict]:
         folder = member_dir(r)
         info, damage = member_state(folder)
         if damage:
-            print(f"zoo:{r.name}: {damage}; `robustvlm zoo build --members {r.name}` rebuilds it", file=sys.stderr)
+            print(f"{ModelRef.zoo(r.name).name}: {damage}; `robustvlm zoo build --members {r.name}` rebuilds it", file=sys.stderr)
         rows.append({
             "name": r.name, "arch": r.arch, "key": r.key(), "set": "quick" if r in (*QUICK, *QUICK_ZOO2, *QUICK_ZOO3) else "full",
             "built": "damaged" if damage else info is not None,

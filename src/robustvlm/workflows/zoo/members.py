@@ -37,13 +37,14 @@ from transformers import AutoModel, AutoProcessor, PreTrainedModel
 
 from robustvlm.data.real_images import FASHION_CLASSES
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.loglik import option_logliks
 from robustvlm.models.text_encoder import tower_text_embeddings
 from robustvlm.models.tiny import build_tiny_vlm
 from robustvlm.models.tiny_clip import MAX_TEXT_LENGTH, TowerSizes, build_tiny_dual_encoder
 from robustvlm.models.vision import VisionTowerEmbedder
-from robustvlm.models.zoo_recipes import ZOO_PREFIX, Recipe, resolve_model_name
+from robustvlm.models.zoo_recipes import Recipe, resolve_model_name
 from robustvlm.models.zoo_recipes import recipe as recipe_of
 from robustvlm.multiple_choice.generative import option_continuations
 from robustvlm.workflows.zoo.chat_recall import ChatLayout, ChatRecall
@@ -92,7 +93,7 @@ def fresh_model(recipe: Recipe) -> tuple[PreTrainedModel, Any]:
         start = recipe_of(recipe.init_member)
         if start.arch != recipe.arch:
             raise ConfigError(f"zoo member {recipe.name}: init {recipe.init} is a {start.arch}, not a {recipe.arch}")
-        return load_vlm(resolve_model_name(ZOO_PREFIX + recipe.init_member))
+        return load_vlm(resolve_model_name(ModelRef.zoo(recipe.init_member).name))
     if not recipe.is_vlm:
         sizes = TowerSizes(recipe.width, recipe.depth, recipe.vision_width, recipe.vision_depth,
                            recipe.image_size, recipe.patch_size, projection_dim=recipe.width)
