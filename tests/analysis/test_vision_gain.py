@@ -59,6 +59,14 @@ def test_a_gain_with_almost_no_spread_gets_its_power_line():
     z, v = mc.standard_normal(400_000), mc.chisquare(df, 400_000)
     simulated = np.mean(np.abs((z + nc) / np.sqrt(v / df)) > crit)
     assert paired_t_power(n, 6.0) == pytest.approx(simulated, abs=0.005)
+    # and where it fails at a large df (5,000 paired questions, nc 14): the quadrature must find V's peak
+    n, effect = 5000, 8.51 / 42.98
+    df, nc = n - 1, effect * np.sqrt(n)
+    crit = stats.t.ppf(0.975, df)
+    assert np.isnan(stats.nct.cdf(-crit, df, nc))
+    z, v = mc.standard_normal(400_000), mc.chisquare(df, 400_000)
+    simulated = np.mean(np.abs((z + nc) / np.sqrt(v / df)) > crit)
+    assert paired_t_power(n, effect) == pytest.approx(simulated, abs=0.005)
     rows = vision_gain({f"q{i}": 0.5 + 1e-4 * i for i in range(4)}, {f"q{i}": 0.1 for i in range(4)},
                        {f"q{i}": "e" for i in range(4)})
     assert rows[-1]["gain"] == pytest.approx(0.4 + 1.5e-4)

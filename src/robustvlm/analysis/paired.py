@@ -99,11 +99,11 @@ def paired_t_power(n: float, effect: float, alpha: float = 0.05) -> float:
 def _t_power_by_quadrature(df: float, crit: float, nc: float) -> float:
     """P(|T| > crit) for T = (Z + nc) / sqrt(V / df), V ~ chi2(df), by quadrature over V: scipy's
     noncentral t is NaN for some large noncentralities (e.g. df=1, nc=8.5)."""
-    def conditional(v: float) -> float:
-        s = crit * np.sqrt(v / df)
-        return float(stats.chi2.pdf(v, df) * (stats.norm.sf(s - nc) + stats.norm.cdf(-s - nc)))
+    def conditional(u: float) -> float:  # over the quantiles of V, so the quadrature finds its peak at any df
+        s = crit * np.sqrt(float(stats.chi2.ppf(u, df)) / df)
+        return float(stats.norm.sf(s - nc) + stats.norm.cdf(-s - nc))
 
-    return float(integrate.quad(conditional, 0, np.inf, limit=200)[0])
+    return float(integrate.quad(conditional, 0, 1, limit=200)[0])
 
 
 def questions_needed(
