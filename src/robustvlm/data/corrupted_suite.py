@@ -188,8 +188,8 @@ def _write_domain(out: Path, domain: CorruptionDomain | None, classes: dict[str,
                   kept: dict[str, list[int]], seed: int) -> None:
     """Write one domain (None: the clean pictures) class by class into `.<domain>-partial/`
     (finished classes kept from an earlier run), then rename it to `<domain>`."""
-    name = domain.id if domain is not None else CLEAN
-    partial = out / f".{name}-partial"
+    folder = domain.id if domain is not None else CLEAN
+    partial = out / f".{folder}-partial"
     partial.mkdir(exist_ok=True)
     for class_index, (name, files) in enumerate(classes.items()):
         if (partial / name).is_dir():
@@ -202,4 +202,4 @@ def _write_domain(out: Path, domain: CorruptionDomain | None, classes: dict[str,
                     picture = corrupt(picture, domain.type, domain.severity,
                                       picture_seed(seed, domain.type, domain.severity, class_index, i))
                 save_png(picture, tmp / f"{files[i].stem}.png")
-    partial.rename(out / name)
+    partial.rename(out / folder)
