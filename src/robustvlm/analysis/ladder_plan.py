@@ -11,7 +11,7 @@ workflows) reads the same class the demo writes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from robustvlm.analysis.ladder_rung import MODES, VLM, Cell, Rung
@@ -143,8 +143,7 @@ class LadderPlan:
         vlm = dict(d["vlm"])
         test_per_env = vlm.pop("test_per_env", None)
         infer_on = tuple((str(s), Rung.parse(r)) for s, r in d["infer_on"])
-        settings = {f.name: d[f.name] for f in fields(cls) if f.name in d and f.name in SCALARS}
-        return cls(**settings, zoo=any(m.kind == ZOO_KIND for m in models),
+        return cls(**{name: d[name] for name in SCALARS if name in d}, zoo=any(m.kind == ZOO_KIND for m in models),
                    members=tuple(m.location for m in models if m.kind == ZOO_KIND),
                    modes=tuple(dict.fromkeys(r.mode for _, r in vlm_cells)),
                    inferred_envs=bool(d.get("inferred_envs", infer_on)),
