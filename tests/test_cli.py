@@ -287,12 +287,13 @@ def test_an_option_before_the_demos_name_is_deprecated_but_still_read(monkeypatc
 def test_each_demo_help_shows_only_its_own_options(capsys):
     from robustvlm.cli import build_parser
     from robustvlm.workflows.experiments import EXPERIMENTS, flag
+    from robustvlm.workflows.experiments.base import option_fields
 
     for name, experiment in EXPERIMENTS.items():
         with pytest.raises(SystemExit):
             build_parser().parse_args(["demo", name, "--help"])
         shown = set(re.findall(r"^\s+(--[a-z-]+)", capsys.readouterr().out, flags=re.MULTILINE))
-        own = {flag(f) for f in experiment.plan.__dataclass_fields__}
+        own = {flag(f.name) for f in option_fields(experiment.plan)}
         data_root = {"--data-root"} if experiment.reads_fashion_mnist else set()
         assert shown - {"--help", "--out", "--kernels", "--quick", "--zoo", *data_root} <= own, name  # --kernels: every demo
         assert own - {"--overrides"} <= shown, name

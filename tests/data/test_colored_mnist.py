@@ -56,7 +56,7 @@ def test_limit_and_unknown_source():
 
 def test_a_larger_test_set_leaves_the_training_environments_unchanged():
     small = colored_mnist("mnist", seed=1, limit=50)
-    large = colored_mnist("mnist", seed=1, limit=50, test_limit=300)
+    large = colored_mnist("mnist", seed=1, limit=50, test_pictures=300)
     assert [len(e.labels) for e in large] == [50, 50, 300, 300]
     for before, after in zip(small[:2], large[:2]):
         np.testing.assert_array_equal(before.inputs, after.inputs)

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from robustvlm.analysis.ladder_rung import Rung
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.outputs import AnswerOutputs, restrict_to_candidates
 from robustvlm.objectives import build_objective
@@ -56,7 +57,7 @@ def _rows(processor, n: int, seed: int):
 
 def test_candidate_correct_scores_the_first_answer_token_and_fit_answer_trains_the_head_only():
     torch.manual_seed(0)
-    vlm, processor = build_vlm("vlm:head:tiny:idefics3", 0, "mnist", 16)
+    vlm, processor = build_vlm(Rung.parse("vlm:head:tiny:idefics3"), 0, "mnist", 16)
     rows, labels = _rows(processor, 6, 0)
     model = AnswerModel(vlm)
     correct = candidate_correct(model, rows, batch_size=4)

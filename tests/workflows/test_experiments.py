@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from robustvlm.cli import build_parser
 from robustvlm.objectives import EVERY_EXPERIMENT, REGISTRY
 from robustvlm.objectives.erm import ERM
 from robustvlm.workflows.experiments import EXPERIMENTS, option_spec, verdict_lines
+from robustvlm.workflows.experiments.base import option_fields
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,13 +97,31 @@ def test_every_demo_figure_belongs_to_the_experiment_that_makes_it():
     assert declared == made_by
 
 
-def test_every_plan_field_is_an_option_and_every_preset_a_plan():
+def test_every_option_has_help_and_every_preset_is_a_plan():
     for name, experiment in EXPERIMENTS.items():
         assert "default" in experiment.presets
         for preset in experiment.presets.values():
             assert isinstance(preset, experiment.plan), name
-        for plan_field in fields(experiment.plan):
+        assert option_fields(experiment.plan), name
+        for plan_field in option_fields(experiment.plan):
             assert option_spec(plan_field).help, (name, plan_field.name)
+
+
+def test_the_flags_select_the_presets_and_the_options_given_replace_their_values():
+    from robustvlm.analysis.ladder_plan import PRESETS, QUICK, ZOO_QUICK
+    from robustvlm.cli.plan_options import plan_from
+
+    ladder = EXPERIMENTS["ladder"]
+    assert ladder.flags() == ("quick", "zoo") and EXPERIMENTS["invariance"].flags() == ("quick",)
+    assert {(p.quick, p.zoo): ladder.preset(quick=p.quick, zoo=p.zoo) for p in PRESETS.values()} == {
+        (p.quick, p.zoo): p for p in PRESETS.values()}
+    parser = _demo_parser("ladder")
+    assert plan_from(parser.parse_args(["--quick"]), ladder) == QUICK
+    assert plan_from(parser.parse_args(["--quick", "--seeds", "3,4"]), ladder) == replace(QUICK, seeds=(3, 4))
+    assert plan_from(parser.parse_args(["--zoo", "--quick", "--modes", "full"]), ladder) == replace(
+        ZOO_QUICK, modes=("full",))
+    tasks = EXPERIMENTS["tasks"]  # no preset joins --zoo and --quick: the default one with both set
+    assert tasks.preset(quick=True, zoo=True) == replace(tasks.default_plan(), quick=True, zoo=True)
 
 
 def test_every_dependency_is_a_source_module():
@@ -129,5 +148,6 @@ def test_each_preset_writes_where_the_demo_always_wrote():
         ("invariance", "default"): "demo_invariance", ("invariance", "quick"): "demo_invariance",
         ("invariance", "paper"): "demo_invariance",
         ("ladder", "default"): "demo_ladder", ("ladder", "quick"): "demo_ladder_quick", ("ladder", "zoo"): "demo_ladder_zoo",
+        ("ladder", "zoo-quick"): "demo_ladder_zoo_quick",
         ("reward", "default"): "demo_reward", ("reward", "quick"): "demo_reward_quick", ("reward", "zoo"): "demo_reward_zoo",
     }

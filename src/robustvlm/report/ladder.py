@@ -17,12 +17,14 @@ from robustvlm.analysis.ladder import (
     Stats,
     Summary,
     beats_erm,
+    is_vlm_cell,
     ladder_comparisons,
 )
 from robustvlm.analysis.ladder_paired import LadderPaired
 from robustvlm.analysis.ladder_results import LadderResults
+from robustvlm.analysis.ladder_rung import parse_cell
 from robustvlm.analysis.verdict import Comparison, verdict_sentences, winners_sentence
-from robustvlm.model_ref import TINY, ModelRef
+from robustvlm.model_ref import TINY
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.ladder_paired import (
     READING_WORDS,
@@ -256,9 +258,9 @@ def protocol_text(results: LadderResults) -> str:
 
 
 def vlm_models_text(cells: list[str]) -> str:
-    """Which models the `vlm:` rungs `cells` ("source/vlm:mode:model") start from, and what the seed sets."""
-    models = {cell.partition("/")[2].split(":", 2)[2] for cell in cells}
-    pretrained = sorted(m for m in models if ModelRef.parse(m).kind != TINY)
+    """Which models the VLM rungs of `cells` ("source/vlm:mode:model") start from, and what the seed sets."""
+    models = {rung.model for rung in (parse_cell(cell)[1] for cell in cells) if rung.model is not None}
+    pretrained = sorted(m.name for m in models if m.kind != TINY)
     tiny = "the tiny offline Idefics3 (random weights, built per seed)"
     if not pretrained:
         return tiny
@@ -268,9 +270,9 @@ def vlm_models_text(cells: list[str]) -> str:
 
 
 def vlm_protocol_text(results: LadderResults) -> str:
-    """How the `vlm:` rungs were trained (empty when the run has none)."""
+    """How the VLM rungs were trained (empty when the run has none)."""
     vlm = results.plan.vlm
-    cells = [cell for cell in results.summary if "/vlm:" in cell]
+    cells = [cell for cell in results.summary if is_vlm_cell(cell)]
     if not cells:
         return ""
     return (f"VLM rungs: {vlm_models_text(cells)}, {vlm.per_env} images per environment resized to "
@@ -317,7 +319,7 @@ def write_ladder_report(results: LadderResults, out_dir: Path) -> tuple[Path, Pa
     blocks: list[Block] = [Heading(page_title(TITLE, results.quick), 1),
                            *verdict_blocks(summary, results.paired, results.quick)]
     blocks += [
-        *([Paragraph(protocol_text(results))] if any("/vlm:" not in cell for cell in summary) else []),
+        *([Paragraph(protocol_text(results))] if not all(map(is_vlm_cell, summary)) else []),
         Paragraph("Rungs: `pixels` is the IRM paper's MLP on the 2 x 14 x 14 pixels; `tower:M` is the same MLP "
                   "head on the standardised pooled features of model M's frozen vision tower (random-weight "
                   "tiny models, offline); `vlm:MODE:M` is the generative model M asked the benchmark's "

@@ -17,6 +17,7 @@ from typing import Any
 from robustvlm.analysis.accuracy_on_the_line import LineFit, RobustnessFit
 from robustvlm.analysis.effective_robustness import ErEstimate
 from robustvlm.analysis.task_signal import Lift
+from robustvlm.data.corrupted_suite import POOLED, CorruptionDomain
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
 from robustvlm.report.smoke import page_title, smoke_verdict
 from robustvlm.report.tables import fmt
@@ -30,8 +31,6 @@ R2_GOAL, SHIFTS_GOAL, MEMBERS_GOAL = 0.9, 2, 12
 #: Issue 43's goal on the wider zoo: the line on SHIFTS_GOAL of these original shifts, and on most
 #: corruption types at the headline severity.
 ORIGINAL_SHIFTS = ("rotated", "coloured", "inverted")
-#: The prefix of a corruption domain pooled over types (`mean-<severity>`).
-POOLED = "mean-"
 #: A member is above chance when a one-sided binomial test of its reference accuracy against
 #: chance gives p < ABOVE_CHANCE_P (members at chance on every style sit at one point and lift r^2).
 ABOVE_CHANCE_P = 0.01
@@ -147,7 +146,7 @@ class ZooRobustnessResults:
         corruption types at the headline severity with it); met when SHIFTS_GOAL original shifts
         and more than half the types have it, over at least MEMBERS_GOAL members."""
         original = [s for s in ORIGINAL_SHIFTS if s in self.shifts and self.shifts[s].all_members.fit.r2 >= R2_GOAL]
-        types = [d for d in self.corruptions if not d.startswith(POOLED)]
+        types = [d for d in self.corruptions if not CorruptionDomain.parse(d).pooled]
         good = [d for d in types if self.corruptions[d].all_members.fit.r2 >= R2_GOAL]
         met = len(original) >= SHIFTS_GOAL and 2 * len(good) > len(types) and len(self.members) >= MEMBERS_GOAL
         return met, original, good
@@ -239,10 +238,10 @@ def _corruption_verdict(results: ZooRobustnessResults) -> list[Paragraph]:
     if not results.corruptions:
         return []
     met, original, good = results.corruption_goal()
-    types = [d for d in results.corruptions if not d.startswith(POOLED)]
+    types = [d for d in results.corruptions if not CorruptionDomain.parse(d).pooled]
     return [Paragraph(
         f"Goal 2 (r^2 >= {R2_GOAL} on at least {SHIFTS_GOAL} of {', '.join(ORIGINAL_SHIFTS)} and on most corruption "
-        f"types at severity {types[0].rsplit('-', 1)[1] if types else '-'}, over >= {MEMBERS_GOAL} members): "
+        f"types at severity {CorruptionDomain.parse(types[0]).severity if types else '-'}, over >= {MEMBERS_GOAL} members): "
         f"{'met' if met else 'NOT met'}: {len(results.members)} members; r^2 >= {R2_GOAL} on "
         f"{', '.join(original) or 'none'} of the original shifts and on {len(good)} of {len(types)} corruption "
         f"types ({', '.join(good) or 'none'}).")]
@@ -254,7 +253,7 @@ def _corruption_blocks(results: ZooRobustnessResults) -> list[Block]:
         return []
     return [Heading("ImageNet-C corruptions: line fits (probit axes)"),
             Paragraph("Each corruption type at the headline severity, and every type's questions pooled at each "
-                      f"severity (`{POOLED}<severity>`: a member's mean accuracy over the types); the reference is "
+                      f"severity (`{POOLED}-<severity>`: a member's mean accuracy over the types); the reference is "
                       f"the `{results.reference}` style."),
             fits_table(results, corruptions=True),
             Heading("ImageNet-C corruptions: effective robustness against the dual encoders' line"),

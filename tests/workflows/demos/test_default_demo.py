@@ -8,15 +8,15 @@ import json
 import pytest
 from report_checks import assert_opens_with_verdict, assert_smoke_verdict_only
 
+from robustvlm.analysis.ladder_plan import DEMO, FULL
 from robustvlm.cli import main
-from robustvlm.workflows.demos import ladder
 
 
 def test_the_default_demo_is_the_ladders_pixel_and_tower_rungs_at_full_settings():
-    assert ladder.DEMO.rungs == (("fashion", "pixels"), ("fashion", "tower:tiny:idefics3"))
-    assert ladder.DEMO.seeds == (0, 1, 2) and not ladder.DEMO.infer_on
+    assert [(source, rung.id) for source, rung in DEMO.cells] == [("fashion", "pixels"), ("fashion", "tower:tiny:idefics3")]
+    assert DEMO.seeds == (0, 1, 2) and not DEMO.infer_on
     # the full ladder's settings, so the demo's figures are the full ladder's on these rungs
-    assert ladder.DEMO == ladder.FULL.__class__(**{**vars(ladder.FULL), "rungs": ladder.DEMO.rungs, "infer_on": ()})
+    assert DEMO == FULL.__class__(**{**vars(FULL), "rungs": DEMO.rungs, "modes": (), "infer_on": ()})
 
 
 @pytest.mark.slow

@@ -10,7 +10,9 @@ import pytest
 from report_checks import assert_opens_with_verdict, assert_smoke_verdict_only, without_data_read
 
 from robustvlm.analysis.ladder import summarize, summary_to_dict
+from robustvlm.analysis.ladder_plan import QUICK
 from robustvlm.analysis.ladder_results import LadderResults
+from robustvlm.analysis.ladder_rung import VLM, Rung
 from robustvlm.cli import main
 from robustvlm.workflows.demos import ladder
 
@@ -22,12 +24,12 @@ def test_quick_ladder_writes_its_report_and_resumes(quick_demo, tmp_path, monkey
     assert_opens_with_verdict(out)
     results = json.loads((out / "results.json").read_text())
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
-    plan = ladder.QUICK
+    plan = QUICK
     given = [r for r in runs if r["envs"] == ladder.GIVEN]
-    assert len(given) == len(plan.rungs) * len(ladder.ladder_methods()) * len(plan.seeds)
+    assert len(given) == len(plan.cells) * len(ladder.ladder_methods()) * len(plan.seeds)
     assert len(runs) - len(given) == (len(plan.infer_on) * len(ladder.INFERRED) * len(ladder.INFERRED_METHODS)
                                       * len(plan.seeds))
-    assert set(results["summary"]) == {f"{s}/{r}" for s, r in plan.rungs}
+    assert set(results["summary"]) == {f"{s}/{r.id}" for s, r in plan.cells}
     assert results["summary"] == json.loads(json.dumps(summary_to_dict(summarize(
         given, ladder.TRAIN_ENVS, ladder.TEST_ENVS, ladder.PROTOTYPES))))
     assert json.loads(json.dumps(LadderResults.from_dict(results).to_dict())) == without_data_read(results)  # written from and read back through its class
@@ -40,7 +42,7 @@ def test_quick_ladder_writes_its_report_and_resumes(quick_demo, tmp_path, monkey
     assert len(predictions) == sum(len(r["evaluations"]) for r in runs) * len(ladder.TEST_ENVS)
     assert all("correct" not in e for r in runs for e in r["evaluations"])
     final = {(p["rung"], p["method"], p["envs"], p["env"]): p["correct"] for p in predictions
-             if p["step"] == (plan.vlm.steps if p["rung"].startswith(ladder.VLM) else plan.steps)}
+             if p["step"] == (plan.vlm.steps if Rung.parse(p["rung"]).kind == VLM else plan.steps)}
     for run in given:
         for env in ladder.TEST_ENVS:
             bits = final[run["rung"], run["method"], run["envs"], env]
@@ -59,7 +61,7 @@ def test_quick_ladder_writes_its_report_and_resumes(quick_demo, tmp_path, monkey
     assert set(inference) == set(ladder.INFERRED)
     assert all(0.5 <= v["purity_given"] <= 1 and sum(v["sizes"]) == 360 for v in inference.values())
     for run in runs:
-        every, last = ((plan.vlm.eval_every, plan.vlm.steps) if run["rung"].startswith(ladder.VLM)
+        every, last = ((plan.vlm.eval_every, plan.vlm.steps) if Rung.parse(run["rung"]).kind == VLM
                        else (plan.eval_every, plan.steps))
         assert [e["step"] for e in run["evaluations"]] == list(range(every, last + 1, every))
     report = (out / "report.md").read_text()

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from robustvlm.workflows.demos.ladder import QUICK, run_ladder_demo
+from robustvlm.analysis.ladder_plan import QUICK
+from robustvlm.analysis.ladder_rung import Rung
+from robustvlm.workflows.demos.ladder import run_ladder_demo
 from robustvlm.workflows.demos.ladder_trace import main, trace_run
 
 RUNG = "vlm:full:tiny:idefics3"
@@ -18,13 +20,14 @@ RUNG = "vlm:full:tiny:idefics3"
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ladder_trace")
-    plan = replace(QUICK, rungs=(("fashion", RUNG),), methods=("dynamic_birm",), infer_on=(), workers=1)
-    run_ladder_demo(out, quick=True, plan=plan, progress=False)
+    plan = replace(QUICK, rungs=(), vlm_source="fashion", modes=("full",), methods=("dynamic_birm",), infer_on=(),
+                   workers=1)
+    run_ladder_demo(out, plan, progress=False)
     return out
 
 
 def test_a_traced_run_is_the_demos_run_and_logs_the_papers_recurrence(folder: Path) -> None:
-    trace = json.loads(trace_run(folder, RUNG, "dynamic_birm", 0, {}).read_text())
+    trace = json.loads(trace_run(folder, Rung.parse(RUNG), "dynamic_birm", 0, {}).read_text())
     run = json.loads((folder / "runs.jsonl").read_text().splitlines()[0])
     # tracing changes nothing (runs.jsonl keeps accuracies; the per-picture answers go to predictions.jsonl)
     assert [{k: v for k, v in e.items() if k != "correct"} for e in trace["evaluations"]] == run["evaluations"]
@@ -43,10 +46,11 @@ def test_a_traced_run_is_the_demos_run_and_logs_the_papers_recurrence(folder: Pa
 
 
 def test_updated_hyperparameters_reach_the_objective_and_bad_input_exits_2(folder: Path) -> None:
-    path = trace_run(folder, RUNG, "dynamic_birm", 0, {"smooth": "risks"})
+    path = trace_run(folder, Rung.parse(RUNG), "dynamic_birm", 0, {"smooth": "risks"})
     assert path.name == "vlm_full_tiny_idefics3__dynamic_birm__0__smooth=risks.json"
     assert json.loads(path.read_text())["hparams"] == {"smooth": "risks"}
     assert main([str(folder), RUNG, "dynamic_birm", "0", "smooth=weights"]) == 2
     assert main([str(folder), "vlm:head:tiny:idefics3", "erm", "0"]) == 2
     assert main([str(folder), RUNG, "groupdro", "0"]) == 2
     assert main([str(folder), RUNG]) == 2
+    assert main([str(folder), "vlm:frozen:tiny:idefics3", "erm", "0"]) == 2  # no such rung: one line, no traceback

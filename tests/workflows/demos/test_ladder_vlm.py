@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from robustvlm.analysis.ladder_rung import Rung
 from robustvlm.workflows.demos import ladder_vlm
 from robustvlm.workflows.demos.ladder_vlm import answer_rows, build_vlm, environment_rows
 
@@ -20,8 +21,8 @@ def _data(seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
 
 def test_kept_rows_equal_fresh_ones_and_follow_the_pictures(monkeypatch):
     monkeypatch.setattr(ladder_vlm, "_KEPT_ROWS", {})
-    _, processor = build_vlm("vlm:full:tiny:idefics3", 0, "fashion", 16)
-    _, other_seed = build_vlm("vlm:full:tiny:idefics3", 1, "fashion", 16)
+    _, processor = build_vlm(Rung.parse("vlm:full:tiny:idefics3"), 0, "fashion", 16)
+    _, other_seed = build_vlm(Rung.parse("vlm:full:tiny:idefics3"), 1, "fashion", 16)
     inputs, labels = _data(0)
     kept = environment_rows(processor, "fashion", 16, inputs, labels, ENVS)
     for name in inputs:

@@ -14,9 +14,12 @@ import pytest
 import torch
 from report_checks import without_data_read
 
+from robustvlm.analysis.ladder_plan import FULL, QUICK, ZOO, ZOO_QUICK
 from robustvlm.analysis.ladder_results import LadderResults
+from robustvlm.analysis.ladder_rung import Rung
 from robustvlm.cli import main
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import load_vlm
 from robustvlm.objectives import build_objective
@@ -24,7 +27,7 @@ from robustvlm.report.figures import OWN_TEST_FIGURES, read_figure, render
 from robustvlm.report.figures import main as figures_main
 from robustvlm.training.answer_fit import candidate_correct
 from robustvlm.workflows.demos import ladder_vlm
-from robustvlm.workflows.demos.ladder import run_one, zoo_plan
+from robustvlm.workflows.demos.ladder import checked_plan, run_one
 from robustvlm.workflows.demos.ladder_vlm import answer_rows, build_vlm, environment_rows
 
 MEMBER = "zoo:quick-idefics3"
@@ -36,15 +39,21 @@ def zoo_cache(quick_zoo):
     return quick_zoo("quick-idefics3")
 
 
+def _ids(plan):
+    return tuple((source, rung.id) for source, rung in plan.cells)
+
+
 def test_the_zoo_plan_names_vlm_members_and_modes_only():
-    assert zoo_plan().rungs == tuple(("fashion", f"vlm:{m}:zoo:idefics3-siglip-m") for m in ("head", "lora", "full"))
-    assert zoo_plan(quick=True, modes=["full"]).rungs == (("fashion", "vlm:full:zoo:quick-idefics3"),)
+    assert _ids(ZOO) == tuple(("fashion", f"vlm:{m}:zoo:idefics3-siglip-m") for m in ("head", "lora", "full"))
+    assert _ids(replace(ZOO_QUICK, modes=("full",))) == (("fashion", "vlm:full:zoo:quick-idefics3"),)
+    assert _ids(checked_plan(replace(ZOO, members=("idefics3-siglip-m", "quick-idefics3"), modes=("full",)))) == (
+        ("fashion", "vlm:full:zoo:idefics3-siglip-m"), ("fashion", "vlm:full:zoo:quick-idefics3"))
     with pytest.raises(ConfigError, match="dual encoder"):
-        zoo_plan(["clip-m"])
+        checked_plan(replace(ZOO, members=("clip-m",)))
     with pytest.raises(ConfigError, match="unknown VLM rung mode"):
-        zoo_plan(modes=["frozen"])
+        checked_plan(replace(ZOO, modes=("frozen",)))
     with pytest.raises(ConfigError, match="unknown zoo member"):
-        zoo_plan(["no-such-member"])
+        checked_plan(replace(ZOO, members=("no-such-member",)))
 
 
 @pytest.mark.slow
@@ -52,8 +61,8 @@ def test_a_zoo_member_is_the_same_pretrained_model_in_every_seed(zoo_cache, monk
     monkeypatch.setenv("ROBUSTVLM_CACHE", str(zoo_cache))
     pretrained, own = load_vlm(MEMBER)
     for mode in ("head", "full"):
-        first, processor = build_vlm(f"vlm:{mode}:{MEMBER}", 0, "fashion", 16)
-        second, _ = build_vlm(f"vlm:{mode}:{MEMBER}", 1, "fashion", 16)
+        first, processor = build_vlm(Rung.vlm(mode, ModelRef.parse(MEMBER)), 0, "fashion", 16)
+        second, _ = build_vlm(Rung.vlm(mode, ModelRef.parse(MEMBER)), 1, "fashion", 16)
         assert type(processor) is type(own) and processor.tokenizer.get_vocab() == own.tokenizer.get_vocab()
         base = {k: v for k, v in pretrained.state_dict().items()}
         for model in (first, second):  # the pretrained weights, whatever the seed (a LoRA starts at zero)
@@ -73,8 +82,8 @@ def test_kept_rows_follow_the_model(zoo_cache, monkeypatch):
     rng = np.random.default_rng(0)
     inputs = {"train-0.9": rng.random((3, 2 * 14 * 14)).astype(np.float32)}
     labels = {"train-0.9": np.array([0, 1, 0])}
-    _, tiny = build_vlm("vlm:full:tiny:idefics3", 0, "fashion", 32)
-    _, zoo = build_vlm(f"vlm:full:{MEMBER}", 0, "fashion", 32)
+    _, tiny = build_vlm(Rung.vlm("full", ModelRef.tiny("idefics3")), 0, "fashion", 32)
+    _, zoo = build_vlm(Rung.vlm("full", ModelRef.parse(MEMBER)), 0, "fashion", 32)
     env = {"train-0.9": 0}
     kept_tiny = environment_rows(tiny, "fashion", 32, inputs, labels, env, "tiny:idefics3")
     kept_zoo = environment_rows(zoo, "fashion", 32, inputs, labels, env, MEMBER)
@@ -106,7 +115,7 @@ def test_quick_zoo_ladder_runs_reports_and_reads_back(quick_run, zoo_cache, monk
     # the ladder question's zero-shot accuracy, recomputed from the member's own first-token logits
     from robustvlm.data.colored_mnist import colored_mnist
 
-    env = colored_mnist("fashion", seed=0, limit=results.plan.vlm.per_env, test_limit=results.plan.vlm.test_per_env)[-1]
+    env = colored_mnist("fashion", seed=0, limit=results.plan.vlm.per_env, test_pictures=results.plan.test_pictures)[-1]
     model, processor = load_vlm(MEMBER)
     rows = answer_rows(processor, "fashion", env.inputs.reshape(len(env.inputs), -1), env.labels,
                        {env.name: 0}, env.name)
@@ -131,31 +140,31 @@ def test_quick_figures_in_the_docs_are_what_the_code_produces(quick_run, name):
 
 
 def test_the_zoo_plan_runs_dynamic_birm_with_the_risks_averaged_and_the_tiny_rungs_keep_the_papers():
-    from robustvlm.workflows.demos.ladder import FULL, QUICK, vlm_hparams
+    from robustvlm.workflows.demos.ladder import vlm_hparams
 
-    for plan in (zoo_plan(), zoo_plan(quick=True)):
+    for plan in (ZOO, ZOO_QUICK):
         hparams = vlm_hparams(plan.vlm)["dynamic_birm"]
         assert hparams == {"k_skip": plan.vlm.anneal, "smooth": "risks"}
         assert build_objective("dynamic_birm", ["a", "b"], hparams).controller.smooth == "risks"
     assert FULL.vlm.dynamic_birm_smooth == QUICK.vlm.dynamic_birm_smooth == "lambda"
-    assert vlm_hparams(FULL.vlm)["irm"] == vlm_hparams(zoo_plan().vlm)["irm"]
+    assert vlm_hparams(FULL.vlm)["irm"] == vlm_hparams(ZOO.vlm)["irm"]
 
 
 def test_a_subset_of_methods_and_seeds_keeps_the_runs_keys():
-    from robustvlm.workflows.demos.ladder import ladder_subset, run_plan
+    from robustvlm.workflows.demos.ladder import run_plan
     from robustvlm.workflows.launchers import _job_key
 
-    plan = zoo_plan(modes=["full"])
-    subset = ladder_subset(plan, ["dynamic_birm", "erm"], [3, 4, 4])
+    plan = replace(ZOO, modes=("full",))
+    subset = checked_plan(replace(plan, methods=("dynamic_birm", "erm"), seeds=(3, 4, 4)))
     assert subset.methods == ("erm", "dynamic_birm") and subset.seeds == (3, 4)
-    job = ("fashion", plan.rungs[0][1], "erm", 3, "given")
+    job = ("fashion", plan.cells[0][1], "erm", 3, "given")
     keys = {_job_key(partial(run_one, plan=run_plan(p), features=Path("f")), job)
-            for p in (plan, subset, ladder_subset(plan, ["erm"], None))}
+            for p in (plan, subset, checked_plan(replace(plan, methods=("erm",))))}
     assert len(keys) == 1
     changed = replace(plan, vlm=replace(plan.vlm, dynamic_birm_smooth="lambda"))
     assert _job_key(partial(run_one, plan=run_plan(changed), features=Path("f")), job) not in keys
     with pytest.raises(ConfigError, match="unknown method"):
-        ladder_subset(plan, ["erm", "groupdro"])
+        checked_plan(replace(plan, methods=("erm", "groupdro")))
 
 
 @pytest.mark.slow

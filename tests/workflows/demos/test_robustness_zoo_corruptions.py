@@ -3,8 +3,14 @@ hand-made inputs (the end-to-end checks are in test_robustness_zoo.py)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
+import robustvlm
+from robustvlm.data.corrupted_suite import CorruptionDomain
 from robustvlm.multiple_choice.build import MCQuestion
 from robustvlm.report.robustness_zoo import ZooRobustnessResults
 from robustvlm.workflows.demos.robustness_zoo_corruptions import fitted_domains, question_subset
@@ -49,3 +55,26 @@ def test_the_corruption_goal_needs_two_original_shifts_and_most_types_over_twelv
     assert not _results(original, types, 11).corruption_goal()[0]
     assert not _results(original, {**types, "pixelate-3": 0.3}, 12).corruption_goal()[0]  # 2 of 4: not most
     assert not _results({**original, "coloured": 0.89}, types, 12).corruption_goal()[0]
+
+
+def test_a_corruption_domain_id_is_the_domain_it_names():
+    assert CorruptionDomain(3, "fog").id == "fog-3" and CorruptionDomain(2).id == "mean-2"
+    for domain in (CorruptionDomain(1, "gaussian_noise"), CorruptionDomain(5, "jpeg_compression"), CorruptionDomain(4)):
+        assert CorruptionDomain.parse(domain.id) == domain
+    assert CorruptionDomain.parse("mean-3").pooled and not CorruptionDomain.parse("fog-3").pooled
+    for bad in ("fog", "fog-", "-3", "fog-x"):
+        with pytest.raises(ValueError, match=re.escape(repr(bad))):
+            CorruptionDomain.parse(bad)
+
+
+def test_no_module_reads_a_corruption_domain_by_its_text_but_its_type():
+    package = Path(robustvlm.__file__).parent
+    parsing = re.compile(r"""startswith\(\s*POOLED|\b(domain|types?)\w*(\[\d+\])?\.r?(split|partition)\(\s*["']-["']""")
+    assert parsing.search('types = [d for d in x if not d.startswith(POOLED)]')
+    assert parsing.search("corruption, severity = domain.rsplit(\"-\", 1)")
+    assert parsing.search("f\"types at severity {types[0].rsplit('-', 1)[1]}\"")
+    assert not parsing.search('ways = int(key.split("-")[0])')
+    found = [f"{p.relative_to(package)}: {line.strip()}" for p in sorted(package.rglob("*.py"))
+             if p != package / "data" / "corrupted_suite.py"
+             for line in p.read_text(encoding="utf-8").splitlines() if parsing.search(line)]
+    assert found == []

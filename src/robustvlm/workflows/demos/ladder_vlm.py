@@ -2,7 +2,7 @@
 two-option question about each Colored MNIST picture, trained on the answer tokens with the
 objective classes `train` uses (`training.answer_fit`).
 
-A rung `vlm:<mode>:<model>`, mode:
+A VLM rung (`analysis.ladder_rung.Rung`, id `vlm:<mode>:<model>`), mode:
 
 - `head` (the issue's rung 3, the answer head): vision tower and text decoder frozen; the
   projector (`connector`) and a LoRA on the last decoder layer trained (`train`'s
@@ -30,9 +30,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-from robustvlm.analysis.ladder import VLM
 from robustvlm.analysis.ladder_paired import to_bits
-from robustvlm.analysis.ladder_results import VLMRungPlan
+from robustvlm.analysis.ladder_plan import VLMRungPlan
+from robustvlm.analysis.ladder_rung import VLM, Rung
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.data.synth import digits
@@ -44,16 +44,14 @@ from robustvlm.models.trainable import DECODER_PROJECTIONS, configure_trainable,
 from robustvlm.objectives import Objective
 from robustvlm.training.answer_fit import AnswerRows, candidate_correct, env_rows, fit_answer
 
-MODES = ("head", "lora", "full")
 QUESTIONS = {"mnist": (digits.INSTRUCTION, digits.ANSWERS), "fashion": (SPURIOUS_INSTRUCTION, SPURIOUS_ANSWERS)}
 
 
-def parse_rung(rung: str) -> tuple[str, str]:
-    """(mode, model name) of a rung `vlm:<mode>:<model>`."""
-    mode, _, model = rung[len(VLM):].partition(":")
-    if not rung.startswith(VLM) or mode not in MODES or not model:
-        raise ValueError(f"a VLM rung is vlm:<{'|'.join(MODES)}>:<model>, not {rung!r}")
-    return mode, model
+def _model(rung: Rung) -> ModelRef:
+    """A VLM rung's model; ValueError for another rung."""
+    if rung.kind != VLM or rung.model is None:
+        raise ValueError(f"{rung.id!r} is not a VLM rung")
+    return rung.model
 
 
 def rgb_pictures(planes: np.ndarray) -> list[Image.Image]:
@@ -70,15 +68,15 @@ def _png(picture: Image.Image) -> bytes:
     return buffer.getvalue()
 
 
-def build_vlm(rung: str, seed: int, source: str, image_size: int) -> tuple[torch.nn.Module, Any]:
+def build_vlm(rung: Rung, seed: int, source: str, image_size: int) -> tuple[torch.nn.Module, Any]:
     """(the rung's model with its trainable parameters set, processor). A `tiny:` model's weights
     come from `seed` (its pictures resized to `image_size`); a pretrained model (`zoo:NAME`, a
     folder, a hub name) is the same in every seed, with its own processor and image size, and the
     seed sets the LoRA's initial weights (and, in `fit_answer`, the batches)."""
-    mode, name = parse_rung(rung)
+    mode, ref = rung.mode, _model(rung)
     question, answers = QUESTIONS[source]
-    tiny = ModelRef.parse(name).kind == TINY
-    model, processor = load_vlm(name, tiny_options={"image_size": image_size, "seed": seed} if tiny else None,
+    tiny = ref.kind == TINY
+    model, processor = load_vlm(ref.name, tiny_options={"image_size": image_size, "seed": seed} if tiny else None,
                                 corpus=[question, *answers] if tiny else None)
     torch.manual_seed(seed)  # the LoRA's initial weights
     if mode == "head":
@@ -128,7 +126,7 @@ def environment_rows(processor: Any, source: str, image_size: int, inputs: dict[
 
 def vlm_evaluations(
     objective: Objective,
-    rung: str,
+    rung: Rung,
     source: str,
     seed: int,
     plan: VLMRungPlan,
@@ -143,7 +141,7 @@ def vlm_evaluations(
     as `analysis.ladder_paired.to_bits`}}] (accuracies 0-1)."""
     vlm, processor = build_vlm(rung, seed, source, plan.image_size)
     env_id = {name: i for i, name in enumerate(splits)}
-    rows = environment_rows(processor, source, plan.image_size, inputs, labels, env_id, parse_rung(rung)[1])
+    rows = environment_rows(processor, source, plan.image_size, inputs, labels, env_id, _model(rung).name)
     evaluations: list[dict[str, Any]] = []
 
     def evaluate(step: int, model: AnswerModel) -> None:

@@ -27,11 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from robustvlm.analysis.accuracy import accuracy_summary
-from robustvlm.data.corrupted_suite import write_corrupted_suite
+from robustvlm.data.corrupted_suite import CorruptionDomain, write_corrupted_suite
 from robustvlm.data.corruptions import COMMON, SEVERITIES, VALIDATION
 from robustvlm.data.loaders import load_examples
 from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
-from robustvlm.report.robustness_zoo import POOLED
 from robustvlm.runs import read_jsonl
 
 #: The severity whose domains get a line of their own, one per corruption type (the issue's goal).
@@ -43,12 +42,12 @@ SEED = 0
 
 def domain(corruption: str, severity: int) -> str:
     """The domain of `corruption` at `severity`, `<corruption>-<severity>` as `data corrupt` names it."""
-    return f"{corruption}-{severity}"
+    return CorruptionDomain(severity, corruption).id
 
 
 def pooled(severity: int) -> str:
     """The domain of every corruption type's questions at `severity` pooled."""
-    return f"{POOLED}{severity}"
+    return CorruptionDomain(severity).id
 
 
 def fitted_domains(corruptions: Sequence[str]) -> list[str]:

@@ -1,8 +1,10 @@
 """An experiment as one object: a demo's name, its typed plan, presets, run, figures and sources.
 
 A plan is a frozen dataclass whose fields are the experiment's options, each declared with
-`option(default, help, ...)`; the command line (`cli/demo.py`) makes `robustvlm demo NAME` and its
-options from those fields, so an option exists only for the experiments whose plans have it.
+`option(default, help, ...)` (`plan_fields`), and its settings, fixed by its presets (`quick`,
+`zoo`, ...: the plan each flag, or pair of flags, selects); the command line (`cli/demo.py`) makes
+`robustvlm demo NAME` and its options from the option fields, so an option exists only for the
+experiments whose plans have it, and starts from the preset its flags select.
 `Experiment.execute` checks a plan, fills its method list from the objective registry where the
 plan leaves it open, runs it into a folder and prints the first lines of its report's verdict.
 Kept free of heavy imports: the command line reads every experiment to build its parser, and each
@@ -13,48 +15,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from robustvlm.data.provenance import add_to_results
 from robustvlm.errors import ConfigError
+from robustvlm.plan_fields import OPTION, OptionSpec, option, option_fields, option_spec
 
 P = TypeVar("P")
 R = TypeVar("R")
 
-OPTION = "option"
-"""The key of a plan field's metadata that holds its `OptionSpec`."""
 VERDICT_LINES = 8
 """Lines of the report's verdict printed when a demo ends."""
-
-
-@dataclass(frozen=True)
-class OptionSpec:
-    """How a plan field is given on the command line: its help; `metavar`; `parse` for text read
-    another way than as itself (a config name resolved to its file); `minimum` for an
-    integer; `choices` for text; `with_zoo` True (only with --zoo), False (only without) or None
-    (either); `positional` for a list given as the command's trailing words; `shown`: what the help
-    gives as the default when the field's default is None (read when help is printed)."""
-
-    help: str
-    metavar: str | None = None
-    parse: Callable[[str], Any] | None = None
-    minimum: int | None = None
-    choices: tuple[str, ...] | None = None
-    with_zoo: bool | None = None
-    positional: bool = False
-    shown: Callable[[], str] | None = None
-
-
-def option(default: Any, help: str, **spec: Any) -> Any:
-    """A plan field: `default` and its command-line option (`OptionSpec`'s other fields by keyword)."""
-    return field(default=default, metadata={OPTION: OptionSpec(help, **spec)})
-
-
-def option_spec(plan_field: dataclasses.Field[Any]) -> OptionSpec:
-    """The `OptionSpec` a plan field was declared with (`option`)."""
-    return plan_field.metadata[OPTION]
 
 
 def presets(plan: Callable[..., P], *flags: str) -> dict[str, P]:
@@ -80,8 +53,9 @@ class Experiment(Generic[P, R]):
     Attributes:
         name: `robustvlm demo NAME`.
         summary: one line for `robustvlm demo --help`.
-        plan: the plan's dataclass (its fields: the options).
-        presets: named plans (`default` always; `quick`, `paper`, `zoo` where the demo has them).
+        plan: the plan's dataclass (its fields: the options and the settings).
+        presets: named plans (`default` always; `quick`, `paper`, `zoo`, `zoo-quick` where the demo
+            has them): what each option not given is, and every setting.
         run: runs a plan into an output folder and returns the typed results it wrote to results.json.
         out: the output folder of a plan when --out is not given.
         figures: the names of `report.figures.FIGURES` its results.json makes.
@@ -110,14 +84,32 @@ class Experiment(Generic[P, R]):
         """The `default` preset: the command line's defaults."""
         return self.presets["default"]
 
+    def flags(self) -> tuple[str, ...]:
+        """The plan's flags that select a preset: its yes/no options some preset sets."""
+        return tuple(f.name for f in option_fields(self.plan)
+                     if any(getattr(p, f.name) is True for p in self.presets.values()))
+
+    def preset(self, **flags: bool) -> P:
+        """The first preset whose `flags()` are those given (a flag not given: off); without one
+        (e.g. --zoo --quick where no preset joins them), the default preset with those flags set."""
+        wanted = {name: bool(flags.get(name, False)) for name in self.flags()}
+        for plan in self.presets.values():
+            if all(getattr(plan, name) is value for name, value in wanted.items()):
+                return plan
+        return dataclasses.replace(self.default_plan(), **wanted)  # type: ignore[type-var]
+
+    def base_of(self, plan: P) -> P:
+        """The preset `plan`'s own flags select (`preset`)."""
+        return self.preset(**{name: getattr(plan, name) for name in self.flags()})
+
     def check(self, plan: P) -> None:
-        """ConfigError naming an option given away from its default to the variant (with or
-        without --zoo) of this experiment that does not read it."""
+        """ConfigError naming an option given away from its preset's value to the variant (with
+        or without --zoo) of this experiment that does not read it."""
         zoo = bool(getattr(plan, "zoo", False))
-        default = self.default_plan()
-        for plan_field in fields(plan):  # type: ignore[arg-type]
+        base = self.base_of(plan)
+        for plan_field in option_fields(plan):
             wanted = option_spec(plan_field).with_zoo
-            changed = getattr(plan, plan_field.name) != getattr(default, plan_field.name)
+            changed = getattr(plan, plan_field.name) != getattr(base, plan_field.name)
             if changed and wanted is not None and wanted != zoo:
                 shown = f"robustvlm demo {self.name}{' --zoo' if zoo else ''}"
                 readers = f"`demo {self.name}{' --zoo' if wanted else ''}`"
@@ -164,3 +156,7 @@ def verdict_lines(report: Path, n: int = VERDICT_LINES) -> list[str]:
         if line.strip():
             body.append(line)
     return [f"verdict ({report}):", *body]
+
+
+__all__ = ["OPTION", "Experiment", "OptionSpec", "default_demo_folder", "flag", "option", "option_fields",
+           "option_spec", "presets", "verdict_lines"]

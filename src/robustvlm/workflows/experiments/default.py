@@ -27,9 +27,10 @@ def run(plan: DefaultExperimentPlan, out: Path) -> LadderResults:
     """The ladder's `DEMO` plan (`DEMO_QUICK` with `quick`) into `out`."""
     if plan.quick:
         require("data", "demo --quick (its real MNIST digits)")
-    from robustvlm.workflows.demos.ladder import DEMO, DEMO_QUICK, run_ladder_demo
+    from robustvlm.analysis.ladder_plan import DEMO, DEMO_QUICK
+    from robustvlm.workflows.demos.ladder import run_ladder_demo
 
-    return run_ladder_demo(out, quick=plan.quick, plan=DEMO_QUICK if plan.quick else DEMO)
+    return run_ladder_demo(out, DEMO_QUICK if plan.quick else DEMO)
 
 
 EXPERIMENT = Experiment(
