@@ -17,6 +17,7 @@ from report_checks import without_data_read
 from robustvlm.analysis.ladder_results import LadderResults
 from robustvlm.cli import main
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import load_vlm
 from robustvlm.objectives import build_objective
@@ -50,7 +51,7 @@ def test_the_zoo_plan_names_vlm_members_and_modes_only():
 @pytest.mark.slow
 def test_a_zoo_member_is_the_same_pretrained_model_in_every_seed(zoo_cache, monkeypatch):
     monkeypatch.setenv("ROBUSTVLM_CACHE", str(zoo_cache))
-    pretrained, own = load_vlm(MEMBER)
+    pretrained, own = load_vlm(ModelRef.parse(MEMBER))
     for mode in ("head", "full"):
         first, processor = build_vlm(f"vlm:{mode}:{MEMBER}", 0, "fashion", 16)
         second, _ = build_vlm(f"vlm:{mode}:{MEMBER}", 1, "fashion", 16)
@@ -107,7 +108,7 @@ def test_quick_zoo_ladder_runs_reports_and_reads_back(quick_run, zoo_cache, monk
     from robustvlm.data.colored_mnist import colored_mnist
 
     env = colored_mnist("fashion", seed=0, limit=results.plan.vlm.per_env, test_limit=results.plan.vlm.test_per_env)[-1]
-    model, processor = load_vlm(MEMBER)
+    model, processor = load_vlm(ModelRef.parse(MEMBER))
     rows = answer_rows(processor, "fashion", env.inputs.reshape(len(env.inputs), -1), env.labels,
                        {env.name: 0}, env.name)
     model.eval()

@@ -198,7 +198,7 @@ def rung_data(envs: list[ColouredEnv], rung: str) -> RungData:
                         {e.name: e.inputs.sum(1).reshape(len(e.inputs), -1) for e in envs}, labels)
     if not rung.startswith(TOWER):
         raise ValueError(f"unknown rung {rung!r}")
-    backend = load_backend(rung[len(TOWER):])
+    backend = load_backend(ModelRef.parse(rung[len(TOWER):]))
     torch.manual_seed(0)
     kinds = {}
     for grey in (False, True):
@@ -347,10 +347,10 @@ def prepare_inferred_envs(plan: LadderPlan, folder: Path) -> dict[str, dict[str,
     return report
 
 
-def pretrained_models(plan: LadderPlan) -> list[tuple[str, str]]:
-    """(source, model name) of every VLM rung whose model is pretrained (not `tiny:`), once each."""
-    models = [(source, parse_rung(rung)[1]) for source, rung in plan.rungs if rung.startswith(VLM)]
-    return list(dict.fromkeys(m for m in models if ModelRef.parse(m[1]).kind != TINY))
+def pretrained_models(plan: LadderPlan) -> list[tuple[str, ModelRef]]:
+    """(source, model) of every VLM rung whose model is pretrained (not `tiny:`), once each."""
+    models = [(source, ModelRef.parse(parse_rung(rung)[1])) for source, rung in plan.rungs if rung.startswith(VLM)]
+    return list(dict.fromkeys(m for m in models if m[1].kind != TINY))
 
 
 def prepare_zero_shot(plan: LadderPlan, folder: Path) -> dict[str, ZeroShot]:
@@ -359,14 +359,14 @@ def prepare_zero_shot(plan: LadderPlan, folder: Path) -> dict[str, ZeroShot]:
     `TEN_WAY_PICTURES`), saved in `folder` for a re-run."""
     readings = {}
     for source, model in pretrained_models(plan):
-        path = folder / f"zero_shot__{source}__{model.replace(':', '_').replace('/', '_')}.json"
+        path = folder / f"zero_shot__{source}__{model.name.replace(':', '_').replace('/', '_')}.json"
         if not path.is_file():
             envs = colored_mnist(source, seed=0, limit=plan.vlm.per_env, test_limit=plan.vlm.test_per_env)
             pictures = min(TEN_WAY_PICTURES, len(envs[-1].labels) // 5)
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps(asdict(zero_shot(model, source, envs, pictures))), encoding="utf-8")
             tmp.rename(path)
-        readings[f"{source}/{model}"] = ZeroShot(**json.loads(path.read_text(encoding="utf-8")))
+        readings[f"{source}/{model.name}"] = ZeroShot(**json.loads(path.read_text(encoding="utf-8")))
     return readings
 
 

@@ -77,8 +77,9 @@ def build_vlm(rung: str, seed: int, source: str, image_size: int) -> tuple[torch
     seed sets the LoRA's initial weights (and, in `fit_answer`, the batches)."""
     mode, name = parse_rung(rung)
     question, answers = QUESTIONS[source]
-    tiny = ModelRef.parse(name).kind == TINY
-    model, processor = load_vlm(name, tiny_options={"image_size": image_size, "seed": seed} if tiny else None,
+    ref = ModelRef.parse(name)
+    tiny = ref.kind == TINY
+    model, processor = load_vlm(ref, tiny_options={"image_size": image_size, "seed": seed} if tiny else None,
                                 corpus=[question, *answers] if tiny else None)
     torch.manual_seed(seed)  # the LoRA's initial weights
     if mode == "head":
