@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"
 from stub_openai_server import StubOpenAIServer  # noqa: E402
 
 from robustvlm.config import ServedConfig  # noqa: E402
+from robustvlm.model_ref import ModelRef  # noqa: E402
 from robustvlm.models.chat import ChatPrompt  # noqa: E402
 from robustvlm.models.served import ServedModel, ServedRequestError  # noqa: E402
 
@@ -47,7 +48,7 @@ def run(url: str, setting: int | str, n: int) -> dict:
     auto = setting == "auto"
     config = ServedConfig(base_url=url, cache=False, adaptive_concurrency=auto,
                           max_concurrency=AUTO_CEILING if auto else int(setting))
-    model = ServedModel("openai:stub", config)
+    model = ServedModel(ModelRef.parse("openai:stub"), config)
     start = time.perf_counter()
     try:
         model.generate(prompts(n), max_new_tokens=4)

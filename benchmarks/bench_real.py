@@ -105,8 +105,9 @@ def image_bytes(side: int, seed: int) -> bytes:
 def load(args: argparse.Namespace):
     """(model, processor) of `args.model` (a real-size one with one crop per image) on the
     device, in the dtype."""
-    options = {"image_splitting": False, "device": args.device} if ModelRef.parse(args.model).kind == REAL else {}
-    vlm, processor = load_vlm(args.model, dtype=DTYPES[args.dtype], corpus=[QUERY, *OPTIONS, *candidates(16)],
+    ref = ModelRef.parse(args.model)
+    options = {"image_splitting": False, "device": args.device} if ref.kind == REAL else {}
+    vlm, processor = load_vlm(ref, dtype=DTYPES[args.dtype], corpus=[QUERY, *OPTIONS, *candidates(16)],
                               tiny_options=options)
     return vlm.to(args.device), processor
 

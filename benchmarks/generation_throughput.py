@@ -4,7 +4,7 @@ Workload: the test records of the built-in `tasks` benchmark (10 environments, 1
 taken round-robin over environments so every batch mixes prompt lengths and needs left padding),
 collated as `robustvlm eval` collates them (`VLMCollator(train=False)`) and decoded by the
 function the eval calls, `generate_batch` (greedy, `--max-new-tokens` 128, repetition penalty
-1.15 by default: eval's default when BENCHMARKS.md's figures were measured; eval now uses none), on a tiny random Idefics3 from `load_vlm("tiny:idefics3")` at `--width` x
+1.15 by default: eval's default when BENCHMARKS.md's figures were measured; eval now uses none), on a tiny random Idefics3 from `load_vlm(ModelRef.tiny("idefics3"))` at `--width` x
 `--layers` (`--image-size` 128: 64 image tokens per prompt).
 
 Random weights decide arbitrarily when to stop, so by default every example is made to generate
@@ -44,6 +44,7 @@ from robustvlm.data.collate import VLMCollator
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.data.synth import synthesize
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.generate import generate_batch
 from robustvlm.models.loading import load_vlm
 
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
         if len(examples) < args.n_examples:
             sys.exit(f"only {len(examples)} test records available, asked for {args.n_examples}")
         corpus = [text for ex in examples for text in (ex.instruction, ex.target)]
-        model, processor = load_vlm("tiny:idefics3", dtype=DTYPES[args.dtype], corpus=corpus,
+        model, processor = load_vlm(ModelRef.tiny("idefics3"), dtype=DTYPES[args.dtype], corpus=corpus,
                                     tiny_options={"hidden_size": args.width, "num_layers": args.layers,
                                                   "image_size": args.image_size})
         model.eval().to(args.device)

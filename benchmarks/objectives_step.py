@@ -4,7 +4,7 @@ One training step = `answer_outputs(model, batch)` -> objective -> backward -> A
 step index past every anneal / warm-up period (all penalties active; Dynamic BIRM past k_skip).
 Two environments, half of the batch each.
 
-Workloads (random weights, random token ids; `load_vlm("tiny:idefics3", ...)`):
+Workloads (random weights, random token ids; `load_vlm(ModelRef.tiny("idefics3"), ...)`):
 - tiny:   the default tiny Idefics3 (vocab 581, 16 image tokens), batch 8, 16 prompt and
           8 answer tokens per example.
 - stress: the same architecture with a 32768-token vocabulary and 256 image tokens
@@ -46,6 +46,7 @@ from pathlib import Path
 
 import torch
 
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.outputs import AnswerOutputs
@@ -129,7 +130,7 @@ def setup(workload: str, method: str, args: argparse.Namespace):
     spec = WORKLOADS[workload]
     if "head" in spec:
         return setup_head(spec, method, args)
-    model, processor = load_vlm("tiny:idefics3", tiny_options=spec["tiny_options"])
+    model, processor = load_vlm(ModelRef.tiny("idefics3"), tiny_options=spec["tiny_options"])
     model.to(args.device)
     config = model.config
     vocab, side = config.text_config.vocab_size, config.vision_config.image_size

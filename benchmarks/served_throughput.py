@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"
 from stub_openai_server import StubOpenAIServer  # noqa: E402
 
 from robustvlm.config import ServedConfig  # noqa: E402
+from robustvlm.model_ref import ModelRef  # noqa: E402
 from robustvlm.models.chat import ChatPrompt  # noqa: E402
 from robustvlm.models.response_cache import ResponseCache  # noqa: E402
 from robustvlm.models.served import ServedModel  # noqa: E402
@@ -44,7 +45,7 @@ def prompts(n: int) -> list[ChatPrompt]:
 
 def timed(url: str, asked: list[ChatPrompt], concurrency: int) -> float:
     """Seconds to answer every prompt with no cache."""
-    model = ServedModel("openai:stub", ServedConfig(base_url=url, max_concurrency=concurrency, cache=False))
+    model = ServedModel(ModelRef.parse("openai:stub"), ServedConfig(base_url=url, max_concurrency=concurrency, cache=False))
     start = time.perf_counter()
     model.generate(asked, max_new_tokens=16)
     return time.perf_counter() - start
@@ -66,9 +67,9 @@ def main() -> None:
                 times[concurrency].append(timed(server.url, asked, concurrency))
         with tempfile.TemporaryDirectory() as folder:
             config = ServedConfig(base_url=server.url, max_concurrency=args.concurrency)
-            ServedModel("openai:stub", config, ResponseCache(folder)).generate(asked, max_new_tokens=16)
+            ServedModel(ModelRef.parse("openai:stub"), config, ResponseCache(folder)).generate(asked, max_new_tokens=16)
             before = server.requests
-            rerun = ServedModel("openai:stub", config, ResponseCache(folder))
+            rerun = ServedModel(ModelRef.parse("openai:stub"), config, ResponseCache(folder))
             rerun.generate(asked, max_new_tokens=16)
             sent_again = server.requests - before
     sequential, concurrent = (statistics.median(times[c]) for c in times)

@@ -28,7 +28,8 @@ from robustvlm.data.corrupted_suite import write_corrupted_suite
 from robustvlm.data.corruptions import COMMON, SEVERITIES
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.synth.held_out import DATA_SEED, synthesize_suite
-from robustvlm.models.zoo_recipes import resolve_model_name
+from robustvlm.model_ref import ModelRef
+from robustvlm.models.zoo_recipes import resolve_model_ref
 from robustvlm.multiple_choice.build import build_questions, write_questions
 from robustvlm.workflows.demos.robustness_zoo import FULL, QUESTION
 from robustvlm.workflows.mc_eval import evaluate_models, model_slug
@@ -50,7 +51,7 @@ def scoring_seconds(models: list[str], questions: Path, out: Path, n: int) -> di
     seconds = {}
     for name in models:
         start = time.process_time()
-        evaluate_models([resolve_model_name(name)], [questions], out / "scores" / model_slug(name), method="loglik",
+        evaluate_models([resolve_model_ref(ModelRef.parse(name))], [questions], out / "scores" / model_slug(name), method="loglik",
                         allow_outside_root=True)
         seconds[name] = (time.process_time() - start) / n
     return seconds

@@ -217,10 +217,11 @@ def shapes_examples(domains_suite) -> list[Example]:
 def shapes_backend(shapes_examples) -> Backend:
     """"tiny:idefics3" through load_backend (eval mode), its tokenizer trained on the task corpus
     of `shapes_examples` (as the icl and diagnosis workflows build it)."""
+    from robustvlm.model_ref import ModelRef
     from robustvlm.models.backends import load_backend
     from robustvlm.workflows.measure.icl_eval import task_corpus
 
-    return load_backend("tiny:idefics3", corpus=task_corpus(shapes_examples))
+    return load_backend(ModelRef.parse("tiny:idefics3"), corpus=task_corpus(shapes_examples))
 
 
 @pytest.fixture(scope="session")
@@ -242,15 +243,16 @@ def tiny_vlms() -> Callable[[str], tuple]:
 
 @pytest.fixture(scope="session")
 def tiny_backends() -> Callable[[str], Backend]:
-    """`tiny_backends(kind)`: `load_backend(f"tiny:{kind}")` (eval mode), loaded once per kind
+    """`tiny_backends(kind)`: `load_backend(ModelRef.tiny(kind))` (eval mode), loaded once per kind
     (a key of `tiny_families.VLM_FAMILIES`, "clip", "siglip")."""
+    from robustvlm.model_ref import ModelRef
     from robustvlm.models.backends import load_backend
 
     loaded: dict[str, Backend] = {}
 
     def get(kind: str) -> Backend:
         if kind not in loaded:
-            loaded[kind] = load_backend(f"tiny:{kind}")
+            loaded[kind] = load_backend(ModelRef.tiny(kind))
         return loaded[kind]
 
     return get

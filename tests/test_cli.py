@@ -9,6 +9,7 @@ from functools import partial
 import pytest
 
 from robustvlm.cli import build_parser, main
+from robustvlm.model_ref import ModelRef
 
 
 def test_help_lists_subcommands(capsys):
@@ -118,7 +119,7 @@ def test_mc_build_visual_distractors_use_the_vision_model(tmp_path, capsys):
     read_questions = partial(read_questions_file, allow_outside_root=True)
     assert main([*base, "--distractors", "visual", "--vision-model", "tiny:clip"]) == 0
     expected = build_questions(load_examples(data / "shapes"), k=3, distractors="visual", seed=4,
-                               image_embedder=load_image_embedder("tiny:clip"))
+                               image_embedder=load_image_embedder(ModelRef.parse("tiny:clip")))
     assert read_questions(out) == expected
     assert read_questions(out) != build_questions(load_examples(data / "shapes"), k=3, seed=4)
     capsys.readouterr()

@@ -10,6 +10,7 @@ import pytest
 from robustvlm import plugins
 from robustvlm.errors import ConfigError
 from robustvlm.evaluation.metrics.registry import METRICS
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import BACKENDS
 from robustvlm.objectives import REGISTRY
 
@@ -66,7 +67,7 @@ def test_a_plugin_registers_an_objective_a_metric_and_a_backend(tmp_path, monkey
     objective = build_objective("plugin_erm", ["a", "b"])  # an unknown name loads the plugins first
     assert type(objective).label == "Plugin ERM" and plugins.load_plugins() == ["myplugin"]
     check_metric_names(["exact", "plugin_exact"])
-    backend = load_backend("tiny:clip", "plugin-dual", corpus=["a photo of a cat", "a dog"])
+    backend = load_backend(ModelRef.parse("tiny:clip"), "plugin-dual", corpus=["a photo of a cat", "a dog"])
     embeddings = backend.embed_texts(["a cat", "a dog"])
     assert embeddings.shape[0] == 2 and backend.family == "plugin-dual"
 

@@ -17,6 +17,7 @@ from PIL import Image
 from robustvlm import sharding
 from robustvlm.cli import main
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.multiple_choice.build import MCQuestion, write_questions
 from robustvlm.runs import write_jsonl
 from robustvlm.sharding import Shard, block, merge_parts, part_path
@@ -190,6 +191,6 @@ def test_load_backend_moves_the_model_onto_the_process_device(monkeypatch):
     from robustvlm.models.backends import load_backend
 
     monkeypatch.setattr(sharding, "process_device", lambda: torch.device("meta"))
-    assert {p.device.type for p in load_backend("tiny:clip").model.parameters()} == {"meta"}
+    assert {p.device.type for p in load_backend(ModelRef.parse("tiny:clip")).model.parameters()} == {"meta"}
     monkeypatch.setattr(sharding, "process_device", lambda: torch.device("cpu"))
-    assert {p.device.type for p in load_backend("tiny:clip").model.parameters()} == {"cpu"}
+    assert {p.device.type for p in load_backend(ModelRef.parse("tiny:clip")).model.parameters()} == {"cpu"}

@@ -8,8 +8,9 @@
     openai:MODEL  openai:gpt-4o               a model behind an OpenAI-compatible server (`--base-url`)
 
 `ModelRef.parse` is the only place that reads a spelling (tests/test_model_ref.py greps the
-sources for prefix checks elsewhere); code below the options and configs asks the value (`kind`,
-`location`, `capabilities`) instead. Plain text in, plain values out: whether a zoo member is
+sources for prefix checks elsewhere); it is called where an option or a config is read (cli/,
+config/), and `ModelRef.from_record` where a saved file names a model; code below takes and
+returns the value and asks it (`kind`, `location`, `capabilities`) instead. Plain text in, plain values out: whether a zoo member is
 built or a tiny kind exists is checked where the model is resolved or loaded (`models/`).
 """
 
@@ -71,6 +72,17 @@ class ModelRef:
     def real(cls, model: str) -> ModelRef:
         """The real-size model `model`: `ModelRef.real("smolvlm-256m").name == "real:smolvlm-256m"`."""
         return cls.of(REAL, model)
+
+    @classmethod
+    def folder(cls, path: str | os.PathLike[str]) -> ModelRef:
+        """The model saved in folder `path` (written by `save_pretrained`, `train` or `zoo build`)."""
+        return cls(str(path), FOLDER, str(path))
+
+    @classmethod
+    def from_record(cls, text: str) -> ModelRef:
+        """The reference a file written earlier names (a results.json's or run.json's `model`):
+        saved as its `name`, read back as `parse` reads an option."""
+        return cls.parse(text)
 
     @property
     def family(self) -> str | None:

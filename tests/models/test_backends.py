@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models import text_encoder
 from robustvlm.models.backends import (
     BACKENDS,
@@ -60,9 +61,9 @@ def test_each_family_module_is_imported_when_a_model_of_it_loads():
     import subprocess
     import sys
 
-    code = ("import sys, robustvlm.models.backends as b; "
+    code = ("import sys, robustvlm.models.backends as b; from robustvlm.model_ref import ModelRef; "
             "before = {m for m in sys.modules if m.startswith('robustvlm.models.backends.')}; "
-            "b.load_backend('tiny:clip'); "
+            "b.load_backend(ModelRef.tiny('clip')); "
             "print(sorted(before), sorted(m for m in sys.modules if m.startswith('robustvlm.models.backends.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split("] [") == ["['robustvlm.models.backends.base'",
@@ -72,10 +73,10 @@ def test_each_family_module_is_imported_when_a_model_of_it_loads():
 def test_a_family_named_by_path_and_a_path_that_is_no_backend(monkeypatch):
     monkeypatch.setitem(BACKENDS, "by-path", BackendSpec("robustvlm.models.backends.dual_encoder:DualEncoderBackend",
                                                          frozenset({"image_embed", "text_embed"})))
-    assert isinstance(load_backend("tiny:clip", "by-path", corpus=["a cat"]), DualEncoderBackend)
+    assert isinstance(load_backend(ModelRef.parse("tiny:clip"), "by-path", corpus=["a cat"]), DualEncoderBackend)
     monkeypatch.setitem(BACKENDS, "broken", BackendSpec("robustvlm.errors:ConfigError", frozenset({"reward"})))
     with pytest.raises(ConfigError, match="backend 'robustvlm.errors:ConfigError' is not a Backend class"):
-        load_backend("tiny:clip", "broken")
+        load_backend(ModelRef.parse("tiny:clip"), "broken")
 
 
 def test_load_backend_gives_the_family_class_in_eval_mode(vlm, dual):
@@ -100,21 +101,21 @@ def test_unsupported_operation_names_model_family_and_capabilities(vlm, tiny_bac
 
 def test_unknown_family_and_unloadable_models(tmp_path):
     with pytest.raises(ConfigError, match="family must be one of"):
-        load_backend("tiny:clip", "segmenter")
+        load_backend(ModelRef.parse("tiny:clip"), "segmenter")
     with pytest.raises(ConfigError, match="cannot load dual encoder"):
-        load_backend(str(tmp_path / "missing"), "clip")
+        load_backend(ModelRef.folder(tmp_path / "missing"), "clip")
     with pytest.raises(ConfigError, match="unknown tiny"):
-        load_backend("tiny:nothing")
+        load_backend(ModelRef.parse("tiny:nothing"))
 
 
 def test_a_folder_without_a_config_names_itself_when_its_family_is_inferred(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match=f"cannot read the config of model '{tmp_path / 'empty'}' to infer its family"):
-        infer_family(str(tmp_path / "empty"))
+        infer_family(ModelRef.folder(tmp_path / "empty"))
 
 
 @pytest.mark.parametrize(("module", "classes", "load"), [
-    (dual_encoder, ("AutoModel", "AutoProcessor"), lambda **kw: load_backend("org/clip", "clip", **kw)),
+    (dual_encoder, ("AutoModel", "AutoProcessor"), lambda **kw: load_backend(ModelRef.parse("org/clip"), "clip", **kw)),
     (text_encoder, ("AutoModel", "AutoTokenizer"), lambda **kw: load_text_encoder("org/encoder", **kw)),
 ])
 def test_remote_code_only_when_asked(monkeypatch, module, classes, load):

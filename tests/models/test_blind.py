@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import Backend
 from robustvlm.models.blind import BLANK_IMAGE, TEXT_ONLY, BlindBackend, blind_input, text_only
 from robustvlm.models.chat import ChatPrompt
@@ -25,7 +26,7 @@ class Recorder(Backend):
         self.seen: list[Any] = []
 
     @classmethod
-    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
+    def load(cls, ref: ModelRef, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
         raise NotImplementedError
 
     def generate_chats(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int, repetition_penalty: float) -> list[str]:

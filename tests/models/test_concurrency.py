@@ -17,6 +17,7 @@ from stub_openai_server import StubOpenAIServer
 from robustvlm.cli import main
 from robustvlm.cli.options import add_served_options, served
 from robustvlm.config import ServedConfig
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.chat import ChatPrompt
 from robustvlm.models.concurrency import AIMD, AdaptiveLimit
 from robustvlm.models.served import ServedModel
@@ -117,7 +118,7 @@ def test_served_model_with_auto_concurrency_answers_everything_within_capacity()
     with StubOpenAIServer(latency_s=0.02, capacity=6, lifetime_s=60) as stub:
         config = ServedConfig(base_url=stub.url, max_concurrency=32, adaptive_concurrency=True, cache=False,
                               backoff_s=5.0)
-        model = ServedModel("openai:m", config)
+        model = ServedModel(ModelRef.parse("openai:m"), config)
         answers = model.generate(prompts, max_new_tokens=4)
     assert answers == [f"echo: q{i}" for i in range(120)]
     assert stub.refused > 0 and stub.max_in_flight == 6  # it probed past the capacity and backed off

@@ -31,6 +31,7 @@ from robustvlm.data.preferences import load_pairs
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import ConfigError
 from robustvlm.evaluation.icl_settings import InContextSettings
+from robustvlm.model_ref import ModelRef
 from robustvlm.models import support
 from robustvlm.models.backends import load_backend
 from robustvlm.models.loglik import option_logliks
@@ -82,11 +83,11 @@ def test_declaration_covers_every_architecture():
 
 def test_architecture_of_a_saved_model_is_read_from_its_config(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "paligemma"}))
-    assert support.model_type_of(str(tmp_path)) == "paligemma"
-    assert support.model_type_of("Qwen/Qwen2-VL-2B-Instruct") is None  # a hub name: checked when loaded
+    assert support.model_type_of(ModelRef.folder(tmp_path)) == "paligemma"
+    assert support.model_type_of(ModelRef.parse("Qwen/Qwen2-VL-2B-Instruct")) is None  # a hub name: checked when loaded
     with pytest.raises(ConfigError, match=r"\(PaliGemma\) cannot run robustvlm icl eval"):
-        support.require_capability(str(tmp_path), "icl")
-    support.require_capability(str(tmp_path), "mc-loglik")
+        support.require_capability(ModelRef.folder(tmp_path), "icl")
+    support.require_capability(ModelRef.folder(tmp_path), "mc-loglik")
 
 
 def test_support_table_is_generated():
@@ -101,7 +102,7 @@ def test_unknown_architecture_is_one_clear_error(tmp_path, bench, capsys):
         train(validate_config(raw), tmp_path / "run", progress=False)
     assert not (tmp_path / "run").exists()
     with pytest.raises(ConfigError, match="unknown tiny architecture 'qwen9_vl'"):
-        evaluate("tiny:qwen9_vl", [], tmp_path / "eval", progress=False)
+        evaluate(ModelRef.parse("tiny:qwen9_vl"), [], tmp_path / "eval", progress=False)
     assert not (tmp_path / "eval").exists()
     # several models: refused before the first one is scored
     code = main(["mc", "eval", "--model", "tiny:clip", "--model", "tiny:qwen9_vl", "--benchmark", str(bench),
@@ -207,7 +208,7 @@ def test_resume_continues_exactly_and_eval_generates(kind, tmp_path):
     with outcome(kind, "eval", out):
         cfg = validate_config(raw)
         examples = load_from_config(cfg.data, full, verbose=False)
-        metrics = evaluate(result.final_dir, examples, out, cfg=cfg.eval, progress=False)
+        metrics = evaluate(ModelRef.folder(result.final_dir), examples, out, cfg=cfg.eval, progress=False)
         rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
         assert metrics.n == len(rows) == 8 and all(isinstance(r["prediction"], str) for r in rows)
 
@@ -277,7 +278,7 @@ def test_rm_train_and_eval(kind, prefs, tmp_path):
     folder = result.final_dir if support.supports(kind, "rm") else _reward_folder(kind, tmp_path / "head")
     with outcome(kind, "rm", out):
         pairs = load_pairs(prefs, verbose=False).pairs
-        metrics = evaluate_reward_model(folder, pairs, out, cfg=RewardEvalConfig(max_per_env=1, n_boot=100),
+        metrics = evaluate_reward_model(ModelRef.folder(folder), pairs, out, cfg=RewardEvalConfig(max_per_env=1, n_boot=100),
                                         data={"path": str(prefs)}, progress=False)
         assert metrics.views == ["multimodal", "drop"] and len(metrics.per_env) == 4
 
@@ -298,7 +299,7 @@ def test_embed_train_one_step(kind, tmp_path):
     with outcome(kind, "embed", run):
         result = embed_train(validate_config(raw, "t", EmbedRunConfig), run, progress=False)
         assert result.steps == 1 and (result.final_dir / "embedding.json").is_file()
-        backend = load_backend(str(result.final_dir))  # the saved model loads back and embeds
+        backend = load_backend(ModelRef.folder(result.final_dir))  # the saved model loads back and embeds
         queries = backend.embed_queries([Image.new("RGB", (64, 64), "red")] * 2, ["Which shape?", "Which colour?"])
         assert queries.shape[0] == 2 and np.allclose(np.linalg.norm(queries, axis=1), 1, atol=1e-5)
 
@@ -307,7 +308,7 @@ def test_embed_train_one_step(kind, tmp_path):
 def test_icl_eval(kind, domains_suite, tmp_path):
     out = tmp_path / "icl"
     with outcome(kind, "icl", out):
-        result = run_icl(f"tiny:{kind}", domains_suite / "shapes", out,
+        result = run_icl(ModelRef.tiny(kind), domains_suite / "shapes", out,
                          InContextSettings(shots=(0, 1), policies=("same-domain",), n_per_env=1, seed=0), progress=False)
         assert {r["shots"] for r in result.to_dict()["rows"]} == {0, 1}
 
@@ -319,7 +320,7 @@ def test_diagnose(kind, domains_suite, tmp_path):
     descriptions = {c: f"a drawing of a {c}" for c in
                     ("circle", "cross", "heart", "hexagon", "pentagon", "square", "star", "triangle")}
     with outcome(kind, "diagnose", out):
-        result = run_diagnosis(f"tiny:{kind}", domains_suite / "shapes", out,
+        result = run_diagnosis(ModelRef.tiny(kind), domains_suite / "shapes", out,
                                InContextSettings(shots=(0, 1), policies=("same-domain",), n_per_env=1),
                                descriptions=descriptions)
         assert len(result.rows) == 4 and all(0 <= r["probe_acc"] <= 1 for r in result.rows)

@@ -15,6 +15,7 @@ from reward_inputs import QUERY, RESPONSES
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import infer_family, load_backend
 from robustvlm.models.reward import (
     META_FILE,
@@ -90,8 +91,8 @@ def test_save_and_load_keep_the_loglik_reward(tiny_vlms, image_file, tmp_path):
     loaded, loaded_processor = load_reward_model(tmp_path / "rm")
     assert isinstance(loaded, LoglikReward) and not loaded.normalize
     assert candidate_rewards(loaded, loaded_processor, QUERY, RESPONSES, image=image) == pytest.approx(before, abs=1e-5)
-    assert infer_family(str(tmp_path / "rm")) == "reward"
-    assert load_backend(str(tmp_path / "rm")).rewards(QUERY, RESPONSES, image=image) == pytest.approx(before, abs=1e-5)
+    assert infer_family(ModelRef.folder(tmp_path / "rm")) == "reward"
+    assert load_backend(ModelRef.folder(tmp_path / "rm")).rewards(QUERY, RESPONSES, image=image) == pytest.approx(before, abs=1e-5)
     meta = json.loads((tmp_path / "rm" / META_FILE).read_text())
     (tmp_path / "rm" / META_FILE).write_text(json.dumps({**meta, "reward": "nonsense"}))
     with pytest.raises(ConfigError, match="unknown reward 'nonsense'"):

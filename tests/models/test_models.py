@@ -19,6 +19,7 @@ from transformers import (
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models import (
     AnswerModel,
     answer_outputs,
@@ -117,22 +118,22 @@ def test_tiny_overrides_and_errors():
     with pytest.raises(ConfigError, match="patch_size"):
         build_tiny_vlm("idefics3", vision_patch_size=24)
     with pytest.raises(ConfigError, match="tiny:llava"):
-        load_vlm("tiny:nope")
+        load_vlm(ModelRef.parse("tiny:nope"))
     with pytest.raises(ConfigError, match="tiny_options"):
-        load_vlm("some/model", tiny_options={"seed": 1})
+        load_vlm(ModelRef.parse("some/model"), tiny_options={"seed": 1})
 
 
 def test_missing_model_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="cannot load"):
-        load_vlm(str(tmp_path / "absent"))
+        load_vlm(ModelRef.folder(tmp_path / "absent"))
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_save_and_load_round_trip(kind, tmp_path):
-    model, processor = load_vlm(f"tiny:{kind}", tiny_options={"seed": 1}, corpus=["a blue square"])
+    model, processor = load_vlm(ModelRef.tiny(kind), tiny_options={"seed": 1}, corpus=["a blue square"])
     model.save_pretrained(tmp_path)
     processor.save_pretrained(tmp_path)
-    loaded, loaded_processor = load_vlm(str(tmp_path))
+    loaded, loaded_processor = load_vlm(ModelRef.folder(tmp_path))
     assert type(loaded) is type(model)
     assert type(loaded_processor.image_processor) is type(processor.image_processor)  # PIL backend
     batch = VLMCollator(processor, ENVS)(EXAMPLES)
@@ -146,7 +147,7 @@ def test_save_and_load_round_trip(kind, tmp_path):
 
 
 def test_load_vlm_dtype():
-    model, _ = load_vlm("tiny:llava", dtype=torch.bfloat16)
+    model, _ = load_vlm(ModelRef.parse("tiny:llava"), dtype=torch.bfloat16)
     assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
 
 

@@ -8,6 +8,7 @@ import torch
 from PIL import Image
 
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models import support
 from robustvlm.models.backends import infer_family
 from robustvlm.models.loading import load_vlm
@@ -25,12 +26,12 @@ from robustvlm.models.tiny_families import VLM_FAMILIES
 @pytest.mark.parametrize("name", list(REAL_MODELS))
 def test_parameter_count_matches_the_published_one(name):
     published = REAL_MODELS[name].published_parameters
-    assert abs(count_real_parameters(name) / published - 1) < 0.01
+    assert abs(count_real_parameters(ModelRef.real(name)) / published - 1) < 0.01
 
 
 def test_qwen2_vl_count_equals_the_released_safetensors_size():
     # model.safetensors.index.json: total_size 4,417,971,200 bytes of bf16 weights
-    assert count_real_parameters("real:qwen2-vl-2b") == 4_417_971_200 // 2
+    assert count_real_parameters(ModelRef.parse("real:qwen2-vl-2b")) == 4_417_971_200 // 2
 
 
 def test_padded_tokenizer_has_the_real_size_and_encodes_as_before():
@@ -51,8 +52,8 @@ def test_padded_tokenizer_has_the_real_size_and_encodes_as_before():
     ("real:qwen2-vl-2b", 448, 256),       # (448 / 14 / 2)^2
 ])
 def test_one_crop_has_the_published_image_token_count(name, side, tokens):
-    spec = real_spec(name)
-    config, tokenizer = real_config(name)
+    spec = real_spec(ModelRef.parse(name))
+    config, tokenizer = real_config(ModelRef.parse(name))
     family = VLM_FAMILIES[spec.kind]
     processor = spec.make_processor(tokenizer, config, CHAT_TEMPLATE.replace("{{ IMAGE }}", family.image_text), False)
     assert len(tokenizer) == spec.vocab_size == config.text_config.vocab_size
@@ -64,17 +65,17 @@ def test_one_crop_has_the_published_image_token_count(name, side, tokens):
 
 
 def test_real_names_are_known_to_the_model_registry():
-    assert infer_family("real:qwen2-vl-2b") == "vlm"
-    assert support.model_type_of("real:llava-onevision-0.5b") == "llava_onevision"
+    assert infer_family(ModelRef.parse("real:qwen2-vl-2b")) == "vlm"
+    assert support.model_type_of(ModelRef.parse("real:llava-onevision-0.5b")) == "llava_onevision"
     with pytest.raises(ConfigError, match=r"unknown real-size model 'real:gpt'; known: \['real:smolvlm-256m'"):
-        load_vlm("real:gpt")
+        load_vlm(ModelRef.parse("real:gpt"))
 
 
 @pytest.mark.slow
 def test_smolvlm_256m_builds_and_runs_text_only():
-    model, processor = load_vlm("real:smolvlm-256m", tiny_options={"seed": 3})
-    again, _ = load_vlm("real:smolvlm-256m", tiny_options={"seed": 3})
-    assert sum(p.numel() for p in model.parameters()) == count_real_parameters("smolvlm-256m")
+    model, processor = load_vlm(ModelRef.parse("real:smolvlm-256m"), tiny_options={"seed": 3})
+    again, _ = load_vlm(ModelRef.parse("real:smolvlm-256m"), tiny_options={"seed": 3})
+    assert sum(p.numel() for p in model.parameters()) == count_real_parameters(ModelRef.parse("smolvlm-256m"))
     first = next(iter(model.state_dict().items()))
     assert torch.equal(first[1], again.state_dict()[first[0]])  # the seed fixes the weights
     ids = processor.tokenizer("What colour is the sky?", return_tensors="pt").input_ids

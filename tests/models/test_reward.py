@@ -12,6 +12,7 @@ from reward_inputs import QUERY, RESPONSES
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.answer import freeze_unused_lm_head, last_token_index
 from robustvlm.models.backends import infer_family, load_backend
 from robustvlm.models.reward import (
@@ -63,8 +64,8 @@ def test_save_and_load_give_identical_rewards_and_a_reward_backend(tiny_vlms, im
     save_reward_model(model, processor, tmp_path / "rm", meta={"loss": "standard"})
     loaded, loaded_processor = load_reward_model(tmp_path / "rm")
     assert candidate_rewards(loaded, loaded_processor, QUERY, RESPONSES, image=image) == before
-    assert infer_family(str(tmp_path / "rm")) == "reward"
-    backend = load_backend(str(tmp_path / "rm"))
+    assert infer_family(ModelRef.folder(tmp_path / "rm")) == "reward"
+    backend = load_backend(ModelRef.folder(tmp_path / "rm"))
     assert backend.meta["loss"] == "standard" and backend.rewards(QUERY, RESPONSES, image=image) == before
     with pytest.raises(ConfigError, match="does not support generate"):
         backend.generate({})

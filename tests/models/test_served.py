@@ -16,6 +16,7 @@ from stub_openai_server import StubOpenAIServer, prompt_tokens, word_logprob
 
 from robustvlm.config import ServedConfig
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import ServedBackend, infer_family, load_backend
 from robustvlm.models.chat import ChatPrompt
 from robustvlm.models.endpoint import openai_messages
@@ -53,7 +54,7 @@ def _decoded(url: str) -> np.ndarray:
 
 def test_payload_shape_pixels_and_parameters():
     with StubOpenAIServer() as server:
-        model = ServedModel("openai:stub-vlm", _config(server))
+        model = ServedModel(ModelRef.parse("openai:stub-vlm"), _config(server))
         replies = model.generate(_prompts(3, images_each=2), max_new_tokens=7)
     assert replies == [f"echo: question {i}" for i in range(3)]
     bodies = sorted(server.bodies, key=lambda b: b["messages"][0]["content"][-1]["text"])
@@ -77,7 +78,7 @@ def test_image_entries_must_match_images():
 @pytest.mark.parametrize("fault", ["429", "500", "503", "slow", "malformed"])
 def test_transient_faults_are_retried(fault, caplog):
     with StubOpenAIServer(faults=[fault, fault], slow_s=1.0) as server:
-        model = ServedModel("openai:m", _config(server, max_concurrency=1, timeout_s=0.5))
+        model = ServedModel(ModelRef.parse("openai:m"), _config(server, max_concurrency=1, timeout_s=0.5))
         with caplog.at_level(logging.WARNING):
             replies = model.generate(_prompts(3), max_new_tokens=4)
     assert replies == [f"echo: question {i}" for i in range(3)]
@@ -91,7 +92,7 @@ def test_a_failed_record_is_named_and_answered_ones_are_kept(fault, why):
         return fault if "question 2" in str(body["messages"]) else None
 
     with StubOpenAIServer(fault_for=failing) as server:
-        model = ServedModel("openai:m", _config(server, max_concurrency=1))
+        model = ServedModel(ModelRef.parse("openai:m"), _config(server, max_concurrency=1))
         with pytest.raises(ServedRequestError, match=rf"1 of 4 requests failed.*record 'r2': .*{why}") as failure:
             model.generate(_prompts(4), max_new_tokens=4)
         assert set(failure.value.failures) == {"r2"}
@@ -107,14 +108,14 @@ def test_a_failed_record_is_named_and_answered_ones_are_kept(fault, why):
 
 def test_cache_sends_nothing_twice_and_no_cache_sends_everything(response_cache_folder):
     with StubOpenAIServer() as server:
-        first = ServedModel("openai:m", _config(server)).generate(_prompts(5), max_new_tokens=4)
+        first = ServedModel(ModelRef.parse("openai:m"), _config(server)).generate(_prompts(5), max_new_tokens=4)
         assert server.requests == 5
-        again = ServedModel("openai:m", _config(server))
+        again = ServedModel(ModelRef.parse("openai:m"), _config(server))
         assert again.generate(_prompts(5), max_new_tokens=4) == first
         assert server.requests == 5 and again.usage["cache_hits"] == 5 and again.usage["requests"] == 0
-        other_length = ServedModel("openai:m", _config(server)).generate(_prompts(5), max_new_tokens=5)
+        other_length = ServedModel(ModelRef.parse("openai:m"), _config(server)).generate(_prompts(5), max_new_tokens=5)
         assert server.requests == 10 and other_length == first  # a parameter is part of the key
-        uncached = ServedModel("openai:m", _config(server, cache=False))
+        uncached = ServedModel(ModelRef.parse("openai:m"), _config(server, cache=False))
         uncached.generate(_prompts(5), max_new_tokens=4)
         assert server.requests == 15 and uncached.usage["requests"] == 5
     assert (response_cache_folder / CACHE_FILE).is_file()
@@ -124,7 +125,7 @@ def test_cache_key_is_route_and_body_and_holds_no_header(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, SECRET)
     cache = ResponseCache(tmp_path)
     with StubOpenAIServer() as server:
-        model = ServedModel("openai:m", _config(server, api_key_env=KEY_ENV), cache=cache)
+        model = ServedModel(ModelRef.parse("openai:m"), _config(server, api_key_env=KEY_ENV), cache=cache)
         model.generate(_prompts(2), max_new_tokens=3)
         assert server.authorization == [f"Bearer {SECRET}"] * 2
     body = server.bodies[0]
@@ -136,7 +137,7 @@ def test_cache_key_is_route_and_body_and_holds_no_header(tmp_path, monkeypatch):
 
 def test_usage_counts_tokens_of_sent_requests():
     with StubOpenAIServer() as server:
-        model = ServedModel("openai:m", _config(server))
+        model = ServedModel(ModelRef.parse("openai:m"), _config(server))
         model.generate(_prompts(3), max_new_tokens=4)
     expected = sum(len(prompt_tokens(b)) for b in server.bodies)
     assert dict(model.usage) == {"cache_hits": 0, "requests": 3, "prompt_tokens": expected, "completion_tokens": 9}
@@ -146,7 +147,7 @@ def test_option_logliks_from_prompt_logprobs_match_brute_force():
     messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "which one?"}]}]
     options = ["A. a cat", "B. an elephant", "C. ox"]
     with StubOpenAIServer() as server:
-        scores = ServedModel("openai:m", _config(server)).option_logliks(messages, options, images=[_image(1)])
+        scores = ServedModel(ModelRef.parse("openai:m"), _config(server)).option_logliks(messages, options, images=[_image(1)])
     for text, total, count in zip(options, scores.sum, scores.n_tokens):
         words = text.split()
         assert count == len(words)
@@ -159,25 +160,25 @@ def test_option_logliks_from_prompt_logprobs_match_brute_force():
 
 def test_a_server_without_prompt_logprobs_says_to_generate():
     with StubOpenAIServer(prompt_logprobs=False) as server:
-        model = ServedModel("openai:m", _config(server))
+        model = ServedModel(ModelRef.parse("openai:m"), _config(server))
         with pytest.raises(LoglikUnavailable, match="--method generate"):
             model.option_logliks([{"role": "user", "content": "q"}], ["a", "b"])
 
 
 def test_backend_registry_and_errors(monkeypatch):
-    assert infer_family("openai:gpt-4o") == "openai"
+    assert infer_family(ModelRef.parse("openai:gpt-4o")) == "openai"
     with pytest.raises(ConfigError, match="--base-url"):
-        load_backend("openai:gpt-4o")
+        load_backend(ModelRef.parse("openai:gpt-4o"))
     with StubOpenAIServer() as server:
-        backend = load_backend("openai:m", served=_config(server))
+        backend = load_backend(ModelRef.parse("openai:m"), served=_config(server))
         assert isinstance(backend, ServedBackend) and backend.supports("generate", "option_loglik")
         assert not backend.supports("image_embed") and backend.usage is not None
         assert backend.generate_chats(_prompts(1), max_new_tokens=2, repetition_penalty=1.15) == ["echo: question 0"]
     monkeypatch.delenv(KEY_ENV, raising=False)
     with pytest.raises(ConfigError, match=f"{KEY_ENV} is not set"):
-        ServedModel("openai:m", ServedConfig(base_url="http://127.0.0.1:9/v1", api_key_env=KEY_ENV))
+        ServedModel(ModelRef.parse("openai:m"), ServedConfig(base_url="http://127.0.0.1:9/v1", api_key_env=KEY_ENV))
     with pytest.raises(ConfigError, match="openai:MODEL"):
-        ServedModel("openai:", ServedConfig(base_url="http://127.0.0.1:9/v1"))
+        ServedModel(ModelRef.parse("openai:"), ServedConfig(base_url="http://127.0.0.1:9/v1"))
 
 
 def test_a_server_that_is_down_is_one_clear_error():
@@ -186,7 +187,7 @@ def test_a_server_that_is_down_is_one_clear_error():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed after the block: connections are refused
-    model = ServedModel("openai:m", ServedConfig(base_url=f"http://127.0.0.1:{port}/v1", max_retries=1,
+    model = ServedModel(ModelRef.parse("openai:m"), ServedConfig(base_url=f"http://127.0.0.1:{port}/v1", max_retries=1,
                                                  backoff_s=0.001, max_concurrency=2))
     with pytest.raises(ServedRequestError, match=r"failed after 2 attempts: URLError.*refused") as failure:
         model.generate(_prompts(6), max_new_tokens=2)

@@ -21,6 +21,7 @@ from transformers.utils import is_torchvision_available
 from transformers.video_processing_utils import BaseVideoProcessor
 
 from robustvlm.config import validate_config
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.chat import ChatPrompt, encode_chats
 from robustvlm.models.generate import generate_batch
 from robustvlm.models.image_only import VIDEO_CONFIG_FILE
@@ -59,7 +60,7 @@ def final_folders(tmp_path_factory) -> Callable[[str], dict[str, Path]]:
 def robustvlm_answer(folder: Path, image: Path) -> tuple[str, torch.Tensor]:
     """robustvlm's own loading and greedy generation (no repetition penalty) of the prompt, and
     the logits of the first answer token."""
-    model, processor = load_vlm(str(folder))
+    model, processor = load_vlm(ModelRef.folder(folder))
     messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": PROMPT}]}]
     batch = encode_chats(processor, [ChatPrompt(messages, [Image.open(image).convert("RGB")])])
     with torch.no_grad():
@@ -138,7 +139,7 @@ def test_a_checkpoints_own_video_settings_are_saved_again(tiny_vlms, tmp_path):
     (original / VIDEO_CONFIG_FILE).write_text(json.dumps(own))
     (legacy / VIDEO_CONFIG_FILE).unlink()
     for source, target in ((original, copy), (legacy, legacy_copy)):
-        _, loaded = load_vlm(str(source))
+        _, loaded = load_vlm(ModelRef.folder(source))
         loaded.save_pretrained(target)
     assert json.loads((copy / VIDEO_CONFIG_FILE).read_text()) == own
     implied = json.loads((legacy_copy / VIDEO_CONFIG_FILE).read_text())

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models import build_tiny_vlm
 from robustvlm.models.vision import VisionTowerEmbedder, pool_image_features
 from robustvlm.workflows.measure.mc_build import load_image_embedder
@@ -83,8 +84,8 @@ def test_llava_embedding_is_the_mean_projected_patch(tiny_backends):
 @pytest.mark.parametrize("name", ["tiny:clip", "tiny:idefics3"])
 def test_embeddings_do_not_depend_on_the_batch(name):
     pics = images([(30, 40), (64, 64), (33, 17), (64, 64), (80, 20)], seed=3)
-    batched = load_image_embedder(name, batch_size=3)(pics)
-    alone = np.concatenate([load_image_embedder(name, batch_size=1)([p]) for p in pics])
+    batched = load_image_embedder(ModelRef.parse(name), batch_size=3)(pics)
+    alone = np.concatenate([load_image_embedder(ModelRef.parse(name), batch_size=1)([p]) for p in pics])
     np.testing.assert_allclose(batched, alone, atol=1e-5)
 
 
@@ -99,4 +100,4 @@ def test_pooling_shapes_and_bad_models():
     with pytest.raises(ConfigError, match="get_image_features"):
         VisionTowerEmbedder(torch.nn.Linear(2, 2), None)
     with pytest.raises(ConfigError, match="unknown tiny"):
-        load_image_embedder("tiny:nothing")
+        load_image_embedder(ModelRef.parse("tiny:nothing"))

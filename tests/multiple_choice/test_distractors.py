@@ -14,6 +14,7 @@ from scipy.stats import chisquare
 
 from robustvlm.data.wordnet import wordnet_available, wordnet_dir
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.model_ref import ModelRef
 from robustvlm.multiple_choice import distractors as dist
 from robustvlm.multiple_choice.distractors import ClassPool, choose_distractors, nearest_others
 
@@ -261,8 +262,8 @@ def test_visual_distractors_from_a_clip_vision_tower_match_brute_force(tmp_path:
     images = {name: [ex.image for ex in examples if ex.target == name] for name in names}
     from robustvlm.models.backends import load_backend
 
-    embedder = load_image_embedder("tiny:clip")
-    clip = load_backend("tiny:clip")  # the same seeded tiny model, used directly
+    embedder = load_image_embedder(ModelRef.parse("tiny:clip"))
+    clip = load_backend(ModelRef.parse("tiny:clip"))  # the same seeded tiny model, used directly
     means = []
     for name in names:  # each image alone through the model's own get_image_features
         vectors = []

@@ -11,6 +11,7 @@ from safetensors.torch import load_file
 
 from robustvlm.config import RewardConfig, validate_config
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.reward import load_reward_model
 from robustvlm.reward.task import RewardTask
 from robustvlm.workflows.reward.train import train_reward_model
@@ -194,7 +195,7 @@ def test_loglik_reward_starts_as_the_vlms_own_loglik_and_saves_without_a_head(tm
 
     cfg = config("shortcut_aware", reward="loglik", train={"sampler": "balanced"})
     result = train_reward_model(cfg, tmp_path, progress=False)
-    vlm, processor = load_vlm(str(tmp_path / "base"))
+    vlm, processor = load_vlm(ModelRef.folder(tmp_path / "base"))
     base = LoglikReward(vlm).eval()
     pairs = {p.id: p for p in load_pairs_from_config(cfg.data, tmp_path, verbose=False).pairs}
     first = [row for row in read_sfc_pairs(tmp_path) if row["step"] == 1]

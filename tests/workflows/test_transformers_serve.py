@@ -68,7 +68,7 @@ def test_the_server_is_gone_after_the_block_however_it_ends(stand_in, tmp_path):
 
 
 def test_the_command_runs_against_the_server_and_its_status_is_returned(stand_in, tmp_path, monkeypatch):
-    monkeypatch.setattr(transformers_serve, "resolve_model_name", lambda name: name)
+    monkeypatch.setattr(transformers_serve, "resolve_model_ref", lambda ref: ref)
     probe = ("import sys, urllib.request; reply = urllib.request.urlopen(sys.argv[1][:-3] + '/health'); "
              "open(sys.argv[2], 'w').write(sys.argv[3]); sys.exit(3 if reply.status == 200 else 1)")
     seen = tmp_path / "seen"
@@ -79,7 +79,7 @@ def test_the_command_runs_against_the_server_and_its_status_is_returned(stand_in
 
 
 def test_a_server_that_exits_at_once_is_one_error_line(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(transformers_serve, "resolve_model_name", lambda name: name)
+    monkeypatch.setattr(transformers_serve, "resolve_model_ref", lambda ref: ref)
     monkeypatch.setattr(transformers_serve, "serve_command",
                         lambda folder, port, lifetime_s=60: [sys.executable, "-c", "print('no model'); raise SystemExit(1)"])
     assert main(["some/folder", "--log", str(tmp_path / "serve.log"), "--", "true"]) == 2

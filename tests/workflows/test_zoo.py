@@ -17,6 +17,7 @@ from safetensors.torch import load_file
 from robustvlm.cli import main
 from robustvlm.data.real_images import FASHION_CLASSES, load_fashion_mnist
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import infer_family, load_backend
 from robustvlm.models.loglik import option_logliks
 from robustvlm.models.zoo_recipes import (
@@ -25,7 +26,7 @@ from robustvlm.models.zoo_recipes import (
     Recipe,
     member_dir,
     recipe,
-    resolve_model_name,
+    resolve_model_ref,
 )
 from robustvlm.workflows.zoo import build as zoo_build
 from robustvlm.workflows.zoo.build import build_members
@@ -63,11 +64,11 @@ def test_a_vlm_key_follows_its_zoo_tower(monkeypatch):
 
 def test_zoo_names_resolve_to_member_folders_or_say_how_to_build(tmp_path, monkeypatch):
     monkeypatch.setenv("ROBUSTVLM_CACHE", str(tmp_path))
-    assert resolve_model_name("tiny:idefics3") == "tiny:idefics3"
+    assert resolve_model_ref(ModelRef.tiny("idefics3")).name == "tiny:idefics3"
     with pytest.raises(ConfigError, match="zoo build --members quick-clip"):
-        resolve_model_name("zoo:quick-clip")
+        resolve_model_ref(ModelRef.zoo("quick-clip"))
     with pytest.raises(ConfigError, match="unknown zoo member 'nope'"):
-        load_backend("zoo:nope")
+        load_backend(ModelRef.parse("zoo:nope"))
     assert member_dir(recipe("quick-clip")).parent == tmp_path / "zoo"
 
 
@@ -135,7 +136,7 @@ def assert_bit_equal(a: Path, b: Path) -> None:
 @pytest.mark.slow
 def test_zoo_build_quick_builds_every_member_with_a_card(in_quick_zoo, capsys):
     for name in QUICK_NAMES:
-        folder = Path(resolve_model_name(f"zoo:{name}"))
+        folder = Path(resolve_model_ref(ModelRef.zoo(name)).name)
         info = json.loads((folder / "zoo_member.json").read_text())
         card = (folder / "README.md").read_text()
         assert info["recipe"] == recipe(name).model_dump()
@@ -208,7 +209,7 @@ def test_a_killed_build_resumes_after_its_finished_stages(in_quick_zoo, monkeypa
 
 @pytest.mark.slow
 def test_members_load_with_stock_transformers_in_a_fresh_process(in_quick_zoo):
-    vlm, dual = (resolve_model_name(f"zoo:{n}") for n in ("quick-idefics3", "quick-clip"))
+    vlm, dual = (resolve_model_ref(ModelRef.zoo(n)).name for n in ("quick-idefics3", "quick-clip"))
     code = (
         "import sys\nfrom transformers import AutoModel, AutoModelForImageTextToText, AutoProcessor\n"
         f"m = AutoModelForImageTextToText.from_pretrained({vlm!r}); AutoProcessor.from_pretrained({vlm!r})\n"
@@ -221,16 +222,16 @@ def test_members_load_with_stock_transformers_in_a_fresh_process(in_quick_zoo):
 
 @pytest.mark.slow
 def test_zoo_names_load_as_backends_of_their_family(in_quick_zoo):
-    assert infer_family("zoo:quick-clip") == "clip"
-    assert infer_family("zoo:quick-siglip") == "siglip"
-    assert infer_family("zoo:quick-llava") == "vlm"
-    assert load_backend("zoo:quick-idefics3").family == "vlm"
+    assert infer_family(ModelRef.parse("zoo:quick-clip")) == "clip"
+    assert infer_family(ModelRef.parse("zoo:quick-siglip")) == "siglip"
+    assert infer_family(ModelRef.parse("zoo:quick-llava")) == "vlm"
+    assert load_backend(ModelRef.parse("zoo:quick-idefics3")).family == "vlm"
 
 
 @pytest.mark.slow
 def test_heldout_accuracy_matches_an_independent_computation(in_quick_zoo):
     r = recipe("quick-idefics3").model_copy(update={"eval_images": 12})
-    model, processor = load_stage(r, Path(resolve_model_name("zoo:quick-idefics3")))
+    model, processor = load_stage(r, Path(resolve_model_ref(ModelRef.zoo("quick-idefics3")).name))
     pool = heldout_pool(12)
     question = "What type of object is in this photo?\n" + "\n".join(
         f"{'ABCDEFGHIJ'[i]}. {c}" for i, c in enumerate(FASHION_CLASSES)) + "\nAnswer with the option's letter."
@@ -243,7 +244,7 @@ def test_heldout_accuracy_matches_an_independent_computation(in_quick_zoo):
     assert heldout_accuracy(r, model, processor) == pytest.approx(np.mean(correct))
 
     dual_r = recipe("quick-clip").model_copy(update={"eval_images": 12})
-    dual, dual_processor = load_stage(dual_r, Path(resolve_model_name("zoo:quick-clip")))
+    dual, dual_processor = load_stage(dual_r, Path(resolve_model_ref(ModelRef.zoo("quick-clip")).name))
     with torch.no_grad():
         texts = dual_processor(text=[f"a photo of a {c}." for c in FASHION_CLASSES], return_tensors="pt",
                                padding=True)

@@ -15,6 +15,7 @@ import torch
 from robustvlm.data.collate import IGNORE_INDEX
 from robustvlm.data.real_images import FASHION_CLASSES
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.zoo_recipes import FULL, QUICK, QUICK_ZOO2, QUICK_ZOO3, ZOO2, ZOO3, recipe
 from robustvlm.workflows.zoo.build import selected
@@ -45,7 +46,7 @@ ZOO2_KEYS = {
 
 @pytest.fixture(scope="module")
 def text_model():
-    return probe_model("fresh", fresh_depth=2, width=32)
+    return probe_model(None, fresh_depth=2, width=32)
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +223,7 @@ def _copy_accuracy(model: torch.nn.Module, tokenizer, *, in_context: bool, n: in
 
 @pytest.mark.slow
 def test_the_quick_member_copies_from_its_context_in_text(quick_lmfirst):
-    model, processor = load_vlm(str(quick_lmfirst))
+    model, processor = load_vlm(ModelRef.folder(quick_lmfirst))
     tokenizer = processor.tokenizer
     with_pairs = _copy_accuracy(model, tokenizer, in_context=True)
     without = _copy_accuracy(model, tokenizer, in_context=False)
@@ -239,7 +240,7 @@ def test_the_quick_member_copies_from_its_context_in_text(quick_lmfirst):
 def test_the_member_starts_from_the_recall_probes_fresh_decoder_whatever_its_tower():
     r = recipe("quick-llava-lmfirst")
     member, _ = fresh_model(r.model_copy(update={"tower": "scratch", "vision_depth": 3}))
-    probe, _ = probe_model("fresh", fresh_depth=r.depth, width=r.width)
+    probe, _ = probe_model(None, fresh_depth=r.depth, width=r.width)
     own, _ = fresh_model(r.model_copy(update={"tower": "scratch", "vision_depth": 3, "decoder_init": "member"}))
     for name, weight in probe.model.language_model.state_dict().items():
         assert torch.equal(member.model.language_model.state_dict()[name], weight)
@@ -315,7 +316,7 @@ def test_the_in_context_commands_run_on_the_copying_member(quick_lmfirst, tmp_pa
         assert cell.keys() == zero.keys() and all(len(r["demos"]) == k for r in cell.values())
     changed = sum(cells[(2, "random")][i]["answer"] != zero[i]["answer"] for i in zero)
     assert changed > 0
-    summary = run_defined_labels("zoo:quick-llava-lmfirst", shapes, tmp_path / "defined", query_domain="photo",
+    summary = run_defined_labels(ModelRef.parse("zoo:quick-llava-lmfirst"), shapes, tmp_path / "defined", query_domain="photo",
                                  demo_domains=("photo", "sketch"), trials=6)
     assert [c["demos"] for c in summary["cells"]] == ["none", "photo", "sketch"]
     assert all(c["n"] == 6 for c in summary["cells"])

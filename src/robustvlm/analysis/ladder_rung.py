@@ -66,7 +66,7 @@ class Rung:
         kind, _, rest = rung_id.partition(SEP)
         mode, _, model = rest.partition(SEP) if kind == VLM else ("", "", rest)
         try:
-            return cls(kind, ModelRef.parse(model) if model else None, mode)
+            return cls(kind, ModelRef.from_record(model) if model else None, mode)
         except ValueError:
             raise ValueError(f"{rung_id!r} is not a ladder rung: a rung is {PIXELS}, {TOWER}:<model> or "
                              f"{VLM}:<{'|'.join(MODES)}>:<model>") from None

@@ -17,6 +17,7 @@ from robustvlm.cli.options import (
 )
 from robustvlm.cli.rm_pairs import add_pair_options, read_pairs_for
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 
 
 def _rm_sample(args: argparse.Namespace) -> int:
@@ -36,7 +37,8 @@ def _rm_sample(args: argparse.Namespace) -> int:
     prompts = eval_pairs(pairs, RewardEvalConfig(split=args.split or "test", max_per_env=args.max_per_env))
     sampling = Sampling(k=args.k, temperature=args.temperature, top_p=args.top_p,
                         max_new_tokens=args.max_new_tokens, seed=args.seed)
-    path = sample_candidates(prompts, args.out, sampling=sampling, policy=args.policy, server=server,
+    path = sample_candidates(prompts, args.out, sampling=sampling,
+                             policy=ModelRef.parse(args.policy) if args.policy is not None else None, server=server,
                              data=data, resume=args.resume)
     print(f"wrote {path}")
     return 0
@@ -47,7 +49,7 @@ def _rm_score(args: argparse.Namespace) -> int:
     from robustvlm.workflows.reward.score import score_candidates
 
     judge = load_judge_config(args.judge) if args.judge else None
-    path = score_candidates(args.candidates, args.out, model=args.model, gold=args.gold, judge=judge,
+    path = score_candidates(args.candidates, args.out, model=ModelRef.parse(args.model), gold=args.gold, judge=judge,
                             shared_prefix=not args.full_sequences, resume=args.resume)
     print(f"wrote {path}")
     return 0

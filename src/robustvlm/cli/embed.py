@@ -28,9 +28,11 @@ def _embed_train(args: argparse.Namespace) -> int:
 
 
 def _embed_eval(args: argparse.Namespace) -> int:
+    from robustvlm.model_ref import ModelRef
     from robustvlm.workflows.embed.evaluate import embed_eval
+    from robustvlm.workflows.mc_eval import ModelSpec
 
-    models = [{"name": m, "family": args.family} if args.family else m for m in args.model]
+    models = [ModelSpec(ModelRef.parse(m), args.family) for m in args.model]
     result = embed_eval(
         models, args.out, benches=args.benchmark or (), retrieval=args.retrieval,
         retrieval_split=args.retrieval_split, resume=args.resume, batch_size=args.batch_size,

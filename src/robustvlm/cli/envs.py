@@ -16,9 +16,10 @@ from robustvlm.cli.options import (
 
 
 def _envs_infer(args: argparse.Namespace) -> int:
+    from robustvlm.model_ref import ModelRef
     from robustvlm.workflows.finetune.envs_infer import infer_environments
 
-    summary = infer_environments(args.model, args.data, args.out, method=args.method, k=args.k,
+    summary = infer_environments(ModelRef.parse(args.model), args.data, args.out, method=args.method, k=args.k,
                                  batch_size=args.batch_size, seed=args.seed, image_root=args.image_root,
                                  allow_outside_root=args.allow_outside_root, resume=args.resume)
     sizes = ", ".join(f"{name} {n}" for name, n in summary["sizes"].items())

@@ -20,6 +20,7 @@ from robustvlm.cli.options import (
 
 
 def _eval(args: argparse.Namespace) -> int:
+    from robustvlm.model_ref import ModelRef
     from robustvlm.report.tables import env_table
     from robustvlm.workflows.finetune.evaluate import run_eval
 
@@ -32,7 +33,7 @@ def _eval(args: argparse.Namespace) -> int:
         "metrics": args.metrics.split(","),
     }
     metrics = run_eval(
-        args.model, args.data, args.out, settings=settings, judge_file=args.judge,
+        ModelRef.parse(args.model), args.data, args.out, settings=settings, judge_file=args.judge,
         env_map=args.env_map, task_rules=args.task_rules, image_root=args.image_root,
         allow_outside_root=args.allow_outside_root,
         resume=args.resume, served=served(args), blind=args.blind,

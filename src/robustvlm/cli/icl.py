@@ -24,6 +24,7 @@ from robustvlm.evaluation.icl_settings import (
     InContextSettings,
 )
 from robustvlm.extras import require
+from robustvlm.model_ref import ModelRef
 
 
 def _settings(args: argparse.Namespace, shots: tuple[int, ...], policies: tuple[str, ...],
@@ -43,7 +44,7 @@ def _icl_eval(args: argparse.Namespace) -> int:
     except ValueError:
         raise ConfigError(f"--shots {args.shots}: expected comma-separated whole numbers, e.g. 0,1,2,4") from None
     settings = _settings(args, shots, tuple(args.demos.split(",")), args.batch_size)
-    run_icl(args.model, args.data, args.out, settings, resume=args.resume, served=served(args), blind=args.blind)
+    run_icl(ModelRef.parse(args.model), args.data, args.out, settings, resume=args.resume, served=served(args), blind=args.blind)
     print(f"wrote {args.out}/icl_results.json and icl_results.md")
     if args.blind:
         from robustvlm.report.vision_gain import gain_summary
@@ -56,7 +57,7 @@ def _icl_defined_labels(args: argparse.Namespace) -> int:
     from robustvlm.workflows.measure.defined_labels import run_defined_labels
 
     run_defined_labels(
-        args.model,
+        ModelRef.parse(args.model),
         args.data,
         args.out,
         query_domain=args.query_domain,
@@ -78,7 +79,7 @@ def _diagnose(args: argparse.Namespace) -> int:
         require("wordnet", "diagnose (class descriptions from WordNet; or give --descriptions)")
 
     settings = _settings(args, (0, args.shots), DIAGNOSE_DEFAULTS.policies, DIAGNOSE_DEFAULTS.batch_size)
-    if run_diagnosis(args.model, args.data, args.out, settings, descriptions=args.descriptions, resume=args.resume,
+    if run_diagnosis(ModelRef.parse(args.model), args.data, args.out, settings, descriptions=args.descriptions, resume=args.resume,
                      served=served(args)) is None:
         print(f"wrote shard {args.shard} of the in-context records into {args.out}; `robustvlm merge` joins the "
               "shards and diagnoses")

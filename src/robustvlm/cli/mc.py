@@ -25,6 +25,7 @@ from robustvlm.cli.options import (
 from robustvlm.cli.output_checks import output_file
 from robustvlm.errors import ConfigError
 from robustvlm.extras import require
+from robustvlm.model_ref import ModelRef
 
 
 def _mc_build(args: argparse.Namespace) -> int:
@@ -49,7 +50,7 @@ def _mc_build(args: argparse.Namespace) -> int:
         args.data,
         args.out,
         distractors=args.distractors,
-        vision_model=args.vision_model,
+        vision_model=ModelRef.parse(args.vision_model) if args.vision_model else None,
         text_encoder=args.text_encoder,
         image_root=args.image_root,
         allow_outside_root=args.allow_outside_root,
@@ -63,7 +64,7 @@ def _mc_build(args: argparse.Namespace) -> int:
         prompt=args.prompt,
         circular=args.circular,
         link_images=args.link_images,
-        filter_blind=BlindFilter(args.filter_blind, args.filter_method, served(args), args.filter_batch_size)
+        filter_blind=BlindFilter(ModelRef.parse(args.filter_blind), args.filter_method, served(args), args.filter_batch_size)
         if args.filter_blind else None,
     )
     if args.filter_blind:
@@ -79,9 +80,11 @@ def _mc_eval(args: argparse.Namespace) -> int:
     from robustvlm.workflows.mc_eval import evaluate_models
     from robustvlm.workflows.measure.mc_paired import check_baseline, write_mc_report
 
-    check_baseline(args.baseline, args.model)
+    models = [ModelRef.parse(m) for m in args.model]
+    baseline = ModelRef.parse(args.baseline) if args.baseline is not None else None
+    check_baseline(baseline, models)
     csv_path = evaluate_models(
-        args.model,
+        models,
         args.benchmark,
         args.out,
         method=args.method,
@@ -99,7 +102,7 @@ def _mc_eval(args: argparse.Namespace) -> int:
     print(Path(csv_path).read_text())
     if args.blind:
         print(gain_summary(Path(csv_path).parent))
-    paths = write_mc_report(args.out, args.model, args.benchmark, circular=args.circular, baseline=args.baseline)
+    paths = write_mc_report(args.out, models, args.benchmark, circular=args.circular, baseline=baseline)
     print("wrote " + ", ".join(str(p.resolve()) for p in paths))
     return 0
 

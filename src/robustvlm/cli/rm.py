@@ -16,6 +16,7 @@ from robustvlm.cli.options import (
     int_at_least,
 )
 from robustvlm.cli.rm_pairs import add_pair_options, pair_options, read_pairs_for
+from robustvlm.model_ref import ModelRef
 
 
 def _rm_data_check(args: argparse.Namespace) -> int:
@@ -48,7 +49,7 @@ def _rm_eval(args: argparse.Namespace) -> int:
     check_split(cfg, args.score_training_pairs)
     skipped = SkipLog() if args.skip_bad else None
     pairs, data = read_pairs_for(args, skipped)
-    metrics = evaluate_reward_model(args.model, pairs, args.out, cfg=cfg, data=data, resume=args.resume,
+    metrics = evaluate_reward_model(ModelRef.parse(args.model), pairs, args.out, cfg=cfg, data=data, resume=args.resume,
                                     skipped=skipped, training_pairs=args.score_training_pairs)
     if skipped is not None and len(skipped):
         print(f"skipped {len(skipped)} bad record(s): see {Path(args.out) / 'skipped.jsonl'}")

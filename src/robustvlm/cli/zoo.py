@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from robustvlm.cli.options import SubParsers
 
 from robustvlm.cli.options import RESUME_HELP, add_data_root, example, float_above, int_at_least
+from robustvlm.model_ref import ModelRef
 
 
 def _zoo_build(args: argparse.Namespace) -> int:
@@ -80,7 +81,7 @@ def _zoo_probe_context(args: argparse.Namespace) -> int:
     out = _checked_probe_folder(args, "zoo probe-context", ("init", "fresh_depth", "named", "queries", "steps",
                                                             "every", "lr", "batch_size", "n_images"))
     torch.set_num_threads(1)
-    report = probe(args.init or "none", named=args.named, queries=args.queries, steps=args.steps, lr=args.lr,
+    report = probe(ModelRef.parse(args.init) if args.init else None, named=args.named, queries=args.queries, steps=args.steps, lr=args.lr,
                    batch_size=args.batch_size, fresh_depth=args.fresh_depth, n_images=args.n_images,
                    every=args.every)
     print(f"probe: {_write_probe(report, out)}")
@@ -95,7 +96,7 @@ def _zoo_probe_recall(args: argparse.Namespace) -> int:
     out = _checked_probe_folder(args, "zoo probe-recall", ("init", "fresh_depth", "width", "steps", "every", "lr",
                                                            "batch_size", "save_model"))
     torch.set_num_threads(1)
-    report = probe_recall(args.init or "none", steps=args.steps, lr=args.lr, batch_size=args.batch_size,
+    report = probe_recall(ModelRef.parse(args.init) if args.init else None, steps=args.steps, lr=args.lr, batch_size=args.batch_size,
                           fresh_depth=args.fresh_depth, width=args.width, every=args.every,
                           save=out / "model" if args.save_model else None)
     print(f"probe: {_write_probe(report, out)}; copying emerged at step {report['emergence_step']}")

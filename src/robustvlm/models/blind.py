@@ -23,6 +23,7 @@ import numpy as np
 from PIL import Image
 
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import BACKENDS, Backend
 from robustvlm.models.chat import ChatPrompt
 from robustvlm.models.loglik import OptionScores
@@ -69,7 +70,7 @@ class BlindBackend(Backend):
         self.blank = needs_image(inner.family)
 
     @classmethod
-    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
+    def load(cls, ref: ModelRef, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
         raise ConfigError("a blind backend wraps a loaded one: BlindBackend(load_backend(...))")
 
     def _prompt(self, prompt: ChatPrompt) -> ChatPrompt:

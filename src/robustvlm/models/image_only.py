@@ -78,18 +78,18 @@ def implied_video_config(image_processor: BaseImageProcessor, video_processor_ty
     return settings if video_processor_type is None else {**settings, "video_processor_type": video_processor_type}
 
 
-def load_image_only_processor(name_or_path: str, **kwargs: Any) -> ProcessorMixin | None:
-    """The processor of `name_or_path` loaded without its video processor (keeping the
+def load_image_only_processor(location: str, **kwargs: Any) -> ProcessorMixin | None:
+    """The processor of `location` loaded without its video processor (keeping the
     checkpoint's video processor settings, which it saves again; a folder without them gets
     those its image processor implies), or None when its class needs none (then AutoProcessor's
     failure had another cause)."""
-    config, _ = ProcessorMixin.get_processor_dict(name_or_path, **kwargs)
+    config, _ = ProcessorMixin.get_processor_dict(location, **kwargs)
     processor_class = getattr(transformers, str(config.get("processor_class")), None)
     if processor_class is None or not needs_video_processor(processor_class):
         return None
-    processor: Any = image_only(processor_class).from_pretrained(name_or_path, **kwargs)
+    processor: Any = image_only(processor_class).from_pretrained(location, **kwargs)
     try:
-        processor.video_processor_dict, _ = BaseVideoProcessor.get_video_processor_dict(name_or_path, **kwargs)
+        processor.video_processor_dict, _ = BaseVideoProcessor.get_video_processor_dict(location, **kwargs)
     except OSError:  # a folder saved without them (by an earlier robustvlm)
         processor.video_processor_dict = implied_video_config(processor.image_processor, None)
     return processor

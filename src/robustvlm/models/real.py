@@ -213,13 +213,8 @@ REAL_MODELS: dict[str, RealSpec] = {
 }
 
 
-def real_spec(name: str) -> RealSpec:
-    """The spec of "real:<name>" (or of "<name>"); ConfigError naming the known ones."""
-    return real_spec_of(ModelRef.parse(name))
-
-
-def real_spec_of(ref: ModelRef) -> RealSpec:
-    """The spec of an already parsed reference (`real_spec`)."""
+def real_spec(ref: ModelRef) -> RealSpec:
+    """The spec of "real:<name>" (or of a reference named "<name>"); ConfigError naming the known ones."""
     key = ref.location if ref.kind == REAL else ref.name
     if key not in REAL_MODELS:
         raise ConfigError(f"unknown real-size model '{ref.name}'; known: {[ModelRef.real(k).name for k in REAL_MODELS]}")
@@ -257,29 +252,29 @@ def real_tokenizer(spec: RealSpec, corpus: list[str] | None = None) -> PreTraine
     return pad_vocabulary(tokenizer, spec.vocab_size)
 
 
-def real_config(name: str, corpus: list[str] | None = None) -> tuple[PreTrainedConfig, PreTrainedTokenizerFast]:
+def real_config(ref: ModelRef, corpus: list[str] | None = None) -> tuple[PreTrainedConfig, PreTrainedTokenizerFast]:
     """(model config, tokenizer) of "real:<name>", built without any weights."""
-    spec = real_spec(name)
+    spec = real_spec(ref)
     tokenizer = real_tokenizer(spec, corpus)
     return spec.make_config(tokenizer), tokenizer
 
 
-def count_real_parameters(name: str) -> int:
+def count_real_parameters(ref: ModelRef) -> int:
     """Parameters of "real:<name>", counted on the meta device (no memory, about a second)."""
-    config, _ = real_config(name)
+    config, _ = real_config(ref)
     with torch.device("meta"):
-        model = VLM_FAMILIES[real_spec(name).kind].model_class(config)
+        model = VLM_FAMILIES[real_spec(ref).kind].model_class(config)
     return sum(p.numel() for p in model.parameters())
 
 
 def build_real_vlm(
-    name: str, *, seed: int = 0, corpus: list[str] | None = None, image_splitting: bool = True,
+    ref: ModelRef, *, seed: int = 0, corpus: list[str] | None = None, image_splitting: bool = True,
     device: str | torch.device = "cpu",
 ) -> tuple[PreTrainedModel, ProcessorMixin]:
     """Build "real:<name>" with random weights on `device` and its processor, offline.
 
     Args:
-        name: "real:<key>" or a key of `REAL_MODELS`.
+        ref: "real:<key>" (or a reference named by a key of `REAL_MODELS`).
         seed: seeds the weight initialisation (the global RNG is left untouched); the same seed
             gives the same weights, so a run rebuilds its base model instead of saving it.
         corpus: extra tokenizer training text.
@@ -291,9 +286,9 @@ def build_real_vlm(
     Returns:
         (model in float32 train mode, processor).
     """
-    spec = real_spec(name)
+    spec = real_spec(ref)
     family = VLM_FAMILIES[spec.kind]
-    config, tokenizer = real_config(name, corpus)
+    config, tokenizer = real_config(ref, corpus)
     processor = spec.make_processor(tokenizer, config, CHAT_TEMPLATE.replace("{{ IMAGE }}", family.image_text),
                                     image_splitting)
     devices = [torch.device(device)] if torch.device(device).type == "cuda" else []

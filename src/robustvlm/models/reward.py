@@ -41,6 +41,7 @@ from torch import nn
 from robustvlm.data.collate import chat_messages, render_chat, reply_ids
 from robustvlm.data.prompt_inputs import appended_token_values
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.answer import answer_outputs, get_backbone, last_token_index, model_inputs
 from robustvlm.models.loading import LOAD_ERRORS, load_vlm
 from robustvlm.models.loglik import (
@@ -212,7 +213,7 @@ def load_reward_model(
     kind = reward_kind(path)
     if kind is None:
         raise ConfigError(f"{path}: not a reward model folder (no {HEAD_FILE})")
-    vlm, processor = load_vlm(str(path), dtype=dtype, trust_remote_code=trust_remote_code)
+    vlm, processor = load_vlm(ModelRef.folder(path), dtype=dtype, trust_remote_code=trust_remote_code)
     if kind != "head":
         return LoglikReward(vlm, normalize=kind == "loglik").eval(), processor
     try:

@@ -61,12 +61,12 @@ LOGLIK_HINT = "this server cannot score options by log-likelihood (in `mc eval`,
 class ServedRequestError(EndpointError):
     """Some requests of a call failed for good; `failures` maps each failed record to why."""
 
-    def __init__(self, model: str, failures: dict[str, str], n_requests: int, n_unsent: int):
+    def __init__(self, model: ModelRef, failures: dict[str, str], n_requests: int, n_unsent: int):
         self.failures, self.n_requests, self.n_unsent = failures, n_requests, n_unsent
         listed = "; ".join(f"record {rec!r}: {why}" for rec, why in list(failures.items())[:MAX_LISTED_FAILURES])
         more = len(failures) - MAX_LISTED_FAILURES
         super().__init__(
-            f"served model '{model}': {len(failures)} of {n_requests} requests failed"
+            f"served model '{model.name}': {len(failures)} of {n_requests} requests failed"
             + (f" ({n_unsent} more not sent)" if n_unsent else "")
             + f": {listed}" + (f"; and {more} more" if more > 0 else "")
             + ". Finished records are kept and answered requests are cached: rerun with --resume"
@@ -89,19 +89,18 @@ class ServedModel:
     """Requests to one served model.
 
     Args:
-        name: "openai:MODEL" (MODEL is what requests name).
+        ref: "openai:MODEL" (MODEL is what requests name).
         config: the endpoint and request policy; `config.cache` false sends every request.
         cache: the response cache to use (default: the user cache folder's).
     """
 
-    def __init__(self, name: str, config: ServedConfig, cache: ResponseCache | None = None):
-        ref = ModelRef.parse(name)
+    def __init__(self, ref: ModelRef, config: ServedConfig, cache: ResponseCache | None = None):
         if ref.kind != SERVED or not ref.location:
-            raise ConfigError(f"a served model is named {SERVED_PREFIX}MODEL, got {name!r}")
+            raise ConfigError(f"a served model is named {SERVED_PREFIX}MODEL, got {ref.name!r}")
         refuse_key_like(ref.location, "served model name", "the model id the server lists")
-        self.name, self.model_id, self.config = name, ref.location, config
+        self.ref, self.name, self.model_id, self.config = ref, ref.name, ref.location, config
         limit = AdaptiveLimit(AIMD(config.max_concurrency)) if config.adaptive_concurrency else None
-        self.client = EndpointClient(config, who=f"served model '{name}'", limit=limit,
+        self.client = EndpointClient(config, who=f"served model '{ref.name}'", limit=limit,
                                      on_send=lambda: self._count(requests=1))
         self.client.check_key()
         self.cache = (cache or ResponseCache()) if config.cache else None
@@ -144,7 +143,7 @@ class ServedModel:
             failures.update({records[i]: message for i, message in failed.items()})
         if failures:
             unsent = sum(r is None for r in replies) - len(failures)
-            raise ServedRequestError(self.name, failures, len(bodies), unsent)
+            raise ServedRequestError(self.ref, failures, len(bodies), unsent)
         return replies  # type: ignore[return-value]  # every entry is filled when nothing failed
 
     def _send_concurrently(

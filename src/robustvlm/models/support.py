@@ -14,7 +14,7 @@ from pathlib import Path
 
 from robustvlm.errors import ConfigError
 from robustvlm.model_ref import FOLDER, REAL, TINY, ModelRef
-from robustvlm.models.real import real_spec_of
+from robustvlm.models.real import real_spec
 from robustvlm.models.tiny_families import VLM_FAMILIES
 from robustvlm.models.zoo_recipes import resolve_model_ref
 
@@ -65,14 +65,13 @@ def supports(architecture: str, capability: str) -> bool:
     return capability not in NOT_SUPPORTED.get(architecture, {})
 
 
-def model_type_of(name: str) -> str | None:
-    """The architecture of a model name: the kind of "tiny:<kind>", the architecture of
+def model_type_of(ref: ModelRef) -> str | None:
+    """The architecture of a model: the kind of "tiny:<kind>", the architecture of
     "real:<name>", or the `model_type` in a local folder's config.json; None for other names (hub
-    names are checked when loaded). A name that is a local path (`model_ref.names_a_folder`) to
-    nothing is a ConfigError saying so. The name is parsed once (a zoo member's folder once more)."""
-    ref = ModelRef.parse(name)
+    names are checked when loaded). A folder reference (`model_ref.names_a_folder`) to nothing is
+    a ConfigError saying so."""
     if ref.kind == REAL:
-        return real_spec_of(ref).kind
+        return real_spec(ref).kind
     ref = resolve_model_ref(ref)
     name = ref.name
     if ref.kind == TINY:
@@ -92,11 +91,11 @@ def model_type_of(name: str) -> str | None:
         raise ConfigError(f"{config}: cannot read the model's config: {exc}") from exc
 
 
-def require_capability(name: str, capability: str) -> None:
-    """Raise ConfigError naming the architecture and the capability when model `name` cannot
+def require_capability(ref: ModelRef, capability: str) -> None:
+    """Raise ConfigError naming the architecture and the capability when model `ref` cannot
     do `capability` (or names an unknown tiny architecture)."""
-    architecture = model_type_of(name)
+    architecture = model_type_of(ref)
     if architecture is not None and not supports(architecture, capability):
         reason = NOT_SUPPORTED[architecture][capability]
-        raise ConfigError(f"model '{name}' ({ARCHITECTURES.get(architecture, architecture)}) cannot run "
+        raise ConfigError(f"model '{ref.name}' ({ARCHITECTURES.get(architecture, architecture)}) cannot run "
                           f"{WORKFLOW_CAPABILITIES[capability]}: {reason}")

@@ -4,7 +4,7 @@ A zoo member is a small model pretrained offline on real images (`workflows.zoo`
 saved with `save_pretrained` under `$ROBUSTVLM_CACHE/zoo/<name>-<key>`, where `<key>` is the
 first 12 hex digits of the sha256 of the recipe's canonical JSON (with RECIPE_VERSION): a changed
 recipe lands in a new folder (a rebuild), an unchanged one finds its folder (no rebuild).
-`resolve_model_name("zoo:NAME")` is that folder, so every command that names a model accepts a
+`resolve_model_ref(ModelRef.zoo(NAME))` is that folder, so every command that names a model accepts a
 member by name once it is built.
 """
 
@@ -102,20 +102,25 @@ class Recipe(BaseModel):
         and, for a VLM on a zoo tower or started from a zoo member, that member's key (a changed
         tower or start rebuilds the VLM). Fields added later (`LATER_FIELDS`) enter the JSON only
         when they differ from their default, so the members made before them keep their keys."""
-        tower_ref = ModelRef.parse(self.tower)
-        tower = recipe(tower_ref.location).key() if tower_ref.kind == ZOO else None
+        tower_ref = self.tower_ref
+        tower = recipe(tower_ref.location).key() if tower_ref is not None and tower_ref.kind == ZOO else None
         content = self.model_dump()
         for name in LATER_FIELDS:
             if content[name] == Recipe.model_fields[name].default:
                 del content[name]
-        if self.init is not None:
-            content["init_key"] = recipe(ModelRef.parse(self.init).location).key()
+        if self.init_member is not None:
+            content["init_key"] = recipe(self.init_member).key()
         text = json.dumps({"version": RECIPE_VERSION, "tower_key": tower, **content}, sort_keys=True)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
     @property
+    def tower_ref(self) -> ModelRef | None:
+        """The model `tower` names (None: "scratch"): a recipe's fields are its config, read here."""
+        return ModelRef.parse(self.tower) if self.tower != "scratch" else None
+
+    @property
     def init_member(self) -> str | None:
-        """The member name `init` starts from (None: a fresh model)."""
+        """The member name `init` starts from (None: a fresh model): a recipe's field, read here."""
         return ModelRef.parse(self.init).location if self.init else None
 
     def folder_name(self) -> str:
@@ -252,14 +257,10 @@ def member_dir(r: Recipe) -> Path:
     return zoo_root() / r.folder_name()
 
 
-def resolve_model_name(name: str) -> str:
-    """"zoo:NAME" -> the folder of member NAME (ConfigError when it is not built yet); any
-    other name unchanged, once `hub.checked_hub_name` let it through (never a key-like name)."""
-    return resolve_model_ref(ModelRef.parse(name)).name
-
-
 def resolve_model_ref(ref: ModelRef) -> ModelRef:
-    """`resolve_model_name` of an already parsed reference: a zoo member's is its folder's."""
+    """A zoo member ("zoo:NAME") -> the folder of member NAME (ConfigError when it is not built
+    yet); any other reference unchanged, once `hub.checked_hub_name` let its name through (never
+    a key-like name)."""
     if ref.kind != ZOO:
         checked_hub_name(ref.name)
         return ref
@@ -268,4 +269,4 @@ def resolve_model_ref(ref: ModelRef) -> ModelRef:
     if not (folder / "config.json").is_file():
         raise ConfigError(f"zoo member '{member.name}' is not built ({folder} missing): "
                           f"run `robustvlm zoo build --members {member.name}`")
-    return ModelRef.parse(str(folder))
+    return ModelRef.folder(folder)

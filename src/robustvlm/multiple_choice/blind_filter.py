@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from robustvlm.model_ref import ModelRef
 from robustvlm.multiple_choice.build import MCQuestion, rotations
 from robustvlm.multiple_choice.scoring import Scorer
 
@@ -63,7 +64,7 @@ def answered_blind(questions: Sequence[MCQuestion], scorer: Scorer, *, batch_siz
 
 
 def drop_answered(
-    questions: Sequence[MCQuestion], answered: dict[str, bool], *, model: str, method: str, blind_input: str
+    questions: Sequence[MCQuestion], answered: dict[str, bool], *, model: ModelRef, method: str, blind_input: str
 ) -> tuple[list[MCQuestion], FilterReport]:
     """(the questions whose id is not answered blind, in order; the FilterReport)."""
     env_of = {q.id: q.source for q in questions}
@@ -74,6 +75,6 @@ def drop_answered(
         counts["dropped"] += int(answered[qid])
     dropped = [qid for qid in env_of if answered[qid]]
     kept = [q for q in questions if not answered[q.id]]
-    report = FilterReport(model, method, blind_input, len(env_of), len(dropped),
+    report = FilterReport(model.name, method, blind_input, len(env_of), len(dropped),
                           dict(sorted(per_env.items())), dropped)
     return kept, report

@@ -18,7 +18,6 @@ splitting the pairs) as the full models get.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +26,7 @@ import torch
 from robustvlm.analysis.reward import sfc_distribution
 from robustvlm.analysis.reward_matrix import MatrixRun, aggregate_matrix
 from robustvlm.data.preferences import PreferencePair
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.reward import RewardModel, candidate_states, hidden_size, new_head
 from robustvlm.reward.ladder_results import MatrixRung, ProxyWeights
@@ -49,10 +49,10 @@ def pair_states(model: RewardModel, processor: Any, pairs: Sequence[PreferencePa
     return np.stack(rows)
 
 
-def frozen_states(backbone: str | Path, pairs: Sequence[PreferencePair]) -> dict[str, np.ndarray]:
+def frozen_states(backbone: ModelRef, pairs: Sequence[PreferencePair]) -> dict[str, np.ndarray]:
     """{view: [n, 2, d]} states of `pairs` under the frozen `backbone` (a model folder), with and
     without the image."""
-    vlm, processor = load_vlm(str(backbone))
+    vlm, processor = load_vlm(backbone)
     head = new_head(hidden_size(vlm), generator=torch.Generator().manual_seed(0))  # unused: states only
     model = RewardModel(vlm.eval(), head)
     return {view: pair_states(model, processor, pairs, view) for view in ("multimodal", "drop")}

@@ -49,6 +49,7 @@ from robustvlm.data.preference_collate import PreferenceCollator
 from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
 from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.answer import freeze_unused_lm_head
 from robustvlm.models.reward import (
     LoglikReward,
@@ -105,9 +106,9 @@ def write_pair_split(out_dir: Path, every: list[PreferencePair], trained: list[P
     (out_dir / SPLIT_FILE).write_text(json.dumps({"train": trained_ids, "test": held_out}), encoding="utf-8")
 
 
-def read_pair_split(model: str | Path) -> dict[str, list[str]] | None:
+def read_pair_split(model: ModelRef) -> dict[str, list[str]] | None:
     """The pair split stored by the training run of a reward model folder (RUN/final), or None."""
-    path = Path(model).parent / SPLIT_FILE
+    path = Path(model.location).parent / SPLIT_FILE
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 

@@ -114,7 +114,7 @@ def _remove_prepared(folder: Path) -> None:
     saved = flatten_settings(yaml.safe_load((folder / CONFIG_FILE).read_text(encoding="utf-8")) or {})
     if saved.get("data.benchmark") is not None:
         shutil.rmtree(folder / "data", ignore_errors=True)
-    if ModelRef.parse(str(saved.get("model.name", ""))).kind == TINY:
+    if ModelRef.from_record(str(saved.get("model.name", ""))).kind == TINY:
         shutil.rmtree(folder / "base", ignore_errors=True)
 
 

@@ -26,7 +26,7 @@ from robustvlm.data.collate import VLMCollator
 from robustvlm.data.from_config import materialize
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError
-from robustvlm.model_ref import TINY
+from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.trainable import (
@@ -136,9 +136,9 @@ def export_checkpoint(cfg: RunConfig, run_dir: Path, checkpoint: Path, out_dir: 
             "exported for evaluation, only the final model"
         )
     tiny = cfg.model.ref.kind == TINY
-    name = str(Path(run_dir) / "base") if tiny else cfg.model.name
+    ref = ModelRef.folder(Path(run_dir) / "base") if tiny else cfg.model.ref
     model: torch.nn.Module
-    model, processor = load_vlm(name, trust_remote_code=cfg.model.trust_remote_code)
+    model, processor = load_vlm(ref, trust_remote_code=cfg.model.trust_remote_code)
     model = configure_trainable(model, mode=cfg.model.trainable, lora=cfg.model.lora.model_dump())
     result = AnswerModel(model).load_state_dict(load_file(str(weights)), strict=False)
     if result.unexpected_keys:

@@ -67,14 +67,14 @@ def base_model(cfg: ModelConfig, out_dir: Path, corpus: list[str], accelerator: 
     The base folder is written under a temporary name and renamed, so a killed run never leaves a
     half-written one; every process waits for it before loading.
     """
-    name = cfg.name
-    if ModelRef.parse(name).kind == TINY:
+    ref = cfg.ref
+    if ref.kind == TINY:
         base = out_dir / "base"
         if accelerator.is_main_process:
-            save_tiny_base(name, base, tiny_options=cfg.tiny, corpus=corpus)
+            save_tiny_base(ref, base, tiny_options=cfg.tiny, corpus=corpus)
         accelerator.wait_for_everyone()
-        name = str(base)
-    return load_vlm(name, trust_remote_code=cfg.trust_remote_code)
+        ref = ModelRef.folder(base)
+    return load_vlm(ref, trust_remote_code=cfg.trust_remote_code)
 
 
 def load_training_set(cfg: DataConfig, ctx: SetupContext) -> list[Example]:

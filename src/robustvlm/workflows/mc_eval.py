@@ -39,6 +39,7 @@ from robustvlm.analysis.accuracy import accuracy_summary, circular_correct
 from robustvlm.analysis.vision_gain import vision_gain
 from robustvlm.config import ServedConfig
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import BACKENDS, Backend, infer_family, load_backend, served_settings
 from robustvlm.models.blind import BlindBackend, blind_input
 from robustvlm.multiple_choice.build import MCQuestion
@@ -58,7 +59,12 @@ from robustvlm.sharding import claim, helpers_stop_here, score_rows
 BLIND_FOLDER = "blind"  # a blind run's own folder inside the run's
 RESULT_COLUMNS = ("model", "family", "method", "bench", "accuracy", "n", "ci_lo", "ci_hi", "unparsed")
 
-ModelSpec = str | Mapping[str, str]
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model to score and its family (a `models.backends` family; None: inferred from the model)."""
+
+    ref: ModelRef
+    family: str | None = None
 
 
 def model_slug(name: str) -> str:
@@ -66,30 +72,27 @@ def model_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "model"
 
 
-def model_spec(spec: ModelSpec) -> tuple[str, str]:
-    """(name, family) of a model given as a name or {"name": ..., "family": ...}."""
-    if isinstance(spec, str):
+def model_spec(spec: ModelRef | ModelSpec) -> tuple[ModelRef, str]:
+    """(reference, family) of a model given alone or as a ModelSpec."""
+    if isinstance(spec, ModelRef):
         return spec, infer_family(spec)
-    unknown = set(spec) - {"name", "family"}
-    if "name" not in spec or unknown:
-        raise ConfigError(f"a model is a name or {{'name', 'family'}}, got {dict(spec)}")
-    family = spec.get("family") or infer_family(spec["name"])
+    family = spec.family or infer_family(spec.ref)
     if family not in BACKENDS:
-        raise ConfigError(f"model '{spec['name']}': family must be one of {list(BACKENDS)}, got '{family}'")
-    return spec["name"], family
+        raise ConfigError(f"model '{spec.ref.name}': family must be one of {list(BACKENDS)}, got '{family}'")
+    return spec.ref, family
 
 
 class _LazyBackend:
     """Loads the model on first use, so a fully resumed model is never loaded; the normal and the
     blind scorer of a model share it."""
 
-    def __init__(self, name: str, family: str, served: ServedConfig | None, usage_folder: Path):
-        self.name, self.family, self.served, self.usage_folder = name, family, served, usage_folder
+    def __init__(self, ref: ModelRef, family: str, served: ServedConfig | None, usage_folder: Path):
+        self.ref, self.family, self.served, self.usage_folder = ref, family, served, usage_folder
         self._backend: Backend | None = None
 
     def __call__(self) -> Backend:
         if self._backend is None:
-            self._backend = load_backend(self.name, self.family, served=self.served)
+            self._backend = load_backend(self.ref, self.family, served=self.served)
             self._backend.track_usage(usage_recorder(self.usage_folder))
         return self._backend
 
@@ -156,7 +159,7 @@ MAY_DIFFER = ("models", "benches", "batch_size", "server")
 
 
 def evaluate_models(
-    models: Sequence[ModelSpec],
+    models: Sequence[ModelRef | ModelSpec],
     benches: Sequence[str | Path],
     out_dir: str | Path,
     *,
@@ -175,8 +178,8 @@ def evaluate_models(
     """Score every model on every benchmark (question JSONL files from `write_questions`).
 
     Args:
-        models: hub names / local folders / "tiny:..." names, or {"name", "family"} dicts
-            (a `models.backends` family; inferred from the config when not given).
+        models: hub names / local folders / "tiny:..." names, alone or as a ModelSpec with its
+            family (a `models.backends` family; inferred from the config when not given).
         benches: question files; their stems name them in the outputs and must differ.
         out_dir: output folder (see the module docstring).
         method: generative VLMs only: "loglik" (option log-likelihood) or "generate".
@@ -204,8 +207,8 @@ def evaluate_models(
     folders = _claim_folders(out_dir, _settings(options, specs, paths), resume=resume, blind=blind)
     results: dict[str, list[dict[str, Any]]] = {run: [] for run in folders}
     sections: list[GainSection] = []
-    for name, family in specs:
-        scored, gains = _score_model(name, family, question_sets, folders, options)
+    for ref, family in specs:
+        scored, gains = _score_model(ref, family, question_sets, folders, options)
         for run, rows in scored.items():
             results[run] += rows
         sections += gains
@@ -240,22 +243,23 @@ class _Options:
     served: ServedConfig | None
 
 
-def _settings(options: _Options, specs: Sequence[tuple[str, str]], paths: Sequence[Path]) -> dict[str, Any]:
+def _settings(options: _Options, specs: Sequence[tuple[ModelRef, str]], paths: Sequence[Path]) -> dict[str, Any]:
     """What config.resolved.yaml records of a run (`--resume` compares it, MAY_DIFFER aside)."""
     return {"method": options.method, "circular": options.circular, "normalize": options.normalize,
             "batch_size": options.batch_size, **({"decoding": options.decoding} if options.method == "generate" else {}),
-            "models": [f"{name} ({family})" for name, family in specs], "benches": [str(p) for p in paths],
-            **served_settings([name for name, _ in specs], options.served)}
+            "models": [f"{ref.name} ({family})" for ref, family in specs], "benches": [str(p) for p in paths],
+            **served_settings([ref for ref, _ in specs], options.served)}
 
 
 def _score_model(
-    name: str, family: str, question_sets: Mapping[str, list[MCQuestion]], folders: Mapping[str, Path],
+    model: ModelRef, family: str, question_sets: Mapping[str, list[MCQuestion]], folders: Mapping[str, Path],
     options: _Options,
 ) -> tuple[dict[str, list[dict[str, Any]]], list[GainSection]]:
     """Score one model on every benchmark in every run of `folders` ("normal", and "blind" when
     asked): ({run: results.csv rows}, the vision gain sections when blind)."""
     way = scoring_method(family, options.method)
-    load = _LazyBackend(name, family, options.served, folders["normal"] / model_slug(name))
+    name = model.name
+    load = _LazyBackend(model, family, options.served, folders["normal"] / model_slug(name))
     scorers = {run: _LazyScorer(load, way=way, normalize=options.normalize, decoding=options.decoding,
                                 blind=run == "blind") for run in folders}
     results: dict[str, list[dict[str, Any]]] = {run: [] for run in folders}
@@ -274,10 +278,10 @@ def _score_model(
 
 
 def _check_run(
-    models: Sequence[ModelSpec], benches: Sequence[str | Path], method: str, batch_size: int,
+    models: Sequence[ModelRef | ModelSpec], benches: Sequence[str | Path], method: str, batch_size: int,
     max_new_tokens: int, repetition_penalty: float,
-) -> tuple[list[Path], list[tuple[str, str]], dict[str, Any]]:
-    """(benchmark paths, (name, family) of each model, the decoding settings) of `evaluate_models`'
+) -> tuple[list[Path], list[tuple[ModelRef, str]], dict[str, Any]]:
+    """(benchmark paths, (reference, family) of each model, the decoding settings) of `evaluate_models`'
     arguments, or ConfigError."""
     if method not in METHODS:
         raise ConfigError(f"method must be one of {METHODS}, got '{method}'")

@@ -20,6 +20,7 @@ from robustvlm.evaluation.metrics.registry import (
     Metric,
     check_metric_names,
 )
+from robustvlm.model_ref import ModelRef
 from robustvlm.report.study_report import table1
 from robustvlm.workflows.finetune.evaluate import evaluate
 
@@ -67,9 +68,9 @@ def test_bad_metrics_fail_before_any_model_is_loaded(tmp_path, examples, capsys)
     # The model path does not exist: loading it first would raise a different error.
     missing = tmp_path / "no-model"
     with pytest.raises(ConfigError, match=r"^eval\.metrics: unknown metric\(s\) 'bleu'"):
-        evaluate(missing, examples, tmp_path / "out", cfg=EvalConfig(metrics=["bleu"]))
+        evaluate(ModelRef.folder(missing), examples, tmp_path / "out", cfg=EvalConfig(metrics=["bleu"]))
     with pytest.raises(ConfigError, match=r"eval\.judge .* is not set"):
-        evaluate(missing, examples, tmp_path / "out", cfg=EvalConfig(metrics=["cee"]))
+        evaluate(ModelRef.folder(missing), examples, tmp_path / "out", cfg=EvalConfig(metrics=["cee"]))
     # The CLI checks before it reads the data (which does not exist either).
     argv = ["eval", "--model", str(missing), "--data", str(tmp_path / "no-data"), "--out", "o"]
     assert main([*argv, "--metrics", "chrf,bleu"]) == 2
@@ -115,7 +116,7 @@ def throwaway(monkeypatch):
 
 def test_a_registered_metric_is_computed_reported_and_offered(throwaway, examples, tmp_path, capsys):
     cfg = EvalConfig(metrics=["chrf", "short"], max_new_tokens=3, max_per_env=2)
-    metrics = evaluate("tiny:idefics3", examples, tmp_path, cfg=cfg, progress=False)
+    metrics = evaluate(ModelRef.parse("tiny:idefics3"), examples, tmp_path, cfg=cfg, progress=False)
 
     rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     assert len(rows) == 8 and SHORT_CALLS == [8]
@@ -128,7 +129,7 @@ def test_a_registered_metric_is_computed_reported_and_offered(throwaway, example
     assert json.loads((tmp_path / "metrics.json").read_text()) == metrics.to_dict()
 
     # resumable: a re-run fills in nothing that is already there
-    again = evaluate("tiny:idefics3", examples, tmp_path, cfg=cfg, resume=True, progress=False)
+    again = evaluate(ModelRef.parse("tiny:idefics3"), examples, tmp_path, cfg=cfg, resume=True, progress=False)
     assert again == metrics and SHORT_CALLS == [8, 0]
 
     results = aggregate_study({"erm": {0: rows}}, ["chrf", "first", "short"])

@@ -59,7 +59,7 @@ def test_the_zoo_plan_names_vlm_members_and_modes_only():
 @pytest.mark.slow
 def test_a_zoo_member_is_the_same_pretrained_model_in_every_seed(zoo_cache, monkeypatch):
     monkeypatch.setenv("ROBUSTVLM_CACHE", str(zoo_cache))
-    pretrained, own = load_vlm(MEMBER)
+    pretrained, own = load_vlm(ModelRef.parse(MEMBER))
     for mode in ("head", "full"):
         first, processor = build_vlm(Rung.vlm(mode, ModelRef.parse(MEMBER)), 0, "fashion", 16)
         second, _ = build_vlm(Rung.vlm(mode, ModelRef.parse(MEMBER)), 1, "fashion", 16)
@@ -85,8 +85,8 @@ def test_kept_rows_follow_the_model(zoo_cache, monkeypatch):
     _, tiny = build_vlm(Rung.vlm("full", ModelRef.tiny("idefics3")), 0, "fashion", 32)
     _, zoo = build_vlm(Rung.vlm("full", ModelRef.parse(MEMBER)), 0, "fashion", 32)
     env = {"train-0.9": 0}
-    kept_tiny = environment_rows(tiny, "fashion", 32, inputs, labels, env, "tiny:idefics3")
-    kept_zoo = environment_rows(zoo, "fashion", 32, inputs, labels, env, MEMBER)
+    kept_tiny = environment_rows(tiny, "fashion", 32, inputs, labels, env, ModelRef.tiny("idefics3"))
+    kept_zoo = environment_rows(zoo, "fashion", 32, inputs, labels, env, ModelRef.parse(MEMBER))
     fresh = answer_rows(zoo, "fashion", inputs["train-0.9"], labels["train-0.9"], env, "train-0.9")
     assert kept_zoo is not kept_tiny  # the same pictures, another processor: not the tiny model's rows
     assert all(torch.equal(kept_zoo["train-0.9"].batch[k], fresh.batch[k]) for k in fresh.batch)
@@ -116,7 +116,7 @@ def test_quick_zoo_ladder_runs_reports_and_reads_back(quick_run, zoo_cache, monk
     from robustvlm.data.colored_mnist import colored_mnist
 
     env = colored_mnist("fashion", seed=0, limit=results.plan.vlm.per_env, test_pictures=results.plan.test_pictures)[-1]
-    model, processor = load_vlm(MEMBER)
+    model, processor = load_vlm(ModelRef.parse(MEMBER))
     rows = answer_rows(processor, "fashion", env.inputs.reshape(len(env.inputs), -1), env.labels,
                        {env.name: 0}, env.name)
     model.eval()

@@ -12,6 +12,7 @@ from scipy.stats import norm
 
 from robustvlm.data.collate import IGNORE_INDEX, VLMCollator
 from robustvlm.data.loaders import load_examples
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.loading import load_vlm
 from robustvlm.multiple_choice.generative import encode_prefix, option_token_ids, score_options
 from robustvlm.report.robustness_demo import RobustnessDemoSummary
@@ -51,7 +52,7 @@ def test_training_sequence_is_the_scored_sequence(demo, demo_data):
     """The collator's training sequence of a row = the scorer's prefix + the correct option's
     continuation (+ the end-of-turn token), so training teaches exactly what is scored."""
     out, _ = demo
-    _, processor = load_vlm(str(out / "models" / QUICK.members[0].name / "final"))
+    _, processor = load_vlm(ModelRef.folder(out / "models" / QUICK.members[0].name / "final"))
     rows = [ex for ex in load_examples(demo_data.data_jsonl, verbose=False) if ex.split == "train"]
     assert [ex.id for ex in rows] == [q.id for q in demo_data.train_questions]
     collate = VLMCollator(processor, {}, train=True)
@@ -70,7 +71,7 @@ def test_scorer_recovers_the_trained_answers(demo, demo_data, tmp_path):
     n = 16
     member = Member("memorise", steps=150, seed=0, n_train=n)
     result = train(member_config(member, demo_data.data_jsonl), tmp_path / "memorise", progress=False)
-    model, processor = load_vlm(str(result.final_dir))
+    model, processor = load_vlm(ModelRef.folder(result.final_dir))
     model.eval()
     questions = demo_data.train_questions[:n]
     correct = [score_options(model, processor, q).prediction(normalize=True) == q.answer for q in questions]

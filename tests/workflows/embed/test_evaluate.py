@@ -11,6 +11,7 @@ import pytest
 
 from robustvlm.cli import main
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models import build_tiny_vlm
 from robustvlm.models.embedding import Embedder, EmbeddingSpec
 from robustvlm.multiple_choice import build_questions, write_questions
@@ -55,7 +56,7 @@ def _rows(path):
 
 def test_embedding_models_land_in_results_csv_and_on_the_probit_plot(embedding_models, benches, tmp_path):
     out = tmp_path / "eval"
-    result = embed_eval([str(m) for m in embedding_models], out, benches=benches, batch_size=8)
+    result = embed_eval([ModelRef.folder(m) for m in embedding_models], out, benches=benches, batch_size=8)
     rows = _rows(result.results_csv)
     assert {(r["family"], r["method"], r["bench"]) for r in rows} == {
         (f, "similarity", b) for f in ("vlm2vec-vqa", "vlm2vec-caption") for b in ("clean", "rotated")}
@@ -81,7 +82,7 @@ def test_retrieval_recall_equals_a_direct_computation(embedding_models, domains_
     from robustvlm.models.loading import load_vlm
 
     examples = load_examples(data, verbose=False)
-    model, processor = load_vlm(str(embedding_models[0]))
+    model, processor = load_vlm(ModelRef.folder(embedding_models[0]))
     embedder = Embedder(model, processor, EmbeddingSpec.read(embedding_models[0]), batch_size=4)
     texts = sorted({ex.target for ex in examples})
     queries = embedder.queries([load_image(ex.image) for ex in examples], [ex.instruction for ex in examples])
@@ -100,6 +101,6 @@ def test_retrieval_recall_equals_a_direct_computation(embedding_models, domains_
 
 def test_models_that_do_not_embed_texts_are_refused(tmp_path, benches):
     with pytest.raises(ConfigError, match="does not embed images and texts"):
-        embed_eval(["tiny:idefics3"], tmp_path / "x", benches=benches)
+        embed_eval([ModelRef.tiny("idefics3")], tmp_path / "x", benches=benches)
     with pytest.raises(ConfigError, match="--benchmark and/or --retrieval"):
-        embed_eval(["tiny:clip"], tmp_path / "x")
+        embed_eval([ModelRef.tiny("clip")], tmp_path / "x")

@@ -16,6 +16,7 @@ from safetensors.torch import load_file
 
 from robustvlm.config import EmbedRunConfig, validate_config
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import EmbeddingBackend, infer_family, load_backend
 from robustvlm.models.embedding import EmbeddingSpec
 from robustvlm.workflows.embed.train import embed_train
@@ -56,8 +57,8 @@ def test_outputs_and_the_model_it_writes(uninterrupted):
         "r": 16, "alpha": 64, "dropout": 0.1, "target_modules": None}
     spec = EmbeddingSpec.read(run / "final")
     assert spec.family == "vlm2vec-mixed" and spec.query_style == "question"
-    assert infer_family(str(run / "final")) == "vlm2vec-mixed"
-    backend = load_backend(str(run / "final"))
+    assert infer_family(ModelRef.folder(run / "final")) == "vlm2vec-mixed"
+    backend = load_backend(ModelRef.folder(run / "final"))
     assert isinstance(backend, EmbeddingBackend) and backend.supports("image_embed", "text_embed")
     assert not any("lora" in k for k in _weights(run))  # merged
 

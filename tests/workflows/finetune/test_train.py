@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 from robustvlm.config import validate_config
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import VLMBackend
 from robustvlm.workflows.finetune.evaluate import evaluate
 from robustvlm.workflows.finetune.train import train
@@ -82,7 +83,7 @@ def test_evaluate_writes_metrics_and_resumes(uninterrupted, tmp_path, monkeypatc
     cfg = validate_config(RAW)
     examples = load_from_config(cfg.data, run, verbose=False)
     out = tmp_path / "eval"
-    metrics = evaluate(result.final_dir, examples, out, cfg=cfg.eval, progress=False)
+    metrics = evaluate(ModelRef.folder(result.final_dir), examples, out, cfg=cfg.eval, progress=False)
     assert metrics.n == 16 and set(metrics.per_env) == {
         "train-0.9", "train-0.8", "test-reversed", "test-nocolour"}
     assert metrics.per_env["test-reversed"].ood is True
@@ -102,7 +103,7 @@ def test_evaluate_writes_metrics_and_resumes(uninterrupted, tmp_path, monkeypatc
         return real(self, prompts, **kw)
 
     monkeypatch.setattr(VLMBackend, "generate_chats", counting)
-    again = evaluate(result.final_dir, examples, out, cfg=cfg.eval, resume=True, progress=False)
+    again = evaluate(ModelRef.folder(result.final_dir), examples, out, cfg=cfg.eval, resume=True, progress=False)
     assert len(generated) == 6
     assert again == metrics
 

@@ -17,6 +17,7 @@ from PIL import Image
 from stub_openai_server import StubOpenAIServer, last_user_text
 
 from robustvlm.cli import main
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.blind import BLANK_IMAGE, TEXT_ONLY, text_only
 from robustvlm.models.chat import ChatPrompt
 from robustvlm.multiple_choice.build import MCQuestion, read_questions, write_questions
@@ -104,7 +105,7 @@ def test_mc_eval_blind_over_a_server_generate_and_loglik(tmp_path, capsys):
 def test_mc_eval_blind_local_loglik_generate_and_a_dual_encoder(tmp_path, tiny_backends):
     bench = _bench(tmp_path / "bench.jsonl")
     out = tmp_path / "ll"
-    ev.evaluate_models(["tiny:idefics3", "tiny:clip"], [bench], out, blind=True)
+    ev.evaluate_models([ModelRef.tiny("idefics3"), ModelRef.tiny("clip")], [bench], out, blind=True)
     backend = tiny_backends("idefics3")
     for q, row in zip(read_questions(bench), _jsonl(out / "blind" / "tiny_idefics3" / "bench.jsonl")):
         messages, _ = question_prompt(q)  # asked directly, text only
@@ -113,7 +114,7 @@ def test_mc_eval_blind_local_loglik_generate_and_a_dual_encoder(tmp_path, tiny_b
     # a dual encoder's blind run is its normal run on black images of the same size
     black = tmp_path / "black" / "bench.jsonl"
     black.parent.mkdir()
-    ev.evaluate_models(["tiny:clip"], [_bench(black, black=True)], tmp_path / "black_out")
+    ev.evaluate_models([ModelRef.tiny("clip")], [_bench(black, black=True)], tmp_path / "black_out")
     np.testing.assert_allclose([r["scores"] for r in _jsonl(out / "blind" / "tiny_clip" / "bench.jsonl")],
                                [r["scores"] for r in _jsonl(tmp_path / "black_out" / "tiny_clip" / "bench.jsonl")],
                                atol=1e-5)
@@ -126,7 +127,7 @@ def test_mc_eval_blind_local_loglik_generate_and_a_dual_encoder(tmp_path, tiny_b
         blind = {r["id"]: float(r["correct"]) for r in _jsonl(out / "blind" / slug / "bench.jsonl")}
         _check_gain_csv(out / "vision_gain.csv", _expected_gain(normal, blind, env_of), model=model)
     gen = tmp_path / "gen"
-    ev.evaluate_models(["tiny:idefics3"], [bench], gen, method="generate", max_new_tokens=2, blind=True)
+    ev.evaluate_models([ModelRef.tiny("idefics3")], [bench], gen, method="generate", max_new_tokens=2, blind=True)
     prompts = [question_prompt(q) for q in read_questions(bench)]
     direct_replies = backend.generate_chats([ChatPrompt(text_only(m), []) for m, _ in prompts], max_new_tokens=2,
                                             repetition_penalty=1.0)
@@ -231,7 +232,7 @@ def test_mc_build_filter_blind_local_matches_blind_circular_scoring(domains_suit
     build = ["mc", "build", "--data", str(domains_suite / "shapes"), "--k", "3", "--n", "6"]
     assert main([*build, "--out", str(tmp_path / "all.jsonl")]) == 0
     assert main([*build, "--out", str(tmp_path / "kept.jsonl"), "--filter-blind", "tiny:clip"]) == 0
-    ev.evaluate_models(["tiny:clip"], [tmp_path / "all.jsonl"], tmp_path / "scored", circular=True, blind=True)
+    ev.evaluate_models([ModelRef.tiny("clip")], [tmp_path / "all.jsonl"], tmp_path / "scored", circular=True, blind=True)
     rotations = defaultdict(list)
     for r in _jsonl(tmp_path / "scored" / "blind" / "tiny_clip" / "all.jsonl"):
         rotations[r["id"]].append(r["correct"])

@@ -13,6 +13,7 @@ import torch
 from robustvlm.data.images import load_image
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import DataError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.loading import load_vlm
 from robustvlm.workflows.measure import defined_labels as run
 from robustvlm.workflows.measure.icl_eval import load_domains
@@ -30,7 +31,7 @@ def shapes(tmp_path_factory):
 @pytest.mark.slow
 def test_records_and_summary_agree_and_a_killed_run_resumes(shapes, tmp_path, monkeypatch):
     kwargs = dict(query_domain="photo", demo_domains=("photo", "sketch"), trials=4, seed=0)
-    summary = run.run_defined_labels("tiny:llava", shapes, tmp_path / "whole", **kwargs)
+    summary = run.run_defined_labels(ModelRef.parse("tiny:llava"), shapes, tmp_path / "whole", **kwargs)
     records = [json.loads(line) for line in (tmp_path / "whole" / run.RECORDS_FILE).read_text().splitlines()]
     assert [r["demos"] for r in records] == ["none"] * 4 + ["photo"] * 4 + ["sketch"] * 4
     cells = {c["demos"]: c for c in summary["cells"]}
@@ -49,13 +50,13 @@ def test_records_and_summary_agree_and_a_killed_run_resumes(shapes, tmp_path, mo
     scored: list[int] = []
     real = run.score_trials
     monkeypatch.setattr(run, "score_trials", lambda *a, **k: scored.append(len(a[2])) or real(*a, **k))
-    resumed = run.run_defined_labels("tiny:llava", shapes, tmp_path / "whole", **kwargs, resume=True)
+    resumed = run.run_defined_labels(ModelRef.parse("tiny:llava"), shapes, tmp_path / "whole", **kwargs, resume=True)
     assert scored == [4] and resumed["cells"] == summary["cells"]
     assert [json.loads(line) for line in log.read_text().splitlines()] == records
 
 
 def test_the_prediction_is_the_word_of_largest_likelihood_by_an_independent_computation(shapes):
-    model, processor = load_vlm("tiny:llava")
+    model, processor = load_vlm(ModelRef.parse("tiny:llava"))
     items = run.suite_items(load_domains(shapes))
     trials = dl.draw_trials([len(c) for c in items["photo"]], 3, n_ways=2, seed=1)
 
@@ -87,4 +88,4 @@ def test_an_unpaired_suite_is_refused(shapes, tmp_path):
     with pytest.raises(DataError, match="domain 'sketch' holds .* pictures per class.*must pair item by item"):
         run.suite_items(examples)
     with pytest.raises(DataError, match="no domain 'clean' in the suite"):
-        run.run_defined_labels("tiny:llava", shapes, tmp_path / "x", query_domain="clean")
+        run.run_defined_labels(ModelRef.parse("tiny:llava"), shapes, tmp_path / "x", query_domain="clean")

@@ -9,12 +9,13 @@ import pytest
 from robustvlm.analysis.diagnosis import VERDICTS
 from robustvlm.data.wordnet import wordnet_available
 from robustvlm.evaluation.icl_settings import InContextSettings
+from robustvlm.model_ref import ModelRef
 from robustvlm.workflows.measure.diagnose import run_diagnosis
 
 
 @pytest.mark.skipif(not wordnet_available(), reason="WordNet (wordnet-base) not installed")
 def test_run_diagnosis_smoke(tmp_path, domains_suite):
-    result = run_diagnosis("tiny:idefics3", domains_suite / "shapes", tmp_path,
+    result = run_diagnosis(ModelRef.parse("tiny:idefics3"), domains_suite / "shapes", tmp_path,
                            InContextSettings(shots=(0, 1), policies=("same-domain",), n_per_env=1))
     rows = result.rows
     assert [r["domain"] for r in rows] == ["cartoon", "noisy", "photo", "sketch"]

@@ -11,6 +11,7 @@ import pytest
 from robustvlm.data.synth import synthesize
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.evaluation.icl_settings import InContextSettings
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import VLMBackend
 from robustvlm.workflows.measure import icl_eval as icl_run
 
@@ -18,7 +19,7 @@ from robustvlm.workflows.measure import icl_eval as icl_run
 def test_run_icl_writes_results(tmp_path):
     root = tmp_path / "data"
     synthesize("domains", root, n_per_env=2)
-    result = icl_run.run_icl("tiny:idefics3", root / "shapes", tmp_path / "out",
+    result = icl_run.run_icl(ModelRef.parse("tiny:idefics3"), root / "shapes", tmp_path / "out",
                              InContextSettings(shots=(0, 1), policies=("same-domain",), n_per_env=1, seed=0))
     saved = json.loads((tmp_path / "out" / "icl_results.json").read_text())
     assert saved == {**json.loads(json.dumps(result.to_dict())), "machine": saved["machine"]}
@@ -56,13 +57,13 @@ def test_killed_run_resumes_without_recomputing(tmp_path, monkeypatch):
 
     whole: list[int] = []
     _counting_generate(monkeypatch, whole)
-    expected = icl_run.run_icl("tiny:idefics3", root / "shapes", tmp_path / "whole", settings, progress=False)
+    expected = icl_run.run_icl(ModelRef.parse("tiny:idefics3"), root / "shapes", tmp_path / "whole", settings, progress=False)
     assert sum(whole) == n_records
 
     out = tmp_path / "killed"
     _counting_generate(monkeypatch, [], kill_on_call=3)
     with pytest.raises(_Killed):
-        icl_run.run_icl("tiny:idefics3", root / "shapes", out, settings, progress=False)
+        icl_run.run_icl(ModelRef.parse("tiny:idefics3"), root / "shapes", out, settings, progress=False)
     log = out / icl_run.PREDICTIONS_FILE
     kept = log.read_text().splitlines()
     assert len(kept) == 8  # two batches of four were written before the kill
@@ -71,7 +72,7 @@ def test_killed_run_resumes_without_recomputing(tmp_path, monkeypatch):
 
     resumed: list[int] = []
     _counting_generate(monkeypatch, resumed)
-    result = icl_run.run_icl("tiny:idefics3", root / "shapes", out, settings, resume=True, progress=False)
+    result = icl_run.run_icl(ModelRef.parse("tiny:idefics3"), root / "shapes", out, settings, resume=True, progress=False)
     assert sum(resumed) == n_records - len(kept)
     assert result == expected
     assert (out / "icl_results.json").read_text() == (tmp_path / "whole" / "icl_results.json").read_text()
@@ -79,7 +80,7 @@ def test_killed_run_resumes_without_recomputing(tmp_path, monkeypatch):
 
     again: list[int] = []  # a finished run resumes to the same results with no generation at all
     _counting_generate(monkeypatch, again)
-    assert icl_run.run_icl("tiny:idefics3", root / "shapes", out, settings, resume=True, progress=False) == expected
+    assert icl_run.run_icl(ModelRef.parse("tiny:idefics3"), root / "shapes", out, settings, resume=True, progress=False) == expected
     assert again == []
 
 
@@ -88,17 +89,17 @@ def test_resume_refuses_other_settings(tmp_path):
     synthesize("domains", root, n_per_env=2)
     out = tmp_path / "out"
     settings = InContextSettings(shots=(0, 1), policies=("random",), n_per_env=1, seed=0)
-    icl_run.run_icl("tiny:idefics3", root / "shapes", out, settings, progress=False)
+    icl_run.run_icl(ModelRef.parse("tiny:idefics3"), root / "shapes", out, settings, progress=False)
     with pytest.raises(ConfigError, match="pass --resume"):  # a finished run is never overwritten
-        icl_run.run_icl("tiny:idefics3", root / "shapes", out, settings, progress=False)
+        icl_run.run_icl(ModelRef.parse("tiny:idefics3"), root / "shapes", out, settings, progress=False)
     with pytest.raises(ConfigError, match=r"differs in \['seed', 'shots'\]"):
-        icl_run.run_icl("tiny:idefics3", root / "shapes", out, replace(settings, seed=1, shots=(0, 2)), resume=True,
+        icl_run.run_icl(ModelRef.parse("tiny:idefics3"), root / "shapes", out, replace(settings, seed=1, shots=(0, 2)), resume=True,
                         progress=False)
-    icl_run.run_icl("tiny:idefics3", root / "shapes", out, replace(settings, batch_size=3), resume=True, progress=False)
+    icl_run.run_icl(ModelRef.parse("tiny:idefics3"), root / "shapes", out, replace(settings, batch_size=3), resume=True, progress=False)
     log = out / icl_run.PREDICTIONS_FILE
     log.write_text('{"shots": 0}\nnot json\n' + log.read_text())
     with pytest.raises(DataError, match="line 2 is not valid JSON"):  # only a torn *last* line is dropped
-        icl_run.run_icl("tiny:idefics3", root / "shapes", out, settings, resume=True, progress=False)
+        icl_run.run_icl(ModelRef.parse("tiny:idefics3"), root / "shapes", out, settings, resume=True, progress=False)
 
 
 def test_cli_refuses_bad_shots_and_policies_in_one_line(tmp_path, capsys):

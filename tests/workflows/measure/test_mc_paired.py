@@ -15,6 +15,7 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
 from robustvlm.errors import DataError
+from robustvlm.model_ref import ModelRef
 from robustvlm.multiple_choice.build import MCQuestion, write_questions
 from robustvlm.workflows.mc_eval import RESULT_COLUMNS, model_slug
 from robustvlm.workflows.measure import mc_paired
@@ -50,8 +51,8 @@ def test_report_compares_each_model_with_the_baseline_per_benchmark(tmp_path):
     for (m, b), correct in truth.items():
         _write_run(tmp_path, m, b, correct)
     _results_csv(tmp_path, truth)
-    paths = mc_paired.write_mc_report(tmp_path, models, [f"q/{b}.jsonl" for b in benches], circular=True,
-                                      baseline="m-b")
+    paths = mc_paired.write_mc_report(tmp_path, [ModelRef.parse(m) for m in models],
+                                      [f"q/{b}.jsonl" for b in benches], circular=True, baseline=ModelRef.parse("m-b"))
     saved = json.loads(paths[0].read_text())
     assert saved["baseline"] == "m-b" and list(saved["paired"]) == ["m-a", "m-c"]
     for model in ("m-a", "m-c"):
@@ -74,7 +75,7 @@ def test_one_model_writes_no_paired_table_and_keeps_other_results_keys(tmp_path)
     _write_run(tmp_path, "m-a", "clean", [[True], [False]])
     _results_csv(tmp_path, [("m-a", "clean")])
     (tmp_path / "results.json").write_text(json.dumps({"blind": {"kept": True}}))
-    results_json, md, _ = mc_paired.write_mc_report(tmp_path, ["m-a"], ["clean.jsonl"], circular=False)
+    results_json, md, _ = mc_paired.write_mc_report(tmp_path, [ModelRef.parse("m-a")], ["clean.jsonl"], circular=False)
     saved = json.loads(results_json.read_text())
     assert saved["paired"] == {} and saved["blind"] == {"kept": True}
     assert "Paired comparison" not in md.read_text()
@@ -84,7 +85,7 @@ def test_different_questions_are_refused_naming_one(tmp_path):
     _write_run(tmp_path, "m-a", "clean", [[True], [False]])
     _write_run(tmp_path, "m-b", "clean", [[True]])
     with pytest.raises(DataError, match="different questions .*'q1#0'"):
-        mc_paired.mc_paired(tmp_path, ["m-a", "m-b"], ["clean"], circular=False)
+        mc_paired.mc_paired(tmp_path, [ModelRef.parse("m-a"), ModelRef.parse("m-b")], ["clean"], circular=False)
 
 
 def _png(i: int) -> bytes:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from robustvlm.cli import main
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.workflows.measure.task_signal import load_task_signal_config, run_task_signal
 
 
@@ -85,9 +87,9 @@ def test_base_steps_zero_builds_the_tiny_base_once_or_takes_a_hub_model(quick, t
     data = prepare_data(out, cfg)
     untrained = cfg.model_copy(update={"base_steps": 0})
     folder = base_vlm(tmp_path, untrained, data)
-    assert (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file()
+    assert (Path(folder.location) / "config.json").is_file() and (Path(folder.location) / "tokenizer.json").is_file()
     hub = untrained.model_copy(update={"model": untrained.model.model_copy(update={"name": "org/some-vlm"})})
-    assert base_vlm(tmp_path, hub, data) == "org/some-vlm"
+    assert base_vlm(tmp_path, hub, data) == ModelRef.parse("org/some-vlm")
 
 
 @pytest.mark.slow

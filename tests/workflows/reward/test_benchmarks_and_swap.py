@@ -17,6 +17,7 @@ from robustvlm.cli import main
 from robustvlm.config import RewardEvalConfig
 from robustvlm.data.preferences import load_pairs
 from robustvlm.errors import DataError
+from robustvlm.model_ref import ModelRef
 from robustvlm.reward import scoring
 from robustvlm.workflows.reward.evaluate import evaluate_reward_model
 
@@ -116,7 +117,7 @@ def test_swap_check_by_hand():
 def test_rm_eval_swap_check_holds_and_catches_a_broken_pairing(reward_folder, mm_rewardbench, tmp_path,
                                                                  monkeypatch, capsys):
     pairs = load_pairs(mm_rewardbench, verbose=False).pairs
-    metrics = evaluate_reward_model(reward_folder, pairs, tmp_path / "ok", cfg=RewardEvalConfig(n_boot=100),
+    metrics = evaluate_reward_model(ModelRef.folder(reward_folder), pairs, tmp_path / "ok", cfg=RewardEvalConfig(n_boot=100),
                                     data={"path": str(mm_rewardbench)}, progress=False)
     swap = metrics.swap
     assert swap is not None and swap.n == len(pairs)

@@ -11,6 +11,7 @@ from robustvlm.cli import main
 from robustvlm.config import RewardEvalConfig
 from robustvlm.data.preferences import load_pairs
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.reward import scoring
 from robustvlm.workflows.reward.evaluate import eval_pairs, evaluate_reward_model
 
@@ -28,7 +29,7 @@ def test_eval_scores_every_view_and_resumes(reward_folder, prefs, tmp_path, monk
     pairs = load_pairs(prefs, verbose=False).pairs
     cfg = RewardEvalConfig(max_per_env=3, n_boot=100)
     out = tmp_path / "eval"
-    metrics = evaluate_reward_model(reward_folder, pairs, out, cfg=cfg, data={"path": str(prefs)}, progress=False)
+    metrics = evaluate_reward_model(ModelRef.folder(reward_folder), pairs, out, cfg=cfg, data={"path": str(prefs)}, progress=False)
     assert metrics.views == ["multimodal", "drop"] and set(metrics.per_env) == {"clause", "long", "plain", "short"}
     rows = [json.loads(line) for line in (out / "pairs.jsonl").read_text().splitlines()]
     assert len(rows) == 12 and {"id", "env", "multimodal", "drop", "swapped"} == set(rows[0])
@@ -43,12 +44,12 @@ def test_eval_scores_every_view_and_resumes(reward_folder, prefs, tmp_path, monk
     scored = []
     real = scoring.candidate_rewards
     monkeypatch.setattr(scoring, "candidate_rewards", lambda *a, **k: scored.append(1) or real(*a, **k))
-    again = evaluate_reward_model(reward_folder, pairs, out, cfg=cfg, data={"path": str(prefs)},
+    again = evaluate_reward_model(ModelRef.folder(reward_folder), pairs, out, cfg=cfg, data={"path": str(prefs)},
                                   resume=True, progress=False)
     assert len(scored) == 5 * 3  # five pairs left, two views each and the swap check
     assert again.to_dict() == metrics.to_dict()
     with pytest.raises(ConfigError, match="--resume"):
-        evaluate_reward_model(reward_folder, pairs, out, cfg=cfg, data={"path": str(prefs)}, progress=False)
+        evaluate_reward_model(ModelRef.folder(reward_folder), pairs, out, cfg=cfg, data={"path": str(prefs)}, progress=False)
 
 
 def test_eval_split_and_cli(reward_folder, prefs, tmp_path, capsys):

@@ -51,7 +51,7 @@ from robustvlm.models.reward import META_FILE
 from robustvlm.models.served import SERVED_PREFIX
 from robustvlm.models.tiny_clip import DUAL_ENCODER_KINDS
 from robustvlm.models.tiny_families import VLM_FAMILIES as TINY_VLMS
-from robustvlm.models.zoo_recipes import resolve_model_name
+from robustvlm.models.zoo_recipes import resolve_model_ref
 from robustvlm.plugins import load_plugins
 from robustvlm.redact import refuse_key_like
 from robustvlm.sharding import place_model
@@ -122,91 +122,90 @@ BACKENDS: dict[str, BackendSpec] = {
 SERVED_FAMILY = "openai"
 
 
-def infer_family(name: str, *, trust_remote_code: bool = False) -> str:
+def infer_family(ref: ModelRef, *, trust_remote_code: bool = False) -> str:
     """The family of a model: the one whose marker file its folder holds (a reward model), or
     the one its folder's `embedding.json` names (a model from `robustvlm embed train`), else the
     one whose `model_types` prefixes its config's `model_type` (for "tiny:<kind>", the kind:
     "tiny:clip" is a CLIP; an unknown kind is a ConfigError; for "real:<name>", its architecture),
     else DEFAULT_FAMILY; "openai:MODEL"
     is a served model."""
-    if ModelRef.parse(name).kind == SERVED:
+    if ref.kind == SERVED:
         return SERVED_FAMILY
-    name = resolve_model_name(name)
-    family = _folder_family(name)
+    ref = resolve_model_ref(ref)
+    family = _folder_family(ref)
     if family is not None:
         return family
-    model_type = _model_type(name, trust_remote_code)
+    model_type = _model_type(ref, trust_remote_code)
     for family, spec in BACKENDS.items():
         if any(model_type.startswith(prefix) for prefix in spec.model_types):
             return family
     return DEFAULT_FAMILY
 
 
-def _folder_family(name: str) -> str | None:
+def _folder_family(ref: ModelRef) -> str | None:
     """The family a model folder declares: by a backend's marker file, else by its
     `embedding.json`; None for a folder that declares none (or a name that is not a folder)."""
     for family, spec in BACKENDS.items():
-        if spec.marker and (Path(name) / spec.marker).is_file():
+        if spec.marker and (Path(ref.name) / spec.marker).is_file():
             return family
-    embedding = EmbeddingSpec.read(name) if Path(name).is_dir() else None
+    embedding = EmbeddingSpec.read(ref.name) if Path(ref.name).is_dir() else None
     return embedding.family if embedding is not None else None
 
 
-def _model_type(name: str, trust_remote_code: bool) -> str:
+def _model_type(ref: ModelRef, trust_remote_code: bool) -> str:
     """The `model_type` of a model: the kind of "tiny:<kind>" (ConfigError for an unknown one),
     the architecture of "real:<name>", else its HF config's (ConfigError when it cannot be read)."""
-    ref = ModelRef.parse(name)
     if ref.kind == TINY:
         model_type = ref.location
         if model_type not in (*TINY_VLMS, *DUAL_ENCODER_KINDS):
-            raise ConfigError(f"unknown tiny model '{name}'; known: "
+            raise ConfigError(f"unknown tiny model '{ref.name}'; known: "
                               f"{[ModelRef.tiny(k).name for k in (*sorted(TINY_VLMS), *DUAL_ENCODER_KINDS)]}")
         return model_type
     if ref.kind == REAL:
-        return real_spec(name).kind
+        return real_spec(ref).kind
     kwargs = {"trust_remote_code": True} if trust_remote_code else {}
     try:
-        return str(AutoConfig.from_pretrained(name, **kwargs).model_type)
+        return str(AutoConfig.from_pretrained(ref.location, **kwargs).model_type)
     except LOAD_ERRORS as exc:
-        raise ConfigError(f"cannot read the config of model '{name}' to infer its family: "
-                          f"{hub_error_line(name, exc)}") from exc
+        raise ConfigError(f"cannot read the config of model '{ref.name}' to infer its family: "
+                          f"{hub_error_line(ref.name, exc)}") from exc
 
 
-def generative_family(name: str) -> str:
+def generative_family(ref: ModelRef) -> str:
     """The family of a model that generates: a served one for "openai:MODEL", else DEFAULT_FAMILY
     (no config is read)."""
-    return SERVED_FAMILY if ModelRef.parse(name).kind == SERVED else DEFAULT_FAMILY
+    return SERVED_FAMILY if ref.kind == SERVED else DEFAULT_FAMILY
 
 
 SERVER_MAY_DIFFER = "server.base_url"
 
 
-def served_settings(names: str | Sequence[str], served: ServedConfig | None) -> dict[str, Any]:
-    """What a run folder records of the server: {"server": {"base_url": ...}} when one of `names`
+def served_settings(models: ModelRef | Sequence[ModelRef], served: ServedConfig | None) -> dict[str, Any]:
+    """What a run folder records of the server: {"server": {"base_url": ...}} when one of `models`
     is a served model, else {} (no key, no request policy). The model name is what identifies a
     served model: a resumed run may reach it at another address (SERVER_MAY_DIFFER).
 
     Raises ConfigError, before any folder is claimed, for a served model without a server and for
     a server given to no served model."""
-    names = [names] if isinstance(names, str) else list(names)
-    is_served = [n for n in names if ModelRef.parse(n).kind == SERVED]
-    for name in is_served:  # the id goes into every request: never a pasted key
-        refuse_key_like(ModelRef.parse(name).location, "served model name", "the model id the server lists")
+    refs = [models] if isinstance(models, ModelRef) else list(models)
+    is_served = [r for r in refs if r.kind == SERVED]
+    for ref in is_served:  # the id goes into every request: never a pasted key
+        refuse_key_like(ref.location, "served model name", "the model id the server lists")
     if is_served and served is None:
-        raise ConfigError(f"model '{is_served[0]}' is served: give its server's address (--base-url URL)")
+        raise ConfigError(f"model '{is_served[0].name}' is served: give its server's address (--base-url URL)")
     if served is not None and not is_served:
         raise ConfigError(f"--base-url is for a served model ({SERVED_PREFIX}MODEL); no --model names one")
     return {"server": {"base_url": served.base_url}} if served is not None else {}
 
 
 def load_backend(
-    name: str, family: str | None = None, *, corpus: list[str] | None = None, trust_remote_code: bool = False,
+    ref: ModelRef, family: str | None = None, *, corpus: list[str] | None = None, trust_remote_code: bool = False,
     served: ServedConfig | None = None,
 ) -> Backend:
     """Load a model and its processor as a Backend.
 
     Args:
-        name: hub name, local folder, or "tiny:<kind>" (built offline: a VLM architecture of
+        ref: hub name, local folder, or "tiny:<kind>" (built offline: a VLM architecture of
             `models.support`, e.g. "tiny:qwen2_vl", or "tiny:clip" / "tiny:siglip"), "zoo:NAME"
             (a built member of the model zoo, `models.zoo_recipes`) or "real:<name>" (a released
             architecture at real size, random weights; `models.real`).
@@ -220,16 +219,16 @@ def load_backend(
 
     Raises ConfigError for an unknown family or a model that cannot be loaded.
     """
-    name = resolve_model_name(name)
-    family = family or infer_family(name, trust_remote_code=trust_remote_code)
+    ref = resolve_model_ref(ref)
+    family = family or infer_family(ref, trust_remote_code=trust_remote_code)
     if family not in BACKENDS:
         load_plugins()
     if family not in BACKENDS:
-        raise ConfigError(f"model '{name}': family must be one of {list(BACKENDS)}, got '{family}'")
+        raise ConfigError(f"model '{ref.name}': family must be one of {list(BACKENDS)}, got '{family}'")
     if family == SERVED_FAMILY and served is not None:
         from robustvlm.models.backends.served import ServedBackend
 
-        return ServedBackend.connect(name, family, served)
-    backend = BACKENDS[family].backend_class().load(name, family, corpus=corpus, trust_remote_code=trust_remote_code)
+        return ServedBackend.connect(ref, family, served)
+    backend = BACKENDS[family].backend_class().load(ref, family, corpus=corpus, trust_remote_code=trust_remote_code)
     backend.model = place_model(backend.model)  # under a launcher: this process's GPU (sharding)
     return backend

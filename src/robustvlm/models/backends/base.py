@@ -12,6 +12,7 @@ import torch
 from PIL import Image
 
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.chat import ChatPrompt, check_multi_image, encode_chats
 from robustvlm.models.generate import generate_batch
 from robustvlm.models.loglik import OptionScores, option_logliks
@@ -41,8 +42,8 @@ class Backend(ABC):
 
     @classmethod
     @abstractmethod
-    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
-        """Load `name` as this family (arguments: see `load_backend`)."""
+    def load(cls, ref: ModelRef, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
+        """Load `ref` as this family (arguments: see `load_backend`)."""
 
     @property
     def capabilities(self) -> frozenset[str]:

@@ -15,14 +15,14 @@ class DualEncoderBackend(Backend):
     """A CLIP- or SigLIP-style dual encoder (`AutoModel`; "tiny:clip" / "tiny:siglip" offline)."""
 
     @classmethod
-    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
-        ref = ModelRef.parse(name)
+    def load(cls, ref: ModelRef, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
         if ref.kind == TINY:
             model, processor = build_tiny_dual_encoder(ref.location, corpus=corpus or ())
-            return cls(name, family, model, processor)
+            return cls(ref.name, family, model, processor)
         kwargs = {"trust_remote_code": True} if trust_remote_code else {}
         try:
-            model, processor = AutoModel.from_pretrained(name, **kwargs), AutoProcessor.from_pretrained(name, **kwargs)
+            model = AutoModel.from_pretrained(ref.location, **kwargs)
+            processor = AutoProcessor.from_pretrained(ref.location, **kwargs)
         except LOAD_ERRORS as exc:
-            raise ConfigError(f"cannot load dual encoder '{name}': {exc}") from exc
-        return cls(name, family, model, processor)
+            raise ConfigError(f"cannot load dual encoder '{ref.name}': {exc}") from exc
+        return cls(ref.name, family, model, processor)

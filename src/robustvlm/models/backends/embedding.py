@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends.base import Backend
 from robustvlm.models.embedding import Embedder, EmbeddingSpec
 from robustvlm.models.loading import load_vlm
@@ -27,12 +28,12 @@ class EmbeddingBackend(Backend):
         self.class_templates = spec.class_templates
 
     @classmethod
-    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
-        spec = EmbeddingSpec.read(name) if Path(name).is_dir() else None
+    def load(cls, ref: ModelRef, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
+        spec = EmbeddingSpec.read(ref.location) if Path(ref.location).is_dir() else None
         if spec is None:
             spec = EmbeddingSpec.for_family(family)
-        model, processor = load_vlm(name, corpus=corpus, trust_remote_code=trust_remote_code)
-        return cls(name, family, model, processor, spec)
+        model, processor = load_vlm(ref, corpus=corpus, trust_remote_code=trust_remote_code)
+        return cls(ref.name, family, model, processor, spec)
 
     def _embedder(self, options: dict[str, Any]) -> Embedder:
         return Embedder(self.model, self.processor, self.spec, **options)

@@ -19,11 +19,11 @@ class RewardBackend(Backend):
     meta: dict[str, Any] = {}
 
     @classmethod
-    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
-        if BUILT_OFFLINE in ModelRef.parse(name).capabilities:
-            vlm, processor = load_vlm(name, corpus=corpus)
-            return cls(name, family, RewardModel(vlm), processor)
-        model, processor = load_reward_model(name, trust_remote_code=trust_remote_code)
-        backend = cls(name, family, model, processor)
-        backend.meta = json.loads((Path(name) / META_FILE).read_text(encoding="utf-8"))
+    def load(cls, ref: ModelRef, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
+        if BUILT_OFFLINE in ref.capabilities:
+            vlm, processor = load_vlm(ref, corpus=corpus)
+            return cls(ref.name, family, RewardModel(vlm), processor)
+        model, processor = load_reward_model(ref.location, trust_remote_code=trust_remote_code)
+        backend = cls(ref.name, family, model, processor)
+        backend.meta = json.loads((Path(ref.location) / META_FILE).read_text(encoding="utf-8"))
         return backend

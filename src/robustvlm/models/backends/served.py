@@ -7,6 +7,7 @@ from typing import Any
 
 from robustvlm.config import ServedConfig
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends.base import Backend
 from robustvlm.models.chat import ChatPrompt
 from robustvlm.models.loglik import OptionScores
@@ -24,13 +25,13 @@ class ServedBackend(Backend):
         self.model = self.processor = None  # type: ignore[assignment]
 
     @classmethod
-    def load(cls, name: str, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
-        raise ConfigError(f"model '{name}' is served: give its server's address (--base-url URL)")
+    def load(cls, ref: ModelRef, family: str, *, corpus: list[str] | None, trust_remote_code: bool) -> Backend:
+        raise ConfigError(f"model '{ref.name}' is served: give its server's address (--base-url URL)")
 
     @classmethod
-    def connect(cls, name: str, family: str, config: ServedConfig) -> ServedBackend:
+    def connect(cls, ref: ModelRef, family: str, config: ServedConfig) -> ServedBackend:
         """The backend of "openai:MODEL" at the server `config` names."""
-        return cls(name, family, ServedModel(name, config))
+        return cls(ref.name, family, ServedModel(ref, config))
 
     def generate_chats(
         self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int, repetition_penalty: float

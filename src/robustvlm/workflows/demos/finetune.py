@@ -21,9 +21,9 @@ from pathlib import Path
 import yaml
 
 from robustvlm.analysis.study import StudyResults
-from robustvlm.config import apply_overrides, deep_merge
+from robustvlm.config import ModelConfig, apply_overrides, deep_merge
 from robustvlm.errors import ConfigError
-from robustvlm.models.zoo_recipes import resolve_model_name
+from robustvlm.models.zoo_recipes import resolve_model_ref
 from robustvlm.objectives import REGISTRY, TASKS, applicable_methods
 from robustvlm.report.study_report import table1
 from robustvlm.report.tables import markdown_table
@@ -71,7 +71,7 @@ def run_demo(
     the pretrained zoo member its config names (built first: `robustvlm zoo build`)."""
     t0 = time.perf_counter()
     spec = demo_spec(quick, overrides, zoo=zoo, methods=methods)
-    resolve_model_name(spec["base"]["model"]["name"])  # a zoo member not built yet: say so now
+    resolve_model_ref(ModelConfig(name=spec["base"]["model"]["name"]).ref)  # a zoo member not built yet: say so now
     results = run_study(spec, out_dir, quick=quick, heading=TITLE_ZOO if zoo else TITLE)
     table = table1(results.scores, results.zero_shot)
     print("\n" + markdown_table(table.header, table.rows))

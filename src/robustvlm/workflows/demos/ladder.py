@@ -141,7 +141,7 @@ def rung_data(envs: list[ColouredEnv], rung: Rung) -> RungData:
                         {e.name: e.inputs.sum(1).reshape(len(e.inputs), -1) for e in envs}, labels)
     if rung.kind != TOWER or rung.model is None:
         raise ValueError(f"unknown rung {rung!r}")
-    backend = load_backend(rung.model.name)
+    backend = load_backend(rung.model)
     torch.manual_seed(0)
     kinds = {}
     for grey in (False, True):

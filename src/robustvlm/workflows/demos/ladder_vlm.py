@@ -76,7 +76,7 @@ def build_vlm(rung: Rung, seed: int, source: str, image_size: int) -> tuple[torc
     mode, ref = rung.mode, _model(rung)
     question, answers = QUESTIONS[source]
     tiny = ref.kind == TINY
-    model, processor = load_vlm(ref.name, tiny_options={"image_size": image_size, "seed": seed} if tiny else None,
+    model, processor = load_vlm(ref, tiny_options={"image_size": image_size, "seed": seed} if tiny else None,
                                 corpus=[question, *answers] if tiny else None)
     torch.manual_seed(seed)  # the LoRA's initial weights
     if mode == "head":
@@ -105,12 +105,13 @@ KEPT_ROWS = 2  # the coloured and the grey pictures of one rung: a worker's cons
 
 
 def environment_rows(processor: Any, source: str, image_size: int, inputs: dict[str, np.ndarray],
-                     labels: dict[str, np.ndarray], env_id: dict[str, int], model: str = "") -> dict[str, AnswerRows]:
+                     labels: dict[str, np.ndarray], env_id: dict[str, int],
+                     model: ModelRef | None = None) -> dict[str, AnswerRows]:
     """`answer_rows` of every environment, kept in this process for the next runs on the same
-    pictures and `model` name: they depend on the pictures, the question, `image_size` and the
+    pictures and `model`: they depend on the pictures, the question, `image_size` and the
     model's processor (a tiny tokenizer is trained on the question alone), not on the seed or the
     method."""
-    digest = hashlib.sha256(repr((source, image_size, model, sorted(env_id.items()))).encode())
+    digest = hashlib.sha256(repr((source, image_size, model.name if model else "", sorted(env_id.items()))).encode())
     for name in sorted(inputs):
         digest.update(name.encode())
         digest.update(np.ascontiguousarray(inputs[name]).tobytes())
@@ -141,7 +142,7 @@ def vlm_evaluations(
     as `analysis.ladder_paired.to_bits`}}] (accuracies 0-1)."""
     vlm, processor = build_vlm(rung, seed, source, plan.image_size)
     env_id = {name: i for i, name in enumerate(splits)}
-    rows = environment_rows(processor, source, plan.image_size, inputs, labels, env_id, _model(rung).name)
+    rows = environment_rows(processor, source, plan.image_size, inputs, labels, env_id, _model(rung))
     evaluations: list[dict[str, Any]] = []
 
     def evaluate(step: int, model: AnswerModel) -> None:

@@ -29,6 +29,7 @@ import torch
 from robustvlm.analysis.ladder_results import ZeroShot
 from robustvlm.data.colored_mnist import ColouredEnv
 from robustvlm.data.real_images import FASHION_CLASSES
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.loglik import option_logliks
@@ -57,9 +58,9 @@ def ten_way_groups(model: torch.nn.Module, processor: Any, planes: np.ndarray) -
     return (np.array(answers) >= 5).astype(np.int64)
 
 
-def zero_shot(model_name: str, source: str, envs: list[ColouredEnv], pictures: int = TEN_WAY_PICTURES) -> ZeroShot:
-    """`model_name`'s zero-shot readings (module doc) on `envs`, the ladder's environments."""
-    model, processor = load_vlm(model_name)
+def zero_shot(model_ref: ModelRef, source: str, envs: list[ColouredEnv], pictures: int = TEN_WAY_PICTURES) -> ZeroShot:
+    """`model_ref`'s zero-shot readings (module doc) on `envs`, the ladder's environments."""
+    model, processor = load_vlm(model_ref)
     model.eval()
     answer = AnswerModel(model)
     env_id = {e.name: i for i, e in enumerate(envs)}

@@ -38,6 +38,7 @@ from robustvlm.data.preferences import PreferencePair, load_pairs
 from robustvlm.data.synth import synthesize
 from robustvlm.data.synth.preferences import statement
 from robustvlm.machine import write_results_json
+from robustvlm.model_ref import ModelRef
 from robustvlm.report.page import Heading, write_page
 from robustvlm.report.reward_demo import demo_blocks, ladder_blocks, linear_rung_blocks
 from robustvlm.report.reward_results import (
@@ -128,14 +129,14 @@ def best_of_n(out: Path, data: Path, policy: Path, plan: RewardDemoPlan) -> dict
     pairs = [p for p in load_pairs(data, verbose=False).pairs if p.env == BON_TEST_ENV and p.split == "test"]
     sampling = Sampling(k=plan.k, temperature=1.0, top_p=0.95, max_new_tokens=16, seed=0)
     candidates = sample_candidates(pairs[:plan.bon_prompts], out / "bon" / "candidates", sampling=sampling,
-                                   policy=str(policy), data={"path": str(data), "env": BON_TEST_ENV},
+                                   policy=ModelRef.folder(policy), data={"path": str(data), "env": BON_TEST_ENV},
                                    resume=True, progress=False)
     curves: dict[str, list] = {}
     for label in COMPARED:
         for seed in plan.seeds:
             model = out / "matrix" / "runs" / label / f"seed-{seed}" / BON_TRAIN_ENV / "train" / "final"
             scores = score_candidates(candidates, out / "bon" / "scores" / label / f"seed-{seed}",
-                                      model=str(model), gold="chrf", resume=True, progress=False)
+                                      model=ModelRef.folder(model), gold="chrf", resume=True, progress=False)
             curves.setdefault(label, []).append(bon_results({label: scores})[label]["curve"])
     return {
         label: BonResult(
@@ -171,7 +172,7 @@ def cached_states(out: Path, policy: Path, pairs: list[PreferencePair]) -> dict[
         cached = np.load(path)
         if np.array_equal(cached["ids"], ids):
             return {view: cached[view] for view in ("multimodal", "drop")}
-    states = frozen_states(policy, pairs)
+    states = frozen_states(ModelRef.folder(policy), pairs)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, ids=ids, **states)  # type: ignore[arg-type]  # numpy's stub reads **states as allow_pickle
     return states

@@ -36,7 +36,7 @@ from robustvlm.analysis.sfc_steps import matrix_sfc_steps
 from robustvlm.data.synth import synthesize
 from robustvlm.machine import write_results_json
 from robustvlm.model_ref import ModelRef
-from robustvlm.models.zoo_recipes import resolve_model_name
+from robustvlm.models.zoo_recipes import resolve_model_ref
 from robustvlm.report.page import Heading, Paragraph, write_page
 from robustvlm.report.reward_demo import ladder_blocks, linear_rung_blocks
 from robustvlm.report.reward_report import matrix_blocks
@@ -86,7 +86,7 @@ def run_zoo_reward(out_dir: str | Path, *, quick: bool = False, member: str | No
     plan = QUICK_ZOO if quick else FULL_ZOO
     if member:
         plan = replace(plan, member=member)
-    policy = Path(resolve_model_name(ModelRef.zoo(plan.member).name))  # a clear error when not built
+    policy = Path(resolve_model_ref(ModelRef.zoo(plan.member)).location)  # a clear error when not built
     out = Path(out_dir).absolute()
     t0 = time.perf_counter()
     data = prepare_fashion(out, plan.n_per_env)

@@ -27,13 +27,14 @@ from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.data.synth.held_out import DATA_SEED, held_out_indices, synthesize_suite
 from robustvlm.machine import write_results_json
+from robustvlm.model_ref import ModelRef
 from robustvlm.multiple_choice.build import MCQuestion, build_questions, write_questions
 from robustvlm.multiple_choice.generative import continuation, vlm_prompt_text
 from robustvlm.report.page import write_page
 from robustvlm.report.robustness_demo import TITLE, RobustnessDemoSummary, report_blocks
 from robustvlm.report.smoke import page_title
 from robustvlm.workflows.finetune.train import train
-from robustvlm.workflows.mc_eval import evaluate_models
+from robustvlm.workflows.mc_eval import ModelSpec, evaluate_models
 from robustvlm.workflows.measure.robustness_fit import fit_from_results
 
 SUITE = "mnist"  # real digits (data.real_images.load_mnist)
@@ -199,7 +200,7 @@ def run_robustness_demo(out_dir: str | Path, *, quick: bool = False) -> Robustne
         result = train(member_config(member, data.data_jsonl), out / "models" / member.name, resume=True)
         paths[member.name] = str(result.final_dir)
     results_csv = evaluate_models(
-        [{"name": p, "family": "vlm"} for p in paths.values()], data.benches, out / "scores",
+        [ModelSpec(ModelRef.folder(p), "vlm") for p in paths.values()], data.benches, out / "scores",
         method="loglik", resume=True, allow_outside_root=True,  # benchmarks this demo built
     )
     name_of = {p: name for name, p in paths.items()}

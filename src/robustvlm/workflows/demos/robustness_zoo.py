@@ -60,7 +60,7 @@ from robustvlm.errors import ConfigError
 from robustvlm.machine import write_results_json
 from robustvlm.model_ref import ZOO, ModelRef
 from robustvlm.models.zoo_recipes import FULL as ZOO_FULL
-from robustvlm.models.zoo_recipes import ZOO2, recipe, resolve_model_name
+from robustvlm.models.zoo_recipes import ZOO2, recipe, resolve_model_ref
 from robustvlm.multiple_choice.build import build_questions, write_questions
 from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
 from robustvlm.report.page import write_page
@@ -178,14 +178,13 @@ def plan_of(names: Sequence[str], base: Plan = FULL) -> Plan:
 
 def zoo_members(plan: Plan) -> list[ZooMember]:
     """The zoo members of the plan (dual encoders, then VLMs), each with the tower it copies and
-    loaded from its folder (`resolve_model_name`: a clear error when it is not built; the
+    loaded from its folder (`resolve_model_ref`: a clear error when it is not built; the
     folder's recipe key keeps the scores of a rebuilt member apart)."""
     def tower(name: str) -> str:
-        r = recipe(name)
-        tower = ModelRef.parse(r.tower)
-        return tower.location if tower.kind == ZOO else ""
-    return ([ZooMember(n, DUAL, resolve_model_name(ModelRef.zoo(n).name), "") for n in plan.dual_encoders]
-            + [ZooMember(n, VLM, resolve_model_name(ModelRef.zoo(n).name), tower(n)) for n in plan.vlms])
+        tower = recipe(name).tower_ref
+        return tower.location if tower is not None and tower.kind == ZOO else ""
+    return ([ZooMember(n, DUAL, resolve_model_ref(ModelRef.zoo(n)).name, "") for n in plan.dual_encoders]
+            + [ZooMember(n, VLM, resolve_model_ref(ModelRef.zoo(n)).name, tower(n)) for n in plan.vlms])
 
 
 def prepare_questions(out: Path, plan: Plan) -> dict[str, Path]:
@@ -259,7 +258,7 @@ def score_members(out: Path, members: Sequence[ZooMember], benches: dict[str, Pa
                   corruptions: Sequence[str] = ()) -> Path:
     """Score every member on every style (`mc eval`'s machinery, resumed); results.csv with the
     member names and groups, and each member's rows on the pooled corruption domains."""
-    scored = evaluate_models([m.model for m in members], list(benches.values()), out / "scores", method="loglik",
+    scored = evaluate_models([ModelRef.folder(m.model) for m in members], list(benches.values()), out / "scores", method="loglik",
                              resume=True, allow_outside_root=True)  # benchmarks this run built
     by_model = {m.model: m for m in members}
     rows = [{**row, "model": by_model[row["model"]].name, "family": by_model[row["model"]].group}
@@ -333,8 +332,9 @@ def analyse_shift(out: Path, results_csv: Path, shift: str, members: Sequence[Zo
 def task_signal_lifts(out: Path, plan: Plan) -> tuple[str, dict[str, list[Lift]]]:
     """Run the task-signal experiment with zoo VLM `plan.task_signal_base` as the frozen base
     (task_signal/, resumed); returns its config's model name and its lifts per shift."""
-    model = ModelRef.zoo(plan.task_signal_base).name
-    resolve_model_name(model)  # a clear error when the member is not built
+    ref = ModelRef.zoo(plan.task_signal_base)
+    resolve_model_ref(ref)  # a clear error when the member is not built
+    model = ref.name
     cfg = load_task_signal_config(overrides=[f"model.name={model}", "base_steps=0", *plan.task_signal])
     print(f"task-signal experiment on {model} (frozen tower)", flush=True)
     summary = run_task_signal(cfg, out / "task_signal", resume=True, label=f"zoo tower {model}")
@@ -351,7 +351,7 @@ def run_zoo_robustness(out_dir: str | Path, *, quick: bool = False, members: Seq
         plan = plan_of(members, plan)
     t0 = time.perf_counter()
     measured = zoo_members(plan)  # every member built, before any work
-    resolve_model_name(ModelRef.zoo(plan.task_signal_base).name)
+    resolve_model_ref(ModelRef.zoo(plan.task_signal_base))
     settings = {"per_class": plan.per_class, "embed_images": plan.embed_images, "n_boot": plan.n_boot,
                 "embed_steps": [m.steps for m in plan.embeddings], "task_signal": list(plan.task_signal),
                 "corruptions": list(plan.corruptions), "corrupt_per_class": plan.corrupt_per_class,

@@ -21,6 +21,7 @@ from pathlib import Path
 from robustvlm.data.loaders import load_examples
 from robustvlm.embeddings.retrieval import retrieval_recalls, retrieval_scores
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import BACKENDS, load_backend
 from robustvlm.runs import claim_run_folder
 from robustvlm.sharding import helpers_stop_here, sharded
@@ -46,7 +47,7 @@ def _read_rows(path: Path) -> list[dict]:
 
 
 def evaluate_retrieval(
-    models: Sequence[tuple[str, str]],
+    models: Sequence[tuple[ModelRef, str]],
     data: str | Path,
     out_dir: str | Path,
     *,
@@ -61,18 +62,18 @@ def evaluate_retrieval(
     examples = [ex for ex in loaded if ex.split == split]
     if not examples:
         raise ConfigError(f"{data}: no records in split {split!r} to retrieve")
-    settings = {"data": str(data), "split": split, "models": [f"{n} ({f})" for n, f in models],
+    settings = {"data": str(data), "split": split, "models": [f"{m.name} ({f})" for m, f in models],
                 "batch_size": batch_size}
     out = claim_run_folder(out_dir, settings, command="embed eval", resume=resume, may_differ=("models", "batch_size"))
     path = out / "retrieval.csv"
     rows = _read_rows(path) if resume else []
     done = {r["model"] for r in rows}
-    for name, family in models:
-        if name in done:
+    for model, family in models:
+        if model.name in done:
             continue
-        backend = load_backend(name, family)
+        backend = load_backend(model, family)
         recalls = retrieval_recalls(retrieval_scores(backend, examples, batch_size=batch_size))
-        rows += [{"model": name, "family": family, "direction": direction, **r.to_dict()}
+        rows += [{"model": model.name, "family": family, "direction": direction, **r.to_dict()}
                  for direction, found in recalls.items() for r in found]
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=RETRIEVAL_COLUMNS)
@@ -82,7 +83,7 @@ def evaluate_retrieval(
 
 
 def embed_eval(
-    models: Sequence[ModelSpec],
+    models: Sequence[ModelRef | ModelSpec],
     out_dir: str | Path,
     *,
     benches: Sequence[str | Path] = (),
@@ -95,8 +96,8 @@ def embed_eval(
     """Score embedding models on multiple-choice benchmarks and/or a retrieval split.
 
     Args:
-        models: folders from `embed train` (their family is read from embedding.json), hub names
-            or {"name", "family"} dicts; every family must embed images and texts.
+        models: folders from `embed train` (their family is read from embedding.json) or hub
+            names, alone or as a ModelSpec with its family; every family must embed images and texts.
         out_dir: results.csv and per-question JSONL (see `workflows.mc_eval`); retrieval/.
         benches: question files (`mc build`).
         retrieval: a dataset whose `retrieval_split` records are image-text pairs.
@@ -113,11 +114,11 @@ def embed_eval(
         raise ConfigError("--shard splits --benchmark questions; --retrieval ranks every record against every "
                           "other at once: run it in its own `embed eval` without --shard")
     specs = [model_spec(m) for m in models]
-    for name, family in specs:
+    for ref, family in specs:
         if not set(EMBEDS) <= BACKENDS[family].capabilities:
-            raise ConfigError(f"model '{name}' (family '{family}') does not embed images and texts; "
+            raise ConfigError(f"model '{ref.name}' (family '{family}') does not embed images and texts; "
                               f"give an embedding family, e.g. {{name: ..., family: vlm2vec-vqa}}")
-    resolved = [{"name": name, "family": family} for name, family in specs]
+    resolved = [ModelSpec(ref, family) for ref, family in specs]
     results = (evaluate_models(resolved, benches, out_dir, resume=resume, batch_size=batch_size,
                                allow_outside_root=allow_outside_root) if benches else None)
     helpers_stop_here()  # retrieval ranks all records at once: the main process of a launch alone

@@ -22,7 +22,7 @@ def embed_train(
     cfg: EmbedRunConfig, out_dir: str | Path, *, resume: bool = False, progress: bool = True
 ) -> EmbedTrainResult:
     """Train `cfg.model` on the pairs of `cfg.data` into `out_dir` (see `embeddings.task`)."""
-    require_capability(cfg.model.name, "embed")
+    require_capability(cfg.model.ref, "embed")
     task = EmbeddingTask(cfg)
     done = run_training(task, cfg.train, out_dir, settings=cfg, resume=resume, progress=progress)
     return EmbedTrainResult(**vars(done), family=task.family)

@@ -30,6 +30,7 @@ from robustvlm.data.collate import VLMCollator
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.records import Example
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.answer import answer_outputs
 from robustvlm.models.loading import load_vlm
 from robustvlm.objectives.scale_grad import risk_and_scale_grads
@@ -76,7 +77,7 @@ def assign(stats: dict[str, np.ndarray], method: str, *, k: int, seed: int) -> n
 
 
 def infer_environments(
-    model_name: str,
+    model_ref: ModelRef,
     data: str | Path,
     out_dir: str | Path,
     *,
@@ -100,10 +101,10 @@ def infer_environments(
     if len(train) < 2 * k:
         raise DataError(f"need at least {2 * k} in-domain training records to infer {k} environments, "
                         f"found {len(train)}", str(data))
-    settings = {"model": model_name, "data": str(data), "method": method, "k": k, "seed": seed}
+    settings = {"model": model_ref.name, "data": str(data), "method": method, "k": k, "seed": seed}
     out = claim_run_folder(out_dir, settings, command="envs infer", resume=resume, may_differ=("batch_size",))
     corpus = sorted({ex.instruction for ex in examples} | {ex.target for ex in examples})
-    model, processor = load_vlm(model_name, corpus=corpus)
+    model, processor = load_vlm(model_ref, corpus=corpus)
     model.eval()
     stats = record_statistics(model, processor, train, batch_size=batch_size, progress=progress)
     inferred = assign(stats, method, k=k, seed=seed)

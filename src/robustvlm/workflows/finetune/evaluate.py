@@ -44,6 +44,7 @@ from robustvlm.evaluation.metrics.registry import (
     check_needs,
     per_batch_metrics,
 )
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import (
     SERVER_MAY_DIFFER,
     generative_family,
@@ -67,7 +68,7 @@ def records_digest(examples: Sequence[Example]) -> str:
 
 
 def evaluate(
-    model_dir: str | Path,
+    model: ModelRef,
     examples: list[Example],
     out_dir: str | Path,
     *,
@@ -86,27 +87,27 @@ def evaluate(
     Under a launcher every process generates a share (`sharding`); the main one summarises.
     """
     cfg = cfg or EvalConfig()
-    out, todo = _generate(model_dir, examples, out_dir, cfg=cfg, resume=resume, progress=progress, served=served,
+    out, todo = _generate(model, examples, out_dir, cfg=cfg, resume=resume, progress=progress, served=served,
                           blind=blind)
     helpers_stop_here()
     return _summarise(out, todo, cfg)
 
 
 def _generate(
-    model_dir: str | Path, examples: list[Example], out_dir: str | Path, *, cfg: EvalConfig, resume: bool,
+    model: ModelRef, examples: list[Example], out_dir: str | Path, *, cfg: EvalConfig, resume: bool,
     progress: bool, served: ServedConfig | None, blind: bool,
 ) -> tuple[Path, list[Example]]:
     """Claim `out_dir` and generate the rows of predictions.jsonl still missing: (the run folder,
     the examples of this run folder: all, or its `--shard` block)."""
     check_metric_names(cfg.metrics)
     check_needs(cfg.metrics, dict(cfg))
-    require_capability(str(model_dir), "eval")
+    require_capability(model, "eval")
     todo = select_examples(examples, cfg.split, cfg.max_per_env)
     settings = {
-        "model": str(model_dir),
+        "model": model.name,
         "records": {"n": len(todo), "ids_sha256": records_digest(todo)},
         "eval": cfg.model_dump(mode="json"),
-        **served_settings(str(model_dir), served), **({"blind": True} if blind else {}),
+        **served_settings(model, served), **({"blind": True} if blind else {}),
     }
     out_dir = claim(
         out_dir, settings, command="eval", resume=resume, may_differ=("eval.batch_size", "eval.metrics", SERVER_MAY_DIFFER)
@@ -115,7 +116,7 @@ def _generate(
     state: dict[str, Any] = {}
 
     def batches(pending: list[Example]) -> Iterator[list[dict]]:
-        backend = load_backend(str(model_dir), generative_family(str(model_dir)), served=served)
+        backend = load_backend(model, generative_family(model), served=served)
         backend = BlindBackend(backend) if blind else backend
         backend.require("generate")
         backend.track_usage(usage_recorder(out_dir))
@@ -148,7 +149,7 @@ def _summarise(out_dir: Path, todo: Sequence[Example], cfg: EvalConfig) -> EvalM
 
 
 def run_eval(
-    model: str,
+    model: ModelRef,
     data: str | Path,
     out_dir: str | Path,
     *,
@@ -187,7 +188,7 @@ def run_eval(
     return metrics
 
 
-def eval_gain_sections(out_dir: Path, model: str, metrics: Sequence[str]) -> list[GainSection]:
+def eval_gain_sections(out_dir: Path, model: ModelRef, metrics: Sequence[str]) -> list[GainSection]:
     """The vision gain of `model` per metric of `metrics` and environment, from the per-sample
     scores of OUT/predictions.jsonl and OUT/blind/predictions.jsonl (a record whose score is
     None in either run, as CEE leaves an undecided sample, is left out of that metric's gain)."""
@@ -202,6 +203,6 @@ def eval_gain_sections(out_dir: Path, model: str, metrics: Sequence[str]) -> lis
         if both:
             rows = vision_gain({i: normal[i]["scores"][metric] for i in both},
                                {i: blind[i]["scores"][metric] for i in both}, {i: normal[i]["env"] for i in both})
-            sections.append(GainSection({"model": model, "metric": metric}, blind_input(generative_family(model)),
+            sections.append(GainSection({"model": model.name, "metric": metric}, blind_input(generative_family(model)),
                                         rows))
     return sections

@@ -51,6 +51,7 @@ from robustvlm.evaluation.metrics.registry import (
     study_default_metrics,
 )
 from robustvlm.machine import write_results_json
+from robustvlm.model_ref import ModelRef
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.study_report import STUDY_TITLE, write_study_report
 from robustvlm.runs import claim_run_folder, lock_run_folder, make_output_folder, read_jsonl
@@ -184,7 +185,7 @@ def _run_one(
         final_dir = launched_train(cfg, run_dir / "train", launcher)
         examples = load_from_config(cfg.data, run_dir / "train", verbose=False)
     return evaluate(
-        final_dir, examples, run_dir / "eval", cfg=cfg.eval, resume=True, progress=progress
+        ModelRef.folder(final_dir), examples, run_dir / "eval", cfg=cfg.eval, resume=True, progress=progress
     )
 
 
@@ -199,7 +200,7 @@ def _zero_shot_rows(cfg: RunConfig, out_dir: Path, progress: bool) -> list[dict]
     if progress:
         print(f"\n=== {ZERO_SHOT}: {cfg.model.name} untouched ===")
     examples = load_from_config(cfg.data, folder, verbose=False)
-    evaluate(cfg.model.name, examples, folder / "eval", cfg=cfg.eval, resume=True, progress=progress)
+    evaluate(cfg.model.ref, examples, folder / "eval", cfg=cfg.eval, resume=True, progress=progress)
     return read_jsonl(folder / "eval" / "predictions.jsonl")
 
 

@@ -60,6 +60,7 @@ from robustvlm.config import DataConfig, RunConfig, TrainConfig, deep_merge, val
 from robustvlm.data.from_config import load_from_config
 from robustvlm.errors import ConfigError
 from robustvlm.machine import write_results_json
+from robustvlm.model_ref import ModelRef
 from robustvlm.objectives.search import draw_hparams
 from robustvlm.report.sweep_report import write_sweep_report
 from robustvlm.runs import claim_run_folder, lock_run_folder, make_output_folder, write_jsonl
@@ -289,7 +290,7 @@ def run_sweep_job(job: SweepJob) -> dict:
         parts = {}
         for split in ("val", "test"):
             metrics = evaluate(
-                model_dir,
+                ModelRef.folder(model_dir),
                 examples,
                 run_dir / "eval" / checkpoint.name / split,
                 cfg=job.cfg.eval.model_copy(update={"split": split}),

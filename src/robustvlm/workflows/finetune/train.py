@@ -39,7 +39,7 @@ def train(
     """Fine-tune `cfg.model` with `cfg.method` into `out_dir` (see `training.finetune`); the
     method and its hyperparameters are checked before the folder is claimed."""
     check_method(cfg.method, cfg.method_args, "method_args")
-    require_capability(cfg.model.name, "train")
+    require_capability(cfg.model.ref, "train")
     task = FineTuneTask(cfg)
     result = train_task(task, cfg, out_dir, resume=resume, progress=progress)
     result.examples = task.examples

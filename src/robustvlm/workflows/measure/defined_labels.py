@@ -25,6 +25,7 @@ from robustvlm.data.images import load_image
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
 from robustvlm.machine import with_machine
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.loading import load_vlm
 from robustvlm.report.icl_gain import defined_labels_markdown, defined_labels_summary
 from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl
@@ -55,7 +56,7 @@ def suite_items(examples: Sequence[Example]) -> dict[str, list[list[Example]]]:
 
 
 def run_defined_labels(
-    model_name: str, data_root: str | Path, out_dir: str | Path, *, query_domain: str = "clean",
+    model_ref: ModelRef, data_root: str | Path, out_dir: str | Path, *, query_domain: str = "clean",
     demo_domains: Sequence[str] | None = None, ways: int = 2, shots: int = 1, trials: int = 200, seed: int = 0,
     resume: bool = False,
 ) -> dict[str, Any]:
@@ -66,11 +67,11 @@ def run_defined_labels(
     unknown = [d for d in [query_domain, *demos] if d not in items]
     if unknown:
         raise DataError(f"no domain {unknown[0]!r} in the suite (domains: {', '.join(sorted(items))})", str(data_root))
-    config = {"model": model_name, "data": str(data_root), "query_domain": query_domain, "demo_domains": demos,
+    config = {"model": model_ref.name, "data": str(data_root), "query_domain": query_domain, "demo_domains": demos,
               "ways": ways, "shots": shots, "trials": trials, "seed": seed}
     out = claim_run_folder(out_dir, config, command="icl defined-labels", resume=resume)
     drawn = draw_trials([len(c) for c in items[query_domain]], trials, n_ways=ways, shots=shots, seed=seed)
-    model, processor = load_vlm(model_name)
+    model, processor = load_vlm(model_ref)
     log_path = out / RECORDS_FILE
     earlier = read_jsonl(log_path) if resume else []
     records = [r for r in earlier if _complete(earlier, r["demos"], trials)]

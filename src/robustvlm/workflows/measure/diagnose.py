@@ -26,6 +26,7 @@ from robustvlm.evaluation.diagnose import measure_domains
 from robustvlm.evaluation.icl_settings import DIAGNOSE_DEFAULTS, InContextSettings
 from robustvlm.evaluation.in_context import evaluate_icl
 from robustvlm.machine import with_machine
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import SERVER_MAY_DIFFER, load_backend, served_settings
 from robustvlm.models.support import require_capability
 from robustvlm.report.in_context_tables import diagnosis_markdown
@@ -69,7 +70,7 @@ def read_descriptions(path: str | Path) -> dict[str, str]:
 
 
 def run_diagnosis(
-    model_name: str,
+    model: ModelRef,
     data_root: str | Path,
     out_dir: str | Path,
     settings: InContextSettings = DIAGNOSE_DEFAULTS,
@@ -91,20 +92,20 @@ def run_diagnosis(
     Thresholds: see `analysis.diagnosis.diagnose_table`. `served`: the server of an
     "openai:MODEL" model (its stages that need weights are not measured: `evaluation.diagnose`).
     """
-    require_capability(model_name, "diagnose")
+    require_capability(model, "diagnose")
     if isinstance(descriptions, str | Path):
         descriptions = read_descriptions(descriptions)
-    config = {"model": model_name, "data": str(data_root), "descriptions": dict(descriptions or {}),
+    config = {"model": model.name, "data": str(data_root), "descriptions": dict(descriptions or {}),
               "shots": settings.most_shots, "icl_policy": settings.policies[0], "n_per_env": settings.n_per_env,
               "seed": settings.seed, "probe_test_fraction": probe_test_fraction, "visual_min_skill": visual_min_skill,
               "semantic_min_skill": semantic_min_skill, "mapping_min_skill": mapping_min_skill,
               "max_new_tokens": settings.max_new_tokens, "repetition_penalty": settings.repetition_penalty,
-              **served_settings(model_name, served)}
+              **served_settings(model, served)}
     out = claim(out_dir, config, command="diagnose", resume=resume, may_differ=(SERVER_MAY_DIFFER,))
     if resume and (out / RESULT_FILE).is_file():
         return Diagnosis.from_dict(json.loads((out / RESULT_FILE).read_text(encoding="utf-8")))
     examples = load_domains(data_root)
-    backend = load_backend(model_name, corpus=task_corpus(examples), served=served)
+    backend = load_backend(model, corpus=task_corpus(examples), served=served)
     backend.require("generate")
     backend.track_usage(usage_recorder(out))
     records: list[dict] = []
@@ -121,6 +122,6 @@ def run_diagnosis(
     result = Diagnosis(config, rows, measured.icl_cells, measured.semantic_records)
     (out / RESULT_FILE).write_text(json.dumps(with_machine(result.to_dict()), indent=2), encoding="utf-8")
     (out / "diagnosis.md").write_text(
-        f"# Failure diagnosis\n\nmodel: `{model_name}`\n\n{diagnosis_markdown(rows)}\n", encoding="utf-8"
+        f"# Failure diagnosis\n\nmodel: `{model.name}`\n\n{diagnosis_markdown(rows)}\n", encoding="utf-8"
     )
     return result

@@ -30,6 +30,7 @@ from robustvlm.errors import DataError
 from robustvlm.evaluation.icl_settings import DEFAULTS, InContextSettings
 from robustvlm.evaluation.in_context import IclQuery, RecordStore, Score, evaluate_icl, record_key
 from robustvlm.machine import with_machine
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import SERVER_MAY_DIFFER, Backend, load_backend, served_settings
 from robustvlm.models.blind import BlindBackend, blind_input
 from robustvlm.models.support import require_capability
@@ -68,7 +69,7 @@ def load_domains(data_root: str | Path) -> list[Example]:
 
 
 def run_icl(
-    model_name: str,
+    model: ModelRef,
     data_root: str | Path,
     out_dir: str | Path,
     settings: InContextSettings = DEFAULTS,
@@ -81,17 +82,17 @@ def run_icl(
     """Load the model (`served`: the server of an "openai:MODEL" model) and the domains, run
     `evaluate_icl` with `settings`, write the outputs (module doc); with `blind`, again blind
     into OUT/blind/ and the vision gain."""
-    require_capability(model_name, "icl")
-    config = {"model": model_name, "data": str(data_root), "shots": list(settings.shots),
+    require_capability(model, "icl")
+    config = {"model": model.name, "data": str(data_root), "shots": list(settings.shots),
               "policies": list(settings.policies), "n_per_env": settings.n_per_env, "seed": settings.seed,
               "batch_size": settings.batch_size, "max_new_tokens": settings.max_new_tokens,
-              "repetition_penalty": settings.repetition_penalty, **served_settings(model_name, served)}
+              "repetition_penalty": settings.repetition_penalty, **served_settings(model, served)}
     may_differ = ("batch_size", SERVER_MAY_DIFFER)
     out = claim(out_dir, config, command="icl eval", resume=resume, may_differ=may_differ)
     blind_out = claim(out / BLIND_FOLDER, {**config, "blind": True}, command="icl eval --blind",
                       resume=resume, may_differ=may_differ) if blind else None
     examples = load_domains(data_root)
-    backend = load_backend(model_name, corpus=task_corpus(examples), served=served)
+    backend = load_backend(model, corpus=task_corpus(examples), served=served)
     backend.require("generate")
     backend.track_usage(usage_recorder(out))
     run, predictions = _evaluate_into(out, backend, examples, settings, config, resume=resume, progress=progress)
@@ -101,7 +102,7 @@ def run_icl(
     _, blind_predictions = _evaluate_into(blind_out, BlindBackend(backend), examples, settings, config,
                                           resume=resume, progress=progress)
     helpers_stop_here()
-    sections = icl_gain_sections(predictions, blind_predictions, model_name, blind_input(backend.family))
+    sections = icl_gain_sections(predictions, blind_predictions, model, blind_input(backend.family))
     write_vision_gain(sections, out, title="robustvlm icl eval: vision gain")
     return run
 
@@ -137,7 +138,7 @@ def _evaluate_into(
     return run, predictions
 
 
-def icl_gain_sections(normal: Sequence[dict], blind: Sequence[dict], model: str, blind_input: str) -> list[GainSection]:
+def icl_gain_sections(normal: Sequence[dict], blind: Sequence[dict], model: ModelRef, blind_input: str) -> list[GainSection]:
     """The vision gain of every (shots, policy) per domain, from the per-query records of the
     normal and the blind run."""
     cells: dict[tuple[int, str], dict[str, tuple[dict, dict]]] = {}
@@ -154,5 +155,5 @@ def icl_gain_sections(normal: Sequence[dict], blind: Sequence[dict], model: str,
         keys = list(pairs)
         rows = vision_gain({i: float(pairs[i][0]["correct"]) for i in keys},
                            {i: float(pairs[i][1]["correct"]) for i in keys}, {i: pairs[i][0]["domain"] for i in keys})
-        sections.append(GainSection({"model": model, "shots": str(k), "policy": policy}, blind_input, rows))
+        sections.append(GainSection({"model": model.name, "shots": str(k), "policy": policy}, blind_input, rows))
     return sections

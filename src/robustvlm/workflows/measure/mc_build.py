@@ -16,6 +16,7 @@ from typing import Any
 from robustvlm.config import ServedConfig
 from robustvlm.data.loaders import load_examples
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import infer_family, load_backend, served_settings
 from robustvlm.models.blind import BlindBackend, blind_input
 from robustvlm.models.hub import checked_hub_name
@@ -31,7 +32,7 @@ class BlindFilter:
     """`mc build --filter-blind`: the blind model, how it scores (`mc eval`'s method) and the
     server of a served one."""
 
-    model: str
+    model: ModelRef
     method: str = "loglik"
     served: ServedConfig | None = None
     batch_size: int = 8
@@ -59,16 +60,16 @@ def apply_blind_filter(questions: list[MCQuestion], spec: BlindFilter) -> tuple[
     return drop_answered(questions, answered, model=spec.model, method=way, blind_input=blind_input(family))
 
 
-def load_image_embedder(name_or_path: str, *, batch_size: int = 32) -> ImageEmbedder:
+def load_image_embedder(model: ModelRef, *, batch_size: int = 32) -> ImageEmbedder:
     """The embedder of `visual` distractors: RGB images -> unit-norm embeddings [n, d], the
     family's own image embedding of a model named as in `mc eval` (CLIP / SigLIP, a VLM's vision
     tower, an embedding model; ConfigError when its family cannot embed images)."""
-    backend = load_backend(name_or_path)
+    backend = load_backend(model)
     backend.require("image_embed")
     return partial(backend.embed_images, batch_size=batch_size)
 
 
-def _check_distractor_models(distractors: str, vision_model: str | None, text_encoder: str | None) -> None:
+def _check_distractor_models(distractors: str, vision_model: ModelRef | None, text_encoder: str | None) -> None:
     """ConfigError unless the distractor method and its model options agree; a key-like text
     encoder name is refused here, before any work or network access."""
     if (distractors == "visual") != bool(vision_model):
@@ -87,7 +88,7 @@ def build_benchmark(
     out: str | Path,
     *,
     distractors: str = "random",
-    vision_model: str | None = None,
+    vision_model: ModelRef | None = None,
     text_encoder: str | None = None,
     image_root: str | Path | None = None,
     allow_outside_root: bool = False,

@@ -21,6 +21,7 @@ from typing import Any
 from robustvlm.analysis.paired import PairedComparison, compare_paired
 from robustvlm.errors import ConfigError, DataError
 from robustvlm.machine import write_results_json
+from robustvlm.model_ref import ModelRef
 from robustvlm.report.page import Block, Heading, Paragraph, Table, write_page
 from robustvlm.report.paired_table import POWER_NOTE, paired_cells, paired_header, paired_section
 from robustvlm.runs import read_jsonl
@@ -30,10 +31,11 @@ ALL = "all"
 POWER_DELTA = 0.05
 
 
-def check_baseline(baseline: str | None, models: Sequence[str]) -> None:
+def check_baseline(baseline: ModelRef | None, models: Sequence[ModelRef]) -> None:
     """Refuse a `--baseline` that is not one of the `--model`s (before any scoring)."""
-    if baseline is not None and baseline not in models:
-        raise ConfigError(f"--baseline {baseline!r} is not one of the --model values ({', '.join(models)})")
+    names = [m.name for m in models]
+    if baseline is not None and baseline.name not in names:
+        raise ConfigError(f"--baseline {baseline.name!r} is not one of the --model values ({', '.join(names)})")
 
 
 def question_outcomes(path: Path, *, circular: bool) -> dict[str, float]:
@@ -57,13 +59,13 @@ def _paired(a: Mapping[str, float], b: Mapping[str, float], where: str, n_boot: 
     return compare_paired([a[k] for k in keys], [b[k] for k in keys], power_delta=POWER_DELTA, n_boot=n_boot)
 
 
-def mc_paired(out: Path, models: Sequence[str], benches: Sequence[str], *, circular: bool,
-              baseline: str | None = None, n_boot: int = 2000) -> dict[str, dict[str, PairedComparison]]:
-    """{model: {bench, then ALL when several: comparison with the baseline}} for every model but
-    the baseline, read from the per-question files `out/<model>/<bench>.jsonl`."""
-    base = baseline or models[0]
+def mc_paired(out: Path, models: Sequence[ModelRef], benches: Sequence[str], *, circular: bool,
+              baseline: ModelRef | None = None, n_boot: int = 2000) -> dict[str, dict[str, PairedComparison]]:
+    """{model name: {bench, then ALL when several: comparison with the baseline}} for every model
+    but the baseline, read from the per-question files `out/<model>/<bench>.jsonl`."""
+    base = (baseline or models[0]).name
     outcomes = {m: {b: question_outcomes(out / model_slug(m) / f"{b}.jsonl", circular=circular) for b in benches}
-                for m in dict.fromkeys(models)}
+                for m in dict.fromkeys(m.name for m in models)}
     result: dict[str, dict[str, PairedComparison]] = {}
     for model in outcomes:
         if model == base:
@@ -95,13 +97,15 @@ def paired_blocks(paired: Mapping[str, Mapping[str, PairedComparison]], baseline
     return paired_section(f"Paired comparison with {baseline}", explanation, header, rows)
 
 
-def write_mc_report(out: str | Path, models: Sequence[str], benches: Sequence[str | Path], *, circular: bool,
-                    baseline: str | None = None) -> tuple[Path, Path, Path]:
-    """results.json, report.md and report.html of an mc eval folder (see the module docstring)."""
+def write_mc_report(out: str | Path, models: Sequence[ModelRef], benches: Sequence[str | Path], *, circular: bool,
+                    baseline: ModelRef | None = None) -> tuple[Path, Path, Path]:
+    """results.json, report.md and report.html of an mc eval folder (see the module docstring);
+    results.json names the baseline by its `name`."""
     out = Path(out)
     stems = [Path(b).stem for b in benches]
-    base = baseline or models[0]
-    paired = mc_paired(out, models, stems, circular=circular, baseline=base)
+    base_ref = baseline or models[0]
+    base = base_ref.name
+    paired = mc_paired(out, models, stems, circular=circular, baseline=base_ref)
     results_json = out / "results.json"
     data: dict[str, Any] = json.loads(results_json.read_text(encoding="utf-8")) if results_json.is_file() else {}
     data.update(baseline=base, circular=circular, power_delta=POWER_DELTA,

@@ -52,7 +52,7 @@ from robustvlm.config import (
 )
 from robustvlm.data.images import load_image
 from robustvlm.data.synth.digit_attributes import CAPTION_CLASS_TEMPLATE
-from robustvlm.model_ref import TINY
+from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.models.embedding import SPEC_FILE
 from robustvlm.models.loading import load_vlm
 from robustvlm.models.vision import VisionTowerEmbedder
@@ -89,21 +89,21 @@ def plan(cfg: TaskSignalConfig) -> list[Member]:
     return sorted(members, key=lambda m: -m.steps)
 
 
-def base_vlm(out: Path, cfg: TaskSignalConfig, data: SignalData) -> Path | str:
+def base_vlm(out: Path, cfg: TaskSignalConfig, data: SignalData) -> ModelRef:
     """The shared base VLM: `cfg.model` pretrained generatively (ERM, every part trained) for
     `base_steps` on data/base.jsonl, saved under base/. With `base_steps: 0`, a hub model is used
     as it is and a tiny model is only built (once, so every family shares it)."""
     run = out / "base"
     if cfg.base_steps == 0:
         if cfg.model.ref.kind != TINY:
-            return cfg.model.name
+            return cfg.model.ref
         final = run / "final"
         if not (final / "config.json").is_file():
             texts = [t for row in read_jsonl(data.base_jsonl) for t in (row["instruction"], row["target"])]
-            model, processor = load_vlm(cfg.model.name, tiny_options=cfg.model.tiny, corpus=texts)
+            model, processor = load_vlm(cfg.model.ref, tiny_options=cfg.model.tiny, corpus=texts)
             model.save_pretrained(final)
             processor.save_pretrained(final)
-        return final
+        return ModelRef.folder(final)
     raw = {
         "model": {"name": cfg.model.name, "trainable": "full", "tiny": cfg.model.tiny,
                   "trust_remote_code": cfg.model.trust_remote_code},
@@ -116,18 +116,18 @@ def base_vlm(out: Path, cfg: TaskSignalConfig, data: SignalData) -> Path | str:
     cfg_base = validate_config(raw, "task-signal base", RunConfig)
     if (run / "final" / "config.json").is_file():
         claim_run_folder(run, cfg_base, command="train", resume=True, write=False)
-        return run / "final"
+        return ModelRef.folder(run / "final")
     (out / "logs").mkdir(exist_ok=True)
     with (out / "logs" / "base.log").open("a", encoding="utf-8") as log, redirect_stdout(log), redirect_stderr(log):
-        return train(cfg_base, run, resume=True, progress=False).final_dir
+        return ModelRef.folder(train(cfg_base, run, resume=True, progress=False).final_dir)
 
 
-def member_config(cfg: TaskSignalConfig, member: Member, base: Path | str, data: SignalData) -> EmbedRunConfig:
+def member_config(cfg: TaskSignalConfig, member: Member, base: ModelRef, data: SignalData) -> EmbedRunConfig:
     """The `embed train` config of one member: the base with its tower frozen, the family's
     pairs, the experiment's training settings with this seed and budget."""
     caption_only = member.vqa_share == 0
     raw = {
-        "model": {**cfg.model.model_dump(), "name": str(base), "tiny": {}},
+        "model": {**cfg.model.model_dump(), "name": base.name, "tiny": {}},
         "data": {"path": str(data.family_jsonl[member.family])},
         "embed": {**cfg.embed.model_dump(), "caption_envs": [CAPTION_ENV],
                   "class_templates": [CAPTION_CLASS_TEMPLATE] if caption_only else ["{class}"]},
@@ -154,7 +154,7 @@ def train_and_score(job: Job) -> str:
             final = folder / "final"
         else:
             final = embed_train(cfg, folder, resume=True, progress=False).final_dir
-        return str(evaluate_models([str(final)], benches, folder / "scores", resume=True, batch_size=32,
+        return str(evaluate_models([ModelRef.folder(final)], benches, folder / "scores", resume=True, batch_size=32,
                                    allow_outside_root=True))  # benchmarks this run built
 
 
@@ -166,14 +166,14 @@ def run_members(jobs: list[Job], workers: int) -> list[Path]:
     return [Path(p) for p in paths]
 
 
-def image_features(base: Path | str, paths: list[str]) -> np.ndarray:
+def image_features(base: ModelRef, paths: list[str]) -> np.ndarray:
     """The base's frozen image features [n, tokens x d] (image tokens laid end to end)."""
-    model, processor = load_vlm(str(base))
+    model, processor = load_vlm(base)
     embed = VisionTowerEmbedder(model, processor, normalize=False, pooling="flatten")
     return embed([load_image(p) for p in paths])
 
 
-def probe_rows(out: Path, cfg: TaskSignalConfig, data: SignalData, base: Path | str) -> list[dict]:
+def probe_rows(out: Path, cfg: TaskSignalConfig, data: SignalData, base: ModelRef) -> list[dict]:
     """Fit each probe, score it on every question file (per-question rows under probes/),
     and return its results rows."""
     benches = {style: read_questions(path, allow_outside_root=True) for style, path in data.benches.items()}
@@ -204,11 +204,12 @@ def _member_rows(results_csv: Path, member: Member) -> list[dict]:
         return [{**row, "model": member.name, "family": member.family} for row in csv.DictReader(f)]
 
 
-def question_outcomes(out: Path, models: list[str], benches: list[str]) -> dict[str, dict[str, np.ndarray]]:
-    """{model: {bench: its 0/1 outcomes, ordered by question id and rotation}} from the
-    per-question rows of embedding members (models/<name>/scores/) and probes (probes/<name>/)."""
+def question_outcomes(out: Path, members: list[str], benches: list[str]) -> dict[str, dict[str, np.ndarray]]:
+    """{member: {bench: its 0/1 outcomes, ordered by question id and rotation}} from the
+    per-question rows of the members named `members`: embedding members (models/<name>/scores/)
+    and probes (probes/<name>/)."""
     outcomes = {}
-    for name in models:
+    for name in members:
         folder = out / "probes" / name
         if not folder.is_dir():
             folder = out / "models" / name / "scores" / model_slug(str(out / "models" / name / "final"))

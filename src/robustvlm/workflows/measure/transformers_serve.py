@@ -30,7 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from robustvlm.errors import ConfigError, RobustVLMError
-from robustvlm.models.zoo_recipes import resolve_model_name
+from robustvlm.model_ref import ModelRef
+from robustvlm.models.zoo_recipes import resolve_model_ref
 
 #: The server kills itself after this many seconds, whatever happens to its caller.
 LIFETIME_S = 1800
@@ -105,7 +106,7 @@ def main(argv: list[str]) -> int:
     if not command:
         parser.error("give the command to run after --: MODEL [--log FILE] -- COMMAND ...")
     try:
-        folder = resolve_model_name(args.model)
+        folder = resolve_model_ref(ModelRef.parse(args.model)).name  # its own command line: the option read here
         Path(args.log).parent.mkdir(parents=True, exist_ok=True)
         with served_folder(folder, Path(args.log)) as url:
             return subprocess.call([part.format(folder=folder, url=url) for part in command])

@@ -34,6 +34,7 @@ from robustvlm.config import RewardEvalConfig
 from robustvlm.data.preferences import PreferencePair
 from robustvlm.data.records import SkipLog
 from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import load_backend
 from robustvlm.models.backends.reward import RewardBackend
 from robustvlm.models.reward import RewardModel
@@ -88,7 +89,7 @@ def eval_views(meta: dict[str, Any], cfg: RewardEvalConfig) -> list[str]:
 
 
 def evaluate_reward_model(
-    model: str | Path,
+    model: ModelRef,
     pairs: list[PreferencePair],
     out_dir: str | Path,
     *,
@@ -109,13 +110,13 @@ def evaluate_reward_model(
         training_pairs: allow `cfg.split == "train"` (ConfigError otherwise).
     """
     check_split(cfg, training_pairs)
-    require_capability(str(model), "rm")
+    require_capability(model, "rm")
     todo_pairs = eval_pairs(apply_training_split(pairs, read_pair_split(model)), cfg,
                             source=str(data.get("path", "")))  # before any work: the data is the input
     out = Path(out_dir)
-    settings = {"model": str(model), "data": data, "eval": cfg.model_dump(mode="json")}
+    settings = {"model": model.name, "data": data, "eval": cfg.model_dump(mode="json")}
     claim(out, settings, command="rm eval", resume=resume)
-    backend = cast(RewardBackend, load_backend(str(model), family="reward"))  # the "reward" family's backend
+    backend = cast(RewardBackend, load_backend(model, family="reward"))  # the "reward" family's backend
     views = eval_views(backend.meta, cfg)
     path = out / PAIRS_FILE
     swap_view = views[0] if cfg.swap_check else None

@@ -43,7 +43,13 @@ from robustvlm.analysis.reward_matrix import (
     gap_points,
     matrix_swap_checks,
 )
-from robustvlm.config import RewardConfig, deep_merge, read_yaml_mapping, validate_config
+from robustvlm.config import (
+    ModelConfig,
+    RewardConfig,
+    deep_merge,
+    read_yaml_mapping,
+    validate_config,
+)
 from robustvlm.data.preferences import PreferencePair, load_pairs_from_config
 from robustvlm.machine import with_machine
 from robustvlm.model_ref import TINY, ModelRef
@@ -138,12 +144,11 @@ def _prepare_data(plan: MatrixPlan, out: Path) -> tuple[list[PreferencePair], di
 def _base_model(plan: MatrixPlan, out: Path, seed: int, corpus: list[str]) -> dict | None:
     """Model keys for a seed's runs: a tiny model is built once per seed under OUT/bases (None
     for other models)."""
-    model = plan.base.get("model", {})
-    name = model.get("name", "tiny:idefics3")
-    if ModelRef.parse(name).kind != TINY:
+    model = validate_config(plan.base.get("model", {}), "model", ModelConfig)
+    if model.ref.kind != TINY:
         return None
-    folder = save_tiny_base(name, out / "bases" / f"seed-{seed}",
-                            tiny_options={**model.get("tiny", {}), "seed": seed}, corpus=corpus)
+    folder = save_tiny_base(model.ref, out / "bases" / f"seed-{seed}",
+                            tiny_options={**model.tiny, "seed": seed}, corpus=corpus)
     return {"name": str(folder), "tiny": {}}
 
 
@@ -154,7 +159,7 @@ def _train_and_score(job: MatrixJob, data: dict) -> None:
     if not is_reward_model(final):
         train_reward_model(cfg, job.folder / "train", resume=True, progress=False)
     pairs = load_pairs_from_config(cfg.data.model_copy(update={"envs": None}), job.folder, verbose=False).pairs
-    evaluate_reward_model(final, pairs, job.folder / "eval", cfg=cfg.eval, data=data, resume=True, progress=False)
+    evaluate_reward_model(ModelRef.folder(final), pairs, job.folder / "eval", cfg=cfg.eval, data=data, resume=True, progress=False)
 
 
 @dataclass

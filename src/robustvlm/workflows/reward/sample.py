@@ -29,6 +29,7 @@ from robustvlm.data.collate import VLMCollator, chat_messages
 from robustvlm.data.images import load_image
 from robustvlm.data.preferences import PreferencePair
 from robustvlm.evaluation.metrics.judge import ChatClient
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import load_backend
 from robustvlm.models.endpoint import openai_messages
 from robustvlm.runs import append_jsonl, claim_run_folder, read_jsonl
@@ -63,7 +64,7 @@ def image_path(pair: PreferencePair, out: Path) -> str:
     return str(path)
 
 
-def _local(policy: str, prompts: list[PreferencePair], sampling: Sampling) -> Iterator[tuple[PreferencePair, list[str]]]:
+def _local(policy: ModelRef, prompts: list[PreferencePair], sampling: Sampling) -> Iterator[tuple[PreferencePair, list[str]]]:
     backend = load_backend(policy)
     backend.require("generate")
     collator = VLMCollator(backend.processor, {}, train=False)
@@ -99,7 +100,7 @@ def sample_candidates(
     out_dir: str | Path,
     *,
     sampling: Sampling,
-    policy: str | None = None,
+    policy: ModelRef | None = None,
     server: JudgeConfig | None = None,
     data: dict[str, Any],
     resume: bool = False,
@@ -109,7 +110,7 @@ def sample_candidates(
     if (policy is None) == (server is None):
         raise ValueError("give exactly one of policy or server")
     out = Path(out_dir)
-    source = {"policy": policy} if server is None else {"server": server.model_dump(mode="json")}
+    source = {"policy": policy.name if policy is not None else None} if server is None else {"server": server.model_dump(mode="json")}
     settings = {**source, "data": data, "sampling": vars(sampling)}
     claim_run_folder(out, settings, command="rm sample", resume=resume)
     path = out / CANDIDATES_FILE

@@ -27,6 +27,7 @@ from robustvlm.errors import ConfigError
 from robustvlm.evaluation.metrics.chrf import chrf_scores
 from robustvlm.evaluation.metrics.exact import exact_match
 from robustvlm.evaluation.metrics.judge import CEEJudge
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.backends import load_backend
 from robustvlm.runs import append_jsonl, claim_run_folder, read_input_jsonl, read_jsonl
 
@@ -66,7 +67,7 @@ def score_candidates(
     candidates_file: str | Path,
     out_dir: str | Path,
     *,
-    model: str,
+    model: ModelRef,
     gold: str = "chrf",
     judge: JudgeConfig | None = None,
     shared_prefix: bool = True,
@@ -78,7 +79,7 @@ def score_candidates(
     rows = [row for _, row in read_input_jsonl(candidates_file, "candidates file")]
     if not rows:
         raise ConfigError(f"{candidates_file}: no candidates (run rm sample first)")
-    settings = {"candidates": str(candidates_file), "model": model, "gold": gold,
+    settings = {"candidates": str(candidates_file), "model": model.name, "gold": gold,
                 "judge": judge.model_dump(mode="json") if judge else None, "shared_prefix": shared_prefix}
     claim_run_folder(out, settings, command="rm score", resume=resume, may_differ=("judge.max_concurrency", "judge.timeout_s"))
     gold_of = GoldScorer(gold, judge, out)

@@ -14,5 +14,5 @@ def train_reward_model(
     cfg: RewardConfig, out_dir: str | Path, *, resume: bool = False, progress: bool = True
 ) -> TrainResult:
     """Train `cfg.model` with `cfg.loss` into `out_dir` (`final/` in the reward format)."""
-    require_capability(cfg.model.name, "rm")
+    require_capability(cfg.model.ref, "rm")
     return train_task(RewardTask(cfg), cfg, out_dir, resume=resume, progress=progress)

@@ -116,8 +116,8 @@ def build_member(r: Recipe) -> Built:
     """Build member `r` (see the module docstring); one process at a time per member (a lock
     file next to its folder), so concurrent builds share their towers."""
     final = member_dir(r)
-    tower = ModelRef.parse(r.tower)
-    if tower.kind == ZOO:
+    tower = r.tower_ref
+    if tower is not None and tower.kind == ZOO:
         build_member(recipe(tower.location))
     if r.init_member is not None:
         build_member(recipe(r.init_member))

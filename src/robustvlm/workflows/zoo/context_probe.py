@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from robustvlm.errors import ConfigError
+from robustvlm.model_ref import ModelRef
 from robustvlm.models.loading import load_vlm
-from robustvlm.models.zoo_recipes import resolve_model_name
 from robustvlm.workflows.zoo.data import (
     ChatSampleCollator,
     defined_label_episode,
@@ -59,15 +60,17 @@ def chance_nll(samples: list[Any]) -> float:
     return float(np.mean(logs))
 
 
-def probe_model(init: str, fresh_depth: int | None, width: int = 64) -> tuple[Any, Any]:
+def probe_model(init: ModelRef | None, fresh_depth: int | None, width: int = 64) -> tuple[Any, Any]:
     """The model to probe and its processor: member `init`, or a fresh `width`-wide LLaVA of
-    `fresh_depth` decoder layers on the zoo's tokenizer corpus."""
+    `fresh_depth` decoder layers on the zoo's tokenizer corpus (then `init` is unused)."""
     if fresh_depth is None:
-        return load_vlm(resolve_model_name(init))
+        if init is None:
+            raise ConfigError("the context probe needs a model to start from (--init) or --fresh-depth")
+        return load_vlm(init)
     return fresh_vlm("llava", width, fresh_depth)
 
 
-def probe(init: str, *, named: bool, queries: int, steps: int, lr: float = 2e-3, batch_size: int = 16,
+def probe(init: ModelRef | None, *, named: bool, queries: int, steps: int, lr: float = 2e-3, batch_size: int = 16,
           fresh_depth: int | None = None, n_images: int | None = None, every: int = 50, seed: int = 0) -> dict:
     """Tune member `init` (a "zoo:NAME" or a folder; or a fresh model, `probe_model`) for `steps`
     steps on defined-label episodes; returns the settings, the curve [{step, first_token_nll,
@@ -97,11 +100,11 @@ def probe(init: str, *, named: bool, queries: int, steps: int, lr: float = 2e-3,
         return out.loss
 
     result = run_stage(model, loss_of, steps=steps, lr=lr, seed=seed, label="context probe")
-    return {"init": init if fresh_depth is None else f"fresh, depth {fresh_depth}", "named": named, "queries": queries, "steps": steps, "lr": lr, "batch_size": batch_size,
+    return {"init": init.name if init is not None and fresh_depth is None else f"fresh, depth {fresh_depth}", "named": named, "queries": queries, "steps": steps, "lr": lr, "batch_size": batch_size,
             "seed": seed, "curve": curve, "cpu_seconds": result.cpu_seconds}
 
 
-def probe_recall(init: str, *, steps: int, lr: float = 2e-3, batch_size: int = 32, fresh_depth: int | None = None,
+def probe_recall(init: ModelRef | None, *, steps: int, lr: float = 2e-3, batch_size: int = 32, fresh_depth: int | None = None,
                  width: int = 64, every: int = 50, seed: int = 0, save: Path | None = None) -> dict:
     """Train member `init`'s decoder (or a fresh model, `probe_model`) for `steps` steps on
     associative recall (`recall`; vision tower frozen and unused); returns the settings, the
@@ -125,6 +128,6 @@ def probe_recall(init: str, *, steps: int, lr: float = 2e-3, batch_size: int = 3
     if save is not None:
         model.save_pretrained(save)
         processor.save_pretrained(save)
-    name = init if fresh_depth is None else f"fresh, depth {fresh_depth}, width {width}"
+    name = init.name if init is not None and fresh_depth is None else f"fresh, depth {fresh_depth}, width {width}"
     return {"init": name, "steps": steps, "lr": lr, "batch_size": batch_size, "seed": seed,
             **monitor.report(), "cpu_seconds": result.cpu_seconds}

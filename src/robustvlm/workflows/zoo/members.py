@@ -44,7 +44,7 @@ from robustvlm.models.text_encoder import tower_text_embeddings
 from robustvlm.models.tiny import build_tiny_vlm
 from robustvlm.models.tiny_clip import MAX_TEXT_LENGTH, TowerSizes, build_tiny_dual_encoder
 from robustvlm.models.vision import VisionTowerEmbedder
-from robustvlm.models.zoo_recipes import Recipe, resolve_model_name
+from robustvlm.models.zoo_recipes import Recipe, resolve_model_ref
 from robustvlm.models.zoo_recipes import recipe as recipe_of
 from robustvlm.multiple_choice.generative import option_continuations
 from robustvlm.workflows.zoo.chat_recall import ChatLayout, ChatRecall
@@ -93,7 +93,7 @@ def fresh_model(recipe: Recipe) -> tuple[PreTrainedModel, Any]:
         start = recipe_of(recipe.init_member)
         if start.arch != recipe.arch:
             raise ConfigError(f"zoo member {recipe.name}: init {recipe.init} is a {start.arch}, not a {recipe.arch}")
-        return load_vlm(resolve_model_name(ModelRef.zoo(recipe.init_member).name))
+        return load_vlm(ModelRef.zoo(recipe.init_member))
     if not recipe.is_vlm:
         sizes = TowerSizes(recipe.width, recipe.depth, recipe.vision_width, recipe.vision_depth,
                            recipe.image_size, recipe.patch_size, projection_dim=recipe.width)
@@ -103,8 +103,8 @@ def fresh_model(recipe: Recipe) -> tuple[PreTrainedModel, Any]:
             init_sigmoid_loss(model, pairs_per_batch(recipe))
         return model, processor
     tower = None
-    if recipe.tower != "scratch":
-        tower = AutoModel.from_pretrained(resolve_model_name(recipe.tower))
+    if recipe.tower_ref is not None:
+        tower = AutoModel.from_pretrained(resolve_model_ref(recipe.tower_ref).location)
     vision = tower.config.vision_config if tower is not None else None
     overrides: dict[str, Any] = {
         "vision_hidden_size": vision.hidden_size if vision else recipe.vision_width,
@@ -185,7 +185,7 @@ def vision_tower(model: torch.nn.Module) -> torch.nn.Module:
 def load_stage(recipe: Recipe, folder: Path) -> tuple[PreTrainedModel, Any]:
     """A model and processor saved by a finished stage."""
     if recipe.is_vlm:
-        return load_vlm(str(folder))
+        return load_vlm(ModelRef.folder(folder))
     return AutoModel.from_pretrained(folder), AutoProcessor.from_pretrained(folder)
 
 
