@@ -81,7 +81,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_docs_site.py": ("docs",),
     "test_figures.py": ("docs", "e2e"),
     "test_wheel.py": ("e2e", "slow"),
-    "workflows/demos/": ("e2e",),
+    "experiments/demos/": ("e2e",),
     "workflows/test_real_server.py": ("e2e", "slow"),
     "objectives/test_distributed_penalty.py": ("distributed",),
     "workflows/test_data_parallel.py": ("distributed",),

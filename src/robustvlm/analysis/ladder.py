@@ -1,4 +1,4 @@
-"""Readings and summaries of the invariance ladder's runs (`workflows.demos.ladder`).
+"""Readings and summaries of the invariance ladder's runs (`experiments.ladder.run`).
 
 A run is {"source", "rung", "method", "seed", "diverged", "evaluations": [{"step", "acc": {env:
 accuracy}, "val": {training env: held-out accuracy}}, ...]}; accuracies are 0-1.
@@ -21,7 +21,7 @@ REVERSED = "test-reversed"
 READINGS = ("final", "training-domain", "oracle")
 ENV_WORDS = {COLOUR_FREE: "colour-free", REVERSED: "reversed"}
 MIN_MARGIN = 0.01  # a win over ERM is at least one point, whatever the seeds' spread
-VLM = "vlm:"  # the prefix of the VLM rungs (`workflows.demos.ladder_vlm`)
+VLM = "vlm:"  # the prefix of the VLM rungs (`experiments.ladder.vlm`)
 
 
 def is_vlm_cell(cell: str) -> bool:

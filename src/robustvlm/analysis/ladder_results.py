@@ -1,4 +1,4 @@
-"""The invariance ladder's plan and results as typed classes (`workflows.demos.ladder` writes
+"""The invariance ladder's plan and results as typed classes (`experiments.ladder.run` writes
 them to results.json with `LadderResults.to_dict`; the report and `make figures` read them back
 with `LadderResults.from_dict`).
 
@@ -47,7 +47,7 @@ class VLMRungPlan:
     test_per_env: int | None = None
 
 
-#: The VLM rungs' training (`workflows.demos.ladder_vlm`).
+#: The VLM rungs' training (`experiments.ladder.vlm`).
 VLM_PLAN = VLMRungPlan(per_env=500, image_size=32, steps=150, anneal=60, batch_size=64, lr=1e-3, eval_every=50,
                        penalty_weight=100.0)
 
@@ -125,7 +125,7 @@ class LadderResults:
     environments were inferred, `zero_shot` ({"source/model": ZeroShot}) for pretrained VLM
     rungs; `paired` ({reading: {cell: {method: {test env: PairedVerdict}}}}) each method against
     ERM on the same test pictures pooled over seeds (`analysis.ladder_paired`); `seconds` wall,
-    `cpu_seconds` per part (`workflows.demos.ladder.cpu_seconds`)."""
+    `cpu_seconds` per part (`experiments.ladder.run.cpu_seconds`)."""
 
     quick: bool
     seconds: float

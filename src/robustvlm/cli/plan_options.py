@@ -1,5 +1,5 @@
 """Command-line options made from a typed plan: one option per field of an experiment's plan
-dataclass (`workflows.experiments.option`), its help from the field's metadata and its default
+dataclass (`experiments.option`), its help from the field's metadata and its default
 from the experiment's `default` preset; and the plan back from the parsed arguments.
 
 Field types read: `bool` (a flag), `int` (>= the field's minimum), `str` (its choices, if any),
@@ -18,7 +18,7 @@ from dataclasses import fields
 from typing import Any
 
 from robustvlm.cli.options import INT_MAX, int_at_least
-from robustvlm.workflows.experiments import Experiment, OptionSpec, flag, option_spec
+from robustvlm.experiments import Experiment, OptionSpec, flag, option_spec
 
 SHOWN = "shown_default"
 """The attribute of an argparse action holding its lazily shown default (`PlanHelpFormatter`)."""
