@@ -3,29 +3,14 @@ evaluation and multiple_choice do not import each other, and config/ imports no 
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+from module_imports import imported_modules
 
 import robustvlm
 
 PACKAGE = Path(robustvlm.__file__).parent
-
-
-def imported_modules(source: str, module: str) -> set[str]:
-    """Every module `source` imports, as dotted names (`from a import b` gives "a" and "a.b");
-    `module`, the source's own dotted name, resolves relative imports."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            parts = module.split(".")[: -node.level] if node.level else []
-            base = ".".join([*parts, node.module] if node.module else parts)
-            names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names)
-    return names
 
 
 def violations(importer: str, forbidden: str) -> list[str]:
