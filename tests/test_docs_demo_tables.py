@@ -6,23 +6,11 @@ differs is stale."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from pathlib import Path
-
-import pytest
 
 from robustvlm.experiments import EXPERIMENTS
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def docs_reference():
-    spec = importlib.util.spec_from_file_location("docs_reference", ROOT / "tools" / "docs_reference.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_every_demo_block_is_current(docs_reference):
@@ -45,8 +33,6 @@ def test_each_row_is_the_registry_entry(docs_reference):
 
 
 def test_a_registered_demo_joins_the_tables_and_leaves_the_pages_stale(docs_reference, monkeypatch):
-    from robustvlm.cli import build_parser  # noqa: F401  (the parser is built from EXPERIMENTS when called)
-
     copy = dataclasses.replace(EXPERIMENTS["invariance"], name="invariance_copy", summary="a copy of the linear tests")
     monkeypatch.setitem(EXPERIMENTS, copy.name, copy)
     assert "| `robustvlm demo invariance_copy [--quick] [--n-envs N]" in docs_reference.demo_table("commands")
