@@ -247,7 +247,8 @@ docs: install
 # results reader or an option changes besides its own file and registry line. The help snapshot
 # (tests/cli_help.txt, which tests/test_cli_help.py compares), then the pages tools/docs_reference.py
 # writes: the cli / config / api references, Getting started's extras table, the recorded times'
-# blocks and the method lists (docs/contributing.md, "Generated files"). Review the diff before a commit.
+# blocks, the method lists and the demo tables (docs/contributing.md, "Generated files"). Review the diff
+# before a commit.
 generated: $(STAMP)
 	ROBUSTVLM_HELP_SNAPSHOT=rewrite $(BIN)/python -m pytest tests/test_cli_help.py -p no:cacheprovider -q
 	$(BIN)/python tools/docs_reference.py

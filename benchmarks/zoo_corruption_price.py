@@ -7,7 +7,7 @@ draws them), it writes every type of `data.corruptions.COMMON` at severity 3
 10-way questions on one domain, and scores them with each model named (`mc eval`'s machinery, one
 thread, timed from load to the last row: CPU seconds / questions). It prints both, then the
 extrapolation to `--zoo` (dual encoders, VLMs, embedding models; the full zoo by default: 10, 15
-and 3) at the demo's settings (`workflows.demos.robustness_zoo.FULL`): every clean scan
+and 3) at the demo's settings (`experiments.robustness.zoo.FULL`): every clean scan
 corrupted at all five severities, and each member scoring CORRUPT_PER_CLASS questions per class
 on each type at severity 3 and CORRUPT_OTHER_PER_CLASS at the other four.
 
@@ -28,10 +28,10 @@ from robustvlm.data.corrupted_suite import write_corrupted_suite
 from robustvlm.data.corruptions import COMMON, SEVERITIES
 from robustvlm.data.loaders import load_examples
 from robustvlm.data.synth.held_out import DATA_SEED, synthesize_suite
+from robustvlm.experiments.robustness.zoo import FULL, QUESTION
 from robustvlm.model_ref import ModelRef
 from robustvlm.models.zoo_recipes import resolve_model_ref
 from robustvlm.multiple_choice.build import build_questions, write_questions
-from robustvlm.workflows.demos.robustness_zoo import FULL, QUESTION
 from robustvlm.workflows.mc_eval import evaluate_models, model_slug
 from robustvlm.workflows.zoo.data import FASHION_CLASSES
 

@@ -18,6 +18,7 @@ besides any marker it carries itself. `make test-fast` deselects e2e, docs, slow
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Callable
@@ -81,7 +82,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_docs_site.py": ("docs",),
     "test_figures.py": ("docs", "e2e"),
     "test_wheel.py": ("e2e", "slow"),
-    "workflows/demos/": ("e2e",),
+    "experiments/demos/": ("e2e",),
     "workflows/test_real_server.py": ("e2e", "slow"),
     "objectives/test_distributed_penalty.py": ("distributed",),
     "workflows/test_data_parallel.py": ("distributed",),
@@ -256,3 +257,13 @@ def tiny_backends() -> Callable[[str], Backend]:
         return loaded[kind]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def docs_reference():
+    """tools/docs_reference.py as a module: the generated pages' writers (method lists, demo tables)."""
+    spec = importlib.util.spec_from_file_location("docs_reference", TESTS.parent / "tools" / "docs_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

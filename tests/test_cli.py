@@ -225,7 +225,11 @@ def test_a_reader_that_goes_away_is_no_traceback():
 
 def _record_demo_runs(monkeypatch) -> list[str]:
     """Replace every demo's run function by one that records its name (nothing is trained)."""
-    from robustvlm.workflows.demos import finetune, invariance, ladder, reward, robustness
+    from robustvlm.experiments.invariance import run as invariance
+    from robustvlm.experiments.ladder import run as ladder
+    from robustvlm.experiments.reward import run as reward
+    from robustvlm.experiments.robustness import run as robustness
+    from robustvlm.experiments.tasks import run as finetune
 
     ran: list[str] = []
     for module, function in [(finetune, "run_demo"), (invariance, "run_invariance_demo"), (ladder, "run_ladder_demo"),
@@ -277,7 +281,7 @@ def test_the_options_a_demo_reads_reach_it(monkeypatch):
 def test_an_option_before_the_demos_name_is_deprecated_but_still_read(monkeypatch, capsys):
     ran = _record_demo_runs(monkeypatch)
     seen: list[bool] = []
-    from robustvlm.workflows.demos import reward
+    from robustvlm.experiments.reward import run as reward
 
     monkeypatch.setattr(reward, "run_reward_demo", lambda out, *, quick: seen.append(quick))
     assert main(["demo", "--quick", "reward"]) == 0
@@ -287,8 +291,8 @@ def test_an_option_before_the_demos_name_is_deprecated_but_still_read(monkeypatc
 
 def test_each_demo_help_shows_only_its_own_options(capsys):
     from robustvlm.cli import build_parser
-    from robustvlm.workflows.experiments import EXPERIMENTS, flag
-    from robustvlm.workflows.experiments.base import option_fields
+    from robustvlm.experiments import EXPERIMENTS, flag
+    from robustvlm.experiments.base import option_fields
 
     for name, experiment in EXPERIMENTS.items():
         with pytest.raises(SystemExit):

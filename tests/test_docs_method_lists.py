@@ -4,7 +4,6 @@ rewritten by tools/docs_reference.py (`make generated`), and a block that differ
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -13,15 +12,6 @@ from robustvlm.objectives import REGISTRY
 from robustvlm.objectives.vrex import VREx
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def docs_reference():
-    spec = importlib.util.spec_from_file_location("docs_reference", ROOT / "tools" / "docs_reference.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_every_method_block_is_current(docs_reference):

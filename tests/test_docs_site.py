@@ -31,7 +31,7 @@ def test_readme_is_a_front_door():
 
 def test_readme_picture_is_the_one_make_demo_draws():
     """README's picture is the file `make figures-readme` copies from `make demo`'s output folder: the
-    demo's own ladder.png (tests/workflows/demos/test_default_demo.py checks the demo writes it)."""
+    demo's own ladder.png (tests/experiments/demos/test_default_demo.py checks the demo writes it)."""
     picture = re.search(r"!\[[^\]]*\]\(([^)]+)\)", (ROOT / "README.md").read_text(encoding="utf-8"))
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     demo = re.search(r"^demo: .*\n\t\$\(BIN\)/robustvlm demo --out (\S+)$", makefile, re.M)

@@ -63,7 +63,7 @@ def test_the_option_sets_the_variables_in_process_before_torch_loads(monkeypatch
         monkeypatch.setenv(name, "placeholder")  # restored after the test
     monkeypatch.delitem(sys.modules, "torch")
     ran = {}
-    from robustvlm.workflows.experiments import EXPERIMENTS
+    from robustvlm.experiments import EXPERIMENTS
 
     monkeypatch.setattr(type(EXPERIMENTS["reward"]), "execute",
                         lambda self, plan, out: ran.update({k: os.environ.get(k) for k in KERNEL_VARIABLES}))

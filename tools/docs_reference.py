@@ -11,7 +11,9 @@
 It also rewrites Getting started's extras table, every `<!-- time:KEY -->...<!-- /time -->`
 block of README.md, BENCHMARKS.md and docs/ from the recorded measurements
 (src/robustvlm/timings.yaml, `robustvlm.timings`), and every
-`<!-- methods:EXPERIMENT -->...<!-- /methods -->` block there from the objective registry.
+`<!-- methods:EXPERIMENT -->...<!-- /methods -->` block there from the objective registry, and the
+demo tables (`<!-- demos:commands -->` in the commands reference, `<!-- demos:table -->` in Getting
+started) from the experiment registry.
 
 `make docs` runs it before `mkdocs build --strict`; `--check` exits 1 when a committed page
 differs from what the code produces now (tests/test_docs_site.py runs it), so the pages cannot
@@ -22,6 +24,7 @@ ranges together, and mkdocstrings' Python handler is not available on this proje
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import inspect
 import pkgutil
@@ -321,6 +324,93 @@ def with_method_lists(text: str) -> str:
     return METHOD_BLOCK.sub(lambda m: m.group(1) + method_list(m.group(2), m.group(3) or "and") + m.group(4), text)
 
 
+# --- the demo tables (robustvlm.experiments.EXPERIMENTS; issue 50.2) ------------------------------
+
+DEMO_BLOCK = re.compile(r"(<!-- demos:(commands|table) -->\n).*?(<!-- /demos -->)", re.S)
+DEMO_PAGES = (ROOT / "docs" / "reference" / "commands.md", ROOT / "docs" / "getting-started.md")
+
+
+def _demo_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of `robustvlm demo NAME`."""
+    from robustvlm.cli import build_parser
+
+    return _subparsers(_subparsers(build_parser())["demo"])[name]
+
+
+def _cell(text: str) -> str:
+    """`text` inside a markdown table's cell (its pipes escaped)."""
+    return text.replace("|", "\\|")
+
+
+def demo_synopsis(name: str) -> str:
+    """`robustvlm demo NAME [--option VALUE] ... [key=value ...]`: every option the command takes
+    (from its parser), `key=value` only where it takes overrides."""
+    words = ["robustvlm", "demo", name]
+    for action in _demo_parser(name)._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        if not action.option_strings:
+            words.append("[key=value ...]")
+            continue
+        shown = action.metavar if isinstance(action.metavar, str) else None  # a tuple names several values
+        value = "" if action.nargs == 0 else " " + (shown or "|".join(map(str, action.choices or ()))
+                                                    or action.dest.upper())
+        words.append(f"[{action.option_strings[0]}{value}]")
+    return " ".join(words)
+
+
+def demo_options(name: str) -> str:
+    """Each option of the experiment's plan with its default as its help gives it (a flag: off;
+    a default that differs by preset: each preset's, `cli.plan_options.shown_default`), and --out
+    with its default folder."""
+    from robustvlm.cli.plan_options import shown_default
+    from robustvlm.experiments import EXPERIMENTS, flag, option_spec
+    from robustvlm.experiments.base import option_fields
+
+    experiment = EXPERIMENTS[name]
+    default = experiment.default_plan()
+    parts = []
+    for plan_field in option_fields(experiment.plan):
+        spec, value = option_spec(plan_field), getattr(default, plan_field.name)
+        shown = None if value is False else shown_default(experiment, plan_field.name)
+        if spec.positional:
+            parts.append("`key=value ...` (none)")
+        elif value is False:
+            parts.append(f"`{flag(plan_field.name)}` (off)")
+        elif shown is None:
+            parts.append(f"`{flag(plan_field.name)}` ({spec.shown() if spec.shown else 'see its help'})")
+        else:
+            parts.append(f"`{flag(plan_field.name)}` ({shown})")
+    parts.append(f"`--out` ({experiment.out(default)})")
+    return ", ".join(parts)
+
+
+def demo_table(kind: str) -> str:
+    """The demo table of the commands reference (`kind` "commands": each demo's synopsis, summary,
+    options with defaults and example) or of Getting started ("table": command, summary, example),
+    one row per registered experiment in registry order."""
+    from robustvlm.experiments import EXPERIMENTS
+
+    def example(name: str) -> str:
+        return "; ".join(f"`{line}`" for line in EXPERIMENTS[name].example)
+
+    if kind == "commands":
+        rows = ["| command | what it does | options (default) | example |", "|---|---|---|---|"]
+        rows += [f"| `{_cell(demo_synopsis(name))}` | {_cell(e.summary)} | {_cell(demo_options(name))} | "
+                 f"{_cell(example(name))} |" for name, e in EXPERIMENTS.items()]
+    else:
+        rows = ["| command | what it runs | a first run |", "|---|---|---|"]
+        rows += [f"| `robustvlm demo {name}` | "
+                 f"{_cell(e.summary)} | {_cell(example(name))} |" for name, e in EXPERIMENTS.items()]
+    return "\n".join(rows) + "\n"
+
+
+def with_demo_tables(text: str) -> str:
+    """`text` with each `<!-- demos:commands|table -->...<!-- /demos -->` block rewritten from the
+    experiment registry (`demo_table`)."""
+    return DEMO_BLOCK.sub(lambda m: m.group(1) + demo_table(m.group(2)) + m.group(3), text)
+
+
 def main(argv: list[str]) -> int:
     check = "--check" in argv
     args = [a for a in argv if a != "--check"]
@@ -336,7 +426,7 @@ def main(argv: list[str]) -> int:
             folder.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
     for pages, rewrite in ((EXTRAS_PAGES, with_extras_table), (TIME_PAGES, with_times),
-                           (METHOD_PAGES, with_method_lists)):
+                           (METHOD_PAGES, with_method_lists), (DEMO_PAGES, with_demo_tables)):
         for page in pages:
             text = page.read_text(encoding="utf-8")
             if check and rewrite(text) != text:

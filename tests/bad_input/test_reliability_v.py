@@ -84,7 +84,7 @@ def test_a_users_file_named_like_a_commands_own_is_never_replaced(argv, name, tm
 
 def test_a_demo_marks_its_folder_before_any_file(tmp_path, monkeypatch):
     """The marker is written first, so a demo killed at once still owns its folder (and resumes)."""
-    from robustvlm.workflows.experiments import EXPERIMENTS
+    from robustvlm.experiments import EXPERIMENTS
 
     seen: list[list[str]] = []
     monkeypatch.setitem(EXPERIMENTS, "invariance", dataclasses.replace(

@@ -10,9 +10,9 @@ import torch
 
 from robustvlm.data.colored_mnist import colored_mnist
 from robustvlm.data.real_images import FASHION_ROOT
+from robustvlm.experiments.ladder.run import PAPER, method_hparams
 from robustvlm.linear.mlp import MLP, fit_mlp, mlp_outputs
 from robustvlm.objectives import build_objective
-from robustvlm.workflows.demos.ladder import PAPER, method_hparams
 
 ENVS = ["train-0.9", "train-0.8"]
 

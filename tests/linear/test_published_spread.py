@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
-from robustvlm.workflows.demos.invariance import run_invariance_demo
+from robustvlm.experiments.invariance.run import run_invariance_demo
 
 SETTINGS = {"2 environments": {"n_envs": 2}, "0 spurious dimensions": {"dim_spu": 0}}
 

@@ -8,11 +8,11 @@ import torch
 import torch.nn.functional as F
 
 from robustvlm.analysis.ladder_rung import Rung
+from robustvlm.experiments.ladder.vlm import answer_rows, build_vlm
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.outputs import AnswerOutputs, restrict_to_candidates
 from robustvlm.objectives import build_objective
 from robustvlm.training.answer_fit import candidate_correct, fit_answer
-from robustvlm.workflows.demos.ladder_vlm import answer_rows, build_vlm
 
 V = 9
 

@@ -1,4 +1,4 @@
-"""Readings and summaries of the invariance ladder's runs (`workflows.demos.ladder`).
+"""Readings and summaries of the invariance ladder's runs (`experiments.ladder.run`).
 
 A run is {"source", "rung", "method", "seed", "diverged", "evaluations": [{"step", "acc": {env:
 accuracy}, "val": {training env: held-out accuracy}}, ...]}; accuracies are 0-1.

@@ -1,7 +1,7 @@
 """The invariance ladder's one plan (`LadderPlan`) and its presets: what `robustvlm demo ladder`
 takes as options, what each preset fixes, and what results.json records of it.
 
-The plan is the one the workflow runs (`workflows.demos.ladder.run_ladder_demo`) and the report
+The plan is the one the workflow runs (`experiments.ladder.run.run_ladder_demo`) and the report
 reads back (`LadderResults.plan`): its option fields are `demo ladder`'s command-line options,
 their defaults and help stated here once (the help shows each preset's value), its other fields
 settings that only the presets set. Plain data here, so that the report (a lower layer than the
@@ -52,7 +52,7 @@ class VLMRungPlan:
     dynamic_birm_smooth: str = "lambda"
 
 
-#: The VLM rungs' training (`workflows.demos.ladder_vlm`).
+#: The VLM rungs' training (`experiments.ladder.vlm`).
 VLM_PLAN = VLMRungPlan(per_env=500, image_size=32, steps=150, anneal=60, batch_size=64, lr=1e-3, eval_every=50,
                        penalty_weight=100.0)
 

@@ -1,4 +1,4 @@
-"""The invariance ladder's results as typed classes (`workflows.demos.ladder` writes them to
+"""The invariance ladder's results as typed classes (`experiments.ladder.run` writes them to
 results.json with `LadderResults.to_dict`; the report and `make figures` read them back with
 `LadderResults.from_dict`), its plan `analysis.ladder_plan.LadderPlan`.
 
@@ -48,7 +48,7 @@ class LadderResults:
     environments were inferred, `zero_shot` ({"source/model": ZeroShot}) for pretrained VLM
     rungs; `paired` ({reading: {cell: {method: {test env: PairedVerdict}}}}) each method against
     ERM on the same test pictures pooled over seeds (`analysis.ladder_paired`); `seconds` wall,
-    `cpu_seconds` per part (`workflows.demos.ladder.cpu_seconds`)."""
+    `cpu_seconds` per part (`experiments.ladder.run.cpu_seconds`)."""
 
     quick: bool
     seconds: float

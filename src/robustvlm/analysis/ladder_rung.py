@@ -1,4 +1,4 @@
-"""The invariance ladder's rungs as typed values (`workflows.demos.ladder`).
+"""The invariance ladder's rungs as typed values (`experiments.ladder.run`).
 
 A rung is what a model of the ladder reads: `pixels` (the IRM paper's MLP on the pixels), a
 frozen vision tower's features (`tower`, with its model) or a generative VLM trained on the
@@ -19,7 +19,7 @@ TOWER = "tower"
 VLM = "vlm"
 KINDS = (PIXELS, TOWER, VLM)
 MODES = ("head", "lora", "full")
-"""A VLM rung's training modes (`workflows.demos.ladder_vlm`)."""
+"""A VLM rung's training modes (`experiments.ladder.vlm`)."""
 SEP = ":"
 
 

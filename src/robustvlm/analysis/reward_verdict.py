@@ -1,7 +1,7 @@
 """The reward demo's verdict: whether shortcut-aware training lowered SFD and raised o.o.d. accuracy
 against standard training, seed by seed, in plain sentences (pure functions on the paired
 differences of `analysis.reward.paired_difference`, fractions; written in accuracy points), and
-pair by pair on the shared test pairs (`analysis.reward_paired`). Its first line says whether the
+pair by pair on the shared test pairs (`experiments.reward.paired`). Its first line says whether the
 headline, the o.o.d. difference pair by pair pooled over seeds, is established
 (`analysis.established`)."""
 
@@ -23,7 +23,7 @@ def _seeds(diff: Mapping) -> str:
 
 
 def paired_sentence(paired: Mapping, *, base: str, other: str, group: str = "ood") -> str | None:
-    """The pair-by-pair test of `group` (`analysis.reward_paired`: a `PairedVerdict` as a dict),
+    """The pair-by-pair test of `group` (`experiments.reward.paired`: a `PairedVerdict` as a dict),
     in points; None when it was not computed."""
     v = paired.get(group)
     if v is None:

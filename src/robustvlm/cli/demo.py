@@ -1,5 +1,5 @@
 """`robustvlm demo [NAME]`: the built-in demos, one subcommand per registered experiment
-(`workflows.experiments.EXPERIMENTS`), each with the options of its typed plan (`plan_options`);
+(`experiments.EXPERIMENTS`), each with the options of its typed plan (`plan_options`);
 without a name, the default demo (`make demo`). An option of another demo is refused, naming the
 demos that read it.
 
@@ -22,8 +22,8 @@ from robustvlm.cli.options import SubParsers, add_data_root, example
 from robustvlm.cli.output_checks import output_folder
 from robustvlm.cli.plan_options import PlanHelpFormatter, add_plan_options, plan_from, reads
 from robustvlm.errors import ConfigError
+from robustvlm.experiments import DEFAULT, EXPERIMENTS, Experiment, flag
 from robustvlm.machine import KERNEL_SETS, KERNEL_VARIABLES, forced_kernels, kernel_environment
-from robustvlm.workflows.experiments import DEFAULT, EXPERIMENTS, Experiment, flag
 
 BEFORE = "before_"
 """The prefix under which `robustvlm demo` itself stores options: the default demo's, and any other

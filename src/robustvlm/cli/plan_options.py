@@ -19,8 +19,8 @@ from dataclasses import fields, replace
 from typing import Any
 
 from robustvlm.cli.options import INT_MAX, int_at_least
-from robustvlm.workflows.experiments import Experiment, OptionSpec, flag, option_spec
-from robustvlm.workflows.experiments.base import option_fields
+from robustvlm.experiments import Experiment, OptionSpec, flag, option_spec
+from robustvlm.experiments.base import option_fields
 
 SHOWN = "shown_default"
 """The attribute of an argparse action holding its lazily shown default (`PlanHelpFormatter`)."""

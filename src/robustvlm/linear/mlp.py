@@ -1,5 +1,5 @@
 """The IRM paper's Colored MNIST model and protocol, trained through the objective classes that
-train VLMs (the invariance ladder's first rungs, `workflows.demos.ladder`).
+train VLMs (the invariance ladder's first rungs, `experiments.ladder.run`).
 
 The model (Arjovsky et al. 2019, `code/colored_mnist/main.py` of their release): input ->
 Linear(hidden) -> ReLU -> Linear(hidden) -> ReLU -> Linear(1), Xavier-uniform weights, zero

@@ -1,4 +1,4 @@
-"""The invariance ladder's report (`workflows.demos.ladder`): one summary table and one plot of
+"""The invariance ladder's report (`experiments.ladder.run`): one summary table and one plot of
 colour-free accuracy (methods x rungs), a table per rung, and the verdicts computed from them."""
 
 from __future__ import annotations
@@ -286,7 +286,7 @@ def vlm_protocol_text(results: LadderResults) -> str:
 def zero_shot_table(results: LadderResults) -> Table:
     """Per pretrained model and picture kind: its accuracy (%) before fine-tuning on the ladder's
     question (against the noisy labels and the clean group) per environment, and its ten-way
-    answer's group on the test environments (`workflows.demos.ladder_zero_shot`)."""
+    answer's group on the test environments (`experiments.ladder.zero_shot`)."""
     envs = [*results.train_envs, *results.test_envs]
     rows = []
     for model, z in results.zero_shot.items():

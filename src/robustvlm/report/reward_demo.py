@@ -84,7 +84,7 @@ def _spread_text(values: Sequence[float | None], scale: float = 100.0, digits: i
 
 
 def linear_rung_blocks(rung: LinearRung) -> list[Block]:
-    """The reward ladder's linear rung (`reward.linear_rung`): per loss, the image feature's share
+    """The reward ladder's linear rung (`experiments.reward.linear_rung`): per loss, the image feature's share
     of the weight, accuracy in training and o.o.d., and SFD; the proxy's accuracy and the SFC weights."""
     table = [[loss, _spread_text(r.image_share), _spread_text(r.train_accuracy),
               _spread_text(r.ood_accuracy), _spread_text(r.sfd)]
@@ -130,7 +130,7 @@ def _ladder_losses(linear: LinearRung, frozen: MatrixRung, full: MatrixRung) -> 
 def ladder_tables(linear: LinearRung, frozen: MatrixRung, full: MatrixRung) -> tuple[Table, Table]:
     """The three-rung reward table and the proxy / SFC-weight table.
 
-    `linear`: `reward.linear_rung`; `frozen`: `reward.frozen_rung`; `full`: the demo's matrix and
+    `linear`: `experiments.reward.linear_rung`; `frozen`: `experiments.reward.frozen_rung`; `full`: the demo's matrix and
     the weights its shortcut-aware runs logged (`workflows.reward.matrix.logged_proxy`).
     """
     rows = []

@@ -2,10 +2,10 @@
 results.json layout the demos have always written (`to_dict`) and read back through the same
 class (`from_dict`), so that reports read attributes, not string keys.
 
-- `LinearRung` (rung 1, `reward.linear_rung`): per loss the per-seed image share, training and
+- `LinearRung` (rung 1, `experiments.reward.linear_rung`): per loss the per-seed image share, training and
   o.o.d. accuracy and SFD (`LinearLoss`), and the text-only proxy's accuracies and SFC weights
   (`LinearProxy`);
-- `MatrixRung` (rung 2, `reward.frozen_rung`, and rung 3, the full models of an `rm matrix`): the
+- `MatrixRung` (rung 2, `experiments.reward.frozen_rung`, and rung 3, the full models of an `rm matrix`): the
   generalization matrix (`analysis.reward_matrix.MatrixResults`) and where the SFC weights fell
   (`ProxyWeights`: per seed, and per run for rung 3's logs).
 

@@ -1,5 +1,5 @@
 """Fine-tune a VLM to answer a two-option question with one of the objectives, as `train` does,
-on batches collated once (the invariance ladder's VLM rungs, `workflows.demos.ladder`).
+on batches collated once (the invariance ladder's VLM rungs, `experiments.ladder.run`).
 
 A training step is `FineTuneTask.training_step`'s: the objective on `AnswerModel(vlm)(batch)`
 (the LM-head logits at the answer tokens: the answer word and the end-of-turn token), then

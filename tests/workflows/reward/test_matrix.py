@@ -91,7 +91,7 @@ def test_worker_processes_give_the_same_matrix_as_one_process(tmp_path):
                                                      ("matrix_salient", 100, ["long", "plain"]),
                                                      ("matrix_salient_300", 300, ["long"])])
 def test_ladder_follow_up_configs_are_the_demos_matrix_but_for_steps_and_envs(name, steps, envs):
-    from robustvlm.workflows.demos.reward import FULL, matrix_spec
+    from robustvlm.experiments.reward.run import FULL, matrix_spec
 
     plan = matrix_plan(yaml.safe_load((RECIPE.parents[1] / "reward" / f"{name}.yaml").read_text()))
     demo = matrix_spec(Path("demo_reward/data"), Path("demo_reward/policy/train/final"), FULL)

@@ -166,7 +166,7 @@ def _train_and_score(job: MatrixJob, data: dict) -> None:
 class MatrixOutcome:
     """A finished matrix: its results, the o.o.d. points of the correlation scatter ({label:
     [(text-only gap, gap, test env)]}, first seed), and its runs with their scored test pairs
-    (for pair-by-pair comparisons, `analysis.reward_paired`)."""
+    (for pair-by-pair comparisons, `experiments.reward.paired`)."""
 
     results: MatrixResults
     points: dict[str, list[tuple[float, float, str]]]

@@ -1,2 +1,0 @@
-"""The built-in demos: the fine-tuning study, accuracy on the line, the reward models, the linear
-invariance unit tests and the invariance ladder."""
