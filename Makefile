@@ -253,9 +253,12 @@ generated: $(STAMP)
 	ROBUSTVLM_HELP_SNAPSHOT=rewrite $(BIN)/python -m pytest tests/test_cli_help.py -p no:cacheprovider -q
 	$(BIN)/python tools/docs_reference.py
 
-# The whole suite, every tier (CI runs it through .ci/run).
+# The whole suite, every tier (CI runs it through .ci/run): all but the distributed tier on two
+# workers (pytest-xdist), then the distributed tier (its tests start torchrun processes of their
+# own) alone; each prints its slowest tests.
 test: install
-	$(BIN)/python -m pytest tests -p no:cacheprovider
+	$(BIN)/python -m pytest tests -p no:cacheprovider -m "not distributed" -n 2 --durations 30
+	$(BIN)/python -m pytest tests -p no:cacheprovider -m distributed --durations 10
 
 # The fast tier for feedback while working: every test but the e2e, docs, slow and distributed
 # ones (tiers: tests/conftest.py), on two workers (pytest-xdist); a test past 120 s fails.
