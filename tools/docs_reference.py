@@ -385,6 +385,23 @@ def demo_options(name: str) -> str:
     return ", ".join(parts)
 
 
+def _timed(text: str) -> str:
+    """`text` with each recorded time it states (`timings.short`, as help texts state them)
+    inside a `<!-- time:KEY:short -->` block, so the page's time checks read it as recorded
+    (longest first, whole figures only, never inside a block already placed)."""
+    from robustvlm.timings import read_timings, short
+
+    shown = sorted(((short(key), key) for key, timing in read_timings().items() if timing.runs),
+                   key=lambda pair: -len(pair[0]))
+    for phrase, key in shown:
+        parts = re.split(r"(<!-- time:.*?<!-- /time -->)", text)
+        pattern = re.compile(rf"(?<![\w.]){re.escape(phrase)}(?![\w])")
+        parts = [p if p.startswith("<!-- time:") else
+                 pattern.sub(lambda m, k=key: f"<!-- time:{k}:short -->{m.group(0)}<!-- /time -->", p) for p in parts]
+        text = "".join(parts)
+    return text
+
+
 def demo_table(kind: str) -> str:
     """The demo table of the commands reference (`kind` "commands": each demo's synopsis, summary,
     options with defaults and example) or of Getting started ("table": command, summary, example),
@@ -396,12 +413,12 @@ def demo_table(kind: str) -> str:
 
     if kind == "commands":
         rows = ["| command | what it does | options (default) | example |", "|---|---|---|---|"]
-        rows += [f"| `{_cell(demo_synopsis(name))}` | {_cell(e.summary)} | {_cell(demo_options(name))} | "
+        rows += [f"| `{_cell(demo_synopsis(name))}` | {_timed(_cell(e.summary))} | {_cell(demo_options(name))} | "
                  f"{_cell(example(name))} |" for name, e in EXPERIMENTS.items()]
     else:
         rows = ["| command | what it runs | a first run |", "|---|---|---|"]
         rows += [f"| `robustvlm demo {name}` | "
-                 f"{_cell(e.summary)} | {_cell(example(name))} |" for name, e in EXPERIMENTS.items()]
+                 f"{_timed(_cell(e.summary))} | {_cell(example(name))} |" for name, e in EXPERIMENTS.items()]
     return "\n".join(rows) + "\n"
 
 
