@@ -24,7 +24,6 @@ ranges together, and mkdocstrings' Python handler is not available on this proje
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import inspect
 import pkgutil
