@@ -39,7 +39,7 @@ def test_the_walk_sees_every_kind_of_import():
 #: packages that share a layer are independent of one another.
 LAYERS = [
     {"errors"},
-    {"configs", "extras", "redact", "plugins", "model_ref", "machine", "timings", "plan_fields"},
+    {"configs", "extras", "redact", "plugins", "model_ref", "hub_dataset", "machine", "timings", "plan_fields"},
     {"config", "runs", "analysis"},
     {"data", "sharding"},
     {"models"},

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from robustvlm.config.base import _Section
+from robustvlm.hub_dataset import HubDataset
 
 
 class SplitSizes(_Section):
@@ -42,7 +43,7 @@ class RecordSource(_Section):
     @property
     def on_hub(self) -> bool:
         """True when `path` names a Hugging Face hub dataset (`hf:NAME[:CONFIG]`)."""
-        return self.path is not None and self.path.startswith("hf:")
+        return self.path is not None and HubDataset.parse(self.path) is not None
 
     @model_validator(mode="after")
     def _one_source(self) -> RecordSource:

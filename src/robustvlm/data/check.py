@@ -10,6 +10,7 @@ from robustvlm.data.environments import env_counts, format_env_counts
 from robustvlm.data.loaders import LoadOptions, read_examples
 from robustvlm.data.records import Example
 from robustvlm.errors import DataError
+from robustvlm.hub_dataset import HubDataset
 
 
 @dataclass
@@ -49,7 +50,7 @@ def check_dataset(path: str | Path, **load_kwargs: Any) -> CheckReport:
     raise ConfigError: neither is a bad record.
     `on_bad_record`, `skip_log` and `verbose` do not apply.
     """
-    if not (isinstance(path, str) and path.startswith("hf:")) and not Path(path).exists():
+    if HubDataset.parse(path) is None and not Path(path).exists():
         raise DataError("data file or directory not found", str(path))
     report = CheckReport()
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 from robustvlm.analysis.ladder_results import LadderResults
 from robustvlm.analysis.study import StudyResults
 from robustvlm.linear.results import InvarianceResults
+from robustvlm.report.figure_name import FigureName
 from robustvlm.report.icl_curves import defined_labels_bars, icl_curves
 from robustvlm.report.invariance import bar_chart
 from robustvlm.report.ladder import ladder_plot
@@ -60,12 +61,12 @@ IMAGES: dict[str, Callable[[Mapping, Path], Path | None]] = {
 
 def image_name(figure: str) -> str:
     """The picture's file name of `figure` (`rm-seeds:cue70` -> `rm-seeds-cue70.png`)."""
-    return figure.replace(":", "-") + ".png"
+    return FigureName.parse(figure).file_stem + ".png"
 
 
 def draw_image(figure: str, results: Mapping, images_dir: Path = IMAGES_DIR) -> Path | None:
     """Draw the picture of `figure` from `results` into `images_dir`; None when it has none."""
-    draw = IMAGES.get(figure.split(":", 1)[0])
+    draw = IMAGES.get(FigureName.parse(figure).kind)
     if draw is None:
         return None
     images_dir.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from robustvlm.errors import ConfigError
+from robustvlm.report.figure_name import FigureName
 
 _MODELS = ("robustvlm.models", "robustvlm.objectives", "robustvlm.training")
 _VLM_DATA = ("robustvlm.data.collate", "robustvlm.data.prompt_inputs", "robustvlm.data.images",
@@ -80,7 +81,7 @@ EXPERIMENT_SOURCES: dict[str, tuple[str, ...]] = {
     "zoo-iii": _ZOO_II,
 }
 
-#: figure name (a tag after ':' ignored) -> its experiment
+#: figure kind (`FigureName.kind`: a name's tag ignored) -> its experiment
 FIGURE_EXPERIMENT: dict[str, str] = {
     **dict.fromkeys(("ladder", "ladder-vlm"), "ladder"),
     **dict.fromkeys(("ladder-zoo", "ladder-zoo-oracle", "ladder-zoo-td", "ladder-zoo-shot", "ladder-zoo-seeds",
@@ -103,25 +104,26 @@ FIGURE_EXPERIMENT: dict[str, str] = {
 #: tagged figures (NAME:TAG) measured by another experiment than their name's: the curriculum
 #: member's in-context figures, which `make figures zoo-ii` measures beside its own kinds, and
 #: every figure of the language-model-first member, which `make figures zoo-iii` measures
-TAGGED_EXPERIMENT: dict[str, str] = {
-    **{f"{name}:{tag}": "zoo-ii" for name in ("icl-domains", "icl-gain", "icl-shift-cost", "icl-defined-labels")
+TAGGED_EXPERIMENT: dict[FigureName, str] = {
+    **{FigureName(kind, tag): "zoo-ii" for kind in ("icl-domains", "icl-gain", "icl-shift-cost", "icl-defined-labels")
        for tag in (CURRICULUM, f"{CURRICULUM}-4-shots")},
-    **{f"{name}:{tag}": "zoo-iii" for name in ("icl-domains", "icl-gain", "icl-defined-labels", "icl-policy-cost",
-                                                "diagnose", "zoo-card", "curriculum-stages", "curriculum-curve",
-                                                "icl-served")
+    **{FigureName(kind, tag): "zoo-iii" for kind in ("icl-domains", "icl-gain", "icl-defined-labels",
+                                                     "icl-policy-cost", "diagnose", "zoo-card", "curriculum-stages",
+                                                     "curriculum-curve", "icl-served")
        for tag in (LMFIRST, f"{LMFIRST}-4-shots")},
 }
 
 
 def experiment_of(figure: str) -> str:
-    """The experiment of `figure`: its own in `TAGGED_EXPERIMENT`, else its name's (a tag after ':'
+    """The experiment of `figure`: its own in `TAGGED_EXPERIMENT`, else its kind's (the tag
     ignored); ConfigError for an undeclared one."""
-    if figure in TAGGED_EXPERIMENT:
-        return TAGGED_EXPERIMENT[figure]
-    name = figure.split(":", 1)[0]
-    if name not in FIGURE_EXPERIMENT:
-        raise ConfigError(f"figure {name!r} declares no source modules (report.figure_sources.FIGURE_EXPERIMENT)")
-    return FIGURE_EXPERIMENT[name]
+    name = FigureName.parse(figure)
+    if name in TAGGED_EXPERIMENT:
+        return TAGGED_EXPERIMENT[name]
+    if name.kind not in FIGURE_EXPERIMENT:
+        raise ConfigError(f"figure {name.kind!r} (in {figure!r}) declares no source modules "
+                          "(report.figure_sources.FIGURE_EXPERIMENT)")
+    return FIGURE_EXPERIMENT[name.kind]
 
 
 def figure_sources(figure: str) -> tuple[str, ...]:

@@ -6,7 +6,7 @@ results.json of every subfolder of its folder, in name order; a figure of an `rm
 `MATRIX_FIGURES`, reads that run's matrix.json and sfc.json, `rm-steps` also its runs' per-pair
 SFC weights and its data; a figure of a measurement command's
 output folder, in `RUN_FILES`, reads the file named there: a .jsonl file as {"records": its rows}). A name may carry a tag after a colon
-(`rm-seeds:cue70`), so that one document holds the same figure of several runs. `icl-served`
+(`rm-seeds:cue70`, read by `report.figure_name.FigureName`), so that one document holds the same figure of several runs. `icl-served`
 reads the icl_predictions.jsonl of its folder's `local` and `served` subfolders: one `icl eval`
 run per backend of the same model (`report.icl_served`). `make figures` runs the full demos and rewrites
 the Results pages' tables (docs/results/); `docs/quick_figures.md` holds the same tables from the `--quick` variants,
@@ -51,6 +51,7 @@ from robustvlm.machine import MACHINE_KEY, machine_line
 from robustvlm.model_ref import ZOO, ModelRef
 from robustvlm.models.zoo_recipes import member_dir, recipe
 from robustvlm.report.figure_images import draw_image
+from robustvlm.report.figure_name import FigureName
 from robustvlm.report.figure_sources import experiment_of, sources_hash
 from robustvlm.report.figure_stamps import Stamp, current_commit, parse_machine, parse_stamp
 from robustvlm.report.group_tables import group_er_table, group_fits_table
@@ -273,17 +274,17 @@ def results_folder(results_dir: str | Path) -> Path:
 
 def load_results(name: str, results_dir: str | Path) -> Mapping:
     """What figure `name` (a tag after ':' ignored) is made from, read from `results_dir`."""
-    name = name.split(":", 1)[0]
-    if name not in FIGURES:
-        raise ConfigError(f"unknown figure {name!r}; known: {sorted(FIGURES)}")
-    return _results(name, FIGURES[name][0], results_folder(results_dir))
+    kind = FigureName.parse(name).kind
+    if kind not in FIGURES:
+        raise ConfigError(f"unknown figure {kind!r} (in {name!r}); known: {sorted(FIGURES)}")
+    return _results(kind, FIGURES[kind][0], results_folder(results_dir))
 
 
 def render(name: str, results_dir: str | Path, results: Mapping | None = None) -> str:
     """The markdown table of figure `name` (a tag after ':' ignored) from `results_dir` (or from
     `results`, already read from it)."""
     results = load_results(name, results_dir) if results is None else results
-    table = FIGURES[name.split(":", 1)[0]][1](results)
+    table = FIGURES[FigureName.parse(name).kind][1](results)
     return markdown_table(table.header, table.rows)
 
 
@@ -312,7 +313,7 @@ def _results(name: str, demo: str, results_dir: Path) -> Mapping:
 def results_machine(name: str, results: Mapping) -> str:
     """The one-line machine of the results figure `name` is made from ("" when they record none;
     a grid's distinct machines, in order, joined by "; ")."""
-    if name.split(":", 1)[0] in GRIDS:
+    if FigureName.parse(name).kind in GRIDS:
         found = [machine_line(r[MACHINE_KEY]) for r in results.values() if isinstance(r, Mapping) and MACHINE_KEY in r]
         return "; ".join(dict.fromkeys(found))
     return machine_line(results[MACHINE_KEY]) if MACHINE_KEY in results else ""

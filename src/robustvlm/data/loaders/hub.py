@@ -1,4 +1,4 @@
-"""Hugging Face datasets: `hf:NAME[:CONFIG]` from the hub, and folders written by `save_to_disk`."""
+"""Hugging Face datasets: `hf:NAME[:CONFIG]` (a `hub_dataset.HubDataset`) from the hub, and folders written by `save_to_disk`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from robustvlm.data.loaders.options import HubSelection
 from robustvlm.data.loaders.raw import RawRecord, record_position
 from robustvlm.errors import ConfigError, DataError, MissingDataSource
+from robustvlm.hub_dataset import HubDataset
 from robustvlm.redact import refuse_key_like
 
 if TYPE_CHECKING:
@@ -17,26 +18,25 @@ if TYPE_CHECKING:
 _HF_MARKERS = ("dataset_info.json", "dataset_dict.json", "state.json")
 
 
-def hub_rows(spec: str, split: str | None, hub: HubSelection) -> Iterator[RawRecord]:
-    """`hf:NAME[:CONFIG]` (or NAME with `hub.subsets`) through `datasets.load_dataset`."""
+def hub_rows(dataset: HubDataset, split: str | None, hub: HubSelection) -> Iterator[RawRecord]:
+    """`dataset` (or its configs `hub.subsets`) through `datasets.load_dataset`."""
     import datasets
 
-    name, _, config = spec[len("hf:"):].partition(":")
-    refuse_key_like(name, "dataset name", "hf:ORG/NAME or a local file")  # a pasted key is never sent
-    if hub.subsets and config:
-        raise ConfigError(f"{spec}: give the hub config in the path or as subsets, not both")
+    refuse_key_like(dataset.name, "dataset name", "hf:ORG/NAME or a local file")  # a pasted key is never sent
+    if hub.subsets and dataset.config:
+        raise ConfigError(f"{dataset}: give the hub config in the path or as subsets, not both")
     hf_split = {"val": "validation"}.get(split, split) if split else "train"
-    for subset in hub.subsets or (config or None,):
-        source = f"hf:{name}:{subset}" if subset else spec
+    for subset in hub.subsets or (dataset.config,):
+        source = str(dataset.with_config(subset))
         try:
-            dataset = datasets.load_dataset(name, subset, split=hf_split)
+            loaded = datasets.load_dataset(dataset.name, subset, split=hf_split)
         except Exception as exc:  # network, missing dataset or config, ...: no bad record, the whole source
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise MissingDataSource(f"{source}: cannot load the dataset ({type(exc).__name__}: {first}); check "
                                     "its name, the network (or HTTPS_PROXY), or give a local copy") from exc
-        if hub.max_rows is not None and len(dataset) > hub.max_rows:
-            dataset = dataset.shuffle(seed=hub.seed).select(range(hub.max_rows))
-        rows = _dataset_rows(dataset, source, hf_split)
+        if hub.max_rows is not None and len(loaded) > hub.max_rows:
+            loaded = loaded.shuffle(seed=hub.seed).select(range(hub.max_rows))
+        rows = _dataset_rows(loaded, source, hf_split)
         yield from rows if subset is None else _tagged(rows, subset)
 
 

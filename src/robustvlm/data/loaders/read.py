@@ -18,6 +18,7 @@ from robustvlm.data.loaders.options import HubSelection, LoadOptions
 from robustvlm.data.loaders.raw import RawRecord
 from robustvlm.data.records import SPLITS, Example, SkipLog, bad_record_handler
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.hub_dataset import HubDataset
 
 
 def load_examples(
@@ -90,7 +91,7 @@ def _checked_env_map(path: str | Path, opts: LoadOptions) -> EnvMap | None:
     if opts.split is not None and opts.split not in SPLITS:
         raise ConfigError(f"unknown split {opts.split!r}; expected one of {', '.join(SPLITS)}")
     mapping = load_env_map(opts.env_map) if opts.env_map is not None else None
-    if opts.hub is not None and not (isinstance(path, str) and path.startswith("hf:")):
+    if opts.hub is not None and HubDataset.parse(path) is None:
         raise ConfigError(f"{path}: hub subsets and row sampling apply only to hf:NAME datasets")
     return mapping
 
@@ -136,8 +137,9 @@ def _located_rows(
     path: str | Path, options: LoadOptions, image_root: Path | None
 ) -> Iterator[RawRecord | DataError]:
     """`_rows` before the outside-root allowance."""
-    if isinstance(path, str) and path.startswith("hf:"):
-        rows: Iterator[RawRecord | DataError] = hub_rows(path, options.split, options.hub or HubSelection())
+    dataset = HubDataset.parse(path)
+    if dataset is not None:
+        rows: Iterator[RawRecord | DataError] = hub_rows(dataset, options.split, options.hub or HubSelection())
     else:
         path = Path(path)
         if not path.exists():
@@ -162,7 +164,7 @@ def raw_records(
     HF dataset or `hf:NAME[:CONFIG]` (its `split`, default train), the file type told from the
     path; for readers of other record kinds (preference pairs). Unreadable lines come as
     DataErrors, unreadable files raise; image folders are refused."""
-    if not (isinstance(path, str) and path.startswith("hf:")) and Path(path).is_dir():
+    if HubDataset.parse(path) is None and Path(path).is_dir():
         if not detect_format(Path(path)).record_file:
             raise DataError("expected a record file (JSONL, JSON, parquet or a saved dataset), "
                             "not an image folder", str(path))
