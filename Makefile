@@ -100,7 +100,7 @@ figures: $(addprefix figures-,$(or $(FIGURES_ONLY),$(FIGURE_EXPERIMENTS)))
 ifneq ($(FIGURES_ONLY),)
 $(FIGURES_ONLY): ; @:
 endif
-FIGURES_WRITE = $(BIN)/python -m robustvlm.report.figures --images docs/images
+FIGURES_WRITE = $(BIN)/python -m robustvlm.figures --images docs/images
 
 figures-ladder: install
 	$(BIN)/robustvlm demo ladder --inferred-envs --out figures/ladder

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from robustvlm.report.figure_images import IMAGES, image_name
+from robustvlm.figures.images import IMAGES, image_name
 
 pytestmark = pytest.mark.docs
 
@@ -95,7 +95,7 @@ def test_every_results_page_with_a_figure_block_shows_a_picture():
         if BLOCK.search(text) and page.name not in NO_PICTURE:
             assert re.search(r"\]\(\.\./images/[^)]+\.png\)", text), (
                 f"{page.relative_to(ROOT)} has figure blocks but shows no picture: add one drawn by "
-                "`make figures` (report.figure_images.IMAGES) or list it in NO_PICTURE with the reason")
+                "`make figures` (figures.images.IMAGES) or list it in NO_PICTURE with the reason")
     assert set(NO_PICTURE) <= {p.name for p in RESULTS.glob("*.md")}
 
 
@@ -108,7 +108,7 @@ def test_every_figure_block_with_a_picture_shows_it():
                 assert link not in text, f"{page.relative_to(ROOT)}: figure {figure}'s picture is drawn: drop it from NOT_DRAWN"
             elif figure.split(":", 1)[0] in IMAGES:
                 assert f"](../images/{image_name(figure)})" in text, (
-                    f"{page.relative_to(ROOT)}: figure {figure} has a picture (report.figure_images) that the "
+                    f"{page.relative_to(ROOT)}: figure {figure} has a picture (figures.images) that the "
                     f"page does not show: add ![what it shows](../images/{image_name(figure)}) under its block")
 
 

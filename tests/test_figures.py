@@ -1,5 +1,5 @@
 """Measured tables come from code: the quick demos regenerate docs/quick_figures.md exactly, and
-the figure blocks of the Results pages (docs/results/) are well formed (`robustvlm.report.figures`)."""
+the figure blocks of the Results pages (docs/results/) are well formed (`robustvlm.figures`)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,10 @@ import numpy as np
 import pytest
 
 from robustvlm.errors import ConfigError
-from robustvlm.report.figures import (
-    FIGURES,
-    MATRIX_FIGURES,
-    OWN_TEST_FIGURES,
-    RUN_FILES,
-    SERVED_FIGURES,
-    read_figure,
-    read_stamp,
-    render,
-    update,
-)
-from robustvlm.report.figures import main as figures_main
+from robustvlm.figures.registry import FIGURES, OWN_TEST_FIGURES
+from robustvlm.figures.write import MATRIX_FIGURES, RUN_FILES, SERVED_FIGURES, render
+from robustvlm.figures.write import main as figures_main
+from robustvlm.report.figure_blocks import read_figure, read_stamp, update
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ROOT / "docs" / "quick_figures.md"
@@ -48,7 +40,7 @@ def test_quick_figures_in_the_docs_are_what_the_code_produces(name, quick_runs):
     documented = read_figure(QUICK.read_text(encoding="utf-8"), name)
     assert render(name, quick_runs[name]) == documented, (
         f"docs/quick_figures.md's {name} table differs from what the code produces now; if the change "
-        "is intended, rewrite it with `python -m robustvlm.report.figures`")
+        "is intended, rewrite it with `python -m robustvlm.figures`")
 
 
 def test_every_figure_has_its_block_in_the_results_pages():
@@ -61,7 +53,7 @@ def test_every_figure_has_its_block_in_the_results_pages():
 
 
 def _pending(text: str, name: str) -> bool:
-    """Whether block `name` is marked not measured yet (`python -m robustvlm.report.figures --pending`)."""
+    """Whether block `name` is marked not measured yet (`python -m robustvlm.figures --pending`)."""
     stamp = read_stamp(text, name)
     return stamp is not None and stamp.kind == "pending"
 

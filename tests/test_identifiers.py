@@ -16,11 +16,11 @@ import pytest
 
 import robustvlm
 from robustvlm.errors import ConfigError
+from robustvlm.figures.images import image_name
+from robustvlm.figures.write import load_results
 from robustvlm.hub_dataset import HubDataset
-from robustvlm.report.figure_images import image_name
 from robustvlm.report.figure_name import FigureName
 from robustvlm.report.figure_sources import experiment_of
-from robustvlm.report.figures import load_results
 
 PACKAGE = Path(robustvlm.__file__).parent
 

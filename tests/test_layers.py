@@ -49,6 +49,7 @@ LAYERS = [
     {"report"},
     {"workflows"},
     {"experiments"},  # one package per demo (`robustvlm demo NAME`)
+    {"figures"},  # the figure writer, gathering every experiment's figures
     {"cli"},
     {"__main__"},  # `python -m robustvlm`
 ]

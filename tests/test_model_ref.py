@@ -131,7 +131,7 @@ PARSE_ELSEWHERE = {
                              "by `Recipe.tower_ref` and `Recipe.init_member`",
     "workflows/measure/transformers_serve.py": "its own command line (`python -m robustvlm.workflows.measure."
                                                "transformers_serve MODEL -- ...`)",
-    "report/figures.py": "its own command line (`python -m robustvlm.report.figures DOC NAME=RESULTS_DIR`), "
+    "figures/write.py": "its own command line (`python -m robustvlm.figures DOC NAME=RESULTS_DIR`), "
                          "where RESULTS_DIR may be `zoo:NAME`",
 }
 """Modules below the boundary that parse a model name, each with why (a saved file's name is

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 OPTION = "option"
+QUICK_HELP = "a smaller run (a smoke test: its verdict says what it checked, no finding)"
+"""The help of every experiment's `--quick`."""
 """The key of a plan field's metadata that holds its `OptionSpec`."""
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from robustvlm.analysis.established import Interval, Perturbation, established_line
-from robustvlm.analysis.reward_verdict import reward_verdict
-from robustvlm.report.perturbation import main, perturbation_of
+from robustvlm.experiments.perturbation import main, perturbation_of
+from robustvlm.experiments.reward.verdict import reward_verdict
 
 DECIDED = Interval(0.013, 0.004, 0.022)
 UNDECIDED = Interval(-0.010, -0.05, 0.033)
@@ -105,8 +105,8 @@ def _verdict(interval: Interval) -> dict:
 
 
 def test_the_ladder_verdict_opens_with_the_rule_over_its_final_step_claims():
-    from robustvlm.analysis.ladder_paired import paired_from_dict
-    from robustvlm.report.ladder_paired import ladder_claims, ladder_established
+    from robustvlm.experiments.ladder.paired import paired_from_dict
+    from robustvlm.experiments.ladder.paired_report import ladder_claims, ladder_established
 
     paired = paired_from_dict({
         "final": {"pixels": {"birm_dynamic": {"test-nocolour": _verdict(DECIDED), "test-reversed": _verdict(UNDECIDED)}}},

@@ -1,4 +1,4 @@
-"""The ladder's readings and summaries (`analysis.ladder`) against hand-made runs."""
+"""The ladder's readings and summaries (`experiments.ladder.readings`) against hand-made runs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from robustvlm.analysis.ladder import (
+from robustvlm.analysis.selection import colour_rule_prototypes
+from robustvlm.experiments.ladder.readings import (
     beats_erm,
     ladder_comparisons,
     readings,
@@ -14,7 +15,6 @@ from robustvlm.analysis.ladder import (
     summary_from_dict,
     summary_to_dict,
 )
-from robustvlm.analysis.selection import colour_rule_prototypes
 
 TRAIN, TEST = ("a", "b"), ("test-reversed", "test-nocolour")
 PROTOTYPES = colour_rule_prototypes({"a": 0.9, "b": 0.8, "test-reversed": 0.1, "test-nocolour": 0.5}, 0.25)

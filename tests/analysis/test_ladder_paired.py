@@ -1,4 +1,4 @@
-"""The ladder's paired verdicts (`analysis.ladder_paired`) against scipy / statsmodels computed by
+"""The ladder's paired verdicts (`experiments.ladder.paired`) against scipy / statsmodels computed by
 hand on hand-written runs, and the power line against a simulation of the verdict itself."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 from statsmodels.stats.power import TTestPower
 
-from robustvlm.analysis.ladder import COLOUR_FREE, REVERSED
-from robustvlm.analysis.ladder_paired import (
+from robustvlm.analysis.paired import cluster_bootstrap_ci, compare_paired, questions_needed
+from robustvlm.experiments.ladder.paired import (
     PairedVerdict,
     from_bits,
     ladder_paired,
@@ -17,7 +17,7 @@ from robustvlm.analysis.ladder_paired import (
     paired_to_dict,
     to_bits,
 )
-from robustvlm.analysis.paired import cluster_bootstrap_ci, compare_paired, questions_needed
+from robustvlm.experiments.ladder.readings import COLOUR_FREE, REVERSED
 
 TRAIN = ("train-a", "train-b")
 N = 200  # test pictures per environment

@@ -1,4 +1,4 @@
-"""The ladder's rungs as typed values (`analysis.ladder_rung`): an id names one rung and reads
+"""The ladder's rungs as typed values (`experiments.ladder.rung`): an id names one rung and reads
 back to it, a bad id is refused naming it, and no module but the rung's own reads an id by its
 prefix."""
 
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 import robustvlm
-from robustvlm.analysis.ladder_plan import DEMO, DEMO_QUICK, PRESETS
-from robustvlm.analysis.ladder_rung import MODES, PIXELS, TOWER, VLM, Rung, cell_id, parse_cell
+from robustvlm.experiments.ladder.plan import DEMO, DEMO_QUICK, PRESETS
+from robustvlm.experiments.ladder.rung import MODES, PIXELS, TOWER, VLM, Rung, cell_id, parse_cell
 from robustvlm.model_ref import ModelRef
 
 PACKAGE = Path(robustvlm.__file__).parent
-OWN = PACKAGE / "analysis" / "ladder_rung.py"
+OWN = PACKAGE / "experiments" / "ladder" / "rung.py"
 #: reading a rung id (or a "source/rung" cell) by its text: a prefix test, a slice past a prefix,
 #: a split of an id, a prefix literal
 PREFIX_PARSING = re.compile(
@@ -69,4 +69,4 @@ def test_no_module_but_the_rungs_own_reads_a_rung_id_by_its_prefix():
              for path in sorted(PACKAGE.rglob("*.py")) if path != OWN
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if PREFIX_PARSING.search(line)]
-    assert found == [], "rung ids read by prefix outside analysis/ladder_rung.py (use Rung / parse_cell):\n" + "\n".join(found)
+    assert found == [], "rung ids read by prefix outside experiments/ladder/rung.py (use Rung / parse_cell):\n" + "\n".join(found)

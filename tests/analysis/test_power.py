@@ -157,3 +157,10 @@ def test_command_bounds_a_claim_of_no_effect_from_its_discordant_count(capsys):
     assert "0 of 100 questions changed correctness" in out and "within ±3.62" in out and "368 questions" in out
     assert pw.main(["--discordant", "101", "--n", "100"]) == 2
     assert "need 0 <= discordant <= examples" in capsys.readouterr().err
+
+
+def test_the_ladders_headline_reading_is_the_one_its_results_hold():
+    from robustvlm.experiments.ladder.paired_report import HEADLINE_READING
+    from robustvlm.experiments.ladder.readings import READINGS
+
+    assert pw.FINAL == HEADLINE_READING == READINGS[0]

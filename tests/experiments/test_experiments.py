@@ -1,6 +1,6 @@
 """The experiment registry (`experiments`): every demo one `Experiment` whose plan makes
 its command line, whose method lists come from the objective registry, and whose figures are the
-ones `report.figures` says its results make."""
+ones `figures.write` says its results make."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_an_objective_that_does_not_apply_is_left_out(monkeypatch):
 
 
 def test_every_demo_figure_belongs_to_the_experiment_that_makes_it():
-    from robustvlm.report.figures import FIGURES
+    from robustvlm.figures.registry import FIGURES
 
     made_by = {name: source.split()[1] for name, (source, _) in FIGURES.items() if source.startswith("demo ")}
     declared = {figure: name for name, e in EXPERIMENTS.items() for figure in e.figures}
@@ -108,8 +108,8 @@ def test_every_option_has_help_and_every_preset_is_a_plan():
 
 
 def test_the_flags_select_the_presets_and_the_options_given_replace_their_values():
-    from robustvlm.analysis.ladder_plan import PRESETS, QUICK, ZOO_QUICK
     from robustvlm.cli.plan_options import plan_from
+    from robustvlm.experiments.ladder.plan import PRESETS, QUICK, ZOO_QUICK
 
     ladder = EXPERIMENTS["ladder"]
     assert ladder.flags() == ("quick", "zoo") and EXPERIMENTS["invariance"].flags() == ("quick",)

@@ -2,7 +2,7 @@
 presets and `Experiment` (`experiment.py`), its run and what only it uses; the registry is built
 from those packages; no `workflows/demos` or `workflows/experiments` is left beside them; and a
 module named after an experiment lives outside its package only where something outside the
-experiments imports it too (a reader that `report.figures` shares, a command's own module)."""
+experiments imports it too (a reader that `figures.write` shares, a command's own module)."""
 
 from __future__ import annotations
 
@@ -71,9 +71,9 @@ def test_a_module_named_after_an_experiment_is_shared_or_lives_in_its_package():
 def test_the_check_catches_a_module_only_an_experiment_uses():
     imports = {
         "robustvlm.analysis.ladder_extra": set(),  # read by the ladder only
-        "robustvlm.analysis.ladder": set(),  # read by report.figures too
-        "robustvlm.report.figures": {"robustvlm.analysis.ladder"},
-        "robustvlm.experiments.ladder.run": {"robustvlm.analysis.ladder_extra", "robustvlm.analysis.ladder"},
+        "robustvlm.experiments.ladder.readings": set(),  # read by figures.write too
+        "robustvlm.figures": {"robustvlm.experiments.ladder.readings"},
+        "robustvlm.experiments.ladder.run": {"robustvlm.analysis.ladder_extra", "robustvlm.experiments.ladder.readings"},
         "robustvlm.analysis.stats": set(),  # named after no experiment
     }
     assert misplaced(imports, ["ladder"]) == ["robustvlm.analysis.ladder_extra"]

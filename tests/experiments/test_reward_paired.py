@@ -10,8 +10,8 @@ from scipy import stats
 
 from robustvlm.analysis.paired import compare_paired
 from robustvlm.analysis.reward_matrix import MatrixRun
-from robustvlm.analysis.reward_verdict import reward_verdict
 from robustvlm.experiments.reward.paired import reward_paired
+from robustvlm.experiments.reward.verdict import reward_verdict
 
 RNG = np.random.default_rng(3)
 ENVS = ("long", "plain")

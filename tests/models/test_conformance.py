@@ -41,7 +41,7 @@ from robustvlm.models.tiny_families import VLM_FAMILIES
 from robustvlm.models.trainable import configure_trainable, find_parts
 from robustvlm.multiple_choice.build import MCQuestion, read_questions, write_questions
 from robustvlm.multiple_choice.generative import option_continuations, question_prompt
-from robustvlm.report.figures import read_figure
+from robustvlm.report.figure_blocks import read_figure
 from robustvlm.report.support_table import NAME, support_table
 from robustvlm.workflows.embed.train import embed_train
 from robustvlm.workflows.finetune.evaluate import evaluate

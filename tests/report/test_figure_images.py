@@ -1,4 +1,4 @@
-"""The Results pages' pictures (`report.figure_images.IMAGES`) drawn from results fixtures: each
+"""The Results pages' pictures (`figures.images.IMAGES`) drawn from results fixtures: each
 writes a PNG, and what it draws is checked against an independent computation (the probit line by
 scipy's linregress, Wilson intervals by their closed form, the accuracies by counting)."""
 
@@ -17,9 +17,9 @@ import robustvlm.report.plots as plots_module
 import robustvlm.report.study_report as study_report_module
 from robustvlm.analysis.accuracy_on_the_line import ModelPoint, fit_robustness
 from robustvlm.analysis.study import MethodRuns, StudyResults, aggregate_study
-from robustvlm.report.figure_images import IMAGES, draw_image
+from robustvlm.experiments.robustness.zoo_report import ZooMember, ZooRobustnessResults, ZooShift
+from robustvlm.figures.images import IMAGES, draw_image
 from robustvlm.report.icl_gain import defined_labels_summary
-from robustvlm.report.robustness_zoo import ZooMember, ZooRobustnessResults, ZooShift
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 Z = stats.norm.ppf(0.975)

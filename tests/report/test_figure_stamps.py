@@ -4,7 +4,7 @@ Every figure block of the Results pages (docs/results/*.md) and BENCHMARKS.md ca
 (`report.figure_stamps`) recording the hash of the source modules its results depend on
 (`report.figure_sources`). When a change touches those modules, the hash no longer matches: either
 re-measure the figure (`make figures EXPERIMENT`) or record, in the block, how it was checked
-unaffected (`python -m robustvlm.report.figures DOC NAME --unaffected HOW`).
+unaffected (`python -m robustvlm.figures DOC NAME --unaffected HOW`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from robustvlm.figures.registry import FIGURES
+from robustvlm.figures.write import main, results_machine
 from robustvlm.machine import machine_line
+from robustvlm.report.figure_blocks import read_figure, read_stamp, update
 from robustvlm.report.figure_sources import (
     EXPERIMENT_SOURCES,
     FIGURE_EXPERIMENT,
@@ -27,7 +30,6 @@ from robustvlm.report.figure_sources import (
     sources_hash,
 )
 from robustvlm.report.figure_stamps import Stamp, parse_machine, parse_stamp
-from robustvlm.report.figures import FIGURES, main, read_figure, read_stamp, results_machine, update
 
 ROOT = Path(__file__).resolve().parents[2]
 STAMPED = [*sorted((ROOT / "docs" / "results").glob("*.md")), ROOT / "BENCHMARKS.md"]
@@ -49,7 +51,7 @@ def _hash(experiment: str) -> str:
 def test_every_figure_block_is_stamped_with_the_hash_of_its_code_now(doc, name):
     text = doc.read_text(encoding="utf-8")
     stamp = read_stamp(text, name)
-    assert stamp is not None, f"{doc.name}: figure {name} has no stamp line (`python -m robustvlm.report.figures`)"
+    assert stamp is not None, f"{doc.name}: figure {name} has no stamp line (`python -m robustvlm.figures`)"
     experiment = experiment_of(name)
     if stamp.kind == "pending":  # not measured yet: an empty block naming the experiment that fills it
         assert read_figure(text, name) == "" and stamp.how == experiment, f"{doc.name}: figure {name}"
@@ -58,7 +60,7 @@ def test_every_figure_block_is_stamped_with_the_hash_of_its_code_now(doc, name):
         f"{doc.name}: figure {name} was stamped with code hash {stamp.code_hash} (measured at commit "
         f"{stamp.commit}); the code it depends on (report/figure_sources.py, experiment {experiment}) now "
         f"hashes to {_hash(experiment)}. Re-measure it (`make figures {experiment}`) or record how it was "
-        f"checked unaffected: python -m robustvlm.report.figures {doc.relative_to(ROOT)} {name} --unaffected HOW")
+        f"checked unaffected: python -m robustvlm.figures {doc.relative_to(ROOT)} {name} --unaffected HOW")
 
 
 def test_every_figure_declares_its_sources_and_each_has_a_makefile_target():
@@ -106,7 +108,7 @@ def test_a_stamp_line_reads_back(stamp):
 def test_stamps_are_written_by_the_figures_command(tmp_path, monkeypatch, capsys):
     doc = tmp_path / "doc.md"
     doc.write_text("<!-- figure:reward-matrix -->\n| old |\n<!-- /figure:reward-matrix -->\n")
-    monkeypatch.setattr("robustvlm.report.figures.current_commit", lambda: "def5678")
+    monkeypatch.setattr("robustvlm.figures.write.current_commit", lambda: "def5678")
     assert main([str(doc), "reward-matrix", "--unaffected", "x"]) == 2
     assert "no stamp" in capsys.readouterr().err
     assert main([str(doc), "reward-matrix", "--measured-at", "abc1234"]) == 0
@@ -146,7 +148,7 @@ def test_an_old_block_without_a_machine_line_reads_as_not_recorded_and_keeps_it(
     doc.write_text("<!-- figure:reward-matrix -->\n| old |\n\n_Measured at commit abc1234; code hash 0123456789ab._\n"
                    "<!-- /figure:reward-matrix -->\n")
     assert read_stamp(doc.read_text(), "reward-matrix") == Stamp("measured", "abc1234", "0123456789ab")
-    monkeypatch.setattr("robustvlm.report.figures.current_commit", lambda: "def5678")
+    monkeypatch.setattr("robustvlm.figures.write.current_commit", lambda: "def5678")
     assert main([str(doc), "reward-matrix", "--unaffected", "x"]) == 0
     assert "_Machine: not recorded._" in doc.read_text()
 
@@ -156,9 +158,9 @@ def test_a_measured_figure_records_the_machine_of_its_results(tmp_path, monkeypa
               "versions": {"numpy": "2.4.6"}, "commit": "abc1234"}
     doc = tmp_path / "doc.md"
     doc.write_text("<!-- figure:reward-matrix -->\n<!-- /figure:reward-matrix -->\n")
-    monkeypatch.setattr("robustvlm.report.figures.current_commit", lambda: "def5678")
-    monkeypatch.setattr("robustvlm.report.figures.load_results", lambda name, folder: {"machine": record})
-    monkeypatch.setattr("robustvlm.report.figures.render", lambda name, folder, results: "| t |")
+    monkeypatch.setattr("robustvlm.figures.write.current_commit", lambda: "def5678")
+    monkeypatch.setattr("robustvlm.figures.write.load_results", lambda name, folder: {"machine": record})
+    monkeypatch.setattr("robustvlm.figures.write.render", lambda name, folder, results: "| t |")
     assert main([str(doc), f"reward-matrix={tmp_path}"]) == 0
     stamp = read_stamp(doc.read_text(), "reward-matrix")
     assert stamp.machine == machine_line(record) == "Made Up CPU, AVX2, native kernels, numpy 2.4.6, commit abc1234"
@@ -173,7 +175,7 @@ def test_a_measured_figure_records_the_machine_of_its_results(tmp_path, monkeypa
 def test_blocks_of_a_measurement_commands_files_show_the_machine_its_json_result_records(tmp_path):
     import json
 
-    from robustvlm.report.figures import load_results
+    from robustvlm.figures.write import load_results
 
     record = {"cpu": "Made Up CPU", "vector": ["avx2"], "torch": None, "kernels": "avx2", "blas": [],
               "versions": {"numpy": "2.4.6"}, "commit": "abc1234"}

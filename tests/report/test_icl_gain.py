@@ -1,4 +1,4 @@
-"""The in-context figures (`report.icl_gain` through `report.figures`) on hand-made run outputs:
+"""The in-context figures (`report.icl_gain` through `figures.write`) on hand-made run outputs:
 gains, answer changes, the same-vs-cross cost and the defined-label table against hand counts."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from robustvlm.errors import ConfigError
-from robustvlm.report.figures import render
+from robustvlm.figures.write import render
 from robustvlm.report.icl_gain import defined_labels_summary, wilson
 
 

@@ -1,4 +1,4 @@
-"""The local-against-served in-context table (`report.icl_served`) through `report.figures`, against
+"""The local-against-served in-context table (`report.icl_served`) through `figures.write`, against
 an independent computation from the same records: accuracies and identical answers counted by
 hand, each backend's gain over its 0-shot cell with a numpy paired bootstrap; mismatched runs
 refused with one clear error."""
@@ -13,8 +13,8 @@ import pytest
 from paired_reference import bootstrap, parse_interval
 
 from robustvlm.errors import ConfigError, DataError
+from robustvlm.figures.write import render
 from robustvlm.report.figure_sources import experiment_of
-from robustvlm.report.figures import render
 from robustvlm.report.icl_served import icl_served_table
 
 N = 50

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
+from robustvlm.experiments.invariance.results import InvarianceResults, SpreadVerdict
 from robustvlm.linear.protocol import METHODS, Protocol, Selection
-from robustvlm.linear.results import InvarianceResults, SpreadVerdict
 
 
 def selection(mean=0.5, std=0.0, per_env=(), seeds=(), per_seed=()):
@@ -22,7 +22,7 @@ def results_of(methods, results, *, reference=None, within_spread=None, protocol
 
 
 def test_other_settings_show_no_published_figures():
-    from robustvlm.report.invariance import error_table, reference_paragraph
+    from robustvlm.experiments.invariance.report import error_table, reference_paragraph
 
     entry = selection(0.5, 0.1)
     summary = results_of(METHODS, {ex: dict.fromkeys(METHODS, entry) for ex in EXAMPLES},
@@ -47,7 +47,7 @@ def _summary(methods, means):
 
 
 def test_the_spread_tables_mark_each_cell_and_count_the_comparable_ones():
-    from robustvlm.report.invariance import spread_grid_table, spread_table
+    from robustvlm.experiments.invariance.report import spread_grid_table, spread_table
 
     published = {"Example1": 13.0225, "Example1s": 30.0, "Example2": 0.5, "Example2s": 0.5,
                  "Example3": 0.25, "Example3s": 0.28}
@@ -62,7 +62,7 @@ def test_the_spread_tables_mark_each_cell_and_count_the_comparable_ones():
 
 
 def test_birm_rows_say_where_they_fall_short_of_irmv1():
-    from robustvlm.report.invariance import short_of_irm
+    from robustvlm.experiments.invariance.report import short_of_irm
 
     irm = dict.fromkeys(EXAMPLES, 0.3)
     summary = _summary(["irm", "birm", "dynamic_birm"],
@@ -74,7 +74,7 @@ def test_birm_rows_say_where_they_fall_short_of_irmv1():
 
 
 def test_worst_environment_beside_the_average():
-    from robustvlm.report.invariance import worst_env_table
+    from robustvlm.experiments.invariance.report import worst_env_table
 
     results = {ex: {m: selection(0.3, per_env=[0.1, 0.5, 0.3]) for m in METHODS} for ex in EXAMPLES}
     results["Example2"]["irm"] = selection(0.3, per_env=[0.1, float("nan"), 0.2])
@@ -84,7 +84,7 @@ def test_worst_environment_beside_the_average():
 
 
 def test_the_reading_names_only_what_ran():
-    from robustvlm.report.invariance import reading_blocks
+    from robustvlm.experiments.invariance.report import reading_blocks
 
     irm = dict.fromkeys(EXAMPLES, 0.3)
     text = reading_blocks(_summary(["irm", "birm"], {"irm": irm, "birm": {**irm, "Example3": 0.2}}))[1].text
@@ -97,7 +97,7 @@ def test_the_reading_names_only_what_ran():
 def test_the_chart_shows_what_ran_and_what_was_published():
     from dataclasses import replace
 
-    from robustvlm.report.invariance import chart_rows
+    from robustvlm.experiments.invariance.report import chart_rows
 
     irm = dict.fromkeys(EXAMPLES, 0.3)
     labels = [row[0] for row in chart_rows(_summary(["irm", "irm_eiil"], {"irm": irm, "irm_eiil": irm}))]
@@ -109,7 +109,7 @@ def test_the_chart_shows_what_ran_and_what_was_published():
 def test_the_seed_cells_and_the_verdict_come_from_the_per_seed_errors():
     import math
 
-    from robustvlm.report.invariance import seeds_cell, verdict_blocks
+    from robustvlm.experiments.invariance.report import seeds_cell, verdict_blocks
 
     # two seeds 1 and 3: mean 2, sd sqrt(2); resampled means 1, 2 or 3, the extremes each with p 1/4
     assert seeds_cell([1.0, 3.0], 2) == "1.00, 3.00: 2.00 ± 1.41 [1.00, 3.00]"
@@ -132,7 +132,7 @@ def test_results_json_reads_back_into_the_same_results(tmp_path):
     import json
     import math
 
-    from robustvlm.linear.results import LambdaExtremes
+    from robustvlm.experiments.invariance.results import LambdaExtremes
 
     summary = replace_lambdas(_summary(["erm", "irm"], {"erm": dict.fromkeys(EXAMPLES, 0.3),
                                                          "irm": dict.fromkeys(EXAMPLES, math.inf)}))
@@ -148,6 +148,6 @@ def test_results_json_reads_back_into_the_same_results(tmp_path):
 def replace_lambdas(summary):
     from dataclasses import replace
 
-    from robustvlm.linear.results import LambdaExtremes
+    from robustvlm.experiments.invariance.results import LambdaExtremes
 
     return replace(summary, lambdas={"Example1": LambdaExtremes(8.0, None)}, purity={"Example1": 0.5})

@@ -1,9 +1,9 @@
-"""`report.ladder.ladder_seeds_table`: the ladder's colour-free accuracy seed by seed against ERM."""
+"""`experiments.ladder.report.ladder_seeds_table`: the ladder's colour-free accuracy seed by seed against ERM."""
 
 from __future__ import annotations
 
-from robustvlm.analysis.ladder import COLOUR_FREE, READINGS, MethodSummary, Stats, stats
-from robustvlm.report.ladder import ladder_seeds_table
+from robustvlm.experiments.ladder.readings import COLOUR_FREE, READINGS, MethodSummary, Stats, stats
+from robustvlm.experiments.ladder.report import ladder_seeds_table
 
 CELL = "fashion/vlm:full:zoo:m"
 
@@ -43,7 +43,7 @@ def test_a_quick_ladder_verdict_says_only_that_it_is_a_smoke_test() -> None:
     """Issue 56.3: a quick run's verdict said "nothing can be concluded", then who tied whom."""
     from report_checks import FINDING
 
-    from robustvlm.report.ladder import verdict_blocks
+    from robustvlm.experiments.ladder.report import verdict_blocks
 
     summary = {CELL: {"erm": entry({0: 0.5}, {0: 0.5}), "irm": entry({0: 0.6}, {0: 0.6})}}
     text = [block.text for block in verdict_blocks(summary, quick=True)]

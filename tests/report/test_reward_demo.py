@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from robustvlm.analysis.reward_matrix import MatrixResults
-from robustvlm.analysis.reward_verdict import reward_verdict as verdict
-from robustvlm.report.reward_demo import full_runs_table, ladder_tables
+from robustvlm.experiments.reward.report import full_runs_table, ladder_tables
+from robustvlm.experiments.reward.verdict import reward_verdict as verdict
 from robustvlm.reward.ladder_results import (
     LinearLoss,
     LinearProxy,

@@ -1,5 +1,5 @@
 """Zoo II's figure kinds (`report.icl_policy`, `report.zoo_card`, the diagnosis table) through
-`report.figures`, each against an independent computation from the same results: the policy
+`figures.write`, each against an independent computation from the same results: the policy
 costs' paired bootstrap intervals recomputed with numpy (and near scipy's paired bootstrap), the
 card's Wilson intervals with statsmodels, the emergence step and the diagnosis verdicts by hand."""
 
@@ -16,10 +16,11 @@ from statsmodels.stats.proportion import proportion_confint
 
 from robustvlm.analysis.diagnosis import diagnose_table
 from robustvlm.errors import ConfigError
+from robustvlm.figures.write import main, render
 from robustvlm.models.zoo_recipes import member_dir, recipe
+from robustvlm.report.figure_blocks import read_figure, read_stamp
 from robustvlm.report.figure_sources import experiment_of, sources_hash
 from robustvlm.report.figure_stamps import Stamp
-from robustvlm.report.figures import main, read_figure, read_stamp, render
 from robustvlm.report.zoo_card import thinned
 
 DOMAINS = ("clean", "rotated")
@@ -158,7 +159,7 @@ def test_the_curriculum_members_figures_belong_to_zoo_ii() -> None:
 
 
 def test_a_pending_block_is_empty_until_its_run_fills_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("robustvlm.report.figures.current_commit", lambda: "def5678")
+    monkeypatch.setattr("robustvlm.figures.write.current_commit", lambda: "def5678")
     doc = tmp_path / "doc.md"
     doc.write_text("<!-- figure:diagnose:m -->\n| old |\n<!-- /figure:diagnose:m -->\n")
     assert main([str(doc), "diagnose:m", "--pending"]) == 0

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from robustvlm.analysis.ladder_rung import Rung
+from robustvlm.experiments.ladder.rung import Rung
 from robustvlm.experiments.ladder.vlm import answer_rows, build_vlm
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.outputs import AnswerOutputs, restrict_to_candidates

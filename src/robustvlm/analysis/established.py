@@ -13,7 +13,7 @@ draw of it, which training amplifies: the reward demo's o.o.d. difference read +
 Otherwise the verdict's first line says "Not established" and why: no claim decided; decided but
 no perturbation re-run recorded yet; or decided and flipped by the re-run (an interval that
 crosses zero or lies on the other side). A perturbation re-run is recorded in the run's
-results.json under `perturbation` (`Perturbation.to_dict`; `report.perturbation` records it).
+results.json under `perturbation` (`Perturbation.to_dict`; `experiments.perturbation` records it).
 
 Claims are named by key ("ood" for the reward demo; "READING/RUNG/METHOD/ENV" for the ladder) and
 read as `Interval`s: a difference and its 95% interval in 0-1 units (shown in points).
@@ -69,7 +69,7 @@ class Perturbation:
 
 
 RERUN_HINT = ("re-run the same command with `--kernels avx2` into another folder, then `python -m "
-              "robustvlm.report.perturbation RUN RERUN`")
+              "robustvlm.experiments.perturbation RUN RERUN`")
 
 
 def established_line(claims: Mapping[str, Interval], perturbation: Perturbation | None,

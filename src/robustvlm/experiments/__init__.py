@@ -8,11 +8,10 @@ ladder's VLM rungs, the reward ladder's rungs, the robustness demo's report). Sh
 the command line, `robustvlm demo --help` and the generated references pick it up.
 
 The experiments are the layer above `workflows/` (tests/test_layers.py): they string its
-commands together, and nothing below imports them. The readers of an experiment's results that
-`robustvlm report figures` and the Results pages use stay below, in `analysis/` and `report/`
-(`analysis.ladder`, `analysis.ladder_results`, `report.ladder`, `report.reward_demo`,
-`report.robustness_zoo`, `report.invariance`, ...): `report.figures` renders every experiment's
-tables from its results.json without running it, so those readers sit under it.
+commands together, and nothing below imports them. Each package holds its results, report and
+figures too (`figures.py`: how its tables of the Results pages are made from its results.json);
+the figure writer (`robustvlm.figures`) sits above and gathers them.
+`perturbation.py` records a rounding-perturbation re-run of a reward or ladder run.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ class Experiment(Generic[P, R]):
             has them): what each option not given is, and every setting.
         run: runs a plan into an output folder and returns the typed results it wrote to results.json.
         out: the output folder of a plan when --out is not given.
-        figures: the names of `report.figures.FIGURES` its results.json makes.
+        figures: the names of the figures its package's `figures.py` declares (`figures.registry`).
         depends_on: the source modules (or packages) its results depend on.
         methods: the default method list of a plan whose `methods` is None (read when it runs).
         example: the command lines of its help's example, in the order to run them from a fresh

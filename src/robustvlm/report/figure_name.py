@@ -2,8 +2,8 @@
 the tag that tells its blocks apart.
 
 A Results page's block `<!-- figure:NAME -->` names its figure `KIND` or `KIND:TAG`: `ladder`,
-`ladder-zoo-oracle:rebuilt`, `icl-defined-labels:llava-clip-m` (`report.figures`). The kind
-picks how the table is made (`report.figures.FIGURES`), its picture (`report.figure_images`) and
+`ladder-zoo-oracle:rebuilt`, `icl-defined-labels:llava-clip-m` (`figures.write`). The kind
+picks how the table is made (`figures.registry.FIGURES`), its picture (`figures.images`) and
 its experiment (`report.figure_sources`); the tag (everything after the first ':') names which
 run's results it shows. `FigureName.parse` is the only place that reads that text
 (tests/test_identifiers.py greps for any other).
@@ -21,7 +21,7 @@ TAG_SEPARATOR = ":"
 
 @dataclass(frozen=True)
 class FigureName:
-    """`kind` (a key of `report.figures.FIGURES`) and `tag` (None for an untagged figure)."""
+    """`kind` (a key of `figures.registry.FIGURES`) and `tag` (None for an untagged figure)."""
 
     kind: str
     tag: str | None = None

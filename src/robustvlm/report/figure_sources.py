@@ -1,6 +1,6 @@
 """Which source modules each measured figure's results depend on, and the hash of their code.
 
-A figure block of the Results pages (`report.figures`) records the commit that measured it and
+A figure block of the Results pages (`figures.write`) records the commit that measured it and
 `sources_hash(name)`: the SHA-256 of the code of the modules `figure_sources(name)` declares (a
 package stands for every module under it). When that code changes, the recorded hash no longer
 matches and the staleness test (tests/report/test_figure_stamps.py) fails until the figure is
@@ -31,14 +31,14 @@ _REWARD = (*_MODELS, *_VLM_DATA, "robustvlm.reward", "robustvlm.data.preferences
            "robustvlm.data.preference_collate", "robustvlm.data.preference_layouts",
            "robustvlm.workflows.reward", "robustvlm.workflows.finetune.train", "robustvlm.evaluation.metrics",
            "robustvlm.analysis.reward", "robustvlm.analysis.reward_matrix", "robustvlm.analysis.stats",
-           "robustvlm.report.reward_demo", "robustvlm.report.reward_report", "robustvlm.report.reward_results",
+           "robustvlm.experiments.reward.report", "robustvlm.report.reward_report", "robustvlm.experiments.reward.results",
            "robustvlm.experiments.reward.linear_rung", "robustvlm.experiments.reward.frozen_rung")
 _LADDER = (*_MODELS, *_VLM_DATA, "robustvlm.linear", "robustvlm.data.colored_mnist", "robustvlm.data.real_images",
            "robustvlm.experiments.ladder.run", "robustvlm.experiments.ladder.vlm",
-           "robustvlm.experiments.ladder.zero_shot", "robustvlm.analysis.ladder", "robustvlm.analysis.ladder_plan",
-           "robustvlm.analysis.ladder_rung", "robustvlm.analysis.ladder_results", "robustvlm.analysis.selection",
+           "robustvlm.experiments.ladder.zero_shot", "robustvlm.experiments.ladder.readings", "robustvlm.experiments.ladder.plan",
+           "robustvlm.experiments.ladder.rung", "robustvlm.experiments.ladder.results", "robustvlm.analysis.selection",
            "robustvlm.analysis.env_inference",
-           "robustvlm.analysis.stats", "robustvlm.report.ladder")
+           "robustvlm.analysis.stats", "robustvlm.experiments.ladder.report")
 _ZOO = ("robustvlm.workflows.zoo", "robustvlm.embeddings", "robustvlm.data.synth", "robustvlm.data.real_images")
 _ICL = (*_MODELS, *_VLM_DATA, *_ZOO, "robustvlm.evaluation", "robustvlm.multiple_choice",
         "robustvlm.workflows.measure.icl_eval", "robustvlm.workflows.measure.defined_labels",
@@ -57,10 +57,11 @@ EXPERIMENT_SOURCES: dict[str, tuple[str, ...]] = {
     "ladder-zoo": (*_LADDER, *_ZOO),
     "reward": (*_REWARD, "robustvlm.data.synth.preferences", "robustvlm.experiments.reward.run"),
     "reward-zoo": (*_REWARD, *_ZOO, "robustvlm.experiments.reward.run", "robustvlm.experiments.reward.zoo",
-                   "robustvlm.analysis.sfc_steps", "robustvlm.report.reward_zoo"),
+                   "robustvlm.analysis.sfc_steps", "robustvlm.experiments.reward.zoo_report"),
     "invariance": ("robustvlm.linear", "robustvlm.objectives", "robustvlm.data.synth.linear_unit_tests",
-                   "robustvlm.experiments.invariance.run", "robustvlm.analysis.env_inference",
-                   "robustvlm.analysis.stats", "robustvlm.report.invariance"),
+                   "robustvlm.experiments.invariance.run", "robustvlm.experiments.invariance.results",
+                   "robustvlm.analysis.env_inference",
+                   "robustvlm.analysis.stats", "robustvlm.experiments.invariance.report"),
     "zoo-robustness": (*_MODELS, *_VLM_DATA, *_ZOO, "robustvlm.multiple_choice", "robustvlm.workflows.mc_eval",
                        "robustvlm.experiments.robustness.zoo", "robustvlm.experiments.robustness.zoo_corruptions",
                        "robustvlm.data.corruptions", "robustvlm.data.corrupted_suite",
@@ -68,7 +69,7 @@ EXPERIMENT_SOURCES: dict[str, tuple[str, ...]] = {
                        "robustvlm.workflows.measure.task_signal", "robustvlm.workflows.measure.task_signal_data",
                        "robustvlm.analysis.accuracy_on_the_line", "robustvlm.analysis.effective_robustness",
                        "robustvlm.analysis.task_signal", "robustvlm.analysis.accuracy",
-                       "robustvlm.report.robustness_zoo"),
+                       "robustvlm.experiments.robustness.zoo_report"),
     "zoo-tasks": (*_MODELS, *_VLM_DATA, *_ZOO, "robustvlm.evaluation", "robustvlm.experiments.tasks.run",
                   "robustvlm.workflows.finetune", "robustvlm.analysis.study", "robustvlm.analysis.stats",
                   "robustvlm.report.study_report"),

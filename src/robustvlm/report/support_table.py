@@ -14,7 +14,7 @@ import sys
 
 from robustvlm.model_ref import ModelRef
 from robustvlm.models.support import ARCHITECTURES, NOT_SUPPORTED, WORKFLOW_CAPABILITIES, supports
-from robustvlm.report.figures import update
+from robustvlm.report.figure_blocks import update
 from robustvlm.report.tables import markdown_table
 
 NAME = "support"

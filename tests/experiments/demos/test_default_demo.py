@@ -8,8 +8,8 @@ import json
 import pytest
 from report_checks import assert_opens_with_verdict, assert_smoke_verdict_only
 
-from robustvlm.analysis.ladder_plan import DEMO, FULL
 from robustvlm.cli import main
+from robustvlm.experiments.ladder.plan import DEMO, FULL
 
 
 def test_the_default_demo_is_the_ladders_pixel_and_tower_rungs_at_full_settings():

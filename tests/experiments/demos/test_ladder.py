@@ -9,12 +9,12 @@ import shutil
 import pytest
 from report_checks import assert_opens_with_verdict, assert_smoke_verdict_only, without_data_read
 
-from robustvlm.analysis.ladder import summarize, summary_to_dict
-from robustvlm.analysis.ladder_plan import QUICK
-from robustvlm.analysis.ladder_results import LadderResults
-from robustvlm.analysis.ladder_rung import VLM, Rung
 from robustvlm.cli import main
 from robustvlm.experiments.ladder import run as ladder
+from robustvlm.experiments.ladder.plan import QUICK
+from robustvlm.experiments.ladder.readings import summarize, summary_to_dict
+from robustvlm.experiments.ladder.results import LadderResults
+from robustvlm.experiments.ladder.rung import VLM, Rung
 
 
 def test_quick_ladder_writes_its_report_and_resumes(quick_demo, tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""`demo ladder`'s one plan (`analysis.ladder_plan.LadderPlan`): results.json records it and reads
+"""`demo ladder`'s one plan (`experiments.ladder.plan.LadderPlan`): results.json records it and reads
 it back (a results.json written before it held its options too), and `demo ladder --help` shows
 each option's default from the presets, stated nowhere else."""
 
@@ -10,7 +10,9 @@ from dataclasses import fields, replace
 
 import pytest
 
-from robustvlm.analysis.ladder_plan import (
+from robustvlm.cli import build_parser
+from robustvlm.experiments.base import flag, option_fields, option_spec
+from robustvlm.experiments.ladder.plan import (
     DEMO,
     DEMO_QUICK,
     FULL,
@@ -20,8 +22,6 @@ from robustvlm.analysis.ladder_plan import (
     ZOO_QUICK,
     LadderPlan,
 )
-from robustvlm.cli import build_parser
-from robustvlm.experiments.base import flag, option_fields, option_spec
 from robustvlm.experiments.ladder.run import ladder_methods
 
 #: `demo ladder --quick --inferred-envs`'s plan in its results.json before the plan held its options

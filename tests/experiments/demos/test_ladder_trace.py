@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from robustvlm.analysis.ladder_plan import QUICK
-from robustvlm.analysis.ladder_rung import Rung
+from robustvlm.experiments.ladder.plan import QUICK
 from robustvlm.experiments.ladder.run import run_ladder_demo
+from robustvlm.experiments.ladder.rung import Rung
 from robustvlm.experiments.ladder.trace import main, trace_run
 
 RUNG = "vlm:full:tiny:idefics3"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from robustvlm.analysis.ladder_rung import Rung
 from robustvlm.experiments.ladder import vlm as ladder_vlm
+from robustvlm.experiments.ladder.rung import Rung
 from robustvlm.experiments.ladder.vlm import answer_rows, build_vlm, environment_rows
 
 ENVS = {"train-0.9": 0, "train-0.8": 1}

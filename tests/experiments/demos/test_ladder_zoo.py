@@ -14,20 +14,22 @@ import pytest
 import torch
 from report_checks import without_data_read
 
-from robustvlm.analysis.ladder_plan import FULL, QUICK, ZOO, ZOO_QUICK
-from robustvlm.analysis.ladder_results import LadderResults
-from robustvlm.analysis.ladder_rung import Rung
 from robustvlm.cli import main
 from robustvlm.errors import ConfigError
 from robustvlm.experiments.ladder import vlm as ladder_vlm
+from robustvlm.experiments.ladder.plan import FULL, QUICK, ZOO, ZOO_QUICK
+from robustvlm.experiments.ladder.results import LadderResults
 from robustvlm.experiments.ladder.run import checked_plan, run_one
+from robustvlm.experiments.ladder.rung import Rung
 from robustvlm.experiments.ladder.vlm import answer_rows, build_vlm, environment_rows
+from robustvlm.figures.registry import OWN_TEST_FIGURES
+from robustvlm.figures.write import main as figures_main
+from robustvlm.figures.write import render
 from robustvlm.model_ref import ModelRef
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import load_vlm
 from robustvlm.objectives import build_objective
-from robustvlm.report.figures import OWN_TEST_FIGURES, read_figure, render
-from robustvlm.report.figures import main as figures_main
+from robustvlm.report.figure_blocks import read_figure
 from robustvlm.training.answer_fit import candidate_correct
 
 MEMBER = "zoo:quick-idefics3"
@@ -136,7 +138,7 @@ def test_quick_figures_in_the_docs_are_what_the_code_produces(quick_run, name):
     documented = read_figure((ROOT / "docs" / "quick_figures.md").read_text(encoding="utf-8"), name)
     assert render(name, quick_run) == documented, (
         f"docs/quick_figures.md's {name} table differs from what the code produces now; if the change "
-        "is intended, rewrite it with `python -m robustvlm.report.figures`")
+        "is intended, rewrite it with `python -m robustvlm.figures`")
 
 
 def test_the_zoo_plan_runs_dynamic_birm_with_the_risks_averaged_and_the_tiny_rungs_keep_the_papers():

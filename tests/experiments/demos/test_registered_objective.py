@@ -42,9 +42,9 @@ def test_the_invariance_demo_trains_and_reports_a_registered_objective(dummy, tm
 
 
 def test_the_ladder_plans_and_reports_a_registered_objective(dummy, tmp_path, monkeypatch):
-    from robustvlm.analysis.ladder import summary_from_dict
+    from robustvlm.experiments.ladder import report
+    from robustvlm.experiments.ladder.readings import summary_from_dict
     from robustvlm.experiments.ladder.run import ladder_methods, method_hparams
-    from robustvlm.report import ladder as report
 
     assert ladder_methods()[-2:] == ("dummy", "oracle") and method_hparams(20)["dummy"] == {}
     assert "groupdro" not in ladder_methods()  # no penalty schedule: off the ladder

@@ -6,7 +6,7 @@ import json
 
 from report_checks import assert_opens_with_verdict, assert_smoke_verdict_only, without_data_read
 
-from robustvlm.report.reward_results import RewardDemoSummary
+from robustvlm.experiments.reward.results import RewardDemoSummary
 
 
 def test_quick_demo_writes_the_report(quick_demo):

@@ -14,9 +14,11 @@ from report_checks import assert_smoke_verdict_only, without_data_read
 
 from robustvlm.analysis.sfc_steps import cue_side, read_sfc_pairs
 from robustvlm.cli import main
+from robustvlm.experiments.reward.results import RewardZooResults
 from robustvlm.experiments.reward.zoo import QUICK_ZOO, run_zoo_reward
-from robustvlm.report.figures import OWN_TEST_FIGURES, read_figure, render
-from robustvlm.report.reward_results import RewardZooResults
+from robustvlm.figures.registry import OWN_TEST_FIGURES
+from robustvlm.figures.write import render
+from robustvlm.report.figure_blocks import read_figure
 from robustvlm.runs import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -81,7 +83,7 @@ def test_quick_figures_in_the_docs_are_what_the_code_produces(zoo_run, name):
     documented = read_figure((ROOT / "docs" / "quick_figures.md").read_text(encoding="utf-8"), name)
     assert render(name, out) == documented, (
         f"docs/quick_figures.md's {name} table differs from what the code produces now; if the change "
-        "is intended, rewrite it with `python -m robustvlm.report.figures`")
+        "is intended, rewrite it with `python -m robustvlm.figures`")
 
 
 def test_an_unbuilt_member_is_named_before_any_work(tmp_path, monkeypatch, capsys):

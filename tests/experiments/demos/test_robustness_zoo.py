@@ -29,9 +29,11 @@ from robustvlm.experiments.robustness.zoo import (
     run_zoo_robustness,
 )
 from robustvlm.experiments.robustness.zoo_corruptions import HEADLINE, fitted_domains
-from robustvlm.report.figures import OWN_TEST_FIGURES, read_figure, render
-from robustvlm.report.figures import main as figures_main
-from robustvlm.report.robustness_zoo import ZooRobustnessResults
+from robustvlm.experiments.robustness.zoo_report import ZooRobustnessResults
+from robustvlm.figures.registry import OWN_TEST_FIGURES
+from robustvlm.figures.write import main as figures_main
+from robustvlm.figures.write import render
+from robustvlm.report.figure_blocks import read_figure
 from robustvlm.runs import read_jsonl
 from robustvlm.workflows.mc_eval import model_slug
 
@@ -128,7 +130,7 @@ def test_quick_figures_in_the_docs_are_what_the_code_produces(zoo_run, name):
     documented = read_figure((ROOT / "docs" / "quick_figures.md").read_text(encoding="utf-8"), name)
     assert render(name, out) == documented, (
         f"docs/quick_figures.md's {name} table differs from what the code produces now; if the change "
-        "is intended, rewrite it with `python -m robustvlm.report.figures`")
+        "is intended, rewrite it with `python -m robustvlm.figures`")
 
 
 def test_the_above_chance_line_keeps_members_a_binomial_test_puts_above_chance():

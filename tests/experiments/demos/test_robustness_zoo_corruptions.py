@@ -12,8 +12,8 @@ import pytest
 import robustvlm
 from robustvlm.data.corrupted_suite import CorruptionDomain
 from robustvlm.experiments.robustness.zoo_corruptions import fitted_domains, question_subset
+from robustvlm.experiments.robustness.zoo_report import ZooRobustnessResults
 from robustvlm.multiple_choice.build import MCQuestion
-from robustvlm.report.robustness_zoo import ZooRobustnessResults
 
 
 def _questions(classes: int, per_class: int) -> list[MCQuestion]:

@@ -13,8 +13,9 @@ from report_checks import assert_smoke_verdict_only, without_data_read
 from robustvlm.analysis.study import StudyResults
 from robustvlm.cli import main
 from robustvlm.experiments.tasks.run import TITLE_ZOO, demo_spec
-from robustvlm.report.figures import main as figures_main
-from robustvlm.report.figures import read_figure, render
+from robustvlm.figures.write import main as figures_main
+from robustvlm.figures.write import render
+from robustvlm.report.figure_blocks import read_figure
 from robustvlm.runs import read_jsonl
 from robustvlm.workflows.finetune.study import study_runs
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from robustvlm.report.figures import read_figure, render
+from robustvlm.figures.write import render
+from robustvlm.report.figure_blocks import read_figure
 from tests.helpers.bad_input import run_cli
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from robustvlm.experiments.base import Experiment, option, presets
-from robustvlm.experiments.ladder.experiment import DEPENDS_ON, QUICK_HELP
+from robustvlm.experiments.ladder.experiment import DEPENDS_ON
 from robustvlm.extras import require
+from robustvlm.plan_fields import QUICK_HELP
 from robustvlm.timings import short
 
 if TYPE_CHECKING:
-    from robustvlm.analysis.ladder_results import LadderResults
+    from robustvlm.experiments.ladder.results import LadderResults
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ def run(plan: DefaultExperimentPlan, out: Path) -> LadderResults:
     """The ladder's `DEMO` plan (`DEMO_QUICK` with `quick`) into `out`."""
     if plan.quick:
         require("data", "demo --quick (its real MNIST digits)")
-    from robustvlm.analysis.ladder_plan import DEMO, DEMO_QUICK
+    from robustvlm.experiments.ladder.plan import DEMO, DEMO_QUICK
     from robustvlm.experiments.ladder.run import run_ladder_demo
 
     return run_ladder_demo(out, DEMO_QUICK if plan.quick else DEMO)

@@ -11,7 +11,7 @@ from robustvlm.configs import resolve as config_file
 from robustvlm.experiments.base import Experiment, option, presets
 
 if TYPE_CHECKING:
-    from robustvlm.linear.results import InvarianceResults
+    from robustvlm.experiments.invariance.results import InvarianceResults
 
 
 def linear_methods() -> tuple[str, ...]:

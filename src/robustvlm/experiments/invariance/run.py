@@ -7,7 +7,7 @@ objective classes that train VLMs, every draw and data seed of an (example, meth
 (`linear.batched`) -> random hyperparameter search, selection on the training environments'
 validation error, several data seeds (`linear.protocol`) -> results.json, runs.jsonl (every
 trained model), report.md and a self-contained report.html with the published ERM / IRMv1 /
-ANDMask / IGA / Oracle figures beside ours (`report.invariance`); jobs/ keeps each job's models
+ANDMask / IGA / Oracle figures beside ours (`experiments.invariance.report`); jobs/ keeps each job's models
 as it finishes, so re-running an interrupted demo resumes.
 
 A job is one (example, method) and up to SEEDS_PER_JOB data seeds, every draw; the jobs are
@@ -32,11 +32,15 @@ import torch
 
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
 from robustvlm.errors import ConfigError
+from robustvlm.experiments.invariance.report import write_invariance_report
+from robustvlm.experiments.invariance.results import (
+    InvarianceResults,
+    LambdaExtremes,
+    SpreadVerdict,
+)
 from robustvlm.linear.protocol import Protocol, Run, all_methods, linear_methods, run_cell, select
 from robustvlm.linear.published import published_row, published_settings, spread_verdicts
-from robustvlm.linear.results import InvarianceResults, LambdaExtremes, SpreadVerdict
 from robustvlm.machine import write_results_json
-from robustvlm.report.invariance import write_invariance_report
 from robustvlm.workflows.launchers import JobRunnerConfig, run_jobs
 
 BUDGETS = {

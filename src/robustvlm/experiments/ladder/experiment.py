@@ -1,23 +1,23 @@
 """`robustvlm demo ladder`: the invariance ladder, the IRM paper's Colored MNIST on real images
 through pixels, frozen vision towers and VLMs (`experiments.ladder.run`); with `zoo`, its VLM rungs
-from pretrained zoo VLMs. Its plan and presets: `analysis.ladder_plan`."""
+from pretrained zoo VLMs. Its plan and presets: `experiments.ladder.plan`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from robustvlm.analysis.ladder_plan import PRESETS, QUICK_HELP, LadderPlan
 from robustvlm.experiments.base import Experiment, default_demo_folder
+from robustvlm.experiments.ladder.plan import PRESETS, LadderPlan
 from robustvlm.extras import require
 
 if TYPE_CHECKING:
-    from robustvlm.analysis.ladder_results import LadderResults
+    from robustvlm.experiments.ladder.results import LadderResults
 
 DEPENDS_ON = ("robustvlm.experiments.ladder.run", "robustvlm.experiments.ladder.vlm",
-              "robustvlm.experiments.ladder.zero_shot", "robustvlm.analysis.ladder",
-              "robustvlm.analysis.ladder_plan", "robustvlm.analysis.ladder_rung",
-              "robustvlm.analysis.ladder_results", "robustvlm.data.colored_mnist", "robustvlm.objectives",
+              "robustvlm.experiments.ladder.zero_shot", "robustvlm.experiments.ladder.readings",
+              "robustvlm.experiments.ladder.plan", "robustvlm.experiments.ladder.rung",
+              "robustvlm.experiments.ladder.results", "robustvlm.data.colored_mnist", "robustvlm.objectives",
               "robustvlm.training.answer_fit", "robustvlm.models.tiny")
 
 
@@ -51,4 +51,4 @@ EXPERIMENT = Experiment(
     methods=ladder_methods,
 )
 
-__all__ = ["DEPENDS_ON", "EXPERIMENT", "QUICK_HELP", "ladder_methods", "run"]
+__all__ = ["DEPENDS_ON", "EXPERIMENT", "ladder_methods", "run"]

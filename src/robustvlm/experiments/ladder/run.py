@@ -26,7 +26,7 @@ each training environment; three readings per run: the final step (the paper's p
 step that training-domain validation picks (best held-out accuracy of the training
 environments), and the oracle's pick (best accuracy on the test environment itself). Each
 evaluation also records which test pictures the run answered right (predictions.jsonl), so that
-the verdicts can pair methods picture by picture over the seeds (`analysis.ladder_paired`).
+the verdicts can pair methods picture by picture over the seeds (`experiments.ladder.paired`).
 Runs are kept in `jobs/` as they finish, their per-picture answers with them: an interrupted
 demo resumes.
 """
@@ -46,15 +46,15 @@ import numpy as np
 import torch
 
 from robustvlm.analysis.env_inference import cluster_split, eiil_split, loss_split, purity
-from robustvlm.analysis.ladder import ORACLE, READINGS, summarize
-from robustvlm.analysis.ladder_paired import ladder_paired, to_bits
-from robustvlm.analysis.ladder_plan import FULL, MODES, PAPER, LadderPlan, VLMRungPlan
-from robustvlm.analysis.ladder_results import LadderResults, SplitPurity, ZeroShot
-from robustvlm.analysis.ladder_rung import PIXELS, TOWER, VLM, Rung, cell_id
 from robustvlm.analysis.selection import colour_rule_prototypes
 from robustvlm.data.colored_mnist import ColouredEnv, colored_mnist
 from robustvlm.data.synth.shortcut import COLOUR_ENVS, LABEL_NOISE
 from robustvlm.errors import ConfigError
+from robustvlm.experiments.ladder.paired import ladder_paired, to_bits
+from robustvlm.experiments.ladder.plan import FULL, MODES, PAPER, LadderPlan, VLMRungPlan
+from robustvlm.experiments.ladder.readings import ORACLE, READINGS, summarize
+from robustvlm.experiments.ladder.results import LadderResults, SplitPurity, ZeroShot
+from robustvlm.experiments.ladder.rung import PIXELS, TOWER, VLM, Rung, cell_id
 from robustvlm.experiments.ladder.vlm import (
     rgb_pictures,
     vlm_evaluations,
@@ -331,7 +331,7 @@ def write_runs(runs: Sequence[Mapping[str, Any]], out: Path) -> None:
     """runs.jsonl (each run without its per-picture answers) and PREDICTIONS_FILE: one row per
     run, evaluation and test environment, {"source", "rung", "method", "seed", "envs", "step",
     "env", "correct"} ("correct": one character per picture in the environment's order, "1"
-    where right; `analysis.ladder_paired.to_bits`). Both are rewritten from the kept runs."""
+    where right; `experiments.ladder.paired.to_bits`). Both are rewritten from the kept runs."""
     with (out / "runs.jsonl").open("w", encoding="utf-8") as f:
         for run in runs:
             evaluations = [{k: v for k, v in e.items() if k != "correct"} for e in run["evaluations"]]
@@ -345,13 +345,13 @@ def write_runs(runs: Sequence[Mapping[str, Any]], out: Path) -> None:
 
 
 def run_ladder_demo(out_dir: str | Path, plan: LadderPlan = FULL, *, progress: bool = True) -> LadderResults:
-    """Run the ladder `plan` (`analysis.ladder_plan`'s presets), write results.json, runs.jsonl,
+    """Run the ladder `plan` (`experiments.ladder.plan`'s presets), write results.json, runs.jsonl,
     predictions.jsonl (`write_runs`), report.md/html and the figure into `out_dir`; returns the results results.json holds.
 
     The plan's `infer_on` cells (environments inferred from data, and the methods trained on
     them) run only with `inferred_envs`: they are an addition to the rungs, not part of them.
     """
-    from robustvlm.report.ladder import write_ladder_report
+    from robustvlm.experiments.ladder.report import write_ladder_report
 
     methods = plan.methods or ladder_methods()
     plan = replace(plan, methods=methods)

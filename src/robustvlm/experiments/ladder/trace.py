@@ -20,10 +20,10 @@ from typing import Any
 
 import yaml
 
-from robustvlm.analysis.ladder_plan import LadderPlan
-from robustvlm.analysis.ladder_rung import Rung
 from robustvlm.errors import ConfigError
+from robustvlm.experiments.ladder.plan import LadderPlan
 from robustvlm.experiments.ladder.run import FEATURES_DIR, GIVEN, ladder_methods, run_one, run_plan
+from robustvlm.experiments.ladder.rung import Rung
 from robustvlm.models.outputs import AnswerOutputs
 from robustvlm.objectives import LossParts, Objective
 

@@ -2,7 +2,7 @@
 two-option question about each Colored MNIST picture, trained on the answer tokens with the
 objective classes `train` uses (`training.answer_fit`).
 
-A VLM rung (`analysis.ladder_rung.Rung`, id `vlm:<mode>:<model>`), mode:
+A VLM rung (`experiments.ladder.rung.Rung`, id `vlm:<mode>:<model>`), mode:
 
 - `head` (the issue's rung 3, the answer head): vision tower and text decoder frozen; the
   projector (`connector`) and a LoRA on the last decoder layer trained (`train`'s
@@ -30,13 +30,13 @@ import numpy as np
 import torch
 from PIL import Image
 
-from robustvlm.analysis.ladder_paired import to_bits
-from robustvlm.analysis.ladder_plan import VLMRungPlan
-from robustvlm.analysis.ladder_rung import VLM, Rung
 from robustvlm.data.collate import VLMCollator
 from robustvlm.data.records import Example
 from robustvlm.data.synth import digits
 from robustvlm.data.synth.real import SPURIOUS_ANSWERS, SPURIOUS_INSTRUCTION
+from robustvlm.experiments.ladder.paired import to_bits
+from robustvlm.experiments.ladder.plan import VLMRungPlan
+from robustvlm.experiments.ladder.rung import VLM, Rung
 from robustvlm.model_ref import TINY, ModelRef
 from robustvlm.models.answer import AnswerModel
 from robustvlm.models.loading import load_vlm
@@ -139,7 +139,7 @@ def vlm_evaluations(
     name -> (training rows, held-out rows); their order is the objective's env ids) and return
     its evaluations: [{"step", "acc": {env: accuracy on all its rows}, "val": {training env:
     accuracy on its held-out rows}, "correct": {test env (not in `splits`): its rows' correctness
-    as `analysis.ladder_paired.to_bits`}}] (accuracies 0-1)."""
+    as `experiments.ladder.paired.to_bits`}}] (accuracies 0-1)."""
     vlm, processor = build_vlm(rung, seed, source, plan.image_size)
     env_id = {name: i for i, name in enumerate(splits)}
     rows = environment_rows(processor, source, plan.image_size, inputs, labels, env_id, _model(rung))

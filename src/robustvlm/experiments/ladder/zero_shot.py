@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from robustvlm.analysis.ladder_results import ZeroShot
 from robustvlm.data.colored_mnist import ColouredEnv
 from robustvlm.data.real_images import FASHION_CLASSES
+from robustvlm.experiments.ladder.results import ZeroShot
 from robustvlm.experiments.ladder.vlm import answer_rows, rgb_pictures
 from robustvlm.model_ref import ModelRef
 from robustvlm.models.answer import AnswerModel

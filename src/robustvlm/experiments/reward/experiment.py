@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 from robustvlm.errors import ConfigError
 from robustvlm.experiments.base import Experiment, default_demo_folder, option, presets
-from robustvlm.experiments.ladder.experiment import QUICK_HELP
+from robustvlm.plan_fields import QUICK_HELP
 
 if TYPE_CHECKING:
-    from robustvlm.report.reward_results import RewardDemoSummary, RewardZooResults
+    from robustvlm.experiments.reward.results import RewardDemoSummary, RewardZooResults
 
 
 @dataclass(frozen=True)

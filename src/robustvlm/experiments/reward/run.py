@@ -39,16 +39,16 @@ from robustvlm.data.synth.preferences import statement
 from robustvlm.experiments.reward.frozen_rung import frozen_rung, frozen_states
 from robustvlm.experiments.reward.linear_rung import linear_rung
 from robustvlm.experiments.reward.paired import compare_losses
-from robustvlm.machine import write_results_json
-from robustvlm.model_ref import ModelRef
-from robustvlm.report.page import Heading, write_page
-from robustvlm.report.reward_demo import demo_blocks, ladder_blocks, linear_rung_blocks
-from robustvlm.report.reward_results import (
+from robustvlm.experiments.reward.report import demo_blocks, ladder_blocks, linear_rung_blocks
+from robustvlm.experiments.reward.results import (
     BonResult,
     RewardDemoPlan,
     RewardDemoSummary,
     RewardZooPlan,
 )
+from robustvlm.machine import write_results_json
+from robustvlm.model_ref import ModelRef
+from robustvlm.report.page import Heading, write_page
 from robustvlm.report.smoke import page_title
 from robustvlm.workflows.finetune.train import train
 from robustvlm.workflows.reward.bon import bon_results

@@ -36,6 +36,8 @@ from robustvlm.data.synth import synthesize
 from robustvlm.experiments.reward.frozen_rung import frozen_rung
 from robustvlm.experiments.reward.linear_rung import linear_rung
 from robustvlm.experiments.reward.paired import compare_losses
+from robustvlm.experiments.reward.report import ladder_blocks, linear_rung_blocks
+from robustvlm.experiments.reward.results import RewardZooPlan, RewardZooResults
 from robustvlm.experiments.reward.run import (
     COMPARED,
     FROZEN_LR,
@@ -43,14 +45,12 @@ from robustvlm.experiments.reward.run import (
     ladder_pairs,
     matrix_spec,
 )
+from robustvlm.experiments.reward.zoo_report import WINDOW_FULL, WINDOW_QUICK, sfc_step_blocks
 from robustvlm.machine import write_results_json
 from robustvlm.model_ref import ModelRef
 from robustvlm.models.zoo_recipes import resolve_model_ref
 from robustvlm.report.page import Heading, Paragraph, write_page
-from robustvlm.report.reward_demo import ladder_blocks, linear_rung_blocks
 from robustvlm.report.reward_report import matrix_blocks
-from robustvlm.report.reward_results import RewardZooPlan, RewardZooResults
-from robustvlm.report.reward_zoo import WINDOW_FULL, WINDOW_QUICK, sfc_step_blocks
 from robustvlm.report.smoke import page_title, smoke_verdict
 from robustvlm.workflows.reward.matrix import logged_proxy, run_matrix
 

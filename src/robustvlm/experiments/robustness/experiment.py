@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from robustvlm.experiments.base import Experiment, option, presets
-from robustvlm.experiments.ladder.experiment import QUICK_HELP
 from robustvlm.extras import require
+from robustvlm.plan_fields import QUICK_HELP
 
 if TYPE_CHECKING:
     from robustvlm.experiments.robustness.report import RobustnessDemoSummary
-    from robustvlm.report.robustness_zoo import ZooRobustnessResults
+    from robustvlm.experiments.robustness.zoo_report import ZooRobustnessResults
 
 
 @dataclass(frozen=True)

@@ -64,14 +64,7 @@ from robustvlm.experiments.robustness.zoo_corruptions import (
     pooled_rows,
     prepare_corrupted_questions,
 )
-from robustvlm.machine import write_results_json
-from robustvlm.model_ref import ZOO, ModelRef
-from robustvlm.models.zoo_recipes import FULL as ZOO_FULL
-from robustvlm.models.zoo_recipes import ZOO2, recipe, resolve_model_ref
-from robustvlm.multiple_choice.build import build_questions, write_questions
-from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
-from robustvlm.report.page import write_page
-from robustvlm.report.robustness_zoo import (
+from robustvlm.experiments.robustness.zoo_report import (
     ABOVE_CHANCE_P,
     TITLE,
     ZooMember,
@@ -79,6 +72,13 @@ from robustvlm.report.robustness_zoo import (
     ZooShift,
     report_blocks,
 )
+from robustvlm.machine import write_results_json
+from robustvlm.model_ref import ZOO, ModelRef
+from robustvlm.models.zoo_recipes import FULL as ZOO_FULL
+from robustvlm.models.zoo_recipes import ZOO2, recipe, resolve_model_ref
+from robustvlm.multiple_choice.build import build_questions, write_questions
+from robustvlm.multiple_choice.prompts import GENERATIVE_PROMPTS
+from robustvlm.report.page import write_page
 from robustvlm.report.smoke import page_title
 from robustvlm.runs import claim_run_folder, read_jsonl, write_jsonl
 from robustvlm.workflows.embed.train import embed_train

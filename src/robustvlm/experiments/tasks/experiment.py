@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from robustvlm.experiments.base import Experiment, default_demo_folder, option, presets
-from robustvlm.experiments.ladder.experiment import QUICK_HELP
+from robustvlm.plan_fields import QUICK_HELP
 
 if TYPE_CHECKING:
     from robustvlm.analysis.study import StudyResults

@@ -59,7 +59,7 @@ def reward_verdict(comparison: Mapping[str, Mapping | None], *, base: str = "sta
     """Plain sentences on whether `other` lowered SFD and raised o.o.d. accuracy against `base`,
     seed by seed (paired differences in accuracy points); `sfd_cells` ("k of n") says how many
     o.o.d. cells the mean SFD covers. The first sentence says whether the headline is established
-    (no rounding-perturbation re-run is known when the demo writes it: `report.perturbation`
+    (no rounding-perturbation re-run is known when the demo writes it: `experiments.perturbation`
     rewrites it once one is recorded); with one seed the next says that nothing can be concluded."""
     ood, sfd, iid = comparison["ood"], comparison["sfd"], comparison["iid"]
     lines = [reward_established(comparison, None, base=base, other=other)]

@@ -16,9 +16,9 @@ import numpy as np
 
 from robustvlm.analysis.verdict import compare_all, seed_spread, verdict_sentences
 from robustvlm.data.synth.linear_unit_tests import EXAMPLES
+from robustvlm.experiments.invariance.results import InvarianceResults
 from robustvlm.linear.protocol import INFERRED, ORACLE, Run, Selection, linear_methods, method_label
 from robustvlm.linear.published import PUBLISHED_NAMES
-from robustvlm.linear.results import InvarianceResults
 from robustvlm.objectives import REGISTRY
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, plot_series, save_figure

@@ -1,6 +1,6 @@
 """The invariance ladder's results as typed classes (`experiments.ladder.run` writes them to
 results.json with `LadderResults.to_dict`; the report and `make figures` read them back with
-`LadderResults.from_dict`), its plan `analysis.ladder_plan.LadderPlan`.
+`LadderResults.from_dict`), its plan `experiments.ladder.plan.LadderPlan`.
 
 Plain data here, so that the report (a lower layer than the workflows) reads the same classes
 the demo writes.
@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from robustvlm.analysis.ladder import Summary, summary_from_dict, summary_to_dict
-from robustvlm.analysis.ladder_paired import LadderPaired, paired_from_dict, paired_to_dict
-from robustvlm.analysis.ladder_plan import LadderPlan
+from robustvlm.experiments.ladder.paired import LadderPaired, paired_from_dict, paired_to_dict
+from robustvlm.experiments.ladder.plan import LadderPlan
+from robustvlm.experiments.ladder.readings import Summary, summary_from_dict, summary_to_dict
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class LadderResults:
     `inference` ({cell: {split: SplitPurity}}) and `inferred_summary` ({split: Summary}) when
     environments were inferred, `zero_shot` ({"source/model": ZeroShot}) for pretrained VLM
     rungs; `paired` ({reading: {cell: {method: {test env: PairedVerdict}}}}) each method against
-    ERM on the same test pictures pooled over seeds (`analysis.ladder_paired`); `seconds` wall,
+    ERM on the same test pictures pooled over seeds (`experiments.ladder.paired`); `seconds` wall,
     `cpu_seconds` per part (`experiments.ladder.run.cpu_seconds`)."""
 
     quick: bool

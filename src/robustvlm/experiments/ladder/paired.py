@@ -20,8 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from robustvlm.analysis.ladder import COLOUR_FREE, MIN_MARGIN, ORACLE, REVERSED, reading_evaluations
 from robustvlm.analysis.study_paired import PairedVerdict, paired_verdict, study_paired
+from robustvlm.experiments.ladder.readings import (
+    COLOUR_FREE,
+    MIN_MARGIN,
+    ORACLE,
+    REVERSED,
+    reading_evaluations,
+)
 
 BASELINE = "erm"
 METRIC = "correct"
@@ -65,7 +71,7 @@ def ladder_paired(runs: Sequence[Mapping[str, Any]], train_envs: Sequence[str], 
                   envs: Sequence[str] = (COLOUR_FREE, REVERSED),
                   n_boot: int = 2000) -> dict[str, dict[str, dict[str, PairedVerdict]]]:
     """{"source/rung": {method: {env: PairedVerdict}}} of every method but ERM and the oracle
-    against ERM under `reading` (`analysis.ladder.READINGS`) on `envs`, pooled over seeds (module
+    against ERM under `reading` (`experiments.ladder.readings.READINGS`) on `envs`, pooled over seeds (module
     doc); rungs where ERM has no per-picture answers are absent."""
     rows, left_out = _rows(runs, reading, train_envs, envs)
     out: dict[str, dict[str, dict[str, PairedVerdict]]] = {}

@@ -9,7 +9,16 @@ from pathlib import Path
 
 import numpy as np
 
-from robustvlm.analysis.ladder import (
+from robustvlm.analysis.verdict import Comparison, verdict_sentences, winners_sentence
+from robustvlm.experiments.ladder.paired import LadderPaired
+from robustvlm.experiments.ladder.paired_report import (
+    READING_WORDS,
+    ladder_established,
+    paired_blocks,
+    paired_sentence,
+    runs_left_out,
+)
+from robustvlm.experiments.ladder.readings import (
     COLOUR_FREE,
     ORACLE,
     REVERSED,
@@ -20,19 +29,10 @@ from robustvlm.analysis.ladder import (
     is_vlm_cell,
     ladder_comparisons,
 )
-from robustvlm.analysis.ladder_paired import LadderPaired
-from robustvlm.analysis.ladder_results import LadderResults
-from robustvlm.analysis.ladder_rung import parse_cell
-from robustvlm.analysis.verdict import Comparison, verdict_sentences, winners_sentence
+from robustvlm.experiments.ladder.results import LadderResults
+from robustvlm.experiments.ladder.rung import parse_cell
 from robustvlm.model_ref import TINY
 from robustvlm.objectives import REGISTRY
-from robustvlm.report.ladder_paired import (
-    READING_WORDS,
-    ladder_established,
-    paired_blocks,
-    paired_sentence,
-    runs_left_out,
-)
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table, write_page
 from robustvlm.report.plots import new_figure, save_figure
 from robustvlm.report.smoke import page_title, smoke_verdict
@@ -176,12 +176,12 @@ def verdicts(summary: Summary) -> Table:
 
 def verdict_blocks(summary: Summary, paired: LadderPaired | None = None, quick: bool = False) -> list[Block]:
     """The `Verdict` section (a quick run's: that it is a smoke test, `report.smoke`): whether its headline is
-    established (`report.ladder_paired.ladder_established`; no rounding-perturbation re-run is known when the
+    established (`experiments.ladder.paired_report.ladder_established`; no rounding-perturbation re-run is known when the
     demo writes it), then every invariant method
     against ERM per rung on the colour-free and reversed environments at the final step
-    (`analysis.ladder.ladder_comparisons`; its one-line conclusion first), then who beat ERM under
+    (`experiments.ladder.readings.ladder_comparisons`; its one-line conclusion first), then who beat ERM under
     the two selection rules; with `paired`, what the paired test over the test pictures separates
-    under each reading (`report.ladder_paired`)."""
+    under each reading (`experiments.ladder.paired_report`)."""
     def named(comparisons: list[Comparison]) -> list[Comparison]:
         return [replace(c, method=label(c.method), baseline=label("erm")) for c in comparisons]
 

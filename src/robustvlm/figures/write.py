@@ -1,6 +1,6 @@
 """Measured tables of the docs, produced from a demo's results.json, never typed by hand.
 
-A table in a document sits between `<!-- figure:NAME -->` and `<!-- /figure:NAME -->`; `FIGURES`
+A table in a document sits between `<!-- figure:NAME -->` and `<!-- /figure:NAME -->`; `figures.registry.FIGURES`
 says which demo's results.json makes it and how (a figure of several runs, in `GRIDS`, reads the
 results.json of every subfolder of its folder, in name order; a figure of an `rm matrix` run, in
 `MATRIX_FIGURES`, reads that run's matrix.json and sfc.json, `rm-steps` also its runs' per-pair
@@ -24,186 +24,40 @@ COMMIT` records the hash now without a re-measurement, saying so.
 `--pending` empties a block and marks it not measured yet, for a figure whose runs cannot be made
 yet (e.g. its model is still being built); `make figures EXPERIMENT` fills it.
 
-`--images DIR` also draws the figures' pictures (`report.figure_images`) into DIR.
+`--images DIR` also draws the figures' pictures (`figures.images`) into DIR.
 
-    python -m robustvlm.report.figures DOC NAME=RESULTS_DIR [NAME=RESULTS_DIR ...] [--images DIR]
-    python -m robustvlm.report.figures DOC NAME [NAME ...] --unaffected HOW | --measured-at COMMIT | --pending
+    python -m robustvlm.figures DOC NAME=RESULTS_DIR [NAME=RESULTS_DIR ...] [--images DIR]
+    python -m robustvlm.figures DOC NAME [NAME ...] --unaffected HOW | --measured-at COMMIT | --pending
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
-from robustvlm.analysis.ladder import is_vlm_cell
-from robustvlm.analysis.ladder_results import LadderResults
 from robustvlm.analysis.sfc_steps import matrix_sfc_steps
-from robustvlm.analysis.study import StudyResults
 from robustvlm.config import read_yaml_mapping
 from robustvlm.errors import ConfigError, RobustVLMError
-from robustvlm.linear.results import InvarianceResults
+from robustvlm.figures.images import draw_image
+from robustvlm.figures.registry import FIGURES
 from robustvlm.machine import MACHINE_KEY, machine_line
 from robustvlm.model_ref import ZOO, ModelRef
 from robustvlm.models.zoo_recipes import member_dir, recipe
-from robustvlm.report.figure_images import draw_image
+from robustvlm.report.figure_blocks import read_figure, read_stamp, update
 from robustvlm.report.figure_name import FigureName
 from robustvlm.report.figure_sources import experiment_of, sources_hash
-from robustvlm.report.figure_stamps import Stamp, current_commit, parse_machine, parse_stamp
-from robustvlm.report.group_tables import group_er_table, group_fits_table
-from robustvlm.report.icl_gain import (
-    defined_labels_table,
-    icl_domains_table,
-    icl_gain_table,
-    icl_shift_cost_table,
-)
-from robustvlm.report.icl_policy import icl_policy_cost_table
-from robustvlm.report.icl_served import BACKENDS, icl_served_table
-from robustvlm.report.in_context_tables import diagnosis_table
-from robustvlm.report.invariance import error_table, inferred_envs_table, spread_grid_table
-from robustvlm.report.ladder import label as ladder_label
-from robustvlm.report.ladder import ladder_seeds_table, summary_table, zero_shot_table
-from robustvlm.report.ladder_paired import paired_table
-from robustvlm.report.page import Table
-from robustvlm.report.reward_demo import (
-    full_runs_table,
-    ladder_tables,
-    linear_rung_blocks,
-    seeds_table,
-)
-from robustvlm.report.reward_report import summary_table as matrix_summary_table
-from robustvlm.report.reward_results import RewardDemoSummary, RewardZooResults
-from robustvlm.report.reward_zoo import WINDOW_FULL, WINDOW_QUICK, sfc_step_table
-from robustvlm.report.robustness_zoo import (
-    ZooRobustnessResults,
-    er_table,
-    fits_table,
-    members_table,
-    task_signal_table,
-)
-from robustvlm.report.study_report import per_env_table, table1
+from robustvlm.report.figure_stamps import Stamp, current_commit
+from robustvlm.report.icl_served import BACKENDS
 from robustvlm.report.tables import markdown_table
-from robustvlm.report.zoo_card import (
-    curriculum_curve_table,
-    curriculum_stages_table,
-    zoo_card_table,
-)
-from robustvlm.reward.ladder_results import MatrixRung
 from robustvlm.runs import read_jsonl
 
-
-def _ladder_cells(vlm: bool, reading: str = "final") -> Callable[[Mapping], Table]:
-    """The ladder's table of its VLM rungs (`vlm`) or of the others, under `reading` (results read
-    back through `LadderResults`)."""
-    def table(results: Mapping) -> Table:
-        summary = LadderResults.from_dict(results).summary
-        return summary_table({cell: v for cell, v in summary.items() if is_vlm_cell(cell) == vlm}, reading)
-    return table
-
-
-def _reward(table: Callable[[RewardDemoSummary], Table]) -> Callable[[Mapping], Table]:
-    """A table of `demo reward`'s results (read back through their class)."""
-    return lambda results: table(RewardDemoSummary.from_dict(results))
-
-
-def _reward_zoo(table: Callable[[RewardZooResults], Table]) -> Callable[[Mapping], Table]:
-    """A table of `demo reward --zoo`'s results (read back through their class)."""
-    return lambda results: table(RewardZooResults.from_dict(results))
-
-
-def _linear_table(summary: RewardDemoSummary | RewardZooResults) -> Table:
-    return next(b for b in linear_rung_blocks(summary.linear) if isinstance(b, Table))
-
-
-def _invariance_eiil(results: Mapping) -> Table:
-    table = inferred_envs_table(InvarianceResults.from_dict(dict(results)))
-    if table is None:
-        raise ConfigError("no EIIL method in this run: run `demo invariance --methods irm,irm_eiil,...`")
-    return table
-
-
-def _ladder_table(which: int) -> Callable[[RewardDemoSummary | RewardZooResults], Table]:
-    """The reward ladder's table `which` (0: accuracies, 1: where the SFC weights fell)."""
-    return lambda summary: ladder_tables(summary.linear, summary.frozen, summary.full)[which]
-
-
-def _study_table1(results: StudyResults) -> Table:
-    """A study's Table 1, the untouched model's row first where it was evaluated."""
-    return table1(results.scores, results.zero_shot)
-
-
-def _zoo(table: Callable[[ZooRobustnessResults], Table]) -> Callable[[Mapping], Table]:
-    """A table of `demo robustness --zoo`'s results (read back through their class)."""
-    return lambda results: table(ZooRobustnessResults.from_dict(results))
-
-
-#: figure name -> (the demo that writes its results.json, the table made from it)
-FIGURES: dict[str, tuple[str, Callable[[Mapping], Table]]] = {
-    "ladder": ("demo ladder", _ladder_cells(vlm=False)),
-    "ladder-vlm": ("demo ladder", _ladder_cells(vlm=True)),
-    "ladder-zoo": ("demo ladder --zoo", _ladder_cells(vlm=True)),
-    "ladder-zoo-oracle": ("demo ladder --zoo", _ladder_cells(vlm=True, reading="oracle")),
-    "ladder-zoo-td": ("demo ladder --zoo", _ladder_cells(vlm=True, reading="training-domain")),
-    "ladder-zoo-shot": ("demo ladder --zoo", lambda results: zero_shot_table(LadderResults.from_dict(results))),
-    "ladder-zoo-seeds": ("demo ladder --zoo", lambda results: ladder_seeds_table(
-        {cell: v for cell, v in LadderResults.from_dict(results).summary.items() if is_vlm_cell(cell)})),
-    "ladder-zoo-paired": ("demo ladder --zoo", lambda results: paired_table(
-        LadderResults.from_dict(results).paired, ladder_label)),
-    "reward-matrix": ("demo reward", _reward(lambda summary: matrix_summary_table(summary.matrix))),
-    "reward-linear": ("demo reward", _reward(_linear_table)),
-    "invariance": ("demo invariance", lambda results: error_table(InvarianceResults.from_dict(dict(results)))),
-    "invariance-spread": ("demo invariance", lambda grid: spread_grid_table(
-        {name: InvarianceResults.from_dict(results) for name, results in grid.items()})),
-    "invariance-eiil": ("demo invariance", _invariance_eiil),
-    "reward-ladder": ("demo reward", _reward(_ladder_table(0))),
-    "reward-ladder-sfc": ("demo reward", _reward(_ladder_table(1))),
-    "reward-ladder-runs": ("demo reward", _reward(lambda summary: full_runs_table(summary.full))),
-    "reward-zoo-matrix": ("demo reward --zoo", _reward_zoo(lambda summary: matrix_summary_table(summary.matrix))),
-    "reward-zoo-ladder": ("demo reward --zoo", _reward_zoo(_ladder_table(0))),
-    "reward-zoo-ladder-sfc": ("demo reward --zoo", _reward_zoo(_ladder_table(1))),
-    "reward-zoo-runs": ("demo reward --zoo", _reward_zoo(lambda summary: full_runs_table(summary.full))),
-    "reward-zoo-steps": ("demo reward --zoo", _reward_zoo(lambda summary: sfc_step_table(
-        summary.steps["all"], window=WINDOW_FULL if not summary.quick else WINDOW_QUICK))),
-    "rm-seeds": ("rm matrix", lambda results: seeds_table(MatrixRung.from_dict(results))),
-    "rm-runs": ("rm matrix", lambda results: full_runs_table(MatrixRung.from_dict(results))),
-    "rm-steps": ("rm matrix", lambda results: sfc_step_table(results["steps"]["all"], window=WINDOW_FULL)),
-    "zoo-robustness-members": ("demo robustness --zoo", _zoo(members_table)),
-    "zoo-robustness-fits": ("demo robustness --zoo", _zoo(fits_table)),
-    "zoo-robustness-er": ("demo robustness --zoo", _zoo(er_table)),
-    "zoo-task-signal": ("demo robustness --zoo", _zoo(task_signal_table)),
-    "zoo-robustness-corruptions": ("demo robustness --zoo", _zoo(lambda results: fits_table(results, corruptions=True))),
-    "zoo-robustness-corruptions-er": ("demo robustness --zoo", _zoo(lambda results: er_table(results, corruptions=True))),
-    "zoo-tasks": ("demo tasks --zoo", lambda results: _study_table1(StudyResults.from_dict(results))),
-    "zoo-tasks-envs": ("demo tasks --zoo", lambda results: per_env_table(StudyResults.from_dict(results), "exact")),
-    "icl-domains": ("icl eval", lambda results: icl_domains_table(results["rows"])),
-    "icl-gain": ("icl eval", lambda results: icl_gain_table(results["records"])),
-    "icl-shift-cost": ("icl eval", lambda results: icl_shift_cost_table(results["records"])),
-    "icl-defined-labels": ("icl defined-labels", defined_labels_table),
-    "icl-policy-cost": ("icl eval", lambda results: icl_policy_cost_table(results["records"])),
-    "icl-served": ("icl eval", icl_served_table),
-    "diagnose": ("diagnose", lambda results: diagnosis_table(results["rows"])),
-    "zoo-card": ("zoo build", zoo_card_table),
-    "curriculum-stages": ("zoo build", curriculum_stages_table),
-    "curriculum-curve": ("zoo build", curriculum_curve_table),
-    "openclip-lines": ("robustness fit --group-by", group_fits_table),
-    "openclip-er": ("robustness fit --group-by", group_er_table),
-}
 GRID_FILES = {"invariance-spread": "results.json", "openclip-lines": "groups.json", "openclip-er": "groups.json"}
 """Figures made from several runs: their folder holds one output folder per run, whose file named
 here each reads (in folder-name order)."""
 GRIDS = tuple(GRID_FILES)
-OWN_TEST_FIGURES = ("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er",
-                    "zoo-task-signal", "zoo-robustness-corruptions", "zoo-robustness-corruptions-er", "zoo-tasks", "zoo-tasks-envs", "openclip-lines", "openclip-er", "reward-zoo-matrix", "reward-zoo-ladder",
-                    "reward-zoo-ladder-sfc", "reward-zoo-runs", "reward-zoo-steps", "ladder-zoo", "ladder-zoo-oracle",
-                    "ladder-zoo-td", "ladder-zoo-shot", "ladder-zoo-seeds", "ladder-zoo-paired")
-"""Figures whose quick tables (docs/quick_figures.md) the test module of their demo checks, on
-the quick run it makes anyway (`demo robustness --zoo --quick`, `demo tasks --zoo --quick`,
-`demo reward --zoo --quick` and `demo ladder --zoo --quick`
-need the quick zoo built)."""
 MATRIX_FIGURES = ("rm-seeds", "rm-runs", "rm-steps")
 """Figures of an `rm matrix` output folder: {"matrix": matrix.json, "proxy": sfc.json's
 shortcut_aware entry}; `rm-steps` also {"steps": the shortcut-aware runs' SFC weights step by
@@ -319,58 +173,17 @@ def results_machine(name: str, results: Mapping) -> str:
     return machine_line(results[MACHINE_KEY]) if MACHINE_KEY in results else ""
 
 
-def _block(name: str) -> re.Pattern:
-    return re.compile(rf"(<!-- figure:{re.escape(name)} -->\n)(.*?)(<!-- /figure:{re.escape(name)} -->)", re.S)
-
-
-def _content(text: str, name: str) -> tuple[str, Stamp | None]:
-    """The table of figure `name` in `text` and its stamp line, if any (ConfigError when absent)."""
-    match = _block(name).search(text)
-    if match is None:
-        raise ConfigError(f"no <!-- figure:{name} --> block")
-    lines = match.group(2).strip().splitlines()
-    machine = parse_machine(lines[-1]) if lines else None
-    if machine is not None:
-        lines = lines[:-1]
-    stamp = parse_stamp(lines[-1]) if lines else None
-    table = lines[:-1] if stamp else lines
-    if stamp is not None and machine:
-        stamp = dataclasses.replace(stamp, machine=machine)
-    return "\n".join(table).strip(), stamp
-
-
-def read_figure(text: str, name: str) -> str:
-    """The table between the markers of figure `name` in `text`, without its stamp line
-    (ConfigError when absent)."""
-    return _content(text, name)[0]
-
-
-def read_stamp(text: str, name: str) -> Stamp | None:
-    """The stamp line of figure `name` in `text` (`report.figure_stamps`), None when it has none."""
-    return _content(text, name)[1]
-
-
-def update(doc: str | Path, name: str, table: str, stamp: Stamp | None = None) -> None:
-    """Replace the content between the markers of figure `name` in `doc` with `table` and, when
-    given, the stamp's lines under it (`Stamp.lines`)."""
-    path = Path(doc)
-    text = path.read_text(encoding="utf-8")
-    read_figure(text, name)
-    content = "\n\n".join(part for part in (table.strip(), stamp.lines() if stamp else "") if part)
-    path.write_text(_block(name).sub(lambda m: m.group(1) + content + "\n" + m.group(3), text), encoding="utf-8")
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m robustvlm.report.figures", description=__doc__.strip().splitlines()[0],
-        epilog="example: python -m robustvlm.report.figures docs/results/reward.md reward-matrix=demo_reward")
+        prog="python -m robustvlm.figures", description=__doc__.strip().splitlines()[0],
+        epilog="example: python -m robustvlm.figures docs/results/reward.md reward-matrix=demo_reward")
     parser.add_argument("doc", help="the Markdown document holding the figure blocks")
     parser.add_argument("figures", nargs="+", metavar="NAME=RESULTS_DIR | NAME",
                         help="NAME=RESULTS_DIR rewrites a figure from its results and stamps it measured at this "
                              "commit; a bare NAME (with --unaffected, --measured-at or --pending) rewrites its "
                              "stamp only")
     parser.add_argument("--images", metavar="DIR",
-                        help="also draw the pictures of the figures that have one (report.figure_images) into DIR")
+                        help="also draw the pictures of the figures that have one (figures.images) into DIR")
     stamp = parser.add_mutually_exclusive_group()
     stamp.add_argument("--unaffected", metavar="HOW",
                        help="record that the figures' code changed and HOW a check showed them unaffected")
@@ -427,6 +240,3 @@ def main(argv: list[str]) -> int:
         print(f"{args.doc}: {done}")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

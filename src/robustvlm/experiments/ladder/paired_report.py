@@ -1,4 +1,4 @@
-"""The invariance ladder's paired verdicts (`analysis.ladder_paired`) in its report: one sentence
+"""The invariance ladder's paired verdicts (`experiments.ladder.paired`) in its report: one sentence
 per reading, and a table per reading of every method against ERM on the test environments."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from robustvlm.analysis.established import Interval, Perturbation, established_line
-from robustvlm.analysis.ladder import ENV_WORDS, MIN_MARGIN
-from robustvlm.analysis.ladder_paired import LadderPaired, PairedVerdict
+from robustvlm.experiments.ladder.paired import LadderPaired, PairedVerdict
+from robustvlm.experiments.ladder.readings import ENV_WORDS, MIN_MARGIN
 from robustvlm.report.page import Block, Table
 from robustvlm.report.paired_table import DASH, paired_section
 

@@ -1,7 +1,7 @@
 """`demo invariance`'s typed result: what ran, the selections, and the published figures beside them.
 
 `InvarianceResults.to_dict` writes results.json and `InvarianceResults.from_dict` reads it back
-(the report and `report.figures` read the attributes, never the JSON keys).
+(the report and its figures read the attributes, never the JSON keys).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The reward demo's report: the verdict (`analysis.reward_verdict`), setup, the matrix section and
+"""The reward demo's report: the verdict (`experiments.reward.verdict`), setup, the matrix section and
 the Best-of-N curves."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from robustvlm.analysis.reward_matrix import MatrixResults
-from robustvlm.analysis.reward_verdict import reward_verdict
+from robustvlm.experiments.reward.results import BonResult, RewardDemoPlan
+from robustvlm.experiments.reward.verdict import reward_verdict
 from robustvlm.report.page import Block, Heading, Image, Paragraph, Table
 from robustvlm.report.reward_report import (
     bon_curves,
@@ -19,7 +20,6 @@ from robustvlm.report.reward_report import (
     sfd_cells_text,
     sfd_table,
 )
-from robustvlm.report.reward_results import BonResult, RewardDemoPlan
 from robustvlm.report.smoke import smoke_verdict
 from robustvlm.reward.ladder_results import LinearProxy, LinearRung, MatrixRung, ProxyWeights
 

@@ -1,6 +1,6 @@
 """Record a rounding-perturbation re-run of a demo run, and say whether its verdict is established.
 
-    python -m robustvlm.report.perturbation RUN RERUN
+    python -m robustvlm.experiments.perturbation RUN RERUN
 
 RUN and RERUN are output folders of `robustvlm demo reward` or `robustvlm demo ladder` with the same
 plan, RERUN made on other float kernels (`--kernels avx2`, `analysis.established`): their
@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from robustvlm.analysis.established import Interval, Perturbation
-from robustvlm.analysis.ladder_paired import paired_from_dict
-from robustvlm.analysis.reward_verdict import reward_claims, reward_established
 from robustvlm.errors import ConfigError, RobustVLMError
+from robustvlm.experiments.ladder.paired import paired_from_dict
+from robustvlm.experiments.ladder.paired_report import ladder_claims, ladder_established
+from robustvlm.experiments.ladder.report import label
+from robustvlm.experiments.reward.verdict import reward_claims, reward_established
 from robustvlm.machine import MACHINE_KEY
-from robustvlm.report.ladder import label
-from robustvlm.report.ladder_paired import ladder_claims, ladder_established
 
 PERTURBATION_KEY = "perturbation"
 VERDICT_OPENINGS = ("Established:", "Not established")

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from robustvlm.analysis.ladder_rung import VLM, parse_cell
 from robustvlm.analysis.selection import nearest_rule
 from robustvlm.analysis.verdict import Comparison, compare_all
+from robustvlm.experiments.ladder.rung import VLM, parse_cell
 
 ORACLE = "oracle"  # the grayscale oracle's method name
 COLOUR_FREE = "test-nocolour"

@@ -14,16 +14,15 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from robustvlm.analysis.ladder_rung import MODES, VLM, Cell, Rung
+from robustvlm.experiments.ladder.rung import MODES, VLM, Cell, Rung
 from robustvlm.model_ref import ZOO as ZOO_KIND
 from robustvlm.model_ref import ModelRef
-from robustvlm.plan_fields import option
+from robustvlm.plan_fields import QUICK_HELP, option
 
 #: The IRM paper's selected hyperparameters (facebookresearch/InvariantRiskMinimization,
 #: reproduce_paper_results.sh); its MLP is 390 wide.
 PAPER = {"hidden": 390, "l2": 0.00110794568, "lr": 0.0004898536566546834, "steps": 501, "anneal": 190,
          "penalty_weight": 91257.18613115903}
-QUICK_HELP = "a smaller run (a smoke test: its verdict says what it checked, no finding)"
 TINY_VLM = ModelRef.tiny("idefics3")
 """The VLM rungs' model without --zoo: the tiny offline Idefics3, random weights built per seed."""
 
