@@ -128,9 +128,50 @@ def test_a_rerun_reuses_everything_and_gives_the_same_results(zoo_run, monkeypat
 def test_quick_figures_in_the_docs_are_what_the_code_produces(zoo_run, name):
     out, _, _ = zoo_run
     documented = read_figure((ROOT / "docs" / "quick_figures.md").read_text(encoding="utf-8"), name)
-    assert render(name, out) == documented, (
+    rendered = render(name, out)
+    same = (lifts_agree(rendered, documented) if name == "zoo-task-signal" else rendered == documented)
+    assert same, (
         f"docs/quick_figures.md's {name} table differs from what the code produces now; if the change "
-        "is intended, rewrite it with `python -m robustvlm.figures`")
+        f"is intended, rewrite it with `python -m robustvlm.figures`:\n{rendered}")
+
+
+NOISE_SHARE = 0.05
+"""The task-signal lifts are read far outside the members' accuracies (extrapolated), where the
+float kernels of the machine that built the quick zoo move them: an AMD EPYC box reads +2.9
+[-69.6, +10.0] where the Intel Xeon that wrote docs/quick_figures.md read +3.4 [-71.3, +9.1]. Their
+numbers are compared within this share of the row's interval width; every other cell exactly."""
+
+
+def lifts_agree(rendered: str, documented: str) -> bool:
+    """Whether two task-signal tables have the same rows, the same text cells, and numbers that
+    differ by at most `NOISE_SHARE` of the documented row's 95% interval width."""
+    def rows(table: str) -> list[list[str]]:
+        return [[c.strip() for c in line.strip("|").split("|")] for line in table.strip().splitlines()[2:]]
+
+    def numbers(row: list[str]) -> list[float]:
+        lift, interval = row[4], row[5].strip("[]").split(",")
+        return [float(lift), *(float(v) for v in interval)]
+
+    new, old = rows(rendered), rows(documented)
+    if len(new) != len(old) or rendered.splitlines()[:2] != documented.splitlines()[:2]:
+        return False
+    for a, b in zip(new, old, strict=True):
+        if a[:4] + a[6:] != b[:4] + b[6:]:
+            return False
+        width = numbers(b)[2] - numbers(b)[1]
+        if any(abs(x - y) > NOISE_SHARE * width for x, y in zip(numbers(a), numbers(b), strict=True)):
+            return False
+    return True
+
+
+def test_the_lift_comparison_refuses_a_moved_lift_or_reading():
+    table = ("| shift | family | over | at clean acc % | lift (points) | 95% interval | reading |\n|---|---|---|---|---|---|---|\n"
+             "| rotated | vqa | linear-probe | 10.6 | +3.4 | [-71.3, +9.1] | indistinguishable (extrapolated) |")
+    assert lifts_agree(table, table)
+    assert lifts_agree(table.replace("+3.4 | [-71.3, +9.1]", "+2.9 | [-69.6, +10.0]"), table)  # two machines
+    assert not lifts_agree(table.replace("+3.4", "+9.4"), table)  # 6 points > 5% of 80.4
+    assert not lifts_agree(table.replace("indistinguishable", "above"), table)
+    assert not lifts_agree(table.replace("10.6", "10.7"), table)
 
 
 def test_the_above_chance_line_keeps_members_a_binomial_test_puts_above_chance():
