@@ -1,6 +1,8 @@
 """`robustvlm grid` (workflows.eval_grid): models x benchmarks x shards run through the local
-launcher, merged per (model, benchmark) into the bytes one unsharded run writes; its dry run; its
-resume (finished cells and merges skipped, a lost cell run again); refused configs."""
+launcher, merged per (model, benchmark) into what one unsharded run writes (its tables and settings
+byte for byte; its per-question records value for value, floats to float32 rounding: a shard's
+process scores on other threads, whose kernels round the 7th digit otherwise on some CPUs); its
+dry run; its resume (finished cells and merges skipped, a lost cell run again); refused configs."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import json
 
 import pytest
 import yaml
+from float_records import same_records
 from PIL import Image
 
 from robustvlm.cli import main
@@ -63,7 +66,9 @@ def test_merged_grid_equals_one_unsharded_run_per_cell(grid):
         shards = [root / "out" / label / "shapes" / f"shard-{i}-of-2" for i in range(2)]
         sizes = [len((s / label / "shapes.jsonl").read_text().splitlines()) for s in shards]
         assert sizes == [3, 2]  # each cell scored its own block
-        for name in (f"{label}/shapes.jsonl", "results.csv", "config.resolved.yaml"):
+        records = f"{label}/shapes.jsonl"
+        assert same_records((merged / records).read_text(), (one[model] / records).read_text()), model
+        for name in ("results.csv", "config.resolved.yaml"):
             assert (merged / name).read_bytes() == (one[model] / name).read_bytes(), (model, name)
         # results.json also records the machine (thread pools listed in the order a process loaded them)
         assert _results(merged) == _results(one[model])
