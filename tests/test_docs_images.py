@@ -64,7 +64,7 @@ def _loop_values(line: str) -> dict[str, list[str]]:
 
 def made_images() -> dict[str, str]:
     """{image file name under docs/images: the Makefile target that writes it}: the figures that
-    `$(FIGURES_WRITE)` (`report.figures --images docs/images`) rewrites and that have a picture."""
+    `$(FIGURES_WRITE)` (`robustvlm.figures --images docs/images`) rewrites and that have a picture."""
     made: dict[str, str] = {}
     for target, lines in _recipes((ROOT / "Makefile").read_text(encoding="utf-8")).items():
         for line in lines:

@@ -34,7 +34,7 @@ TIME = re.compile(
     r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty)-(?:second|minute|hour)\b"
     r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty|a few|several)\s+"
     r"(?:seconds?|minutes?|hours?|CPU-(?:seconds?|minutes?|hours?))\b")
-#: the blocks whose text is generated: recorded times, and the measured figures (`report.figures`)
+#: the blocks whose text is generated: recorded times, and the measured figures (`robustvlm.figures`)
 GENERATED = re.compile(r"<!-- (time|figure):([\w:-]+) -->.*?<!-- /(?:time|figure)(?::[\w:-]+)? -->", re.S)
 #: {page: the durations it states that are limits or settings, not how long something took}
 LIMITS = {

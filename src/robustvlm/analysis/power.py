@@ -44,6 +44,7 @@ import numpy as np
 from scipy import integrate, stats
 
 from robustvlm.analysis.paired import paired_t_power
+from robustvlm.analysis.selection import READINGS
 from robustvlm.analysis.stats import clopper_pearson
 from robustvlm.errors import DataError, RobustVLMError
 
@@ -52,9 +53,8 @@ MAX_UNITS = 10**7
 SHOWN_SEEDS = (3, 5, 10, 20)
 """The seed counts whose half-widths a claim over seeds shows; a claim over examples shows 1, 2,
 4 and 10 times its own number."""
-FINAL = "final"
-"""The ladder's headline reading in its results.json: each run's final step
-(`experiments.ladder.readings.READINGS`; tests/analysis/test_power.py checks it is one of them)."""
+FINAL = READINGS[0]
+"""The ladder's headline reading: each run's final step (`experiments.ladder.paired_report.HEADLINE_READING`)."""
 
 
 def _t(units: float, alpha: float) -> float:

@@ -30,6 +30,9 @@ import numpy as np
 
 from robustvlm.errors import DataError
 
+READINGS = ("final", "training-domain", "oracle")
+"""How a run's checkpoints are read, as results files name them: its last step, the one
+training-domain validation picks, and per test environment the oracle's."""
 TRAINING_DOMAIN = "training-domain validation"
 ORACLE = "test-domain validation (oracle)"
 RULES = (TRAINING_DOMAIN, ORACLE)

@@ -1,4 +1,5 @@
-"""An experiment as one object: a demo's name, its typed plan, presets, run, figures and sources.
+"""An experiment as one object: a demo's name, its typed plan, presets, run and sources (its
+figures of the Results pages are its package's `figures.py`, `figures.registry`).
 
 A plan is a frozen dataclass whose fields are the experiment's options, each declared with
 `option(default, help, ...)` (`plan_fields`), and its settings, fixed by its presets (`quick`,
@@ -58,7 +59,6 @@ class Experiment(Generic[P, R]):
             has them): what each option not given is, and every setting.
         run: runs a plan into an output folder and returns the typed results it wrote to results.json.
         out: the output folder of a plan when --out is not given.
-        figures: the names of the figures its package's `figures.py` declares (`figures.registry`).
         depends_on: the source modules (or packages) its results depend on.
         methods: the default method list of a plan whose `methods` is None (read when it runs).
         example: the command lines of its help's example, in the order to run them from a fresh
@@ -74,7 +74,6 @@ class Experiment(Generic[P, R]):
     presets: Mapping[str, P]
     run: Callable[[P, Path], R]
     out: Callable[[P], str]
-    figures: tuple[str, ...] = ()
     depends_on: tuple[str, ...] = ()
     methods: Callable[[], tuple[str, ...]] | None = None
     example: tuple[str, ...] = ()

@@ -65,7 +65,6 @@ EXPERIMENT = Experiment(
     presets={**presets(InvarianceExperimentPlan, "quick"), "paper": InvarianceExperimentPlan(budget="paper")},
     run=run,
     out=lambda plan: "demo_invariance",
-    figures=("invariance", "invariance-spread", "invariance-eiil"),
     depends_on=("robustvlm.experiments.invariance.run", "robustvlm.linear", "robustvlm.objectives",
                 "robustvlm.data.synth.linear_unit_tests"),
     methods=linear_methods,

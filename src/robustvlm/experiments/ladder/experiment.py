@@ -45,8 +45,6 @@ EXPERIMENT = Experiment(
     presets=PRESETS,
     run=run,
     out=default_demo_folder("ladder"),
-    figures=("ladder", "ladder-vlm", "ladder-zoo", "ladder-zoo-oracle", "ladder-zoo-td", "ladder-zoo-shot",
-             "ladder-zoo-seeds", "ladder-zoo-paired"),
     depends_on=DEPENDS_ON,
     methods=ladder_methods,
 )

@@ -12,14 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from robustvlm.analysis.selection import nearest_rule
+from robustvlm.analysis.selection import READINGS, nearest_rule
 from robustvlm.analysis.verdict import Comparison, compare_all
 from robustvlm.experiments.ladder.rung import VLM, parse_cell
 
 ORACLE = "oracle"  # the grayscale oracle's method name
 COLOUR_FREE = "test-nocolour"
 REVERSED = "test-reversed"
-READINGS = ("final", "training-domain", "oracle")
 ENV_WORDS = {COLOUR_FREE: "colour-free", REVERSED: "reversed"}
 MIN_MARGIN = 0.01  # a win over ERM is at least one point, whatever the seeds' spread
 

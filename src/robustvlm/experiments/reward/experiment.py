@@ -49,8 +49,6 @@ EXPERIMENT = Experiment(
     presets=presets(RewardExperimentPlan, "quick", "zoo"),
     run=run,
     out=default_demo_folder("reward"),
-    figures=("reward-matrix", "reward-linear", "reward-ladder", "reward-ladder-sfc", "reward-ladder-runs",
-             "reward-zoo-matrix", "reward-zoo-ladder", "reward-zoo-ladder-sfc", "reward-zoo-runs", "reward-zoo-steps"),
     depends_on=("robustvlm.experiments.reward.run", "robustvlm.experiments.reward.zoo",
                 "robustvlm.experiments.reward.linear_rung", "robustvlm.experiments.reward.frozen_rung", "robustvlm.reward",
                 "robustvlm.workflows.reward", "robustvlm.analysis.reward", "robustvlm.analysis.reward_matrix",

@@ -54,8 +54,6 @@ EXPERIMENT = Experiment(
     presets=presets(RobustnessExperimentPlan, "quick", "zoo"),
     run=run,
     out=_out,
-    figures=("zoo-robustness-members", "zoo-robustness-fits", "zoo-robustness-er", "zoo-task-signal",
-             "zoo-robustness-corruptions", "zoo-robustness-corruptions-er"),
     depends_on=("robustvlm.experiments.robustness.run", "robustvlm.experiments.robustness.zoo",
                 "robustvlm.experiments.robustness.verdict", "robustvlm.analysis.effective_robustness",
                 "robustvlm.multiple_choice", "robustvlm.workflows.measure.task_signal"),

@@ -50,7 +50,6 @@ EXPERIMENT = Experiment(
     presets=presets(TasksExperimentPlan, "quick", "zoo"),
     run=run,
     out=default_demo_folder("tasks"),
-    figures=("zoo-tasks", "zoo-tasks-envs"),
     depends_on=("robustvlm.experiments.tasks.run", "robustvlm.workflows.finetune", "robustvlm.training",
                 "robustvlm.objectives", "robustvlm.evaluation", "robustvlm.analysis.study",
                 "robustvlm.configs"),
